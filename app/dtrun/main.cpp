@@ -1,0 +1,240 @@
+// dtrun: dtlab's command line.
+//
+//   dtrun run SCENARIO.toml [--ranks N] [--steps N] [--trace FILE] [--summary FILE] ...
+//       Runs a scenario headless: starts a Session with N rank processes,
+//       shows a progress line, writes the trace and the summary.
+//   dtrun check SCENARIO.toml
+//       Parses and validates a scenario; prints what it would run.
+//   dtrun worker [--rank R --world N] [--join HOST:PORT]
+//       One rank. Started by a Session, by mpirun, or by torchrun-style
+//       variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
+//
+// Exit codes: 0 success; 1 the run failed (a rank died or failed); 2 usage
+// error (bad flag, bad scenario, unwritable output): nothing was started.
+#include "progress_line.hpp"
+
+#include "dtlab/errors.hpp"
+#include "dtlab/scenario.hpp"
+#include "dtlab/session.hpp"
+#include "dtlab/summary.hpp"
+#include "dtlab/worker.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+std::atomic<int> g_interrupt{0};
+void onSignal(int signo) { g_interrupt.store(signo); }
+
+std::string selfExecutable() {
+    char buf[4096];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0) return "dtrun";
+    buf[n] = 0;
+    return buf;
+}
+
+// An output path must be in an existing directory; checked before anything starts.
+void checkOutputPath(const std::string& flag, const std::string& path) {
+    if (path.empty()) return;
+    const auto slash = path.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+    struct stat st{};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw dt::UsageError(flag + ": the directory '" + dir + "' of '" + path + "' does not exist");
+    if (access(dir.c_str(), W_OK) != 0) throw dt::UsageError(flag + ": the directory '" + dir + "' is not writable");
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw dt::UsageError(flag + ": '" + path + "' is a directory, expected a file name");
+}
+
+struct RunFlags {
+    std::string scenario_path;
+    int ranks = 0;
+    int steps = 0;
+    int batch_per_rank = 0;
+    std::string overlap;
+    std::string trace_path;
+    std::string summary_path;
+    std::string params_out;
+    std::string listen_host = "127.0.0.1";
+    int port = 0;
+    bool external = false;
+    bool no_telemetry = false;
+    bool quiet = false;
+};
+
+dt::Scenario resolveScenario(const RunFlags& f) {
+    dt::Scenario s = dt::loadScenarioFile(f.scenario_path);
+    if (f.ranks != 0) {
+        s.topology.ranks = f.ranks;
+        dt::validateScenario(s, "--ranks");
+    }
+    if (f.steps != 0) {
+        s.run.steps = f.steps;
+        dt::validateScenario(s, "--steps");
+    }
+    if (f.batch_per_rank != 0) {
+        s.data.batch_per_rank = f.batch_per_rank;
+        dt::validateScenario(s, "--batch-per-rank");
+    }
+    if (!f.overlap.empty()) s.strategy.overlap = f.overlap == "on";
+    if (f.no_telemetry) s.telemetry.enabled = false;
+    return s;
+}
+
+int runCommand(const RunFlags& f) {
+    dt::Scenario scenario;
+    try {
+        scenario = resolveScenario(f);
+        checkOutputPath("--trace", f.trace_path);
+        checkOutputPath("--summary", f.summary_path);
+        if (!f.params_out.empty()) {
+            struct stat st{};
+            if (stat(f.params_out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+                throw dt::UsageError("--params-out: '" + f.params_out + "' is not an existing directory");
+        }
+    } catch (const dt::UsageError& e) {
+        std::cerr << "dtrun: " << e.what() << "\n";
+        return dt::kExitUsage;
+    }
+
+    dt::SessionOptions options;
+    options.scenario = scenario;
+    options.worker_executable = selfExecutable();
+    options.spawn_ranks = !f.external;
+    options.listen_host = f.listen_host;
+    options.store_port = f.port;
+    options.params_out_dir = f.params_out;
+
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    std::signal(SIGHUP, onSignal);
+
+    dt::Session session(options);
+    try {
+        session.start();
+    } catch (const dt::UsageError& e) {
+        std::cerr << "dtrun: " << e.what() << "\n";
+        return dt::kExitUsage;
+    }
+    const bool tty = isatty(STDERR_FILENO) && !f.quiet;
+    if (!f.quiet) {
+        std::cerr << "dtrun: " << scenario.name << ": " << scenario.topology.ranks << " ranks, " << scenario.run.steps
+                  << " steps, " << scenario.strategy.kind << " over gloo";
+        if (f.external) std::cerr << "; waiting for ranks to join at " << session.storeAddress();
+        std::cerr << "\n";
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!session.finished()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (const int signo = g_interrupt.load()) session.stop(std::string("interrupted by ") + strsignal(signo));
+        if (tty) {
+            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            std::cerr << "\r\033[K" << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed)
+                      << std::flush;
+        }
+    }
+    if (tty) std::cerr << "\r\033[K";
+    const dt::RunRecord record = session.snapshot();
+
+    int code = record.ok ? 0 : 1;
+    try {
+        if (!f.summary_path.empty()) dt::writeFileAtomically(f.summary_path, dt::summaryJson(record));
+        if (!f.trace_path.empty()) {
+            std::ostringstream trace;
+            dt::writeChromeTrace(record, trace);
+            dt::writeFileAtomically(f.trace_path, trace.str());
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "dtrun: " << e.what() << "\n";
+        code = 1;
+    }
+    if (!f.quiet || !record.ok) {
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (record.ok) {
+            std::cerr << "dtrun: done: " << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed)
+                      << ", " << int(elapsed * 10) / 10.0 << " s\n";
+        } else {
+            std::cerr << "dtrun: the run failed: " << record.failure_reason << "\n";
+            for (const auto& log : record.logs)
+                if (log.level != dt::LogLevel::Info)
+                    std::cerr << "  " << (log.rank >= 0 ? "rank " + std::to_string(log.rank) : "session") << ": "
+                              << log.text << "\n";
+        }
+    }
+    return code;
+}
+
+int checkCommand(const std::string& path) {
+    try {
+        const dt::Scenario s = dt::loadScenarioFile(path);
+        std::cout << path << ": ok: \"" << s.name << "\", " << s.topology.ranks << " ranks, " << s.model.kind << ", "
+                  << s.strategy.kind << ", " << s.run.steps << " steps, " << s.faults.size() << " fault(s)\n";
+        return 0;
+    } catch (const dt::UsageError& e) {
+        std::cerr << "dtrun: " << e.what() << "\n";
+        return dt::kExitUsage;
+    }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"dtrun: run dtlab scenarios headless, or be one rank of a run"};
+    app.require_subcommand(1);
+
+    RunFlags run;
+    auto* run_cmd = app.add_subcommand("run", "run a scenario headless");
+    run_cmd->add_option("scenario", run.scenario_path, "scenario TOML file")->required();
+    run_cmd->add_option("--ranks", run.ranks, "override the number of ranks");
+    run_cmd->add_option("--steps", run.steps, "override the number of steps");
+    run_cmd->add_option("--batch-per-rank", run.batch_per_rank, "override the batch size per rank");
+    run_cmd->add_option("--overlap", run.overlap, "DDP: all-reduce during backward (on) or after it (off)")
+        ->check(CLI::IsMember({"on", "off"}));
+    run_cmd->add_option("--trace", run.trace_path, "write a Chrome trace (Perfetto) JSON file");
+    run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
+    run_cmd->add_option("--params-out", run.params_out, "each rank writes its final parameters into this directory");
+    run_cmd->add_option("--listen", run.listen_host, "address the Session listens on (default 127.0.0.1)");
+    run_cmd->add_option("--port", run.port, "rendezvous store port (default: any free port)");
+    run_cmd->add_flag("--external", run.external, "start no ranks: wait for ranks started by mpirun or torchrun");
+    run_cmd->add_flag("--no-telemetry", run.no_telemetry, "send only per-step records (step time, loss, checksum)");
+    run_cmd->add_flag("--quiet,-q", run.quiet, "no progress line");
+
+    std::string check_path;
+    auto* check_cmd = app.add_subcommand("check", "validate a scenario file");
+    check_cmd->add_option("scenario", check_path, "scenario TOML file")->required();
+
+    dt::WorkerArgs worker;
+    auto* worker_cmd = app.add_subcommand("worker", "run one rank (started by a Session, mpirun or torchrun)");
+    worker_cmd->add_option("--rank", worker.flags.rank, "this rank");
+    worker_cmd->add_option("--world", worker.flags.world, "number of ranks");
+    worker_cmd->add_option("--join", worker.flags.join, "the Session's store address HOST:PORT");
+    worker_cmd->add_option("--params-out", worker.params_out_dir, "write final parameters into this directory");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "dtrun: " << e.what() << "\nRun 'dtrun --help' for usage.\n";
+        return dt::kExitUsage;
+    }
+    if (*run_cmd) return runCommand(run);
+    if (*check_cmd) return checkCommand(check_path);
+    if (*worker_cmd) return dt::runWorker(worker);
+    return dt::kExitUsage;
+}

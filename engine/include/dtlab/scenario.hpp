@@ -1,0 +1,105 @@
+// scenario.hpp: the declarative description of a run, read from TOML.
+//
+// A scenario file (scenarios/*.toml) fills these structs; dtrun flags such as
+// --ranks and --steps override fields afterwards and the result is validated
+// again. The Session hands the resolved scenario to every rank as JSON through
+// the TCPStore, so a rank started by mpirun or torchrun needs only the address.
+#pragma once
+
+#include "dtlab/errors.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+struct TopologyConfig {
+    int ranks = 4; // world size; replicas x stages x shards arrives with later strategies
+};
+
+struct ModelConfig {
+    std::string kind = "tiny_gpt"; // "tiny_gpt" | "mlp"
+    // tiny_gpt
+    int vocab = 128;
+    int context = 64;
+    int d_model = 128;
+    int layers = 4;
+    int heads = 4;
+    int mlp_ratio = 4;
+    // mlp (fashion-mnist: 784 inputs, 10 classes)
+    std::vector<int> hidden = {256, 128};
+};
+
+struct DataConfig {
+    std::string source = "fortunes"; // "fortunes" | "fashion_mnist"
+    std::string path;                // empty = the Debian package's location
+    int batch_per_rank = 16;
+};
+
+struct StrategyConfig {
+    std::string kind = "ddp";   // "ddp" (more strategies arrive with later issues)
+    double bucket_mb = 1.0;     // DDP bucket cap in MiB
+    bool overlap = true;        // launch each bucket's all-reduce during backward
+};
+
+struct OptimizerConfig {
+    std::string kind = "adamw";
+    double lr = 3e-4;
+    double beta1 = 0.9;
+    double beta2 = 0.999;
+    double eps = 1e-8;
+    double weight_decay = 0.01;
+};
+
+struct RunConfig {
+    int steps = 50;
+    uint64_t seed = 1;
+    double timeout_s = 30.0;        // collective timeout; a hung peer fails within this
+    double step_delay_ms = 0.0;     // added to every step on every rank (pacing)
+};
+
+struct TelemetryConfig {
+    bool enabled = true;
+    int queue_capacity = 65536;     // events buffered per rank before dropping
+};
+
+// A fault the Session injects when a condition is seen in the live telemetry.
+struct FaultConfig {
+    std::string action = "kill";        // "kill" (SIGKILL) | "hang" (SIGSTOP)
+    int rank = 0;
+    int step = 0;
+    std::string when = "allreduce";     // "allreduce": when that step's first all-reduce starts
+                                        // "step": when that step starts
+    SourceLocation where;               // for error messages
+};
+
+struct Scenario {
+    std::string name;
+    std::string description;
+    std::string path;                   // file it came from ("" if built in code)
+    TopologyConfig topology;
+    ModelConfig model;
+    DataConfig data;
+    StrategyConfig strategy;
+    OptimizerConfig optimizer;
+    RunConfig run;
+    TelemetryConfig telemetry;
+    std::vector<FaultConfig> faults;
+};
+
+// Parse and validate a scenario file. Throws UsageError with file:line:column
+// and what was expected for: a TOML syntax error, an unknown table or key, a
+// wrong type, an out-of-range value, an impossible topology or a missing data file.
+[[nodiscard]] Scenario loadScenarioFile(const std::string& path);
+[[nodiscard]] Scenario parseScenarioText(const std::string& text, const std::string& sourceName);
+
+// Re-check a scenario after overrides (e.g. --ranks from the command line).
+// `origin` names where the override came from for the message ("--ranks").
+void validateScenario(const Scenario& scenario, const std::string& origin);
+
+// JSON round trip (how the Session hands the resolved scenario to ranks).
+[[nodiscard]] std::string scenarioToJson(const Scenario& scenario);
+[[nodiscard]] Scenario scenarioFromJson(const std::string& json);
+
+} // namespace dt

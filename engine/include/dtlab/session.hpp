@@ -1,0 +1,76 @@
+// session.hpp: one run of a scenario, as seen from dtrun or the dtlab GUI.
+//
+// The Session hosts the c10d TCPStore (rendezvous), a telemetry collector
+// (TCP; every rank streams its events here), and a supervisor that starts the
+// rank processes (`dtrun worker`), injects faults (SIGKILL, SIGSTOP, SIGCONT)
+// and reaps them. When the Session ends, or its owner is interrupted, every
+// process it started is killed: no orphans. Ranks started elsewhere (mpirun,
+// torchrun) join through the store address instead of being spawned.
+//
+// Threading: start() returns at once; all getters are thread-safe snapshots,
+// so a GUI can poll every frame without ever blocking on a rank.
+#pragma once
+
+#include "dtlab/events.hpp"
+#include "dtlab/run_record.hpp"
+#include "dtlab/scenario.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+struct SessionOptions {
+    Scenario scenario;
+    std::string worker_executable;      // path of dtrun (spawned as `dtrun worker ...`)
+    bool spawn_ranks = true;            // false: wait for ranks started by mpirun/torchrun
+    std::string listen_host = "127.0.0.1";
+    int store_port = 0;                 // 0 = pick a free port
+    std::string params_out_dir;         // if set, each rank writes its final parameters here
+};
+
+// Live per-rank state for progress lines and the topology view.
+enum class RankState : uint8_t { Pending, Starting, Running, Hung, Finished, Failed, Killed };
+[[nodiscard]] std::string_view rankStateLabel(RankState state);
+
+struct RankProgress {
+    int rank = -1;
+    int pid = 0;
+    RankState state = RankState::Pending;
+    int step = -1;              // last completed step
+    double last_loss = 0.0;
+    double last_step_ms = 0.0;
+};
+
+class Session {
+public:
+    explicit Session(SessionOptions options);
+    ~Session(); // stops every process this Session started
+    Session(const Session&) = delete;
+    Session& operator=(const Session&) = delete;
+
+    void start();                               // throws UsageError / std::runtime_error
+    [[nodiscard]] bool finished() const;
+    void waitUntilFinished();
+    void stop(const std::string& reason);       // SIGKILL every rank, then finish
+
+    // Fault injection and control (no-ops on ranks that are not running).
+    void killRank(int rank);    // SIGKILL
+    void hangRank(int rank);    // SIGSTOP
+    void resumeRank(int rank);  // SIGCONT
+
+    [[nodiscard]] std::string storeAddress() const; // "host:port" for ranks to join
+    [[nodiscard]] std::vector<RankProgress> progress() const;
+    [[nodiscard]] size_t eventCount() const;
+    // Append events [from, eventCount()) to `out`; returns the new count.
+    size_t copyEventsSince(size_t from, std::vector<Event>& out) const;
+    [[nodiscard]] RunRecord snapshot() const;   // a full copy (end of run, export)
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace dt

@@ -1,0 +1,20 @@
+// worker.hpp: one rank (`dtrun worker`): join the Session, train, report.
+#pragma once
+
+#include "dtlab/launch_env.hpp"
+
+#include <string>
+
+namespace dt {
+
+struct WorkerArgs {
+    WorkerFlags flags;
+    std::string params_out_dir; // overrides the Session's setting when not empty
+};
+
+// Returns the process exit code: 0 done, kExitRankFailed on a communication
+// failure, kExitUsage on bad input. Never returns normally after a fault it
+// cannot recover from without first telling the Session why.
+int runWorker(const WorkerArgs& args);
+
+} // namespace dt

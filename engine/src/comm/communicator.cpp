@@ -1,0 +1,157 @@
+// communicator.cpp: the queue, the thread and the Work records shared by
+// every backend (the backends only implement the blocking do* calls).
+#include "comm/communicator.hpp"
+
+#include "telemetry/event_sink.hpp"
+
+#include <map>
+
+namespace dt {
+
+CommWork::State CommWork::state() const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_state;
+}
+
+bool CommWork::isCompleted() const {
+    const State s = state();
+    return s == State::Completed || s == State::Failed;
+}
+
+void CommWork::wait() {
+    std::unique_lock<std::mutex> lock(m_mutex);
+    m_done.wait(lock, [this] { return m_state == State::Completed || m_state == State::Failed; });
+    if (m_state == State::Failed) throw CommError(m_error_kind, m_error);
+}
+
+void CommWork::finish(State state, CommErrorKind error_kind, const std::string& error) {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_state = state;
+        m_error_kind = error_kind;
+        m_error = error;
+    }
+    m_done.notify_all();
+}
+
+Communicator::Communicator(int rank, int size, EventSink* sink) : m_rank(rank), m_size(size), m_sink(sink) {
+    m_thread = std::thread([this] { threadLoop(); });
+}
+
+Communicator::~Communicator() { shutdown(); }
+
+void Communicator::shutdown() {
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        if (m_stopping) return;
+        m_stopping = true;
+    }
+    m_wake.notify_all();
+    if (m_thread.joinable()) m_thread.join();
+    for (auto& job : m_queue) job.work->finish(CommWork::State::Failed, CommErrorKind::Other, "communicator shut down");
+    m_queue.clear();
+}
+
+void Communicator::emitWork(const Job& job, EventPhase phase) {
+    if (!m_sink) return;
+    Event e;
+    e.t_ns = m_sink->now();
+    e.kind = job.kind;
+    e.phase = phase;
+    e.rank = m_rank;
+    e.step = job.tag.step;
+    e.unit = int16_t(job.tag.unit);
+    e.microbatch = int16_t(job.tag.microbatch);
+    e.bytes = job.bytes;
+    e.seq = job.seq;
+    e.peer = int16_t(job.peer);
+    e.group_size = uint16_t(m_size);
+    m_sink->emit(e);
+}
+
+CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer, std::function<void()> run) {
+    auto work = std::make_shared<CommWork>();
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        // Collectives are numbered in issue order, identical on every rank of
+        // the group. Point-to-point messages are numbered per (direction, peer),
+        // so a rank's k-th send to j matches j's k-th recv from it.
+        uint64_t seq = 0;
+        if (kind == EventKind::Send) seq = m_p2p_sent[peer]++;
+        else if (kind == EventKind::Recv) seq = m_p2p_received[peer]++;
+        else seq = m_next_seq++;
+        Job job{kind, tag, bytes, peer, seq, work, std::move(run)};
+        emitWork(job, EventPhase::WorkScheduled);
+        if (m_stopping) {
+            work->finish(CommWork::State::Failed, CommErrorKind::Other, "communicator shut down");
+            return work;
+        }
+        m_queue.push_back(std::move(job));
+    }
+    m_wake.notify_one();
+    return work;
+}
+
+void Communicator::threadLoop() {
+    while (true) {
+        Job job;
+        {
+            std::unique_lock<std::mutex> lock(m_mutex);
+            m_wake.wait(lock, [this] { return m_stopping || !m_queue.empty(); });
+            if (m_stopping) return;
+            job = std::move(m_queue.front());
+            m_queue.pop_front();
+        }
+        {
+            std::lock_guard<std::mutex> lock(job.work->m_mutex);
+            job.work->m_state = CommWork::State::Started;
+        }
+        emitWork(job, EventPhase::WorkStarted);
+        try {
+            job.run();
+            emitWork(job, EventPhase::WorkCompleted);
+            job.work->finish(CommWork::State::Completed, CommErrorKind::Other, "");
+        } catch (const CommError& e) {
+            emitWork(job, EventPhase::WorkFailed);
+            job.work->finish(CommWork::State::Failed, e.kind(), e.what());
+        } catch (const std::exception& e) {
+            emitWork(job, EventPhase::WorkFailed);
+            job.work->finish(CommWork::State::Failed, CommErrorKind::Other, e.what());
+        }
+    }
+}
+
+CommWorkPtr Communicator::allReduce(at::Tensor x, CommTag tag) {
+    return enqueue(EventKind::AllReduce, tag, int64_t(x.nbytes()), -1, [this, x]() mutable { doAllReduce(x); });
+}
+
+CommWorkPtr Communicator::allGather(at::Tensor out, at::Tensor x, CommTag tag) {
+    DT_ENFORCE(out.numel() == x.numel() * m_size, "allGather output must hold group size x input elements");
+    return enqueue(EventKind::AllGather, tag, int64_t(x.nbytes()), -1,
+                   [this, out, x]() mutable { doAllGather(out, x); });
+}
+
+CommWorkPtr Communicator::reduceScatter(at::Tensor out, at::Tensor x, CommTag tag) {
+    DT_ENFORCE(x.numel() == out.numel() * m_size, "reduceScatter input must hold group size x output elements");
+    return enqueue(EventKind::ReduceScatter, tag, int64_t(x.nbytes()), -1,
+                   [this, out, x]() mutable { doReduceScatter(out, x); });
+}
+
+CommWorkPtr Communicator::broadcast(at::Tensor x, int root, CommTag tag) {
+    return enqueue(EventKind::Broadcast, tag, int64_t(x.nbytes()), root,
+                   [this, x, root]() mutable { doBroadcast(x, root); });
+}
+
+CommWorkPtr Communicator::send(at::Tensor x, int peer, CommTag tag) {
+    return enqueue(EventKind::Send, tag, int64_t(x.nbytes()), peer, [this, x, peer]() mutable { doSend(x, peer); });
+}
+
+CommWorkPtr Communicator::recv(at::Tensor x, int peer, CommTag tag) {
+    return enqueue(EventKind::Recv, tag, int64_t(x.nbytes()), peer, [this, x, peer]() mutable { doRecv(x, peer); });
+}
+
+CommWorkPtr Communicator::barrier(CommTag tag) {
+    return enqueue(EventKind::Barrier, tag, 0, -1, [this]() { doBarrier(); });
+}
+
+} // namespace dt

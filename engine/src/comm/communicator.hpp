@@ -1,0 +1,124 @@
+// communicator.hpp: one interface for the collectives every strategy uses.
+//
+// Calls are asynchronous and run in issue order on the communicator's own
+// thread (as a c10d ProcessGroup does), so they overlap with compute. Each call
+// returns a CommWork, c10d-style: Scheduled -> Started -> Completed | Failed,
+// and each state change is emitted as a telemetry Work record with the
+// payload bytes, group size and a sequence number that is the same on every
+// rank, which is how the parts of one collective are matched across lanes.
+//
+// Semantics (N = group size, x = payload tensor, float32, contiguous):
+//   allReduce(x)            x := sum over ranks of x                  (in place)
+//   allGather(out, x)       out (N*numel(x)) := concat of every rank's x
+//   reduceScatter(out, x)   out (numel(x)/N) := this rank's chunk of sum(x)
+//   broadcast(x, root)      x := root's x
+//   send(x, peer) / recv(x, peer), barrier()
+// Failures (peer lost, timeout) surface as CommError from CommWork::wait().
+#pragma once
+
+#include "dtlab/errors.hpp"
+#include "dtlab/events.hpp"
+
+#include <ATen/Tensor.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace dt {
+
+class EventSink;
+
+// Where a collective sits in the step, for telemetry.
+struct CommTag {
+    int step = -1;
+    int unit = -1;       // bucket / unit index
+    int microbatch = -1;
+};
+
+class CommWork {
+public:
+    enum class State { Scheduled, Started, Completed, Failed };
+    [[nodiscard]] State state() const;
+    [[nodiscard]] bool isCompleted() const; // Completed or Failed
+    // Blocks until done; throws CommError if the collective failed.
+    void wait();
+
+private:
+    friend class Communicator;
+    void finish(State state, CommErrorKind error_kind, const std::string& error);
+    mutable std::mutex m_mutex;
+    std::condition_variable m_done;
+    State m_state = State::Scheduled;
+    CommErrorKind m_error_kind = CommErrorKind::Other;
+    std::string m_error;
+};
+using CommWorkPtr = std::shared_ptr<CommWork>;
+
+class Communicator {
+public:
+    Communicator(int rank, int size, EventSink* sink);
+    virtual ~Communicator();
+    Communicator(const Communicator&) = delete;
+    Communicator& operator=(const Communicator&) = delete;
+
+    [[nodiscard]] int rank() const { return m_rank; }
+    [[nodiscard]] int size() const { return m_size; }
+    [[nodiscard]] virtual std::string backendName() const = 0;
+
+    CommWorkPtr allReduce(at::Tensor x, CommTag tag = {});
+    CommWorkPtr allGather(at::Tensor out, at::Tensor x, CommTag tag = {});
+    CommWorkPtr reduceScatter(at::Tensor out, at::Tensor x, CommTag tag = {});
+    CommWorkPtr broadcast(at::Tensor x, int root, CommTag tag = {});
+    CommWorkPtr send(at::Tensor x, int peer, CommTag tag = {});
+    CommWorkPtr recv(at::Tensor x, int peer, CommTag tag = {});
+    CommWorkPtr barrier(CommTag tag = {});
+
+    // Stop the thread; queued work fails with "communicator shut down".
+    void shutdown();
+
+protected:
+    // Backend operations, run on the communicator thread, blocking. Throw
+    // CommError on failure.
+    virtual void doAllReduce(at::Tensor& x) = 0;
+    virtual void doAllGather(at::Tensor& out, at::Tensor& x) = 0;
+    virtual void doReduceScatter(at::Tensor& out, at::Tensor& x) = 0;
+    virtual void doBroadcast(at::Tensor& x, int root) = 0;
+    virtual void doSend(at::Tensor& x, int peer) = 0;
+    virtual void doRecv(at::Tensor& x, int peer) = 0;
+    virtual void doBarrier() = 0;
+
+private:
+    struct Job {
+        EventKind kind;
+        CommTag tag;
+        int64_t bytes;
+        int peer;
+        uint64_t seq;
+        CommWorkPtr work;
+        std::function<void()> run;
+    };
+    CommWorkPtr enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer, std::function<void()> run);
+    void emitWork(const Job& job, EventPhase phase);
+    void threadLoop();
+
+    int m_rank;
+    int m_size;
+    EventSink* m_sink;
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::deque<Job> m_queue;
+    bool m_stopping = false;
+    uint64_t m_next_seq = 0;
+    std::map<int, uint64_t> m_p2p_sent, m_p2p_received;
+    std::thread m_thread;
+};
+
+} // namespace dt

@@ -1,0 +1,34 @@
+// memory_accounting.cpp: see the header for the categories and the rule.
+#include "memory/memory_accounting.hpp"
+
+#include "memory/tracking_allocator.hpp"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace dt {
+
+int64_t storageBytes(const std::vector<at::Tensor>& tensors) {
+    std::unordered_set<const void*> seen;
+    int64_t total = 0;
+    for (const auto& t : tensors) {
+        if (!t.defined()) continue;
+        const auto& storage = t.storage();
+        if (seen.insert(storage.unsafeGetStorageImpl()).second) total += int64_t(storage.nbytes());
+    }
+    return total;
+}
+
+MemorySample sampleMemory(int64_t parameters, int64_t gradients, int64_t optimizer_state, int64_t comm_buffers) {
+    MemorySample s;
+    s.parameters = parameters;
+    s.gradients = gradients;
+    s.optimizer_state = optimizer_state;
+    s.comm_buffers = comm_buffers;
+    s.live = trackedLiveBytes();
+    s.peak = trackedPeakBytes();
+    s.activations = std::max<int64_t>(0, s.live - (parameters + gradients + optimizer_state + comm_buffers));
+    return s;
+}
+
+} // namespace dt

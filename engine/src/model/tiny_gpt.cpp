@@ -1,0 +1,140 @@
+// tiny_gpt.cpp: a character-level GPT, small enough to train on a laptop CPU.
+//
+// Shapes (B = batch, T = context, C = d_model, H = heads, D = C / H, V = vocab):
+//   tokens (B,T) int64
+//   x = tok_emb[tokens] + pos_emb[0..T)                       (B,T,C)
+//   per block (pre-norm):
+//     qkv = Linear(C, 3C)(ln1(x))  -> q,k,v each (B,H,T,D)
+//     att = softmax(q k^T / sqrt(D) + causal mask)           (B,H,T,T)
+//     x  += proj(att v merged back to (B,T,C))
+//     x  += fc2(gelu(fc1(ln2(x))))          fc1: C -> ratio*C, fc2: ratio*C -> C
+//   logits = head(ln_f(x))                                    (B,T,V)
+//   loss = cross_entropy(logits (B*T,V), targets (B*T))
+// Parameters ~ V*C + T*C + L*(12*C^2 + 13*C) + 2*C + C*V  (ratio 4, with biases)
+//
+// Telemetry: a Forward span per block (unit = block) and for the embedding and
+// head (unit = -1); Backward spans per block come from autograd hooks on each
+// block's output (gradient arrives = backward starts) and input (gradient
+// leaves = backward ends).
+#include "model/model.hpp"
+
+#include "dtlab/errors.hpp"
+#include "dtlab/scenario.hpp"
+
+#include <cmath>
+
+namespace dt {
+namespace {
+
+namespace nn = torch::nn;
+
+struct BlockImpl : nn::Module {
+    BlockImpl(int d_model, int heads, int mlp_ratio) : heads(heads) {
+        ln1 = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({d_model})));
+        qkv = register_module("qkv", nn::Linear(d_model, 3 * d_model));
+        proj = register_module("proj", nn::Linear(d_model, d_model));
+        ln2 = register_module("ln2", nn::LayerNorm(nn::LayerNormOptions({d_model})));
+        fc1 = register_module("fc1", nn::Linear(d_model, mlp_ratio * d_model));
+        fc2 = register_module("fc2", nn::Linear(mlp_ratio * d_model, d_model));
+    }
+
+    // x (B,T,C), mask (T,T) bool, true above the diagonal
+    at::Tensor forward(const at::Tensor& x, const at::Tensor& causal_mask) {
+        const int64_t B = x.size(0), T = x.size(1), C = x.size(2), D = C / heads;
+        auto qkv_out = qkv->forward(ln1->forward(x));                 // (B,T,3C)
+        auto parts = qkv_out.view({B, T, 3, heads, D}).permute({2, 0, 3, 1, 4}); // (3,B,H,T,D)
+        auto q = parts[0], k = parts[1], v = parts[2];
+        auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(D))); // (B,H,T,T)
+        att = att.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
+        att = at::softmax(att, -1);
+        auto y = at::matmul(att, v).transpose(1, 2).reshape({B, T, C});         // (B,T,C)
+        auto h = x + proj->forward(y);
+        return h + fc2->forward(at::gelu(fc1->forward(ln2->forward(h))));
+    }
+
+    int heads;
+    nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+    nn::Linear qkv{nullptr}, proj{nullptr}, fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Block);
+
+class TinyGpt final : public TrainableModel, public nn::Module {
+public:
+    explicit TinyGpt(const ModelConfig& c) : m_config(c) {
+        DT_ENFORCE(c.d_model % c.heads == 0, "d_model must be divisible by heads (the scenario check allows no other)");
+        tok_emb = register_module("tok_emb", nn::Embedding(c.vocab, c.d_model));
+        pos_emb = register_module("pos_emb", nn::Embedding(c.context, c.d_model));
+        for (int i = 0; i < c.layers; ++i)
+            blocks.push_back(register_module("block" + std::to_string(i), Block(c.d_model, c.heads, c.mlp_ratio)));
+        ln_f = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
+        head = register_module("head", nn::Linear(nn::LinearOptions(c.d_model, c.vocab).bias(false)));
+        m_causal = at::ones({c.context, c.context}, at::kBool).triu(1);
+    }
+
+    std::vector<NamedParameter> trainableParameters() const override {
+        std::vector<NamedParameter> out;
+        for (const auto& item : named_parameters(true)) out.push_back({item.key(), item.value()});
+        return out;
+    }
+
+    at::Tensor loss(const at::Tensor& tokens, const at::Tensor& targets, const UnitTimer& timer) override {
+        const int64_t T = tokens.size(1);
+        auto mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
+
+        timer.forward(-1, true);
+        auto positions = at::arange(T, at::kLong);
+        auto x = tok_emb->forward(tokens) + pos_emb->forward(positions); // (B,T,C)
+        timer.forward(-1, false);
+
+        for (size_t i = 0; i < blocks.size(); ++i) {
+            const int unit = int(i);
+            timer.forward(unit, true);
+            auto input = x;
+            auto output = blocks[i]->forward(input, mask);
+            timer.forward(unit, false);
+            if (timer.backward && output.requires_grad()) {
+                // grad w.r.t. the block output arrives first (backward of this block begins),
+                // grad w.r.t. its input leaves last (backward of this block ends).
+                auto mark = timer.backward; // copied: the hooks run after loss() returns
+                output.register_hook([mark, unit](const at::Tensor&) { mark(unit, true); });
+                input.register_hook([mark, unit](const at::Tensor&) { mark(unit, false); });
+            }
+            x = output;
+        }
+
+        timer.forward(-1, true);
+        auto logits = head->forward(ln_f->forward(x)); // (B,T,V)
+        auto loss = at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
+        timer.forward(-1, false);
+        return loss;
+    }
+
+    std::string describe() const override {
+        int64_t n = 0;
+        for (const auto& p : trainableParameters()) n += p.tensor.numel();
+        return "TinyGPT vocab " + std::to_string(m_config.vocab) + ", context " + std::to_string(m_config.context) +
+               ", d_model " + std::to_string(m_config.d_model) + ", " + std::to_string(m_config.layers) +
+               " layers, " + std::to_string(m_config.heads) + " heads: " + std::to_string(n) + " parameters";
+    }
+
+private:
+    ModelConfig m_config;
+    nn::Embedding tok_emb{nullptr}, pos_emb{nullptr};
+    std::vector<Block> blocks;
+    nn::LayerNorm ln_f{nullptr};
+    nn::Linear head{nullptr};
+    at::Tensor m_causal;
+};
+
+} // namespace
+
+std::unique_ptr<TrainableModel> makeMlpClassifier(const ModelConfig& config);
+
+std::unique_ptr<TrainableModel> makeModel(const ModelConfig& config, uint64_t seed) {
+    at::manual_seed(seed);
+    if (config.kind == "tiny_gpt") return std::make_unique<TinyGpt>(config);
+    if (config.kind == "mlp") return makeMlpClassifier(config);
+    throw UsageError("unknown model kind '" + config.kind + "'");
+}
+
+} // namespace dt

@@ -1,0 +1,125 @@
+// scenario_json.cpp: the Scenario <-> JSON round trip (nlohmann::json) the
+// Session uses to hand the resolved scenario to every rank. Every field travels,
+// the faults' source locations included; the layout mirrors the TOML tables.
+// scenarioFromJson does not validate (the data path may differ on a rank's host).
+#include "dtlab/scenario.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace dt {
+
+using nlohmann::json;
+
+std::string scenarioToJson(const Scenario& s) {
+    json faults = json::array();
+    for (const FaultConfig& f : s.faults) {
+        faults.push_back({
+            {"action", f.action},
+            {"rank", f.rank},
+            {"step", f.step},
+            {"when", f.when},
+            {"where", {{"file", f.where.file}, {"line", f.where.line}, {"column", f.where.column}}},
+        });
+    }
+    json j = {
+        {"name", s.name},
+        {"description", s.description},
+        {"path", s.path},
+        {"topology", {{"ranks", s.topology.ranks}}},
+        {"model",
+         {{"kind", s.model.kind},
+          {"vocab", s.model.vocab},
+          {"context", s.model.context},
+          {"d_model", s.model.d_model},
+          {"layers", s.model.layers},
+          {"heads", s.model.heads},
+          {"mlp_ratio", s.model.mlp_ratio},
+          {"hidden", s.model.hidden}}},
+        {"data", {{"source", s.data.source}, {"path", s.data.path}, {"batch_per_rank", s.data.batch_per_rank}}},
+        {"strategy",
+         {{"kind", s.strategy.kind}, {"bucket_mb", s.strategy.bucket_mb}, {"overlap", s.strategy.overlap}}},
+        {"optimizer",
+         {{"kind", s.optimizer.kind},
+          {"lr", s.optimizer.lr},
+          {"beta1", s.optimizer.beta1},
+          {"beta2", s.optimizer.beta2},
+          {"eps", s.optimizer.eps},
+          {"weight_decay", s.optimizer.weight_decay}}},
+        {"run",
+         {{"steps", s.run.steps},
+          {"seed", s.run.seed},
+          {"timeout_s", s.run.timeout_s},
+          {"step_delay_ms", s.run.step_delay_ms}}},
+        {"telemetry", {{"enabled", s.telemetry.enabled}, {"queue_capacity", s.telemetry.queue_capacity}}},
+        {"faults", faults},
+    };
+    return j.dump();
+}
+
+Scenario scenarioFromJson(const std::string& text) {
+    try {
+        const json j = json::parse(text);
+        Scenario s;
+        j.at("name").get_to(s.name);
+        j.at("description").get_to(s.description);
+        j.at("path").get_to(s.path);
+
+        j.at("topology").at("ranks").get_to(s.topology.ranks);
+
+        const json& m = j.at("model");
+        m.at("kind").get_to(s.model.kind);
+        m.at("vocab").get_to(s.model.vocab);
+        m.at("context").get_to(s.model.context);
+        m.at("d_model").get_to(s.model.d_model);
+        m.at("layers").get_to(s.model.layers);
+        m.at("heads").get_to(s.model.heads);
+        m.at("mlp_ratio").get_to(s.model.mlp_ratio);
+        m.at("hidden").get_to(s.model.hidden);
+
+        const json& d = j.at("data");
+        d.at("source").get_to(s.data.source);
+        d.at("path").get_to(s.data.path);
+        d.at("batch_per_rank").get_to(s.data.batch_per_rank);
+
+        const json& st = j.at("strategy");
+        st.at("kind").get_to(s.strategy.kind);
+        st.at("bucket_mb").get_to(s.strategy.bucket_mb);
+        st.at("overlap").get_to(s.strategy.overlap);
+
+        const json& o = j.at("optimizer");
+        o.at("kind").get_to(s.optimizer.kind);
+        o.at("lr").get_to(s.optimizer.lr);
+        o.at("beta1").get_to(s.optimizer.beta1);
+        o.at("beta2").get_to(s.optimizer.beta2);
+        o.at("eps").get_to(s.optimizer.eps);
+        o.at("weight_decay").get_to(s.optimizer.weight_decay);
+
+        const json& r = j.at("run");
+        r.at("steps").get_to(s.run.steps);
+        r.at("seed").get_to(s.run.seed);
+        r.at("timeout_s").get_to(s.run.timeout_s);
+        r.at("step_delay_ms").get_to(s.run.step_delay_ms);
+
+        const json& t = j.at("telemetry");
+        t.at("enabled").get_to(s.telemetry.enabled);
+        t.at("queue_capacity").get_to(s.telemetry.queue_capacity);
+
+        for (const json& jf : j.at("faults")) {
+            FaultConfig f;
+            jf.at("action").get_to(f.action);
+            jf.at("rank").get_to(f.rank);
+            jf.at("step").get_to(f.step);
+            jf.at("when").get_to(f.when);
+            const json& w = jf.at("where");
+            w.at("file").get_to(f.where.file);
+            w.at("line").get_to(f.where.line);
+            w.at("column").get_to(f.where.column);
+            s.faults.push_back(f);
+        }
+        return s;
+    } catch (const json::exception& e) {
+        throw UsageError(std::string("invalid scenario JSON: ") + e.what());
+    }
+}
+
+} // namespace dt

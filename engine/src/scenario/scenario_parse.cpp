@@ -1,0 +1,348 @@
+// scenario_parse.cpp: reads a scenario TOML file (toml++) into a Scenario.
+// Every mistake becomes a UsageError pointing at file:line:column: TOML syntax,
+// unknown tables and keys, wrong types, out-of-range values (rules shared with
+// validateScenario through scenario_rules.hpp) and cross-field problems.
+#include "dtlab/scenario.hpp"
+#include "scenario/scenario_rules.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace dt {
+
+namespace {
+
+using scenario_rules::tableLabel;
+
+const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
+                                          "optimizer", "run",      "telemetry", "faults"};
+const std::vector<std::string> kScenarioKeys = {"name", "description"};
+const std::vector<std::string> kTopologyKeys = {"ranks"};
+const std::vector<std::string> kModelKeys = {"kind",  "vocab", "context",   "d_model",
+                                             "layers", "heads", "mlp_ratio", "hidden"};
+const std::vector<std::string> kDataKeys = {"source", "path", "batch_per_rank"};
+const std::vector<std::string> kStrategyKeys = {"kind", "bucket_mb", "overlap"};
+const std::vector<std::string> kOptimizerKeys = {"kind", "lr", "beta1", "beta2", "eps", "weight_decay"};
+const std::vector<std::string> kRunKeys = {"steps", "seed", "timeout_s", "step_delay_ms"};
+const std::vector<std::string> kTelemetryKeys = {"enabled", "queue_capacity"};
+const std::vector<std::string> kFaultKeys = {"action", "rank", "step", "when"};
+
+std::string joinNames(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+    return out;
+}
+
+// "a string", "an integer", ...: the TOML type of a value, for messages.
+std::string typeName(const toml::node& node) {
+    switch (node.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::table: return "a table";
+    default: return "nothing";
+    }
+}
+
+// One key = value of a table, with where the key itself is written.
+struct Entry {
+    std::string key;
+    const toml::node* node;
+    toml::source_region keySource;
+};
+
+class ScenarioReader {
+public:
+    explicit ScenarioReader(std::string file) : m_file(std::move(file)) {}
+
+    Scenario read(const toml::table& root) {
+        Scenario s;
+        s.path = m_file;
+        bool haveName = false;
+        for (const Entry& e : entriesOf(root)) {
+            if (std::find(kTables.begin(), kTables.end(), e.key) == kTables.end()) {
+                std::vector<std::string> labels;
+                for (const std::string& table : kTables) labels.push_back(tableLabel(table));
+                std::string expected = "expected one of: " + joinNames(labels);
+                if (e.node->is_table())
+                    fail(e.keySource, "unknown table [" + e.key + "]; " + expected);
+                fail(e.keySource, "unknown top-level key '" + e.key + "'; every key belongs in a table, " + expected);
+            }
+            if (e.key == "faults") {
+                readFaults(*e.node, s.faults);
+                continue;
+            }
+            const toml::table& t = tableOf(e);
+            if (e.key == "scenario") haveName = readScenarioTable(t, s);
+            else if (e.key == "topology") readTopology(t, s.topology);
+            else if (e.key == "model") readModel(t, s.model);
+            else if (e.key == "data") readData(t, s.data);
+            else if (e.key == "strategy") readStrategy(t, s.strategy);
+            else if (e.key == "optimizer") readOptimizer(t, s.optimizer);
+            else if (e.key == "run") readRun(t, s.run);
+            else if (e.key == "telemetry") readTelemetry(t, s.telemetry);
+        }
+        if (!haveName) {
+            const toml::node* scenarioTable = root.get("scenario");
+            if (scenarioTable) fail(scenarioTable->source(), "missing key 'name' in [scenario]");
+            throw UsageError(SourceLocation{m_file, 1, 1},
+                             "missing table [scenario]; every scenario needs at least [scenario] name = \"...\"");
+        }
+        if (auto problem = scenario_rules::findCrossFieldProblem(s)) fail(locate(root, *problem), problem->message);
+        return s;
+    }
+
+private:
+    std::string m_file;
+
+    [[noreturn]] void fail(const toml::source_region& where, const std::string& message) const {
+        throw UsageError(SourceLocation{m_file, static_cast<int>(where.begin.line),
+                                        static_cast<int>(where.begin.column)},
+                         message);
+    }
+
+    // The entries of a table in the order they are written (toml++ keeps them sorted by key).
+    static std::vector<Entry> entriesOf(const toml::table& table) {
+        std::vector<Entry> entries;
+        for (auto&& [key, node] : table) entries.push_back(Entry{std::string(key.str()), &node, key.source()});
+        std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+            const toml::source_position& pa = a.keySource.begin;
+            const toml::source_position& pb = b.keySource.begin;
+            return pa.line != pb.line ? pa.line < pb.line : pa.column < pb.column;
+        });
+        return entries;
+    }
+
+    // The entries of one of our tables, after checking every key is known.
+    std::vector<Entry> checkedEntries(const toml::table& table, const std::string& name,
+                                      const std::vector<std::string>& allowed) const {
+        std::vector<Entry> entries = entriesOf(table);
+        for (const Entry& e : entries)
+            if (std::find(allowed.begin(), allowed.end(), e.key) == allowed.end())
+                fail(e.keySource, "unknown key '" + e.key + "' in " + tableLabel(name) +
+                                      "; expected one of: " + joinNames(allowed));
+        return entries;
+    }
+
+    const toml::table& tableOf(const Entry& e) const {
+        if (!e.node->is_table())
+            fail(e.node->source(), e.key + ": expected a table [" + e.key + "], got " + typeName(*e.node));
+        return *e.node->as_table();
+    }
+
+    [[noreturn]] void failType(const std::string& table, const std::string& key, const toml::node& node,
+                               const std::string& expected) const {
+        fail(node.source(), tableLabel(table) + " " + key + ": expected " + expected + ", got " + typeName(node));
+    }
+
+    void check(const toml::node& node, const std::string& problem) const {
+        if (!problem.empty()) fail(node.source(), problem);
+    }
+
+    int64_t readInt64(const std::string& table, const std::string& key, const toml::node& node) const {
+        if (!node.is_integer()) failType(table, key, node, "an integer");
+        int64_t value = node.as_integer()->get();
+        check(node, scenario_rules::checkInt(table, key, value));
+        return value;
+    }
+
+    // checkInt keeps every int key inside the range of int, so the cast is exact.
+    int readInt(const std::string& table, const std::string& key, const toml::node& node) const {
+        return static_cast<int>(readInt64(table, key, node));
+    }
+
+    // Floats accept TOML integers too (lr = 1 means 1.0).
+    double readFloat(const std::string& table, const std::string& key, const toml::node& node) const {
+        double value = 0.0;
+        if (node.is_integer()) value = static_cast<double>(node.as_integer()->get());
+        else if (node.is_floating_point()) value = node.as_floating_point()->get();
+        else failType(table, key, node, "a number");
+        check(node, scenario_rules::checkFloat(table, key, value));
+        return value;
+    }
+
+    bool readBool(const std::string& table, const std::string& key, const toml::node& node) const {
+        if (!node.is_boolean()) failType(table, key, node, "a boolean (true or false)");
+        return node.as_boolean()->get();
+    }
+
+    std::string readString(const std::string& table, const std::string& key, const toml::node& node) const {
+        if (!node.is_string()) failType(table, key, node, "a string");
+        std::string value = node.as_string()->get();
+        check(node, scenario_rules::checkString(table, key, value));
+        return value;
+    }
+
+    // Returns whether the table named the scenario.
+    bool readScenarioTable(const toml::table& t, Scenario& s) const {
+        bool haveName = false;
+        for (const Entry& e : checkedEntries(t, "scenario", kScenarioKeys)) {
+            if (e.key == "name") {
+                s.name = readString("scenario", e.key, *e.node);
+                haveName = true;
+            } else if (e.key == "description") {
+                s.description = readString("scenario", e.key, *e.node);
+            }
+        }
+        return haveName;
+    }
+
+    void readTopology(const toml::table& t, TopologyConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "topology", kTopologyKeys))
+            if (e.key == "ranks") out.ranks = readInt("topology", e.key, *e.node);
+    }
+
+    void readModel(const toml::table& t, ModelConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "model", kModelKeys)) {
+            const toml::node& n = *e.node;
+            if (e.key == "kind") out.kind = readString("model", e.key, n);
+            else if (e.key == "vocab") out.vocab = readInt("model", e.key, n);
+            else if (e.key == "context") out.context = readInt("model", e.key, n);
+            else if (e.key == "d_model") out.d_model = readInt("model", e.key, n);
+            else if (e.key == "layers") out.layers = readInt("model", e.key, n);
+            else if (e.key == "heads") out.heads = readInt("model", e.key, n);
+            else if (e.key == "mlp_ratio") out.mlp_ratio = readInt("model", e.key, n);
+            else if (e.key == "hidden") out.hidden = readHidden(n);
+        }
+    }
+
+    std::vector<int> readHidden(const toml::node& node) const {
+        if (!node.is_array()) failType("model", "hidden", node, "an array of integers");
+        std::vector<int> widths;
+        const toml::array& array = *node.as_array();
+        for (size_t i = 0; i < array.size(); ++i)
+            widths.push_back(readInt("model", "hidden", array[i]));
+        return widths;
+    }
+
+    // A relative data path is relative to the folder of the scenario file.
+    void readData(const toml::table& t, DataConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "data", kDataKeys)) {
+            const toml::node& n = *e.node;
+            if (e.key == "source") out.source = readString("data", e.key, n);
+            else if (e.key == "batch_per_rank") out.batch_per_rank = readInt("data", e.key, n);
+            else if (e.key == "path") {
+                std::filesystem::path path(readString("data", e.key, n));
+                if (!path.empty() && path.is_relative())
+                    path = (std::filesystem::path(m_file).parent_path() / path).lexically_normal();
+                out.path = path.string();
+            }
+        }
+    }
+
+    void readStrategy(const toml::table& t, StrategyConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "strategy", kStrategyKeys)) {
+            if (e.key == "kind") out.kind = readString("strategy", e.key, *e.node);
+            else if (e.key == "bucket_mb") out.bucket_mb = readFloat("strategy", e.key, *e.node);
+            else if (e.key == "overlap") out.overlap = readBool("strategy", e.key, *e.node);
+        }
+    }
+
+    void readOptimizer(const toml::table& t, OptimizerConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "optimizer", kOptimizerKeys)) {
+            if (e.key == "kind") out.kind = readString("optimizer", e.key, *e.node);
+            else if (e.key == "lr") out.lr = readFloat("optimizer", e.key, *e.node);
+            else if (e.key == "beta1") out.beta1 = readFloat("optimizer", e.key, *e.node);
+            else if (e.key == "beta2") out.beta2 = readFloat("optimizer", e.key, *e.node);
+            else if (e.key == "eps") out.eps = readFloat("optimizer", e.key, *e.node);
+            else if (e.key == "weight_decay") out.weight_decay = readFloat("optimizer", e.key, *e.node);
+        }
+    }
+
+    void readRun(const toml::table& t, RunConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "run", kRunKeys)) {
+            if (e.key == "steps") out.steps = readInt("run", e.key, *e.node);
+            else if (e.key == "seed") out.seed = static_cast<uint64_t>(readInt64("run", e.key, *e.node));
+            else if (e.key == "timeout_s") out.timeout_s = readFloat("run", e.key, *e.node);
+            else if (e.key == "step_delay_ms") out.step_delay_ms = readFloat("run", e.key, *e.node);
+        }
+    }
+
+    void readTelemetry(const toml::table& t, TelemetryConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "telemetry", kTelemetryKeys)) {
+            if (e.key == "enabled") out.enabled = readBool("telemetry", e.key, *e.node);
+            else if (e.key == "queue_capacity") out.queue_capacity = readInt("telemetry", e.key, *e.node);
+        }
+    }
+
+    void readFaults(const toml::node& node, std::vector<FaultConfig>& out) const {
+        const char* expected = "faults: expected an array of tables ([[faults]]), got ";
+        if (!node.is_array()) fail(node.source(), expected + typeName(node));
+        for (const toml::node& item : *node.as_array()) {
+            if (!item.is_table()) fail(item.source(), expected + ("an array holding " + typeName(item)));
+            FaultConfig fault;
+            const toml::source_region& where = item.source();
+            fault.where = SourceLocation{m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
+            for (const Entry& e : checkedEntries(*item.as_table(), "faults", kFaultKeys)) {
+                if (e.key == "action") fault.action = readString("faults", e.key, *e.node);
+                else if (e.key == "rank") fault.rank = readInt("faults", e.key, *e.node);
+                else if (e.key == "step") fault.step = readInt("faults", e.key, *e.node);
+                else if (e.key == "when") fault.when = readString("faults", e.key, *e.node);
+            }
+            out.push_back(fault);
+        }
+    }
+
+    // Where to point for a cross-field problem: the first of its keys that is
+    // written, else its table (or [[faults]] entry), else the top of the file.
+    toml::source_region locate(const toml::table& root, const scenario_rules::Problem& problem) const {
+        const toml::node* table = root.get(problem.table);
+        if (table && problem.faultIndex >= 0) {
+            const toml::array* faults = table->as_array();
+            table = faults ? faults->get(static_cast<size_t>(problem.faultIndex)) : nullptr;
+        }
+        if (!table || !table->is_table()) {
+            toml::source_region top;
+            top.begin = toml::source_position{1, 1};
+            return top;
+        }
+        for (const std::string& key : problem.keys)
+            if (const toml::node* node = table->as_table()->get(key)) return node->source();
+        return table->source();
+    }
+};
+
+} // namespace
+
+Scenario parseScenarioText(const std::string& text, const std::string& sourceName) {
+    toml::table root;
+    try {
+        root = toml::parse(std::string_view(text), std::string_view(sourceName));
+    } catch (const toml::parse_error& e) {
+        const toml::source_region& where = e.source();
+        throw UsageError(SourceLocation{sourceName, static_cast<int>(where.begin.line),
+                                        static_cast<int>(where.begin.column)},
+                         "invalid TOML: " + std::string(e.description()));
+    }
+    return ScenarioReader(sourceName).read(root);
+}
+
+Scenario loadScenarioFile(const std::string& path) {
+    std::error_code ec;
+    int error = 0;
+    if (!std::filesystem::exists(path, ec)) error = ENOENT;
+    else if (std::filesystem::is_directory(path, ec)) error = EISDIR;
+    std::ifstream in;
+    if (error == 0) {
+        errno = 0;
+        in.open(path, std::ios::binary);
+        if (!in) error = errno != 0 ? errno : EACCES;
+    }
+    if (error != 0) throw UsageError("cannot open scenario file '" + path + "': " + std::strerror(error));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parseScenarioText(text.str(), path);
+}
+
+} // namespace dt

@@ -1,0 +1,252 @@
+// scenario_validate.cpp: the range, enum and cross-field rules of a scenario
+// (shared with the TOML parser through scenario_rules.hpp) and validateScenario,
+// which re-checks a whole scenario after command-line overrides.
+#include "scenario/scenario_rules.hpp"
+
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+namespace dt::scenario_rules {
+
+namespace {
+
+constexpr int64_t kIntMax = INT_MAX;
+
+struct IntRule {
+    const char* table;
+    const char* key;
+    int64_t min;
+    int64_t max; // kIntMax or INT64_MAX: no upper bound worth telling the user
+};
+
+const IntRule kIntRules[] = {
+    {"topology", "ranks", 1, 64},
+    {"model", "vocab", 2, 65536},
+    {"model", "context", 1, 4096},
+    {"model", "d_model", 1, kIntMax},
+    {"model", "layers", 1, 64},
+    {"model", "heads", 1, kIntMax},
+    {"model", "mlp_ratio", 1, 16},
+    {"model", "hidden", 1, kIntMax},
+    {"data", "batch_per_rank", 1, 65536},
+    {"run", "steps", 1, 1000000},
+    {"run", "seed", 0, INT64_MAX},
+    {"telemetry", "queue_capacity", 16, 16777216},
+    {"faults", "rank", 0, kIntMax},
+    {"faults", "step", 0, kIntMax},
+};
+
+struct FloatRule {
+    const char* table;
+    const char* key;
+    double min;
+    bool minInclusive;
+    bool hasMax;
+    double max; // exclusive
+};
+
+const FloatRule kFloatRules[] = {
+    {"strategy", "bucket_mb", 0.0, false, false, 0.0},
+    {"optimizer", "lr", 0.0, false, false, 0.0},
+    {"optimizer", "beta1", 0.0, true, true, 1.0},
+    {"optimizer", "beta2", 0.0, true, true, 1.0},
+    {"optimizer", "eps", 0.0, false, false, 0.0},
+    {"optimizer", "weight_decay", 0.0, true, false, 0.0},
+    {"run", "timeout_s", 0.0, false, false, 0.0},
+    {"run", "step_delay_ms", 0.0, true, false, 0.0},
+};
+
+struct EnumRule {
+    const char* table;
+    const char* key;
+    std::vector<std::string> allowed;
+};
+
+const EnumRule kEnumRules[] = {
+    {"model", "kind", {"tiny_gpt", "mlp"}},
+    {"data", "source", {"fortunes", "fashion_mnist"}},
+    {"strategy", "kind", {"ddp"}},
+    {"optimizer", "kind", {"adamw"}},
+    {"faults", "action", {"kill", "hang"}},
+    {"faults", "when", {"allreduce", "step"}},
+};
+
+std::string formatNumber(double value) {
+    std::ostringstream out;
+    out << value;
+    return out.str();
+}
+
+std::string prefix(const std::string& table, const std::string& key) {
+    return tableLabel(table) + " " + key + ": ";
+}
+
+} // namespace
+
+std::string tableLabel(const std::string& table) {
+    return table == "faults" ? "[[faults]]" : "[" + table + "]";
+}
+
+std::string checkInt(const std::string& table, const std::string& key, int64_t value) {
+    for (const IntRule& rule : kIntRules) {
+        if (table != rule.table || key != rule.key) continue;
+        if (value >= rule.min && value <= rule.max) return "";
+        const bool unbounded = rule.max == kIntMax || rule.max == INT64_MAX;
+        std::string range = unbounded && value < rule.min
+                                ? ">= " + std::to_string(rule.min)
+                                : "in " + std::to_string(rule.min) + ".." + std::to_string(rule.max);
+        return prefix(table, key) + "expected an integer " + range + ", got " + std::to_string(value);
+    }
+    return "";
+}
+
+std::string checkFloat(const std::string& table, const std::string& key, double value) {
+    for (const FloatRule& rule : kFloatRules) {
+        if (table != rule.table || key != rule.key) continue;
+        if (!std::isfinite(value))
+            return prefix(table, key) + "expected a finite number, got " + formatNumber(value);
+        const bool aboveMin = rule.minInclusive ? value >= rule.min : value > rule.min;
+        const bool belowMax = !rule.hasMax || value < rule.max;
+        if (aboveMin && belowMax) return "";
+        std::string range;
+        if (rule.hasMax)
+            range = std::string("in ") + (rule.minInclusive ? "[" : "(") + formatNumber(rule.min) + ", " +
+                    formatNumber(rule.max) + ")";
+        else
+            range = std::string(rule.minInclusive ? ">= " : "> ") + formatNumber(rule.min);
+        return prefix(table, key) + "expected a number " + range + ", got " + formatNumber(value);
+    }
+    return "";
+}
+
+std::string checkString(const std::string& table, const std::string& key, const std::string& value) {
+    if (table == "scenario" && key == "name" && value.empty())
+        return prefix(table, key) + "expected a non-empty string";
+    for (const EnumRule& rule : kEnumRules) {
+        if (table != rule.table || key != rule.key) continue;
+        for (const std::string& allowed : rule.allowed)
+            if (value == allowed) return "";
+        std::string list;
+        for (const std::string& allowed : rule.allowed) list += (list.empty() ? "\"" : ", \"") + allowed + "\"";
+        return prefix(table, key) + (rule.allowed.size() == 1 ? "expected " : "expected one of ") + list +
+               ", got \"" + value + "\"";
+    }
+    return "";
+}
+
+std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
+    const ModelConfig& m = s.model;
+    if (m.hidden.empty())
+        return Problem{"model", {"hidden"}, -1, "[model] hidden: expected at least one layer width, got an empty array"};
+    if (m.heads > 0 && m.d_model % m.heads != 0)
+        return Problem{"model", {"d_model", "heads"}, -1,
+                       "[model] d_model " + std::to_string(m.d_model) + " is not divisible by heads " +
+                           std::to_string(m.heads) + " (each head gets d_model / heads dimensions)"};
+
+    if (!s.data.path.empty()) {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        const fs::path path(s.data.path);
+        if (!fs::exists(path, ec))
+            return Problem{"data", {"path"}, -1, "[data] path: '" + s.data.path + "' does not exist"};
+        if (s.data.source == "fashion_mnist" && !fs::is_directory(path, ec))
+            return Problem{"data", {"path"}, -1,
+                           "[data] path: '" + s.data.path +
+                               "' is not a directory (fashion_mnist needs the folder holding the IDX files)"};
+    }
+
+    const int ranks = s.topology.ranks;
+    const int steps = s.run.steps;
+    for (size_t i = 0; i < s.faults.size(); ++i) {
+        const FaultConfig& f = s.faults[i];
+        if (f.rank >= ranks)
+            return Problem{"faults", {"rank"}, static_cast<int>(i),
+                           "[[faults]] rank " + std::to_string(f.rank) + " does not exist: the topology has " +
+                               std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " (0.." +
+                               std::to_string(ranks - 1) + ")"};
+        if (f.step >= steps)
+            return Problem{"faults", {"step"}, static_cast<int>(i),
+                           "[[faults]] step " + std::to_string(f.step) + " is never reached: the run has " +
+                               std::to_string(steps) + (steps == 1 ? " step" : " steps") + " (0.." +
+                               std::to_string(steps - 1) + ")"};
+    }
+    return std::nullopt;
+}
+
+} // namespace dt::scenario_rules
+
+namespace dt {
+
+namespace {
+
+// The first single-value problem of a whole scenario, or "".
+std::string findValueProblem(const Scenario& s) {
+    using namespace scenario_rules;
+    const std::string checks[] = {
+        checkString("scenario", "name", s.name),
+        checkInt("topology", "ranks", s.topology.ranks),
+        checkString("model", "kind", s.model.kind),
+        checkInt("model", "vocab", s.model.vocab),
+        checkInt("model", "context", s.model.context),
+        checkInt("model", "d_model", s.model.d_model),
+        checkInt("model", "layers", s.model.layers),
+        checkInt("model", "heads", s.model.heads),
+        checkInt("model", "mlp_ratio", s.model.mlp_ratio),
+        checkString("data", "source", s.data.source),
+        checkInt("data", "batch_per_rank", s.data.batch_per_rank),
+        checkString("strategy", "kind", s.strategy.kind),
+        checkFloat("strategy", "bucket_mb", s.strategy.bucket_mb),
+        checkString("optimizer", "kind", s.optimizer.kind),
+        checkFloat("optimizer", "lr", s.optimizer.lr),
+        checkFloat("optimizer", "beta1", s.optimizer.beta1),
+        checkFloat("optimizer", "beta2", s.optimizer.beta2),
+        checkFloat("optimizer", "eps", s.optimizer.eps),
+        checkFloat("optimizer", "weight_decay", s.optimizer.weight_decay),
+        checkInt("run", "steps", s.run.steps),
+        checkFloat("run", "timeout_s", s.run.timeout_s),
+        checkFloat("run", "step_delay_ms", s.run.step_delay_ms),
+        checkInt("telemetry", "queue_capacity", s.telemetry.queue_capacity),
+    };
+    for (const std::string& problem : checks)
+        if (!problem.empty()) return problem;
+    for (int width : s.model.hidden) {
+        std::string problem = checkInt("model", "hidden", width);
+        if (!problem.empty()) return problem;
+    }
+    for (const FaultConfig& f : s.faults) {
+        for (const std::string& problem :
+             {checkString("faults", "action", f.action), checkInt("faults", "rank", f.rank),
+              checkInt("faults", "step", f.step), checkString("faults", "when", f.when)})
+            if (!problem.empty()) return problem;
+    }
+    return "";
+}
+
+std::string describeLocation(const SourceLocation& where) {
+    return where.file + ":" + std::to_string(where.line) + ":" + std::to_string(where.column);
+}
+
+} // namespace
+
+void validateScenario(const Scenario& scenario, const std::string& origin) {
+    std::string message = findValueProblem(scenario);
+    SourceLocation where{scenario.path, 0, 0};
+    if (message.empty()) {
+        std::optional<scenario_rules::Problem> problem = scenario_rules::findCrossFieldProblem(scenario);
+        if (!problem) return;
+        message = problem->message;
+        if (problem->faultIndex >= 0) {
+            const SourceLocation& faultWhere = scenario.faults[static_cast<size_t>(problem->faultIndex)].where;
+            if (faultWhere.line > 0) where = faultWhere;
+        }
+    }
+    if (origin.empty()) throw UsageError(where, message);
+    // An override made the scenario invalid: say which flag, then what broke,
+    // then where the other side of the conflict is written.
+    if (where.line > 0) message += " (the fault at " + describeLocation(where) + ")";
+    throw UsageError(origin + ": " + message);
+}
+
+} // namespace dt

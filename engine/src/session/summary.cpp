@@ -1,0 +1,303 @@
+// summary.cpp: the run summary JSON (dtrun --summary FILE), computed from a RunRecord.
+//
+// Format: one JSON object, pretty-printed with an indent of 2 and ending with a
+// newline; "schema_version": 1. Arrays named "per rank" are indexed by rank
+// (length = record.ranks.size()). Every field is described in docs/summary.md.
+//
+// One pass over the events fills a RankTally per rank; the JSON is built from
+// the tallies. Events of the Session itself (rank -1) or of a rank outside the
+// record are not counted.
+#include "dtlab/summary.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <tuple>
+#include <vector>
+
+namespace dt {
+namespace {
+
+using Json = nlohmann::ordered_json; // keeps fields in the documented order
+
+// Peak memory slots, in the order of the "peak_memory" object.
+enum MemSlot {
+    kMemParameters,
+    kMemGradients,
+    kMemOptimizer,
+    kMemActivations,
+    kMemCommBuffers,
+    kMemLivePeak,
+    kMemSlots
+};
+
+// Everything the summary needs to know about one rank.
+struct RankTally {
+    std::map<int, int64_t> step_dur_ns; // step -> duration of its Step span (the last one seen)
+    std::map<int, double> loss_by_step; // step -> last LossValue counter seen for that step
+    double bytes_sent = 0.0;            // last cumulative BytesSent counter
+    double bytes_received = 0.0;        // last cumulative BytesReceived counter
+    double mem_peak[kMemSlots] = {};    // max over the Mem* counters
+    bool has_checksum = false;
+    uint64_t checksum = 0;       // seq of the last ParamsChecksum instant
+    double dropped_events = 0.0; // last cumulative DroppedEvents counter
+};
+
+struct CollectiveTally {
+    int64_t count = 0; // WorkCompleted records, all ranks together
+    int64_t bytes = 0; // their payload bytes
+};
+
+// A counter carrying bytes or a count: a double on the wire, an integer here.
+int64_t toInteger(double value) {
+    if (!std::isfinite(value))
+        return 0;
+    return static_cast<int64_t>(std::llround(value));
+}
+
+// Median of a list of numbers (mean of the middle two when the count is even).
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    const size_t n = values.size();
+    if (n % 2 == 1)
+        return values[n / 2];
+    return 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::string checksumHex(uint64_t checksum) {
+    char text[17];
+    std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(checksum));
+    return text;
+}
+
+// Mean over ranks of the loss reported for `step`; null when no rank reported one.
+Json meanLoss(const std::vector<RankTally>& tallies, int step) {
+    double sum = 0.0;
+    int count = 0;
+    for (const RankTally& tally : tallies) {
+        auto it = tally.loss_by_step.find(step);
+        if (it == tally.loss_by_step.end())
+            continue;
+        sum += it->second;
+        ++count;
+    }
+    if (count == 0)
+        return nullptr;
+    const double mean = sum / count;
+    if (!std::isfinite(mean))
+        return nullptr; // a diverged loss is not valid JSON
+    return mean;
+}
+
+void raisePeak(RankTally& tally, MemSlot slot, double value) {
+    if (value > tally.mem_peak[slot])
+        tally.mem_peak[slot] = value; // NaN never raises
+}
+
+void tallyCounter(RankTally& tally, const Event& e) {
+    switch (e.kind) {
+    case EventKind::LossValue:
+        if (e.step >= 0)
+            tally.loss_by_step[e.step] = e.value;
+        break;
+    case EventKind::BytesSent:
+        tally.bytes_sent = e.value;
+        break;
+    case EventKind::BytesReceived:
+        tally.bytes_received = e.value;
+        break;
+    case EventKind::DroppedEvents:
+        tally.dropped_events = e.value;
+        break;
+    case EventKind::MemParameters:
+        raisePeak(tally, kMemParameters, e.value);
+        break;
+    case EventKind::MemGradients:
+        raisePeak(tally, kMemGradients, e.value);
+        break;
+    case EventKind::MemOptimizer:
+        raisePeak(tally, kMemOptimizer, e.value);
+        break;
+    case EventKind::MemActivations:
+        raisePeak(tally, kMemActivations, e.value);
+        break;
+    case EventKind::MemCommBuffers:
+        raisePeak(tally, kMemCommBuffers, e.value);
+        break;
+    // The peak of live memory: the MemPeak counter, or a higher MemLive sample.
+    case EventKind::MemPeak:
+    case EventKind::MemLive:
+        raisePeak(tally, kMemLivePeak, e.value);
+        break;
+    default:
+        break;
+    }
+}
+
+} // namespace
+
+std::string summaryJson(const RunRecord& record) {
+    const int worldSize = static_cast<int>(record.ranks.size());
+    std::vector<RankTally> tallies(static_cast<size_t>(worldSize));
+
+    // Collectives: Work records are correlated by (rank, kind, seq).
+    using WorkKey = std::tuple<int, EventKind, uint64_t>;
+    std::map<EventKind, CollectiveTally> collectives;
+    std::map<WorkKey, int64_t> openWork; // started, not yet ended -> bytes of the start
+    int64_t failedCollectives = 0;
+    int64_t hungCollectives = 0;
+
+    // ---- one pass over the events -------------------------------------------
+    for (const Event& e : record.events) {
+        if (e.rank < 0 || e.rank >= worldSize)
+            continue;
+        RankTally& tally = tallies[static_cast<size_t>(e.rank)];
+        const WorkKey key{e.rank, e.kind, e.seq};
+        switch (e.phase) {
+        case EventPhase::Span:
+            if (e.kind == EventKind::Step && e.step >= 0)
+                tally.step_dur_ns[e.step] = e.dur_ns;
+            break;
+        case EventPhase::Counter:
+            tallyCounter(tally, e);
+            break;
+        case EventPhase::Instant:
+            if (e.kind == EventKind::ParamsChecksum) {
+                tally.has_checksum = true;
+                tally.checksum = e.seq;
+            }
+            break;
+        case EventPhase::WorkScheduled:
+            break;
+        case EventPhase::WorkStarted: {
+            auto [it, inserted] = openWork.emplace(key, e.bytes);
+            if (!inserted) { // the same (rank, kind, seq) started again: the first never ended
+                ++hungCollectives;
+                it->second = e.bytes;
+            }
+            break;
+        }
+        case EventPhase::WorkCompleted:
+        case EventPhase::WorkFailed: {
+            int64_t bytes = e.bytes;
+            auto it = openWork.find(key);
+            if (it != openWork.end()) {
+                if (bytes <= 0)
+                    bytes = it->second; // the start carried the size
+                openWork.erase(it);
+            }
+            if (e.phase == EventPhase::WorkFailed) {
+                ++failedCollectives;
+            } else {
+                CollectiveTally& c = collectives[e.kind];
+                c.count += 1;
+                c.bytes += bytes;
+            }
+            break;
+        }
+        }
+    }
+    hungCollectives += static_cast<int64_t>(openWork.size());
+
+    // ---- steps completed by every rank --------------------------------------
+    std::vector<int> completedSteps; // ascending
+    if (worldSize > 0) {
+        for (const auto& [step, dur] : tallies[0].step_dur_ns) {
+            (void)dur;
+            bool everyRank = true;
+            for (const RankTally& tally : tallies)
+                everyRank = everyRank && tally.step_dur_ns.count(step) > 0;
+            if (everyRank)
+                completedSteps.push_back(step);
+        }
+    }
+
+    // ---- the JSON, in the documented order ------------------------------------
+    Json j;
+    j["schema_version"] = 1;
+    j["scenario"] = record.scenario.name;
+    j["ok"] = record.ok;
+    j["failure_reason"] = record.failure_reason;
+    j["ranks"] = worldSize;
+    j["strategy"] = record.scenario.strategy.kind;
+    j["steps_requested"] = record.scenario.run.steps;
+    j["steps"] = static_cast<int64_t>(completedSteps.size());
+    j["initial_loss"] = completedSteps.empty() ? Json(nullptr) : meanLoss(tallies, completedSteps.front());
+    j["final_loss"] = completedSteps.empty() ? Json(nullptr) : meanLoss(tallies, completedSteps.back());
+    Json lossByStep = Json::array();
+    for (int step : completedSteps)
+        lossByStep.push_back(meanLoss(tallies, step));
+    j["loss_by_step"] = lossByStep;
+
+    Json stepMs = Json::array();
+    Json bytesSent = Json::array();
+    Json bytesReceived = Json::array();
+    Json peakMemory = Json::array();
+    Json checksums = Json::array();
+    Json dropped = Json::array();
+    int64_t droppedTotal = 0;
+    for (const RankTally& tally : tallies) {
+        // Median step time; the first step is warm-up and skipped when there are 3 or more.
+        std::vector<double> durMs;
+        for (const auto& [step, dur] : tally.step_dur_ns)
+            durMs.push_back(static_cast<double>(dur) / 1e6);
+        if (durMs.size() >= 3)
+            durMs.erase(durMs.begin());
+        stepMs.push_back(durMs.empty() ? Json(nullptr) : Json(median(durMs)));
+
+        bytesSent.push_back(toInteger(tally.bytes_sent));
+        bytesReceived.push_back(toInteger(tally.bytes_received));
+
+        Json peak;
+        peak["parameters"] = toInteger(tally.mem_peak[kMemParameters]);
+        peak["gradients"] = toInteger(tally.mem_peak[kMemGradients]);
+        peak["optimizer_state"] = toInteger(tally.mem_peak[kMemOptimizer]);
+        peak["activations"] = toInteger(tally.mem_peak[kMemActivations]);
+        peak["comm_buffers"] = toInteger(tally.mem_peak[kMemCommBuffers]);
+        peak["live_peak"] = toInteger(tally.mem_peak[kMemLivePeak]);
+        peakMemory.push_back(peak);
+
+        checksums.push_back(tally.has_checksum ? Json(checksumHex(tally.checksum)) : Json(nullptr));
+
+        const int64_t rankDropped = toInteger(tally.dropped_events);
+        dropped.push_back(rankDropped);
+        droppedTotal += rankDropped;
+    }
+    j["step_ms_median"] = stepMs;
+    j["bytes_sent"] = bytesSent;
+    j["bytes_received"] = bytesReceived;
+    j["peak_memory"] = peakMemory;
+    j["params_checksum"] = checksums;
+    j["dropped_events"] = dropped;
+    j["dropped_events_total"] = droppedTotal;
+
+    Json collectivesJson = Json::object();
+    for (const auto& [kind, c] : collectives) {
+        collectivesJson[std::string(eventKindLabel(kind))] = Json{{"count", c.count}, {"bytes", c.bytes}};
+    }
+    j["collectives"] = collectivesJson;
+    j["failed_collectives"] = failedCollectives;
+    j["hung_collectives"] = hungCollectives;
+
+    Json exits = Json::array();
+    for (const RankInfo& info : record.ranks) {
+        Json ex;
+        ex["pid"] = info.pid;
+        ex["exited"] = info.exited;
+        ex["exit_code"] = (info.exited && info.term_signal == 0) ? Json(info.exit_code) : Json(nullptr);
+        ex["signal"] = info.term_signal;
+        ex["error"] = info.error;
+        exits.push_back(ex);
+    }
+    j["exit"] = exits;
+    j["wall_time_s"] = static_cast<double>(record.t_end_ns - record.t_start_ns) / 1e9;
+
+    // Error text from a rank may hold invalid UTF-8: replace it rather than throw.
+    return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+} // namespace dt

@@ -1,0 +1,51 @@
+// telemetry_collector.hpp: the Session's side of telemetry. Accepts one TCP
+// connection per rank, answers the clock pings, and hands every frame to a
+// sink on the connection's reader thread.
+#pragma once
+
+#include "dtlab/events.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dt {
+
+class TelemetrySink {
+public:
+    virtual ~TelemetrySink() = default;
+    // Return false to refuse the rank (unknown rank, duplicate).
+    virtual bool onHello(int rank, int pid, const std::string& host) = 0;
+    virtual void onEvents(int rank, const Event* events, size_t count) = 0;
+    virtual void onLog(int rank, LogLevel level, const std::string& text) = 0;
+    // clean = the rank said Bye; otherwise the stream broke (rank died?).
+    virtual void onDisconnect(int rank, bool clean) = 0;
+    virtual void onProtocolError(const std::string& what) = 0;
+};
+
+class TelemetryCollector {
+public:
+    TelemetryCollector(const std::string& host, int port, TelemetrySink& sink);
+    ~TelemetryCollector();
+    [[nodiscard]] int port() const { return m_port; }
+    void start();
+    void stop();
+
+private:
+    void acceptLoop();
+    void readLoop(int fd);
+
+    TelemetrySink& m_sink;
+    int m_listen_fd = -1;
+    int m_port = 0;
+    std::atomic<bool> m_stopping{false};
+    std::thread m_accept_thread;
+    std::mutex m_mutex;
+    std::vector<std::thread> m_readers;
+    std::vector<int> m_fds;
+};
+
+} // namespace dt

@@ -1,0 +1,60 @@
+// telemetry_sender.hpp: a rank's side of telemetry. Training threads call
+// emit(); a sender thread ships batches to the Session. emit() never blocks
+// on the network: the queue is bounded and a full queue drops the event and
+// counts it (the count is itself sent, and shown by the Session).
+#pragma once
+
+#include "dtlab/events.hpp"
+#include "telemetry/event_sink.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dt {
+
+class TelemetrySender final : public EventSink {
+public:
+    TelemetrySender(int rank, size_t queue_capacity);
+    ~TelemetrySender();
+
+    // Connects, says hello, measures the clock offset (least-RTT ping-pong).
+    // Throws std::runtime_error if the Session cannot be reached in time.
+    void connect(const std::string& host, int port, int timeout_ms);
+
+    // Session-clock time now (local monotonic + measured offset).
+    [[nodiscard]] int64_t now() const override;
+
+    void emit(const Event& event) override; // thread-safe, never blocks on I/O
+    void log(LogLevel level, const std::string& text);
+    void close();                           // flush what is queued, say Bye
+
+    [[nodiscard]] uint64_t dropped() const { return m_dropped.load(); }
+    [[nodiscard]] uint64_t bytesWritten() const { return m_bytes_written.load(); } // telemetry's own socket bytes
+    [[nodiscard]] int64_t clockOffsetNs() const { return m_offset_ns; }
+    [[nodiscard]] int rank() const { return m_rank; }
+
+private:
+    void senderLoop();
+    bool sendLog(LogLevel level, const std::string& text);
+
+    int m_rank;
+    size_t m_capacity;
+    int m_fd = -1;
+    int64_t m_offset_ns = 0;
+    std::mutex m_mutex;
+    std::condition_variable m_wake;
+    std::vector<Event> m_queue;
+    std::vector<std::pair<LogLevel, std::string>> m_logs;
+    bool m_closing = false;
+    std::atomic<uint64_t> m_dropped{0};
+    std::atomic<uint64_t> m_bytes_written{0};
+    std::mutex m_send_mutex;
+    std::thread m_thread;
+};
+
+} // namespace dt

@@ -1,0 +1,59 @@
+// telemetry_wire.hpp: the byte format between a rank and the Session.
+//
+// One TCP connection per rank. All integers little-endian (these are the
+// machines' native order; a big-endian host is refused at handshake).
+//
+//   rank -> session   Hello    {magic "DTLT", u32 version, i32 rank, i32 pid, char host[64]}
+//   rank -> session   Ping     t_rank (i64)        } repeated kClockPings times;
+//   session -> rank   Pong     t_session (i64)     } offset from the least round trip
+//   rank -> session   frames:  {u32 type, u32 length, payload[length]}
+//                       Events: length/64 Event records (64 bytes each, events.hpp)
+//                       Log:    u8 level, text
+//                       Bye:    empty (clean end of stream)
+//
+// Version rule: bump kWireVersion whenever Event's layout or the numeric
+// values of EventKind change; a Session refuses a rank with another version.
+#pragma once
+
+#include "dtlab/events.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dt::wire {
+
+constexpr uint32_t kWireVersion = 1;
+constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
+constexpr int kClockPings = 8;
+constexpr uint32_t kMaxFrameBytes = 16u << 20;
+
+enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3 };
+
+struct Hello {
+    char magic[4];
+    uint32_t version;
+    int32_t rank;
+    int32_t pid;
+    char host[64];
+};
+static_assert(sizeof(Hello) == 80);
+
+struct FrameHeader {
+    uint32_t type;
+    uint32_t length;
+};
+
+// Blocking socket helpers; return false on EOF or error.
+bool sendAll(int fd, const void* data, size_t size);
+bool recvAll(int fd, void* data, size_t size);
+
+// TCP helpers. listenTcp binds host:port (port 0 = any free port) and returns
+// the fd and the bound port; connectTcp retries until timeout_ms.
+int listenTcp(const std::string& host, int port, int* bound_port);
+int connectTcp(const std::string& host, int port, int timeout_ms);
+
+// "host:port" -> parts; throws UsageError on a malformed address.
+void splitAddress(const std::string& address, std::string& host, int& port);
+
+} // namespace dt::wire

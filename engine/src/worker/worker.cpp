@@ -1,0 +1,359 @@
+// worker.cpp: the life of one rank.
+//
+//  1. Resolve rank, world and the Session address (flags, mpirun or torchrun).
+//  2. One torch thread, one OpenBLAS thread; install the tracking allocator.
+//  3. Join the Session's TCPStore; read the resolved scenario (JSON) and the
+//     telemetry address from it; connect telemetry (clock offset measured).
+//  4. Build data, model (seeded), Gloo communicator, DDP sync, AdamW;
+//     broadcast rank 0's parameters so every replica starts identical.
+//  5. Each step: data -> forward (spans per block) -> loss -> backward (spans
+//     per block; bucket all-reduces launch as buckets fill) -> wait -> AdamW
+//     -> counters (loss, step time, bytes, memory by category).
+//  6. Report the parameter checksum, optionally write the parameters, say Bye.
+// A CommError (peer lost, timeout) is reported to the Session with its text
+// and the rank exits with kExitRankFailed.
+#include "dtlab/worker.hpp"
+
+#include "comm/gloo_communicator.hpp"
+#include "data/data_source.hpp"
+#include "dtlab/clock.hpp"
+#include "dtlab/errors.hpp"
+#include "dtlab/scenario.hpp"
+#include "memory/memory_accounting.hpp"
+#include "memory/tracking_allocator.hpp"
+#include "model/model.hpp"
+#include "strategy/ddp.hpp"
+#include "telemetry/telemetry_sender.hpp"
+#include "telemetry/telemetry_wire.hpp"
+#include "worker/params_io.hpp"
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/optim/adamw.h>
+
+#include <cstdio>
+#include <dlfcn.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace dt {
+namespace {
+
+void useOneBlasThread() {
+    // OpenBLAS reads OPENBLAS_NUM_THREADS when it loads; the Session sets it,
+    // but a rank started by mpirun or torchrun may not have it, so ask too.
+    using SetThreads = void (*)(int);
+    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(1);
+    at::set_num_threads(1);
+}
+
+std::string storeGetString(c10d::Store& store, const std::string& key) {
+    const auto bytes = store.get(key);
+    return std::string(bytes.begin(), bytes.end());
+}
+
+// Bytes this process wrote to / read from sockets and files (/proc/self/io).
+struct ProcIo {
+    int64_t written = 0;
+    int64_t read = 0;
+};
+ProcIo readProcIo() {
+    ProcIo io;
+    std::ifstream in("/proc/self/io");
+    std::string key;
+    int64_t value = 0;
+    while (in >> key >> value) {
+        if (key == "wchar:") io.written = value;
+        if (key == "rchar:") io.read = value;
+    }
+    return io;
+}
+
+int64_t optimizerStateBytes(torch::optim::AdamW& optimizer) {
+    std::vector<at::Tensor> tensors;
+    for (const auto& [key, state] : optimizer.state()) {
+        const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+        tensors.push_back(s.exp_avg());
+        tensors.push_back(s.exp_avg_sq());
+        if (s.max_exp_avg_sq().defined()) tensors.push_back(s.max_exp_avg_sq());
+    }
+    return storageBytes(tensors);
+}
+
+// Emits spans and counters for one rank; `detailed` = false keeps only what
+// the summary needs (step spans, loss, checksum, lifecycle).
+class RankTelemetry {
+public:
+    RankTelemetry(TelemetrySender& sender, int rank, bool detailed)
+        : m_sender(sender), m_rank(rank), m_detailed(detailed) {}
+
+    bool detailed() const { return m_detailed; }
+    int64_t now() const { return m_sender.now(); }
+
+    void span(EventKind kind, int64_t begin, int64_t end, int step, int unit = -1) {
+        if (!m_detailed && kind != EventKind::Step) return;
+        Event e = base(kind, EventPhase::Span, step);
+        e.t_ns = begin;
+        e.dur_ns = end - begin;
+        e.unit = int16_t(unit);
+        m_sender.emit(e);
+    }
+    void counter(EventKind kind, double value, int step, bool essential = false) {
+        if (!m_detailed && !essential) return;
+        Event e = base(kind, EventPhase::Counter, step);
+        e.t_ns = now();
+        e.value = value;
+        m_sender.emit(e);
+    }
+    void instant(EventKind kind, int step, double value = 0, uint64_t seq = 0) {
+        Event e = base(kind, EventPhase::Instant, step);
+        e.t_ns = now();
+        e.value = value;
+        e.seq = seq;
+        m_sender.emit(e);
+    }
+
+private:
+    Event base(EventKind kind, EventPhase phase, int step) const {
+        Event e;
+        e.kind = kind;
+        e.phase = phase;
+        e.rank = m_rank;
+        e.step = step;
+        return e;
+    }
+    TelemetrySender& m_sender;
+    int m_rank;
+    bool m_detailed;
+};
+
+// Forward/backward unit timing -> spans. Backward spans are opened and closed
+// by autograd hooks on the main thread.
+struct UnitSpans {
+    RankTelemetry* telemetry = nullptr;
+    int step = -1;
+    std::vector<int64_t> forward_begin = std::vector<int64_t>(256, 0);
+    std::vector<int64_t> backward_begin = std::vector<int64_t>(256, 0);
+    static size_t slot(int unit) { return size_t(unit + 1) & 255; }
+
+    UnitTimer timer() {
+        UnitTimer t;
+        if (!telemetry->detailed()) {
+            t.forward = [](int, bool) {};
+            return t;
+        }
+        t.forward = [this](int unit, bool begin) {
+            if (begin) forward_begin[slot(unit)] = telemetry->now();
+            else telemetry->span(EventKind::Forward, forward_begin[slot(unit)], telemetry->now(), step, unit);
+        };
+        t.backward = [this](int unit, bool begin) {
+            if (begin) backward_begin[slot(unit)] = telemetry->now();
+            else telemetry->span(EventKind::Backward, backward_begin[slot(unit)], telemetry->now(), step, unit);
+        };
+        return t;
+    }
+};
+
+int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sender,
+          c10::intrusive_ptr<c10d::Store> store, const std::string& params_out_dir) {
+    const int rank = env.rank, world = env.world;
+    RankTelemetry telemetry(sender, rank, scenario.telemetry.enabled);
+
+    auto data = makeDataSource(scenario.data, scenario.model, scenario.run.seed);
+    auto model = makeModel(scenario.model, scenario.run.seed);
+    std::vector<at::Tensor> params;
+    for (const auto& p : model->trainableParameters()) params.push_back(p.tensor);
+    if (rank == 0) sender.log(LogLevel::Info, model->describe() + "; " + data->describe());
+
+    GlooOptions gloo;
+    gloo.timeout = std::chrono::milliseconds(int64_t(scenario.run.timeout_s * 1000));
+    const bool loopback = env.master_host == "127.0.0.1" || env.master_host == "localhost";
+    gloo.interface_host = loopback ? "127.0.0.1" : env.master_host == "" ? "127.0.0.1" : "0.0.0.0";
+    if (!loopback) {
+        char host[256] = {0};
+        gethostname(host, sizeof(host) - 1);
+        gloo.interface_host = host;
+    }
+    auto comm = makeGlooCommunicator(store, rank, world, gloo, telemetry.detailed() ? &sender : nullptr);
+
+    {   // every replica starts from rank 0's parameters
+        at::NoGradGuard no_grad;
+        for (auto& p : params) comm->broadcast(p, 0)->wait();
+    }
+    telemetry.instant(EventKind::RankReady, -1);
+
+    DdpGradientSync ddp(params, *comm, scenario.strategy.bucket_mb, scenario.strategy.overlap,
+                        telemetry.detailed() ? &sender : nullptr);
+    torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(scenario.optimizer.lr)
+                                              .betas({scenario.optimizer.beta1, scenario.optimizer.beta2})
+                                              .eps(scenario.optimizer.eps)
+                                              .weight_decay(scenario.optimizer.weight_decay));
+
+    const int64_t param_bytes = storageBytes(params);
+    const int64_t grad_bytes = storageBytes(ddp.bucketBuffers());
+    const int64_t telemetry_bytes_at_start = int64_t(sender.bytesWritten());
+    const ProcIo io_start = readProcIo();
+
+    UnitSpans unit_spans;
+    unit_spans.telemetry = &telemetry;
+    const UnitTimer timer = unit_spans.timer();
+    const int B = scenario.data.batch_per_rank;
+
+    for (int step = 0; step < scenario.run.steps; ++step) {
+        const int64_t step_begin = telemetry.now();
+        unit_spans.step = step;
+
+        int64_t t = telemetry.now();
+        const Batch batch = data->batch(step, rank, world, B);
+        telemetry.span(EventKind::Data, t, telemetry.now(), step);
+
+        ddp.beginStep(step);
+        const at::Tensor loss = model->loss(batch.inputs, batch.targets, timer);
+        if (telemetry.detailed()) {
+            const MemorySample m = sampleMemory(param_bytes, grad_bytes, optimizerStateBytes(optimizer), 0);
+            telemetry.counter(EventKind::MemActivations, double(m.activations), step);
+        }
+
+        t = telemetry.now();
+        loss.backward();
+        telemetry.span(EventKind::Backward, t, telemetry.now(), step, -2); // whole backward, unit -2
+        ddp.finishBackward();
+
+        t = telemetry.now();
+        optimizer.step();
+        telemetry.span(EventKind::Optimizer, t, telemetry.now(), step);
+
+        if (scenario.run.step_delay_ms > 0) {
+            t = telemetry.now();
+            std::this_thread::sleep_for(std::chrono::microseconds(int64_t(scenario.run.step_delay_ms * 1000)));
+            telemetry.span(EventKind::SlowDelay, t, telemetry.now(), step);
+        }
+
+        const int64_t step_end = telemetry.now();
+        telemetry.span(EventKind::Step, step_begin, step_end, step);
+        telemetry.counter(EventKind::LossValue, loss.item<double>(), step, /*essential=*/true);
+        telemetry.counter(EventKind::StepTimeMs, double(step_end - step_begin) / 1e6, step);
+        if (telemetry.detailed()) {
+            const ProcIo io = readProcIo();
+            const int64_t telemetry_bytes = int64_t(sender.bytesWritten()) - telemetry_bytes_at_start;
+            telemetry.counter(EventKind::BytesSent, double(io.written - io_start.written - telemetry_bytes), step);
+            telemetry.counter(EventKind::BytesReceived, double(io.read - io_start.read), step);
+            const MemorySample m = sampleMemory(param_bytes, grad_bytes, optimizerStateBytes(optimizer), 0);
+            telemetry.counter(EventKind::MemParameters, double(m.parameters), step);
+            telemetry.counter(EventKind::MemGradients, double(m.gradients), step);
+            telemetry.counter(EventKind::MemOptimizer, double(m.optimizer_state), step);
+            telemetry.counter(EventKind::MemCommBuffers, double(m.comm_buffers), step);
+            telemetry.counter(EventKind::MemLive, double(m.live), step);
+            telemetry.counter(EventKind::MemPeak, double(m.peak), step);
+            telemetry.counter(EventKind::DroppedEvents, double(sender.dropped()), step);
+        }
+    }
+
+    const auto named = model->trainableParameters();
+    telemetry.instant(EventKind::ParamsChecksum, scenario.run.steps - 1, 0, parametersChecksum(named));
+    if (!params_out_dir.empty())
+        saveParameters(params_out_dir + "/rank" + std::to_string(rank) + ".params", named);
+    telemetry.counter(EventKind::DroppedEvents, double(sender.dropped()), scenario.run.steps - 1, true);
+    // Leave together: no rank tears down its Gloo pairs while a peer still reads.
+    comm->barrier()->wait();
+    telemetry.instant(EventKind::RankFinished, scenario.run.steps - 1);
+    return 0;
+}
+
+} // namespace
+
+int runWorker(const WorkerArgs& args) {
+    LaunchEnv env;
+    try {
+        env = resolveLaunchEnv(args.flags, processEnvironment());
+    } catch (const UsageError& e) {
+        std::cerr << "dtrun worker: " << e.what() << "\n";
+        return kExitUsage;
+    }
+    useOneBlasThread();
+    installTrackingAllocator();
+
+    c10::intrusive_ptr<c10d::Store> store;
+    Scenario scenario;
+    std::string telemetry_address;
+    std::string params_out_dir = args.params_out_dir;
+    try {
+        c10d::TCPStoreOptions opts;
+        opts.port = uint16_t(env.master_port);
+        opts.isServer = false;
+        opts.waitWorkers = false;
+        opts.timeout = std::chrono::seconds(60);
+        store = c10::make_intrusive<c10d::TCPStore>(env.master_host, opts);
+        scenario = scenarioFromJson(storeGetString(*store, "dtlab/scenario"));
+        telemetry_address = storeGetString(*store, "dtlab/telemetry");
+        if (params_out_dir.empty() && store->check({"dtlab/params_out"}))
+            params_out_dir = storeGetString(*store, "dtlab/params_out");
+        const int expected_world = std::stoi(storeGetString(*store, "dtlab/world"));
+        if (expected_world != env.world)
+            throw UsageError("this rank was started with world size " + std::to_string(env.world) +
+                             " but the Session runs " + std::to_string(expected_world) + " ranks");
+    } catch (const UsageError& e) {
+        std::cerr << "dtrun worker (rank " << env.rank << "): " << e.what() << "\n";
+        return kExitUsage;
+    } catch (const std::exception& e) {
+        std::string what = e.what();
+        std::cerr << "dtrun worker (rank " << env.rank << "): cannot join the Session at " << env.master_host << ":"
+                  << env.master_port << ": " << what.substr(0, what.find('\n')) << "\n";
+        return kExitRankFailed;
+    }
+
+    TelemetrySender sender(env.rank, size_t(scenario.telemetry.queue_capacity));
+    try {
+        std::string host;
+        int port = 0;
+        wire::splitAddress(telemetry_address, host, port);
+        sender.connect(host, port, 30000);
+    } catch (const std::exception& e) {
+        std::cerr << "dtrun worker (rank " << env.rank << "): " << e.what() << "\n";
+        return kExitRankFailed;
+    }
+    {
+        Event started;
+        started.kind = EventKind::RankStarted;
+        started.phase = EventPhase::Instant;
+        started.rank = env.rank;
+        started.t_ns = sender.now();
+        started.value = double(::getpid());
+        sender.emit(started);
+    }
+
+    int code = 0;
+    std::string error;
+    try {
+        code = train(env, scenario, sender, store, params_out_dir);
+    } catch (const CommError& e) {
+        code = kExitRankFailed;
+        error = e.what();
+    } catch (const UsageError& e) {
+        code = kExitUsage;
+        error = e.what();
+    } catch (const std::exception& e) {
+        code = kExitRankFailed;
+        const std::string what = e.what();
+        error = what.substr(0, what.find('\n'));
+    }
+    if (code != 0) {
+        Event failed;
+        failed.kind = EventKind::RankFailed;
+        failed.phase = EventPhase::Instant;
+        failed.rank = env.rank;
+        failed.t_ns = sender.now();
+        sender.emit(failed);
+        sender.log(LogLevel::Error, error);
+        std::cerr << "dtrun worker (rank " << env.rank << "): " << error << "\n";
+    }
+    sender.close();
+    // Skip destructors: a process group whose peers died can block in its
+    // destructor; everything worth keeping has been sent.
+    std::fflush(nullptr);
+    std::_Exit(code);
+}
+
+} // namespace dt

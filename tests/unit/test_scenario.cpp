@@ -1,0 +1,539 @@
+// test_scenario.cpp: scenario loading: the shipped files, defaults, every kind
+// of error with its exact line and column, the JSON round trip, and
+// validateScenario after command-line overrides.
+#include "dtlab/scenario.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+using dt::Scenario;
+using dt::UsageError;
+
+namespace {
+
+const std::string kSourceDir = DTLAB_SOURCE_DIR;
+
+std::string scenarioPath(const std::string& name) { return kSourceDir + "/scenarios/" + name; }
+
+// The UsageError that parsing `text` as "t.toml" throws (the test fails if none).
+UsageError parseError(const std::string& text, const std::string& sourceName = "t.toml") {
+    try {
+        (void)dt::parseScenarioText(text, sourceName);
+    } catch (const UsageError& e) {
+        return e;
+    }
+    FAIL("expected a UsageError for:\n" << text);
+    throw std::logic_error("unreachable");
+}
+
+UsageError validateError(const Scenario& s, const std::string& origin) {
+    try {
+        dt::validateScenario(s, origin);
+    } catch (const UsageError& e) {
+        return e;
+    }
+    FAIL("expected validateScenario to throw");
+    throw std::logic_error("unreachable");
+}
+
+const std::string kHeader = "[scenario]\nname = \"t\"\n"; // lines 1-2 of most inline texts
+
+} // namespace
+
+TEST_CASE("Shipped scenario files load", "[scenario]") {
+    SECTION("every file in scenarios/ loads without error") {
+        int count = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/scenarios")) {
+            if (entry.path().extension() != ".toml") continue;
+            INFO(entry.path().string());
+            Scenario s = dt::loadScenarioFile(entry.path().string());
+            CHECK(!s.name.empty());
+            CHECK(s.path == entry.path().string());
+            ++count;
+        }
+        CHECK(count >= 3);
+    }
+
+    SECTION("ddp_basics is four ranks of TinyGPT with DDP") {
+        Scenario s = dt::loadScenarioFile(scenarioPath("ddp_basics.toml"));
+        CHECK(s.name == "DDP basics");
+        CHECK(s.description.find("Four ranks") == 0);
+        CHECK(s.topology.ranks == 4);
+        CHECK(s.model.kind == "tiny_gpt");
+        CHECK(s.model.vocab == 128);
+        CHECK(s.model.context == 64);
+        CHECK(s.model.d_model == 128);
+        CHECK(s.model.layers == 4);
+        CHECK(s.model.heads == 4);
+        CHECK(s.model.mlp_ratio == 4);
+        CHECK(s.data.source == "fortunes");
+        CHECK(s.data.path.empty());
+        CHECK(s.data.batch_per_rank == 16);
+        CHECK(s.strategy.kind == "ddp");
+        CHECK(s.strategy.bucket_mb == 1.0);
+        CHECK(s.strategy.overlap);
+        CHECK(s.optimizer.kind == "adamw");
+        CHECK(s.optimizer.lr == 3e-4);
+        CHECK(s.run.steps == 40);
+        CHECK(s.run.seed == 1);
+        CHECK(s.run.timeout_s == 30.0);
+        CHECK(s.faults.empty());
+    }
+
+    SECTION("mlp_fashion is two ranks of an MLP on Fashion-MNIST") {
+        Scenario s = dt::loadScenarioFile(scenarioPath("mlp_fashion.toml"));
+        CHECK(s.topology.ranks == 2);
+        CHECK(s.model.kind == "mlp");
+        CHECK(s.model.hidden == std::vector<int>{256, 128});
+        CHECK(s.data.source == "fashion_mnist");
+        CHECK(s.data.batch_per_rank == 64);
+        CHECK(s.strategy.kind == "ddp");
+        CHECK(s.optimizer.lr == 1e-3);
+        CHECK(s.run.steps == 30);
+    }
+
+    SECTION("ddp_kill_rank kills rank 2 at the first all-reduce of step 3") {
+        const std::string path = scenarioPath("ddp_kill_rank.toml");
+        Scenario s = dt::loadScenarioFile(path);
+        CHECK(s.topology.ranks == 4);
+        CHECK(s.model.kind == "tiny_gpt");
+        CHECK(s.run.steps == 20);
+        CHECK(s.run.timeout_s == 10.0);
+        REQUIRE(s.faults.size() == 1);
+        const dt::FaultConfig& f = s.faults[0];
+        CHECK(f.action == "kill");
+        CHECK(f.rank == 2);
+        CHECK(f.step == 3);
+        CHECK(f.when == "allreduce");
+        CHECK(f.where.file == path);
+        CHECK(f.where.line > 0);
+        CHECK(f.where.column == 1);
+    }
+}
+
+TEST_CASE("Keys left out take the struct defaults", "[scenario]") {
+    const Scenario d; // the defaults
+    Scenario s = dt::parseScenarioText(kHeader, "inline.toml");
+
+    SECTION("the name and path are set and everything else is default") {
+        CHECK(s.name == "t");
+        CHECK(s.description.empty());
+        CHECK(s.path == "inline.toml");
+        CHECK(s.topology.ranks == d.topology.ranks);
+        CHECK(s.model.kind == d.model.kind);
+        CHECK(s.model.vocab == d.model.vocab);
+        CHECK(s.model.context == d.model.context);
+        CHECK(s.model.d_model == d.model.d_model);
+        CHECK(s.model.layers == d.model.layers);
+        CHECK(s.model.heads == d.model.heads);
+        CHECK(s.model.mlp_ratio == d.model.mlp_ratio);
+        CHECK(s.model.hidden == d.model.hidden);
+        CHECK(s.data.source == d.data.source);
+        CHECK(s.data.path == d.data.path);
+        CHECK(s.data.batch_per_rank == d.data.batch_per_rank);
+        CHECK(s.strategy.kind == d.strategy.kind);
+        CHECK(s.strategy.bucket_mb == d.strategy.bucket_mb);
+        CHECK(s.strategy.overlap == d.strategy.overlap);
+        CHECK(s.optimizer.kind == d.optimizer.kind);
+        CHECK(s.optimizer.lr == d.optimizer.lr);
+        CHECK(s.optimizer.beta1 == d.optimizer.beta1);
+        CHECK(s.optimizer.beta2 == d.optimizer.beta2);
+        CHECK(s.optimizer.eps == d.optimizer.eps);
+        CHECK(s.optimizer.weight_decay == d.optimizer.weight_decay);
+        CHECK(s.run.steps == d.run.steps);
+        CHECK(s.run.seed == d.run.seed);
+        CHECK(s.run.timeout_s == d.run.timeout_s);
+        CHECK(s.run.step_delay_ms == d.run.step_delay_ms);
+        CHECK(s.telemetry.enabled == d.telemetry.enabled);
+        CHECK(s.telemetry.queue_capacity == d.telemetry.queue_capacity);
+        CHECK(s.faults.empty());
+    }
+
+    SECTION("a fault with only a rank takes the default action, step and when") {
+        Scenario f = dt::parseScenarioText(kHeader + "[[faults]]\nrank = 1\n", "inline.toml");
+        REQUIRE(f.faults.size() == 1);
+        CHECK(f.faults[0].rank == 1);
+        CHECK(f.faults[0].action == "kill");
+        CHECK(f.faults[0].step == 0);
+        CHECK(f.faults[0].when == "allreduce");
+        CHECK(f.faults[0].where.line == 3);
+        CHECK(f.faults[0].where.column == 1);
+    }
+
+    SECTION("keys that are written override the defaults") {
+        Scenario o = dt::parseScenarioText(kHeader + "[run]\nsteps = 7\nseed = 99\n[telemetry]\nenabled = false\n",
+                                           "inline.toml");
+        CHECK(o.run.steps == 7);
+        CHECK(o.run.seed == 99);
+        CHECK_FALSE(o.telemetry.enabled);
+        CHECK(o.run.timeout_s == d.run.timeout_s);
+    }
+}
+
+TEST_CASE("Integers are accepted where a float is expected", "[scenario]") {
+    Scenario s = dt::parseScenarioText(kHeader +
+                                           "[strategy]\nbucket_mb = 2\n"
+                                           "[optimizer]\nlr = 1\nweight_decay = 0\n"
+                                           "[run]\ntimeout_s = 5\nstep_delay_ms = 250\n",
+                                       "t.toml");
+    CHECK(s.strategy.bucket_mb == 2.0);
+    CHECK(s.optimizer.lr == 1.0);
+    CHECK(s.optimizer.weight_decay == 0.0);
+    CHECK(s.run.timeout_s == 5.0);
+    CHECK(s.run.step_delay_ms == 250.0);
+}
+
+TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
+    SECTION("a TOML syntax error gives the parser's location") {
+        UsageError e = parseError(kHeader + "[model]\nlayers = \n");
+        CHECK(e.where().file == "t.toml");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 10);
+        CHECK(std::string(e.what()).rfind("t.toml:4:10: error: invalid TOML: ", 0) == 0);
+    }
+
+    SECTION("an unknown key names the table and lists the allowed keys") {
+        UsageError e = parseError(kHeader + "[model]\nkind = \"mlp\"\n  foo = 3\n");
+        CHECK(e.where().line == 5);
+        CHECK(e.where().column == 3);
+        CHECK(std::string(e.what()) ==
+              "t.toml:5:3: error: unknown key 'foo' in [model]; expected one of: kind, vocab, context, d_model, "
+              "layers, heads, mlp_ratio, hidden");
+    }
+
+    SECTION("the first unknown key in the file is the one reported") {
+        UsageError e = parseError(kHeader + "[run]\nzzz = 1\naaa = 2\n");
+        CHECK(e.where().line == 4);
+        CHECK(std::string(e.what()).find("unknown key 'zzz' in [run]") != std::string::npos);
+    }
+
+    SECTION("an unknown table lists the known tables") {
+        UsageError e = parseError(kHeader + "\n[modle]\nkind = \"mlp\"\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 2);
+        CHECK(std::string(e.what()) ==
+              "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], [data], "
+              "[strategy], [optimizer], [run], [telemetry], [[faults]]");
+    }
+
+    SECTION("a key in [[faults]] that does not exist is reported") {
+        UsageError e = parseError(kHeader + "[[faults]]\nrank = 1\nsignal = 9\n");
+        CHECK(e.where().line == 5);
+        CHECK(e.where().column == 1);
+        CHECK(std::string(e.what()).find("unknown key 'signal' in [[faults]]; expected one of: action, rank, step, "
+                                         "when") != std::string::npos);
+    }
+
+    SECTION("a string where an integer is expected is a wrong type") {
+        UsageError e = parseError(kHeader + "[model]\nlayers = \"four\"\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 10);
+        CHECK(std::string(e.what()) == "t.toml:4:10: error: [model] layers: expected an integer, got a string");
+    }
+
+    SECTION("a float where an integer is expected is a wrong type") {
+        UsageError e = parseError(kHeader + "[topology]\nranks = 2.0\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 9);
+        CHECK(std::string(e.what()) == "t.toml:4:9: error: [topology] ranks: expected an integer, got a float");
+    }
+
+    SECTION("a string where a float is expected is a wrong type") {
+        UsageError e = parseError(kHeader + "[optimizer]\nlr = \"fast\"\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 6);
+        CHECK(std::string(e.what()) == "t.toml:4:6: error: [optimizer] lr: expected a number, got a string");
+    }
+
+    SECTION("a wrong element type in hidden points at the element") {
+        UsageError e = parseError(kHeader + "[model]\nhidden = [64,\n   \"x\"]\n");
+        CHECK(e.where().line == 5);
+        CHECK(e.where().column == 4);
+        CHECK(std::string(e.what()).find("[model] hidden: expected an integer, got a string") != std::string::npos);
+    }
+
+    SECTION("a table written as a plain value is a wrong type") {
+        UsageError e = parseError("model = 3\n" + kHeader);
+        CHECK(e.where().line == 1);
+        CHECK(e.where().column == 9);
+        CHECK(std::string(e.what()).find("model: expected a table [model], got an integer") != std::string::npos);
+    }
+
+    SECTION("an integer out of range gives the range") {
+        UsageError e = parseError(kHeader + "[topology]\nranks = 65\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 9);
+        CHECK(std::string(e.what()) ==
+              "t.toml:4:9: error: [topology] ranks: expected an integer in 1..64, got 65");
+    }
+
+    SECTION("an integer too large for the field is out of range, not truncated") {
+        UsageError e = parseError(kHeader + "[model]\nheads = 4294967300\n");
+        CHECK(e.where().line == 4);
+        CHECK(std::string(e.what()).find("[model] heads: expected an integer in 1..2147483647") != std::string::npos);
+    }
+
+    SECTION("a negative seed is out of range") {
+        UsageError e = parseError(kHeader + "[run]\nseed = -1\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 8);
+        CHECK(std::string(e.what()) == "t.toml:4:8: error: [run] seed: expected an integer >= 0, got -1");
+    }
+
+    SECTION("a float out of range gives the range") {
+        UsageError e = parseError(kHeader + "[optimizer]\nbeta2 = 1\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 9);
+        CHECK(std::string(e.what()) == "t.toml:4:9: error: [optimizer] beta2: expected a number in [0, 1), got 1");
+        UsageError lr = parseError(kHeader + "[optimizer]\nlr = -0.5\n");
+        CHECK(std::string(lr.what()) == "t.toml:4:6: error: [optimizer] lr: expected a number > 0, got -0.5");
+        UsageError inf = parseError(kHeader + "[run]\ntimeout_s = inf\n");
+        CHECK(std::string(inf.what()).find("[run] timeout_s: expected a finite number") != std::string::npos);
+    }
+
+    SECTION("a bad enum value lists the allowed values") {
+        UsageError e = parseError(kHeader + "[model]\nkind = \"gpt5\"\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 8);
+        CHECK(std::string(e.what()) ==
+              "t.toml:4:8: error: [model] kind: expected one of \"tiny_gpt\", \"mlp\", got \"gpt5\"");
+        UsageError when = parseError(kHeader + "[[faults]]\nwhen = \"later\"\n");
+        CHECK(when.where().line == 4);
+        CHECK(std::string(when.what()).find("[[faults]] when: expected one of \"allreduce\", \"step\", got \"later\"") !=
+              std::string::npos);
+    }
+
+    SECTION("a missing name points at the [scenario] table") {
+        UsageError e = parseError("[topology]\nranks = 2\n\n[scenario]\ndescription = \"x\"\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 1);
+        CHECK(std::string(e.what()) == "t.toml:4:1: error: missing key 'name' in [scenario]");
+    }
+
+    SECTION("a missing [scenario] table points at the top of the file") {
+        UsageError e = parseError("[topology]\nranks = 2\n");
+        CHECK(e.where().line == 1);
+        CHECK(e.where().column == 1);
+        CHECK(std::string(e.what()).find("missing table [scenario]") != std::string::npos);
+    }
+
+    SECTION("d_model not divisible by heads points at d_model") {
+        UsageError e = parseError(kHeader + "[model]\nheads = 3\nd_model = 128\n");
+        CHECK(e.where().line == 5);
+        CHECK(e.where().column == 11);
+        CHECK(std::string(e.what()).find("[model] d_model 128 is not divisible by heads 3") != std::string::npos);
+    }
+
+    SECTION("d_model not divisible by heads points at heads when d_model is left out") {
+        UsageError e = parseError(kHeader + "[model]\nlayers = 2\nheads = 3\n");
+        CHECK(e.where().line == 5);
+        CHECK(e.where().column == 9);
+    }
+
+    SECTION("an empty hidden array is rejected") {
+        UsageError e = parseError(kHeader + "[model]\nhidden = []\n");
+        CHECK(e.where().line == 4);
+        CHECK(e.where().column == 10);
+        CHECK(std::string(e.what()).find("[model] hidden: expected at least one layer width") != std::string::npos);
+    }
+
+    SECTION("a fault on a rank that does not exist names the topology") {
+        UsageError e = parseError(kHeader + "[topology]\nranks = 4\n[[faults]]\nrank = 7\n");
+        CHECK(e.where().line == 6);
+        CHECK(e.where().column == 8);
+        CHECK(std::string(e.what()) ==
+              "t.toml:6:8: error: [[faults]] rank 7 does not exist: the topology has 4 ranks (0..3)");
+    }
+
+    SECTION("the second fault is the one located when only it is wrong") {
+        UsageError e = parseError(kHeader + "[run]\nsteps = 10\n[[faults]]\nstep = 9\n[[faults]]\nstep = 10\n");
+        CHECK(e.where().line == 8);
+        CHECK(e.where().column == 8);
+        CHECK(std::string(e.what()).find("[[faults]] step 10 is never reached: the run has 10 steps (0..9)") !=
+              std::string::npos);
+    }
+
+    SECTION("a missing data path points at the path") {
+        UsageError e = parseError(kHeader + "[data]\nsource = \"fortunes\"\npath = \"/no/such/dtlab/dir\"\n");
+        CHECK(e.where().line == 5);
+        CHECK(e.where().column == 8);
+        CHECK(std::string(e.what()) == "t.toml:5:8: error: [data] path: '/no/such/dtlab/dir' does not exist");
+    }
+
+    SECTION("fashion_mnist needs a directory, not a file") {
+        const std::string file = scenarioPath("ddp_basics.toml");
+        UsageError e = parseError(kHeader + "[data]\nsource = \"fashion_mnist\"\npath = \"" + file + "\"\n");
+        CHECK(e.where().line == 5);
+        CHECK(std::string(e.what()).find("is not a directory") != std::string::npos);
+    }
+
+    SECTION("a scenario file that does not exist cannot be opened") {
+        try {
+            (void)dt::loadScenarioFile("/no/such/dtlab/x.toml");
+            FAIL("expected a UsageError");
+        } catch (const UsageError& e) {
+            CHECK(std::string(e.what()) ==
+                  "cannot open scenario file '/no/such/dtlab/x.toml': No such file or directory");
+        }
+    }
+}
+
+TEST_CASE("Data paths are checked and resolved", "[scenario]") {
+    SECTION("fortunes accepts an existing file or directory") {
+        Scenario dir = dt::parseScenarioText(kHeader + "[data]\npath = \"" + kSourceDir + "/scenarios\"\n", "t.toml");
+        CHECK(dir.data.path == kSourceDir + "/scenarios");
+        Scenario file = dt::parseScenarioText(
+            kHeader + "[data]\npath = \"" + scenarioPath("ddp_basics.toml") + "\"\n", "t.toml");
+        CHECK(file.data.path == scenarioPath("ddp_basics.toml"));
+    }
+
+    SECTION("a relative path is relative to the scenario file's folder") {
+        const std::string source = kSourceDir + "/scenarios/inline.toml";
+        Scenario s = dt::parseScenarioText(kHeader + "[data]\npath = \"../scenarios/ddp_basics.toml\"\n", source);
+        CHECK(std::filesystem::path(s.data.path) ==
+              std::filesystem::path(scenarioPath("ddp_basics.toml")).lexically_normal());
+    }
+}
+
+TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
+    Scenario s;
+    s.name = "round trip";
+    s.description = "every field \"quoted\" and\nmultiline";
+    s.path = "/tmp/x.toml";
+    s.topology.ranks = 7;
+    s.model.kind = "mlp";
+    s.model.vocab = 300;
+    s.model.context = 33;
+    s.model.d_model = 96;
+    s.model.layers = 3;
+    s.model.heads = 6;
+    s.model.mlp_ratio = 2;
+    s.model.hidden = {512, 64, 32};
+    s.data.source = "fashion_mnist";
+    s.data.path = "/data/fmnist";
+    s.data.batch_per_rank = 48;
+    s.strategy.kind = "ddp";
+    s.strategy.bucket_mb = 0.25;
+    s.strategy.overlap = false;
+    s.optimizer.kind = "adamw";
+    s.optimizer.lr = 1.2345678901234567e-4;
+    s.optimizer.beta1 = 0.8;
+    s.optimizer.beta2 = 0.95;
+    s.optimizer.eps = 1e-6;
+    s.optimizer.weight_decay = 0.1;
+    s.run.steps = 123;
+    s.run.seed = 18446744073709551615ull;
+    s.run.timeout_s = 12.5;
+    s.run.step_delay_ms = 3.25;
+    s.telemetry.enabled = false;
+    s.telemetry.queue_capacity = 1024;
+    s.faults.push_back({"hang", 5, 11, "step", {"/tmp/x.toml", 40, 1}});
+    s.faults.push_back({"kill", 2, 3, "allreduce", {"/tmp/x.toml", 46, 2}});
+
+    Scenario r = dt::scenarioFromJson(dt::scenarioToJson(s));
+
+    SECTION("scalars, strings and the hidden widths come back equal") {
+        CHECK(r.name == s.name);
+        CHECK(r.description == s.description);
+        CHECK(r.path == s.path);
+        CHECK(r.topology.ranks == 7);
+        CHECK(r.model.kind == "mlp");
+        CHECK(r.model.vocab == 300);
+        CHECK(r.model.context == 33);
+        CHECK(r.model.d_model == 96);
+        CHECK(r.model.layers == 3);
+        CHECK(r.model.heads == 6);
+        CHECK(r.model.mlp_ratio == 2);
+        CHECK(r.model.hidden == std::vector<int>{512, 64, 32});
+        CHECK(r.data.source == "fashion_mnist");
+        CHECK(r.data.path == "/data/fmnist");
+        CHECK(r.data.batch_per_rank == 48);
+        CHECK(r.strategy.kind == "ddp");
+        CHECK(r.strategy.bucket_mb == 0.25);
+        CHECK_FALSE(r.strategy.overlap);
+        CHECK(r.optimizer.kind == "adamw");
+        CHECK(r.optimizer.lr == s.optimizer.lr); // exact: doubles round-trip bit for bit
+        CHECK(r.optimizer.beta1 == 0.8);
+        CHECK(r.optimizer.beta2 == 0.95);
+        CHECK(r.optimizer.eps == 1e-6);
+        CHECK(r.optimizer.weight_decay == 0.1);
+        CHECK(r.run.steps == 123);
+        CHECK(r.run.seed == 18446744073709551615ull);
+        CHECK(r.run.timeout_s == 12.5);
+        CHECK(r.run.step_delay_ms == 3.25);
+        CHECK_FALSE(r.telemetry.enabled);
+        CHECK(r.telemetry.queue_capacity == 1024);
+    }
+
+    SECTION("faults come back in order with their source locations") {
+        REQUIRE(r.faults.size() == 2);
+        for (size_t i = 0; i < 2; ++i) {
+            CHECK(r.faults[i].action == s.faults[i].action);
+            CHECK(r.faults[i].rank == s.faults[i].rank);
+            CHECK(r.faults[i].step == s.faults[i].step);
+            CHECK(r.faults[i].when == s.faults[i].when);
+            CHECK(r.faults[i].where.file == s.faults[i].where.file);
+            CHECK(r.faults[i].where.line == s.faults[i].where.line);
+            CHECK(r.faults[i].where.column == s.faults[i].where.column);
+        }
+    }
+
+    SECTION("a loaded scenario survives the round trip too") {
+        Scenario loaded = dt::loadScenarioFile(scenarioPath("ddp_kill_rank.toml"));
+        CHECK(dt::scenarioToJson(dt::scenarioFromJson(dt::scenarioToJson(loaded))) == dt::scenarioToJson(loaded));
+    }
+
+    SECTION("broken JSON is a UsageError") {
+        CHECK_THROWS_AS(dt::scenarioFromJson("{\"name\": 1"), UsageError);
+        CHECK_THROWS_WITH(dt::scenarioFromJson("{\"name\": \"x\"}"), Catch::Contains("invalid scenario JSON"));
+    }
+}
+
+TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]") {
+    const std::string path = scenarioPath("ddp_kill_rank.toml");
+    Scenario s = dt::loadScenarioFile(path);
+
+    SECTION("the scenario as loaded is valid") { CHECK_NOTHROW(dt::validateScenario(s, "")); }
+
+    SECTION("--ranks 0 is out of range and the message starts with the flag") {
+        s.topology.ranks = 0;
+        UsageError e = validateError(s, "--ranks");
+        CHECK(std::string(e.what()) == "--ranks: [topology] ranks: expected an integer in 1..64, got 0");
+    }
+
+    SECTION("--ranks 2 leaves the fault on rank 2 without a rank") {
+        s.topology.ranks = 2;
+        UsageError e = validateError(s, "--ranks");
+        const std::string message = e.what();
+        CHECK(message.rfind("--ranks: [[faults]] rank 2 does not exist: the topology has 2 ranks (0..1)", 0) == 0);
+        CHECK(message.find(path + ":" + std::to_string(s.faults[0].where.line) + ":1") != std::string::npos);
+    }
+
+    SECTION("--ranks 3 still holds rank 2 and passes") {
+        s.topology.ranks = 3;
+        CHECK_NOTHROW(dt::validateScenario(s, "--ranks"));
+    }
+
+    SECTION("--steps 3 makes the fault at step 3 unreachable") {
+        s.run.steps = 3;
+        UsageError e = validateError(s, "--steps");
+        CHECK(std::string(e.what()).rfind("--steps: [[faults]] step 3 is never reached: the run has 3 steps", 0) == 0);
+    }
+
+    SECTION("without an origin a fault problem points at the fault's location") {
+        s.topology.ranks = 1;
+        UsageError e = validateError(s, "");
+        CHECK(e.where().file == path);
+        CHECK(e.where().line == s.faults[0].where.line);
+        CHECK(std::string(e.what()).find("the topology has 1 rank (0..0)") != std::string::npos);
+    }
+
+    SECTION("a bad enum set in code is caught") {
+        s.strategy.kind = "fsdp";
+        UsageError e = validateError(s, "--strategy");
+        CHECK(std::string(e.what()) == "--strategy: [strategy] kind: expected \"ddp\", got \"fsdp\"");
+    }
+}
