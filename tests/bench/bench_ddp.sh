@@ -2,7 +2,7 @@
 # bench_ddp.sh: PyTorch's own DDP and dtlab's DDP, side by side, in one run.
 #
 # Usage: tests/bench/bench_ddp.sh [BUILD_DIR] [--steps S]
-#   BUILD_DIR   where dtrun was built (default: build)
+#   BUILD_DIR   where dtrun was built: BUILD_DIR/app/dtrun or BUILD_DIR/dtrun (default: build)
 #   --steps S   training steps per run (default 30)
 # Environment:
 #   REPEATS=3           runs per configuration; the table shows the median of the repeats
@@ -15,7 +15,7 @@
 #
 # For each world size N, REPEATS times, in a rotating order:
 #   PyTorch DDP   tests/bench/pytorch_ddp_reference.py --ranks N --steps S --warmup W
-#   dtlab         BUILD/dtrun run scenarios/ddp_basics.toml --ranks N --steps S (telemetry on)
+#   dtlab         dtrun run scenarios/ddp_basics.toml --ranks N --steps S (telemetry on)
 #   dtlab, off    the same with --no-telemetry
 # A run's step time is the max over ranks of the per-rank median step time (a DDP step is as
 # slow as its slowest rank). Goals: dtlab/PyTorch <= 1.00, telemetry on/off <= 1.03.
@@ -69,12 +69,14 @@ SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 cd "$ROOT"
 
-DTRUN="$BUILD_DIR/dtrun"
+# CMake puts dtrun in BUILD_DIR/app (the app/ subdirectory); accept BUILD_DIR/dtrun too.
+DTRUN="$BUILD_DIR/app/dtrun"
+[[ -x "$DTRUN" ]] || DTRUN="$BUILD_DIR/dtrun"
 REFERENCE="$SCRIPT_DIR/pytorch_ddp_reference.py"
 SCENARIO="${SCENARIO:-scenarios/ddp_basics.toml}"
 
 # ---- preflight: fail before any run, not half way through -------------------------------------
-[[ -x "$DTRUN" ]] || die "dtrun not found at $DTRUN: build it first (cmake --build $BUILD_DIR --target dtrun) or pass the build directory: bench_ddp.sh BUILD_DIR"
+[[ -x "$DTRUN" ]] || die "dtrun not found in $BUILD_DIR/app or $BUILD_DIR: build it first (cmake --build $BUILD_DIR --target dtrun) or pass the build directory: bench_ddp.sh BUILD_DIR"
 [[ -f "$SCENARIO" ]] || die "scenario $SCENARIO not found (relative paths are from $ROOT)"
 [[ -x "$PY" ]] || die "$PY not found (the benchmark uses Debian's python3 with python3-torch)"
 TORCH_VERSION="$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)" \
@@ -133,10 +135,19 @@ run_one() {
 }
 
 CORES="$(env -u OMP_NUM_THREADS nproc)"   # GNU nproc obeys OMP_NUM_THREADS, set above
-LOAD_BEFORE="$(cut -d' ' -f1 /proc/loadavg)"
-echo "dtlab DDP benchmark: ranks [$RANKS], $STEPS steps, $REPEATS repeats, torch $TORCH_VERSION, $CORES cores, load $LOAD_BEFORE" >&2
-if "$PY" -c "import sys; sys.exit(0 if float('$LOAD_BEFORE') > 0.5 else 1)"; then
-    echo "bench_ddp.sh: warning: load average $LOAD_BEFORE before the first run: something else is using the CPU; timings will be slow and noisy (the ratios suffer less, as runs interleave)" >&2
+# How busy the CPUs are before we start (1 s sample of /proc/stat; the load average would
+# still count our own previous runs).
+BUSY_BEFORE="$("$PY" -c '
+import time
+def sample():
+    v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return sum(v), v[3] + v[4]          # total, idle + iowait
+t0, i0 = sample(); time.sleep(1.0); t1, i1 = sample()
+print(round(100.0 * (1.0 - (i1 - i0) / max(1, t1 - t0))))
+')"
+echo "dtlab DDP benchmark: ranks [$RANKS], $STEPS steps, $REPEATS repeats, torch $TORCH_VERSION, $CORES cores, CPU ${BUSY_BEFORE}% busy before start" >&2
+if (( BUSY_BEFORE > 20 )); then
+    echo "bench_ddp.sh: warning: the CPUs were ${BUSY_BEFORE}% busy before the first run: something else is running; timings will be slow and noisy (the ratios suffer less, as runs interleave)" >&2
 fi
 TOOLS=(pytorch dtlab dtlab_off)
 for n in $RANKS; do
@@ -149,9 +160,9 @@ for n in $RANKS; do
 done
 
 # ---- table ------------------------------------------------------------------------------------
-"$PY" - "$RESULTS" "$STEPS" "$WARMUP" "$REPEATS" "$TORCH_VERSION" "$CORES" "$LOAD_BEFORE" "${BENCH_MD:-}" "${BENCH_STRICT:-0}" <<'EOF'
+"$PY" - "$RESULTS" "$STEPS" "$WARMUP" "$REPEATS" "$TORCH_VERSION" "$CORES" "$BUSY_BEFORE" "${BENCH_MD:-}" "${BENCH_STRICT:-0}" <<'EOF'
 import statistics, sys
-results, steps, warmup, repeats, torch_version, cores, load, md_path, strict = sys.argv[1:]
+results, steps, warmup, repeats, torch_version, cores, busy, md_path, strict = sys.argv[1:]
 runs = {}
 for line in open(results):
     tool, n, ms = line.split("\t")
@@ -173,7 +184,7 @@ for n in ranks:
                  f"{r2:.3f} " + ("ok" if r2 <= 1.03 else "MISSED")])
 note = (f"ms = median step time of the slowest rank, median of {repeats} runs; "
         f"{steps} steps per run (PyTorch leaves out {warmup} warm-up steps, dtlab step 0); "
-        f"torch {torch_version}, {cores} cores, 1 thread per rank, load average {load} at start")
+        f"torch {torch_version}, {cores} cores, 1 thread per rank, CPU {busy}% busy before start")
 widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
 fmt = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))
 print(fmt(header))

@@ -1,0 +1,366 @@
+// test_gloo_communicator.cpp: the Communicator over Gloo, ranks as threads of
+// this process on one HashStore: every collective against a reference computed
+// here, the Work records each rank emits, and failures surfacing as CommError.
+#include "comm/communicator.hpp"
+#include "comm/gloo_communicator.hpp"
+#include "telemetry/event_sink.hpp"
+
+#include "inprocess_gloo.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+using dt::CommError;
+using dt::CommErrorKind;
+using dt::Communicator;
+using dt::Event;
+using dt::EventKind;
+using dt::EventPhase;
+
+namespace {
+
+// Rank r's payload: distinct per rank and per element, exact in float32.
+at::Tensor payload(int rank, int64_t numel) {
+    return at::arange(numel, at::kFloat) * float(rank + 1) + float(100 * rank);
+}
+
+// Not exactly representable sums (the ring adds in another order than we do).
+at::Tensor wavyPayload(int rank, int64_t numel) {
+    return at::sin(at::arange(numel, at::kFloat) * 0.37f + float(rank) * 1.3f) * float(rank + 1);
+}
+
+std::vector<Event> workEvents(const dt::RecordingEventSink& sink, EventKind kind) {
+    std::vector<Event> out;
+    for (const auto& e : sink.events())
+        if (e.kind == kind && dt::isWorkPhase(e.phase)) out.push_back(e);
+    return out;
+}
+
+double seconds(std::chrono::steady_clock::time_point since) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+} // namespace
+
+TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
+    const int world = GENERATE(1, 2, 3, 4);
+    CAPTURE(world);
+
+    SECTION("allReduce leaves the sum over ranks in every rank's tensor") {
+        const int64_t n = 37;
+        std::vector<at::Tensor> got(size_t(world));
+        dttest::runGlooRanks(world, "allreduce", [&](int r, std::unique_ptr<Communicator>& comm) {
+            auto x = payload(r, n);
+            comm->allReduce(x)->wait();
+            got[size_t(r)] = x;
+        });
+        auto expected = at::zeros({n}, at::kFloat);
+        for (int r = 0; r < world; ++r) expected += payload(r, n);
+        for (int r = 0; r < world; ++r) {
+            CAPTURE(r);
+            CHECK(at::equal(got[size_t(r)], expected));
+        }
+    }
+
+    SECTION("allGather concatenates every rank's tensor in rank order") {
+        const int64_t n = 5;
+        std::vector<at::Tensor> got(size_t(world));
+        dttest::runGlooRanks(world, "allgather", [&](int r, std::unique_ptr<Communicator>& comm) {
+            auto out = at::full({world * n}, -1.0f, at::kFloat);
+            comm->allGather(out, payload(r, n))->wait();
+            got[size_t(r)] = out;
+        });
+        std::vector<at::Tensor> parts;
+        for (int r = 0; r < world; ++r) parts.push_back(payload(r, n));
+        const auto expected = at::cat(parts);
+        for (int r = 0; r < world; ++r) {
+            CAPTURE(r);
+            CHECK(at::equal(got[size_t(r)], expected));
+        }
+    }
+
+    SECTION("reduceScatter leaves rank r with chunk r of the sum") {
+        const int64_t chunk = 6;
+        const int64_t n = chunk * world;
+        std::vector<at::Tensor> got(size_t(world));
+        dttest::runGlooRanks(world, "reducescatter", [&](int r, std::unique_ptr<Communicator>& comm) {
+            auto out = at::full({chunk}, -1.0f, at::kFloat);
+            auto x = wavyPayload(r, n);
+            const auto before = x.clone();
+            comm->reduceScatter(out, x)->wait();
+            got[size_t(r)] = out;
+            if (!at::equal(x, before)) throw std::runtime_error("reduceScatter modified its input");
+        });
+        auto sum = at::zeros({n}, at::kFloat);
+        for (int r = 0; r < world; ++r) sum += wavyPayload(r, n);
+        for (int r = 0; r < world; ++r) {
+            CAPTURE(r);
+            const auto expected = sum.narrow(0, r * chunk, chunk);
+            const double max_diff = (got[size_t(r)] - expected).abs().max().item<double>();
+            CAPTURE(max_diff);
+            CHECK(max_diff < 1e-5); // float32 sums of <= 4 terms of magnitude <= 4
+        }
+    }
+
+    SECTION("broadcast copies the root's tensor to every rank, from a non-zero root") {
+        const int root = world - 1;
+        const int64_t n = 11;
+        std::vector<at::Tensor> got(size_t(world));
+        dttest::runGlooRanks(world, "broadcast", [&](int r, std::unique_ptr<Communicator>& comm) {
+            auto x = payload(r, n);
+            comm->broadcast(x, root)->wait();
+            got[size_t(r)] = x;
+        });
+        for (int r = 0; r < world; ++r) {
+            CAPTURE(r, root);
+            CHECK(at::equal(got[size_t(r)], payload(root, n)));
+        }
+    }
+
+    SECTION("barrier holds every rank until the last one arrives") {
+        // rank 0 arrives 300 ms late; nobody may leave the barrier before it arrives.
+        using Clock = std::chrono::steady_clock;
+        std::vector<double> left_at(size_t(world), -1.0);
+        dttest::runGlooRanks(world, "barrier", [&](int r, std::unique_ptr<Communicator>& comm) {
+            comm->barrier()->wait(); // everyone has built its group
+            const auto t0 = Clock::now();
+            if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+            auto work = comm->barrier();
+            work->wait();
+            if (work->state() != dt::CommWork::State::Completed) throw std::runtime_error("barrier not completed");
+            left_at[size_t(r)] = std::chrono::duration<double>(Clock::now() - t0).count();
+        });
+        for (int r = 0; r < world; ++r) {
+            CAPTURE(r);
+            CHECK(left_at[size_t(r)] >= 0.25);
+        }
+    }
+}
+
+TEST_CASE("Gloo send and recv move a tensor between two ranks", "[comm]") {
+    const int world = GENERATE(2, 3);
+    CAPTURE(world);
+    const int64_t n = 9;
+    std::vector<at::Tensor> got(size_t(world));
+    dttest::runGlooRanks(world, "p2p", [&](int r, std::unique_ptr<Communicator>& comm) {
+        // rank 0 -> last rank, then last rank -> rank 0 (a reply of twice the payload)
+        const int last = world - 1;
+        if (r == 0) {
+            comm->send(payload(7, n), last)->wait();
+            auto reply = at::zeros({n}, at::kFloat);
+            comm->recv(reply, last)->wait();
+            got[0] = reply;
+        } else if (r == last) {
+            auto in = at::zeros({n}, at::kFloat);
+            comm->recv(in, 0)->wait();
+            got[size_t(last)] = in.clone();
+            comm->send(in * 2, 0)->wait();
+        }
+    });
+    CHECK(at::equal(got[size_t(world - 1)], payload(7, n)));
+    CHECK(at::equal(got[0], payload(7, n) * 2));
+}
+
+TEST_CASE("Every rank records the same Work records for one collective", "[comm]") {
+    const int world = GENERATE(1, 2, 3, 4);
+    CAPTURE(world);
+    std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;
+    dttest::GroupOptions options;
+    for (int r = 0; r < world; ++r) {
+        sinks.push_back(std::make_unique<dt::RecordingEventSink>());
+        options.sinks.push_back(sinks.back().get());
+    }
+    const int64_t chunk = 4, n = chunk * world;
+    dttest::runGlooRanks(
+        world, "records",
+        [&](int r, std::unique_ptr<Communicator>& comm) {
+            auto a = payload(r, n);
+            auto gathered = at::empty({world * n}, at::kFloat);
+            auto scattered = at::empty({chunk}, at::kFloat);
+            const dt::CommTag tag{7, 2, -1};
+            std::vector<dt::CommWorkPtr> works;
+            works.push_back(comm->allReduce(a, tag));                          // seq 0
+            works.push_back(comm->allGather(gathered, payload(r, n), tag));    // seq 1
+            works.push_back(comm->reduceScatter(scattered, payload(r, n), tag)); // seq 2
+            works.push_back(comm->broadcast(a, 0, tag));                       // seq 3
+            works.push_back(comm->barrier(tag));                               // seq 4
+            for (auto& w : works) w->wait();
+        },
+        options);
+
+    struct Expect {
+        EventKind kind;
+        uint64_t seq;
+        int64_t bytes;
+    };
+    const std::vector<Expect> expected{
+        {EventKind::AllReduce, 0, n * 4},     {EventKind::AllGather, 1, n * 4},
+        {EventKind::ReduceScatter, 2, n * 4}, {EventKind::Broadcast, 3, n * 4},
+        {EventKind::Barrier, 4, 0},
+    };
+    for (int r = 0; r < world; ++r) {
+        for (const auto& x : expected) {
+            CAPTURE(r, dt::eventKindLabel(x.kind));
+            const auto records = workEvents(*sinks[size_t(r)], x.kind);
+            REQUIRE(records.size() == 3);
+            CHECK(records[0].phase == EventPhase::WorkScheduled);
+            CHECK(records[1].phase == EventPhase::WorkStarted);
+            CHECK(records[2].phase == EventPhase::WorkCompleted);
+            for (const auto& e : records) {
+                CHECK(e.seq == x.seq);
+                CHECK(e.bytes == x.bytes);
+                CHECK(e.group_size == world);
+                CHECK(e.rank == r);
+                CHECK(e.step == 7);
+                CHECK(e.unit == 2);
+            }
+            CHECK(records[0].t_ns <= records[1].t_ns);
+            CHECK(records[1].t_ns <= records[2].t_ns);
+        }
+        // nothing else was recorded: 5 collectives x 3 records
+        CHECK(sinks[size_t(r)]->events().size() == expected.size() * 3);
+    }
+}
+
+TEST_CASE("Point-to-point Work records are numbered per peer", "[comm]") {
+    const int world = 3;
+    std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;
+    dttest::GroupOptions options;
+    for (int r = 0; r < world; ++r) {
+        sinks.push_back(std::make_unique<dt::RecordingEventSink>());
+        options.sinks.push_back(sinks.back().get());
+    }
+    dttest::runGlooRanks(
+        world, "p2pseq",
+        [&](int r, std::unique_ptr<Communicator>& comm) {
+            auto x = at::ones({3}, at::kFloat);
+            if (r == 0) {
+                comm->send(x, 1)->wait(); // to 1: seq 0
+                comm->send(x, 2)->wait(); // to 2: seq 0
+                comm->send(x, 1)->wait(); // to 1: seq 1
+            } else if (r == 1) {
+                comm->recv(x, 0)->wait();
+                comm->recv(x, 0)->wait();
+            } else {
+                comm->recv(x, 0)->wait();
+            }
+        },
+        options);
+    auto completed = [&](int rank, EventKind kind) {
+        std::vector<std::pair<int, uint64_t>> out; // (peer, seq)
+        for (const auto& e : workEvents(*sinks[size_t(rank)], kind))
+            if (e.phase == EventPhase::WorkCompleted) out.emplace_back(e.peer, e.seq);
+        return out;
+    };
+    using P = std::vector<std::pair<int, uint64_t>>;
+    CHECK(completed(0, EventKind::Send) == P{{1, 0}, {2, 0}, {1, 1}});
+    CHECK(completed(1, EventKind::Recv) == P{{0, 0}, {0, 1}});
+    CHECK(completed(2, EventKind::Recv) == P{{0, 0}});
+}
+
+TEST_CASE("A failed collective surfaces as CommError from CommWork::wait", "[comm]") {
+    using Clock = std::chrono::steady_clock;
+
+    SECTION("a peer that never joins the collective times out") {
+        dt::RecordingEventSink sink0;
+        dttest::GroupOptions options;
+        options.timeout = std::chrono::milliseconds(500);
+        options.sinks = {&sink0, nullptr};
+        bool threw = false;
+        CommErrorKind kind = CommErrorKind::Other;
+        std::string message;
+        double elapsed = -1;
+        dttest::runGlooRanks(
+            2, "timeout",
+            [&](int r, std::unique_ptr<Communicator>& comm) {
+                if (r != 0) return; // rank 1 formed the group but never calls the all-reduce
+                auto x = at::ones({16}, at::kFloat);
+                const auto start = Clock::now();
+                auto work = comm->allReduce(x);
+                try {
+                    work->wait();
+                } catch (const CommError& e) {
+                    threw = true;
+                    kind = e.kind();
+                    message = e.what();
+                }
+                elapsed = seconds(start);
+                if (work->state() != dt::CommWork::State::Failed) throw std::runtime_error("work not Failed");
+            },
+            options);
+        CAPTURE(message, elapsed);
+        REQUIRE(threw);
+        CHECK(kind == CommErrorKind::Timeout);
+        CHECK_THAT(message, Catch::Matchers::Contains("all-reduce"));
+        CHECK(elapsed >= 0.4);
+        CHECK(elapsed < 10.0);
+        const auto records = workEvents(sink0, EventKind::AllReduce);
+        REQUIRE(records.size() == 3);
+        CHECK(records[2].phase == EventPhase::WorkFailed);
+    }
+
+    SECTION("a peer that leaves the group is reported, well before the timeout") {
+        bool threw = false;
+        std::string message;
+        double elapsed = -1;
+        dttest::GroupOptions options;
+        options.timeout = std::chrono::milliseconds(8000);
+        dttest::runGlooRanks(
+            2, "peerlost",
+            [&](int r, std::unique_ptr<Communicator>& comm) {
+                if (r == 1) {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                    comm.reset(); // tears down its Gloo context: connections close
+                    return;
+                }
+                auto x = at::ones({16}, at::kFloat);
+                const auto start = Clock::now();
+                try {
+                    comm->allReduce(x)->wait();
+                } catch (const CommError& e) {
+                    threw = true;
+                    message = e.what();
+                }
+                elapsed = seconds(start);
+            },
+            options);
+        CAPTURE(message, elapsed);
+        REQUIRE(threw);
+        CHECK(elapsed < 6.0);
+    }
+
+    SECTION("work queued on a communicator that shuts down fails") {
+        bool threw = false;
+        std::string message;
+        dttest::runGlooRanks(1, "shutdown", [&](int, std::unique_ptr<Communicator>& comm) {
+            comm->shutdown();
+            auto work = comm->allReduce(at::ones({4}, at::kFloat));
+            try {
+                work->wait();
+            } catch (const CommError& e) {
+                threw = true;
+                message = e.what();
+            }
+        });
+        REQUIRE(threw);
+        CHECK_THAT(message, Catch::Matchers::Contains("shut down"));
+    }
+}
+
+TEST_CASE("Rendezvous fails with CommError when a rank never shows up", "[comm]") {
+    auto store = c10::make_intrusive<c10d::HashStore>();
+    store->setTimeout(std::chrono::milliseconds(500));
+    dt::GlooOptions gloo;
+    gloo.prefix = dttest::uniqueGroupPrefix("missing");
+    gloo.timeout = std::chrono::milliseconds(500);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(dt::makeGlooCommunicator(store, 0, 2, gloo, nullptr), CommError);
+    CHECK(seconds(start) < 10.0);
+}

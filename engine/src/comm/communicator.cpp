@@ -7,6 +7,31 @@
 #include <map>
 
 namespace dt {
+namespace {
+
+// Bytes on the wire per rank for one collective of b payload bytes on N ranks:
+//   all-reduce (ring: reduce-scatter then all-gather)   2 (N-1)/N b   sent and received
+//   all-gather (ring), b = this rank's input             (N-1) b       sent and received
+//   reduce-scatter (ring), b = the full input            (N-1)/N b     sent and received
+//   broadcast: the root sends b to each of N-1 ranks; every other rank receives b
+//   send: b sent; recv: b received; barrier: ~0
+struct WireBytes {
+    int64_t sent = 0;
+    int64_t received = 0;
+};
+WireBytes modelBytes(EventKind kind, int64_t b, int n, int rank, int peer) {
+    switch (kind) {
+    case EventKind::AllReduce: return {2 * (n - 1) * b / n, 2 * (n - 1) * b / n};
+    case EventKind::AllGather: return {(n - 1) * b, (n - 1) * b};
+    case EventKind::ReduceScatter: return {(n - 1) * b / n, (n - 1) * b / n};
+    case EventKind::Broadcast: return rank == peer ? WireBytes{(n - 1) * b, 0} : WireBytes{0, b};
+    case EventKind::Send: return {b, 0};
+    case EventKind::Recv: return {0, b};
+    default: return {};
+    }
+}
+
+} // namespace
 
 CommWork::State CommWork::state() const {
     std::lock_guard<std::mutex> lock(m_mutex);
@@ -109,6 +134,9 @@ void Communicator::threadLoop() {
         emitWork(job, EventPhase::WorkStarted);
         try {
             job.run();
+            const WireBytes wire = modelBytes(job.kind, job.bytes, m_size, m_rank, job.peer);
+            m_bytes_sent += wire.sent;
+            m_bytes_received += wire.received;
             emitWork(job, EventPhase::WorkCompleted);
             job.work->finish(CommWork::State::Completed, CommErrorKind::Other, "");
         } catch (const CommError& e) {

@@ -84,6 +84,11 @@ public:
     // Stop the thread; queued work fails with "communicator shut down".
     void shutdown();
 
+    // Cumulative bytes this rank sent / received in completed collectives,
+    // from the cost model of each algorithm (see modelBytes in communicator.cpp).
+    [[nodiscard]] int64_t modeledBytesSent() const { return m_bytes_sent.load(); }
+    [[nodiscard]] int64_t modeledBytesReceived() const { return m_bytes_received.load(); }
+
 protected:
     // Backend operations, run on the communicator thread, blocking. Throw
     // CommError on failure.
@@ -118,6 +123,8 @@ private:
     bool m_stopping = false;
     uint64_t m_next_seq = 0;
     std::map<int, uint64_t> m_p2p_sent, m_p2p_received;
+    std::atomic<int64_t> m_bytes_sent{0};
+    std::atomic<int64_t> m_bytes_received{0};
     std::thread m_thread;
 };
 

@@ -41,6 +41,7 @@ struct RankTally {
     std::map<int, double> loss_by_step; // step -> last LossValue counter seen for that step
     double bytes_sent = 0.0;            // last cumulative BytesSent counter
     double bytes_received = 0.0;        // last cumulative BytesReceived counter
+    double bytes_sent_measured = 0.0;   // last cumulative BytesSentMeasured counter
     double mem_peak[kMemSlots] = {};    // max over the Mem* counters
     bool has_checksum = false;
     uint64_t checksum = 0;       // seq of the last ParamsChecksum instant
@@ -109,6 +110,9 @@ void tallyCounter(RankTally& tally, const Event& e) {
         break;
     case EventKind::BytesReceived:
         tally.bytes_received = e.value;
+        break;
+    case EventKind::BytesSentMeasured:
+        tally.bytes_sent_measured = e.value;
         break;
     case EventKind::DroppedEvents:
         tally.dropped_events = e.value;
@@ -236,6 +240,7 @@ std::string summaryJson(const RunRecord& record) {
     Json stepMs = Json::array();
     Json bytesSent = Json::array();
     Json bytesReceived = Json::array();
+    Json bytesSentMeasured = Json::array();
     Json peakMemory = Json::array();
     Json checksums = Json::array();
     Json dropped = Json::array();
@@ -251,6 +256,7 @@ std::string summaryJson(const RunRecord& record) {
 
         bytesSent.push_back(toInteger(tally.bytes_sent));
         bytesReceived.push_back(toInteger(tally.bytes_received));
+        bytesSentMeasured.push_back(toInteger(tally.bytes_sent_measured));
 
         Json peak;
         peak["parameters"] = toInteger(tally.mem_peak[kMemParameters]);
@@ -270,6 +276,7 @@ std::string summaryJson(const RunRecord& record) {
     j["step_ms_median"] = stepMs;
     j["bytes_sent"] = bytesSent;
     j["bytes_received"] = bytesReceived;
+    j["bytes_sent_measured"] = bytesSentMeasured;
     j["peak_memory"] = peakMemory;
     j["params_checksum"] = checksums;
     j["dropped_events"] = dropped;

@@ -195,6 +195,9 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     const int64_t grad_bytes = storageBytes(ddp.bucketBuffers());
     const int64_t telemetry_bytes_at_start = int64_t(sender.bytesWritten());
     const ProcIo io_start = readProcIo();
+    // Count training traffic only: the start-up broadcast is not part of a step.
+    const int64_t modeled_sent_at_start = comm->modeledBytesSent();
+    const int64_t modeled_received_at_start = comm->modeledBytesReceived();
 
     UnitSpans unit_spans;
     unit_spans.telemetry = &telemetry;
@@ -238,8 +241,10 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         if (telemetry.detailed()) {
             const ProcIo io = readProcIo();
             const int64_t telemetry_bytes = int64_t(sender.bytesWritten()) - telemetry_bytes_at_start;
-            telemetry.counter(EventKind::BytesSent, double(io.written - io_start.written - telemetry_bytes), step);
-            telemetry.counter(EventKind::BytesReceived, double(io.read - io_start.read), step);
+            telemetry.counter(EventKind::BytesSent, double(comm->modeledBytesSent() - modeled_sent_at_start), step);
+            telemetry.counter(EventKind::BytesReceived, double(comm->modeledBytesReceived() - modeled_received_at_start),
+                              step);
+            telemetry.counter(EventKind::BytesSentMeasured, double(io.written - io_start.written - telemetry_bytes), step);
             const MemorySample m = sampleMemory(param_bytes, grad_bytes, optimizerStateBytes(optimizer), 0);
             telemetry.counter(EventKind::MemParameters, double(m.parameters), step);
             telemetry.counter(EventKind::MemGradients, double(m.gradients), step);

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# tools/setup.sh: the one entry point for a fresh Debian 12 machine.
+#
+#   tools/setup.sh run [SCENARIO]   install what is missing, build, run the main job
+#   tools/setup.sh test             install what is missing, build, run the whole test suite
+#   tools/setup.sh build            install what is missing and build
+#   tools/setup.sh bench            also install python3-torch and run tests/bench/bench_ddp.sh
+#
+# Only Debian 12 packages; nothing is downloaded by the build itself.
+# Environment: BUILD_DIR (default: build), JOBS (default: number of cores).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build}"
+JOBS="${JOBS:-$(nproc)}"
+MODE="${1:-run}"
+
+BUILD_PACKAGES=(g++ cmake ninja-build ccache pkg-config)
+LIB_PACKAGES=(libtorch-dev libgloo-dev libopenblas0-pthread libimgui-dev libstb-dev libglfw3-dev libgl-dev
+              libopenmpi-dev openmpi-bin catch2 libtomlplusplus-dev nlohmann-json3-dev libcli11-dev zlib1g-dev)
+DATA_PACKAGES=(fortunes dataset-fashion-mnist fonts-dejavu-core)
+TEST_PACKAGES=(xvfb xauth xdotool)
+BENCH_PACKAGES=(python3-torch)
+
+say() { printf '\033[1mdtlab setup:\033[0m %s\n' "$*" >&2; }
+die() { printf 'dtlab setup: error: %s\n' "$*" >&2; exit 2; }
+
+install_missing() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    say "installing ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+check_blas() {
+    # Debian's LibTorch calls the system libblas.so.3: the reference BLAS is ~16x slower than OpenBLAS.
+    local blas
+    blas="$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || true)"
+    case "$blas" in
+        *openblas*) ;;
+        *) say "warning: libblas.so.3 is '$blas', not OpenBLAS: training will be ~16x slower" ;;
+    esac
+}
+
+build() {
+    command -v apt-get >/dev/null || die "this set-up needs Debian 12 (apt-get not found)"
+    local packages=("${BUILD_PACKAGES[@]}" "${LIB_PACKAGES[@]}" "${DATA_PACKAGES[@]}")
+    [ "$MODE" = test ] && packages+=("${TEST_PACKAGES[@]}")
+    [ "$MODE" = bench ] && packages+=("${BENCH_PACKAGES[@]}")
+    install_missing "${packages[@]}"
+    check_blas
+    export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+    say "configuring in $BUILD_DIR"
+    cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    say "building with $JOBS jobs"
+    cmake --build "$BUILD_DIR" -j "$JOBS"
+}
+
+case "$MODE" in
+run)
+    build
+    SCENARIO="${2:-$ROOT/scenarios/ddp_basics.toml}"
+    if [ -x "$BUILD_DIR/app/dtlab" ] && [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+        exec "$BUILD_DIR/app/dtlab" "$SCENARIO"
+    fi
+    if [ -x "$BUILD_DIR/app/dtlab" ]; then
+        say "no display (DISPLAY is not set): running the same scenario headless through dtrun"
+    else
+        say "the dtlab GUI is not part of this build yet: running the scenario headless through dtrun"
+    fi
+    exec "$BUILD_DIR/app/dtrun" run "$SCENARIO" --summary "$BUILD_DIR/last_summary.json" --trace "$BUILD_DIR/last_trace.json"
+    ;;
+test)
+    build
+    say "running the test suite"
+    cd "$BUILD_DIR"
+    ctest --output-on-failure -j "$JOBS" --timeout 900
+    ;;
+build)
+    build
+    ;;
+bench)
+    build
+    exec "$ROOT/tests/bench/bench_ddp.sh" "$BUILD_DIR"
+    ;;
+*)
+    die "unknown mode '$MODE': expected run, test, build or bench"
+    ;;
+esac
