@@ -14,6 +14,7 @@
 #include "progress_line.hpp"
 
 #include "dtlab/errors.hpp"
+#include "dtlab/recording.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/session.hpp"
 #include "dtlab/summary.hpp"
@@ -68,11 +69,13 @@ struct RunFlags {
     std::string trace_path;
     std::string summary_path;
     std::string params_out;
+    std::string record_path;
     std::string listen_host = "127.0.0.1";
     int port = 0;
     bool external = false;
     bool no_telemetry = false;
     bool quiet = false;
+    double pace = 0.0;
 };
 
 dt::Scenario resolveScenario(const RunFlags& f) {
@@ -100,6 +103,7 @@ int runCommand(const RunFlags& f) {
         scenario = resolveScenario(f);
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
+        checkOutputPath("--record", f.record_path);
         if (!f.params_out.empty()) {
             struct stat st{};
             if (stat(f.params_out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -129,11 +133,13 @@ int runCommand(const RunFlags& f) {
         std::cerr << "dtrun: " << e.what() << "\n";
         return dt::kExitUsage;
     }
+    if (f.pace > 0) session.setPace(f.pace);
     const bool tty = isatty(STDERR_FILENO) && !f.quiet;
     if (!f.quiet) {
         std::cerr << "dtrun: " << scenario.name << ": " << scenario.topology.ranks << " ranks, " << scenario.run.steps
                   << " steps, " << scenario.strategy.kind << " over gloo";
         if (f.external) std::cerr << "; waiting for ranks to join at " << session.storeAddress();
+        if (f.pace > 0) std::cerr << "; paced at " << f.pace << " steps/s";
         std::cerr << "\n";
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -152,6 +158,7 @@ int runCommand(const RunFlags& f) {
     int code = record.ok ? 0 : 1;
     try {
         if (!f.summary_path.empty()) dt::writeFileAtomically(f.summary_path, dt::summaryJson(record));
+        if (!f.record_path.empty()) dt::writeRecording(record, f.record_path);
         if (!f.trace_path.empty()) {
             std::ostringstream trace;
             dt::writeChromeTrace(record, trace);
@@ -205,12 +212,15 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"on", "off"}));
     run_cmd->add_option("--trace", run.trace_path, "write a Chrome trace (Perfetto) JSON file");
     run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
+    run_cmd->add_option("--record", run.record_path, "save the whole event stream (open with dtlab --replay FILE)");
     run_cmd->add_option("--params-out", run.params_out, "each rank writes its final parameters into this directory");
     run_cmd->add_option("--listen", run.listen_host, "address the Session listens on (default 127.0.0.1)");
     run_cmd->add_option("--port", run.port, "rendezvous store port (default: any free port)");
     run_cmd->add_flag("--external", run.external, "start no ranks: wait for ranks started by mpirun or torchrun");
     run_cmd->add_flag("--no-telemetry", run.no_telemetry, "send only per-step records (step time, loss, checksum)");
     run_cmd->add_flag("--quiet,-q", run.quiet, "no progress line");
+    run_cmd->add_option("--pace", run.pace, "presentation pace: at most this many steps per second")
+        ->check(CLI::PositiveNumber);
 
     std::string check_path;
     auto* check_cmd = app.add_subcommand("check", "validate a scenario file");

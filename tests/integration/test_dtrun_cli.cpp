@@ -1,0 +1,179 @@
+// test_dtrun_cli.cpp: dtrun's command line as a user meets it: exit codes
+// (0 ok, 1 run failed, 2 usage error), messages that point at the mistake,
+// nothing started on bad input, and output files written atomically.
+#include "process_helpers.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+using it::runDtrun;
+
+namespace {
+
+// A small, fast scenario: 2 ranks of a narrow TinyGPT.
+std::string smallScenario(const std::string& name) {
+    return "[scenario]\nname = \"" + name +
+           "\"\n\n[topology]\nranks = 2\n\n[model]\nkind = \"tiny_gpt\"\nd_model = 32\nlayers = 1\nheads = 2\n\n"
+           "[data]\nbatch_per_rank = 2\n\n[run]\nsteps = 2\ntimeout_s = 20\n";
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
+    it::TempDir dir;
+
+    SECTION("an unknown flag is a usage error") {
+        const auto r = runDtrun({"run", it::scenarioPath("ddp_basics.toml"), "--no-such-flag"});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "--no-such-flag"));
+    }
+    SECTION("a missing scenario file is a usage error that names the file") {
+        const std::string missing = dir.file("nope.toml");
+        const auto r = runDtrun({"run", missing});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, missing));
+    }
+    SECTION("a scenario with an unknown key is refused with file:line:col") {
+        const std::string path = dir.write("unknown_key.toml", "[scenario]\nname = \"x\"\n\n[model]\nlayrs = 2\n");
+        const auto r = runDtrun({"run", path});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, path + ":5:1"));
+        CHECK(contains(r.err, "layrs"));
+        CHECK(it::runningWorkerPids().empty());
+    }
+    SECTION("a scenario with a value of the wrong type is refused with file:line:col") {
+        const std::string path = dir.write("wrong_type.toml", "[scenario]\nname = \"x\"\n\n[topology]\nranks = \"two\"\n");
+        const auto r = runDtrun({"run", path});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, path + ":5:"));
+        CHECK(contains(r.err, "ranks"));
+    }
+    SECTION("dtrun check reports the same broken file with exit code 2") {
+        const std::string path = dir.write("bad.toml", "[scenario]\nname = \"x\"\n\n[run]\nsteps = 2.5\n");
+        const auto r = runDtrun({"check", path});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, path + ":5:"));
+    }
+    SECTION("--ranks 0 is a usage error") {
+        const auto r = runDtrun({"run", it::scenarioPath("ddp_basics.toml"), "--ranks", "0"});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "--ranks"));
+    }
+    SECTION("--trace into a missing directory is refused before any worker starts") {
+        const std::string trace = dir.file("no/such/dir/t.json");
+        it::Process p({it::dtrunPath(), "run", it::scenarioPath("ddp_basics.toml"), "--steps", "1", "--trace", trace},
+                      {{}, {}, 30.0, ""});
+        // Watch while it runs: no worker may appear at any moment.
+        bool saw_worker = false;
+        while (p.running()) {
+            saw_worker = saw_worker || !it::runningWorkerPids().empty();
+            it::sleepSeconds(0.005);
+        }
+        const auto r = p.wait();
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "--trace"));
+        CHECK(contains(r.err, dir.file("no/such/dir")));
+        CHECK_FALSE(saw_worker);
+        CHECK(r.err.find("ranks,") == std::string::npos); // the "N ranks, M steps" start line never printed
+        CHECK_FALSE(it::fileExists(trace));
+    }
+    SECTION("--summary into a missing directory is refused too") {
+        const auto r = runDtrun({"run", it::scenarioPath("ddp_basics.toml"), "--summary", dir.file("nope/s.json")});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "--summary"));
+    }
+    SECTION("dtrun worker without rank information names RANK and --rank") {
+        it::ProcessOptions opts;
+        opts.unset_env = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK",
+                          "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"};
+        opts.timeout_s = 30;
+        const auto r = runDtrun({"worker"}, opts);
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "RANK"));
+        CHECK(contains(r.err, "--rank"));
+    }
+    SECTION("no subcommand is a usage error") {
+        const auto r = runDtrun({});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+    }
+    CHECK(it::waitForNoWorkers(2.0).empty());
+}
+
+TEST_CASE("dtrun --help prints usage and exits 0", "[cli]") {
+    const auto top = runDtrun({"--help"});
+    INFO(it::describe(top));
+    CHECK(top.exit_code == 0);
+    CHECK(contains(top.out, "run"));
+    CHECK(contains(top.out, "worker"));
+
+    const auto run = runDtrun({"run", "--help"});
+    INFO(it::describe(run));
+    CHECK(run.exit_code == 0);
+    CHECK(contains(run.out, "--ranks"));
+    CHECK(contains(run.out, "--summary"));
+}
+
+TEST_CASE("dtrun check accepts a valid scenario and describes it", "[cli]") {
+    const auto r = runDtrun({"check", it::scenarioPath("ddp_basics.toml")});
+    INFO(it::describe(r));
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "ok"));
+    CHECK(contains(r.out, "4 ranks"));
+}
+
+TEST_CASE("a run writes a Chrome trace and replaces its summary atomically", "[cli][slow]") {
+    it::TempDir dir;
+    const std::string scenario = dir.write("small.toml", smallScenario("cli trace"));
+    const std::string summary = dir.file("s.json");
+    const std::string trace = dir.file("t.json");
+
+    const auto first = runDtrun({"run", scenario, "--summary", summary, "--trace", trace, "--quiet"});
+    {
+        INFO(it::describe(first));
+        REQUIRE(first.exit_code == 0);
+    }
+    const auto t = it::readJsonFile(trace);
+    REQUIRE(t.contains("traceEvents"));
+    REQUIRE(t["traceEvents"].is_array());
+    CHECK(t["traceEvents"].size() > 10);
+    const auto& events = t["traceEvents"];
+    CHECK(std::any_of(events.begin(), events.end(),
+                      [](const nlohmann::json& e) { return e.value("name", "") == "step" && e.value("ph", "") == "X"; }));
+    const auto s1 = it::readJsonFile(summary);
+    CHECK(s1["ok"] == true);
+    CHECK(s1["steps"] == 2);
+    const int pid_first = s1["exit"][0]["pid"].get<int>();
+
+    // Same paths again, one step more: the files are replaced, not appended to or left half-written.
+    const auto second =
+        runDtrun({"run", scenario, "--steps", "3", "--summary", summary, "--trace", trace, "--quiet"});
+    {
+        INFO(it::describe(second));
+        REQUIRE(second.exit_code == 0);
+    }
+    const auto s2 = it::readJsonFile(summary); // parses: one whole JSON document
+    CHECK(s2["steps"] == 3);
+    CHECK(s2["exit"][0]["pid"].get<int>() != pid_first);
+    CHECK(it::readJsonFile(trace).contains("traceEvents"));
+
+    const auto names = dir.list();
+    INFO("files in the output directory: " << nlohmann::json(names).dump());
+    CHECK(std::none_of(names.begin(), names.end(),
+                       [](const std::string& n) { return n.find(".tmp") != std::string::npos; }));
+    CHECK(it::waitForNoWorkers(2.0).empty());
+}

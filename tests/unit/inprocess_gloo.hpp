@@ -70,7 +70,7 @@ inline void runGlooRanks(int world, const std::string& label, const RankBody& bo
     gloo.timeout = options.timeout;
 
     Latch bodies_done(world);
-    std::vector<std::exception_ptr> errors(size_t(world));
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
     std::vector<std::thread> threads;
     for (int r = 0; r < world; ++r) {
         threads.emplace_back([&, r] {

@@ -149,7 +149,7 @@ struct RankResult {
 
 // Runs `steps` DDP steps on `world` thread ranks.
 std::vector<RankResult> runDdp(int world, double bucket_mb, bool overlap, int steps) {
-    std::vector<RankResult> results(size_t(world));
+    std::vector<RankResult> results(static_cast<size_t>(world));
     dttest::runGlooRanks(world, overlap ? "ddp-overlap" : "ddp-serial",
                          [&](int r, std::unique_ptr<dt::Communicator>& comm) {
         auto params = makeParams();

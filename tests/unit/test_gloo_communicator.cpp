@@ -55,7 +55,7 @@ TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
 
     SECTION("allReduce leaves the sum over ranks in every rank's tensor") {
         const int64_t n = 37;
-        std::vector<at::Tensor> got(size_t(world));
+        std::vector<at::Tensor> got(static_cast<size_t>(world));
         dttest::runGlooRanks(world, "allreduce", [&](int r, std::unique_ptr<Communicator>& comm) {
             auto x = payload(r, n);
             comm->allReduce(x)->wait();
@@ -71,7 +71,7 @@ TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
 
     SECTION("allGather concatenates every rank's tensor in rank order") {
         const int64_t n = 5;
-        std::vector<at::Tensor> got(size_t(world));
+        std::vector<at::Tensor> got(static_cast<size_t>(world));
         dttest::runGlooRanks(world, "allgather", [&](int r, std::unique_ptr<Communicator>& comm) {
             auto out = at::full({world * n}, -1.0f, at::kFloat);
             comm->allGather(out, payload(r, n))->wait();
@@ -89,7 +89,7 @@ TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
     SECTION("reduceScatter leaves rank r with chunk r of the sum") {
         const int64_t chunk = 6;
         const int64_t n = chunk * world;
-        std::vector<at::Tensor> got(size_t(world));
+        std::vector<at::Tensor> got(static_cast<size_t>(world));
         dttest::runGlooRanks(world, "reducescatter", [&](int r, std::unique_ptr<Communicator>& comm) {
             auto out = at::full({chunk}, -1.0f, at::kFloat);
             auto x = wavyPayload(r, n);
@@ -112,7 +112,7 @@ TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
     SECTION("broadcast copies the root's tensor to every rank, from a non-zero root") {
         const int root = world - 1;
         const int64_t n = 11;
-        std::vector<at::Tensor> got(size_t(world));
+        std::vector<at::Tensor> got(static_cast<size_t>(world));
         dttest::runGlooRanks(world, "broadcast", [&](int r, std::unique_ptr<Communicator>& comm) {
             auto x = payload(r, n);
             comm->broadcast(x, root)->wait();
@@ -148,7 +148,7 @@ TEST_CASE("Gloo send and recv move a tensor between two ranks", "[comm]") {
     const int world = GENERATE(2, 3);
     CAPTURE(world);
     const int64_t n = 9;
-    std::vector<at::Tensor> got(size_t(world));
+    std::vector<at::Tensor> got(static_cast<size_t>(world));
     dttest::runGlooRanks(world, "p2p", [&](int r, std::unique_ptr<Communicator>& comm) {
         // rank 0 -> last rank, then last rank -> rank 0 (a reply of twice the payload)
         const int last = world - 1;

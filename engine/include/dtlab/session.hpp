@@ -16,6 +16,7 @@
 #include "dtlab/scenario.hpp"
 
 #include <cstdint>
+#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,7 +33,7 @@ struct SessionOptions {
 };
 
 // Live per-rank state for progress lines and the topology view.
-enum class RankState : uint8_t { Pending, Starting, Running, Hung, Finished, Failed, Killed };
+enum class RankState : uint8_t { Pending, Starting, Running, Paused, Hung, Finished, Failed, Killed };
 [[nodiscard]] std::string_view rankStateLabel(RankState state);
 
 struct RankProgress {
@@ -42,6 +43,16 @@ struct RankProgress {
     int step = -1;              // last completed step
     double last_loss = 0.0;
     double last_step_ms = 0.0;
+    double delay_ms = 0.0;      // "slow rank" delay added to each of its steps
+    std::string host;
+};
+
+// Step gates: ranks start step s only while s <= allowed_step.
+enum class RunMode : uint8_t { Run, Paused, Paced };
+struct RunControl {
+    RunMode mode = RunMode::Run;
+    int64_t allowed_step = INT64_MAX;
+    double pace_steps_per_s = 0.0;  // Paced mode only
 };
 
 class Session {
@@ -60,12 +71,21 @@ public:
     void killRank(int rank);    // SIGKILL
     void hangRank(int rank);    // SIGSTOP
     void resumeRank(int rank);  // SIGCONT
+    void slowRank(int rank, double delay_ms); // 0 = back to normal speed
+
+    // Run control: gates at step boundaries.
+    void pause();                           // every rank stops before its next step
+    void resume();                          // run freely
+    void stepOnce();                        // let every rank through one more step
+    void setPace(double steps_per_s);       // presentation pace; 0 = back to Run
+    [[nodiscard]] RunControl runControl() const;
 
     [[nodiscard]] std::string storeAddress() const; // "host:port" for ranks to join
     [[nodiscard]] std::vector<RankProgress> progress() const;
     [[nodiscard]] size_t eventCount() const;
     // Append events [from, eventCount()) to `out`; returns the new count.
     size_t copyEventsSince(size_t from, std::vector<Event>& out) const;
+    size_t copyLogsSince(size_t from, std::vector<LogRecord>& out) const;
     [[nodiscard]] RunRecord snapshot() const;   // a full copy (end of run, export)
 
 private:

@@ -17,6 +17,10 @@
 #include "dtlab/errors.hpp"
 #include "session/supervisor.hpp"
 #include "telemetry/telemetry_collector.hpp"
+#include "telemetry/telemetry_wire.hpp"
+
+#include <algorithm>
+#include <climits>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -34,6 +38,7 @@ std::string_view rankStateLabel(RankState state) {
     case RankState::Pending: return "pending";
     case RankState::Starting: return "starting";
     case RankState::Running: return "running";
+    case RankState::Paused: return "paused";
     case RankState::Hung: return "hung";
     case RankState::Finished: return "finished";
     case RankState::Failed: return "failed";
@@ -63,6 +68,9 @@ struct Session::Impl final : TelemetrySink {
     std::mutex proc_mutex;                  // guards supervisor
     Supervisor supervisor;
 
+    RunControl control;                     // guarded by mutex
+    int64_t last_pace_tick_ns = 0;
+
     std::unique_ptr<c10d::TCPStore> store;
     std::unique_ptr<TelemetryCollector> collector;
     std::thread monitor;
@@ -81,6 +89,36 @@ struct Session::Impl final : TelemetrySink {
         e.rank = rank;
         e.value = value;
         record.events.push_back(e);
+    }
+
+    // Highest step any rank has completed (-1 before the first).
+    int maxCompletedStep() const { // mutex held
+        int m = -1;
+        for (const auto& p : progress) m = std::max(m, p.step);
+        return m;
+    }
+    int minCompletedStep() const { // mutex held; over ranks still alive
+        int m = INT_MAX;
+        for (size_t r = 0; r < progress.size(); ++r)
+            if (!rank_gone[r]) m = std::min(m, progress[r].step);
+        return m == INT_MAX ? -1 : m;
+    }
+
+    // Tell every connected rank the current gate (call without the mutex).
+    void broadcastGate(int64_t allowed_step) {
+        wire::ControlMessage message{uint32_t(wire::ControlCommand::SetAllowedStep), 0, allowed_step, 0.0};
+        for (int r = 0; r < world; ++r) collector->sendControl(r, message);
+    }
+
+    void setGate(RunMode mode, int64_t allowed_step, double pace) {
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            control.mode = mode;
+            control.allowed_step = allowed_step;
+            control.pace_steps_per_s = pace;
+            last_pace_tick_ns = monotonicNowNs();
+        }
+        broadcastGate(allowed_step);
     }
 
     void signalRank(int rank, int signo, RankState state, const char* what) {
@@ -111,8 +149,14 @@ struct Session::Impl final : TelemetrySink {
         info.started = true;
         progress[size_t(rank)].pid = pid;
         if (progress[size_t(rank)].state == RankState::Pending) progress[size_t(rank)].state = RankState::Starting;
+        progress[size_t(rank)].host = host;
+        pending_hello_sync.push_back(rank);
         return true;
     }
+
+    // Ranks that said hello since the last monitor tick get the current gate
+    // and delay (sent from the monitor thread, never from a reader thread).
+    std::vector<int> pending_hello_sync;
 
     void maybeInjectFault(const Event& e) { // mutex held
         for (size_t i = 0; i < record.scenario.faults.size(); ++i) {
@@ -187,6 +231,33 @@ struct Session::Impl final : TelemetrySink {
     }
 
     // [SECTION] Monitor thread ----------------------------------------------
+    void syncNewRanksAndPace() {
+        std::vector<int> hello;
+        RunControl gate;
+        std::vector<double> delays;
+        bool tick = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            hello.swap(pending_hello_sync);
+            for (const auto& p : progress) delays.push_back(p.delay_ms);
+            const int64_t now = monotonicNowNs();
+            if (control.mode == RunMode::Paced && control.pace_steps_per_s > 0 &&
+                now - last_pace_tick_ns >= int64_t(1e9 / control.pace_steps_per_s) &&
+                minCompletedStep() >= control.allowed_step) {
+                control.allowed_step += 1;
+                last_pace_tick_ns = now;
+                tick = true;
+            }
+            gate = control;
+        }
+        for (int r : hello) {
+            collector->sendControl(r, {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.allowed_step, 0.0});
+            if (delays[size_t(r)] > 0)
+                collector->sendControl(r, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delays[size_t(r)]});
+        }
+        if (tick) broadcastGate(gate.allowed_step);
+    }
+
     void monitorLoop() {
         const int64_t grace_ns = int64_t((record.scenario.run.timeout_s + 5.0) * 1e9);
         while (!monitor_stop.load()) {
@@ -196,6 +267,7 @@ struct Session::Impl final : TelemetrySink {
                 std::lock_guard<std::mutex> plock(proc_mutex);
                 exits = supervisor.reap();
             }
+            syncNewRanksAndPace();
             std::lock_guard<std::mutex> lock(mutex);
             for (const auto& x : exits) {
                 auto& info = record.ranks[size_t(x.rank)];
@@ -347,6 +419,65 @@ void Session::killRank(int rank) { m_impl->signalRank(rank, SIGKILL, RankState::
 void Session::hangRank(int rank) { m_impl->signalRank(rank, SIGSTOP, RankState::Hung, "SIGSTOP sent to"); }
 void Session::resumeRank(int rank) { m_impl->signalRank(rank, SIGCONT, RankState::Running, "SIGCONT sent to"); }
 
+void Session::slowRank(int rank, double delay_ms) {
+    if (rank < 0 || rank >= m_impl->world) return;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        m_impl->progress[size_t(rank)].delay_ms = delay_ms;
+        m_impl->record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning,
+                                       "rank " + std::to_string(rank) + " slowed by " + std::to_string(int(delay_ms)) +
+                                           " ms per step"});
+    }
+    m_impl->collector->sendControl(rank, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delay_ms});
+}
+
+void Session::pause() {
+    int64_t allowed = 0;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        // Ranks finish the step they are in, then wait at the next gate.
+        allowed = std::min<int64_t>(m_impl->control.allowed_step, m_impl->maxCompletedStep() + 1);
+    }
+    m_impl->setGate(RunMode::Paused, allowed, 0.0);
+}
+
+void Session::resume() { m_impl->setGate(RunMode::Run, INT64_MAX, 0.0); }
+
+void Session::stepOnce() {
+    int64_t allowed = 0;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        const int64_t current = m_impl->maxCompletedStep() + 1;
+        allowed = m_impl->control.mode == RunMode::Run ? current : std::max<int64_t>(m_impl->control.allowed_step, current - 1) + 1;
+    }
+    m_impl->setGate(RunMode::Paused, allowed, 0.0);
+}
+
+void Session::setPace(double steps_per_s) {
+    if (steps_per_s <= 0) {
+        resume();
+        return;
+    }
+    int64_t allowed = 0;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        allowed = std::min<int64_t>(m_impl->control.allowed_step, m_impl->maxCompletedStep() + 1);
+    }
+    m_impl->setGate(RunMode::Paced, allowed, steps_per_s);
+}
+
+RunControl Session::runControl() const {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    return m_impl->control;
+}
+
+size_t Session::copyLogsSince(size_t from, std::vector<LogRecord>& out) const {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    const auto& logs = m_impl->record.logs;
+    if (from < logs.size()) out.insert(out.end(), logs.begin() + std::ptrdiff_t(from), logs.end());
+    return logs.size();
+}
+
 std::string Session::storeAddress() const {
     if (!m_impl->store) return "";
     return m_impl->options.listen_host + ":" + std::to_string(m_impl->store->getPort());
@@ -354,7 +485,12 @@ std::string Session::storeAddress() const {
 
 std::vector<RankProgress> Session::progress() const {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    return m_impl->progress;
+    std::vector<RankProgress> out = m_impl->progress;
+    // A running rank that completed every step the gate allows waits at the gate.
+    if (m_impl->control.mode != RunMode::Run)
+        for (auto& p : out)
+            if (p.state == RankState::Running && p.step >= m_impl->control.allowed_step) p.state = RankState::Paused;
+    return out;
 }
 
 size_t Session::eventCount() const {

@@ -76,7 +76,13 @@ void TelemetryCollector::readLoop(int fd) {
         const int64_t t_session = monotonicNowNs();
         if (!wire::sendAll(fd, &t_session, 8)) return;
     }
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_rank_fd[rank] = fd;
+    }
     if (!m_sink.onHello(rank, hello.pid, hello.host)) {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_rank_fd.erase(rank);
         ::shutdown(fd, SHUT_RDWR);
         return;
     }
@@ -114,7 +120,25 @@ void TelemetryCollector::readLoop(int fd) {
             break;
         }
     }
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        auto it = m_rank_fd.find(rank);
+        if (it != m_rank_fd.end() && it->second == fd) m_rank_fd.erase(it);
+    }
     m_sink.onDisconnect(rank, clean);
+}
+
+bool TelemetryCollector::sendControl(int rank, const wire::ControlMessage& message) {
+    int fd = -1;
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        auto it = m_rank_fd.find(rank);
+        if (it == m_rank_fd.end()) return false;
+        fd = it->second;
+    }
+    std::lock_guard<std::mutex> lock(m_write_mutex);
+    wire::FrameHeader header{uint32_t(wire::FrameType::Control), uint32_t(sizeof(message))};
+    return wire::sendAll(fd, &header, sizeof(header)) && wire::sendAll(fd, &message, sizeof(message));
 }
 
 } // namespace dt

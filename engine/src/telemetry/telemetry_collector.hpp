@@ -4,6 +4,9 @@
 #pragma once
 
 #include "dtlab/events.hpp"
+#include "telemetry/telemetry_wire.hpp"
+
+#include <map>
 
 #include <atomic>
 #include <memory>
@@ -33,6 +36,8 @@ public:
     [[nodiscard]] int port() const { return m_port; }
     void start();
     void stop();
+    // Send a control message to one rank; false if it is not connected.
+    bool sendControl(int rank, const wire::ControlMessage& message);
 
 private:
     void acceptLoop();
@@ -46,6 +51,8 @@ private:
     std::mutex m_mutex;
     std::vector<std::thread> m_readers;
     std::vector<int> m_fds;
+    std::map<int, int> m_rank_fd;          // rank -> fd, once the hello is accepted
+    std::mutex m_write_mutex;              // one writer at a time per socket
 };
 
 } // namespace dt

@@ -49,6 +49,18 @@ void TelemetrySender::connect(const std::string& host, int port, int timeout_ms)
         }
     }
     m_thread = std::thread([this] { senderLoop(); });
+    m_control_thread = std::thread([this] { controlLoop(); });
+}
+
+void TelemetrySender::controlLoop() {
+    while (true) {
+        wire::FrameHeader header{};
+        if (!wire::recvAll(m_fd, &header, sizeof(header))) return;
+        if (header.type != uint32_t(wire::FrameType::Control) || header.length != sizeof(wire::ControlMessage)) return;
+        wire::ControlMessage message{};
+        if (!wire::recvAll(m_fd, &message, sizeof(message))) return;
+        if (m_on_control) m_on_control(message);
+    }
 }
 
 int64_t TelemetrySender::now() const { return monotonicNowNs() + m_offset_ns; }
@@ -124,8 +136,9 @@ void TelemetrySender::close() {
     }
     m_wake.notify_one();
     if (m_thread.joinable()) m_thread.join();
+    if (m_fd >= 0) ::shutdown(m_fd, SHUT_RDWR); // also wakes the control reader
+    if (m_control_thread.joinable()) m_control_thread.join();
     if (m_fd >= 0) {
-        ::shutdown(m_fd, SHUT_WR);
         ::close(m_fd);
         m_fd = -1;
     }

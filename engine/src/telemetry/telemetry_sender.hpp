@@ -6,6 +6,9 @@
 
 #include "dtlab/events.hpp"
 #include "telemetry/event_sink.hpp"
+#include "telemetry/telemetry_wire.hpp"
+
+#include <functional>
 
 #include <atomic>
 #include <condition_variable>
@@ -33,6 +36,10 @@ public:
     void log(LogLevel level, const std::string& text);
     void close();                           // flush what is queued, say Bye
 
+    // Called on the control reader thread for every Session -> rank message.
+    // Set before connect().
+    void onControl(std::function<void(const wire::ControlMessage&)> handler) { m_on_control = std::move(handler); }
+
     [[nodiscard]] uint64_t dropped() const { return m_dropped.load(); }
     [[nodiscard]] uint64_t bytesWritten() const { return m_bytes_written.load(); } // telemetry's own socket bytes
     [[nodiscard]] int64_t clockOffsetNs() const { return m_offset_ns; }
@@ -40,6 +47,7 @@ public:
 
 private:
     void senderLoop();
+    void controlLoop();
     bool sendLog(LogLevel level, const std::string& text);
 
     int m_rank;
@@ -55,6 +63,8 @@ private:
     std::atomic<uint64_t> m_bytes_written{0};
     std::mutex m_send_mutex;
     std::thread m_thread;
+    std::thread m_control_thread;
+    std::function<void(const wire::ControlMessage&)> m_on_control;
 };
 
 } // namespace dt

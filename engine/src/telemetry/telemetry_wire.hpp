@@ -10,6 +10,7 @@
 //                       Events: length/64 Event records (64 bytes each, events.hpp)
 //                       Log:    u8 level, text
 //                       Bye:    empty (clean end of stream)
+//   session -> rank   frames:  Control: one ControlMessage (gates, per-rank delay)
 //
 // Version rule: bump kWireVersion whenever Event's layout or the numeric
 // values of EventKind change; a Session refuses a rank with another version.
@@ -28,7 +29,19 @@ constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
 
-enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3 };
+enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3, Control = 4 };
+
+// Session -> rank. Gates sit at step boundaries: a rank starts step s only
+// while s <= allowed_step. Run mode sends a huge allowed_step; pause sends the
+// last step already started; "step once" sends one more.
+enum class ControlCommand : uint32_t { SetAllowedStep = 1, SetDelayMs = 2 };
+struct ControlMessage {
+    uint32_t command;
+    int32_t reserved;
+    int64_t allowed_step;   // SetAllowedStep
+    double delay_ms;        // SetDelayMs: added to each of this rank's steps
+};
+static_assert(sizeof(ControlMessage) == 24);
 
 struct Hello {
     char magic[4];

@@ -26,6 +26,7 @@
 #include "telemetry/telemetry_sender.hpp"
 #include "telemetry/telemetry_wire.hpp"
 #include "worker/params_io.hpp"
+#include "worker/step_gate.hpp"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/optim/adamw.h>
@@ -156,7 +157,7 @@ struct UnitSpans {
     }
 };
 
-int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sender,
+int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sender, StepGate& gate,
           c10::intrusive_ptr<c10d::Store> store, const std::string& params_out_dir) {
     const int rank = env.rank, world = env.world;
     RankTelemetry telemetry(sender, rank, scenario.telemetry.enabled);
@@ -205,6 +206,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     const int B = scenario.data.batch_per_rank;
 
     for (int step = 0; step < scenario.run.steps; ++step) {
+        const int64_t gate_begin = telemetry.now();
+        if (gate.waitToStart(step)) telemetry.span(EventKind::Paused, gate_begin, telemetry.now(), step);
         const int64_t step_begin = telemetry.now();
         unit_spans.step = step;
 
@@ -228,9 +231,10 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         optimizer.step();
         telemetry.span(EventKind::Optimizer, t, telemetry.now(), step);
 
-        if (scenario.run.step_delay_ms > 0) {
+        const double delay_ms = scenario.run.step_delay_ms + gate.delayMs();
+        if (delay_ms > 0) {
             t = telemetry.now();
-            std::this_thread::sleep_for(std::chrono::microseconds(int64_t(scenario.run.step_delay_ms * 1000)));
+            std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay_ms * 1000)));
             telemetry.span(EventKind::SlowDelay, t, telemetry.now(), step);
         }
 
@@ -310,6 +314,11 @@ int runWorker(const WorkerArgs& args) {
     }
 
     TelemetrySender sender(env.rank, size_t(scenario.telemetry.queue_capacity));
+    StepGate gate;
+    sender.onControl([&gate](const wire::ControlMessage& m) {
+        if (m.command == uint32_t(wire::ControlCommand::SetAllowedStep)) gate.setAllowedStep(m.allowed_step);
+        if (m.command == uint32_t(wire::ControlCommand::SetDelayMs)) gate.setDelayMs(m.delay_ms);
+    });
     try {
         std::string host;
         int port = 0;
@@ -332,7 +341,7 @@ int runWorker(const WorkerArgs& args) {
     int code = 0;
     std::string error;
     try {
-        code = train(env, scenario, sender, store, params_out_dir);
+        code = train(env, scenario, sender, gate, store, params_out_dir);
     } catch (const CommError& e) {
         code = kExitRankFailed;
         error = e.what();
