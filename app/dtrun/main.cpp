@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -60,11 +61,14 @@ void checkOutputPath(const std::string& flag, const std::string& path) {
         throw dt::UsageError(flag + ": '" + path + "' is a directory, expected a file name");
 }
 
+// "Flag not given" for the integer overrides; 0 is a value (and refused by validation).
+constexpr int kNotGiven = std::numeric_limits<int>::min();
+
 struct RunFlags {
     std::string scenario_path;
-    int ranks = 0;
-    int steps = 0;
-    int batch_per_rank = 0;
+    int ranks = kNotGiven;
+    int steps = kNotGiven;
+    int batch_per_rank = kNotGiven;
     std::string overlap;
     std::string trace_path;
     std::string summary_path;
@@ -80,15 +84,15 @@ struct RunFlags {
 
 dt::Scenario resolveScenario(const RunFlags& f) {
     dt::Scenario s = dt::loadScenarioFile(f.scenario_path);
-    if (f.ranks != 0) {
+    if (f.ranks != kNotGiven) {
         s.topology.ranks = f.ranks;
         dt::validateScenario(s, "--ranks");
     }
-    if (f.steps != 0) {
+    if (f.steps != kNotGiven) {
         s.run.steps = f.steps;
         dt::validateScenario(s, "--steps");
     }
-    if (f.batch_per_rank != 0) {
+    if (f.batch_per_rank != kNotGiven) {
         s.data.batch_per_rank = f.batch_per_rank;
         dt::validateScenario(s, "--batch-per-rank");
     }

@@ -87,6 +87,8 @@ def launch(args):
     if not os.path.isdir(FORTUNES_DIR):
         fail(f"{FORTUNES_DIR} not found (install Debian's 'fortunes' package)", 2)
 
+    if os.path.exists(args.json):
+        os.unlink(args.json)  # a stale result must not pass for this run's
     port = args.port or free_port()
     env = dict(os.environ)
     env.update({
@@ -131,8 +133,11 @@ def launch(args):
 
         deadline = time.monotonic() + args.timeout
         failed = None
+        rank0_done_at = None
         while True:
             codes = [p.poll() for p in procs]
+            if codes[0] == 0 and rank0_done_at is None:
+                rank0_done_at = time.monotonic()
             bad = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
             if bad:
                 time.sleep(0.2)  # let a peer's resulting failure show too, then name all
@@ -141,6 +146,14 @@ def launch(args):
                                    for r, c in enumerate(codes) if c not in (None, 0))
                 break
             if all(c == 0 for c in codes):
+                break
+            # Rank 0 wrote the result after a barrier all ranks passed: a rank still alive
+            # long after that is stuck in teardown, not training. Keep the result.
+            if rank0_done_at is not None and time.monotonic() - rank0_done_at > 30 \
+                    and os.path.isfile(args.json):
+                stuck = [r for r, c in enumerate(codes) if c is None]
+                print("pytorch_ddp_reference: warning: rank(s) %s still running 30 s after "
+                      "the run finished; killed" % ", ".join(map(str, stuck)), file=sys.stderr)
                 break
             if time.monotonic() > deadline:
                 failed = f"timed out after {args.timeout} s; ranks still running: " + \
@@ -265,72 +278,93 @@ def worker(args):
             return F.cross_entropy(logits.view(-1, VOCAB), targets.view(-1))
 
     dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(args.seed)  # same initial weights on every rank (DDP also broadcasts)
+    model = DDP(TinyGPT())        # defaults: bucket_cap_mb=25, find_unused_parameters=False
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
+
+    data = torch.frombuffer(bytearray(load_fortunes()), dtype=torch.uint8)
+    window = CONTEXT + 1
+    offsets = torch.arange(window)
+    gen = torch.Generator().manual_seed(args.seed * 1000003 + rank)  # different per rank
+
+    times_ms = []
+    losses = []
+    for _step in range(args.steps):
+        t0 = time.perf_counter()
+        starts = torch.randint(0, data.numel() - window + 1, (BATCH_PER_RANK,), generator=gen)
+        batch = data[starts.unsqueeze(1) + offsets].long()    # (B, 65)
+        x = batch[:, :CONTEXT].contiguous()                    # (B, 64) inputs
+        y = batch[:, 1:].contiguous()                          # (B, 64) next bytes
+        loss = model(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()                                        # DDP all-reduces buckets here
+        opt.step()
+        loss_value = loss.item()
+        times_ms.append((time.perf_counter() - t0) * 1000.0)
+        losses.append(loss_value)
+
+    timed = sorted(times_ms[args.warmup:])
+    n = len(timed)
+    median = timed[n // 2] if n % 2 else 0.5 * (timed[n // 2 - 1] + timed[n // 2])
+
     try:
-        torch.manual_seed(args.seed)  # same initial weights on every rank (DDP also broadcasts)
-        model = DDP(TinyGPT())        # defaults: bucket_cap_mb=25, find_unused_parameters=False
-        opt = torch.optim.AdamW(model.parameters(), lr=LR, weight_decay=WEIGHT_DECAY)
+        _ld = model._get_ddp_logging_data()
+        raw = _ld.get("rebuilt_bucket_sizes") or _ld.get("bucket_sizes", "")
+        bucket_bytes = [int(b) for b in str(raw).replace(" ", "").split(",") if b]
+    except Exception:  # private API: informational only
+        bucket_bytes = None
 
-        data = torch.frombuffer(bytearray(load_fortunes()), dtype=torch.uint8)
-        window = CONTEXT + 1
-        offsets = torch.arange(window)
-        gen = torch.Generator().manual_seed(args.seed * 1000003 + rank)  # different per rank
+    # Gather after the timed loop (not timed): per-rank medians and losses.
+    gathered = [None] * world
+    dist.all_gather_object(gathered, {"median": median, "first": losses[0],
+                                      "last": losses[-1]})
+    if rank == 0:
+        result = {
+            "ranks": world,
+            "step_ms_median": [g["median"] for g in gathered],
+            "loss_first": sum(g["first"] for g in gathered) / world,
+            "loss_last": sum(g["last"] for g in gathered) / world,
+            "steps": args.steps,
+            "warmup": args.warmup,
+            "batch_per_rank": BATCH_PER_RANK,
+            "parameters": sum(p.numel() for p in model.parameters()),
+            # DDP's gradient buckets in bytes, in all-reduce order. Step 0 uses one bucket;
+            # DDP then rebuilds them in gradient-ready order, the first capped at 1 MiB
+            # (dist._DEFAULT_FIRST_BUCKET_BYTES), the others at bucket_cap_mb (25 MiB).
+            "ddp_bucket_bytes": bucket_bytes,
+            "torch_version": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+        }
+        tmp_path = args.json + ".tmp"
+        with open(tmp_path, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+        os.replace(tmp_path, args.json)
+    dist.barrier()  # rank 0 (the TCPStore server) must not leave before the others are done
 
-        times_ms = []
-        losses = []
-        for _step in range(args.steps):
-            t0 = time.perf_counter()
-            starts = torch.randint(0, data.numel() - window + 1, (BATCH_PER_RANK,), generator=gen)
-            batch = data[starts.unsqueeze(1) + offsets].long()    # (B, 65)
-            x = batch[:, :CONTEXT].contiguous()                    # (B, 64) inputs
-            y = batch[:, 1:].contiguous()                          # (B, 64) next bytes
-            loss = model(x, y)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()                                        # DDP all-reduces buckets here
-            opt.step()
-            loss_value = loss.item()
-            times_ms.append((time.perf_counter() - t0) * 1000.0)
-            losses.append(loss_value)
 
-        timed = sorted(times_ms[args.warmup:])
-        n = len(timed)
-        median = timed[n // 2] if n % 2 else 0.5 * (timed[n // 2 - 1] + timed[n // 2])
+def run_worker(args):
+    """Run one rank, then leave with os._exit, skipping Python's and LibTorch's teardown.
 
-        try:
-            _ld = model._get_ddp_logging_data()
-            raw = _ld.get("rebuilt_bucket_sizes") or _ld.get("bucket_sizes", "")
-            bucket_bytes = [int(b) for b in str(raw).replace(" ", "").split(",") if b]
-        except Exception:  # private API: informational only
-            bucket_bytes = None
-
-        # Gather after the timed loop (not timed): per-rank medians and losses.
-        gathered = [None] * world
-        dist.all_gather_object(gathered, {"median": median, "first": losses[0],
-                                          "last": losses[-1]})
-        if rank == 0:
-            result = {
-                "ranks": world,
-                "step_ms_median": [g["median"] for g in gathered],
-                "loss_first": sum(g["first"] for g in gathered) / world,
-                "loss_last": sum(g["last"] for g in gathered) / world,
-                "steps": args.steps,
-                "warmup": args.warmup,
-                "batch_per_rank": BATCH_PER_RANK,
-                "parameters": sum(p.numel() for p in model.parameters()),
-                # DDP's gradient buckets in bytes, in all-reduce order. Step 0 uses one bucket;
-                # DDP then rebuilds them in gradient-ready order, the first capped at 1 MiB
-                # (dist._DEFAULT_FIRST_BUCKET_BYTES), the others at bucket_cap_mb (25 MiB).
-                "ddp_bucket_bytes": bucket_bytes,
-                "torch_version": torch.__version__,
-                "torch_threads": torch.get_num_threads(),
-            }
-            tmp_path = args.json + ".tmp"
-            with open(tmp_path, "w") as f:
-                json.dump(result, f, indent=2)
-                f.write("\n")
-            os.replace(tmp_path, args.json)
-        dist.barrier()
-    finally:
-        dist.destroy_process_group()
+    Teardown can deadlock in torch 1.13: when the DDP model is freed, ~Reducer drops the last
+    reference to ProcessGroupGloo, whose destructor joins Gloo's worker threads while this
+    thread holds the GIL, and a worker thread freeing a tensor waits for the GIL (seen about
+    once in ten 2-rank runs on a loaded machine: rank 1 hung for good, with its TCPStore
+    client thread spinning on the socket rank 0 had closed). Everything worth keeping (the
+    JSON file) is written and flushed before this exit.
+    """
+    code = 0
+    try:
+        worker(args)
+    except BaseException:  # noqa: BLE001 - report anything, then leave without teardown
+        import traceback
+        rank = os.environ.get("RANK", "?")
+        print(f"pytorch_ddp_reference: rank {rank}:", file=sys.stderr)
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def main():
@@ -346,7 +380,7 @@ def main():
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        worker(args)
+        run_worker(args)
     else:
         launch(args)
 

@@ -28,15 +28,18 @@ namespace {
 
 std::string realPath(const std::string& path) {
     char buf[PATH_MAX];
-    if (::realpath(path.c_str(), buf)) return buf;
+    if (::realpath(path.c_str(), buf))
+        return buf;
     return path;
 }
 
 void removeTree(const std::string& path) {
     struct stat st {};
-    if (lstat(path.c_str(), &st) != 0) return;
+    if (lstat(path.c_str(), &st) != 0)
+        return;
     if (S_ISDIR(st.st_mode)) {
-        for (const auto& name : listDirectory(path)) removeTree(path + "/" + name);
+        for (const auto& name : listDirectory(path))
+            removeTree(path + "/" + name);
         ::rmdir(path.c_str());
     } else {
         ::unlink(path.c_str());
@@ -58,21 +61,32 @@ const std::string& captureDir() {
 
 } // namespace
 
-std::string dtrunPath() { return DTRUN_PATH; }
-std::string sourceDir() { return DTLAB_SOURCE_DIR; }
-std::string scenarioPath(const std::string& file_name) { return sourceDir() + "/scenarios/" + file_name; }
+std::string dtrunPath() {
+    return DTRUN_PATH;
+}
+std::string sourceDir() {
+    return DTLAB_SOURCE_DIR;
+}
+std::string scenarioPath(const std::string& file_name) {
+    return sourceDir() + "/scenarios/" + file_name;
+}
 
 double monotonicSeconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-void sleepSeconds(double s) { std::this_thread::sleep_for(std::chrono::microseconds(int64_t(s * 1e6))); }
+void sleepSeconds(double s) {
+    std::this_thread::sleep_for(std::chrono::microseconds(int64_t(s * 1e6)));
+}
 
 std::string describe(const ProcessResult& r) {
     std::ostringstream s;
-    if (r.timed_out) s << "TIMED OUT (group killed)";
-    else if (r.signal) s << "killed by signal " << r.signal;
-    else s << "exit code " << r.exit_code;
+    if (r.timed_out)
+        s << "TIMED OUT (group killed)";
+    else if (r.signal)
+        s << "killed by signal " << r.signal;
+    else
+        s << "exit code " << r.exit_code;
     s << " after " << r.seconds << " s";
     const size_t keep = 3000;
     s << "\n--- stderr" << (r.err.size() > keep ? " (tail)" : "") << " ---\n"
@@ -85,9 +99,11 @@ std::string describe(const ProcessResult& r) {
 
 // [SECTION] Process ------------------------------------------------------------
 Process::Process(const std::vector<std::string>& argv, const ProcessOptions& options) : m_options(options) {
-    if (argv.empty()) throw std::invalid_argument("Process: empty argv");
+    if (argv.empty())
+        throw std::invalid_argument("Process: empty argv");
     static int counter = 0;
-    const std::string base = captureDir() + "/p" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+    const std::string base =
+        captureDir() + "/p" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
     m_out_path = base + ".out";
     m_err_path = base + ".err";
 
@@ -95,17 +111,23 @@ Process::Process(const std::vector<std::string>& argv, const ProcessOptions& opt
     std::map<std::string, std::string> env;
     for (char** e = environ; e && *e; ++e) {
         const char* eq = std::strchr(*e, '=');
-        if (eq) env[std::string(*e, size_t(eq - *e))] = eq + 1;
+        if (eq)
+            env[std::string(*e, size_t(eq - *e))] = eq + 1;
     }
-    for (const auto& k : options.unset_env) env.erase(k);
-    for (const auto& [k, v] : options.env) env[k] = v;
+    for (const auto& k : options.unset_env)
+        env.erase(k);
+    for (const auto& [k, v] : options.env)
+        env[k] = v;
     std::vector<std::string> env_strings;
-    for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+    for (const auto& [k, v] : env)
+        env_strings.push_back(k + "=" + v);
     std::vector<char*> envp, args;
-    for (auto& s : env_strings) envp.push_back(s.data());
+    for (auto& s : env_strings)
+        envp.push_back(s.data());
     envp.push_back(nullptr);
     std::vector<std::string> argv_copy = argv;
-    for (auto& s : argv_copy) args.push_back(s.data());
+    for (auto& s : argv_copy)
+        args.push_back(s.data());
     args.push_back(nullptr);
 
     const int out_fd = ::open(m_out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -116,7 +138,8 @@ Process::Process(const std::vector<std::string>& argv, const ProcessOptions& opt
 
     m_start = monotonicSeconds();
     const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    if (pid < 0)
+        throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
     if (pid == 0) {
         ::setpgid(0, 0);
         // Default dispositions: the test runner may ignore some signals.
@@ -126,7 +149,8 @@ Process::Process(const std::vector<std::string>& argv, const ProcessOptions& opt
         ::dup2(null_fd, 0);
         ::dup2(out_fd, 1);
         ::dup2(err_fd, 2);
-        if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0) _exit(126);
+        if (!options.cwd.empty() && ::chdir(options.cwd.c_str()) != 0)
+            _exit(126);
         ::execve(args[0], args.data(), envp.data());
         const char msg[] = "process_helpers: exec failed\n";
         (void)!::write(2, msg, sizeof(msg) - 1);
@@ -153,29 +177,41 @@ Process::~Process() {
 void Process::reaped(int status) {
     m_done = true;
     m_result.seconds = monotonicSeconds() - m_start;
-    if (WIFEXITED(status)) m_result.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) m_result.signal = WTERMSIG(status);
+    if (WIFEXITED(status))
+        m_result.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status))
+        m_result.signal = WTERMSIG(status);
 }
 
 bool Process::running() {
-    if (m_done) return false;
+    if (m_done)
+        return false;
     int status = 0;
     const pid_t r = ::waitpid(m_pid, &status, WNOHANG);
-    if (r == m_pid) reaped(status);
+    if (r == m_pid)
+        reaped(status);
     return !m_done;
 }
 
 void Process::signal(int signo) {
-    if (!m_done) ::kill(m_pid, signo);
+    if (!m_done)
+        ::kill(m_pid, signo);
 }
 
 void Process::signalGroup(int signo) {
-    if (!m_done) ::kill(-m_pid, signo);
+    if (!m_done)
+        ::kill(-m_pid, signo);
 }
 
-double Process::secondsSinceStart() const { return monotonicSeconds() - m_start; }
-std::string Process::stderrSoFar() const { return readFileOrEmpty(m_err_path); }
-std::string Process::stdoutSoFar() const { return readFileOrEmpty(m_out_path); }
+double Process::secondsSinceStart() const {
+    return monotonicSeconds() - m_start;
+}
+std::string Process::stderrSoFar() const {
+    return readFileOrEmpty(m_err_path);
+}
+std::string Process::stdoutSoFar() const {
+    return readFileOrEmpty(m_out_path);
+}
 
 ProcessResult Process::wait(double timeout_s) {
     const double deadline = timeout_s >= 0 ? monotonicSeconds() + timeout_s : m_start + m_options.timeout_s;
@@ -213,31 +249,38 @@ TempDir::TempDir(const std::string& tag) {
     std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + tag + "-XXXXXX";
     std::vector<char> buf(templ.begin(), templ.end());
     buf.push_back(0);
-    if (!::mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed for " + templ + ": " + std::strerror(errno));
+    if (!::mkdtemp(buf.data()))
+        throw std::runtime_error("mkdtemp failed for " + templ + ": " + std::strerror(errno));
     m_path = buf.data();
 }
 
 TempDir::~TempDir() {
-    if (!std::getenv("DTLAB_KEEP_TEMP")) removeTree(m_path);
+    if (!std::getenv("DTLAB_KEEP_TEMP"))
+        removeTree(m_path);
 }
 
 std::string TempDir::write(const std::string& name, const std::string& text) const {
     const std::string p = file(name);
     std::ofstream out(p, std::ios::binary | std::ios::trunc);
     out << text;
-    if (!out) throw std::runtime_error("cannot write " + p);
+    if (!out)
+        throw std::runtime_error("cannot write " + p);
     return p;
 }
 
-std::vector<std::string> TempDir::list() const { return listDirectory(m_path); }
+std::vector<std::string> TempDir::list() const {
+    return listDirectory(m_path);
+}
 
 std::vector<std::string> listDirectory(const std::string& path) {
     std::vector<std::string> names;
     DIR* d = ::opendir(path.c_str());
-    if (!d) return names;
+    if (!d)
+        return names;
     while (const dirent* e = ::readdir(d)) {
         const std::string n = e->d_name;
-        if (n != "." && n != "..") names.push_back(n);
+        if (n != "." && n != "..")
+            names.push_back(n);
     }
     ::closedir(d);
     std::sort(names.begin(), names.end());
@@ -251,18 +294,22 @@ bool fileExists(const std::string& path) {
 
 std::string readTextFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open '" + path + "'");
+    if (!in)
+        throw std::runtime_error("cannot open '" + path + "'");
     std::ostringstream s;
     s << in.rdbuf();
     return s.str();
 }
 
-nlohmann::json readJsonFile(const std::string& path) { return nlohmann::json::parse(readTextFile(path)); }
+nlohmann::json readJsonFile(const std::string& path) {
+    return nlohmann::json::parse(readTextFile(path));
+}
 
 // [SECTION] Ports and processes --------------------------------------------------
 int freeTcpPort() {
     const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) throw std::runtime_error("socket failed");
+    if (fd < 0)
+        throw std::runtime_error("socket failed");
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -281,9 +328,11 @@ std::vector<pid_t> runningWorkerPids() {
     static const std::string dtrun = realPath(dtrunPath());
     std::vector<pid_t> pids;
     for (const auto& name : listDirectory("/proc")) {
-        if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+        if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit))
+            continue;
         const pid_t pid = pid_t(std::stol(name));
-        if (pid == ::getpid()) continue;
+        if (pid == ::getpid())
+            continue;
         // cmdline is NUL-separated; it is empty for zombies and kernel threads.
         const std::string cmdline = readFileOrEmpty("/proc/" + name + "/cmdline");
         std::vector<std::string> args;
@@ -296,15 +345,20 @@ std::vector<pid_t> runningWorkerPids() {
                 cur += c;
             }
         }
-        if (!cur.empty()) args.push_back(cur);
-        if (args.size() < 2) continue;
-        if (args[0] != dtrun && realPath(args[0]) != dtrun) continue;
-        if (std::find(args.begin() + 1, args.end(), "worker") == args.end()) continue;
+        if (!cur.empty())
+            args.push_back(cur);
+        if (args.size() < 2)
+            continue;
+        if (args[0] != dtrun && realPath(args[0]) != dtrun)
+            continue;
+        if (std::find(args.begin() + 1, args.end(), "worker") == args.end())
+            continue;
         // A process that ended but was not reaped yet still shows its cmdline for
         // a moment on some kernels; count only ones that are not zombies.
         const std::string stat = readFileOrEmpty("/proc/" + name + "/stat");
         const auto paren = stat.rfind(')');
-        if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z') continue;
+        if (paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z')
+            continue;
         pids.push_back(pid);
     }
     return pids;
@@ -314,6 +368,20 @@ std::vector<pid_t> waitForNoWorkers(double timeout_s) {
     std::vector<pid_t> left;
     waitFor([&] { return (left = runningWorkerPids()).empty(); }, timeout_s);
     return left;
+}
+
+// [SECTION] Scenarios --------------------------------------------------------------
+std::string scenarioToml(const ScenarioSpec& spec) {
+    std::ostringstream s;
+    s << "[scenario]\nname = \"" << spec.name << "\"\n\n"
+      << "[topology]\nranks = " << spec.ranks << "\n\n"
+      << "[model]\nkind = \"tiny_gpt\"\nd_model = " << spec.d_model << "\nlayers = " << spec.layers
+      << "\nheads = " << spec.heads << "\n\n"
+      << "[data]\nsource = \"fortunes\"\nbatch_per_rank = " << spec.batch_per_rank << "\n\n"
+      << "[strategy]\nkind = \"ddp\"\nbucket_mb = " << spec.bucket_mb << "\n\n"
+      << "[run]\nsteps = " << spec.steps << "\nseed = 1\ntimeout_s = " << spec.timeout_s << "\n\n"
+      << spec.faults_toml;
+    return s.str();
 }
 
 } // namespace it

@@ -20,8 +20,8 @@
 namespace it {
 
 // Paths baked in by CMake.
-[[nodiscard]] std::string dtrunPath();    // DTRUN_PATH
-[[nodiscard]] std::string sourceDir();    // DTLAB_SOURCE_DIR
+[[nodiscard]] std::string dtrunPath();                                // DTRUN_PATH
+[[nodiscard]] std::string sourceDir();                                // DTLAB_SOURCE_DIR
 [[nodiscard]] std::string scenarioPath(const std::string& file_name); // sourceDir()/scenarios/NAME
 
 struct ProcessOptions {
@@ -45,16 +45,16 @@ struct ProcessResult {
 // A child process running in the background (its own process group). The
 // destructor kills the group and reaps the child if it still runs.
 class Process {
-public:
+  public:
     Process(const std::vector<std::string>& argv, const ProcessOptions& options = {});
     ~Process();
     Process(const Process&) = delete;
     Process& operator=(const Process&) = delete;
 
     [[nodiscard]] pid_t pid() const { return m_pid; }
-    [[nodiscard]] bool running();                 // reaps if it has ended
-    void signal(int signo);                       // the child only, not its group
-    void signalGroup(int signo);                  // the child's whole process group
+    [[nodiscard]] bool running(); // reaps if it has ended
+    void signal(int signo);       // the child only, not its group
+    void signalGroup(int signo);  // the child's whole process group
     // Waits up to options.timeout_s from start (or `timeout_s` from now if >= 0);
     // on timeout kills the group. Returns what it printed.
     ProcessResult wait(double timeout_s = -1.0);
@@ -62,7 +62,7 @@ public:
     [[nodiscard]] std::string stdoutSoFar() const;
     [[nodiscard]] double secondsSinceStart() const;
 
-private:
+  private:
     void reaped(int status);
     pid_t m_pid = -1;
     bool m_done = false;
@@ -79,7 +79,7 @@ ProcessResult runDtrun(const std::vector<std::string>& args, const ProcessOption
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its contents at the end.
 class TempDir {
-public:
+  public:
     explicit TempDir(const std::string& tag = "dtlab-it");
     ~TempDir();
     TempDir(const TempDir&) = delete;
@@ -90,11 +90,11 @@ public:
     std::string write(const std::string& name, const std::string& text) const;
     [[nodiscard]] std::vector<std::string> list() const; // file names, sorted
 
-private:
+  private:
     std::string m_path;
 };
 
-[[nodiscard]] std::string readTextFile(const std::string& path); // throws if unreadable
+[[nodiscard]] std::string readTextFile(const std::string& path);    // throws if unreadable
 [[nodiscard]] nlohmann::json readJsonFile(const std::string& path); // throws on a parse error
 [[nodiscard]] bool fileExists(const std::string& path);
 [[nodiscard]] std::vector<std::string> listDirectory(const std::string& path); // sorted names, no . / ..
@@ -108,19 +108,34 @@ private:
 // Polls until no worker is left or `timeout_s` passes; returns what is left.
 std::vector<pid_t> waitForNoWorkers(double timeout_s);
 // Blocks until `pred()` or timeout; returns pred().
-template <class Pred>
-bool waitFor(Pred pred, double timeout_s);
+template <class Pred> bool waitFor(Pred pred, double timeout_s);
 void sleepSeconds(double s);
 [[nodiscard]] double monotonicSeconds();
 
-template <class Pred>
-bool waitFor(Pred pred, double timeout_s) {
+template <class Pred> bool waitFor(Pred pred, double timeout_s) {
     const double end = monotonicSeconds() + timeout_s;
     while (monotonicSeconds() < end) {
-        if (pred()) return true;
+        if (pred())
+            return true;
         sleepSeconds(0.02);
     }
     return pred();
 }
+
+// A scenario file written by a test: TinyGPT on fortunes with DDP, with the
+// defaults of ddp_basics.toml unless changed here. Tests write their own
+// files so they do not depend on a shipped scenario's narration or tuning;
+// the smoke test covers the shipped files.
+struct ScenarioSpec {
+    std::string name = "integration test";
+    int ranks = 2;
+    int steps = 3;
+    int batch_per_rank = 4;
+    int d_model = 128, layers = 4, heads = 4; // ddp_basics' TinyGPT
+    double bucket_mb = 1.0;
+    double timeout_s = 30.0;
+    std::string faults_toml; // [[faults]] tables, appended verbatim
+};
+[[nodiscard]] std::string scenarioToml(const ScenarioSpec& spec);
 
 } // namespace it

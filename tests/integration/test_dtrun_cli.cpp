@@ -11,11 +11,18 @@ using it::runDtrun;
 
 namespace {
 
-// A small, fast scenario: 2 ranks of a narrow TinyGPT.
+// A small, fast scenario: 2 ranks of a narrow TinyGPT, 2 steps.
 std::string smallScenario(const std::string& name) {
-    return "[scenario]\nname = \"" + name +
-           "\"\n\n[topology]\nranks = 2\n\n[model]\nkind = \"tiny_gpt\"\nd_model = 32\nlayers = 1\nheads = 2\n\n"
-           "[data]\nbatch_per_rank = 2\n\n[run]\nsteps = 2\ntimeout_s = 20\n";
+    it::ScenarioSpec spec;
+    spec.name = name;
+    spec.ranks = 2;
+    spec.steps = 2;
+    spec.batch_per_rank = 2;
+    spec.d_model = 32;
+    spec.layers = 1;
+    spec.heads = 2;
+    spec.timeout_s = 20;
+    return it::scenarioToml(spec);
 }
 
 bool contains(const std::string& haystack, const std::string& needle) {
@@ -26,9 +33,10 @@ bool contains(const std::string& haystack, const std::string& needle) {
 
 TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
     it::TempDir dir;
+    const std::string good = dir.write("good.toml", smallScenario("cli"));
 
     SECTION("an unknown flag is a usage error") {
-        const auto r = runDtrun({"run", it::scenarioPath("ddp_basics.toml"), "--no-such-flag"});
+        const auto r = runDtrun({"run", good, "--no-such-flag"});
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
         CHECK(contains(r.err, "--no-such-flag"));
@@ -41,7 +49,8 @@ TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
         CHECK(contains(r.err, missing));
     }
     SECTION("a scenario with an unknown key is refused with file:line:col") {
-        const std::string path = dir.write("unknown_key.toml", "[scenario]\nname = \"x\"\n\n[model]\nlayrs = 2\n");
+        const std::string path =
+            dir.write("unknown_key.toml", "[scenario]\nname = \"x\"\n\n[model]\nlayrs = 2\n");
         const auto r = runDtrun({"run", path});
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
@@ -50,7 +59,8 @@ TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
         CHECK(it::runningWorkerPids().empty());
     }
     SECTION("a scenario with a value of the wrong type is refused with file:line:col") {
-        const std::string path = dir.write("wrong_type.toml", "[scenario]\nname = \"x\"\n\n[topology]\nranks = \"two\"\n");
+        const std::string path =
+            dir.write("wrong_type.toml", "[scenario]\nname = \"x\"\n\n[topology]\nranks = \"two\"\n");
         const auto r = runDtrun({"run", path});
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
@@ -64,16 +74,24 @@ TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
         CHECK(r.exit_code == 2);
         CHECK(contains(r.err, path + ":5:"));
     }
-    SECTION("--ranks 0 is a usage error") {
-        const auto r = runDtrun({"run", it::scenarioPath("ddp_basics.toml"), "--ranks", "0"});
+    SECTION("--ranks 0, --steps 0 and --batch-per-rank 0 are usage errors") {
+        const auto r = runDtrun({"run", good, "--ranks", "0"});
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
         CHECK(contains(r.err, "--ranks"));
+        // 0 is a value, not "flag not given": --steps 0 and --batch-per-rank 0 are refused too.
+        const auto steps = runDtrun({"run", good, "--steps", "0"});
+        INFO(it::describe(steps));
+        CHECK(steps.exit_code == 2);
+        CHECK(contains(steps.err, "--steps"));
+        const auto batch = runDtrun({"run", good, "--batch-per-rank", "0"});
+        INFO(it::describe(batch));
+        CHECK(batch.exit_code == 2);
+        CHECK(contains(batch.err, "--batch-per-rank"));
     }
     SECTION("--trace into a missing directory is refused before any worker starts") {
         const std::string trace = dir.file("no/such/dir/t.json");
-        it::Process p({it::dtrunPath(), "run", it::scenarioPath("ddp_basics.toml"), "--steps", "1", "--trace", trace},
-                      {{}, {}, 30.0, ""});
+        it::Process p({it::dtrunPath(), "run", good, "--trace", trace}, {{}, {}, 30.0, ""});
         // Watch while it runs: no worker may appear at any moment.
         bool saw_worker = false;
         while (p.running()) {
@@ -90,15 +108,16 @@ TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
         CHECK_FALSE(it::fileExists(trace));
     }
     SECTION("--summary into a missing directory is refused too") {
-        const auto r = runDtrun({"run", it::scenarioPath("ddp_basics.toml"), "--summary", dir.file("nope/s.json")});
+        const auto r = runDtrun({"run", good, "--summary", dir.file("nope/s.json")});
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
         CHECK(contains(r.err, "--summary"));
     }
     SECTION("dtrun worker without rank information names RANK and --rank") {
         it::ProcessOptions opts;
-        opts.unset_env = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMPI_COMM_WORLD_RANK",
-                          "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"};
+        opts.unset_env = {
+            "RANK",        "WORLD_SIZE",           "LOCAL_RANK",           "MASTER_ADDR",
+            "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"};
         opts.timeout_s = 30;
         const auto r = runDtrun({"worker"}, opts);
         INFO(it::describe(r));
@@ -152,8 +171,9 @@ TEST_CASE("a run writes a Chrome trace and replaces its summary atomically", "[c
     REQUIRE(t["traceEvents"].is_array());
     CHECK(t["traceEvents"].size() > 10);
     const auto& events = t["traceEvents"];
-    CHECK(std::any_of(events.begin(), events.end(),
-                      [](const nlohmann::json& e) { return e.value("name", "") == "step" && e.value("ph", "") == "X"; }));
+    CHECK(std::any_of(events.begin(), events.end(), [](const nlohmann::json& e) {
+        return e.value("name", "") == "step" && e.value("ph", "") == "X";
+    }));
     const auto s1 = it::readJsonFile(summary);
     CHECK(s1["ok"] == true);
     CHECK(s1["steps"] == 2);

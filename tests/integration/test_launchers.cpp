@@ -18,11 +18,11 @@ bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 // Launcher variables of the test's own environment would confuse the ranks.
-const std::vector<std::string> kLauncherVariables{"RANK",        "WORLD_SIZE",           "LOCAL_RANK",
-                                                  "MASTER_ADDR", "MASTER_PORT",          "OMPI_COMM_WORLD_RANK",
-                                                  "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"};
+const std::vector<std::string> kLauncherVariables{
+    "RANK",        "WORLD_SIZE",           "LOCAL_RANK",           "MASTER_ADDR",
+    "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"};
 
-// `dtrun run ddp_basics.toml --external` on a free port, 2 ranks, 3 short steps;
+// `dtrun run --external` on a free port: ddp_basics' TinyGPT, 2 ranks, 3 short steps;
 // returns once its store listens (it says "waiting for ranks to join at").
 struct ExternalSession {
     int port = 0;
@@ -31,15 +31,23 @@ struct ExternalSession {
 
     ExternalSession(const it::TempDir& dir, int ranks) {
         summary = dir.file("s.json");
+        it::ScenarioSpec spec;
+        spec.name = "launcher test";
+        spec.ranks = ranks;
+        spec.steps = 3;
+        spec.batch_per_rank = 4;
+        const std::string scenario = dir.write("launch.toml", it::scenarioToml(spec));
         for (int attempt = 0; attempt < 3; ++attempt) { // a free port can be taken in between
             port = it::freeTcpPort();
             process = std::make_unique<it::Process>(
-                std::vector<std::string>{it::dtrunPath(), "run", it::scenarioPath("ddp_basics.toml"), "--external",
-                                         "--port", std::to_string(port), "--ranks", std::to_string(ranks), "--steps",
-                                         "3", "--batch-per-rank", "4", "--summary", summary},
+                std::vector<std::string>{it::dtrunPath(), "run", scenario, "--external", "--port",
+                                         std::to_string(port), "--summary", summary},
                 it::ProcessOptions{{}, kLauncherVariables, 180.0, ""});
             const bool listening = it::waitFor(
-                [&] { return contains(process->stderrSoFar(), "waiting for ranks to join at") || !process->running(); },
+                [&] {
+                    return contains(process->stderrSoFar(), "waiting for ranks to join at") ||
+                           !process->running();
+                },
                 60.0);
             if (listening && process->running()) {
                 INFO("dtrun: " << process->stderrSoFar());
@@ -74,8 +82,10 @@ std::string findInPath(const std::string& program) {
         const size_t end = p.find(':', start);
         const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
         const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-        if (end == std::string::npos) break;
+        if (::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        if (end == std::string::npos)
+            break;
         start = end + 1;
     }
     return "";
@@ -94,8 +104,8 @@ TEST_CASE("ranks started by mpirun join an external Session", "[launch][slow]") 
     it::ProcessOptions opts;
     opts.unset_env = kLauncherVariables;
     opts.timeout_s = 120;
-    const auto m = it::runProcess({mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2", it::dtrunPath(),
-                                   "worker", "--join", session.address()},
+    const auto m = it::runProcess({mpirun, "--allow-run-as-root", "--oversubscribe", "-np", "2",
+                                   it::dtrunPath(), "worker", "--join", session.address()},
                                   opts);
     INFO("mpirun: " << it::describe(m));
     CHECK(m.exit_code == 0);
@@ -119,7 +129,8 @@ TEST_CASE("ranks started with torchrun-style variables join an external Session"
                     {"MASTER_ADDR", "127.0.0.1"},
                     {"MASTER_PORT", std::to_string(session.port)}};
         opts.timeout_s = 120;
-        workers.push_back(std::make_unique<it::Process>(std::vector<std::string>{it::dtrunPath(), "worker"}, opts));
+        workers.push_back(
+            std::make_unique<it::Process>(std::vector<std::string>{it::dtrunPath(), "worker"}, opts));
     }
     for (int rank = 0; rank < 2; ++rank) {
         const auto w = workers[size_t(rank)]->wait();

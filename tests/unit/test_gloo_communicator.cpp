@@ -311,6 +311,7 @@ TEST_CASE("A failed collective surfaces as CommError from CommWork::wait", "[com
 
     SECTION("a peer that leaves the group is reported, well before the timeout") {
         bool threw = false;
+        CommErrorKind kind = CommErrorKind::Other;
         std::string message;
         double elapsed = -1;
         dttest::GroupOptions options;
@@ -329,6 +330,7 @@ TEST_CASE("A failed collective surfaces as CommError from CommWork::wait", "[com
                     comm->allReduce(x)->wait();
                 } catch (const CommError& e) {
                     threw = true;
+                    kind = e.kind();
                     message = e.what();
                 }
                 elapsed = seconds(start);
@@ -336,6 +338,7 @@ TEST_CASE("A failed collective surfaces as CommError from CommWork::wait", "[com
             options);
         CAPTURE(message, elapsed);
         REQUIRE(threw);
+        CHECK(kind == CommErrorKind::PeerLost);
         CHECK(elapsed < 6.0);
     }
 

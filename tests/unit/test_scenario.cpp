@@ -1,9 +1,11 @@
 // test_scenario.cpp: scenario loading: the shipped files, defaults, every kind
-// of error with its exact line and column, the JSON round trip, and
+// of error with its exact line and column, narrated [[steps]] and their
+// conditions, the JSON round trip, and
 // validateScenario after command-line overrides.
 #include "dtlab/scenario.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <stdexcept>
@@ -83,6 +85,25 @@ TEST_CASE("Shipped scenario files load", "[scenario]") {
         CHECK(s.faults.empty());
     }
 
+    SECTION("ddp_basics narrates DDP in 4 to 6 steps that wait for real events") {
+        Scenario s = dt::loadScenarioFile(scenarioPath("ddp_basics.toml"));
+        REQUIRE(s.steps.size() >= 4);
+        REQUIRE(s.steps.size() <= 6);
+        bool waitsForAllReduce = false;
+        bool waitsForDeath = false;
+        for (const dt::NarrationStep& step : s.steps) {
+            INFO(step.text);
+            CHECK(!step.text.empty());
+            CHECK(step.where.line > 0);
+            dt::NarrationCondition c;
+            CHECK(dt::parseNarrationCondition(step.until, c));
+            waitsForAllReduce |= c.kind == dt::NarrationCondition::Kind::FirstAllReduceEnds;
+            waitsForDeath |= c.kind == dt::NarrationCondition::Kind::RankDies;
+        }
+        CHECK(waitsForAllReduce);
+        CHECK(waitsForDeath);
+    }
+
     SECTION("mlp_fashion is two ranks of an MLP on Fashion-MNIST") {
         Scenario s = dt::loadScenarioFile(scenarioPath("mlp_fashion.toml"));
         CHECK(s.topology.ranks == 2);
@@ -150,6 +171,7 @@ TEST_CASE("Keys left out take the struct defaults", "[scenario]") {
         CHECK(s.telemetry.enabled == d.telemetry.enabled);
         CHECK(s.telemetry.queue_capacity == d.telemetry.queue_capacity);
         CHECK(s.faults.empty());
+        CHECK(s.steps.empty());
     }
 
     SECTION("a fault with only a rank takes the default action, step and when") {
@@ -216,7 +238,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().column == 2);
         CHECK(std::string(e.what()) ==
               "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], [data], "
-              "[strategy], [optimizer], [run], [telemetry], [[faults]]");
+              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]]");
     }
 
     SECTION("a key in [[faults]] that does not exist is reported") {
@@ -432,6 +454,8 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
     s.telemetry.queue_capacity = 1024;
     s.faults.push_back({"hang", 5, 11, "step", {"/tmp/x.toml", 40, 1}});
     s.faults.push_back({"kill", 2, 3, "allreduce", {"/tmp/x.toml", 46, 2}});
+    s.steps.push_back({"Watch the \"ranks\" start.\nTwo lines.", "topology", "step >= 1", {"/tmp/x.toml", 50, 1}});
+    s.steps.push_back({"Kill one.", "", "rank 3 dies", {"/tmp/x.toml", 54, 1}});
 
     Scenario r = dt::scenarioFromJson(dt::scenarioToJson(s));
 
@@ -481,14 +505,139 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
         }
     }
 
+    SECTION("narration steps come back in order with their source locations") {
+        REQUIRE(r.steps.size() == 2);
+        for (size_t i = 0; i < 2; ++i) {
+            CHECK(r.steps[i].text == s.steps[i].text);
+            CHECK(r.steps[i].highlight == s.steps[i].highlight);
+            CHECK(r.steps[i].until == s.steps[i].until);
+            CHECK(r.steps[i].where.file == s.steps[i].where.file);
+            CHECK(r.steps[i].where.line == s.steps[i].where.line);
+            CHECK(r.steps[i].where.column == s.steps[i].where.column);
+        }
+    }
+
     SECTION("a loaded scenario survives the round trip too") {
-        Scenario loaded = dt::loadScenarioFile(scenarioPath("ddp_kill_rank.toml"));
-        CHECK(dt::scenarioToJson(dt::scenarioFromJson(dt::scenarioToJson(loaded))) == dt::scenarioToJson(loaded));
+        for (const char* name : {"ddp_kill_rank.toml", "ddp_basics.toml"}) {
+            Scenario loaded = dt::loadScenarioFile(scenarioPath(name));
+            CHECK(dt::scenarioToJson(dt::scenarioFromJson(dt::scenarioToJson(loaded))) == dt::scenarioToJson(loaded));
+        }
+    }
+
+    SECTION("JSON written before narration steps existed loads with none") {
+        nlohmann::json j = nlohmann::json::parse(dt::scenarioToJson(s));
+        j.erase("steps");
+        CHECK(dt::scenarioFromJson(j.dump()).steps.empty());
     }
 
     SECTION("broken JSON is a UsageError") {
         CHECK_THROWS_AS(dt::scenarioFromJson("{\"name\": 1"), UsageError);
         CHECK_THROWS_WITH(dt::scenarioFromJson("{\"name\": \"x\"}"), Catch::Contains("invalid scenario JSON"));
+    }
+}
+
+TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
+    SECTION("text, highlight and until are read in order with each entry's location") {
+        Scenario s = dt::parseScenarioText(kHeader +
+                                               "[[steps]]\ntext = \"Ranks start.\"\nhighlight = \"topology\"\n"
+                                               "[[steps]]\ntext = \"Overlap.\"\nuntil = \"first all-reduce ends\"\n",
+                                           "t.toml");
+        REQUIRE(s.steps.size() == 2);
+        CHECK(s.steps[0].text == "Ranks start.");
+        CHECK(s.steps[0].highlight == "topology");
+        CHECK(s.steps[0].until.empty());
+        CHECK(s.steps[0].where.line == 3);
+        CHECK(s.steps[1].text == "Overlap.");
+        CHECK(s.steps[1].highlight.empty());
+        CHECK(s.steps[1].until == "first all-reduce ends");
+        CHECK(s.steps[1].where.line == 6);
+    }
+
+    SECTION("every accepted condition form parses to its kind and number") {
+        using Kind = dt::NarrationCondition::Kind;
+        auto parsed = [](const std::string& text) {
+            dt::NarrationCondition c;
+            c.kind = Kind::RunFinished;
+            c.value = -7;
+            REQUIRE(dt::parseNarrationCondition(text, c));
+            return c;
+        };
+        CHECK(parsed("").kind == Kind::None);
+        CHECK(parsed("   ").kind == Kind::None);
+        CHECK(parsed("step >= 3").kind == Kind::StepAtLeast);
+        CHECK(parsed("step >= 3").value == 3);
+        CHECK(parsed("step>=12").value == 12);
+        CHECK(parsed("  step  >=  0 ").value == 0);
+        CHECK(parsed("first all-reduce ends").kind == Kind::FirstAllReduceEnds);
+        CHECK(parsed("rank 2 dies").kind == Kind::RankDies);
+        CHECK(parsed("rank 2 dies").value == 2);
+        CHECK(parsed("run finished").kind == Kind::RunFinished);
+    }
+
+    SECTION("texts that are none of the forms do not parse") {
+        dt::NarrationCondition c;
+        for (const char* bad : {"step > 3", "step >= -1", "step >= x", "after step 3", "rank dies", "rank 1 died",
+                                "first allreduce ends", "Run finished", "step >= 99999999999"}) {
+            INFO(bad);
+            CHECK_FALSE(dt::parseNarrationCondition(bad, c));
+        }
+    }
+
+    SECTION("an unknown condition points at the value and lists the accepted forms") {
+        UsageError e = parseError(kHeader + "[[steps]]\ntext = \"x\"\nuntil = \"after step 3\"\n");
+        CHECK(e.where().line == 5);
+        CHECK(e.where().column == 9);
+        CHECK(std::string(e.what()) ==
+              "t.toml:5:9: error: [[steps]] until: expected one of \"\" (no wait), \"step >= N\", "
+              "\"first all-reduce ends\", \"rank R dies\", \"run finished\", got \"after step 3\"");
+    }
+
+    SECTION("a step without text points at the entry") {
+        UsageError e = parseError(kHeader + "[[steps]]\nhighlight = \"timeline\"\n");
+        CHECK(e.where().line == 3);
+        CHECK(std::string(e.what()).find("[[steps]]: missing key 'text'") != std::string::npos);
+    }
+
+    SECTION("an empty text is rejected") {
+        UsageError e = parseError(kHeader + "[[steps]]\ntext = \"\"\n");
+        CHECK(e.where().line == 4);
+        CHECK(std::string(e.what()).find("[[steps]] text: expected a non-empty string") != std::string::npos);
+    }
+
+    SECTION("an unknown view to highlight lists the views") {
+        UsageError e = parseError(kHeader + "[[steps]]\ntext = \"x\"\nhighlight = \"flamegraph\"\n");
+        CHECK(e.where().line == 5);
+        CHECK(std::string(e.what()).find("[[steps]] highlight: expected one of \"topology\", \"timeline\"") !=
+              std::string::npos);
+    }
+
+    SECTION("an unknown key in [[steps]] lists the keys") {
+        UsageError e = parseError(kHeader + "[[steps]]\ntext = \"x\"\nsay = \"y\"\n");
+        CHECK(e.where().line == 5);
+        CHECK(std::string(e.what()).find("unknown key 'say' in [[steps]]; expected one of: text, highlight, until") !=
+              std::string::npos);
+    }
+
+    SECTION("a step count the run never reaches points at until") {
+        UsageError e = parseError(kHeader + "[run]\nsteps = 5\n[[steps]]\ntext = \"x\"\nuntil = \"step >= 6\"\n");
+        CHECK(e.where().line == 7);
+        CHECK(std::string(e.what()).find("[[steps]] until \"step >= 6\" is never reached: the run has 5 steps") !=
+              std::string::npos);
+    }
+
+    SECTION("a rank that does not exist points at the second step when only it is wrong") {
+        UsageError e = parseError(kHeader + "[topology]\nranks = 2\n[[steps]]\ntext = \"a\"\nuntil = \"rank 1 dies\"\n"
+                                            "[[steps]]\ntext = \"b\"\nuntil = \"rank 2 dies\"\n");
+        CHECK(e.where().line == 10);
+        CHECK(std::string(e.what()).find("rank 2 does not exist: the topology has 2 ranks (0..1)") != std::string::npos);
+    }
+
+    SECTION("validateScenario after an override leaves narration alone (it only paces the GUI)") {
+        Scenario s = dt::parseScenarioText(kHeader + "[[steps]]\ntext = \"a\"\nuntil = \"rank 3 dies\"\n", "t.toml");
+        s.topology.ranks = 2;
+        CHECK_NOTHROW(dt::validateScenario(s, "--ranks"));
+        s.topology.ranks = 0;
+        CHECK_THROWS_AS(dt::validateScenario(s, "--ranks"), UsageError);
     }
 }
 

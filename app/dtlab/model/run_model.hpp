@@ -16,6 +16,17 @@
 //   counters       per kind: (t, step, value) in time order.
 //   instants       lifecycle events (started, ready, finished, failed,
 //                  checksum, fault injected, process exited).
+//
+// Every sorted span vector has a twin "end_max" vector: end_max[i] is the
+// largest end time among spans [0, i]. It never decreases, so a view can
+// binary-search it for the first span that may still be visible at time t,
+// even when a long span started far before the view (Tracy searches the end
+// times directly because its zones never overlap within a depth; ours can,
+// e.g. a queued collective next to a running one).
+//
+// Cost: ingest() is O(1) per event when events arrive nearly sorted per rank
+// (they do: each rank sends in time order). Records are inserted from the
+// back, so an event that is a little late moves only a few records.
 #pragma once
 
 #include "dtlab/events.hpp"
@@ -24,6 +35,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace dt::app {
@@ -40,9 +52,14 @@ struct SpanRecord {
     int16_t peer = -1;
     uint16_t group_size = 0;
     EventKind kind = EventKind::Step;
-    uint8_t depth = 0;
+    uint8_t depth = 0;           // compute: 0..2; comm spans: RankLane::kCommRow
     bool failed = false;
+    bool started = true;         // collectives: false while only scheduled (queued)
     static constexpr int64_t kOpen = INT64_MAX;
+
+    [[nodiscard]] bool open() const { return t1 == kOpen; }
+    // End time for drawing: an open span runs to `now`.
+    [[nodiscard]] int64_t endOr(int64_t now) const { return t1 == kOpen ? (now > t0 ? now : t0) : t1; }
 };
 
 struct CounterPoint {
@@ -53,11 +70,24 @@ struct CounterPoint {
 
 struct RankLane {
     static constexpr int kDepths = 3;
+    static constexpr int kCommRow = kDepths;                 // row index of the comm spans
     std::array<std::vector<SpanRecord>, kDepths> compute; // each sorted by t0
-    std::vector<SpanRecord> comm;                         // sorted by t0
+    std::array<std::vector<int64_t>, kDepths> compute_end_max; // prefix max of t1 (see top)
+    std::vector<SpanRecord> comm;                         // sorted by t0 (start, or scheduled while queued)
+    std::vector<int64_t> comm_end_max;                    // prefix max of t1; kOpen after an open span
     std::array<std::vector<CounterPoint>, size_t(EventKind::Count)> counters;
-    std::vector<Event> instants;
+    std::array<double, size_t(EventKind::Count)> counter_max{}; // largest value seen per counter kind
+    std::vector<Event> instants;                          // lifecycle, sorted by t
+
+    // Row r: 0..kDepths-1 = compute depth, kCommRow = comm.
+    [[nodiscard]] const std::vector<SpanRecord>& row(int r) const { return r == kCommRow ? comm : compute[size_t(r)]; }
+    [[nodiscard]] const std::vector<int64_t>& rowEndMax(int r) const {
+        return r == kCommRow ? comm_end_max : compute_end_max[size_t(r)];
+    }
 };
+
+// Compute depth of a span kind (0 = step, 1 = phase, 2 = per block); see run_model.cpp.
+[[nodiscard]] int spanDepth(EventKind kind, int unit);
 
 class RunModel {
 public:
@@ -68,19 +98,50 @@ public:
     [[nodiscard]] int world() const { return int(m_lanes.size()); }
     [[nodiscard]] const Scenario& scenario() const { return m_scenario; }
     [[nodiscard]] const RankLane& lane(int rank) const { return m_lanes[size_t(rank)]; }
-    [[nodiscard]] const std::vector<LogRecord>& logs() const { return m_logs; }
+    [[nodiscard]] const std::vector<LogRecord>& logs() const { return m_logs; }   // sorted by t
     [[nodiscard]] int64_t tBegin() const { return m_t_begin; }   // earliest event time, 0 if none
     [[nodiscard]] int64_t tEnd() const { return m_t_end; }       // latest event time
     [[nodiscard]] size_t eventCount() const { return m_event_count; }
     [[nodiscard]] bool empty() const { return m_event_count == 0; }
 
+    // Lifecycle instants of every rank and of the Session (rank -1), plus one
+    // record per failed collective (its WorkFailed event), in time order: what
+    // the event log lists.
+    [[nodiscard]] const std::vector<Event>& notable() const { return m_notable; }
+    // Bumped by every reset/ingest: views cache derived data against it.
+    [[nodiscard]] uint64_t generation() const { return m_generation; }
+    // Collectives that started and have not completed or failed (a hang shows here).
+    [[nodiscard]] size_t openCollectives() const;
+    // The comm span of `rank` for one Work, or nullptr. peer is -1 for group
+    // collectives, the root for broadcast, the other rank for send/recv.
+    [[nodiscard]] const SpanRecord* findComm(int rank, EventKind kind, int peer, uint64_t seq) const;
+    // Latest value of a counter on a rank; false when none was seen.
+    [[nodiscard]] bool lastCounter(int rank, EventKind kind, double& value) const;
+    // True when any rank reported this counter kind.
+    [[nodiscard]] bool hasCounter(EventKind kind) const;
+
 private:
+    struct LaneIndex {
+        // (kind, peer, seq) -> position in RankLane::comm, for pairing the
+        // Work phases and for linking the parts of one collective across ranks.
+        std::unordered_map<uint64_t, uint32_t> comm_by_key;
+    };
+    RankLane& laneFor(int rank);
+    void ingestSpan(RankLane& lane, const Event& e);
+    void ingestWork(int rank, const Event& e);
+    void ingestCounter(RankLane& lane, const Event& e);
+    void ingestInstant(const Event& e);
+
     Scenario m_scenario;
     std::vector<RankLane> m_lanes;
+    std::vector<LaneIndex> m_index;
     std::vector<LogRecord> m_logs;
+    std::vector<Event> m_notable;
     int64_t m_t_begin = 0;
     int64_t m_t_end = 0;
     size_t m_event_count = 0;
+    size_t m_open_collectives = 0;
+    uint64_t m_generation = 0;
 };
 
 } // namespace dt::app

@@ -74,6 +74,33 @@ struct FaultConfig {
     SourceLocation where;               // for error messages
 };
 
+// One narrated step of a workshop or talk ([[steps]] in the TOML file): the
+// dtlab narration panel shows `text`, flashes the view named by `highlight`,
+// and enables Next only once `until` holds in the live run.
+struct NarrationStep {
+    std::string text;                   // required, not empty
+    std::string highlight;              // "" or a view: topology, timeline, memory, metrics, events, controls, narration
+    std::string until;                  // "" (no wait) or a condition, see NarrationCondition
+    SourceLocation where;               // for error messages
+};
+
+// The parsed form of NarrationStep::until. Accepted texts (spaces between
+// words may vary, case matters):
+//   ""                        no wait: Next is enabled at once
+//   "step >= N"               every rank still alive has completed N steps
+//   "first all-reduce ends"   some rank completed its first all-reduce
+//   "rank R dies"             rank R was killed or failed
+//   "run finished"            the Session ended (every rank exited)
+struct NarrationCondition {
+    enum class Kind { None, StepAtLeast, FirstAllReduceEnds, RankDies, RunFinished };
+    Kind kind = Kind::None;
+    int value = 0;                      // N for StepAtLeast, R for RankDies
+};
+// The accepted forms, for messages: "step >= N", "first all-reduce ends", ...
+[[nodiscard]] const char* narrationConditionForms();
+// Parses an `until` text; false when it is none of the accepted forms.
+[[nodiscard]] bool parseNarrationCondition(const std::string& text, NarrationCondition& out);
+
 struct Scenario {
     std::string name;
     std::string description;
@@ -86,6 +113,7 @@ struct Scenario {
     RunConfig run;
     TelemetryConfig telemetry;
     std::vector<FaultConfig> faults;
+    std::vector<NarrationStep> steps;   // narration; empty = none
 };
 
 // Parse and validate a scenario file. Throws UsageError with file:line:column

@@ -34,14 +34,14 @@ public:
     at::Tensor loss(const at::Tensor& images, const at::Tensor& labels, const UnitTimer& timer) override {
         auto h = images;
         for (size_t i = 0; i < layers.size(); ++i) {
-            timer.forward(int(i), true);
+            markForward(timer, int(i), true);
             h = layers[i]->forward(h);
             if (i + 1 < layers.size()) h = at::relu(h);
-            timer.forward(int(i), false);
+            markForward(timer, int(i), false);
         }
-        timer.forward(-1, true);
+        markForward(timer, -1, true);
         auto loss = at::cross_entropy_loss(h, labels);
-        timer.forward(-1, false);
+        markForward(timer, -1, false);
         return loss;
     }
 

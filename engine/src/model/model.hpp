@@ -23,6 +23,11 @@ struct UnitTimer {
     std::function<void(int unit, bool begin)> backward;
 };
 
+// Calls timer.forward if it is set (an empty UnitTimer means "no telemetry").
+inline void markForward(const UnitTimer& timer, int unit, bool begin) {
+    if (timer.forward) timer.forward(unit, begin);
+}
+
 struct NamedParameter {
     std::string name;
     at::Tensor tensor;

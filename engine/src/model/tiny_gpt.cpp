@@ -81,17 +81,17 @@ public:
         const int64_t T = tokens.size(1);
         auto mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
 
-        timer.forward(-1, true);
+        markForward(timer, -1, true);
         auto positions = at::arange(T, at::kLong);
         auto x = tok_emb->forward(tokens) + pos_emb->forward(positions); // (B,T,C)
-        timer.forward(-1, false);
+        markForward(timer, -1, false);
 
         for (size_t i = 0; i < blocks.size(); ++i) {
             const int unit = int(i);
-            timer.forward(unit, true);
+            markForward(timer, unit, true);
             auto input = x;
             auto output = blocks[i]->forward(input, mask);
-            timer.forward(unit, false);
+            markForward(timer, unit, false);
             if (timer.backward && output.requires_grad()) {
                 // grad w.r.t. the block output arrives first (backward of this block begins),
                 // grad w.r.t. its input leaves last (backward of this block ends).
@@ -102,10 +102,10 @@ public:
             x = output;
         }
 
-        timer.forward(-1, true);
+        markForward(timer, -1, true);
         auto logits = head->forward(ln_f->forward(x)); // (B,T,V)
         auto loss = at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
-        timer.forward(-1, false);
+        markForward(timer, -1, false);
         return loss;
     }
 

@@ -1,6 +1,7 @@
 // scenario_json.cpp: the Scenario <-> JSON round trip (nlohmann::json) the
 // Session uses to hand the resolved scenario to every rank. Every field travels,
-// the faults' source locations included; the layout mirrors the TOML tables.
+// the source locations of faults and narration steps included; the layout
+// mirrors the TOML tables.
 // scenarioFromJson does not validate (the data path may differ on a rank's host).
 #include "dtlab/scenario.hpp"
 
@@ -19,6 +20,15 @@ std::string scenarioToJson(const Scenario& s) {
             {"step", f.step},
             {"when", f.when},
             {"where", {{"file", f.where.file}, {"line", f.where.line}, {"column", f.where.column}}},
+        });
+    }
+    json steps = json::array();
+    for (const NarrationStep& n : s.steps) {
+        steps.push_back({
+            {"text", n.text},
+            {"highlight", n.highlight},
+            {"until", n.until},
+            {"where", {{"file", n.where.file}, {"line", n.where.line}, {"column", n.where.column}}},
         });
     }
     json j = {
@@ -52,6 +62,7 @@ std::string scenarioToJson(const Scenario& s) {
           {"step_delay_ms", s.run.step_delay_ms}}},
         {"telemetry", {{"enabled", s.telemetry.enabled}, {"queue_capacity", s.telemetry.queue_capacity}}},
         {"faults", faults},
+        {"steps", steps},
     };
     return j.dump();
 }
@@ -115,6 +126,20 @@ Scenario scenarioFromJson(const std::string& text) {
             w.at("line").get_to(f.where.line);
             w.at("column").get_to(f.where.column);
             s.faults.push_back(f);
+        }
+        // "steps" arrived after recording version 1 was fixed: older files have none.
+        if (j.contains("steps")) {
+            for (const json& jn : j.at("steps")) {
+                NarrationStep n;
+                jn.at("text").get_to(n.text);
+                jn.at("highlight").get_to(n.highlight);
+                jn.at("until").get_to(n.until);
+                const json& w = jn.at("where");
+                w.at("file").get_to(n.where.file);
+                w.at("line").get_to(n.where.line);
+                w.at("column").get_to(n.where.column);
+                s.steps.push_back(n);
+            }
         }
         return s;
     } catch (const json::exception& e) {

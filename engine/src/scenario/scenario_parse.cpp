@@ -21,7 +21,7 @@ namespace {
 using scenario_rules::tableLabel;
 
 const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
-                                          "optimizer", "run",      "telemetry", "faults"};
+                                          "optimizer", "run",      "telemetry", "faults", "steps"};
 const std::vector<std::string> kScenarioKeys = {"name", "description"};
 const std::vector<std::string> kTopologyKeys = {"ranks"};
 const std::vector<std::string> kModelKeys = {"kind",  "vocab", "context",   "d_model",
@@ -32,6 +32,7 @@ const std::vector<std::string> kOptimizerKeys = {"kind", "lr", "beta1", "beta2",
 const std::vector<std::string> kRunKeys = {"steps", "seed", "timeout_s", "step_delay_ms"};
 const std::vector<std::string> kTelemetryKeys = {"enabled", "queue_capacity"};
 const std::vector<std::string> kFaultKeys = {"action", "rank", "step", "when"};
+const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
 
 std::string joinNames(const std::vector<std::string>& names) {
     std::string out;
@@ -81,6 +82,10 @@ public:
             }
             if (e.key == "faults") {
                 readFaults(*e.node, s.faults);
+                continue;
+            }
+            if (e.key == "steps") {
+                readSteps(*e.node, s.steps);
                 continue;
             }
             const toml::table& t = tableOf(e);
@@ -294,13 +299,39 @@ private:
         }
     }
 
+    // [[steps]]: the narration. `text` is required; `until` is checked against
+    // the accepted condition forms (scenario_rules::checkString).
+    void readSteps(const toml::node& node, std::vector<NarrationStep>& out) const {
+        const char* expected = "steps: expected an array of tables ([[steps]]), got ";
+        if (!node.is_array()) fail(node.source(), expected + typeName(node));
+        for (const toml::node& item : *node.as_array()) {
+            if (!item.is_table()) fail(item.source(), expected + ("an array holding " + typeName(item)));
+            NarrationStep step;
+            const toml::source_region& where = item.source();
+            step.where = SourceLocation{m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
+            bool haveText = false;
+            for (const Entry& e : checkedEntries(*item.as_table(), "steps", kStepKeys)) {
+                if (e.key == "text") {
+                    step.text = readString("steps", e.key, *e.node);
+                    haveText = true;
+                } else if (e.key == "highlight") {
+                    step.highlight = readString("steps", e.key, *e.node);
+                } else if (e.key == "until") {
+                    step.until = readString("steps", e.key, *e.node);
+                }
+            }
+            if (!haveText) fail(where, "[[steps]]: missing key 'text' (what the presenter says at this step)");
+            out.push_back(step);
+        }
+    }
+
     // Where to point for a cross-field problem: the first of its keys that is
-    // written, else its table (or [[faults]] entry), else the top of the file.
+    // written, else its table (or [[faults]] / [[steps]] entry), else the top of the file.
     toml::source_region locate(const toml::table& root, const scenario_rules::Problem& problem) const {
         const toml::node* table = root.get(problem.table);
-        if (table && problem.faultIndex >= 0) {
-            const toml::array* faults = table->as_array();
-            table = faults ? faults->get(static_cast<size_t>(problem.faultIndex)) : nullptr;
+        if (table && problem.entryIndex >= 0) {
+            const toml::array* entries = table->as_array();
+            table = entries ? entries->get(static_cast<size_t>(problem.entryIndex)) : nullptr;
         }
         if (!table || !table->is_table()) {
             toml::source_region top;

@@ -13,7 +13,7 @@
 
 namespace dt::scenario_rules {
 
-// How messages name a table: "[model]", or "[[faults]]" for "faults".
+// How messages name a table: "[model]", or "[[faults]]" / "[[steps]]" for the arrays of tables.
 std::string tableLabel(const std::string& table);
 
 // Range and enum rules of single values. Each returns "" when the value is
@@ -29,11 +29,11 @@ std::string checkString(const std::string& table, const std::string& key, const 
 
 // A rule about more than one value or about the file system (d_model divisible
 // by heads, fault rank and step inside the topology and the run, hidden not
-// empty, data path exists).
+// empty, data path exists, a narration condition's rank and step reachable).
 struct Problem {
     std::string table;             // "model", "data", "faults"
     std::vector<std::string> keys; // keys to point at, first one present wins
-    int faultIndex = -1;           // which [[faults]] entry, for table "faults"
+    int entryIndex = -1;           // which [[faults]] or [[steps]] entry, for those tables
     std::string message;           // the whole message, without a location
 };
 

@@ -71,6 +71,7 @@ const EnumRule kEnumRules[] = {
     {"optimizer", "kind", {"adamw"}},
     {"faults", "action", {"kill", "hang"}},
     {"faults", "when", {"allreduce", "step"}},
+    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration"}},
 };
 
 std::string formatNumber(double value) {
@@ -86,7 +87,7 @@ std::string prefix(const std::string& table, const std::string& key) {
 } // namespace
 
 std::string tableLabel(const std::string& table) {
-    return table == "faults" ? "[[faults]]" : "[" + table + "]";
+    return table == "faults" || table == "steps" ? "[[" + table + "]]" : "[" + table + "]";
 }
 
 std::string checkInt(const std::string& table, const std::string& key, int64_t value) {
@@ -124,6 +125,14 @@ std::string checkFloat(const std::string& table, const std::string& key, double 
 std::string checkString(const std::string& table, const std::string& key, const std::string& value) {
     if (table == "scenario" && key == "name" && value.empty())
         return prefix(table, key) + "expected a non-empty string";
+    if (table == "steps" && key == "text" && value.empty())
+        return prefix(table, key) + "expected a non-empty string (what the presenter says at this step)";
+    if (table == "steps" && key == "highlight" && value.empty()) return ""; // no highlight
+    if (table == "steps" && key == "until") {
+        NarrationCondition condition;
+        if (parseNarrationCondition(value, condition)) return "";
+        return prefix(table, key) + "expected one of " + narrationConditionForms() + ", got \"" + value + "\"";
+    }
     for (const EnumRule& rule : kEnumRules) {
         if (table != rule.table || key != rule.key) continue;
         for (const std::string& allowed : rule.allowed)
@@ -172,12 +181,66 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                                std::to_string(steps) + (steps == 1 ? " step" : " steps") + " (0.." +
                                std::to_string(steps - 1) + ")"};
     }
+    for (size_t i = 0; i < s.steps.size(); ++i) {
+        NarrationCondition c;
+        if (!parseNarrationCondition(s.steps[i].until, c)) continue; // reported by checkString
+        const std::string label = "[[steps]] until \"" + s.steps[i].until + "\"";
+        if (c.kind == NarrationCondition::Kind::StepAtLeast && c.value > steps)
+            return Problem{"steps", {"until"}, static_cast<int>(i),
+                           label + " is never reached: the run has " + std::to_string(steps) +
+                               (steps == 1 ? " step" : " steps")};
+        if (c.kind == NarrationCondition::Kind::RankDies && c.value >= ranks)
+            return Problem{"steps", {"until"}, static_cast<int>(i),
+                           label + ": rank " + std::to_string(c.value) + " does not exist: the topology has " +
+                               std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " (0.." +
+                               std::to_string(ranks - 1) + ")"};
+    }
     return std::nullopt;
 }
 
 } // namespace dt::scenario_rules
 
 namespace dt {
+
+const char* narrationConditionForms() {
+    return "\"\" (no wait), \"step >= N\", \"first all-reduce ends\", \"rank R dies\", \"run finished\"";
+}
+
+bool parseNarrationCondition(const std::string& text, NarrationCondition& out) {
+    // Split into words; ">=" is its own word even when written "step>=3".
+    std::string spaced;
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (text.compare(i, 2, ">=") == 0) {
+            spaced += " >= ";
+            ++i;
+        } else {
+            spaced += text[i];
+        }
+    }
+    std::istringstream in(spaced);
+    std::vector<std::string> words;
+    for (std::string word; in >> word;) words.push_back(word);
+    // A non-negative integer that fits an int, digits only.
+    auto number = [](const std::string& word, int& value) {
+        if (word.empty() || word.size() > 9) return false;
+        for (char c : word)
+            if (c < '0' || c > '9') return false;
+        value = std::stoi(word);
+        return true;
+    };
+    NarrationCondition c;
+    using Kind = NarrationCondition::Kind;
+    if (words.empty()) c.kind = Kind::None;
+    else if (words.size() == 3 && words[0] == "step" && words[1] == ">=" && number(words[2], c.value))
+        c.kind = Kind::StepAtLeast;
+    else if (words == std::vector<std::string>{"first", "all-reduce", "ends"}) c.kind = Kind::FirstAllReduceEnds;
+    else if (words.size() == 3 && words[0] == "rank" && words[2] == "dies" && number(words[1], c.value))
+        c.kind = Kind::RankDies;
+    else if (words == std::vector<std::string>{"run", "finished"}) c.kind = Kind::RunFinished;
+    else return false;
+    out = c;
+    return true;
+}
 
 namespace {
 
@@ -221,6 +284,12 @@ std::string findValueProblem(const Scenario& s) {
               checkInt("faults", "step", f.step), checkString("faults", "when", f.when)})
             if (!problem.empty()) return problem;
     }
+    for (const NarrationStep& step : s.steps) {
+        for (const std::string& problem : {checkString("steps", "text", step.text),
+                                           checkString("steps", "highlight", step.highlight),
+                                           checkString("steps", "until", step.until)})
+            if (!problem.empty()) return problem;
+    }
     return "";
 }
 
@@ -236,16 +305,24 @@ void validateScenario(const Scenario& scenario, const std::string& origin) {
     if (message.empty()) {
         std::optional<scenario_rules::Problem> problem = scenario_rules::findCrossFieldProblem(scenario);
         if (!problem) return;
+        // Narration only paces the GUI. The file as written was checked when it was
+        // loaded (scenario_parse.cpp); a --steps or --ranks override, or the Session's
+        // re-check of it, may leave an `until` unreachable (Next never unlocks there).
+        // The narration rules are checked last, so nothing else is skipped.
+        if (problem->table == "steps") return;
         message = problem->message;
-        if (problem->faultIndex >= 0) {
-            const SourceLocation& faultWhere = scenario.faults[static_cast<size_t>(problem->faultIndex)].where;
-            if (faultWhere.line > 0) where = faultWhere;
+        if (problem->entryIndex >= 0) {
+            const size_t index = static_cast<size_t>(problem->entryIndex);
+            const SourceLocation& entryWhere =
+                problem->table == "steps" ? scenario.steps[index].where : scenario.faults[index].where;
+            if (entryWhere.line > 0) where = entryWhere;
         }
     }
     if (origin.empty()) throw UsageError(where, message);
     // An override made the scenario invalid: say which flag, then what broke,
     // then where the other side of the conflict is written.
-    if (where.line > 0) message += " (the fault at " + describeLocation(where) + ")";
+    if (where.line > 0) message += " (the " + std::string(message.rfind("[[steps]]", 0) == 0 ? "step" : "fault") +
+                                   " at " + describeLocation(where) + ")";
     throw UsageError(origin + ": " + message);
 }
 

@@ -63,6 +63,8 @@ struct Session::Impl final : TelemetrySink {
     bool stop_requested = false;
     std::string stop_reason;
     int64_t first_failure_ns = 0;
+    int64_t give_up_ns = 0;                 // external ranks: stop waiting for them after this
+    bool grace_logged = false;
     int64_t last_event_ns = 0;
 
     std::mutex proc_mutex;                  // guards supervisor
@@ -175,12 +177,13 @@ struct Session::Impl final : TelemetrySink {
             }
             if (!sent && options.spawn_ranks) continue;
             emitSessionEvent(EventKind::FaultInjected, f.rank, signo);
-            const std::string what = std::string(f.action == "hang" ? "SIGSTOP" : "SIGKILL") + " sent to rank " +
+            const std::string what = std::string(f.action == "hang" ? "SIGSTOP" : "SIGKILL") + " to rank " +
                                      std::to_string(f.rank) + " at step " + std::to_string(e.step) +
-                                     (at_allreduce ? " during an all-reduce" : "") + " (scenario fault)";
-            record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning, what});
+                                     (at_allreduce ? ", as its all-reduce started" : "");
+            record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning, "scenario fault: " + what});
             if (signo == SIGSTOP) progress[size_t(f.rank)].state = RankState::Hung;
-            noteFailure("rank " + std::to_string(f.rank) + (signo == SIGKILL ? " was killed (" : " was hung (") + what + ")");
+            noteFailure("rank " + std::to_string(f.rank) + (signo == SIGKILL ? " was killed" : " was hung") +
+                        " by a scenario fault: " + what);
         }
     }
 
@@ -297,12 +300,24 @@ struct Session::Impl final : TelemetrySink {
             const int64_t now = monotonicNowNs();
             const bool grace_over = first_failure_ns != 0 && now - first_failure_ns > grace_ns;
             if (stop_requested || grace_over) {
-                if (grace_over && !stop_requested)
+                if (grace_over && !stop_requested && !grace_logged) {
+                    grace_logged = true;
                     record.logs.push_back({now, -1, LogLevel::Warning,
                                            "ranks still running " + std::to_string(grace_ns / 1000000000) +
                                                " s after the first failure: killing them"});
-                std::lock_guard<std::mutex> plock(proc_mutex);
-                supervisor.killAll();
+                }
+                {
+                    std::lock_guard<std::mutex> plock(proc_mutex);
+                    supervisor.killAll();
+                }
+                // Joined ranks (mpirun, torchrun) are not our children: we cannot kill them.
+                // One that never joined is gone now; one still connected gets 3 s to leave.
+                if (!options.spawn_ranks) {
+                    if (give_up_ns == 0) give_up_ns = now + 3000000000LL;
+                    for (size_t r = 0; r < rank_gone.size(); ++r)
+                        if (!record.ranks[r].started || now >= give_up_ns) rank_gone[r] = true;
+                    all_gone = std::all_of(rank_gone.begin(), rank_gone.end(), [](bool g) { return g; });
+                }
             }
             if (all_gone) {
                 bool ok = record.failure_reason.empty() && !stop_requested;
@@ -410,6 +425,7 @@ void Session::stop(const std::string& reason) {
         m_impl->stop_requested = true;
         m_impl->stop_reason = reason;
         m_impl->record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning, "stopping: " + reason});
+        m_impl->noteFailure(reason); // the cause, not the SIGKILLs that follow it
     }
     std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
     m_impl->supervisor.killAll();

@@ -194,7 +194,6 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
 
     const int64_t param_bytes = storageBytes(params);
     const int64_t grad_bytes = storageBytes(ddp.bucketBuffers());
-    const int64_t telemetry_bytes_at_start = int64_t(sender.bytesWritten());
     const ProcIo io_start = readProcIo();
     // Count training traffic only: the start-up broadcast is not part of a step.
     const int64_t modeled_sent_at_start = comm->modeledBytesSent();
@@ -244,11 +243,10 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         telemetry.counter(EventKind::StepTimeMs, double(step_end - step_begin) / 1e6, step);
         if (telemetry.detailed()) {
             const ProcIo io = readProcIo();
-            const int64_t telemetry_bytes = int64_t(sender.bytesWritten()) - telemetry_bytes_at_start;
             telemetry.counter(EventKind::BytesSent, double(comm->modeledBytesSent() - modeled_sent_at_start), step);
             telemetry.counter(EventKind::BytesReceived, double(comm->modeledBytesReceived() - modeled_received_at_start),
                               step);
-            telemetry.counter(EventKind::BytesSentMeasured, double(io.written - io_start.written - telemetry_bytes), step);
+            telemetry.counter(EventKind::BytesSentMeasured, double(io.written - io_start.written), step);
             const MemorySample m = sampleMemory(param_bytes, grad_bytes, optimizerStateBytes(optimizer), 0);
             telemetry.counter(EventKind::MemParameters, double(m.parameters), step);
             telemetry.counter(EventKind::MemGradients, double(m.gradients), step);
@@ -361,7 +359,9 @@ int runWorker(const WorkerArgs& args) {
         failed.t_ns = sender.now();
         sender.emit(failed);
         sender.log(LogLevel::Error, error);
-        std::cerr << "dtrun worker (rank " << env.rank << "): " << error << "\n";
+        // A Session that started this rank prints the error itself; under mpirun
+        // or torchrun this line is the only place a person sees it.
+        if (env.launcher != "dtlab") std::cerr << "dtrun worker (rank " << env.rank << "): " << error << "\n";
     }
     sender.close();
     // Skip destructors: a process group whose peers died can block in its

@@ -1,0 +1,261 @@
+// app.hpp: AppContext, the state of the dtlab window.
+//
+// It owns what is being shown (a live Session, or a recording loaded for
+// replay), the RunModel the views draw from, the views themselves, the
+// selection, the presentation state (theme, font size, full screen), the
+// narration position and the scripted input. The main loop calls, per frame:
+//
+//   update()        pull new events and logs from the Session (non-blocking
+//                   getters only: the GUI never waits on a rank), gather the
+//                   RunFacts, run the script, rebuild the font if asked
+//   draw()          between ImGui::NewFrame and ImGui::Render: menus, views,
+//                   popups, overlays, keyboard shortcuts
+//   afterRender()   after the draw data is rendered, before the swap:
+//                   screenshots read the back buffer here
+//
+// Every action (kill, hang, pause, ...) also prints one line to stdout
+// ("dtlab: killed rank 1"), so tests and demos can read what the app did.
+#pragma once
+
+#include "dtlab/recording.hpp"
+#include "dtlab/session.hpp"
+#include "model/run_model.hpp"
+#include "run_facts.hpp"
+#include "script_runner.hpp"
+#include "theme.hpp"
+#include "views/view.hpp"
+#include "views/view_inputs.hpp"
+
+#include <imgui.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct GLFWwindow;
+
+namespace dt::app {
+
+// One keyboard shortcut, for the help overlay and docs/gui.md.
+struct Shortcut {
+    const char* keys;
+    const char* action;
+};
+[[nodiscard]] const std::vector<Shortcut>& shortcuts();
+
+struct AppOptions {
+    std::string worker_executable;   // dtrun, found next to dtlab
+    std::string screenshot_dir;      // --screenshot-dir; relative script screenshots go here
+};
+
+class AppContext final : public ScriptHost {
+public:
+    explicit AppContext(AppOptions options);
+    ~AppContext() override;                      // stops the Session: every rank process is killed
+    AppContext(const AppContext&) = delete;
+    AppContext& operator=(const AppContext&) = delete;
+
+    // ---- what is shown ------------------------------------------------------
+    // Stop the current run (if any) and start a Session on `scenario`.
+    // Throws UsageError / std::runtime_error when the Session cannot start.
+    void openScenario(const Scenario& scenario);
+    // Load a scenario file and start it; on error returns false with the
+    // message (file:line:column: ...) and leaves the current run alone.
+    bool openScenarioFile(const std::string& path, std::string& error);
+    // Show a loaded recording (no training runs). `load.problem` is shown as a
+    // banner when the file was truncated or corrupt.
+    void openRecording(RecordingLoad load, const std::string& path);
+    bool openRecordingFile(const std::string& path, std::string& error);
+    // Stop the Session (SIGKILL every rank) and forget it; prints a summary line per rank.
+    void closeRun(const std::string& reason);
+
+    // ---- per frame ----------------------------------------------------------
+    void attachWindow(GLFWwindow* window) { m_window = window; }
+    void update();
+    void draw();
+    void afterRender(int framebuffer_width, int framebuffer_height);
+    // Before the first frame: build the font atlas without uploading it (the
+    // OpenGL backend uploads it in its first NewFrame).
+    void prepareFirstFrame();
+    [[nodiscard]] bool quitRequested() const { return m_quit; }
+    [[nodiscard]] int exitCode() const { return m_exit_code; }
+    // Files dropped on the window (GLFW drop callback): opened on the next update().
+    void onDrop(const std::vector<std::string>& paths);
+    // Key presses from the GLFW key callback. Dear ImGui 1.86 only sees the key
+    // state at each NewFrame, so a press and release within one frame (a quick
+    // tap, xdotool) would be lost; shortcuts read this queue instead.
+    void onKey(int key, int action, int mods);
+    void setScript(ScriptRunner script);
+
+    // ---- what views read ----------------------------------------------------
+    ViewInputs viewInputs();
+    [[nodiscard]] const RunModel& model() const { return m_model; }
+    [[nodiscard]] const RunFacts& facts() const override { return m_facts; }
+    [[nodiscard]] const Scenario& scenario() const { return m_scenario; }
+    [[nodiscard]] bool hasRun() const { return m_session != nullptr || m_replay.has_value(); }
+    [[nodiscard]] bool live() const { return m_session != nullptr && !m_facts.finished; }
+    [[nodiscard]] bool replay() const { return m_replay.has_value(); }
+    [[nodiscard]] const std::string& replayProblem() const { return m_replay_problem; }
+    [[nodiscard]] int64_t nowNs() const;
+    [[nodiscard]] int selectedRank() const { return m_selected_rank; }
+    [[nodiscard]] ThemeKind theme() const { return m_theme; }
+    [[nodiscard]] float fontPixels() const { return m_fonts.pixels(); }
+    [[nodiscard]] const std::string& failureReason() const { return m_failure_reason; }
+    // Errors and warnings the ranks and the Session logged about `rank`.
+    [[nodiscard]] std::vector<const LogRecord*> rankErrors(int rank) const;
+    void setNavigator(TimelineNavigator* navigator) { m_navigator = navigator; }
+
+    // A button that scripts can press (click_button LABEL) and print_layout
+    // lists. Disabled buttons show `why_disabled` as a tooltip.
+    bool button(const char* label, bool enabled = true, const char* why_disabled = nullptr,
+                const ImVec2& size = ImVec2(0, 0));
+
+    // ---- actions (buttons, shortcuts and the script) --------------------------
+    void killRank(int rank) override;
+    void hangRank(int rank) override;
+    void resumeRank(int rank) override;
+    void slowRank(int rank, double delay_ms) override;
+    void pauseRun() override;
+    void runFree() override;
+    void stepOnce() override;
+    void setPace(double steps_per_s) override;
+    void selectRank(int rank) override;
+    bool saveRecording(const std::string& path, std::string& error) override;
+    void setTheme(ThemeKind kind);
+    void setFontPixels(float px) override;
+    void toggleFullscreen() override;
+    void openScenarioDialog() { m_open_popup_requested = true; }
+    void openSaveDialog() { m_save_popup_requested = true; }
+    void toggleHelp() override { m_show_help = !m_show_help; }
+    void requestQuit() override { m_quit = true; }
+
+    // ---- narration ------------------------------------------------------------
+    [[nodiscard]] int narrationIndex() const { return m_narration_index; }
+    [[nodiscard]] bool narrationCanNext() const;
+    [[nodiscard]] bool narrationCanBack() const { return m_narration_index > 0; }
+    void narrationNext() override;
+    void narrationBack() override;
+    // The view id the current narration step highlights ("" = none) and the
+    // seconds since the step began (the flash fades after a few seconds).
+    [[nodiscard]] const std::string& highlightedView() const;
+    [[nodiscard]] double highlightAge() const;
+
+    // ---- ScriptHost (the rest) --------------------------------------------------
+    void requestScreenshot(const std::string& path) override { m_screenshot_path = path; }
+    [[nodiscard]] bool screenshotPending() const override { return !m_screenshot_path.empty(); }
+    void requestClick(const std::string& label) override;
+    [[nodiscard]] ClickState clickState() const override { return m_click_state; }
+    void cancelClick() override { m_click_label.clear(); }
+    void printLayout() override;
+    bool setThemeByName(const std::string& name) override;
+    bool showView(const std::string& name, bool show) override;
+
+private:
+    struct ButtonRect {
+        std::string label;
+        std::string window;
+        ImVec2 min, max;
+        bool enabled = true;
+    };
+    struct WindowRect {
+        std::string id;
+        std::string title;
+        ImVec2 min, max;
+        ImDrawList* draw = nullptr;  // the window's draw list (this frame)
+    };
+    struct ViewSlot {
+        std::string id;          // "topology", "timeline", ... (narration highlight names)
+        std::unique_ptr<View> view;
+        ImGuiWindowFlags flags = 0;
+    };
+
+    // [SECTION] helpers (app.cpp)
+    void resetRunState();
+    void ingestNew();
+    void gatherFacts();
+    void computeReplayProgress();
+    void runScript();
+    void handleShortcuts();
+    void drawMenuBar();
+    void drawViews();
+    void drawHighlight();
+    void drawBanner();
+    void drawHelpOverlay();
+    void drawOpenPopup();
+    void drawSavePopup();
+    void applyLayout(float menu_height);
+    [[nodiscard]] ImVec4 layoutRect(const std::string& id, float menu_height) const;
+    [[nodiscard]] ViewSlot* findView(const std::string& id);
+    [[nodiscard]] bool rankValid(int rank) const { return rank >= 0 && rank < int(m_facts.ranks.size()); }
+    void printSummary(const RunRecord& record) const;
+    void say(const std::string& line) const;
+
+    AppOptions m_options;
+    GLFWwindow* m_window = nullptr;
+
+    // What is shown.
+    Scenario m_scenario;
+    std::unique_ptr<Session> m_session;
+    std::optional<RunRecord> m_replay;
+    std::string m_replay_path;
+    std::string m_replay_problem;
+    std::string m_failure_reason;
+    RunModel m_model;
+    size_t m_events_seen = 0;
+    size_t m_logs_seen = 0;
+    std::vector<Event> m_event_buffer;
+    std::vector<LogRecord> m_log_buffer;
+    int64_t m_start_ns = 0;
+    int64_t m_end_ns = 0;
+    RunFacts m_facts;
+    bool m_announced_finish = false;
+
+    // Views and selection.
+    std::vector<ViewSlot> m_views;
+    std::vector<WindowRect> m_windows_drawn;
+    int m_selected_rank = -1;
+    TimelineNavigator* m_navigator = nullptr;
+
+    // Presentation.
+    ThemeKind m_theme = ThemeKind::Dark;
+    bool m_theme_dirty = true;
+    FontManager m_fonts;
+    bool m_fullscreen = false;
+    int m_windowed_x = 0, m_windowed_y = 0, m_windowed_w = 1600, m_windowed_h = 900;
+    bool m_layout_dirty = true;
+    ImVec2 m_last_display_size{0, 0};
+    bool m_show_help = false;
+    struct KeyPress {
+        int key = 0;
+        int mods = 0;
+    };
+    std::vector<KeyPress> m_key_presses;         // since the last draw()
+
+    // Popups.
+    bool m_open_popup_requested = false;
+    bool m_save_popup_requested = false;
+    char m_open_path[1024] = {};
+    char m_save_path[1024] = {};
+    std::string m_popup_error;
+    std::vector<std::string> m_dropped;
+    std::string m_toast;
+    double m_toast_until = 0.0;
+
+    // Narration.
+    int m_narration_index = 0;
+    double m_narration_started_s = 0.0;
+
+    // Script.
+    std::optional<ScriptRunner> m_script;
+    std::string m_screenshot_path;
+    std::string m_click_label;
+    ClickState m_click_state = ClickState::Waiting;
+    std::vector<ButtonRect> m_buttons_drawing;   // this frame
+    std::vector<ButtonRect> m_buttons_drawn;     // the last complete frame
+    bool m_quit = false;
+    int m_exit_code = 0;
+};
+
+} // namespace dt::app

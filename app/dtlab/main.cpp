@@ -1,0 +1,252 @@
+// dtlab: the desktop app. Dear ImGui 1.86 + GLFW + OpenGL 3.3, driving a real
+// multi-process training run (a Session, the same engine as dtrun) and drawing
+// it live.
+//
+//   dtlab [SCENARIO.toml]           start the scenario's ranks and show them
+//   dtlab --replay FILE             show a saved run (dtrun run ... --record FILE)
+//   dtlab ... --script FILE         scripted input, one command per line (script_runner.hpp)
+//   dtlab ... --screenshot-dir DIR  where a script's relative screenshot paths go
+//
+// Exit codes: 0 the window was closed (or the script quit); 1 no display, no
+// dtrun next to dtlab, the Session could not start, or a script command failed
+// at run time; 2 a bad flag, scenario, recording or script (nothing started,
+// no window opened); 128 + N interrupted by signal N (SIGINT: 130). The rank processes are workers `dtrun worker`, started
+// from the dtrun found next to this executable. Closing the window, Ctrl+Q,
+// SIGINT, SIGTERM or SIGHUP stop the Session: every rank process is killed.
+//
+// Index of this file
+// [SECTION] Command line
+// [SECTION] Signals and callbacks
+// [SECTION] Main loop (Dear ImGui's numbered steps)
+#include "app.hpp"
+
+#include "dtlab/errors.hpp"
+#include "dtlab/recording.hpp"
+#include "dtlab/scenario.hpp"
+
+#include <CLI/CLI.hpp>
+#include <GLFW/glfw3.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+// [SECTION] Command line -------------------------------------------------------
+
+struct Flags {
+    std::string scenario_path;
+    std::string replay_path;
+    std::string script_path;
+    std::string screenshot_dir;
+};
+
+std::string executableDir() {
+    char buf[4096];
+    const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+    if (n <= 0) return ".";
+    buf[n] = 0;
+    return std::filesystem::path(buf).parent_path().string();
+}
+
+int usageError(const std::string& message) {
+    std::cerr << "dtlab: " << message << "\n";
+    return dt::kExitUsage;
+}
+
+// [SECTION] Signals and callbacks -------------------------------------------------
+
+std::atomic<int> g_signal{0};
+void onSignal(int signo) { g_signal.store(signo); }
+
+void onGlfwError(int code, const char* description) {
+    std::fprintf(stderr, "dtlab: GLFW error %d: %s\n", code, description);
+}
+
+// Dear ImGui's key callback first, then the app's shortcut queue.
+void onKey(GLFWwindow* window, int key, int scancode, int action, int mods) {
+    ImGui_ImplGlfw_KeyCallback(window, key, scancode, action, mods);
+    if (auto* app = static_cast<dt::app::AppContext*>(glfwGetWindowUserPointer(window))) app->onKey(key, action, mods);
+}
+
+void onDrop(GLFWwindow* window, int count, const char** paths) {
+    auto* app = static_cast<dt::app::AppContext*>(glfwGetWindowUserPointer(window));
+    std::vector<std::string> list(paths, paths + count);
+    if (app) app->onDrop(list);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    // [SECTION] Main loop (Dear ImGui's numbered steps) ---------------------------
+
+    // 1. Flags, then every input file is read and checked before any window opens.
+    Flags flags;
+    CLI::App cli{"dtlab: watch and break a real distributed training run.\n"
+                 "With no SCENARIO, the window opens empty: File > Open (Ctrl+O) or drop a file on it."};
+    cli.add_option("scenario", flags.scenario_path, "scenario TOML file to run (scenarios/*.toml)");
+    cli.add_option("--replay", flags.replay_path, "open a saved run (dtrun run ... --record FILE) instead");
+    cli.add_option("--script", flags.script_path, "scripted input: one command per line (see docs/gui.md)");
+    cli.add_option("--screenshot-dir", flags.screenshot_dir, "folder for the script's relative screenshot paths");
+    cli.footer("Shortcuts: F1 help, F11 full screen, Ctrl+= / Ctrl+- text size, Ctrl+T theme, Space/Right next step.\n"
+               "Without a display, run the same scenario headless: dtrun run SCENARIO.toml");
+    try {
+        cli.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return cli.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "dtlab: " << e.what() << "\nRun 'dtlab --help' for usage.\n";
+        return dt::kExitUsage;
+    }
+    if (!flags.scenario_path.empty() && !flags.replay_path.empty())
+        return usageError("give a SCENARIO or --replay FILE, not both");
+
+    std::optional<dt::Scenario> scenario;
+    std::optional<dt::RecordingLoad> recording;
+    std::optional<dt::app::ScriptRunner> script;
+    try {
+        if (!flags.scenario_path.empty()) scenario = dt::loadScenarioFile(flags.scenario_path);
+        if (!flags.replay_path.empty()) recording = dt::readRecording(flags.replay_path);
+        if (!flags.script_path.empty()) {
+            script = dt::app::ScriptRunner::load(flags.script_path);
+            int world = 0;
+            if (scenario) world = scenario->topology.ranks;
+            if (recording) world = std::max<int>(int(recording->record.ranks.size()), recording->record.scenario.topology.ranks);
+            if (scenario || recording) script->checkRanks(world);
+        }
+    } catch (const dt::UsageError& e) {
+        return usageError(e.what());
+    }
+    if (!flags.screenshot_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::create_directories(flags.screenshot_dir, ec);
+        if (ec) return usageError("--screenshot-dir: cannot create '" + flags.screenshot_dir + "': " + ec.message());
+    }
+
+    dt::app::AppOptions options;
+    options.worker_executable = executableDir() + "/dtrun";
+    options.screenshot_dir = flags.screenshot_dir;
+    if (scenario && access(options.worker_executable.c_str(), X_OK) != 0) {
+        std::cerr << "dtlab: cannot find the worker executable '" << options.worker_executable
+                  << "': dtlab starts every rank as `dtrun worker`, using the dtrun next to the dtlab binary.\n"
+                     "Build it with: cmake --build build --target dtrun\n";
+        return 1;
+    }
+
+    // 2. A display: without one, point to the headless command line.
+    const char* no_display_hint =
+        "dtlab: no display: %s.\n"
+        "Run the same scenario headless instead:  dtrun run SCENARIO.toml  (add --trace FILE for Perfetto,\n"
+        "--record FILE to open it later with dtlab --replay FILE on a machine with a display).\n";
+    const char* display = std::getenv("DISPLAY");
+    const char* wayland = std::getenv("WAYLAND_DISPLAY");
+    if ((!display || !*display) && (!wayland || !*wayland)) {
+        std::fprintf(stderr, no_display_hint, "neither DISPLAY nor WAYLAND_DISPLAY is set");
+        return 1;
+    }
+    glfwSetErrorCallback(onGlfwError);
+    if (!glfwInit()) {
+        std::fprintf(stderr, no_display_hint, "GLFW could not connect to it");
+        return 1;
+    }
+
+    // 3. A window with an OpenGL 3.3 core context.
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GL_TRUE);
+    GLFWwindow* window = glfwCreateWindow(1600, 900, "dtlab", nullptr, nullptr);
+    if (!window) {
+        std::fprintf(stderr, no_display_hint, "the window (OpenGL 3.3 core) could not be created");
+        glfwTerminate();
+        return 1;
+    }
+    glfwMakeContextCurrent(window);
+    glfwSwapInterval(1);
+
+    // 4. Dear ImGui and its two backends. No imgui.ini: the app lays the views
+    //    out itself (View > Reset layout), so runs look the same everywhere.
+    IMGUI_CHECKVERSION();
+    ImGui::CreateContext();
+    ImGui::GetIO().IniFilename = nullptr;
+    ImGui_ImplGlfw_InitForOpenGL(window, true);
+    ImGui_ImplOpenGL3_Init("#version 330");
+
+    // 5. The app: open what the command line asked for, then the script.
+    auto app = std::make_unique<dt::app::AppContext>(options);
+    app->attachWindow(window);
+    glfwSetWindowUserPointer(window, app.get());
+    glfwSetDropCallback(window, onDrop);
+    glfwSetKeyCallback(window, onKey); // replaces ImGui's, which onKey calls
+    int exit_code = 0;
+    try {
+        if (scenario) app->openScenario(*scenario);
+        if (recording) app->openRecording(std::move(*recording), flags.replay_path);
+    } catch (const std::exception& e) {
+        std::cerr << "dtlab: cannot start the run: " << e.what() << "\n";
+        exit_code = 1;
+    }
+    if (script) app->setScript(std::move(*script));
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    std::signal(SIGHUP, onSignal);
+    app->prepareFirstFrame();
+
+    // 6. The loop: poll, update (never blocks on the engine), new frame, draw,
+    //    render, screenshot if asked, swap; at most ~60 frames per second so
+    //    the GUI leaves the CPU to the ranks (Xvfb has no vsync).
+    const auto frame_budget = std::chrono::microseconds(16600);
+    while (exit_code == 0 && !glfwWindowShouldClose(window) && !app->quitRequested() && g_signal.load() == 0) {
+        const auto frame_start = std::chrono::steady_clock::now();
+        glfwPollEvents();
+        app->update();
+        if (glfwGetWindowAttrib(window, GLFW_ICONIFIED)) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            continue;
+        }
+        ImGui_ImplOpenGL3_NewFrame();
+        ImGui_ImplGlfw_NewFrame();
+        ImGui::NewFrame();
+        app->draw();
+        ImGui::Render();
+        int width = 0, height = 0;
+        glfwGetFramebufferSize(window, &width, &height);
+        glViewport(0, 0, width, height);
+        const ImVec4 clear = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
+        glClearColor(clear.x, clear.y, clear.z, 1.0f);
+        glClear(GL_COLOR_BUFFER_BIT);
+        ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+        app->afterRender(width, height);
+        glfwSwapBuffers(window);
+        const auto spent = std::chrono::steady_clock::now() - frame_start;
+        if (spent < frame_budget) std::this_thread::sleep_for(frame_budget - spent);
+    }
+
+    // 7. Shut down: the AppContext stops the Session (every rank is killed)
+    //    before the window and ImGui go away.
+    if (const int signo = g_signal.load()) {
+        std::printf("dtlab: interrupted by %s: stopping the run\n", strsignal(signo));
+        exit_code = 128 + signo;
+    }
+    if (exit_code == 0) exit_code = app->exitCode();
+    app.reset();
+    ImGui_ImplOpenGL3_Shutdown();
+    ImGui_ImplGlfw_Shutdown();
+    ImGui::DestroyContext();
+    glfwDestroyWindow(window);
+    glfwTerminate();
+    std::printf("dtlab: exit %d\n", exit_code);
+    return exit_code;
+}

@@ -1,0 +1,62 @@
+// run_facts.hpp: the few facts about a run that narration conditions and the
+// scripted input wait for, gathered once per frame from non-blocking Session
+// getters (or from a loaded recording). Plain data: tests fill it by hand.
+#pragma once
+
+#include "dtlab/scenario.hpp"
+#include "dtlab/session.hpp"
+
+#include <vector>
+
+namespace dt::app {
+
+struct RunFacts {
+    std::vector<RankProgress> ranks;    // index = rank
+    RunControl control;
+    bool live = false;                  // a Session is running (false: a replay or nothing loaded)
+    bool replay = false;                // a recording is loaded
+    bool finished = false;              // every rank exited (always true in a replay)
+    bool first_allreduce_ended = false; // some rank completed an all-reduce
+    int steps_total = 0;                // [run] steps
+    double elapsed_s = 0.0;             // since the Session started (or the recording's length)
+
+    // A rank that can no longer make progress: killed, failed (or exited before finishing).
+    [[nodiscard]] static bool gone(const RankProgress& p) {
+        return p.state == RankState::Killed || p.state == RankState::Failed;
+    }
+    [[nodiscard]] bool rankGone(int rank) const {
+        return rank >= 0 && rank < int(ranks.size()) && gone(ranks[size_t(rank)]);
+    }
+    // Steps completed by every rank still alive (RankProgress::step is the last
+    // completed step index, so it counts step + 1); -1 when no rank is alive.
+    [[nodiscard]] int stepsCompletedByAlive() const {
+        int m = -1;
+        for (const RankProgress& p : ranks) {
+            if (gone(p)) continue;
+            m = m < 0 ? p.step + 1 : (p.step + 1 < m ? p.step + 1 : m);
+        }
+        return m;
+    }
+    // Steps completed by the fastest rank (what a progress line shows as "step n/N").
+    [[nodiscard]] int stepsCompletedMax() const {
+        int m = 0;
+        for (const RankProgress& p : ranks) m = p.step + 1 > m ? p.step + 1 : m;
+        return m;
+    }
+};
+
+// Whether a narration step's condition holds. In a replay every condition
+// holds: the run is over, and the presenter walks through it at will.
+[[nodiscard]] inline bool narrationConditionHolds(const NarrationCondition& c, const RunFacts& f) {
+    if (f.replay) return true;
+    switch (c.kind) {
+    case NarrationCondition::Kind::None: return true;
+    case NarrationCondition::Kind::StepAtLeast: return f.stepsCompletedByAlive() >= c.value;
+    case NarrationCondition::Kind::FirstAllReduceEnds: return f.first_allreduce_ended;
+    case NarrationCondition::Kind::RankDies: return f.rankGone(c.value);
+    case NarrationCondition::Kind::RunFinished: return f.finished;
+    }
+    return false;
+}
+
+} // namespace dt::app

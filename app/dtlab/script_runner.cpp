@@ -1,0 +1,295 @@
+// script_runner.cpp: parses a dtlab script and runs it one frame at a time
+// (see script_runner.hpp for the commands).
+#include "script_runner.hpp"
+
+#include "dtlab/errors.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace dt::app {
+
+namespace {
+
+using Verb = ScriptCommand::Verb;
+
+// How a command is written and what its argument is.
+enum class Arg { None, Rank, Number, RankNumber, Text };
+
+struct VerbSpec {
+    const char* name;
+    Verb verb;
+    Arg arg;
+    const char* usage;
+};
+
+const VerbSpec kVerbs[] = {
+    {"wait_step", Verb::WaitStep, Arg::Number, "wait_step N"},
+    {"wait_seconds", Verb::WaitSeconds, Arg::Number, "wait_seconds S"},
+    {"wait_frames", Verb::WaitFrames, Arg::Number, "wait_frames N"},
+    {"wait_finished", Verb::WaitFinished, Arg::None, "wait_finished"},
+    {"wait_dead", Verb::WaitDead, Arg::Rank, "wait_dead RANK"},
+    {"kill", Verb::Kill, Arg::Rank, "kill RANK"},
+    {"hang", Verb::Hang, Arg::Rank, "hang RANK"},
+    {"resume", Verb::Resume, Arg::Rank, "resume RANK"},
+    {"slow", Verb::Slow, Arg::RankNumber, "slow RANK MS"},
+    {"pause", Verb::Pause, Arg::None, "pause"},
+    {"run", Verb::Run, Arg::None, "run"},
+    {"step", Verb::Step, Arg::None, "step"},
+    {"pace", Verb::Pace, Arg::Number, "pace SPS"},
+    {"select", Verb::Select, Arg::Rank, "select RANK"},
+    {"screenshot", Verb::Screenshot, Arg::Text, "screenshot PATH"},
+    {"click_button", Verb::ClickButton, Arg::Text, "click_button LABEL"},
+    {"save_recording", Verb::SaveRecording, Arg::Text, "save_recording PATH"},
+    {"print_layout", Verb::PrintLayout, Arg::None, "print_layout"},
+    {"next", Verb::Next, Arg::None, "next"},
+    {"back", Verb::Back, Arg::None, "back"},
+    {"theme", Verb::Theme, Arg::Text, "theme dark|light"},
+    {"font", Verb::Font, Arg::Number, "font PX"},
+    {"show", Verb::Show, Arg::Text, "show VIEW"},
+    {"hide", Verb::Hide, Arg::Text, "hide VIEW"},
+    {"help", Verb::Help, Arg::None, "help"},
+    {"fullscreen", Verb::Fullscreen, Arg::None, "fullscreen"},
+    {"quit", Verb::Quit, Arg::None, "quit"},
+};
+
+// Frames drawn after the previous command before a screenshot is read, so
+// ImGui has laid out what that command changed (windows size themselves over
+// a frame or two).
+constexpr int kSettleFrames = 3;
+// Frames a click_button waits for its button to be drawn.
+constexpr int kClickFrames = 30;
+
+std::string trim(const std::string& s) {
+    const size_t b = s.find_first_not_of(" \t\r");
+    if (b == std::string::npos) return "";
+    const size_t e = s.find_last_not_of(" \t\r");
+    return s.substr(b, e - b + 1);
+}
+
+bool parseNumber(const std::string& word, double& out) {
+    if (word.empty()) return false;
+    char* end = nullptr;
+    errno = 0;
+    out = std::strtod(word.c_str(), &end);
+    return errno == 0 && end && *end == 0 && std::isfinite(out);
+}
+
+bool parseRank(const std::string& word, int& out) {
+    if (word.empty() || word.size() > 6) return false;
+    for (char c : word)
+        if (c < '0' || c > '9') return false;
+    out = std::stoi(word);
+    return true;
+}
+
+std::string format(double v) {
+    std::ostringstream out;
+    out << v;
+    return out.str();
+}
+
+} // namespace
+
+ScriptRunner ScriptRunner::load(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UsageError("--script: cannot open '" + path + "': " + std::strerror(errno));
+    std::ostringstream text;
+    text << in.rdbuf();
+    return parse(text.str(), path);
+}
+
+ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& source) {
+    ScriptRunner runner;
+    runner.m_source = source;
+    std::istringstream in(text);
+    std::string raw;
+    int line = 0;
+    auto fail = [&](const std::string& message) {
+        throw UsageError(source + ":" + std::to_string(line) + ": " + message);
+    };
+    while (std::getline(in, raw)) {
+        ++line;
+        const std::string content = trim(raw);
+        if (content.empty() || content[0] == '#') continue;
+        const size_t space = content.find_first_of(" \t");
+        const std::string word = content.substr(0, space);
+        const std::string rest = space == std::string::npos ? "" : trim(content.substr(space));
+        const VerbSpec* spec = nullptr;
+        for (const VerbSpec& v : kVerbs)
+            if (word == v.name) spec = &v;
+        if (!spec) {
+            std::string names;
+            for (const VerbSpec& v : kVerbs) names += (names.empty() ? "" : ", ") + std::string(v.name);
+            fail("unknown command '" + word + "'; expected one of: " + names);
+        }
+        ScriptCommand c;
+        c.verb = spec->verb;
+        c.line = line;
+        std::istringstream words(rest);
+        std::vector<std::string> args;
+        for (std::string a; words >> a;) args.push_back(a);
+        const std::string usage = std::string("expected '") + spec->usage + "'";
+        switch (spec->arg) {
+        case Arg::None:
+            if (!args.empty()) fail(std::string(spec->name) + " takes no argument; " + usage);
+            break;
+        case Arg::Rank:
+            if (args.size() != 1 || !parseRank(args[0], c.rank))
+                fail(std::string(spec->name) + ": " + usage + " with RANK a rank number, got '" + rest + "'");
+            break;
+        case Arg::Number:
+            if (args.size() != 1 || !parseNumber(args[0], c.number) || c.number < 0)
+                fail(std::string(spec->name) + ": " + usage + " with a number >= 0, got '" + rest + "'");
+            break;
+        case Arg::RankNumber:
+            if (args.size() != 2 || !parseRank(args[0], c.rank) || !parseNumber(args[1], c.number) || c.number < 0)
+                fail(std::string(spec->name) + ": " + usage + " (a rank number and milliseconds >= 0), got '" +
+                     rest + "'");
+            break;
+        case Arg::Text:
+            if (rest.empty()) fail(std::string(spec->name) + ": " + usage);
+            c.text = rest;
+            break;
+        }
+        if (c.verb == Verb::Theme && c.text != "dark" && c.text != "light")
+            fail("theme: expected 'dark' or 'light', got '" + c.text + "'");
+        if (c.verb == Verb::Font && (c.number < 10 || c.number > 48))
+            fail("font: expected a size in pixels in 10..48, got " + format(c.number));
+        runner.m_commands.push_back(c);
+    }
+    return runner;
+}
+
+void ScriptRunner::checkRanks(int world) const {
+    for (const ScriptCommand& c : m_commands)
+        if (c.rank >= world)
+            throw UsageError(m_source + ":" + std::to_string(c.line) + ": rank " + std::to_string(c.rank) +
+                             " does not exist: the run has " + std::to_string(world) +
+                             (world == 1 ? " rank" : " ranks") + " (0.." + std::to_string(world - 1) + ")");
+}
+
+std::string ScriptRunner::resolveScreenshot(const std::string& path) const {
+    if (path.empty() || path[0] == '/' || m_screenshot_dir.empty()) return path;
+    return m_screenshot_dir + "/" + path;
+}
+
+void ScriptRunner::fail(const ScriptCommand& c, const std::string& message) {
+    m_status = Status::Failed;
+    m_failure = m_source + ":" + std::to_string(c.line) + ": " + message;
+}
+
+ScriptRunner::Status ScriptRunner::tick(ScriptHost& host, double now_s) {
+    while (m_status == Status::Running) {
+        if (m_next >= m_commands.size()) {
+            m_status = Status::Done;
+            break;
+        }
+        const ScriptCommand& c = m_commands[m_next];
+        if (!m_started) {
+            m_started = true;
+            m_started_s = now_s;
+            m_frames = 0;
+            m_requested = false;
+        }
+        const bool complete = runCommand(c, host, now_s);
+        if (m_status != Status::Running) break;
+        if (!complete) {
+            ++m_frames;
+            break; // wait for the next frame
+        }
+        m_started = false;
+        ++m_next;
+    }
+    return m_status;
+}
+
+bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double now_s) {
+    const RunFacts& f = host.facts();
+    switch (c.verb) {
+    case Verb::WaitStep: {
+        const int need = int(c.number);
+        if (f.stepsCompletedByAlive() >= need) {
+            std::printf("dtlab: script: step %d reached after %.1f s\n", need, now_s - m_started_s);
+            std::fflush(stdout);
+            return true;
+        }
+        if (f.finished || (!f.live && !f.replay))
+            fail(c, "wait_step " + std::to_string(need) + ": the run ended (or none is loaded) with " +
+                        std::to_string(f.stepsCompletedByAlive() < 0 ? 0 : f.stepsCompletedByAlive()) +
+                        " step(s) completed by every rank still alive");
+        return false;
+    }
+    case Verb::WaitSeconds: return now_s - m_started_s >= c.number;
+    case Verb::WaitFrames: return m_frames >= int(c.number);
+    case Verb::WaitFinished:
+        if (!f.live && !f.replay) fail(c, "wait_finished: no run is loaded");
+        return f.finished;
+    case Verb::WaitDead:
+        if (f.rankGone(c.rank)) return true;
+        if (f.finished) fail(c, "wait_dead " + std::to_string(c.rank) + ": the run ended and the rank did not die");
+        return false;
+    case Verb::Kill: host.killRank(c.rank); return true;
+    case Verb::Hang: host.hangRank(c.rank); return true;
+    case Verb::Resume: host.resumeRank(c.rank); return true;
+    case Verb::Slow: host.slowRank(c.rank, c.number); return true;
+    case Verb::Pause: host.pauseRun(); return true;
+    case Verb::Run: host.runFree(); return true;
+    case Verb::Step: host.stepOnce(); return true;
+    case Verb::Pace: host.setPace(c.number); return true;
+    case Verb::Select: host.selectRank(c.rank); return true;
+    case Verb::Screenshot:
+        if (m_frames < kSettleFrames) return false;
+        if (!m_requested) {
+            host.requestScreenshot(resolveScreenshot(c.text));
+            m_requested = true;
+            return false;
+        }
+        return !host.screenshotPending();
+    case Verb::ClickButton:
+        if (!m_requested) {
+            host.requestClick(c.text);
+            m_requested = true;
+            return false;
+        }
+        switch (host.clickState()) {
+        case ScriptHost::ClickState::Pressed: return true;
+        case ScriptHost::ClickState::Disabled:
+            host.cancelClick();
+            fail(c, "click_button: the button '" + c.text + "' is disabled");
+            return false;
+        case ScriptHost::ClickState::Waiting:
+            if (m_frames >= kClickFrames) {
+                host.cancelClick();
+                fail(c, "click_button: no button '" + c.text + "' was drawn (print_layout lists the buttons)");
+            }
+            return false;
+        }
+        return false;
+    case Verb::SaveRecording: {
+        std::string error;
+        if (!host.saveRecording(c.text, error)) fail(c, "save_recording: " + error);
+        return true;
+    }
+    case Verb::PrintLayout: host.printLayout(); return true;
+    case Verb::Next: host.narrationNext(); return true;
+    case Verb::Back: host.narrationBack(); return true;
+    case Verb::Theme: host.setThemeByName(c.text); return true;
+    case Verb::Font: host.setFontPixels(float(c.number)); return true;
+    case Verb::Show:
+    case Verb::Hide:
+        if (!host.showView(c.text, c.verb == Verb::Show))
+            fail(c, std::string(c.verb == Verb::Show ? "show" : "hide") + ": no view named '" + c.text + "'");
+        return true;
+    case Verb::Help: host.toggleHelp(); return true;
+    case Verb::Fullscreen: host.toggleFullscreen(); return true;
+    case Verb::Quit: host.requestQuit(); return true;
+    }
+    return true;
+}
+
+} // namespace dt::app

@@ -1,0 +1,128 @@
+// script_runner.hpp: scripted input for tests and demos (`dtlab --script FILE`).
+//
+// One command per line, run in order; a command that waits keeps the script at
+// that line while the app goes on drawing frames (the GUI never blocks):
+//
+//   wait_step N          every rank still alive completed N steps
+//   wait_seconds S       S seconds of wall-clock time (S may be fractional)
+//   wait_frames N        N drawn frames
+//   wait_finished        the run ended (every rank exited)
+//   wait_dead R          rank R was killed or failed
+//   kill R | hang R | resume R      SIGKILL / SIGSTOP / SIGCONT to rank R
+//   slow R MS            add MS milliseconds to each of rank R's steps (0 = normal)
+//   pause | run | step   step gates: pause at the next step boundary, run freely, one step
+//   pace SPS             at most SPS steps per second (0 = off)
+//   select R             select rank R (the topology details panel shows it)
+//   screenshot PATH      PNG of the whole window (relative: under --screenshot-dir)
+//   click_button LABEL   press the button with this ImGui label ("Kill##rank1"),
+//                        or the only one whose visible text is LABEL
+//   save_recording PATH  write the run so far (open it with dtlab --replay PATH)
+//   print_layout         print every window and button rectangle to stdout
+//   next | back          narration: next / previous step
+//   theme dark|light     switch theme;  font PX   font size in pixels
+//   fullscreen           full screen on / off (as F11)
+//   show VIEW | hide VIEW    open or close a view window (topology, timeline, ...)
+//   help                 toggle the shortcut overlay
+//   quit                 close the app (the Session stops, every rank is killed)
+// Blank lines and lines starting with '#' are ignored.
+//
+// Errors: a bad line is a UsageError "FILE:LINE: message" raised by load()
+// before any window opens (dtlab exits 2). A wait that can never be met (the
+// run ended first) or a button that is not on screen fails the script at run
+// time: the message names the line and dtlab exits 1.
+#pragma once
+
+#include "run_facts.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dt::app {
+
+// What a script needs from the app; AppContext implements it, tests fake it.
+class ScriptHost {
+public:
+    virtual ~ScriptHost() = default;
+    [[nodiscard]] virtual const RunFacts& facts() const = 0;
+    virtual void killRank(int rank) = 0;
+    virtual void hangRank(int rank) = 0;
+    virtual void resumeRank(int rank) = 0;
+    virtual void slowRank(int rank, double delay_ms) = 0;
+    virtual void pauseRun() = 0;
+    virtual void runFree() = 0;
+    virtual void stepOnce() = 0;
+    virtual void setPace(double steps_per_s) = 0;
+    virtual void selectRank(int rank) = 0;
+    virtual void requestScreenshot(const std::string& path) = 0;
+    [[nodiscard]] virtual bool screenshotPending() const = 0;
+    // click_button: the host presses the button the next time it is drawn.
+    enum class ClickState { Waiting, Pressed, Disabled };
+    virtual void requestClick(const std::string& label) = 0;
+    [[nodiscard]] virtual ClickState clickState() const = 0;
+    virtual void cancelClick() = 0;
+    virtual bool saveRecording(const std::string& path, std::string& error) = 0;
+    virtual void printLayout() = 0;
+    virtual void narrationNext() = 0;
+    virtual void narrationBack() = 0;
+    virtual bool setThemeByName(const std::string& name) = 0;
+    virtual void setFontPixels(float px) = 0;
+    virtual bool showView(const std::string& name, bool show) = 0;
+    virtual void toggleHelp() = 0;
+    virtual void toggleFullscreen() = 0;
+    virtual void requestQuit() = 0;
+};
+
+struct ScriptCommand {
+    enum class Verb {
+        WaitStep, WaitSeconds, WaitFrames, WaitFinished, WaitDead,
+        Kill, Hang, Resume, Slow, Pause, Run, Step, Pace, Select,
+        Screenshot, ClickButton, SaveRecording, PrintLayout,
+        Next, Back, Theme, Font, Show, Hide, Help, Fullscreen, Quit,
+    };
+    Verb verb = Verb::Quit;
+    int line = 0;
+    int rank = -1;          // kill, hang, resume, slow, select, wait_dead
+    double number = 0.0;    // wait_step, wait_seconds, wait_frames, slow (ms), pace, font
+    std::string text;       // screenshot / save_recording path, button label, theme, view
+};
+
+class ScriptRunner {
+public:
+    enum class Status { Running, Done, Failed };
+
+    // Parse a whole script; throws UsageError "SOURCE:LINE: what is wrong".
+    [[nodiscard]] static ScriptRunner load(const std::string& path);
+    [[nodiscard]] static ScriptRunner parse(const std::string& text, const std::string& source);
+
+    // Every rank a command names must exist; throws UsageError "SOURCE:LINE: ...".
+    void checkRanks(int world) const;
+    // Relative screenshot paths are resolved against this folder ("" = the working directory).
+    void setScreenshotDir(const std::string& dir) { m_screenshot_dir = dir; }
+
+    // Called once per frame: runs commands until one has to wait.
+    Status tick(ScriptHost& host, double now_s);
+
+    [[nodiscard]] const std::string& failure() const { return m_failure; }
+    [[nodiscard]] const std::vector<ScriptCommand>& commands() const { return m_commands; }
+    [[nodiscard]] size_t position() const { return m_next; }
+
+private:
+    // One command; false while it still waits.
+    bool runCommand(const ScriptCommand& c, ScriptHost& host, double now_s);
+    void fail(const ScriptCommand& c, const std::string& message);
+    [[nodiscard]] std::string resolveScreenshot(const std::string& path) const;
+
+    std::string m_source;
+    std::string m_screenshot_dir;
+    std::vector<ScriptCommand> m_commands;
+    size_t m_next = 0;
+    Status m_status = Status::Running;
+    std::string m_failure;
+    // State of the command in progress.
+    bool m_started = false;
+    double m_started_s = 0.0;
+    int m_frames = 0;
+    bool m_requested = false;
+};
+
+} // namespace dt::app

@@ -1,0 +1,207 @@
+// view_event_log.cpp: the run's story as a filterable, clickable table (see view_event_log.hpp).
+//
+// [SECTION] Rows (pure)
+// [SECTION] Drawing
+#include "views/view_event_log.hpp"
+
+#include "widgets/format.hpp"
+#include "widgets/help.hpp"
+#include "widgets/palette.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+
+namespace dt::app {
+
+// -----------------------------------------------------------------------------
+// [SECTION] Rows (pure)
+// -----------------------------------------------------------------------------
+namespace {
+
+const char* signalName(int signo) {
+    switch (signo) {
+    case SIGKILL: return "SIGKILL";
+    case SIGSTOP: return "SIGSTOP";
+    case SIGCONT: return "SIGCONT";
+    case SIGTERM: return "SIGTERM";
+    case SIGINT: return "SIGINT";
+    case SIGABRT: return "SIGABRT";
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    default: return "signal";
+    }
+}
+
+} // namespace
+
+EventLogRow describeNotable(const Event& e) {
+    EventLogRow row;
+    row.t_ns = e.t_ns;
+    row.rank = e.rank;
+    char buf[160];
+    const int value = int(std::lround(e.value));
+    if (e.phase == EventPhase::WorkFailed) {
+        row.level = LogLevel::Error;
+        std::snprintf(buf, sizeof(buf), "%s #%llu failed (step %d, %s)", kindLabel(e.kind), (unsigned long long)e.seq,
+                      e.step, formatBytes(double(e.bytes)).c_str());
+        row.text = buf;
+        return row;
+    }
+    switch (e.kind) {
+    case EventKind::RankStarted: std::snprintf(buf, sizeof(buf), "rank started (pid %d)", value); break;
+    case EventKind::RankReady: std::snprintf(buf, sizeof(buf), "rank ready: process group formed"); break;
+    case EventKind::RankFinished: std::snprintf(buf, sizeof(buf), "rank finished (last step %d)", e.step); break;
+    case EventKind::RankFailed:
+        row.level = LogLevel::Error;
+        std::snprintf(buf, sizeof(buf), "rank failed at step %d", e.step);
+        break;
+    case EventKind::ParamsChecksum:
+        std::snprintf(buf, sizeof(buf), "parameters checksum %016llx", (unsigned long long)e.seq);
+        break;
+    case EventKind::FaultInjected:
+        row.level = LogLevel::Warning;
+        std::snprintf(buf, sizeof(buf), "fault injected: %s (signal %d)", signalName(value), value);
+        break;
+    case EventKind::ProcessExited:
+        if (value < 0) {
+            row.level = LogLevel::Error;
+            std::snprintf(buf, sizeof(buf), "process killed by signal %d (%s)", -value, signalName(-value));
+        } else {
+            row.level = value == 0 ? LogLevel::Info : LogLevel::Error;
+            std::snprintf(buf, sizeof(buf), "process exited with status %d", value);
+        }
+        break;
+    default: std::snprintf(buf, sizeof(buf), "%s", kindLabel(e.kind)); break;
+    }
+    row.text = buf;
+    return row;
+}
+
+std::vector<EventLogRow> buildEventLogRows(const RunModel& model) {
+    std::vector<EventLogRow> rows;
+    rows.reserve(model.logs().size() + model.notable().size());
+    for (const LogRecord& log : model.logs()) rows.push_back({log.t_ns, log.rank, log.level, log.text});
+    for (const Event& e : model.notable()) rows.push_back(describeNotable(e));
+    // Both sources are sorted: one merge puts them in time order (logs first on ties).
+    std::inplace_merge(rows.begin(), rows.begin() + ptrdiff_t(model.logs().size()), rows.end(),
+                       [](const EventLogRow& a, const EventLogRow& b) { return a.t_ns < b.t_ns; });
+    return rows;
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Drawing
+// -----------------------------------------------------------------------------
+
+EventLogView::EventLogView() : View("Event log") {}
+
+const char* EventLogView::helpText() const {
+    return "What happened to the run, in time order: ranks starting, forming their process group and "
+           "finishing; faults injected (kill, hang, resume); processes exiting and how; failed collectives; "
+           "and every warning or error a rank or the Session logged.\n\n"
+           "Filter by level with the check boxes or by text in the filter box. Click a row to centre the "
+           "timeline on that moment and select its rank.\n\n"
+           "Try: kill a rank and follow the chain here: fault injected, process killed by SIGKILL, then the "
+           "other ranks' collectives failing.";
+}
+
+bool EventLogView::hasData(const ViewInputs& inputs) {
+    return inputs.model && (!inputs.model->logs().empty() || !inputs.model->notable().empty());
+}
+
+void EventLogView::refresh(const RunModel& model) {
+    if (&model == m_model && model.generation() == m_generation && !m_filter_dirty) return;
+    if (&model != m_model || model.generation() != m_generation) {
+        m_rows = buildEventLogRows(model);
+        m_model = &model;
+        m_generation = model.generation();
+        if (m_selected >= int(m_rows.size())) m_selected = -1;
+    }
+    m_visible.clear();
+    for (size_t i = 0; i < m_rows.size(); ++i) {
+        const EventLogRow& row = m_rows[i];
+        if (!m_show[size_t(row.level)]) continue;
+        if (m_filter.IsActive() && !m_filter.PassFilter(row.text.c_str())) continue;
+        m_visible.push_back(i);
+    }
+    m_filter_dirty = false;
+}
+
+void EventLogView::draw(const ViewInputs& inputs) {
+    helpMarker(helpText());
+    ImGui::SameLine();
+    m_filter_dirty |= ImGui::Checkbox("Info", &m_show[0]);
+    ImGui::SameLine();
+    ImGui::PushStyleColor(ImGuiCol_Text, palette::kWarning);
+    m_filter_dirty |= ImGui::Checkbox("Warnings", &m_show[1]);
+    ImGui::PopStyleColor();
+    ImGui::SameLine();
+    ImGui::PushStyleColor(ImGuiCol_Text, palette::kFailed);
+    m_filter_dirty |= ImGui::Checkbox("Errors", &m_show[2]);
+    ImGui::PopStyleColor();
+    ImGui::SameLine();
+    ImGui::Checkbox("Auto-scroll", &m_auto_scroll);
+    ImGui::SameLine();
+    m_filter_dirty |= m_filter.Draw("##filter", std::max(80.0f, ImGui::GetContentRegionAvail().x));
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Filter by text (\"-word\" excludes, commas separate terms)");
+
+    if (!hasData(inputs)) {
+        m_visible.clear();
+        emptyState("No events yet: start a run or open a recording",
+                   "Ranks starting and finishing, injected faults, process exits and errors are listed here.");
+        return;
+    }
+    const RunModel& model = *inputs.model;
+    refresh(model);
+
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV |
+                                  ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
+    if (!ImGui::BeginTable("##event_log", 4, flags, ImVec2(0.0f, 0.0f))) return;
+    ImGui::TableSetupScrollFreeze(0, 1);
+    ImGui::TableSetupColumn("time", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("+0000.000 s").x);
+    ImGui::TableSetupColumn("rank", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("session").x);
+    ImGui::TableSetupColumn("level", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("warning").x);
+    ImGui::TableSetupColumn("message", ImGuiTableColumnFlags_WidthStretch);
+    ImGui::TableHeadersRow();
+
+    const double origin = double(model.tBegin());
+    ImGuiListClipper clipper;
+    clipper.Begin(int(m_visible.size()));
+    while (clipper.Step()) {
+        for (int v = clipper.DisplayStart; v < clipper.DisplayEnd; ++v) {
+            const size_t i = m_visible[size_t(v)];
+            const EventLogRow& row = m_rows[i];
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            char time[32];
+            std::snprintf(time, sizeof(time), "+%.3f s", (double(row.t_ns) - origin) / 1e9);
+            ImGui::PushID(int(i));
+            if (ImGui::Selectable(time, m_selected == int(i), ImGuiSelectableFlags_SpanAllColumns)) {
+                m_selected = int(i);
+                if (inputs.navigator) inputs.navigator->centerOn(row.t_ns, row.rank);
+                if (inputs.selected_rank && row.rank >= 0) *inputs.selected_rank = row.rank;
+            }
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("Click to show this moment in the timeline");
+            ImGui::PopID();
+            ImGui::TableNextColumn();
+            if (row.rank >= 0) ImGui::Text("%d", row.rank);
+            else ImGui::TextDisabled("session");
+            ImGui::TableNextColumn();
+            static const char* const level_names[] = {"info", "warning", "error"};
+            const ImU32 color = palette::levelColor(row.level);
+            ImGui::PushStyleColor(ImGuiCol_Text, color);
+            ImGui::TextUnformatted(level_names[size_t(row.level)]);
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(row.text.c_str());
+            ImGui::PopStyleColor();
+        }
+    }
+    // Keep the newest row in view while it was already at the bottom.
+    if (m_auto_scroll && m_visible.size() != m_last_count && ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4.0f)
+        ImGui::SetScrollHereY(1.0f);
+    m_last_count = m_visible.size();
+    ImGui::EndTable();
+}
+
+} // namespace dt::app

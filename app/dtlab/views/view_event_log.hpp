@@ -1,0 +1,59 @@
+// view_event_log.hpp: faults, errors and lifecycle events in time order.
+//
+// Merges the Session's and the ranks' log lines (RunModel::logs) with the
+// notable events (RunModel::notable: rank started / ready / finished / failed,
+// fault injected, process exited, failed collectives) into one table. A level
+// filter and a text filter narrow it; clicking a row centres the timeline on
+// that moment (through ViewInputs::navigator) and selects the rank.
+#pragma once
+
+#include "views/view.hpp"
+#include "views/view_inputs.hpp"
+
+#include <imgui.h>
+
+#include <string>
+#include <vector>
+
+namespace dt::app {
+
+struct EventLogRow {
+    int64_t t_ns = 0;
+    int rank = -1;               // -1 = the Session
+    LogLevel level = LogLevel::Info;
+    std::string text;
+};
+// All rows in time order (pure; tests check it).
+[[nodiscard]] std::vector<EventLogRow> buildEventLogRows(const RunModel& model);
+// The sentence for one notable event ("process killed by signal 9 (SIGKILL)").
+[[nodiscard]] EventLogRow describeNotable(const Event& e);
+
+class EventLogView : public View {
+public:
+    EventLogView();
+
+    [[nodiscard]] const char* helpText() const override;
+    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
+    void drawEmptyState(AppContext& context) override;
+    void drawContent(AppContext& context) override;
+
+    void draw(const ViewInputs& inputs);
+    [[nodiscard]] static bool hasData(const ViewInputs& inputs);
+    [[nodiscard]] size_t visibleRowCount() const { return m_visible.size(); } // after filtering, last frame
+
+private:
+    void refresh(const RunModel& model);
+
+    std::vector<EventLogRow> m_rows;
+    std::vector<size_t> m_visible;   // indices into m_rows that pass the filters
+    const RunModel* m_model = nullptr;
+    uint64_t m_generation = ~uint64_t(0);
+    bool m_show[3] = {true, true, true}; // Info, Warning, Error
+    bool m_filter_dirty = true;
+    bool m_auto_scroll = true;
+    size_t m_last_count = 0;
+    int m_selected = -1;             // index into m_rows
+    ImGuiTextFilter m_filter;
+};
+
+} // namespace dt::app

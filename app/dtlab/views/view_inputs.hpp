@@ -1,0 +1,63 @@
+// view_inputs.hpp: everything the timeline, memory, metrics and event log views
+// read from the app, in one small struct.
+//
+// CONTRACT with the app shell (app.hpp):
+//   AppContext has a method
+//       ViewInputs viewInputs();
+//   that fills this struct each frame. The views' View::drawContent(AppContext&)
+//   overrides (all in view_glue.cpp, the only view file that includes app.hpp)
+//   call `draw(context.viewInputs())`. Everything else in the views sees only
+//   ViewInputs, so headless tests and the frame benchmark call draw(ViewInputs)
+//   directly with a RunModel built from synthetic events, no AppContext needed.
+//
+// Fields:
+//   model          the run being shown; nullptr = nothing opened yet
+//   now_ns         the live clock (Session clock, ns), or model->tEnd() for a replay;
+//                  open (hung) collectives are drawn up to it
+//   live           true while a Session runs (follow-live and the "now" line)
+//   selected_rank  the rank selected across views (topology, timeline, event log);
+//                  -1 = none; nullptr = the app does not share one
+//   navigator      the timeline's "jump there" interface (the event log calls it);
+//                  nullptr = no timeline
+//   memory_theory  optional: expected bytes per memory category for a rank, in
+//                  the order parameters, gradients, optimizer state, activations,
+//                  comm buffers; empty function or std::nullopt = draw no theory
+#pragma once
+
+#include "model/run_model.hpp"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+namespace dt::app {
+
+// Moves the timeline's view. The timeline view implements it; AppContext holds
+// a pointer to it so any view (the event log, the narration) can jump there.
+class TimelineNavigator {
+public:
+    virtual ~TimelineNavigator() = default;
+    // Centre the view on t_ns (Session clock) keeping the zoom, stop following
+    // live, and scroll to `rank`'s lane when rank >= 0.
+    virtual void centerOn(int64_t t_ns, int rank = -1) = 0;
+    // Show [t0_ns, t1_ns] across the whole width (stops following live).
+    virtual void showRange(int64_t t0_ns, int64_t t1_ns) = 0;
+};
+
+// Memory categories in the order the memory view and memory_theory use.
+inline constexpr std::array<EventKind, 5> kMemoryCategories = {
+    EventKind::MemParameters, EventKind::MemGradients, EventKind::MemOptimizer,
+    EventKind::MemActivations, EventKind::MemCommBuffers,
+};
+
+struct ViewInputs {
+    const RunModel* model = nullptr;
+    int64_t now_ns = 0;
+    bool live = false;
+    int* selected_rank = nullptr;
+    TimelineNavigator* navigator = nullptr;
+    std::function<std::optional<std::array<int64_t, 5>>(int rank)> memory_theory;
+};
+
+} // namespace dt::app

@@ -1,0 +1,219 @@
+// view_memory.cpp: stacked memory bars per rank on one scale (see view_memory.hpp).
+//
+// [SECTION] Data (pure)
+// [SECTION] Drawing
+#include "views/view_memory.hpp"
+
+#include "widgets/format.hpp"
+#include "widgets/help.hpp"
+#include "widgets/palette.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+namespace dt::app {
+
+// -----------------------------------------------------------------------------
+// [SECTION] Data (pure)
+// -----------------------------------------------------------------------------
+
+namespace {
+const char* const kCategoryNames[5] = {"parameters", "gradients", "optimizer state", "activations", "comm buffers"};
+} // namespace
+
+int64_t MemoryBars::total(const std::array<int64_t, 5>& parts) {
+    int64_t sum = 0;
+    for (int64_t p : parts) sum += std::max<int64_t>(p, 0);
+    return sum;
+}
+
+MemoryBars memoryBars(const ViewInputs& inputs, int rank) {
+    MemoryBars bars;
+    const RunModel& model = *inputs.model;
+    const RankLane& lane = model.lane(rank);
+    for (size_t c = 0; c < kMemoryCategories.size(); ++c) {
+        const auto& points = lane.counters[size_t(kMemoryCategories[c])];
+        if (points.empty()) continue;
+        bars.any = true;
+        bars.now[c] = int64_t(std::llround(points.back().value));
+        bars.peak[c] = int64_t(std::llround(lane.counter_max[size_t(kMemoryCategories[c])]));
+    }
+    double v = 0.0;
+    if (model.lastCounter(rank, EventKind::MemLive, v)) bars.allocator_live = v;
+    if (!lane.counters[size_t(EventKind::MemPeak)].empty()) bars.allocator_peak = lane.counter_max[size_t(EventKind::MemPeak)];
+    if (inputs.memory_theory) bars.theory = inputs.memory_theory(rank);
+    return bars;
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Drawing
+// -----------------------------------------------------------------------------
+
+MemoryView::MemoryView() : View("Memory") {}
+
+const char* MemoryView::helpText() const {
+    return "How much memory each rank holds, by category.\n\n"
+           "Each rank has a bar for now (the latest values it reported) and a thinner bar for the peak (each "
+           "category's largest value so far, stacked). All ranks share one scale, so equal bars mean equal "
+           "bytes. Hover a segment for its exact size.\n\n"
+           "Categories: parameters (the weights this rank keeps), gradients (DDP's bucket buffers), optimizer "
+           "state (AdamW's two moments: 2x the parameters), activations (what the forward pass keeps for "
+           "backward), communication buffers.\n\n"
+           "With DDP every rank holds a full copy of everything, so the bars are equal. Sharding strategies "
+           "(ZeRO/FSDP) divide parameters, gradients and optimizer state by the number of shards: watch "
+           "those segments shrink. When a theory overlay is available it is drawn as an outlined bar "
+           "labelled \"theory\".";
+}
+
+bool MemoryView::hasData(const ViewInputs& inputs) {
+    if (!inputs.model) return false;
+    for (EventKind kind : kMemoryCategories)
+        if (inputs.model->hasCounter(kind)) return true;
+    return false;
+}
+
+void MemoryView::draw(const ViewInputs& inputs) {
+    helpMarker(helpText());
+    ImGui::SameLine();
+    for (size_t c = 0; c < kMemoryCategories.size(); ++c)
+        legendItem(palette::kindColor(kMemoryCategories[c]), kCategoryNames[c], c == 0);
+    if (inputs.memory_theory) legendItem(palette::kTheory, "theory (outlined)", false);
+    if (!hasData(inputs)) {
+        emptyState("No events yet: start a run or open a recording",
+                   "Each rank reports its parameters, gradients, optimizer state, activations and communication "
+                   "buffers once per step; they appear here as stacked bars.");
+        return;
+    }
+    const RunModel& model = *inputs.model;
+    const int world = model.world();
+    std::vector<MemoryBars> bars(static_cast<size_t>(world));
+    double scale = 1.0;
+    for (int r = 0; r < world; ++r) {
+        bars[size_t(r)] = memoryBars(inputs, r);
+        const MemoryBars& b = bars[size_t(r)];
+        scale = std::max({scale, double(MemoryBars::total(b.now)), double(MemoryBars::total(b.peak))});
+        if (b.theory) scale = std::max(scale, double(MemoryBars::total(*b.theory)));
+    }
+
+    ImGui::BeginChild("##memory_bars", ImVec2(0.0f, 0.0f), false);
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float line_h = ImGui::GetTextLineHeight();
+    const float label_w = std::floor(ImGui::CalcTextSize("rank 000").x + style.ItemSpacing.x * 2.0f);
+    const float total_w = std::floor(ImGui::CalcTextSize("000.0 MiB").x + style.ItemSpacing.x * 2.0f);
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const float avail_w = ImGui::GetContentRegionAvail().x;
+    const float bar_x0 = origin.x + label_w;
+    const float bar_w = std::max(40.0f, avail_w - label_w - total_w);
+    const float now_h = std::floor(line_h + 2.0f), peak_h = std::floor(line_h * 0.6f), theory_h = std::floor(line_h * 0.5f);
+    const float gap = std::floor(line_h * 0.7f);
+    const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const bool window_hovered = ImGui::IsWindowHovered();
+    auto xOf = [&](double bytes) { return bar_x0 + float(bytes / scale) * bar_w; };
+
+    // Hovered segment, reported after the loop.
+    int hover_rank = -1, hover_cat = -1;
+    const char* hover_bar = nullptr;
+    char buf[64];
+
+    float y = origin.y + 4.0f;
+    for (int r = 0; r < world; ++r) {
+        const MemoryBars& b = bars[size_t(r)];
+        const bool has_theory = b.theory.has_value();
+        // Rows: "now" (a full bar), then "peak" and "theory" (thinner bars, each
+        // in a row one text line tall so their labels never overlap).
+        const float block_h = now_h + line_h + (has_theory ? line_h : 0.0f);
+        if (inputs.selected_rank && *inputs.selected_rank == r)
+            draw->AddRectFilled(ImVec2(origin.x, y - 2.0f), ImVec2(origin.x + avail_w, y + block_h + 2.0f),
+                                palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Header), 0.45f));
+        std::snprintf(buf, sizeof(buf), "rank %d", r);
+        draw->AddText(ImVec2(origin.x + style.ItemSpacing.x, y + (now_h - line_h) * 0.5f), text, buf);
+        if (!b.any) {
+            draw->AddText(ImVec2(bar_x0, y + (now_h - line_h) * 0.5f), dim, "no memory reported yet");
+            y += block_h + gap;
+            continue;
+        }
+        // Stacked segments of one bar; remembers the hovered one.
+        auto stacked = [&](const std::array<int64_t, 5>& parts, float top, float h, bool outlined, const char* which) {
+            double acc = 0.0;
+            for (size_t c = 0; c < parts.size(); ++c) {
+                if (parts[c] <= 0) continue;
+                const float x0 = xOf(acc), x1 = std::max(xOf(acc + double(parts[c])), x0 + 1.0f);
+                acc += double(parts[c]);
+                const ImU32 color = palette::kindColor(kMemoryCategories[c]);
+                if (outlined) draw->AddRect(ImVec2(x0, top), ImVec2(x1, top + h), color, 0.0f, 0, 1.5f);
+                else draw->AddRectFilled(ImVec2(x0, top), ImVec2(x1, top + h), color);
+                if (window_hovered && mouse.x >= x0 && mouse.x < x1 && mouse.y >= top && mouse.y < top + h) {
+                    hover_rank = r;
+                    hover_cat = int(c);
+                    hover_bar = which;
+                }
+            }
+        };
+        stacked(b.now, y, now_h, false, "now");
+        const float peak_y = y + now_h + std::floor((line_h - peak_h) * 0.5f) + 1.0f;
+        draw->PushClipRect(ImVec2(bar_x0, peak_y), ImVec2(bar_x0 + bar_w + 2.0f, peak_y + peak_h), true);
+        stacked(b.peak, peak_y, peak_h, false, "peak");
+        draw->PopClipRect();
+        draw->AddRectFilled(ImVec2(bar_x0, peak_y), ImVec2(xOf(double(MemoryBars::total(b.peak))), peak_y + peak_h),
+                            palette::withAlpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.35f)); // lighter: it is not "now"
+        if (b.allocator_peak > 0.0 && b.allocator_peak <= scale * 1.5) {
+            const float x = std::min(xOf(b.allocator_peak), bar_x0 + bar_w);
+            draw->AddLine(ImVec2(x, peak_y - 1.0f), ImVec2(x, peak_y + peak_h + 1.0f), text, 2.0f);
+        }
+        formatBytes(buf, sizeof(buf), double(MemoryBars::total(b.now)));
+        draw->AddText(ImVec2(bar_x0 + bar_w + style.ItemSpacing.x, y + (now_h - line_h) * 0.5f), text, buf);
+        draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, peak_y + (peak_h - line_h) * 0.5f), dim, "peak");
+        if (has_theory) {
+            const float theory_y = y + now_h + line_h + std::floor((line_h - theory_h) * 0.5f);
+            stacked(*b.theory, theory_y, theory_h, true, "theory");
+            draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, theory_y + (theory_h - line_h) * 0.5f), dim, "theory");
+        }
+        // Clicking a rank's block selects the rank (shared with the other views).
+        if (window_hovered && inputs.selected_rank && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && mouse.y >= y &&
+            mouse.y < y + block_h && mouse.x >= origin.x && mouse.x < origin.x + avail_w)
+            *inputs.selected_rank = r;
+        y += block_h + gap;
+    }
+
+    // Shared byte axis under the bars.
+    const char* unit_name = "B";
+    const double unit = bytesUnit(scale, &unit_name);
+    const double step = niceBytesStep(scale / std::max(2.0, double(bar_w) / 90.0), unit);
+    draw->AddLine(ImVec2(bar_x0, y), ImVec2(bar_x0 + bar_w, y), dim);
+    for (double v = 0.0; v <= scale * 1.0001; v += step) {
+        const float x = xOf(v);
+        draw->AddLine(ImVec2(x, y), ImVec2(x, y + 4.0f), dim);
+        formatBytesTick(buf, sizeof(buf), v, step, unit, unit_name);
+        const float w = ImGui::CalcTextSize(buf).x;
+        draw->AddText(ImVec2(std::min(x - w * 0.5f, bar_x0 + bar_w - w), y + 5.0f), dim, buf);
+    }
+    ImGui::Dummy(ImVec2(avail_w, y + line_h * 2.0f + 6.0f - origin.y));
+
+    if (hover_rank >= 0) {
+        const MemoryBars& b = bars[size_t(hover_rank)];
+        const size_t c = size_t(hover_cat);
+        ImGui::BeginTooltip();
+        colorSwatch(palette::kindColor(kMemoryCategories[c]));
+        ImGui::SameLine();
+        ImGui::Text("rank %d, %s (%s bar)", hover_rank, kCategoryNames[c], hover_bar);
+        ImGui::Separator();
+        ImGui::Text("now     %s  (%s)", formatBytes(double(b.now[c])).c_str(), formatBytesExact(b.now[c]).c_str());
+        ImGui::Text("peak    %s  (%s)", formatBytes(double(b.peak[c])).c_str(), formatBytesExact(b.peak[c]).c_str());
+        if (b.theory)
+            ImGui::Text("theory  %s  (%s)", formatBytes(double((*b.theory)[c])).c_str(), formatBytesExact((*b.theory)[c]).c_str());
+        ImGui::Text("rank total now %s", formatBytesExact(MemoryBars::total(b.now)).c_str());
+        if (b.allocator_live >= 0.0)
+            ImGui::TextDisabled("allocator: live %s, peak %s", formatBytes(b.allocator_live).c_str(),
+                                formatBytes(std::max(b.allocator_peak, 0.0)).c_str());
+        ImGui::EndTooltip();
+    }
+    ImGui::EndChild();
+}
+
+} // namespace dt::app

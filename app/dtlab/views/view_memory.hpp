@@ -1,0 +1,45 @@
+// view_memory.hpp: per-rank memory by category, now and at its peak.
+//
+// Each rank reports five memory counters once per step (parameters, gradients,
+// optimizer state, activations, communication buffers). The view stacks them
+// into one bar per rank for the latest values ("now") and one for each
+// category's largest value so far ("peak"), all on one shared byte scale so
+// ranks compare at a glance. A theory hook (ViewInputs::memory_theory) may add
+// a third, outlined bar labelled "theory" with the expected bytes.
+#pragma once
+
+#include "views/view.hpp"
+#include "views/view_inputs.hpp"
+
+#include <array>
+#include <optional>
+
+namespace dt::app {
+
+// What the bars of one rank show (pure; tests check it).
+struct MemoryBars {
+    std::array<int64_t, 5> now{};   // latest value per category (kMemoryCategories order)
+    std::array<int64_t, 5> peak{};  // largest value per category
+    std::optional<std::array<int64_t, 5>> theory;
+    bool any = false;               // the rank reported at least one category
+    double allocator_live = -1.0;   // MemLive / MemPeak counters, -1 when not reported
+    double allocator_peak = -1.0;
+
+    [[nodiscard]] static int64_t total(const std::array<int64_t, 5>& parts);
+};
+[[nodiscard]] MemoryBars memoryBars(const ViewInputs& inputs, int rank);
+
+class MemoryView : public View {
+public:
+    MemoryView();
+
+    [[nodiscard]] const char* helpText() const override;
+    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
+    void drawEmptyState(AppContext& context) override;
+    void drawContent(AppContext& context) override;
+
+    void draw(const ViewInputs& inputs);
+    [[nodiscard]] static bool hasData(const ViewInputs& inputs);
+};
+
+} // namespace dt::app

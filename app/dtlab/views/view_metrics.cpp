@@ -1,0 +1,133 @@
+// view_metrics.cpp: loss, step time, throughput and bytes on the wire per rank (see view_metrics.hpp).
+#include "views/view_metrics.hpp"
+
+#include "widgets/help.hpp"
+#include "widgets/palette.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace dt::app {
+
+MetricsSeries buildMetricsSeries(const RunModel& model) {
+    MetricsSeries out;
+    const Scenario& scenario = model.scenario();
+    const int world = std::max(1, model.world());
+    out.tokens = scenario.model.kind != "mlp";
+    // Items one step processes across the job: every rank takes batch_per_rank sequences (of `context` tokens).
+    const double per_step = double(scenario.data.batch_per_rank) * double(world) *
+                            (out.tokens ? double(scenario.model.context) : 1.0);
+
+    for (int r = 0; r < model.world(); ++r) {
+        const RankLane& lane = model.lane(r);
+        auto series = [&](EventKind kind) {
+            PlotSeries s;
+            s.label = "rank " + std::to_string(r);
+            s.color = palette::rankColor(r);
+            for (const CounterPoint& p : lane.counters[size_t(kind)]) {
+                s.x.push_back(double(p.step));
+                s.y.push_back(p.value);
+            }
+            return s;
+        };
+        PlotSeries loss = series(EventKind::LossValue);
+        PlotSeries step_ms = series(EventKind::StepTimeMs);
+        PlotSeries throughput = step_ms;
+        for (double& y : throughput.y) y = y > 0.0 ? per_step / (y / 1000.0) : std::nan("");
+        // Cumulative bytes -> bytes per step. A drop means the rank restarted
+        // and counts from zero again: that step's value is the new count.
+        PlotSeries wire = series(EventKind::BytesSent);
+        double previous = 0.0;
+        for (double& y : wire.y) {
+            const double cumulative = y;
+            y = cumulative >= previous ? cumulative - previous : cumulative;
+            previous = cumulative;
+        }
+        // Steps may repeat after a restart: keep x ascending for the plot's binary search.
+        for (PlotSeries* s : {&loss, &step_ms, &throughput, &wire}) {
+            if (std::is_sorted(s->x.begin(), s->x.end())) continue;
+            std::vector<size_t> order(s->x.size());
+            for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+            std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s->x[a] < s->x[b]; });
+            PlotSeries sorted = *s;
+            for (size_t i = 0; i < order.size(); ++i) sorted.x[i] = s->x[order[i]], sorted.y[i] = s->y[order[i]];
+            *s = std::move(sorted);
+        }
+        out.loss.push_back(std::move(loss));
+        out.step_ms.push_back(std::move(step_ms));
+        out.throughput.push_back(std::move(throughput));
+        out.wire_bytes.push_back(std::move(wire));
+    }
+    return out;
+}
+
+MetricsView::MetricsView() : View("Metrics") {}
+
+const char* MetricsView::helpText() const {
+    return "Training curves per rank, over steps.\n\n"
+           "Loss: the cross-entropy each rank computed on its own batch. With DDP the ranks see different "
+           "data but share the weights, so their losses move together.\n"
+           "Step time: wall time of one step on each rank, in milliseconds. A slowed or straggling rank "
+           "stretches everyone's step, because the all-reduce waits for the slowest.\n"
+           "Throughput: tokens (tiny_gpt) or samples (mlp) per second for the whole job, computed from each "
+           "rank's step time: batch per rank x context x ranks / step time.\n"
+           "Bytes on the wire: what each rank sent per step according to the collective algorithm's cost "
+           "model (a ring all-reduce sends 2(n-1)/n of the buffer).\n\n"
+           "Hover a plot to read every rank's value at that step. Try: slow a rank and watch step time "
+           "rise on all ranks while throughput falls.";
+}
+
+bool MetricsView::hasData(const ViewInputs& inputs) {
+    return inputs.model && (inputs.model->hasCounter(EventKind::LossValue) || inputs.model->hasCounter(EventKind::StepTimeMs));
+}
+
+void MetricsView::draw(const ViewInputs& inputs) {
+    helpMarker(helpText());
+    ImGui::SameLine();
+    ImGui::TextDisabled("one line per rank; hover a plot to read every rank's value at a step");
+    if (!hasData(inputs)) {
+        emptyState("No events yet: start a run or open a recording",
+                   "Loss, step time, throughput and bytes on the wire appear here after each rank's first step.");
+        return;
+    }
+    if (inputs.model != m_model || inputs.model->generation() != m_generation) {
+        m_series = buildMetricsSeries(*inputs.model);
+        m_model = inputs.model;
+        m_generation = inputs.model->generation();
+    }
+    ImGui::BeginChild("##metrics_plots", ImVec2(0.0f, 0.0f), false);
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const bool two_columns = avail.x >= 700.0f;
+    const float w = two_columns ? std::floor((avail.x - style.ItemSpacing.x) * 0.5f) : avail.x;
+    const float rows = two_columns ? 2.0f : 4.0f;
+    const float h = std::max(180.0f, std::floor((avail.y - style.ItemSpacing.y * (rows - 1.0f)) / rows));
+
+    PlotOptions loss;
+    loss.title = "Loss";
+    PlotOptions step;
+    step.title = "Step time (ms)";
+    step.y_suffix = " ms";
+    step.y_from_zero = true;
+    PlotOptions rate;
+    rate.title = m_series.tokens ? "Throughput (tokens/s)" : "Throughput (samples/s)";
+    rate.y_suffix = m_series.tokens ? " tokens/s" : " samples/s";
+    rate.y_from_zero = true;
+    PlotOptions wire;
+    wire.title = "Bytes on the wire per step (sent)";
+    wire.y_unit = AxisUnit::Bytes;
+    wire.y_from_zero = true;
+
+    linePlot("##loss", ImVec2(w, h), m_series.loss, loss);
+    if (two_columns) ImGui::SameLine();
+    linePlot("##step_ms", ImVec2(w, h), m_series.step_ms, step);
+    linePlot("##throughput", ImVec2(w, h), m_series.throughput, rate);
+    if (two_columns) ImGui::SameLine();
+    linePlot("##wire", ImVec2(w, h), m_series.wire_bytes, wire);
+    ImGui::EndChild();
+}
+
+} // namespace dt::app

@@ -1,0 +1,46 @@
+// view_metrics.hpp: training curves per rank over steps.
+//
+// Four plots, each one line per rank:
+//   loss                 the LossValue counter
+//   step time (ms)       the StepTimeMs counter
+//   throughput           tokens/s for tiny_gpt (batch_per_rank * context * ranks
+//                        / step time), samples/s for mlp (batch_per_rank * ranks
+//                        / step time): the whole job's rate as seen from that rank
+//   bytes on the wire    per step: differences of the cumulative BytesSent counter
+// The series are rebuilt only when the model changes (RunModel::generation).
+#pragma once
+
+#include "views/view.hpp"
+#include "views/view_inputs.hpp"
+#include "widgets/plot.hpp"
+
+#include <vector>
+
+namespace dt::app {
+
+struct MetricsSeries {
+    std::vector<PlotSeries> loss, step_ms, throughput, wire_bytes;
+    bool tokens = true;          // throughput unit: tokens/s (tiny_gpt) or samples/s (mlp)
+};
+// The four plots' series from a model (pure; tests check it).
+[[nodiscard]] MetricsSeries buildMetricsSeries(const RunModel& model);
+
+class MetricsView : public View {
+public:
+    MetricsView();
+
+    [[nodiscard]] const char* helpText() const override;
+    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
+    void drawEmptyState(AppContext& context) override;
+    void drawContent(AppContext& context) override;
+
+    void draw(const ViewInputs& inputs);
+    [[nodiscard]] static bool hasData(const ViewInputs& inputs);
+
+private:
+    MetricsSeries m_series;
+    const RunModel* m_model = nullptr;
+    uint64_t m_generation = ~uint64_t(0);
+};
+
+} // namespace dt::app

@@ -1,0 +1,114 @@
+// view_narration.cpp: the narration panel (see view_narration.hpp).
+#include "views/view_narration.hpp"
+
+#include "app.hpp"
+#include "theme.hpp"
+#include "widgets/help.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace dt::app {
+
+std::string describeCondition(const std::string& until) {
+    NarrationCondition c;
+    if (!parseNarrationCondition(until, c)) return "\"" + until + "\"";
+    switch (c.kind) {
+    case NarrationCondition::Kind::None: return "nothing";
+    case NarrationCondition::Kind::StepAtLeast:
+        return std::to_string(c.value) + (c.value == 1 ? " step" : " steps") + " completed by every rank";
+    case NarrationCondition::Kind::FirstAllReduceEnds: return "the first all-reduce to end";
+    case NarrationCondition::Kind::RankDies: return "rank " + std::to_string(c.value) + " to die";
+    case NarrationCondition::Kind::RunFinished: return "the run to finish";
+    }
+    return until;
+}
+
+namespace {
+
+const char* viewTitle(const std::string& id) {
+    if (id == "topology") return "Topology";
+    if (id == "timeline") return "Timeline";
+    if (id == "memory") return "Memory";
+    if (id == "metrics") return "Metrics";
+    if (id == "events") return "Event log";
+    if (id == "controls") return "Controls (top bar)";
+    if (id == "narration") return "Narration";
+    return id.c_str();
+}
+
+} // namespace
+
+const char* NarrationView::helpText() const {
+    return "The scenario's narrated steps ([[steps]] in its TOML file). Each step says something, points at a view "
+           "(its border flashes) and may wait for a real event in the run: a step count, the first all-reduce, a "
+           "rank dying, the end of the run. Next unlocks when that event has happened.\n\n"
+           "Keys: Space or Right arrow = Next, Left arrow = Back.";
+}
+
+bool NarrationView::isEmpty(const AppContext& context) const { return context.scenario().steps.empty(); }
+
+void NarrationView::drawEmptyState(AppContext& context) {
+    if (!context.hasRun()) emptyState("No scenario", "Open a scenario; its narrated steps appear here.");
+    else
+        emptyState("This scenario has no narrated steps",
+                   "Add [[steps]] tables (text, highlight, until) to the scenario file: see docs/scenarios.md.");
+}
+
+void NarrationView::drawContent(AppContext& context) {
+    const std::vector<NarrationStep>& steps = context.scenario().steps;
+    const int index = context.narrationIndex();
+    const NarrationStep& step = steps[size_t(index)];
+    const ThemeKind theme = context.theme();
+    const ImGuiStyle& style = ImGui::GetStyle();
+
+    // Progress: "Step 2 of 6" and one dot per step.
+    ImGui::Text("Step %d of %d", index + 1, int(steps.size()));
+    ImGui::SameLine();
+    const float r = ImGui::GetTextLineHeight() * 0.22f;
+    ImVec2 p = ImGui::GetCursorScreenPos();
+    p.y += ImGui::GetTextLineHeight() * 0.5f;
+    for (int i = 0; i < int(steps.size()); ++i) {
+        const ImVec2 c(p.x + r + float(i) * r * 3.2f, p.y);
+        if (i <= index) ImGui::GetWindowDrawList()->AddCircleFilled(c, r, accentColor(theme));
+        else ImGui::GetWindowDrawList()->AddCircle(c, r, ImGui::GetColorU32(ImGuiCol_TextDisabled), 0, 1.5f);
+    }
+    ImGui::Dummy(ImVec2(float(steps.size()) * r * 3.2f, ImGui::GetTextLineHeight()));
+    if (!step.highlight.empty()) {
+        ImGui::SameLine(0.0f, ImGui::GetFontSize());
+        ImGui::TextColored(ImColor(accentColor(theme)), "Look at: %s", viewTitle(step.highlight));
+    }
+    ImGui::Separator();
+
+    // The text, in the space left above the condition line and the buttons.
+    const float footer = ImGui::GetFrameHeightWithSpacing() * 2.0f + style.ItemSpacing.y;
+    ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f, ImGui::GetContentRegionAvail().y - footer)));
+    ImGui::TextWrapped("%s", step.text.c_str());
+    ImGui::EndChild();
+
+    const bool ready = context.narrationCanNext();
+    const bool last = index + 1 >= int(steps.size());
+    ImGui::AlignTextToFramePadding();
+    if (step.until.empty() || last) {
+        ImGui::TextDisabled(last ? "Last step." : "Nothing to wait for.");
+    } else if (ready) {
+        ImGui::TextColored(ImColor(rankStateColor(RankState::Running, theme)), "Done: %s",
+                           describeCondition(step.until).c_str());
+    } else {
+        const int dots = int(std::fmod(ImGui::GetTime() * 2.0, 4.0));
+        ImGui::TextColored(ImColor(warningColor(theme)), "Waiting for %s%.*s", describeCondition(step.until).c_str(),
+                           dots, "...");
+    }
+
+    if (context.button("< Back##narration", context.narrationCanBack(), "this is the first step"))
+        context.narrationBack();
+    ImGui::SameLine();
+    const std::string wait = "waiting for " + describeCondition(step.until);
+    if (context.button("Next >##narration", ready && !last, last ? "this is the last step" : wait.c_str()))
+        context.narrationNext();
+    ImGui::SameLine();
+    ImGui::TextDisabled("Space / Right = Next, Left = Back");
+}
+
+} // namespace dt::app

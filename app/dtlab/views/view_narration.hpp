@@ -1,0 +1,29 @@
+// view_narration.hpp: the scenario's narrated steps, one at a time.
+//
+// Each step ([[steps]] in the scenario, docs/scenarios.md) has a text, a view
+// to highlight and a condition. The panel shows the text, what the step waits
+// for and whether it happened yet; Next is enabled only when the condition
+// holds in the live run (narrationConditionHolds in run_facts.hpp). Space or
+// the Right arrow = Next, Left arrow = Back. The highlighted view's window
+// gets a flashing coloured border (drawn by AppContext).
+#pragma once
+
+#include "views/view.hpp"
+
+#include <string>
+
+namespace dt::app {
+
+// What a step waits for, in words ("step 3 completed by every rank").
+[[nodiscard]] std::string describeCondition(const std::string& until);
+
+class NarrationView final : public View {
+public:
+    NarrationView() : View("Narration") {}
+    [[nodiscard]] const char* helpText() const override;
+    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
+    void drawEmptyState(AppContext& context) override;
+    void drawContent(AppContext& context) override;
+};
+
+} // namespace dt::app

@@ -1,0 +1,756 @@
+// view_timeline.cpp: lanes of spans on one clock, Tracy-style level of detail.
+//
+// [SECTION] Level of detail (pure)
+// [SECTION] Hit testing (pure)
+// [SECTION] Names and help text
+// [SECTION] Toolbar, legend, navigation
+// [SECTION] Frame: child window, input, lanes, axis
+// [SECTION] Drawing one lane and one item
+// [SECTION] Links between the parts of a collective
+// [SECTION] Tooltips
+#include "views/view_timeline.hpp"
+
+#include "widgets/format.hpp"
+#include "widgets/help.hpp"
+#include "widgets/palette.hpp"
+
+#include <imgui.h>
+#include <imgui_internal.h> // SetItemUsingMouseWheel
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace dt::app {
+namespace {
+
+int64_t clampToTime(double t) {
+    constexpr double lo = double(std::numeric_limits<int64_t>::min() / 2);
+    constexpr double hi = double(std::numeric_limits<int64_t>::max() / 2);
+    return int64_t(std::clamp(t, lo, hi));
+}
+
+} // namespace
+
+// -----------------------------------------------------------------------------
+// [SECTION] Level of detail (pure)
+// -----------------------------------------------------------------------------
+//
+// For one row:
+//   first = the first span whose prefix-max end reaches the view's start
+//           (lower_bound on end_max: no span before it can be visible),
+//   last  = the first span that starts after the view's end (upper_bound on t0).
+// Between them, a span at least kMinSpanPx wide becomes one item. A narrower
+// one opens a fold, which then grows in jumps: every span that ends within
+// kMinSpanPx of the fold's end is swallowed by one lower_bound on end_max; the
+// span after that joins too if it is narrow and starts within kMinSpanPx.
+// Each jump moves the fold's end by about kMinSpanPx, so a fold costs
+// (its width / 3 px) binary searches, however many spans it holds.
+
+void buildRowItems(const std::vector<SpanRecord>& spans, const std::vector<int64_t>& end_max,
+                   const TimeWindow& window, std::vector<RowItem>& out) {
+    if (spans.empty() || end_max.size() != spans.size() || window.width <= 0.0f || !(window.ns_per_px > 0.0)) return;
+    const double view0 = window.start_ns, view1 = window.endNs();
+    const int64_t min_ns = std::max<int64_t>(1, int64_t(double(kMinSpanPx) * window.ns_per_px));
+    const int64_t now = window.now_ns;
+    const double x_lo = -2.0, x_hi = double(window.width) + 2.0;
+
+    size_t i = size_t(std::lower_bound(end_max.begin(), end_max.end(), clampToTime(std::floor(view0))) - end_max.begin());
+    const size_t last = size_t(std::upper_bound(spans.begin(), spans.end(), clampToTime(std::ceil(view1)),
+                                                [](int64_t t, const SpanRecord& s) { return t < s.t0; }) -
+                               spans.begin());
+
+    auto emit = [&](size_t first, size_t count, int64_t t0, int64_t t1) {
+        RowItem item;
+        item.first = uint32_t(first);
+        item.count = uint32_t(count);
+        item.t0 = t0;
+        item.t1 = t1;
+        item.x0 = float(std::clamp(window.xOf(double(t0)), x_lo, x_hi));
+        item.x1 = float(std::clamp(window.xOf(double(t1)), x_lo, x_hi));
+        if (count > 1) item.x1 = std::max(item.x1, item.x0 + kMinSpanPx);
+        out.push_back(item);
+    };
+
+    while (i < last) {
+        const SpanRecord& s = spans[i];
+        const int64_t end = s.endOr(now);
+        if (double(end) < view0) { ++i; continue; }          // hidden behind an earlier long span's prefix max
+        if (end - s.t0 >= min_ns) { emit(i, 1, s.t0, end); ++i; continue; }
+
+        // A narrow span: fold it with its narrow neighbours.
+        const size_t first = i;
+        int64_t fold_end = end;
+        ++i;
+        while (i < last) {
+            const int64_t reach = fold_end + min_ns;
+            const size_t j = size_t(std::lower_bound(end_max.begin() + ptrdiff_t(i), end_max.begin() + ptrdiff_t(last), reach) -
+                                    end_max.begin());
+            if (j > i) { // spans [i, j) all end before `reach`: swallow them at once
+                fold_end = std::max(fold_end, end_max[j - 1]);
+                i = j;
+                continue;
+            }
+            const SpanRecord& next = spans[i];
+            const int64_t next_end = next.endOr(now);
+            if (next_end - next.t0 >= min_ns || next.t0 - fold_end >= min_ns) break; // wide, or a visible gap
+            fold_end = std::max(fold_end, next_end);
+            ++i;
+        }
+        emit(first, i - first, s.t0, fold_end);
+    }
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Hit testing (pure)
+// -----------------------------------------------------------------------------
+
+int hitTestItems(const std::vector<RowItem>& items, float x) {
+    int hit = -1;
+    for (size_t k = 0; k < items.size(); ++k) {
+        const RowItem& item = items[k];
+        float a = item.x0, b = item.x1;
+        if (b - a < kMinSpanPx) { // narrow: hit as kMinSpanPx wide, centred
+            const float mid = 0.5f * (a + b);
+            a = mid - 0.5f * kMinSpanPx;
+            b = mid + 0.5f * kMinSpanPx;
+        }
+        if (x >= a && x <= b) hit = int(k); // the last one is drawn on top
+        else if (a > x + kMinSpanPx) break; // items are in start order: nothing further can match
+    }
+    return hit;
+}
+
+bool LaneLayout::rowAt(float y, int world, int& rank, int& row) const {
+    const float rel = y - top;
+    if (rel < 0.0f || laneHeight() <= 0.0f) return false;
+    const int r = int(rel / laneHeight());
+    const float within = rel - float(r) * laneHeight();
+    if (r >= world || within >= float(kRows) * row_height) return false;
+    rank = r;
+    row = std::min(kRows - 1, int(within / row_height));
+    return true;
+}
+
+std::optional<TimelineHit> hitTest(const RunModel& model, const LaneLayout& lanes, const TimeWindow& window, float x,
+                                   float y) {
+    int rank = -1, row = -1;
+    if (x < 0.0f || x > window.width || !lanes.rowAt(y, model.world(), rank, row)) return std::nullopt;
+    const RankLane& lane = model.lane(rank);
+    std::vector<RowItem> items;
+    buildRowItems(lane.row(row), lane.rowEndMax(row), window, items);
+    const int k = hitTestItems(items, x);
+    if (k < 0) return std::nullopt;
+    return TimelineHit{rank, row, items[size_t(k)]};
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Names and help text
+// -----------------------------------------------------------------------------
+namespace {
+
+const char* const kRowNames[LaneLayout::kRows] = {"steps", "phases", "blocks", "comm"};
+
+// Short label drawn inside a span: "step 12", "forward 3", "all-reduce #17".
+void spanLabel(char* out, size_t size, const SpanRecord& s) {
+    const char* name = kindLabel(s.kind);
+    if (s.kind == EventKind::Step) std::snprintf(out, size, "step %d", s.step);
+    else if (s.depth == RankLane::kCommRow) std::snprintf(out, size, "%s #%llu", name, (unsigned long long)s.seq);
+    else if (s.unit >= 0) std::snprintf(out, size, "%s %d", name, s.unit);
+    else if (s.unit == -2) std::snprintf(out, size, "%s (all blocks)", name);
+    else if (s.kind == EventKind::Forward || s.kind == EventKind::Backward) std::snprintf(out, size, "%s (embed/head)", name);
+    else std::snprintf(out, size, "%s", name);
+}
+
+bool isCollective(EventKind kind) { return eventKindCategory(kind) == EventCategory::Comm; }
+bool isPointToPoint(EventKind kind) { return kind == EventKind::Send || kind == EventKind::Recv; }
+
+// The same Work's identity, whatever its times are now.
+bool sameSpan(const SpanRecord& a, const SpanRecord& b) {
+    if (a.kind != b.kind) return false;
+    if (a.depth == RankLane::kCommRow) return a.seq == b.seq && a.peer == b.peer;
+    return a.t0 == b.t0 && a.unit == b.unit;
+}
+
+void drawHatch(ImDrawList* draw, ImVec2 a, ImVec2 b, ImU32 color) {
+    draw->PushClipRect(a, b, true);
+    const float h = b.y - a.y;
+    for (float x = a.x - h; x < b.x; x += 8.0f) draw->AddLine(ImVec2(x, b.y), ImVec2(x + h, a.y), color, 2.0f);
+    draw->PopClipRect();
+}
+
+void drawArrow(ImDrawList* draw, ImVec2 from, ImVec2 to, ImU32 color) {
+    draw->AddLine(from, to, color, 1.5f);
+    const float dx = to.x - from.x, dy = to.y - from.y;
+    const float len = std::sqrt(dx * dx + dy * dy);
+    if (len < 1.0f) return;
+    const float ux = dx / len, uy = dy / len, s = 7.0f;
+    draw->AddTriangleFilled(to, ImVec2(to.x - ux * s - uy * s * 0.5f, to.y - uy * s + ux * s * 0.5f),
+                            ImVec2(to.x - ux * s + uy * s * 0.5f, to.y - uy * s - ux * s * 0.5f), color);
+}
+
+} // namespace
+
+TimelineView::TimelineView() : View("Timeline") {}
+
+const char* TimelineView::helpText() const {
+    return "Every rank's work on one shared clock.\n\n"
+           "Each rank has a lane with four rows: whole steps; the phases of a step (data, embedding/head "
+           "forward, the whole backward, waiting for communication, optimizer, pauses); forward and backward "
+           "per block; and the rank's collectives (all-reduce, all-gather, send/recv...). Colours follow the "
+           "legend.\n\n"
+           "How to read it: a collective's span runs from when its Work started to when it completed. "
+           "Spans narrower than 3 pixels are folded into one block with a zig-zag and a count: zoom in to "
+           "see them. A collective that never completed (a hung rank) is hatched red and grows until now; "
+           "hover it to see which ranks never joined.\n\n"
+           "Mouse: wheel zooms around the cursor, drag pans (left, right or middle button), click selects a "
+           "span (or zooms into a folded block), double-click zooms to a span. Hovering or selecting a "
+           "collective draws arrows to its parts on the other ranks (and from a send to its recv).\n\n"
+           "Try: kill or hang a rank from the topology view and watch the others' all-reduce stay open; "
+           "compare where backward per block and the bucket all-reduces overlap.";
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Toolbar, legend, navigation
+// -----------------------------------------------------------------------------
+
+void TimelineView::centerOn(int64_t t_ns, int rank) {
+    m_pending_center = t_ns;
+    m_pending_range.reset();
+    m_follow_live = false;
+    if (rank >= 0) m_pending_scroll_rank = rank;
+}
+
+void TimelineView::showRange(int64_t t0_ns, int64_t t1_ns) {
+    if (t1_ns < t0_ns) std::swap(t0_ns, t1_ns);
+    m_pending_range = std::make_pair(t0_ns, t1_ns);
+    m_pending_center.reset();
+    m_follow_live = false;
+}
+
+void TimelineView::fit() {
+    m_fit_pending = true;
+    m_pending_range.reset();
+    m_pending_center.reset();
+}
+
+void TimelineView::drawToolbar(const ViewInputs& inputs) {
+    helpMarker(helpText());
+    ImGui::SameLine();
+    ImGui::BeginDisabled(!inputs.live);
+    bool follow = m_follow_live && inputs.live; // a replay has nothing to follow: shown unticked
+    if (ImGui::Checkbox("Follow live", &follow)) m_follow_live = follow;
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("Keep the newest events at the right edge (live runs only).");
+    ImGui::SameLine();
+    if (ImGui::Button("Fit")) fit();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Zoom out to show the whole run.");
+    const RunModel* model = inputs.model;
+    if (model && !model->empty()) {
+        ImGui::SameLine();
+        char width[32], events[32];
+        formatDuration(width, sizeof(width), double(m_window.width) * m_window.ns_per_px);
+        formatCount(events, sizeof(events), model->eventCount());
+        ImGui::AlignTextToFramePadding();
+        ImGui::TextDisabled("%s across  |  %s events  |  %d ranks", width, events, model->world());
+        if (const size_t open = model->openCollectives(); open > 0) {
+            ImGui::SameLine();
+            ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
+            ImGui::Text("%zu collective%s never completed", open, open == 1 ? "" : "s");
+            ImGui::PopStyleColor();
+        }
+    }
+}
+
+void TimelineView::drawLegend() {
+    static constexpr EventKind kinds[] = {
+        EventKind::Step,      EventKind::Data,          EventKind::Forward,   EventKind::Backward,
+        EventKind::Optimizer, EventKind::Wait,          EventKind::Paused,    EventKind::SlowDelay,
+        EventKind::AllReduce, EventKind::AllGather,     EventKind::ReduceScatter, EventKind::Broadcast,
+        EventKind::Send,      EventKind::Recv,          EventKind::Barrier,
+    };
+    bool first = true;
+    for (EventKind kind : kinds) {
+        legendItem(palette::kindColor(kind), kindLabel(kind), first);
+        first = false;
+    }
+    legendItem(palette::kHung, "never completed", false);
+}
+
+void TimelineView::applyPending(const ViewInputs& inputs) {
+    const RunModel& model = *inputs.model;
+    const double width = std::max(1.0f, m_window.width);
+    const int64_t t_end = std::max(model.tEnd(), inputs.now_ns); // open spans reach "now"
+    constexpr double kMinNsPerPx = 0.05, kMaxNsPerPx = 1e12;
+    if (!m_initialized) {
+        m_initialized = true;
+        if (inputs.live) { // show the last 2 s and follow
+            m_window.ns_per_px = 2e9 / width;
+        } else {
+            m_fit_pending = true;
+        }
+    }
+    if (m_fit_pending) {
+        m_fit_pending = false;
+        const double span = std::max<double>(double(t_end - model.tBegin()), 1000.0);
+        m_window.ns_per_px = std::clamp(span * 1.04 / width, kMinNsPerPx, kMaxNsPerPx);
+        m_window.start_ns = double(model.tBegin()) - span * 0.02;
+    }
+    if (m_pending_range) {
+        const double span = std::max<double>(double(m_pending_range->second - m_pending_range->first), 10.0);
+        m_window.ns_per_px = std::clamp(span / width, kMinNsPerPx, kMaxNsPerPx);
+        m_window.start_ns = double(m_pending_range->first);
+        m_pending_range.reset();
+    }
+    if (m_pending_center) {
+        m_window.start_ns = double(*m_pending_center) - 0.5 * width * m_window.ns_per_px;
+        m_pending_center.reset();
+    }
+    if (m_follow_live && inputs.live) m_window.start_ns = double(t_end) - 0.97 * width * m_window.ns_per_px;
+}
+
+void TimelineView::handleInput(const ViewInputs& inputs, bool hovered, bool active, bool released, float area_x0) {
+    ImGuiIO& io = ImGui::GetIO();
+    const float width = m_window.width;
+    if (ImGui::IsItemActivated()) m_dragged = false;
+
+    // Wheel: zoom around the cursor (around the right edge while following live).
+    if (hovered && io.MouseWheel != 0.0f) {
+        float mx = std::clamp(m_mouse.x - area_x0, 0.0f, width);
+        if (m_follow_live && inputs.live) mx = 0.97f * width;
+        const double t = m_window.timeAt(mx);
+        m_window.ns_per_px = std::clamp(m_window.ns_per_px * std::pow(1.25, -double(io.MouseWheel)), 0.05, 1e12);
+        m_window.start_ns = t - double(mx) * m_window.ns_per_px;
+    }
+    // Drag with any button: pan in time (and scroll the lanes vertically).
+    if (active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) || ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
+                   ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
+        m_dragged = true;
+        if (io.MouseDelta.x != 0.0f) {
+            m_window.start_ns -= double(io.MouseDelta.x) * m_window.ns_per_px;
+            m_follow_live = false;
+        }
+        if (io.MouseDelta.y != 0.0f) ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseDelta.y);
+    }
+    const RunModel& model = *inputs.model;
+    // Double-click: zoom to the span under the cursor.
+    if (hovered && ImGui::IsMouseDoubleClicked(ImGuiMouseButton_Left)) {
+        if (auto hit = hitTest(model, m_lanes, m_window, m_mouse.x - area_x0, m_mouse.y)) {
+            const double pad = std::max<double>(double(hit->item.t1 - hit->item.t0) * 0.1, 1000.0);
+            showRange(clampToTime(double(hit->item.t0) - pad), clampToTime(double(hit->item.t1) + pad));
+        }
+        return;
+    }
+    // Click (press and release without dragging): select.
+    if (released && !m_dragged && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
+        int rank = -1, row = -1;
+        if (m_mouse.x < area_x0) { // the label column selects the rank
+            if (inputs.selected_rank && m_lanes.rowAt(m_mouse.y, model.world(), rank, row)) *inputs.selected_rank = rank;
+            return;
+        }
+        auto hit = hitTest(model, m_lanes, m_window, m_mouse.x - area_x0, m_mouse.y);
+        if (!hit) {
+            m_selection.reset();
+        } else if (hit->item.folded()) { // a folded block: zoom into it
+            showRange(hit->item.t0, std::max(hit->item.t1, hit->item.t0 + 1000));
+        } else {
+            const SpanRecord& s = model.lane(hit->rank).row(hit->row)[hit->item.first];
+            m_selection = TimelineSelection{hit->rank, hit->row, s};
+            if (inputs.selected_rank) *inputs.selected_rank = hit->rank;
+        }
+    }
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Frame: child window, input, lanes, axis
+// -----------------------------------------------------------------------------
+
+void TimelineView::draw(const ViewInputs& inputs) {
+    m_hover.reset();
+    m_hover_instant = nullptr;
+    m_item_count = m_fold_count = 0;
+
+    drawToolbar(inputs);
+    drawLegend();
+    const RunModel* model = inputs.model;
+    if (!model || model->empty() || model->world() == 0) {
+        m_initialized = false;
+        emptyState("No events yet: start a run or open a recording",
+                   "Each rank gets a lane here: its steps, forward and backward per block and every collective, "
+                   "all on one clock.");
+        return;
+    }
+
+    const float line_h = ImGui::GetTextLineHeight();
+    m_lanes.row_height = std::floor(line_h + 5.0f);
+    m_lanes.lane_gap = std::floor(line_h * 0.5f);
+    const float axis_h = std::floor(line_h + 10.0f);
+    const float pad = ImGui::GetStyle().ItemInnerSpacing.x;
+    const float label_w = std::floor(ImGui::CalcTextSize("rank 000").x + 2.0f * pad + 4.0f);
+    const int world = model->world();
+
+    ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(0.0f, 0.0f));
+    ImGui::BeginChild("##timeline_lanes", ImVec2(0.0f, 0.0f), true, ImGuiWindowFlags_NoMove);
+    ImGui::PopStyleVar();
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImVec2 win_pos = ImGui::GetWindowPos();
+    const ImVec2 win_size = ImGui::GetWindowSize();
+    const ImVec2 origin = ImGui::GetCursorScreenPos();     // moves with the vertical scroll
+    const float content_w = ImGui::GetContentRegionAvail().x;
+    const float area_x0 = origin.x + label_w;
+    const float area_x1 = origin.x + content_w;
+
+    m_window.width = std::max(1.0f, content_w - label_w);
+    m_window.now_ns = std::max(inputs.now_ns, model->tEnd());
+    m_lanes.top = origin.y + axis_h;
+    m_area_x0 = area_x0;
+    applyPending(inputs);
+    if (m_pending_scroll_rank >= 0) {
+        ImGui::SetScrollY(std::max(0.0f, float(std::min(m_pending_scroll_rank, world - 1)) * m_lanes.laneHeight() -
+                                             m_lanes.laneHeight()));
+        m_pending_scroll_rank = -1;
+    }
+
+    // One invisible button over everything receives clicks, drags and the wheel.
+    const float lanes_h = float(world) * m_lanes.laneHeight();
+    // `released` is true when a button is let go over it (a click, or the end of a drag).
+    const bool released = ImGui::InvisibleButton("##lanes", ImVec2(std::max(1.0f, content_w), axis_h + lanes_h),
+                                                 ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
+                                                     ImGuiButtonFlags_MouseButtonMiddle);
+    ImGui::SetItemUsingMouseWheel(); // the wheel zooms instead of scrolling the window
+    const bool hovered = ImGui::IsItemHovered();
+    const bool active = ImGui::IsItemActive();
+    m_mouse = ImGui::GetIO().MousePos;
+    handleInput(inputs, hovered, active, released, area_x0);
+
+    // Lanes inside the visible part of the child (below the sticky axis).
+    const float clip_y0 = win_pos.y + axis_h, clip_y1 = win_pos.y + win_size.y;
+    const int first_rank = std::max(0, int(std::floor((clip_y0 - m_lanes.top) / m_lanes.laneHeight())));
+    const int last_rank = std::min(world - 1, int(std::floor((clip_y1 - m_lanes.top) / m_lanes.laneHeight())));
+    draw->PushClipRect(ImVec2(win_pos.x, clip_y0), ImVec2(win_pos.x + win_size.x, clip_y1), true);
+    for (int rank = first_rank; rank <= last_rank; ++rank) drawLane(inputs, draw, rank, area_x0, area_x1, origin.x);
+    draw->AddLine(ImVec2(area_x0 - 1.0f, clip_y0), ImVec2(area_x0 - 1.0f, clip_y1), ImGui::GetColorU32(ImGuiCol_Border));
+    draw->PushClipRect(ImVec2(area_x0, clip_y0), ImVec2(area_x1, clip_y1), true);
+    if (inputs.live) { // "now"
+        const float x = area_x0 + float(m_window.xOf(double(inputs.now_ns)));
+        draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1), palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f));
+    }
+    drawLinks(inputs, draw, area_x0);
+    draw->PopClipRect();
+    draw->PopClipRect();
+
+    drawAxis(*model, draw, win_pos, ImVec2(win_pos.x + win_size.x, win_pos.y + axis_h), area_x0);
+    if (hovered && !(active && m_dragged)) drawTooltip(inputs);
+    ImGui::EndChild();
+}
+
+void TimelineView::drawAxis(const RunModel& model, ImDrawList* draw, ImVec2 min, ImVec2 max, float area_x0) {
+    // Drawn last and opaque so the lanes scroll underneath it.
+    draw->AddRectFilled(min, max, ImGui::GetColorU32(ImGuiCol_WindowBg));
+    draw->AddLine(ImVec2(min.x, max.y - 1.0f), ImVec2(max.x, max.y - 1.0f), ImGui::GetColorU32(ImGuiCol_Border));
+    const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+    const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    draw->AddText(ImVec2(min.x + 6.0f, min.y + 4.0f), dim, "time");
+
+    // Labels are relative to the run's first event, every >= 110 px; minor ticks at a fifth.
+    const double origin_ns = double(model.tBegin());
+    const double step = niceStep(m_window.ns_per_px * 110.0);
+    const double rel0 = m_window.start_ns - origin_ns;
+    const double rel1 = m_window.endNs() - origin_ns;
+    draw->PushClipRect(ImVec2(area_x0, min.y), max, true);
+    const double minor = step / 5.0;
+    if (minor / m_window.ns_per_px >= 6.0)
+        for (double r = std::ceil(rel0 / minor) * minor; r <= rel1; r += minor) {
+            const float x = area_x0 + float(m_window.xOf(origin_ns + r));
+            draw->AddLine(ImVec2(x, max.y - 4.0f), ImVec2(x, max.y - 1.0f), dim);
+        }
+    char label[48];
+    for (double r = std::ceil(rel0 / step) * step; r <= rel1 + step; r += step) {
+        const float x = area_x0 + float(m_window.xOf(origin_ns + r));
+        draw->AddLine(ImVec2(x, max.y - 8.0f), ImVec2(x, max.y - 1.0f), text);
+        formatTimeTick(label, sizeof(label), std::fabs(r) < step * 1e-6 ? 0.0 : r, step);
+        draw->AddText(ImVec2(x + 3.0f, min.y + 3.0f), text, label);
+    }
+    draw->PopClipRect();
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Drawing one lane and one item
+// -----------------------------------------------------------------------------
+
+void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank, float area_x0, float area_x1,
+                            float label_x0) {
+    const RunModel& model = *inputs.model;
+    const RankLane& lane = model.lane(rank);
+    const float top = m_lanes.rowTop(rank, 0);
+    const float bottom = top + float(LaneLayout::kRows) * m_lanes.row_height;
+    const bool selected = inputs.selected_rank && *inputs.selected_rank == rank;
+    if (selected)
+        draw->AddRectFilled(ImVec2(label_x0, top), ImVec2(area_x1, bottom), palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Header), 0.45f));
+    else if (rank % 2 == 1)
+        draw->AddRectFilled(ImVec2(label_x0, top), ImVec2(area_x1, bottom), ImGui::GetColorU32(ImGuiCol_TableRowBgAlt));
+
+    // Label column: the rank, then the row names.
+    const float pad = ImGui::GetStyle().ItemInnerSpacing.x + 2.0f;
+    char label[32];
+    std::snprintf(label, sizeof(label), "rank %d", rank);
+    const float text_dy = std::floor((m_lanes.row_height - ImGui::GetTextLineHeight()) * 0.5f);
+    draw->AddText(ImVec2(label_x0 + pad, top + text_dy), ImGui::GetColorU32(ImGuiCol_Text), label);
+    for (int row = 1; row < LaneLayout::kRows; ++row)
+        draw->AddText(ImVec2(label_x0 + pad + 8.0f, m_lanes.rowTop(rank, row) + text_dy),
+                      ImGui::GetColorU32(ImGuiCol_TextDisabled), kRowNames[row]);
+
+    // Which row is under the mouse (for the tooltip)?
+    int hover_rank = -1, hover_row = -1;
+    const float mx = m_mouse.x - area_x0;
+    const bool mouse_in_area = ImGui::IsItemHovered() && mx >= 0.0f && mx <= m_window.width &&
+                               m_lanes.rowAt(m_mouse.y, model.world(), hover_rank, hover_row) && hover_rank == rank;
+
+    draw->PushClipRect(ImVec2(area_x0, top), ImVec2(area_x1, bottom), true);
+    for (int row = 0; row < LaneLayout::kRows; ++row) {
+        m_items.clear();
+        buildRowItems(lane.row(row), lane.rowEndMax(row), m_window, m_items);
+        m_item_count += m_items.size();
+        const float y0 = m_lanes.rowTop(rank, row) + 1.0f;
+        const float y1 = y0 + m_lanes.row_height - 2.0f;
+        for (const RowItem& item : m_items) drawItem(draw, lane, rank, row, item, area_x0, y0, y1);
+        if (mouse_in_area && hover_row == row) {
+            const int k = hitTestItems(m_items, mx);
+            if (k >= 0) m_hover = TimelineHit{rank, row, m_items[size_t(k)]};
+        }
+    }
+
+    // Lifecycle markers: a triangle at the top of the lane; failures also get a line through it.
+    const auto& instants = lane.instants;
+    auto it = std::lower_bound(instants.begin(), instants.end(), clampToTime(m_window.start_ns - 8.0 * m_window.ns_per_px),
+                               [](const Event& e, int64_t t) { return e.t_ns < t; });
+    for (; it != instants.end() && double(it->t_ns) <= m_window.endNs() + 8.0 * m_window.ns_per_px; ++it) {
+        const float x = area_x0 + float(m_window.xOf(double(it->t_ns)));
+        const ImU32 color = palette::kindColor(it->kind);
+        if (it->kind == EventKind::RankFailed || it->kind == EventKind::ProcessExited || it->kind == EventKind::FaultInjected)
+            draw->AddLine(ImVec2(x, top), ImVec2(x, bottom), color, 2.0f);
+        draw->AddTriangleFilled(ImVec2(x - 5.0f, top), ImVec2(x + 5.0f, top), ImVec2(x, top + 7.0f), color);
+        if (mouse_in_area && hover_row == 0 && std::fabs(m_mouse.x - x) <= 5.0f && m_mouse.y <= top + 9.0f)
+            m_hover_instant = &*it;
+    }
+    draw->PopClipRect();
+}
+
+void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, int row, const RowItem& item,
+                            float area_x0, float y0, float y1) {
+    const auto& spans = lane.row(row);
+    const float xa = area_x0 + item.x0;
+    const float xb = std::max(area_x0 + item.x1, xa + 1.0f);
+    const ImVec2 a(xa, y0), b(xb, y1);
+    char label[64];
+
+    if (item.folded()) {
+        ++m_fold_count;
+        // A folded block: the first span's colour, darker, with a zig-zag and the count.
+        const ImU32 fill = palette::shade(palette::kindColor(spans[item.first].kind), 0.8f);
+        draw->AddRectFilled(a, b, fill);
+        const float w = xb - xa;
+        if (w >= 6.0f) {
+            ImVec2 points[65];
+            const int n = std::min(64, int(w / 6.0f));
+            for (int k = 0; k <= n; ++k)
+                points[k] = ImVec2(xa + w * float(k) / float(n), (k % 2) ? y0 + 2.0f : y1 - 2.0f);
+            draw->AddPolyline(points, n + 1, palette::withAlpha(palette::textOn(fill), 0.35f), 0, 1.0f);
+        }
+        if (w >= 48.0f) {
+            char count[24];
+            formatCount(count, sizeof(count), item.count);
+            std::snprintf(label, sizeof(label), "%s spans", count);
+            const ImVec4 clip(xa + 2.0f, y0, xb - 2.0f, y1);
+            draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(xa + 3.0f, y0 + 1.0f), palette::textOn(fill), label,
+                          nullptr, 0.0f, &clip);
+        }
+        return;
+    }
+
+    const SpanRecord& s = spans[item.first];
+    const ImU32 color = palette::kindColor(s.kind);
+    if (!s.started) {
+        // Queued: scheduled, waiting for the communicator thread (behind the
+        // running Work). A thin outlined strip at the bottom of the row, so
+        // the Work running above it stays readable.
+        const ImVec2 qa(xa, y1 - 5.0f);
+        draw->AddRectFilled(qa, b, palette::withAlpha(color, 0.35f));
+        draw->AddRect(qa, b, color);
+        return;
+    }
+    draw->AddRectFilled(a, b, color);
+    const bool hung = s.open();
+    if (hung) { // never completed: red hatching and border, a thick red edge at "now"
+        drawHatch(draw, a, b, palette::kHung);
+        draw->AddRect(a, b, palette::kHung, 0.0f, 0, 2.0f);
+        draw->AddLine(ImVec2(xb - 2.0f, y0 - 1.0f), ImVec2(xb - 2.0f, y1 + 1.0f), palette::kHung, 4.0f);
+    }
+    if (s.failed) {
+        drawHatch(draw, a, b, palette::withAlpha(palette::kFailed, 0.6f));
+        draw->AddRect(a, b, palette::kFailed, 0.0f, 0, 2.0f);
+    }
+    if (xb - xa >= 40.0f) {
+        spanLabel(label, sizeof(label), s);
+        if (hung) std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label), ", never completed");
+        if (s.failed) std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label), ", FAILED");
+        const ImVec4 clip(xa + 2.0f, y0, xb - 2.0f, y1);
+        draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(std::max(xa, area_x0) + 3.0f, y0 + 1.0f),
+                      palette::textOn(color), label, nullptr, 0.0f, &clip);
+    }
+    if (m_selection && m_selection->rank == rank && m_selection->row == row && sameSpan(m_selection->span, s)) {
+        m_selection->span = s; // keep it fresh (a hung collective may have completed since)
+        draw->AddRect(ImVec2(xa - 1.0f, y0 - 1.0f), ImVec2(xb + 1.0f, y1 + 1.0f), ImGui::GetColorU32(ImGuiCol_Text), 0.0f, 0,
+                      2.0f);
+    }
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Links between the parts of a collective
+// -----------------------------------------------------------------------------
+//
+// The hovered collective (or else the selected one) is linked to its parts on
+// the other ranks: same kind and seq (collectives number their Works in issue
+// order, identically on every rank of the group). A send is linked to the recv
+// with the same seq on its peer (numbered per direction and peer).
+
+void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float area_x0) {
+    const RunModel& model = *inputs.model;
+    int rank = -1;
+    const SpanRecord* s = nullptr;
+    if (m_hover && !m_hover->item.folded() && m_hover->row == RankLane::kCommRow) {
+        rank = m_hover->rank;
+        s = &model.lane(rank).comm[m_hover->item.first];
+    } else if (m_selection && m_selection->row == RankLane::kCommRow) {
+        rank = m_selection->rank;
+        s = model.findComm(rank, m_selection->span.kind, m_selection->span.peer, m_selection->span.seq);
+    }
+    if (!s || !isCollective(s->kind)) return;
+
+    const float half = 0.5f * m_lanes.row_height;
+    const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
+    auto at = [&](int r, int64_t t) {
+        return ImVec2(area_x0 + float(std::clamp(m_window.xOf(double(t)), -1e5, 1e5)), m_lanes.rowTop(r, RankLane::kCommRow) + half);
+    };
+    auto outline = [&](int r, const SpanRecord& part) {
+        const float y0 = m_lanes.rowTop(r, RankLane::kCommRow);
+        draw->AddRect(ImVec2(at(r, part.t0).x - 1.0f, y0), ImVec2(std::max(at(r, part.endOr(m_window.now_ns)).x, at(r, part.t0).x + 1.0f) + 1.0f, y0 + m_lanes.row_height),
+                      color, 0.0f, 0, 2.0f);
+    };
+    outline(rank, *s);
+    if (isPointToPoint(s->kind)) {
+        const bool is_send = s->kind == EventKind::Send;
+        const SpanRecord* other = model.findComm(s->peer, is_send ? EventKind::Recv : EventKind::Send, rank, s->seq);
+        if (!other) return;
+        outline(s->peer, *other);
+        // Data flows from the send's start to the recv's end.
+        if (is_send) drawArrow(draw, at(rank, s->t0), at(s->peer, other->endOr(m_window.now_ns)), color);
+        else drawArrow(draw, at(s->peer, other->t0), at(rank, s->endOr(m_window.now_ns)), color);
+        return;
+    }
+    for (int r = 0; r < model.world(); ++r) {
+        if (r == rank) continue;
+        const SpanRecord* part = model.findComm(r, s->kind, s->peer, s->seq);
+        if (!part) continue;
+        outline(r, *part);
+        drawArrow(draw, at(rank, s->t0), at(r, part->t0), color);
+    }
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Tooltips
+// -----------------------------------------------------------------------------
+
+void TimelineView::drawTooltip(const ViewInputs& inputs) {
+    const RunModel& model = *inputs.model;
+    const double origin = double(model.tBegin());
+    char a[48], b[48];
+    if (m_hover_instant) {
+        const Event& e = *m_hover_instant;
+        ImGui::BeginTooltip();
+        colorSwatch(palette::kindColor(e.kind));
+        ImGui::SameLine();
+        ImGui::Text("%s", kindLabel(e.kind));
+        formatDuration(a, sizeof(a), double(e.t_ns) - origin);
+        ImGui::TextDisabled("rank %d  at +%s", e.rank, a);
+        if (e.kind == EventKind::RankStarted) ImGui::Text("pid %.0f", e.value);
+        if (e.kind == EventKind::ProcessExited)
+            ImGui::Text(e.value < 0 ? "killed by signal %.0f" : "exit status %.0f", std::fabs(e.value));
+        if (e.kind == EventKind::FaultInjected) ImGui::Text("signal %.0f", e.value);
+        ImGui::EndTooltip();
+        return;
+    }
+    if (!m_hover) return;
+    const RowItem& item = m_hover->item;
+    ImGui::BeginTooltip();
+    if (item.folded()) {
+        char count[24];
+        formatCount(count, sizeof(count), item.count);
+        ImGui::Text("%s spans folded together", count);
+        formatDuration(a, sizeof(a), double(item.t0) - origin);
+        formatDuration(b, sizeof(b), double(item.t1 - item.t0));
+        ImGui::TextDisabled("each narrower than %.0f px at this zoom", double(kMinSpanPx));
+        ImGui::Text("from +%s, lasting %s", a, b);
+        ImGui::TextDisabled("click to zoom in");
+        ImGui::EndTooltip();
+        return;
+    }
+    const int rank = m_hover->rank;
+    const SpanRecord& s = model.lane(rank).row(m_hover->row)[item.first];
+    spanLabel(a, sizeof(a), s);
+    colorSwatch(palette::kindColor(s.kind));
+    ImGui::SameLine();
+    ImGui::TextUnformatted(a);
+    ImGui::Separator();
+    ImGui::Text("rank %d", rank);
+    if (s.step >= 0) { ImGui::SameLine(); ImGui::Text("  step %d", s.step); }
+    if (s.microbatch >= 0) { ImGui::SameLine(); ImGui::Text("  microbatch %d", s.microbatch); }
+    if (s.unit >= 0) ImGui::Text("%s %d", s.depth == RankLane::kCommRow ? "bucket" : "block", s.unit);
+    formatDuration(a, sizeof(a), double(s.t0) - origin);
+    ImGui::Text("start     +%s", a);
+    if (s.open()) {
+        formatDuration(b, sizeof(b), double(s.endOr(m_window.now_ns) - s.t0));
+        ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
+        if (s.started) ImGui::Text("never completed: open for %s", b);
+        else ImGui::Text("queued, not started yet (%s)", b);
+        ImGui::PopStyleColor();
+    } else {
+        formatDuration(b, sizeof(b), double(s.t1 - s.t0));
+        ImGui::Text("duration  %s", b);
+    }
+    if (s.depth == RankLane::kCommRow) {
+        if (s.failed) {
+            ImGui::PushStyleColor(ImGuiCol_Text, palette::kFailed);
+            ImGui::TextUnformatted("FAILED (the communicator reported an error)");
+            ImGui::PopStyleColor();
+        }
+        ImGui::Text("bytes     %s (%s)", formatBytes(double(s.bytes)).c_str(), formatBytesExact(s.bytes).c_str());
+        if (s.kind == EventKind::Send) ImGui::Text("to rank %d", s.peer);
+        else if (s.kind == EventKind::Recv) ImGui::Text("from rank %d", s.peer);
+        else if (s.kind == EventKind::Broadcast) ImGui::Text("root rank %d, group of %d", s.peer, s.group_size);
+        else ImGui::Text("group of %d ranks", s.group_size);
+        ImGui::Text("seq       %llu", (unsigned long long)s.seq);
+        if (s.t_scheduled != 0 && s.started) {
+            formatDuration(a, sizeof(a), double(s.t0 - s.t_scheduled));
+            ImGui::Text("queued    %s before it started", a);
+        }
+        if (!isPointToPoint(s.kind) && s.group_size > 1) {
+            // Which ranks have this Work at all? A missing part is a rank that never got there.
+            int seen = 0;
+            std::string missing;
+            for (int r = 0; r < model.world() && r < int(s.group_size); ++r) {
+                if (model.findComm(r, s.kind, s.peer, s.seq)) ++seen;
+                else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            }
+            if (missing.empty()) ImGui::TextDisabled("parts on all %d ranks (arrows)", seen);
+            else ImGui::Text("parts on %d of %d ranks; missing on rank %s", seen, int(s.group_size), missing.c_str());
+        }
+    }
+    ImGui::EndTooltip();
+}
+
+} // namespace dt::app

@@ -1,0 +1,127 @@
+// view_toolbar.cpp: Run / Pause / Step, the pace cap and its badge, the run
+// status line and Save recording (see view_toolbar.hpp).
+#include "views/view_toolbar.hpp"
+
+#include "app.hpp"
+#include "theme.hpp"
+#include "widgets/help.hpp"
+#include "widgets/palette.hpp"
+
+#include <cstdio>
+
+namespace dt::app {
+
+void drawBadge(const char* text, ImU32 fill) {
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const ImVec2 size = ImGui::CalcTextSize(text);
+    const ImVec2 p = ImGui::GetCursorScreenPos();
+    const float h = ImGui::GetFrameHeight();
+    const ImVec2 box(size.x + style.FramePadding.x * 2.0f, h);
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    draw->AddRectFilled(p, ImVec2(p.x + box.x, p.y + box.y), fill, h * 0.5f);
+    draw->AddText(ImVec2(p.x + style.FramePadding.x, p.y + (h - size.y) * 0.5f), palette::textOn(fill), text);
+    ImGui::Dummy(box);
+}
+
+const char* ToolbarView::helpText() const {
+    return "Run: every rank runs freely.\n"
+           "Pause: every rank stops at its next step boundary (the step in flight finishes).\n"
+           "Step: every rank runs exactly one more step, then waits.\n"
+           "Pace: at most this many steps per second, so a room can follow; 0 turns it off. While a pace is "
+           "active the PACED badge says so: the run is slowed on purpose, not slow.\n"
+           "Save recording: the whole event stream so far, to open later with dtlab --replay FILE.";
+}
+
+bool ToolbarView::isEmpty(const AppContext& context) const { return !context.hasRun(); }
+
+void ToolbarView::drawEmptyState(AppContext& context) {
+    if (context.button("Open scenario...##toolbar")) context.openScenarioDialog();
+    ImGui::SameLine();
+    ImGui::TextDisabled("No run: open a scenario (Ctrl+O) or drop a .toml or recording file on the window.");
+}
+
+void ToolbarView::drawContent(AppContext& context) {
+    const RunFacts& f = context.facts();
+    const bool live = context.live();
+    const char* why = context.replay() ? "a replay: nothing is running" : "the run is over";
+    const RunMode mode = f.control.mode;
+    const ThemeKind theme = context.theme();
+
+    if (context.button("Run", live && mode != RunMode::Run, why)) context.runFree();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Run freely (P toggles pause)");
+    ImGui::SameLine();
+    if (context.button("Pause", live && mode != RunMode::Paused, why)) context.pauseRun();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Stop every rank at its next step boundary (P)");
+    ImGui::SameLine();
+    if (context.button("Step", live, why)) context.stepOnce();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Let every rank through one more step (S)");
+
+    // Pace: the slider shows the Session's pace unless it is being dragged.
+    ImGui::SameLine(0.0f, ImGui::GetFontSize());
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("Pace");
+    ImGui::SameLine();
+    if (!m_pace_editing) m_pace = mode == RunMode::Paced ? float(f.control.pace_steps_per_s) : 0.0f;
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9.0f);
+    if (!live) ImGui::BeginDisabled();
+    ImGui::SliderFloat("##pace", &m_pace, 0.0f, 10.0f, m_pace <= 0.0f ? "off" : "%.1f step/s");
+    if (!live) ImGui::EndDisabled();
+    m_pace_editing = ImGui::IsItemActive();
+    if (ImGui::IsItemDeactivatedAfterEdit()) context.setPace(m_pace < 0.05f ? 0.0 : double(m_pace));
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("At most this many steps per second, for presentations (0 = off)");
+
+    // Badges: say on screen whenever the run is held back on purpose.
+    if (mode == RunMode::Paced && live) {
+        char badge[64];
+        std::snprintf(badge, sizeof(badge), "PACED %.1f step/s", f.control.pace_steps_per_s);
+        ImGui::SameLine();
+        drawBadge(badge, accentColor(theme));
+    } else if (mode == RunMode::Paused && live) {
+        ImGui::SameLine();
+        drawBadge("PAUSED at a step boundary", accentColor(theme));
+    }
+
+    // Status: scenario, step n/N, mean loss, elapsed, state.
+    double loss_sum = 0.0;
+    int loss_n = 0;
+    for (const RankProgress& p : f.ranks)
+        if (p.step >= 0 && !RunFacts::gone(p)) {
+            loss_sum += p.last_loss;
+            ++loss_n;
+        }
+    if (loss_n == 0) // every rank is gone: their last losses still say where training got to
+        for (const RankProgress& p : f.ranks)
+            if (p.step >= 0) {
+                loss_sum += p.last_loss;
+                ++loss_n;
+            }
+    char status[256];
+    char loss[32] = "-";
+    if (loss_n > 0) std::snprintf(loss, sizeof(loss), "%.3f", loss_sum / loss_n);
+    std::snprintf(status, sizeof(status), "%s   step %d/%d   loss %s   %.1f s", context.scenario().name.c_str(),
+                  f.stepsCompletedMax(), f.steps_total, loss, f.elapsed_s);
+    ImGui::SameLine(0.0f, ImGui::GetFontSize() * 1.5f);
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted(status);
+
+    ImGui::SameLine();
+    if (context.replay()) {
+        drawBadge("REPLAY", palette::kTheory);
+    } else if (f.finished) {
+        const bool ok = context.failureReason().empty();
+        drawBadge(ok ? "FINISHED" : "FAILED", rankStateColor(ok ? RankState::Finished : RankState::Failed, theme));
+        if (!ok && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", context.failureReason().c_str());
+    } else {
+        drawBadge("LIVE", rankStateColor(RankState::Running, theme));
+    }
+
+    ImGui::SameLine(0.0f, ImGui::GetFontSize());
+    if (context.button("Save recording...", context.hasRun())) context.openSaveDialog();
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Save the whole event stream (Ctrl+S); open it with dtlab --replay FILE");
+    ImGui::SameLine();
+    ImGui::AlignTextToFramePadding();
+    helpMarker(helpText());
+}
+
+} // namespace dt::app

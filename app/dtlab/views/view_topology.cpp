@@ -1,0 +1,312 @@
+// view_topology.cpp: rank tiles, fault buttons and the selected rank's details
+// (see view_topology.hpp).
+#include "views/view_topology.hpp"
+
+#include "app.hpp"
+#include "theme.hpp"
+#include "widgets/help.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+namespace dt::app {
+
+namespace {
+
+constexpr const char* kReplayTip = "a replay: nothing is running. Open a scenario (File > Open scenario) to inject faults.";
+
+bool alive(RankState s) {
+    return s == RankState::Starting || s == RankState::Running || s == RankState::Paused || s == RankState::Hung;
+}
+
+std::string upper(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = char(std::toupper(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// Width of a button with this label (the part before "##").
+float buttonWidth(const char* label) {
+    return ImGui::CalcTextSize(label, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2.0f;
+}
+
+// Place the next button on the current line if it fits, else on a new line.
+void flowNext(float& right, float width) {
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float limit = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (right > 0.0f && right + style.ItemSpacing.x + width <= limit) ImGui::SameLine();
+}
+
+const char* const kButtons[] = {"Kill", "Hang", "Resume", "Slow", "Restart"};
+
+// The tile buttons use tighter padding and spacing so all five fit on one row.
+ImVec2 compactPadding() {
+    const ImGuiStyle& style = ImGui::GetStyle();
+    return ImVec2(std::max(2.0f, style.FramePadding.x * 0.5f), style.FramePadding.y);
+}
+ImVec2 compactSpacing() {
+    const ImGuiStyle& style = ImGui::GetStyle();
+    return ImVec2(std::max(2.0f, style.ItemSpacing.x * 0.6f), style.ItemSpacing.y);
+}
+void pushCompactButtons() {
+    const ImVec2 padding = compactPadding();
+    const ImVec2 spacing = compactSpacing();
+    ImGui::PushStyleVar(ImGuiStyleVar_FramePadding, padding);
+    ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, spacing);
+}
+// Width of the five tile buttons on one row.
+float compactButtonsWidth() {
+    float w = 0.0f;
+    for (const char* b : kButtons) w += ImGui::CalcTextSize(b).x + compactPadding().x * 2.0f;
+    return w + compactSpacing().x * 4.0f;
+}
+
+} // namespace
+
+const char* TopologyView::helpText() const {
+    return "Every rank of the run as a tile: its state (colour and word), the steps it completed, the host and "
+           "process id, its last loss and step time.\n\n"
+           "Buttons act on the real process:\n"
+           "  Kill: SIGKILL, the process dies at once.\n"
+           "  Hang: SIGSTOP, the process freezes; its peers wait in the next collective until the timeout.\n"
+           "  Resume: SIGCONT, a hung rank continues.\n"
+           "  Slow: adds a stated delay to each of its steps; every other rank waits for it at the all-reduce.\n"
+           "  Restart: needs a fault-tolerant strategy (a quorum of replicas); plain DDP cannot take a rank back.\n\n"
+           "Click a tile to select the rank: the timeline and event log follow, and the details below show its "
+           "pid, host, delay and the errors it logged.";
+}
+
+bool TopologyView::isEmpty(const AppContext& context) const { return context.facts().ranks.empty(); }
+
+void TopologyView::drawEmptyState(AppContext&) {
+    emptyState("No run yet", "Open a scenario (File > Open scenario, Ctrl+O, or drop a .toml file on the window) "
+                             "to start its ranks.");
+}
+
+float& TopologyView::slowMs(int rank) {
+    if (int(m_slow_ms.size()) <= rank) m_slow_ms.resize(size_t(rank) + 1, 200.0f);
+    return m_slow_ms[size_t(rank)];
+}
+
+void TopologyView::drawContent(AppContext& context) {
+    const RunFacts& facts = context.facts();
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const int world = int(facts.ranks.size());
+
+    // Tile geometry: as many columns as fit at a readable width; a tile is a
+    // header, three lines of text and one row of compact buttons.
+    const float details_h = context.selectedRank() >= 0 ? line * 9.5f : line * 1.6f;
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    const float tiles_h = std::max(line * 6.0f, avail.y - details_h);
+    auto columnsFor = [&](float width) {
+        const float min_w = ImGui::GetFontSize() * 12.5f + style.WindowPadding.x * 2.0f;
+        return std::clamp(int((width + style.ItemSpacing.x) / (min_w + style.ItemSpacing.x)), 1, std::max(1, world));
+    };
+    auto tileWidth = [&](float width, int columns) {
+        return std::floor((width - style.ItemSpacing.x * float(columns - 1)) / float(columns));
+    };
+    // The five buttons take one row when they fit, else two.
+    auto tileHeight = [&](float tile_w) {
+        const int button_rows = compactButtonsWidth() <= tile_w - style.WindowPadding.x * 2.0f ? 1 : 2;
+        return std::floor(style.WindowPadding.y * 2.0f + (line + 4.0f) + line * 3.0f +
+                          float(button_rows) * (ImGui::GetFrameHeight() + compactSpacing().y));
+    };
+    float width = avail.x;
+    int columns = columnsFor(width);
+    float tile_w = tileWidth(width, columns);
+    float tile_h = tileHeight(tile_w);
+    const int rows = (world + columns - 1) / columns;
+    if (float(rows) * (tile_h + style.ItemSpacing.y) > tiles_h) { // a scrollbar will take its width
+        width -= style.ScrollbarSize;
+        columns = columnsFor(width);
+        tile_w = tileWidth(width, columns);
+        tile_h = tileHeight(tile_w);
+    }
+
+    // TODO(topology): with pipeline stages and sharding, lay the tiles out as
+    // replicas (groups of tiles, one failure domain each) x stages (columns)
+    // x shards (rows inside a stage) instead of one grid of ranks.
+    ImGui::BeginChild("tiles", ImVec2(0, tiles_h), false);
+    for (int r = 0; r < world; ++r) {
+        if (r % columns != 0) ImGui::SameLine();
+        drawTile(context, facts.ranks[size_t(r)], tile_w, tile_h);
+    }
+    ImGui::EndChild();
+
+    ImGui::Separator();
+    if (context.selectedRank() >= 0 && context.selectedRank() < world) drawDetails(context, context.selectedRank());
+    else ImGui::TextDisabled("Click a tile to see a rank's details.");
+}
+
+void TopologyView::drawTile(AppContext& context, const RankProgress& p, float width, float height) {
+    const ThemeKind theme = context.theme();
+    const bool selected = context.selectedRank() == p.rank;
+    ImGui::PushID(p.rank);
+    ImGui::BeginChild("tile", ImVec2(width, height), true, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+
+    // Header: state colour, "rank N" left, state word right. Click = select.
+    const ImVec2 h0 = ImGui::GetCursorScreenPos();
+    const float inner_w = ImGui::GetContentRegionAvail().x;
+    const ImVec2 h1(h0.x + inner_w, h0.y + line + 2.0f);
+    draw->AddRectFilled(h0, h1, rankStateColor(p.state, theme), style.FrameRounding);
+    const ImU32 text = rankStateTextColor(p.state, theme);
+    char title[32];
+    std::snprintf(title, sizeof(title), "rank %d", p.rank);
+    const float pad = style.FramePadding.x;
+    const float ty = h0.y + 1.0f + (line - ImGui::GetTextLineHeight()) * 0.5f;
+    draw->AddText(ImVec2(h0.x + pad, ty), text, title);
+    const std::string state = upper(rankStateLabel(p.state));
+    draw->AddText(ImVec2(h1.x - pad - ImGui::CalcTextSize(state.c_str()).x, ty), text, state.c_str());
+    if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f))) context.selectRank(p.rank);
+    ImGui::Dummy(ImVec2(0, 2.0f));
+
+    // Body: three lines, the same height for every tile.
+    const int total = context.scenario().run.steps;
+    ImGui::Text("step %d / %d", std::max(0, p.step + 1), total);
+    if (p.step >= 0) {
+        ImGui::SameLine(0.0f, ImGui::GetFontSize());
+        ImGui::Text("loss %.3f", p.last_loss);
+    }
+    if (p.pid > 0) ImGui::TextDisabled("%s  pid %d", p.host.empty() ? "localhost" : p.host.c_str(), p.pid);
+    else ImGui::TextDisabled("not started");
+    if (p.step >= 0) {
+        ImGui::SameLine(0.0f, ImGui::GetFontSize());
+        ImGui::TextDisabled("%.0f ms/step", p.last_step_ms);
+    }
+    if (p.delay_ms > 0) ImGui::TextColored(ImColor(warningColor(theme)), "slowed: +%.0f ms per step", p.delay_ms);
+    else if (p.state == RankState::Hung) ImGui::TextColored(ImColor(warningColor(theme)), "stopped by SIGSTOP");
+    else ImGui::TextUnformatted("");
+
+    drawFaultButtons(context, p);
+
+    // Clicking the tile's background selects it too.
+    if (ImGui::IsWindowHovered() && ImGui::IsMouseClicked(0) && !ImGui::IsAnyItemHovered()) context.selectRank(p.rank);
+    ImGui::EndChild();
+    if (selected) {
+        const ImVec2 a = ImGui::GetItemRectMin();
+        const ImVec2 b = ImGui::GetItemRectMax();
+        ImGui::GetWindowDrawList()->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1), accentColor(theme),
+                                            style.ChildRounding, 0, 3.0f);
+    }
+    ImGui::PopID();
+}
+
+void TopologyView::drawFaultButtons(AppContext& context, const RankProgress& p) {
+    const bool live = context.live();
+    const char* why = live ? nullptr : kReplayTip;
+    if (!live && !context.replay()) why = "the run is over";
+    const std::string tag = "##rank" + std::to_string(p.rank);
+    const bool is_alive = alive(p.state);
+    pushCompactButtons();
+    float right = 0.0f;
+    auto place = [&](const char* label) {
+        flowNext(right, buttonWidth(label));
+    };
+    auto after = [&] { right = ImGui::GetItemRectMax().x; };
+
+    place("Kill");
+    if (context.button(("Kill" + tag).c_str(), live && is_alive, why ? why : "the process has exited"))
+        context.killRank(p.rank);
+    after();
+    place("Hang");
+    if (context.button(("Hang" + tag).c_str(), live && is_alive && p.state != RankState::Hung,
+                       why ? why : (p.state == RankState::Hung ? "already hung: press Resume" : "the process has exited")))
+        context.hangRank(p.rank);
+    after();
+    place("Resume");
+    if (context.button(("Resume" + tag).c_str(), live && p.state == RankState::Hung,
+                       why ? why : "only a hung rank (SIGSTOP) can be resumed"))
+        context.resumeRank(p.rank);
+    after();
+    place("Slow");
+    if (context.button(("Slow" + tag).c_str(), live && is_alive, why ? why : "the process has exited"))
+        ImGui::OpenPopup("slow_popup");
+    after();
+    drawSlowPopup(context, p.rank);
+    place("Restart");
+    const std::string restart_why =
+        "needs a fault-tolerant strategy (quorum): not available for " + context.scenario().strategy.kind;
+    context.button(("Restart" + tag).c_str(), false, live ? restart_why.c_str() : why);
+    after();
+    ImGui::PopStyleVar(2);
+}
+
+void TopologyView::drawSlowPopup(AppContext& context, int rank) {
+    if (!ImGui::BeginPopup("slow_popup")) return;
+    ImGui::Text("Delay added to each step of rank %d", rank);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 14.0f);
+    ImGui::SliderFloat("##slow_ms", &slowMs(rank), 0.0f, 1000.0f, "%.0f ms per step");
+    if (context.button(("Apply##slowpopup" + std::to_string(rank)).c_str())) {
+        context.slowRank(rank, slowMs(rank));
+        ImGui::CloseCurrentPopup();
+    }
+    ImGui::SameLine();
+    if (context.button(("Normal speed##slowpopup" + std::to_string(rank)).c_str())) {
+        context.slowRank(rank, 0.0);
+        ImGui::CloseCurrentPopup();
+    }
+    ImGui::EndPopup();
+}
+
+void TopologyView::drawDetails(AppContext& context, int rank) {
+    const RankProgress& p = context.facts().ranks[size_t(rank)];
+    ImGui::Text("Rank %d", rank);
+    ImGui::SameLine();
+    ImGui::TextColored(ImColor(rankStateColor(p.state, context.theme())), "%s", std::string(rankStateLabel(p.state)).c_str());
+    if (ImGui::BeginTable("details", 4, ImGuiTableFlags_SizingStretchProp)) {
+        auto cell = [](const char* key, const std::string& value) {
+            ImGui::TableNextColumn();
+            ImGui::TextDisabled("%s", key);
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(value.c_str());
+        };
+        char buf[64];
+        cell("pid", p.pid > 0 ? std::to_string(p.pid) : "-");
+        cell("host", p.host.empty() ? "-" : p.host);
+        cell("steps done", std::to_string(std::max(0, p.step + 1)) + " / " + std::to_string(context.scenario().run.steps));
+        std::snprintf(buf, sizeof(buf), "%.0f ms", p.last_step_ms);
+        cell("last step", p.step >= 0 ? buf : "-");
+        std::snprintf(buf, sizeof(buf), "%.4f", p.last_loss);
+        cell("last loss", p.step >= 0 ? buf : "-");
+        std::snprintf(buf, sizeof(buf), "+%.0f ms per step", p.delay_ms);
+        cell("delay", p.delay_ms > 0 ? buf : "none");
+        ImGui::EndTable();
+    }
+    // Slow: slider + Apply (the same as the tile's Slow popup).
+    const bool can_slow = context.live() && alive(p.state);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.0f);
+    if (!can_slow) ImGui::BeginDisabled();
+    ImGui::SliderFloat("##details_slow", &slowMs(rank), 0.0f, 1000.0f, "%.0f ms per step");
+    if (!can_slow) ImGui::EndDisabled();
+    ImGui::SameLine();
+    if (context.button(("Apply##slow" + std::to_string(rank)).c_str(), can_slow,
+                       context.live() ? "the process has exited" : kReplayTip))
+        context.slowRank(rank, slowMs(rank));
+
+    const std::vector<const LogRecord*> errors = context.rankErrors(rank);
+    if (errors.empty()) {
+        ImGui::TextDisabled("No errors or warnings logged for this rank.");
+        return;
+    }
+    ImGui::TextDisabled("Errors and warnings (latest last):");
+    ImGui::BeginChild("errors", ImVec2(0, 0), false);
+    const size_t first = errors.size() > 6 ? errors.size() - 6 : 0;
+    for (size_t i = first; i < errors.size(); ++i) {
+        const LogRecord& log = *errors[i];
+        const ImU32 color = log.level == LogLevel::Error ? rankStateColor(RankState::Failed, context.theme())
+                                                         : warningColor(context.theme());
+        ImGui::PushStyleColor(ImGuiCol_Text, color);
+        ImGui::TextWrapped("%s%s", log.rank < 0 ? "session: " : "", log.text.c_str());
+        ImGui::PopStyleColor();
+    }
+    ImGui::EndChild();
+}
+
+} // namespace dt::app

@@ -1,0 +1,43 @@
+// view_topology.hpp: every rank as a tile, with its state, and the fault buttons.
+//
+// A tile shows the rank's state (colour + word: starting, running, paused,
+// hung, killed, failed, finished), its completed steps, host and process id,
+// last loss and step time, and an injected delay. Per-rank buttons:
+//   Kill     SIGKILL: the process dies at once
+//   Hang     SIGSTOP: the process freezes (its peers block in the next collective)
+//   Resume   SIGCONT: a hung rank continues
+//   Slow     adds a stated delay to each of its steps (0..1000 ms, Apply)
+//   Restart  disabled: needs a fault-tolerant strategy (quorum), not plain DDP
+// Clicking a tile selects the rank (shared with the timeline and event log);
+// the details panel below the tiles shows pid, host, state, step, delay and
+// the errors the rank logged. In a replay every button is disabled.
+//
+// Layout: for now the topology is ranks only, laid out in a grid.
+#pragma once
+
+#include "dtlab/session.hpp"
+#include "views/view.hpp"
+
+#include <vector>
+
+namespace dt::app {
+
+class TopologyView final : public View {
+public:
+    TopologyView() : View("Topology") {}
+    [[nodiscard]] const char* helpText() const override;
+    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
+    void drawEmptyState(AppContext& context) override;
+    void drawContent(AppContext& context) override;
+
+private:
+    void drawTile(AppContext& context, const RankProgress& p, float width, float height);
+    void drawFaultButtons(AppContext& context, const RankProgress& p);
+    void drawSlowPopup(AppContext& context, int rank);
+    void drawDetails(AppContext& context, int rank);
+    [[nodiscard]] float& slowMs(int rank);
+
+    std::vector<float> m_slow_ms; // the Slow slider value per rank
+};
+
+} // namespace dt::app

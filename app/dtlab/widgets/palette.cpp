@@ -1,0 +1,85 @@
+// palette.cpp: kind -> colour table (see palette.hpp).
+#include "widgets/palette.hpp"
+
+#include <algorithm>
+
+namespace dt::app::palette {
+
+ImU32 kindColor(EventKind kind) {
+    switch (kind) {
+    // compute
+    case EventKind::Step: return IM_COL32(140, 153, 166, 255);          // slate
+    case EventKind::Data: return IM_COL32(77, 182, 172, 255);           // teal
+    case EventKind::Forward: return IM_COL32(66, 133, 244, 255);        // blue
+    case EventKind::Backward: return IM_COL32(149, 117, 205, 255);      // violet
+    case EventKind::Loss: return IM_COL32(206, 120, 190, 255);          // pink
+    case EventKind::Optimizer: return IM_COL32(240, 166, 50, 255);      // amber
+    case EventKind::Wait: return IM_COL32(176, 176, 176, 255);          // light grey: doing nothing
+    case EventKind::SlowDelay: return IM_COL32(215, 110, 80, 255);      // brick: injected slowness
+    case EventKind::Paused: return IM_COL32(120, 132, 140, 255);        // grey: held at a gate
+    // communication
+    case EventKind::AllReduce: return IM_COL32(46, 173, 107, 255);      // green
+    case EventKind::AllGather: return IM_COL32(38, 166, 204, 255);      // cyan
+    case EventKind::ReduceScatter: return IM_COL32(139, 195, 74, 255);  // lime
+    case EventKind::Broadcast: return IM_COL32(0, 137, 123, 255);       // dark teal
+    case EventKind::Send: return IM_COL32(236, 112, 160, 255);          // rose
+    case EventKind::Recv: return IM_COL32(194, 71, 122, 255);           // raspberry
+    case EventKind::Barrier: return IM_COL32(160, 160, 90, 255);        // olive
+    // memory categories (counters)
+    case EventKind::MemParameters: return IM_COL32(66, 133, 244, 255);  // like forward: the weights
+    case EventKind::MemGradients: return IM_COL32(149, 117, 205, 255);  // like backward: what it makes
+    case EventKind::MemOptimizer: return IM_COL32(240, 166, 50, 255);   // like optimizer
+    case EventKind::MemActivations: return IM_COL32(77, 182, 172, 255); // teal
+    case EventKind::MemCommBuffers: return IM_COL32(46, 173, 107, 255); // like all-reduce
+    // lifecycle markers
+    case EventKind::RankStarted:
+    case EventKind::RankReady: return IM_COL32(46, 173, 107, 255);
+    case EventKind::RankFinished: return IM_COL32(66, 133, 244, 255);
+    case EventKind::RankFailed:
+    case EventKind::ProcessExited: return kFailed;
+    case EventKind::FaultInjected: return kWarning;
+    default: return IM_COL32(150, 150, 150, 255);
+    }
+}
+
+ImU32 rankColor(int rank) {
+    // Tableau 10: distinct, and mid-tone enough for both themes.
+    static constexpr ImU32 colors[] = {
+        IM_COL32(78, 121, 167, 255),  IM_COL32(242, 142, 43, 255),  IM_COL32(225, 87, 89, 255),
+        IM_COL32(118, 183, 178, 255), IM_COL32(89, 161, 79, 255),   IM_COL32(237, 201, 72, 255),
+        IM_COL32(176, 122, 161, 255), IM_COL32(255, 157, 167, 255), IM_COL32(156, 117, 95, 255),
+        IM_COL32(186, 176, 172, 255),
+    };
+    return colors[size_t(std::max(rank, 0)) % (sizeof(colors) / sizeof(colors[0]))];
+}
+
+ImU32 levelColor(LogLevel level) {
+    switch (level) {
+    case LogLevel::Warning: return kWarning;
+    case LogLevel::Error: return kFailed;
+    default: return ImGui::GetColorU32(ImGuiCol_Text);
+    }
+}
+
+ImU32 textOn(ImU32 fill) {
+    const float r = float((fill >> IM_COL32_R_SHIFT) & 0xFF);
+    const float g = float((fill >> IM_COL32_G_SHIFT) & 0xFF);
+    const float b = float((fill >> IM_COL32_B_SHIFT) & 0xFF);
+    const float luminance = 0.299f * r + 0.587f * g + 0.114f * b;
+    return luminance > 150.0f ? IM_COL32(20, 20, 20, 255) : IM_COL32(250, 250, 250, 255);
+}
+
+ImU32 withAlpha(ImU32 color, float alpha) {
+    const ImU32 a = ImU32(std::clamp(alpha, 0.0f, 1.0f) * float((color >> IM_COL32_A_SHIFT) & 0xFF));
+    return (color & ~IM_COL32_A_MASK) | (a << IM_COL32_A_SHIFT);
+}
+
+ImU32 shade(ImU32 color, float factor) {
+    auto channel = [&](int shift) {
+        const float v = float((color >> shift) & 0xFF) * factor;
+        return ImU32(std::clamp(v, 0.0f, 255.0f)) << shift;
+    };
+    return channel(IM_COL32_R_SHIFT) | channel(IM_COL32_G_SHIFT) | channel(IM_COL32_B_SHIFT) | (color & IM_COL32_A_MASK);
+}
+
+} // namespace dt::app::palette

@@ -1,0 +1,417 @@
+// test_e2e.cpp: the real dtlab under Xvfb, driving a real multi-process run.
+//
+// Each test starts its own Xvfb on a free display number, launches dtlab
+// (DTLAB_PATH) on a small scenario it writes itself, and drives it with the
+// app's scripted input (--script) or with xdotool clicking the on-screen Kill
+// button at the rectangle the app printed (print_layout). It then checks what
+// the app printed ("dtlab: killed rank 1"), the recording the script saved
+// (rank 1 ended by signal 9), the screenshots (non-trivial PNGs, kept under
+// DTLAB_BINARY_DIR/gui-artifacts/ for people to look at), and that no
+// `dtrun worker` process is left. Without Xvfb the display tests are skipped
+// with a warning. The command-line checks need no display at all.
+//
+// dtlab's exit codes: 0 closed or quit by the script, 1 no display / script
+// failure at run time, 2 bad flag, scenario, recording or script.
+#include "integration/process_helpers.hpp"
+
+#include "dtlab/recording.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+#ifdef DTLAB_PATH
+const std::string kDtlab = DTLAB_PATH;
+#else
+const std::string kDtlab;
+#endif
+
+std::string artifactDir() {
+    const std::string dir = std::string(DTLAB_BINARY_DIR) + "/gui-artifacts";
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+// The absolute path of a program on PATH ("" when missing): the process
+// helpers exec without a PATH search.
+std::string toolPath(const std::string& tool) {
+    const it::ProcessResult r = it::runProcess({"/bin/sh", "-c", "command -v " + tool}, {{}, {}, 10.0, ""});
+    if (r.exit_code != 0) return "";
+    return r.out.substr(0, r.out.find('\n'));
+}
+bool onPath(const std::string& tool) { return !toolPath(tool).empty(); }
+
+// An X server of our own on a display number nobody uses.
+class Xvfb {
+public:
+    Xvfb() {
+        for (int n = 91; n < 160; ++n) {
+            const std::string lock = "/tmp/.X" + std::to_string(n) + "-lock";
+            const std::string socket = "/tmp/.X11-unix/X" + std::to_string(n);
+            if (it::fileExists(lock) || it::fileExists(socket)) continue;
+            m_display = ":" + std::to_string(n);
+            m_process = std::make_unique<it::Process>(
+                std::vector<std::string>{toolPath("Xvfb"), m_display, "-screen", "0", "1600x900x24", "-nolisten", "tcp"},
+                it::ProcessOptions{{}, {}, 3600.0, ""});
+            if (it::waitFor([&] { return it::fileExists(socket) || !m_process->running(); }, 10.0) &&
+                m_process->running())
+                return;
+            m_process.reset();
+        }
+        m_display.clear();
+    }
+    [[nodiscard]] bool ok() const { return m_process != nullptr; }
+    [[nodiscard]] const std::string& display() const { return m_display; }
+
+private:
+    std::string m_display;
+    std::unique_ptr<it::Process> m_process;
+};
+
+// The scenario every GUI test runs: 3 ranks of a small TinyGPT, enough steps
+// to still be running when the test acts, a short collective timeout so the
+// survivors of a kill fail fast.
+std::string writeScenario(const it::TempDir& dir, int steps = 400) {
+    it::ScenarioSpec spec;
+    spec.name = "gui e2e";
+    spec.ranks = 3;
+    spec.steps = steps;
+    spec.batch_per_rank = 4;
+    spec.d_model = 64;
+    spec.layers = 2;
+    spec.heads = 2;
+    spec.bucket_mb = 0.25;
+    spec.timeout_s = 5.0;
+    return dir.write("gui_e2e.toml", it::scenarioToml(spec));
+}
+
+it::ProcessOptions displayOptions(const Xvfb& x, double timeout_s) {
+    it::ProcessOptions o;
+    o.env = {{"DISPLAY", x.display()}};
+    o.unset_env = {"WAYLAND_DISPLAY"};
+    o.timeout_s = timeout_s;
+    return o;
+}
+
+// A PNG written by dtlab's screenshot: the magic bytes, and big enough to hold
+// a drawn window rather than a blank one (a flat 1600x900 PNG is ~5 KB).
+void checkScreenshot(const std::string& path) {
+    INFO(path);
+    REQUIRE(it::fileExists(path));
+    std::ifstream in(path, std::ios::binary);
+    char magic[8] = {};
+    in.read(magic, 8);
+    CHECK(std::string(magic + 1, 3) == "PNG");
+    struct stat st{};
+    REQUIRE(stat(path.c_str(), &st) == 0);
+    CHECK(st.st_size > 20000);
+}
+
+// PIDs of the rank processes from the summary lines dtlab prints when it stops
+// a run ("dtlab: summary: rank 1 (pid 1234): killed by signal 9 ...").
+std::vector<pid_t> summaryPids(const std::string& out) {
+    std::vector<pid_t> pids;
+    const std::regex line(R"(dtlab: summary: rank \d+ \(pid (\d+)\))");
+    for (auto m = std::sregex_iterator(out.begin(), out.end(), line); m != std::sregex_iterator(); ++m)
+        pids.push_back(pid_t(std::stoi((*m)[1].str())));
+    return pids;
+}
+
+void checkNoWorkerLeft(const std::string& out) {
+    const std::vector<pid_t> pids = summaryPids(out);
+    CHECK(pids.size() == 3);
+    for (pid_t pid : pids) {
+        INFO("worker pid " << pid);
+        const bool gone = it::waitFor([&] {
+            if (::kill(pid, 0) != 0) return true;
+            // A zombie awaiting its reaper is gone too.
+            std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+            std::string pid_s, comm, state;
+            stat >> pid_s >> comm >> state;
+            return state == "Z";
+        }, 5.0);
+        CHECK(gone);
+    }
+    CHECK(it::waitForNoWorkers(5.0).empty());
+}
+
+void requireDtlab() {
+    if (kDtlab.empty()) FAIL("test_gui was built without the dtlab target (DTLAB_PATH unset)");
+}
+
+} // namespace
+
+TEST_CASE("dtlab refuses bad input before opening a window", "[e2e]") {
+    requireDtlab();
+    it::TempDir dir("dtlab-gui");
+
+    SECTION("an unknown flag is a usage error (exit 2)") {
+        const it::ProcessResult r = it::runProcess({kDtlab, "--bogus"}, {{}, {}, 30.0, ""});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("--bogus") != std::string::npos);
+    }
+
+    SECTION("a bad scenario is reported as file:line:column (exit 2)") {
+        const std::string path = dir.write("bad.toml", "[scenario]\nname = \"x\"\n[[steps]]\ntext = \"t\"\nuntil = \"soon\"\n");
+        const it::ProcessResult r = it::runProcess({kDtlab, path}, {{{"DISPLAY", ":0"}}, {}, 30.0, ""});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find(path + ":5:9: error: [[steps]] until") != std::string::npos);
+    }
+
+    SECTION("a bad script line is reported as file:line (exit 2)") {
+        const std::string scenario = writeScenario(dir);
+        const std::string script = dir.write("bad.script", "wait_step 1\nkil 1\n");
+        const it::ProcessResult r = it::runProcess({kDtlab, scenario, "--script", script}, {{}, {}, 30.0, ""});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find(script + ":2: unknown command 'kil'") != std::string::npos);
+    }
+
+    SECTION("a script naming a rank the run does not have is refused (exit 2)") {
+        const std::string scenario = writeScenario(dir);
+        const std::string script = dir.write("bad.script", "kill 7\n");
+        const it::ProcessResult r = it::runProcess({kDtlab, scenario, "--script", script}, {{}, {}, 30.0, ""});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find(":1: rank 7 does not exist") != std::string::npos);
+    }
+
+    SECTION("a file that is not a recording is refused (exit 2)") {
+        const std::string junk = dir.write("junk.dtrec", "this is not a recording");
+        const it::ProcessResult r = it::runProcess({kDtlab, "--replay", junk}, {{}, {}, 30.0, ""});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+    }
+
+    SECTION("without a display it exits 1 and points to dtrun") {
+        const std::string scenario = writeScenario(dir);
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, scenario}, {{}, {"DISPLAY", "WAYLAND_DISPLAY"}, 30.0, ""});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("no display") != std::string::npos);
+        CHECK(r.err.find("dtrun run SCENARIO.toml") != std::string::npos);
+        CHECK(it::runningWorkerPids().empty());
+    }
+}
+
+TEST_CASE("a scripted Kill in dtlab kills rank 1 and the screenshots show it", "[e2e]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
+        return;
+    }
+    Xvfb x;
+    REQUIRE(x.ok());
+    it::TempDir dir("dtlab-gui");
+    const std::string art = artifactDir();
+    const std::string recording = dir.file("killed.dtrec");
+    const std::string script = dir.write("kill.script",
+                                         "# scripted Kill: the same path as pressing the button\n"
+                                         "wait_step 2\n"
+                                         "screenshot e2e_running.png\n"
+                                         "select 1\n"
+                                         "kill 1\n"
+                                         "wait_dead 1\n"
+                                         "wait_seconds 1.5\n"
+                                         "screenshot e2e_killed.png\n"
+                                         "save_recording " + recording + "\n"
+                                         "quit\n");
+    const it::ProcessResult r = it::runProcess(
+        {kDtlab, writeScenario(dir), "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("dtlab: killed rank 1 (SIGKILL)") != std::string::npos);
+    CHECK(r.out.find("dtlab: script done") != std::string::npos);
+    CHECK(r.out.find("dtlab: summary: rank 1") != std::string::npos);
+
+    SECTION("the saved recording says rank 1 ended by signal 9") {
+        const dt::RecordingLoad load = dt::readRecording(recording);
+        CHECK(load.complete);
+        REQUIRE(load.record.ranks.size() == 3);
+        CHECK(load.record.ranks[1].exited);
+        CHECK(load.record.ranks[1].term_signal == SIGKILL);
+        CHECK(load.record.ranks[0].term_signal != SIGKILL);
+        CHECK_FALSE(load.record.events.empty());
+    }
+    SECTION("the screenshots were written and are not blank") {
+        checkScreenshot(art + "/e2e_running.png");
+        checkScreenshot(art + "/e2e_killed.png");
+    }
+    SECTION("no rank process is left") { checkNoWorkerLeft(r.out); }
+}
+
+TEST_CASE("clicking Kill with xdotool at the printed layout kills rank 1", "[e2e]") {
+    requireDtlab();
+    if (!onPath("Xvfb") || !onPath("xdotool")) {
+        WARN("Xvfb or xdotool is not installed (apt-get install xvfb xdotool): skipping the click test");
+        return;
+    }
+    Xvfb x;
+    REQUIRE(x.ok());
+    it::TempDir dir("dtlab-gui");
+    const std::string art = artifactDir();
+    const std::string recording = dir.file("clicked.dtrec");
+    const std::string script = dir.write("click.script",
+                                         "wait_step 2\n"
+                                         "print_layout\n"
+                                         "wait_dead 1\n"
+                                         "wait_seconds 1.5\n"
+                                         "screenshot e2e_clicked.png\n"
+                                         "save_recording " + recording + "\n"
+                                         "quit\n");
+    it::Process dtlab({kDtlab, writeScenario(dir), "--script", script, "--screenshot-dir", art},
+                      displayOptions(x, 180.0));
+
+    // The Kill button of rank 1, as the app laid it out: "x y w h" in window pixels.
+    const std::regex kill_line(R"re(dtlab: layout button "Kill##rank1" (\d+) (\d+) (\d+) (\d+) enabled)re");
+    std::smatch m;
+    std::string out;
+    const bool laid_out = it::waitFor([&] {
+        out = dtlab.stdoutSoFar();
+        return std::regex_search(out, m, kill_line) || !dtlab.running();
+    }, 120.0);
+    INFO("stdout so far:\n" << out << "\nstderr:\n" << dtlab.stderrSoFar());
+    REQUIRE(laid_out);
+    REQUIRE(std::regex_search(out, m, kill_line));
+    const int cx = std::stoi(m[1].str()) + std::stoi(m[3].str()) / 2;
+    const int cy = std::stoi(m[2].str()) + std::stoi(m[4].str()) / 2;
+
+    const it::ProcessOptions xo = displayOptions(x, 20.0);
+    const std::string xdotool = toolPath("xdotool");
+    const it::ProcessResult search = it::runProcess({xdotool, "search", "--sync", "--name", "^dtlab$"}, xo);
+    INFO(it::describe(search) << " " << search.out);
+    REQUIRE(search.exit_code == 0);
+    const std::string window = search.out.substr(0, search.out.find('\n'));
+    CHECK(it::runProcess({xdotool, "mousemove", "--window", window, std::to_string(cx), std::to_string(cy)}, xo)
+              .exit_code == 0);
+    it::sleepSeconds(0.3); // let a frame see the pointer over the button first
+    CHECK(it::runProcess({xdotool, "click", "1"}, xo).exit_code == 0);
+
+    const it::ProcessResult r = dtlab.wait(120.0);
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("dtlab: killed rank 1 (SIGKILL)") != std::string::npos);
+    const dt::RecordingLoad load = dt::readRecording(recording);
+    REQUIRE(load.record.ranks.size() == 3);
+    CHECK(load.record.ranks[1].term_signal == SIGKILL);
+    checkScreenshot(art + "/e2e_clicked.png");
+    checkNoWorkerLeft(r.out);
+}
+
+TEST_CASE("dtlab --replay opens a recording with no training running", "[e2e]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the replay test");
+        return;
+    }
+    it::TempDir dir("dtlab-gui");
+    const std::string art = artifactDir();
+    const std::string recording = dir.file("run.dtrec");
+    const it::ProcessResult run =
+        it::runDtrun({"run", writeScenario(dir, 6), "--quiet", "--record", recording}, {{}, {}, 300.0, ""});
+    INFO(it::describe(run));
+    REQUIRE(run.exit_code == 0);
+    REQUIRE(it::waitForNoWorkers(5.0).empty());
+    Xvfb x;
+    REQUIRE(x.ok());
+
+    SECTION("a complete recording: every view draws, nothing is started") {
+        const std::string script = dir.write("replay.script", "select 0\nscreenshot e2e_replay.png\nquit\n");
+        const it::ProcessResult r = it::runProcess(
+            {kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art}, displayOptions(x, 60.0));
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("dtlab: opened recording " + recording) != std::string::npos);
+        CHECK(r.out.find("INCOMPLETE") == std::string::npos);
+        CHECK(r.out.find("dtlab: started") == std::string::npos);
+        checkScreenshot(art + "/e2e_replay.png");
+        CHECK(it::runningWorkerPids().empty());
+    }
+
+    SECTION("a truncated recording opens up to the last good chunk and says what was lost") {
+        std::string bytes = it::readTextFile(recording);
+        REQUIRE(bytes.size() > 200);
+        std::ofstream(dir.file("cut.dtrec"), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size() * 2 / 3));
+        const std::string script = dir.write("cut.script", "screenshot e2e_replay_truncated.png\nquit\n");
+        const it::ProcessResult r = it::runProcess(
+            {kDtlab, "--replay", dir.file("cut.dtrec"), "--script", script, "--screenshot-dir", art},
+            displayOptions(x, 60.0));
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("INCOMPLETE") != std::string::npos);
+        checkScreenshot(art + "/e2e_replay_truncated.png");
+    }
+
+    SECTION("a replay refuses fault injection: the Kill button is disabled") {
+        const std::string script = dir.write("click.script", "click_button Kill##rank1\nquit\n");
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, "--replay", recording, "--script", script}, displayOptions(x, 60.0));
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        CHECK(r.exit_code == 1);
+        CHECK(r.err.find("click_button: the button 'Kill##rank1' is disabled") != std::string::npos);
+    }
+}
+
+TEST_CASE("SIGTERM or Ctrl+Q closes dtlab and stops every rank process", "[e2e]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the shutdown test");
+        return;
+    }
+    Xvfb x;
+    REQUIRE(x.ok());
+    it::TempDir dir("dtlab-gui");
+    // The script only waits: the run is left going when the signal or key arrives.
+    const std::string script = dir.write("wait.script", "wait_step 1\n");
+    it::Process dtlab({kDtlab, writeScenario(dir), "--script", script}, displayOptions(x, 120.0));
+    const bool stepped = it::waitFor([&] {
+        return dtlab.stdoutSoFar().find("dtlab: script done") != std::string::npos || !dtlab.running();
+    }, 90.0);
+    INFO("stdout:\n" << dtlab.stdoutSoFar() << "\nstderr:\n" << dtlab.stderrSoFar());
+    REQUIRE(stepped);
+    REQUIRE(dtlab.running());
+
+    SECTION("SIGTERM: exit 128 + 15, the ranks are killed") {
+        dtlab.signal(SIGTERM);
+        const it::ProcessResult r = dtlab.wait(60.0);
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        CHECK(r.exit_code == 128 + SIGTERM);
+        CHECK(r.out.find("dtlab: interrupted by") != std::string::npos);
+        CHECK(r.out.find("every rank process is gone") != std::string::npos);
+        checkNoWorkerLeft(r.out);
+    }
+    SECTION("Ctrl+Q typed on the window: exit 0, the ranks are killed") {
+        if (!onPath("xdotool")) {
+            WARN("xdotool is not installed: skipping the Ctrl+Q part");
+            dtlab.signal(SIGTERM);
+            (void)dtlab.wait(60.0);
+            return;
+        }
+        const it::ProcessOptions xo = displayOptions(x, 20.0);
+        const std::string xdotool = toolPath("xdotool");
+        const it::ProcessResult search = it::runProcess({xdotool, "search", "--sync", "--name", "^dtlab$"}, xo);
+        const std::string window = search.out.substr(0, search.out.find('\n'));
+        // Without a window manager, keys go to the window under the pointer.
+        CHECK(it::runProcess({xdotool, "mousemove", "--window", window, "800", "450"}, xo).exit_code == 0);
+        CHECK(it::runProcess({xdotool, "key", "ctrl+q"}, xo).exit_code == 0);
+        const it::ProcessResult r = dtlab.wait(60.0);
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("every rank process is gone") != std::string::npos);
+        checkNoWorkerLeft(r.out);
+    }
+}
