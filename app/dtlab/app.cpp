@@ -215,6 +215,10 @@ bool AppContext::openRecordingFile(const std::string& path, std::string& error) 
     }
 }
 
+bool AppContext::openPath(const std::string& path, std::string& error) {
+    return endsWith(path, ".toml") ? openScenarioFile(path, error) : openRecordingFile(path, error);
+}
+
 void AppContext::printSummary(const RunRecord& record) const {
     for (const RankInfo& info : record.ranks) {
         std::string what;
@@ -246,8 +250,7 @@ void AppContext::update() {
         m_dropped.clear();
         std::string error;
         const std::string& path = paths.front();
-        const bool ok = endsWith(path, ".toml") ? openScenarioFile(path, error) : openRecordingFile(path, error);
-        if (!ok) {
+        if (!openPath(path, error)) {
             m_toast = error;
             m_toast_until = wallSeconds() + 8.0;
         }
@@ -847,8 +850,7 @@ void AppContext::drawOpenPopup() {
     }
     if (button("Open##openpopup") || enter) {
         const std::string path = m_open_path;
-        const bool ok = endsWith(path, ".toml") ? openScenarioFile(path, m_popup_error) : openRecordingFile(path, m_popup_error);
-        if (ok) ImGui::CloseCurrentPopup();
+        if (openPath(path, m_popup_error)) ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
     if (button("Cancel##openpopup") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) ImGui::CloseCurrentPopup();

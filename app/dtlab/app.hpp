@@ -68,6 +68,8 @@ public:
     // banner when the file was truncated or corrupt.
     void openRecording(RecordingLoad load, const std::string& path);
     bool openRecordingFile(const std::string& path, std::string& error);
+    // A .toml file as a scenario, anything else as a recording (File > Open, drops, the script).
+    bool openPath(const std::string& path, std::string& error) override;
     // Stop the Session (SIGKILL every rank) and forget it; prints a summary line per rank.
     void closeRun(const std::string& reason);
 

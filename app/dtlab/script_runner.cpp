@@ -45,6 +45,7 @@ const VerbSpec kVerbs[] = {
     {"screenshot", Verb::Screenshot, Arg::Text, "screenshot PATH"},
     {"click_button", Verb::ClickButton, Arg::Text, "click_button LABEL"},
     {"save_recording", Verb::SaveRecording, Arg::Text, "save_recording PATH"},
+    {"open", Verb::Open, Arg::Text, "open PATH"},
     {"print_layout", Verb::PrintLayout, Arg::None, "print_layout"},
     {"next", Verb::Next, Arg::None, "next"},
     {"back", Verb::Back, Arg::None, "back"},
@@ -273,6 +274,11 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     case Verb::SaveRecording: {
         std::string error;
         if (!host.saveRecording(c.text, error)) fail(c, "save_recording: " + error);
+        return true;
+    }
+    case Verb::Open: {
+        std::string error;
+        if (!host.openPath(c.text, error)) fail(c, "open: " + error);
         return true;
     }
     case Verb::PrintLayout: host.printLayout(); return true;

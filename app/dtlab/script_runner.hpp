@@ -17,6 +17,8 @@
 //   click_button LABEL   press the button with this ImGui label ("Kill##rank1"),
 //                        or the only one whose visible text is LABEL
 //   save_recording PATH  write the run so far (open it with dtlab --replay PATH)
+//   open PATH            open a scenario (.toml: stops the current run, starts
+//                        a new one) or a recording, as File > Open or a drop does
 //   print_layout         print every window and button rectangle to stdout
 //   next | back          narration: next / previous step
 //   theme dark|light     switch theme;  font PX   font size in pixels
@@ -61,6 +63,7 @@ public:
     [[nodiscard]] virtual ClickState clickState() const = 0;
     virtual void cancelClick() = 0;
     virtual bool saveRecording(const std::string& path, std::string& error) = 0;
+    virtual bool openPath(const std::string& path, std::string& error) = 0;
     virtual void printLayout() = 0;
     virtual void narrationNext() = 0;
     virtual void narrationBack() = 0;
@@ -76,7 +79,7 @@ struct ScriptCommand {
     enum class Verb {
         WaitStep, WaitSeconds, WaitFrames, WaitFinished, WaitDead,
         Kill, Hang, Resume, Slow, Pause, Run, Step, Pace, Select,
-        Screenshot, ClickButton, SaveRecording, PrintLayout,
+        Screenshot, ClickButton, SaveRecording, Open, PrintLayout,
         Next, Back, Theme, Font, Show, Hide, Help, Fullscreen, Quit,
     };
     Verb verb = Verb::Quit;

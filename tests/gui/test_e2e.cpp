@@ -69,6 +69,15 @@ public:
         }
         m_display.clear();
     }
+    // SIGTERM lets Xvfb remove its lock file and socket (SIGKILL would leave
+    // them behind and use up display numbers).
+    ~Xvfb() {
+        if (!m_process) return;
+        m_process->signal(SIGTERM);
+        (void)m_process->wait(10.0);
+    }
+    Xvfb(const Xvfb&) = delete;
+    Xvfb& operator=(const Xvfb&) = delete;
     [[nodiscard]] bool ok() const { return m_process != nullptr; }
     [[nodiscard]] const std::string& display() const { return m_display; }
 

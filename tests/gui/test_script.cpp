@@ -54,6 +54,10 @@ public:
         }
         return true;
     }
+    bool openPath(const std::string& path, std::string&) override {
+        calls.push_back("open " + path);
+        return true;
+    }
     void printLayout() override { calls.push_back("layout"); }
     void narrationNext() override { calls.push_back("next"); }
     void narrationBack() override { calls.push_back("back"); }
