@@ -136,10 +136,10 @@ void RunModel::ingest(const Event* events, size_t count) {
 // [SECTION] Compute spans
 // -----------------------------------------------------------------------------
 
-void RunModel::ingestSpan(RankLane& lane, const Event& e) {
+// The fields a span takes from its event as they are (compute and comm alike).
+static SpanRecord spanFromEvent(const Event& e) {
     SpanRecord s;
     s.t0 = e.t_ns;
-    s.t1 = e.t_ns + std::max<int64_t>(e.dur_ns, 0);
     s.bytes = e.bytes;
     s.seq = e.seq;
     s.step = e.step;
@@ -148,6 +148,12 @@ void RunModel::ingestSpan(RankLane& lane, const Event& e) {
     s.peer = e.peer;
     s.group_size = e.group_size;
     s.kind = e.kind;
+    return s;
+}
+
+void RunModel::ingestSpan(RankLane& lane, const Event& e) {
+    SpanRecord s = spanFromEvent(e);
+    s.t1 = e.t_ns + std::max<int64_t>(e.dur_ns, 0);
     s.depth = uint8_t(spanDepth(e.kind, e.unit));
     auto& spans = lane.compute[s.depth];
     auto& end_max = lane.compute_end_max[s.depth];
@@ -194,17 +200,8 @@ void RunModel::ingestWork(int rank, const Event& e) {
     }
 
     if (fresh) {
-        SpanRecord s;
-        s.t0 = e.t_ns;
+        SpanRecord s = spanFromEvent(e);
         s.t1 = SpanRecord::kOpen;
-        s.bytes = e.bytes;
-        s.seq = e.seq;
-        s.step = e.step;
-        s.unit = e.unit;
-        s.microbatch = e.microbatch;
-        s.peer = e.peer;
-        s.group_size = e.group_size;
-        s.kind = e.kind;
         s.depth = uint8_t(RankLane::kCommRow);
         s.started = e.phase != EventPhase::WorkScheduled;
         if (e.phase == EventPhase::WorkScheduled) s.t_scheduled = e.t_ns;
