@@ -55,10 +55,9 @@ std::string storeGetString(c10d::Store& store, const std::string& key) {
     return std::string(bytes.begin(), bytes.end());
 }
 
-// Bytes this process wrote to / read from sockets and files (/proc/self/io).
+// Bytes this process wrote with write/writev (/proc/self/io wchar; Gloo sends that way).
 struct ProcIo {
     int64_t written = 0;
-    int64_t read = 0;
 };
 ProcIo readProcIo() {
     ProcIo io;
@@ -67,7 +66,6 @@ ProcIo readProcIo() {
     int64_t value = 0;
     while (in >> key >> value) {
         if (key == "wchar:") io.written = value;
-        if (key == "rchar:") io.read = value;
     }
     return io;
 }
