@@ -437,9 +437,19 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
     s.data.source = "fashion_mnist";
     s.data.path = "/data/fmnist";
     s.data.batch_per_rank = 48;
-    s.strategy.kind = "ddp";
+    s.topology.replicas = 7;
+    s.strategy.kind = "hsdp";
     s.strategy.bucket_mb = 0.25;
     s.strategy.overlap = false;
+    s.strategy.forward_prefetch = true;
+    s.strategy.backward_prefetch = false;
+    s.strategy.prefetch_limit = 3;
+    s.strategy.microbatches = 4;
+    s.strategy.sync_every_microbatch = false;
+    s.strategy.activation_checkpointing = true;
+    s.run.checkpoint_dir = "/tmp/ckpt";
+    s.run.checkpoint_every = 5;
+    s.run.resume_from = "/tmp/ckpt/step-9";
     s.optimizer.kind = "adamw";
     s.optimizer.lr = 1.2345678901234567e-4;
     s.optimizer.beta1 = 0.8;
@@ -475,9 +485,19 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
         CHECK(r.data.source == "fashion_mnist");
         CHECK(r.data.path == "/data/fmnist");
         CHECK(r.data.batch_per_rank == 48);
-        CHECK(r.strategy.kind == "ddp");
+        CHECK(r.topology.replicas == 7);
+        CHECK(r.strategy.kind == "hsdp");
         CHECK(r.strategy.bucket_mb == 0.25);
         CHECK_FALSE(r.strategy.overlap);
+        CHECK(r.strategy.forward_prefetch);
+        CHECK_FALSE(r.strategy.backward_prefetch);
+        CHECK(r.strategy.prefetch_limit == 3);
+        CHECK(r.strategy.microbatches == 4);
+        CHECK_FALSE(r.strategy.sync_every_microbatch);
+        CHECK(r.strategy.activation_checkpointing);
+        CHECK(r.run.checkpoint_dir == "/tmp/ckpt");
+        CHECK(r.run.checkpoint_every == 5);
+        CHECK(r.run.resume_from == "/tmp/ckpt/step-9");
         CHECK(r.optimizer.kind == "adamw");
         CHECK(r.optimizer.lr == s.optimizer.lr); // exact: doubles round-trip bit for bit
         CHECK(r.optimizer.beta1 == 0.8);
@@ -681,8 +701,29 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
     }
 
     SECTION("a bad enum set in code is caught") {
-        s.strategy.kind = "fsdp";
+        s.strategy.kind = "zero4";
         UsageError e = validateError(s, "--strategy");
-        CHECK(std::string(e.what()) == "--strategy: [strategy] kind: expected \"ddp\", got \"fsdp\"");
+        CHECK(std::string(e.what()) ==
+              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", got \"zero4\"");
+    }
+
+    SECTION("replicas without hsdp, an uneven replica split and an uneven microbatch split are refused") {
+        s.faults.clear();
+        s.topology.ranks = 4;
+        s.topology.replicas = 2;
+        s.strategy.kind = "fsdp";
+        CHECK(std::string(validateError(s, "--replicas").what()).find("needs [strategy] kind = \"hsdp\"") !=
+              std::string::npos);
+        s.strategy.kind = "hsdp";
+        s.topology.replicas = 3;
+        CHECK(std::string(validateError(s, "--replicas").what()).find("ranks 4 is not divisible by replicas 3") !=
+              std::string::npos);
+        s.topology.replicas = 2;
+        s.strategy.microbatches = 3;
+        s.data.batch_per_rank = 16;
+        CHECK(std::string(validateError(s, "--microbatches").what()).find("microbatches 3 does not divide") !=
+              std::string::npos);
+        s.strategy.microbatches = 4;
+        CHECK_NOTHROW(validateScenario(s, "--microbatches"));
     }
 }

@@ -18,7 +18,7 @@
 
 namespace dt {
 
-constexpr uint32_t kRecordingVersion = 1;
+constexpr uint32_t kRecordingVersion = 2; // 2: event kinds renumbered (FSDP, checkpoints), Event::group
 
 struct RecordingLoad {
     RunRecord record;

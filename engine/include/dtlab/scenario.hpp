@@ -15,7 +15,8 @@
 namespace dt {
 
 struct TopologyConfig {
-    int ranks = 4; // world size; replicas x stages x shards arrives with later strategies
+    int ranks = 4;    // world size
+    int replicas = 1; // hsdp: replica groups; each shards the model over ranks / replicas ranks
 };
 
 struct ModelConfig {
@@ -38,9 +39,22 @@ struct DataConfig {
 };
 
 struct StrategyConfig {
-    std::string kind = "ddp";   // "ddp" (more strategies arrive with later issues)
+    // "ddp"   replicate everything, all-reduce gradients
+    // "zero1" shard optimizer state          (ZeRO stage 1)
+    // "zero2" ... and gradients              (ZeRO stage 2)
+    // "fsdp"  ... and parameters             (ZeRO stage 3, FSDP FULL_SHARD)
+    // "hsdp"  fsdp inside each replica group, gradients all-reduced across groups
+    std::string kind = "ddp";
     double bucket_mb = 1.0;     // DDP bucket cap in MiB
-    bool overlap = true;        // launch each bucket's all-reduce during backward
+    bool overlap = true;        // ddp/zero: launch a bucket's / unit's gradient collective during backward
+    // fsdp/hsdp: issue the next unit's all-gather before it is needed
+    bool forward_prefetch = false;  // in forward: unit i+1's all-gather when unit i starts
+    bool backward_prefetch = true;  // in backward: unit i-1's all-gather before unit i's reduce-scatter
+    int prefetch_limit = 2;         // all-gathers in flight at most (FSDP's rate limiter)
+    // Gradient accumulation: batch_per_rank is split into `microbatches` equal parts.
+    int microbatches = 1;
+    bool sync_every_microbatch = true; // false = communicate only after the last microbatch (no_sync)
+    bool activation_checkpointing = false; // per unit: keep only its input, recompute in backward
 };
 
 struct OptimizerConfig {
@@ -57,6 +71,10 @@ struct RunConfig {
     uint64_t seed = 1;
     double timeout_s = 30.0;        // collective timeout; a hung peer fails within this
     double step_delay_ms = 0.0;     // added to every step on every rank (pacing)
+    // Sharded checkpoints (zero1/zero2/fsdp/hsdp): DIR/step-<S>/ holds one file per shard.
+    std::string checkpoint_dir;     // "" = no checkpoints
+    int checkpoint_every = 0;       // save after every k-th step (and the last); 0 = only the last
+    std::string resume_from;        // a checkpoint directory (DIR/step-<S>) to load before step 0
 };
 
 struct TelemetryConfig {

@@ -35,7 +35,7 @@ std::string scenarioToJson(const Scenario& s) {
         {"name", s.name},
         {"description", s.description},
         {"path", s.path},
-        {"topology", {{"ranks", s.topology.ranks}}},
+        {"topology", {{"ranks", s.topology.ranks}, {"replicas", s.topology.replicas}}},
         {"model",
          {{"kind", s.model.kind},
           {"vocab", s.model.vocab},
@@ -47,7 +47,15 @@ std::string scenarioToJson(const Scenario& s) {
           {"hidden", s.model.hidden}}},
         {"data", {{"source", s.data.source}, {"path", s.data.path}, {"batch_per_rank", s.data.batch_per_rank}}},
         {"strategy",
-         {{"kind", s.strategy.kind}, {"bucket_mb", s.strategy.bucket_mb}, {"overlap", s.strategy.overlap}}},
+         {{"kind", s.strategy.kind},
+          {"bucket_mb", s.strategy.bucket_mb},
+          {"overlap", s.strategy.overlap},
+          {"forward_prefetch", s.strategy.forward_prefetch},
+          {"backward_prefetch", s.strategy.backward_prefetch},
+          {"prefetch_limit", s.strategy.prefetch_limit},
+          {"microbatches", s.strategy.microbatches},
+          {"sync_every_microbatch", s.strategy.sync_every_microbatch},
+          {"activation_checkpointing", s.strategy.activation_checkpointing}}},
         {"optimizer",
          {{"kind", s.optimizer.kind},
           {"lr", s.optimizer.lr},
@@ -59,7 +67,10 @@ std::string scenarioToJson(const Scenario& s) {
          {{"steps", s.run.steps},
           {"seed", s.run.seed},
           {"timeout_s", s.run.timeout_s},
-          {"step_delay_ms", s.run.step_delay_ms}}},
+          {"step_delay_ms", s.run.step_delay_ms},
+          {"checkpoint_dir", s.run.checkpoint_dir},
+          {"checkpoint_every", s.run.checkpoint_every},
+          {"resume_from", s.run.resume_from}}},
         {"telemetry", {{"enabled", s.telemetry.enabled}, {"queue_capacity", s.telemetry.queue_capacity}}},
         {"faults", faults},
         {"steps", steps},
@@ -92,10 +103,17 @@ Scenario scenarioFromJson(const std::string& text) {
         d.at("path").get_to(s.data.path);
         d.at("batch_per_rank").get_to(s.data.batch_per_rank);
 
+        j.at("topology").at("replicas").get_to(s.topology.replicas);
         const json& st = j.at("strategy");
         st.at("kind").get_to(s.strategy.kind);
         st.at("bucket_mb").get_to(s.strategy.bucket_mb);
         st.at("overlap").get_to(s.strategy.overlap);
+        st.at("forward_prefetch").get_to(s.strategy.forward_prefetch);
+        st.at("backward_prefetch").get_to(s.strategy.backward_prefetch);
+        st.at("prefetch_limit").get_to(s.strategy.prefetch_limit);
+        st.at("microbatches").get_to(s.strategy.microbatches);
+        st.at("sync_every_microbatch").get_to(s.strategy.sync_every_microbatch);
+        st.at("activation_checkpointing").get_to(s.strategy.activation_checkpointing);
 
         const json& o = j.at("optimizer");
         o.at("kind").get_to(s.optimizer.kind);
@@ -110,6 +128,9 @@ Scenario scenarioFromJson(const std::string& text) {
         r.at("seed").get_to(s.run.seed);
         r.at("timeout_s").get_to(s.run.timeout_s);
         r.at("step_delay_ms").get_to(s.run.step_delay_ms);
+        r.at("checkpoint_dir").get_to(s.run.checkpoint_dir);
+        r.at("checkpoint_every").get_to(s.run.checkpoint_every);
+        r.at("resume_from").get_to(s.run.resume_from);
 
         const json& t = j.at("telemetry");
         t.at("enabled").get_to(s.telemetry.enabled);

@@ -23,13 +23,16 @@ using scenario_rules::tableLabel;
 const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
                                           "optimizer", "run",      "telemetry", "faults", "steps"};
 const std::vector<std::string> kScenarioKeys = {"name", "description"};
-const std::vector<std::string> kTopologyKeys = {"ranks"};
+const std::vector<std::string> kTopologyKeys = {"ranks", "replicas"};
 const std::vector<std::string> kModelKeys = {"kind",  "vocab", "context",   "d_model",
                                              "layers", "heads", "mlp_ratio", "hidden"};
 const std::vector<std::string> kDataKeys = {"source", "path", "batch_per_rank"};
-const std::vector<std::string> kStrategyKeys = {"kind", "bucket_mb", "overlap"};
+const std::vector<std::string> kStrategyKeys = {"kind",           "bucket_mb",         "overlap",
+                                                "forward_prefetch", "backward_prefetch", "prefetch_limit",
+                                                "microbatches",   "sync_every_microbatch", "activation_checkpointing"};
 const std::vector<std::string> kOptimizerKeys = {"kind", "lr", "beta1", "beta2", "eps", "weight_decay"};
-const std::vector<std::string> kRunKeys = {"steps", "seed", "timeout_s", "step_delay_ms"};
+const std::vector<std::string> kRunKeys = {"steps",          "seed",             "timeout_s", "step_delay_ms",
+                                           "checkpoint_dir", "checkpoint_every", "resume_from"};
 const std::vector<std::string> kTelemetryKeys = {"enabled", "queue_capacity"};
 const std::vector<std::string> kFaultKeys = {"action", "rank", "step", "when"};
 const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
@@ -206,6 +209,7 @@ private:
     void readTopology(const toml::table& t, TopologyConfig& out) const {
         for (const Entry& e : checkedEntries(t, "topology", kTopologyKeys))
             if (e.key == "ranks") out.ranks = readInt("topology", e.key, *e.node);
+            else if (e.key == "replicas") out.replicas = readInt("topology", e.key, *e.node);
     }
 
     void readModel(const toml::table& t, ModelConfig& out) const {
@@ -251,6 +255,13 @@ private:
             if (e.key == "kind") out.kind = readString("strategy", e.key, *e.node);
             else if (e.key == "bucket_mb") out.bucket_mb = readFloat("strategy", e.key, *e.node);
             else if (e.key == "overlap") out.overlap = readBool("strategy", e.key, *e.node);
+            else if (e.key == "forward_prefetch") out.forward_prefetch = readBool("strategy", e.key, *e.node);
+            else if (e.key == "backward_prefetch") out.backward_prefetch = readBool("strategy", e.key, *e.node);
+            else if (e.key == "prefetch_limit") out.prefetch_limit = readInt("strategy", e.key, *e.node);
+            else if (e.key == "microbatches") out.microbatches = readInt("strategy", e.key, *e.node);
+            else if (e.key == "sync_every_microbatch") out.sync_every_microbatch = readBool("strategy", e.key, *e.node);
+            else if (e.key == "activation_checkpointing")
+                out.activation_checkpointing = readBool("strategy", e.key, *e.node);
         }
     }
 
@@ -271,6 +282,9 @@ private:
             else if (e.key == "seed") out.seed = static_cast<uint64_t>(readInt64("run", e.key, *e.node));
             else if (e.key == "timeout_s") out.timeout_s = readFloat("run", e.key, *e.node);
             else if (e.key == "step_delay_ms") out.step_delay_ms = readFloat("run", e.key, *e.node);
+            else if (e.key == "checkpoint_dir") out.checkpoint_dir = readString("run", e.key, *e.node);
+            else if (e.key == "checkpoint_every") out.checkpoint_every = readInt("run", e.key, *e.node);
+            else if (e.key == "resume_from") out.resume_from = readString("run", e.key, *e.node);
         }
     }
 

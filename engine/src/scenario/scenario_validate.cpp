@@ -23,6 +23,10 @@ struct IntRule {
 
 const IntRule kIntRules[] = {
     {"topology", "ranks", 1, 64},
+    {"topology", "replicas", 1, 64},
+    {"strategy", "prefetch_limit", 1, 16},
+    {"strategy", "microbatches", 1, 1024},
+    {"run", "checkpoint_every", 0, kIntMax},
     {"model", "vocab", 2, 65536},
     {"model", "context", 1, 4096},
     {"model", "d_model", 1, kIntMax},
@@ -67,7 +71,7 @@ struct EnumRule {
 const EnumRule kEnumRules[] = {
     {"model", "kind", {"tiny_gpt", "mlp"}},
     {"data", "source", {"fortunes", "fashion_mnist"}},
-    {"strategy", "kind", {"ddp"}},
+    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp"}},
     {"optimizer", "kind", {"adamw"}},
     {"faults", "action", {"kill", "hang"}},
     {"faults", "when", {"allreduce", "step"}},
@@ -168,6 +172,33 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
 
     const int ranks = s.topology.ranks;
     const int steps = s.run.steps;
+    const StrategyConfig& st = s.strategy;
+    const int replicas = s.topology.replicas;
+    if (replicas > 1 && st.kind != "hsdp")
+        return Problem{"topology", {"replicas"}, -1,
+                       "[topology] replicas = " + std::to_string(replicas) + " needs [strategy] kind = \"hsdp\" (" +
+                           st.kind + " uses one group of all ranks)"};
+    if (ranks % replicas != 0)
+        return Problem{"topology", {"replicas", "ranks"}, -1,
+                       "[topology] ranks " + std::to_string(ranks) + " is not divisible by replicas " +
+                           std::to_string(replicas) + " (every replica group shards the model over the same number of ranks)"};
+    if (s.data.batch_per_rank % st.microbatches != 0)
+        return Problem{"strategy", {"microbatches"}, -1,
+                       "[strategy] microbatches " + std::to_string(st.microbatches) + " does not divide [data] batch_per_rank " +
+                           std::to_string(s.data.batch_per_rank) + " (each microbatch gets batch_per_rank / microbatches samples)"};
+    if (st.activation_checkpointing && s.model.kind != "tiny_gpt")
+        return Problem{"strategy", {"activation_checkpointing"}, -1,
+                       "[strategy] activation_checkpointing needs [model] kind = \"tiny_gpt\" (its transformer blocks are the units recomputed)"};
+    const bool sharded = st.kind != "ddp";
+    if (!sharded && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
+        return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
+                       "[run] checkpoints are sharded: they need [strategy] kind = zero1, zero2, fsdp or hsdp, not ddp"};
+    if (!s.run.resume_from.empty()) {
+        std::error_code ec;
+        if (!std::filesystem::is_directory(s.run.resume_from, ec))
+            return Problem{"run", {"resume_from"}, -1,
+                           "[run] resume_from: '" + s.run.resume_from + "' is not a checkpoint directory (expected DIR/step-<S>)"};
+    }
     for (size_t i = 0; i < s.faults.size(); ++i) {
         const FaultConfig& f = s.faults[i];
         if (f.rank >= ranks)

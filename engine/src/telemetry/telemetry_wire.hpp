@@ -24,7 +24,7 @@
 
 namespace dt::wire {
 
-constexpr uint32_t kWireVersion = 1;
+constexpr uint32_t kWireVersion = 2; // 2: Event::group, FSDP unit and checkpoint kinds
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;

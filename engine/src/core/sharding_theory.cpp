@@ -1,0 +1,124 @@
+// sharding_theory.cpp: the ZeRO / FSDP formulas of sharding_theory.hpp.
+#include "dtlab/sharding_theory.hpp"
+
+#include <algorithm>
+
+namespace dt {
+
+int64_t UnitLayout::total() const {
+    int64_t n = root_numel;
+    for (int64_t u : unit_numel) n += u;
+    return n;
+}
+
+UnitLayout unitLayout(const ModelConfig& m) {
+    UnitLayout layout;
+    if (m.kind == "tiny_gpt") {
+        const int64_t C = m.d_model, V = m.vocab, T = m.context, R = m.mlp_ratio;
+        // ln1 (2C) + qkv (3C*C + 3C) + proj (C*C + C) + ln2 (2C) + fc1 (R*C*C + R*C) + fc2 (R*C*C + C)
+        const int64_t block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (R * C * C + R * C) + (R * C * C + C);
+        layout.unit_numel.assign(size_t(m.layers), block);
+        layout.root_numel = V * C + T * C + 2 * C + C * V; // tok_emb, pos_emb, ln_f, head (no bias)
+    } else if (m.kind == "mlp") {
+        int64_t in = 784;
+        for (int h : m.hidden) {
+            layout.unit_numel.push_back(in * h + h);
+            in = h;
+        }
+        layout.unit_numel.push_back(in * 10 + 10);
+    }
+    return layout;
+}
+
+int64_t paddedNumel(int64_t numel, int shards) {
+    return shards <= 1 ? numel : (numel + shards - 1) / shards * shards;
+}
+
+int shardCount(const Scenario& s) {
+    const std::string& k = s.strategy.kind;
+    if (k == "ddp") return 1;
+    if (k == "hsdp") return s.topology.ranks / std::max(1, s.topology.replicas);
+    return s.topology.ranks;
+}
+
+ModelStateTheory modelStateTheory(const Scenario& s) {
+    const UnitLayout layout = unitLayout(s.model);
+    const std::string& k = s.strategy.kind;
+    const int N = shardCount(s);
+    int64_t padded = 0, largest_unit = 0;
+    for (int64_t u : layout.unit_numel) {
+        padded += paddedNumel(u, N);
+        largest_unit = std::max(largest_unit, paddedNumel(u, N));
+    }
+    const int64_t root_padded = paddedNumel(layout.root_numel, N);
+    padded += root_padded;
+    const int64_t shard = padded / N; // every unit's padded size divides by N
+
+    ModelStateTheory t;
+    if (k == "ddp") {
+        t.parameters = 4 * layout.total();
+        t.gradients = 4 * layout.total();
+        t.optimizer_state = 8 * layout.total();
+    } else if (k == "zero1") {
+        t.parameters = 4 * padded;
+        t.gradients = 4 * padded;
+        t.optimizer_state = 8 * shard;
+    } else if (k == "zero2") {
+        t.parameters = 4 * padded;
+        t.gradients = 4 * shard;
+        t.optimizer_state = 8 * shard;
+    } else { // fsdp, hsdp
+        t.parameters = 4 * shard;
+        t.gradients = 4 * shard;
+        t.optimizer_state = 8 * shard;
+        const bool prefetch = s.strategy.forward_prefetch || s.strategy.backward_prefetch;
+        const int64_t units_alive = N > 1 ? (prefetch ? 2 : 1) : 0;
+        t.materialized_peak = N > 1 ? 4 * (root_padded + units_alive * largest_unit) : 0;
+    }
+    return t;
+}
+
+int64_t bytesPerStepTheory(const Scenario& s) {
+    const UnitLayout layout = unitLayout(s.model);
+    const std::string& k = s.strategy.kind;
+    const int W = s.topology.ranks;
+    const int N = shardCount(s);
+    const int M = s.strategy.microbatches;
+    const int grad_syncs = s.strategy.sync_every_microbatch ? M : 1;
+    if (k == "ddp") return grad_syncs * (2 * int64_t(W - 1) * 4 * layout.total() / W);
+
+    // Per unit, with the communicator's integer cost model.
+    int64_t total = 0;
+    const auto allGather = [&](int64_t padded) { return int64_t(N - 1) * (4 * padded / N); };
+    const auto reduceScatter = [&](int64_t padded) { return int64_t(N - 1) * (4 * padded) / N; };
+    std::vector<int64_t> units = layout.unit_numel;
+    const bool has_root = layout.root_numel > 0;
+    if (has_root) units.push_back(layout.root_numel);
+    for (size_t i = 0; i < units.size(); ++i) {
+        const bool is_root = has_root && i + 1 == units.size();
+        const int64_t padded = paddedNumel(units[i], N);
+        total += grad_syncs * reduceScatter(padded);
+        if (k == "zero1" || k == "zero2") {
+            total += allGather(padded); // the updated shards, once after the optimizer
+        } else {
+            total += M * allGather(padded);              // forward
+            if (!is_root) total += M * allGather(padded); // backward (the root stays materialized)
+        }
+    }
+    if (k == "hsdp") {
+        const int R = s.topology.replicas;
+        for (int64_t u : units) total += grad_syncs * 2 * int64_t(R - 1) * (4 * paddedNumel(u, N) / N) / R;
+    }
+    return total;
+}
+
+std::string modelStateFormula(const std::string& k) {
+    if (k == "ddp") return "DDP: params 4 Psi + grads 4 Psi + AdamW 8 Psi = 16 Psi per rank";
+    if (k == "zero1") return "ZeRO-1: 4 Psi + 4 Psi + 8 Psi / N";
+    if (k == "zero2") return "ZeRO-2: 4 Psi + (4 + 8) Psi / N";
+    if (k == "fsdp") return "ZeRO-3 / FSDP: 16 Psi / N + root + largest unit materialized";
+    if (k == "hsdp") return "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit";
+    return "";
+}
+
+} // namespace dt
