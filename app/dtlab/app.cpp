@@ -281,12 +281,12 @@ void AppContext::ingestNew() {
     m_events_seen = m_session->copyEventsSince(m_events_seen, m_event_buffer);
     if (!m_event_buffer.empty()) {
         m_model.ingest(m_event_buffer.data(), m_event_buffer.size());
-        if (!m_facts.first_allreduce_ended)
-            for (const Event& e : m_event_buffer)
-                if (e.kind == EventKind::AllReduce && e.phase == EventPhase::WorkCompleted) {
-                    m_facts.first_allreduce_ended = true;
-                    break;
-                }
+        for (const Event& e : m_event_buffer) {
+            if (e.phase != EventPhase::WorkCompleted) continue;
+            if (e.kind == EventKind::AllReduce) m_facts.first_allreduce_ended = true;
+            if (e.kind == EventKind::AllGather) m_facts.first_allgather_ended = true;
+            if (e.kind == EventKind::ReduceScatter) m_facts.first_reducescatter_ended = true;
+        }
     }
     m_log_buffer.clear();
     m_logs_seen = m_session->copyLogsSince(m_logs_seen, m_log_buffer);
@@ -329,8 +329,10 @@ void AppContext::computeReplayProgress() {
             p.last_step_ms = double(e.dur_ns) / 1e6;
         } else if (e.kind == EventKind::LossValue && e.step >= p.step) {
             p.last_loss = e.value;
-        } else if (e.kind == EventKind::AllReduce && e.phase == EventPhase::WorkCompleted) {
-            m_facts.first_allreduce_ended = true;
+        } else if (e.phase == EventPhase::WorkCompleted) {
+            if (e.kind == EventKind::AllReduce) m_facts.first_allreduce_ended = true;
+            if (e.kind == EventKind::AllGather) m_facts.first_allgather_ended = true;
+            if (e.kind == EventKind::ReduceScatter) m_facts.first_reducescatter_ended = true;
         }
     }
     for (int r = 0; r < world; ++r) {

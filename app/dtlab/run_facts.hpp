@@ -17,6 +17,8 @@ struct RunFacts {
     bool replay = false;                // a recording is loaded
     bool finished = false;              // every rank exited (always true in a replay)
     bool first_allreduce_ended = false; // some rank completed an all-reduce
+    bool first_allgather_ended = false; // ... an all-gather
+    bool first_reducescatter_ended = false; // ... a reduce-scatter
     int steps_total = 0;                // [run] steps
     double elapsed_s = 0.0;             // since the Session started (or the recording's length)
 
@@ -53,6 +55,8 @@ struct RunFacts {
     case NarrationCondition::Kind::None: return true;
     case NarrationCondition::Kind::StepAtLeast: return f.stepsCompletedByAlive() >= c.value;
     case NarrationCondition::Kind::FirstAllReduceEnds: return f.first_allreduce_ended;
+    case NarrationCondition::Kind::FirstAllGatherEnds: return f.first_allgather_ended;
+    case NarrationCondition::Kind::FirstReduceScatterEnds: return f.first_reducescatter_ended;
     case NarrationCondition::Kind::RankDies: return f.rankGone(c.value);
     case NarrationCondition::Kind::RunFinished: return f.finished;
     }

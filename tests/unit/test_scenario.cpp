@@ -589,6 +589,8 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
         CHECK(parsed("step>=12").value == 12);
         CHECK(parsed("  step  >=  0 ").value == 0);
         CHECK(parsed("first all-reduce ends").kind == Kind::FirstAllReduceEnds);
+        CHECK(parsed("first all-gather ends").kind == Kind::FirstAllGatherEnds);
+        CHECK(parsed("first  reduce-scatter ends").kind == Kind::FirstReduceScatterEnds);
         CHECK(parsed("rank 2 dies").kind == Kind::RankDies);
         CHECK(parsed("rank 2 dies").value == 2);
         CHECK(parsed("run finished").kind == Kind::RunFinished);
@@ -609,7 +611,8 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
         CHECK(e.where().column == 9);
         CHECK(std::string(e.what()) ==
               "t.toml:5:9: error: [[steps]] until: expected one of \"\" (no wait), \"step >= N\", "
-              "\"first all-reduce ends\", \"rank R dies\", \"run finished\", got \"after step 3\"");
+              "\"first all-reduce ends\", \"first all-gather ends\", \"first reduce-scatter ends\", \"rank R dies\", "
+              "\"run finished\", got \"after step 3\"");
     }
 
     SECTION("a step without text points at the entry") {

@@ -19,6 +19,8 @@ std::string describeCondition(const std::string& until) {
     case NarrationCondition::Kind::StepAtLeast:
         return std::to_string(c.value) + (c.value == 1 ? " step" : " steps") + " completed by every rank";
     case NarrationCondition::Kind::FirstAllReduceEnds: return "the first all-reduce to end";
+    case NarrationCondition::Kind::FirstAllGatherEnds: return "the first all-gather to end";
+    case NarrationCondition::Kind::FirstReduceScatterEnds: return "the first reduce-scatter to end";
     case NarrationCondition::Kind::RankDies: return "rank " + std::to_string(c.value) + " to die";
     case NarrationCondition::Kind::RunFinished: return "the run to finish";
     }

@@ -107,10 +107,12 @@ struct NarrationStep {
 //   ""                        no wait: Next is enabled at once
 //   "step >= N"               every rank still alive has completed N steps
 //   "first all-reduce ends"   some rank completed its first all-reduce
+//   "first all-gather ends"   ... all-gather (zero1/2 after the optimizer; fsdp before a unit)
+//   "first reduce-scatter ends" ... reduce-scatter (a unit's gradients, sharded)
 //   "rank R dies"             rank R was killed or failed
 //   "run finished"            the Session ended (every rank exited)
 struct NarrationCondition {
-    enum class Kind { None, StepAtLeast, FirstAllReduceEnds, RankDies, RunFinished };
+    enum class Kind { None, StepAtLeast, FirstAllReduceEnds, FirstAllGatherEnds, FirstReduceScatterEnds, RankDies, RunFinished };
     Kind kind = Kind::None;
     int value = 0;                      // N for StepAtLeast, R for RankDies
 };

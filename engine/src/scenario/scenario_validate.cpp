@@ -246,7 +246,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
 namespace dt {
 
 const char* narrationConditionForms() {
-    return "\"\" (no wait), \"step >= N\", \"first all-reduce ends\", \"rank R dies\", \"run finished\"";
+    return "\"\" (no wait), \"step >= N\", \"first all-reduce ends\", \"first all-gather ends\", \"first reduce-scatter ends\", \"rank R dies\", \"run finished\"";
 }
 
 bool parseNarrationCondition(const std::string& text, NarrationCondition& out) {
@@ -277,6 +277,8 @@ bool parseNarrationCondition(const std::string& text, NarrationCondition& out) {
     else if (words.size() == 3 && words[0] == "step" && words[1] == ">=" && number(words[2], c.value))
         c.kind = Kind::StepAtLeast;
     else if (words == std::vector<std::string>{"first", "all-reduce", "ends"}) c.kind = Kind::FirstAllReduceEnds;
+    else if (words == std::vector<std::string>{"first", "all-gather", "ends"}) c.kind = Kind::FirstAllGatherEnds;
+    else if (words == std::vector<std::string>{"first", "reduce-scatter", "ends"}) c.kind = Kind::FirstReduceScatterEnds;
     else if (words.size() == 3 && words[0] == "rank" && words[2] == "dies" && number(words[1], c.value))
         c.kind = Kind::RankDies;
     else if (words == std::vector<std::string>{"run", "finished"}) c.kind = Kind::RunFinished;

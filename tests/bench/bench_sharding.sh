@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# bench_sharding.sh: DDP, ZeRO-1, ZeRO-2 and FSDP side by side in one run:
+# per-rank memory by category against the ZeRO/FSDP formulas, bytes per step
+# against the cost model, and step time against DDP at the same world size.
+#
+# Usage: tests/bench/bench_sharding.sh [BUILD_DIR]
+# Environment:
+#   RANKS="1 2 4 8"     world sizes (8 ranks on 2 cores is oversubscribed: its times are noisy)
+#   STRATEGIES="ddp zero1 zero2 fsdp"
+#   STEPS=8             steps per run (the summary's step time skips step 0)
+#   SCENARIO=FILE       default scenarios/zero_stages.toml (TinyGPT, 4 blocks, batch 8 per rank)
+#   BENCH_MD=FILE       also write the table as Markdown to FILE
+# The reference (the "anchor") is the papers' arithmetic: ratios measured/theory
+# for model states (goal: within 10%) and measured/cost-model for bytes. Step time
+# is given as a ratio to DDP's in the same run. No PyTorch is needed.
+set -euo pipefail
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+BUILD_DIR="${1:-$ROOT/build}"
+DTRUN="$BUILD_DIR/app/dtrun"
+[[ -x "$DTRUN" ]] || { echo "bench_sharding.sh: error: $DTRUN not found (build first)" >&2; exit 2; }
+RANKS="${RANKS:-1 2 4 8}"
+STRATEGIES="${STRATEGIES:-ddp zero1 zero2 fsdp}"
+STEPS="${STEPS:-8}"
+SCENARIO="${SCENARIO:-$ROOT/scenarios/zero_stages.toml}"
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+
+for n in $RANKS; do
+    for s in $STRATEGIES; do
+        echo "bench_sharding: $s at $n ranks" >&2
+        "$DTRUN" run "$SCENARIO" --ranks "$n" --strategy "$s" --steps "$STEPS" --batch-per-rank 8 \
+            --summary "$OUT/$s-$n.json" --quiet
+    done
+done
+
+python3 - "$OUT" "$RANKS" "$STRATEGIES" "${BENCH_MD:-}" <<'PY'
+import json, sys
+out, ranks, strategies, md_path = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4]
+MiB = 1024 * 1024
+rows = []
+head = ("| ranks | strategy | params MiB (theory) | grads MiB (theory) | AdamW MiB (theory) | model states measured/theory "
+        "| materialized peak MiB (theory max) | live peak MiB | bytes/step MiB (cost model) | measured/model | step ms | step vs ddp |")
+rows.append(head)
+rows.append("|" + "---|" * 12)
+for n in ranks:
+    ddp_ms = None
+    for s in strategies:
+        j = json.load(open(f"{out}/{s}-{n}.json"))
+        t = j["theory"]
+        peak = max(j["peak_memory"], key=lambda p: p["live_peak"])
+        measured_states = peak["parameters"] + peak["gradients"] + peak["optimizer_state"]
+        theory_states = t["parameters"] + t["gradients"] + t["optimizer_state"]
+        steps = j["steps"]
+        per_step = j["bytes_sent"][0] / steps if steps else 0
+        ms = max(x for x in j["step_ms_median"] if x is not None)
+        if s == "ddp": ddp_ms = ms
+        bytes_ratio = (per_step / t["bytes_sent_per_step"]) if t["bytes_sent_per_step"] else float("nan")
+        rows.append(f"| {n} | {s} | {peak['parameters']/MiB:.2f} ({t['parameters']/MiB:.2f}) "
+                    f"| {peak['gradients']/MiB:.2f} ({t['gradients']/MiB:.2f}) "
+                    f"| {peak['optimizer_state']/MiB:.2f} ({t['optimizer_state']/MiB:.2f}) "
+                    f"| {measured_states/theory_states:.3f} "
+                    f"| {peak['params_materialized']/MiB:.2f} ({t['params_materialized_peak']/MiB:.2f}) "
+                    f"| {peak['live_peak']/MiB:.1f} "
+                    f"| {per_step/MiB:.2f} ({t['bytes_sent_per_step']/MiB:.2f}) | "
+                    + ("-" if n == "1" else f"{bytes_ratio:.4f}") +
+                    f" | {ms:.1f} | " + (f"{ms/ddp_ms:.2f}" if ddp_ms else "-") + " |")
+text = "\n".join(rows)
+print(text)
+if md_path:
+    open(md_path, "w").write(text + "\n")
+PY
