@@ -165,13 +165,20 @@ void spanLabel(char* out, size_t size, const SpanRecord& s) {
     else std::snprintf(out, size, "%s", name);
 }
 
+// "world", "shard group of replica 1", "replicate group of shard 0" (events.hpp's group ids).
+void groupName(char* out, size_t size, uint8_t group) {
+    if (group == kGroupWorld) std::snprintf(out, size, "world");
+    else if (group < groupIdReplicate(0)) std::snprintf(out, size, "shard group of replica %d", int(group) - 1);
+    else std::snprintf(out, size, "replicate group of shard %d", int(group) - 128);
+}
+
 bool isCollective(EventKind kind) { return eventKindCategory(kind) == EventCategory::Comm; }
 bool isPointToPoint(EventKind kind) { return kind == EventKind::Send || kind == EventKind::Recv; }
 
 // The same Work's identity, whatever its times are now.
 bool sameSpan(const SpanRecord& a, const SpanRecord& b) {
     if (a.kind != b.kind) return false;
-    if (a.depth == RankLane::kCommRow) return a.seq == b.seq && a.peer == b.peer;
+    if (a.depth == RankLane::kCommRow) return a.seq == b.seq && a.peer == b.peer && a.group == b.group;
     return a.t0 == b.t0 && a.unit == b.unit;
 }
 
@@ -269,7 +276,7 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
 void TimelineView::drawLegend() {
     static constexpr EventKind kinds[] = {
         EventKind::Step,      EventKind::Data,          EventKind::Forward,   EventKind::Backward,
-        EventKind::Optimizer, EventKind::Wait,          EventKind::Paused,    EventKind::SlowDelay,
+        EventKind::Recompute, EventKind::Optimizer, EventKind::Wait,          EventKind::Paused,    EventKind::SlowDelay,
         EventKind::AllReduce, EventKind::AllGather,     EventKind::ReduceScatter, EventKind::Broadcast,
         EventKind::Send,      EventKind::Recv,          EventKind::Barrier,
     };
@@ -614,9 +621,11 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
 // -----------------------------------------------------------------------------
 //
 // The hovered collective (or else the selected one) is linked to its parts on
-// the other ranks: same kind and seq (collectives number their Works in issue
-// order, identically on every rank of the group). A send is linked to the recv
-// with the same seq on its peer (numbered per direction and peer).
+// the other ranks: same process group, kind and seq (collectives number their
+// Works in issue order per group, identically on every rank of the group; a
+// rank in two groups, as under HSDP, has two independent numberings). A send is
+// linked to the recv with the same seq on its peer (numbered per direction and
+// peer).
 
 void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float area_x0) {
     const RunModel& model = *inputs.model;
@@ -627,7 +636,7 @@ void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float a
         s = &model.lane(rank).comm[m_hover->item.first];
     } else if (m_selection && m_selection->row == RankLane::kCommRow) {
         rank = m_selection->rank;
-        s = model.findComm(rank, m_selection->span.kind, m_selection->span.peer, m_selection->span.seq);
+        s = model.findPart(rank, m_selection->span);
     }
     if (!s || !isCollective(s->kind)) return;
 
@@ -644,7 +653,8 @@ void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float a
     outline(rank, *s);
     if (isPointToPoint(s->kind)) {
         const bool is_send = s->kind == EventKind::Send;
-        const SpanRecord* other = model.findComm(s->peer, is_send ? EventKind::Recv : EventKind::Send, rank, s->seq);
+        const SpanRecord* other =
+            model.findComm(s->peer, s->group, is_send ? EventKind::Recv : EventKind::Send, rank, s->seq);
         if (!other) return;
         outline(s->peer, *other);
         // Data flows from the send's start to the recv's end.
@@ -654,7 +664,7 @@ void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float a
     }
     for (int r = 0; r < model.world(); ++r) {
         if (r == rank) continue;
-        const SpanRecord* part = model.findComm(r, s->kind, s->peer, s->seq);
+        const SpanRecord* part = model.findPart(r, *s);
         if (!part) continue;
         outline(r, *part);
         drawArrow(draw, at(rank, s->t0), at(r, part->t0), color);
@@ -709,7 +719,10 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
     ImGui::Text("rank %d", rank);
     if (s.step >= 0) { ImGui::SameLine(); ImGui::Text("  step %d", s.step); }
     if (s.microbatch >= 0) { ImGui::SameLine(); ImGui::Text("  microbatch %d", s.microbatch); }
-    if (s.unit >= 0) ImGui::Text("%s %d", s.depth == RankLane::kCommRow ? "bucket" : "block", s.unit);
+    const bool unit_collective = s.kind == EventKind::AllGather || s.kind == EventKind::ReduceScatter;
+    if (unit_collective && s.unit >= 0) ImGui::Text("FSDP unit %d (block %d)", s.unit, s.unit);
+    else if (unit_collective && model.scenario().strategy.kind != "ddp") ImGui::Text("FSDP unit root (embeddings, final norm, head)");
+    else if (s.unit >= 0) ImGui::Text("%s %d", s.depth == RankLane::kCommRow ? "bucket" : "block", s.unit);
     formatDuration(a, sizeof(a), double(s.t0) - origin);
     ImGui::Text("start     +%s", a);
     if (s.open()) {
@@ -733,6 +746,9 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
         else if (s.kind == EventKind::Recv) ImGui::Text("from rank %d", s.peer);
         else if (s.kind == EventKind::Broadcast) ImGui::Text("root rank %d, group of %d", s.peer, s.group_size);
         else ImGui::Text("group of %d ranks", s.group_size);
+        char group[48];
+        groupName(group, sizeof(group), s.group);
+        ImGui::Text("group     %s", group);
         ImGui::Text("seq       %llu", (unsigned long long)s.seq);
         if (s.t_scheduled != 0 && s.started) {
             formatDuration(a, sizeof(a), double(s.t0 - s.t_scheduled));
@@ -740,14 +756,20 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
         }
         if (!isPointToPoint(s.kind) && s.group_size > 1) {
             // Which ranks have this Work at all? A missing part is a rank that never got there.
+            // The world group's members are every rank; for a sub-group (HSDP) the members are
+            // not in the events, so the tooltip lists the ranks that have a part instead.
             int seen = 0;
-            std::string missing;
-            for (int r = 0; r < model.world() && r < int(s.group_size); ++r) {
-                if (model.findComm(r, s.kind, s.peer, s.seq)) ++seen;
-                else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+            std::string missing, present;
+            for (int r = 0; r < model.world(); ++r) {
+                const bool has = model.findPart(r, s) != nullptr;
+                seen += has ? 1 : 0;
+                std::string& list = has ? present : missing;
+                list += (list.empty() ? "" : ", ") + std::to_string(r);
             }
-            if (missing.empty()) ImGui::TextDisabled("parts on all %d ranks (arrows)", seen);
-            else ImGui::Text("parts on %d of %d ranks; missing on rank %s", seen, int(s.group_size), missing.c_str());
+            if (seen >= int(s.group_size)) ImGui::TextDisabled("parts on all %d ranks of the group (arrows)", seen);
+            else if (s.group == kGroupWorld)
+                ImGui::Text("parts on %d of %d ranks; missing on rank %s", seen, int(s.group_size), missing.c_str());
+            else ImGui::Text("parts on %d of %d ranks (on rank %s)", seen, int(s.group_size), present.c_str());
         }
     }
     ImGui::EndTooltip();
