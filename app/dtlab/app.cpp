@@ -13,6 +13,7 @@
 
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/sharding_theory.hpp"
 #include "screenshot.hpp"
 #include "views/view_event_log.hpp"
 #include "views/view_memory.hpp"
@@ -82,25 +83,6 @@ bool fileExists(const std::string& path) {
 std::string visibleLabel(const std::string& label) {
     const size_t hashes = label.find("##");
     return hashes == std::string::npos ? label : label.substr(0, hashes);
-}
-
-// Parameter count of the scenario's model, from the shapes in
-// engine/src/model/*.cpp:
-//   tiny_gpt  tok_emb V*C + pos_emb T*C + head C*V (no bias) + ln_f 2C
-//             + per block: ln1 2C, qkv 3C^2+3C, proj C^2+C, ln2 2C,
-//               fc1 rC^2+rC, fc2 rC^2+C   = 4C^2 + 2rC^2 + 9C + rC
-//   mlp       784 -> hidden... -> 10, each Linear in*out + out
-int64_t parameterCount(const ModelConfig& m) {
-    if (m.kind == "mlp") {
-        int64_t in = 784, count = 0;
-        for (int h : m.hidden) {
-            count += in * h + h;
-            in = h;
-        }
-        return count + in * 10 + 10;
-    }
-    const int64_t V = m.vocab, T = m.context, C = m.d_model, r = m.mlp_ratio, L = m.layers;
-    return 2 * V * C + T * C + 2 * C + L * (4 * C * C + 2 * r * C * C + 9 * C + r * C);
 }
 
 } // namespace
@@ -386,16 +368,18 @@ ViewInputs AppContext::viewInputs() {
     in.live = live();
     in.selected_rank = &m_selected_rank;
     in.navigator = m_navigator;
-    // Theory for DDP: every rank holds the whole model. fp32 parameters (4 B
-    // each), gradients of the same size, AdamW's two moments (2 x 4 B). This
-    // engine's DDP all-reduces the gradients in place (no extra comm buffers:
-    // 0). Activations are not modelled (they depend on autograd's saved
-    // tensors): the theory bar leaves them at 0.
+    // Model-state theory for the scenario's strategy (sharding_theory.hpp):
+    // fp32 parameters and gradients (4 B per element), AdamW's two moments
+    // (8 B), each divided by the shard count where the strategy shards it;
+    // fsdp/hsdp add the unsharded units alive at peak (root + largest unit,
+    // + one prefetched) to the parameters, as the engine's MemParameters
+    // counter counts them. Activations and comm buffers are not modelled (0).
     if (hasRun()) {
-        const int64_t params = parameterCount(m_scenario.model);
-        in.memory_theory = [params](int) -> std::optional<std::array<int64_t, 5>> {
-            return std::array<int64_t, 5>{params * 4, params * 4, params * 8, 0, 0};
-        };
+        const ModelStateTheory theory = modelStateTheory(m_scenario);
+        const std::array<int64_t, 5> bytes = {theory.parameters + theory.materialized_peak, theory.gradients,
+                                              theory.optimizer_state, 0, 0};
+        in.memory_theory = [bytes](int) -> std::optional<std::array<int64_t, 5>> { return bytes; };
+        in.memory_theory_label = modelStateFormula(m_scenario.strategy.kind);
     }
     return in;
 }
