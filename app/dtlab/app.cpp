@@ -16,6 +16,7 @@
 #include "dtlab/sharding_theory.hpp"
 #include "screenshot.hpp"
 #include "views/view_event_log.hpp"
+#include "views/view_fsdp_flow.hpp"
 #include "views/view_memory.hpp"
 #include "views/view_metrics.hpp"
 #include "views/view_narration.hpp"
@@ -109,6 +110,7 @@ AppContext::AppContext(AppOptions options) : m_options(std::move(options)) {
     add("metrics", std::make_unique<MetricsView>());
     add("memory", std::make_unique<MemoryView>());
     add("events", std::make_unique<EventLogView>());
+    add("fsdp", std::make_unique<FsdpFlowView>());
     std::snprintf(m_save_path, sizeof(m_save_path), "dtlab-run.dtrec");
 }
 
@@ -122,6 +124,7 @@ void AppContext::resetRunState() {
     m_replay_problem.clear();
     m_announced_finish = false;
     m_selected_rank = -1;
+    m_cursor_ns.reset();
     m_narration_index = 0;
     m_narration_started_s = wallSeconds();
     m_start_ns = monotonicNowNs();
@@ -151,6 +154,7 @@ void AppContext::openScenario(const Scenario& scenario) {
     }
     m_start_ns = monotonicNowNs();
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
+    if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     gatherFacts();
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
         std::to_string(m_scenario.run.steps) + " steps, " + m_scenario.strategy.kind + " (" +
@@ -182,6 +186,7 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     m_failure_reason = m_replay->ok ? "" : m_replay->failure_reason;
     computeReplayProgress();
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
+    if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
         " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
 }
@@ -368,6 +373,7 @@ ViewInputs AppContext::viewInputs() {
     in.live = live();
     in.selected_rank = &m_selected_rank;
     in.navigator = m_navigator;
+    in.cursor_ns = &m_cursor_ns;
     // Model-state theory for the scenario's strategy (sharding_theory.hpp):
     // fp32 parameters and gradients (4 B per element), AdamW's two moments
     // (8 B), each divided by the shard count where the strategy shards it;
@@ -464,6 +470,17 @@ void AppContext::setPace(double steps_per_s) {
 void AppContext::selectRank(int rank) {
     m_selected_rank = rank;
     if (rank >= 0) say("selected rank " + std::to_string(rank));
+}
+
+void AppContext::setCursor(double seconds) {
+    if (seconds < 0.0) {
+        m_cursor_ns.reset();
+        return say("cursor off");
+    }
+    m_cursor_ns = m_model.tBegin() + int64_t(std::llround(seconds * 1e9));
+    char line[64];
+    std::snprintf(line, sizeof(line), "cursor at +%.3f s", seconds);
+    say(line);
 }
 
 bool AppContext::saveRecording(const std::string& path, std::string& error) {
@@ -639,8 +656,8 @@ AppContext::ViewSlot* AppContext::findView(const std::string& id) {
 }
 
 // The default tiling (x, y, w, h) for a view: the control bar across the top;
-// topology over narration on the left; the timeline top right over metrics,
-// memory and the event log.
+// topology over narration on the left; the timeline top right (over the FSDP
+// flow band when that view is open) over metrics, memory and the event log.
 ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const ImVec2 d = ImGui::GetIO().DisplaySize;
     const ImGuiStyle& style = ImGui::GetStyle();
@@ -649,19 +666,24 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const float body_h = std::max(100.0f, d.y - y0);
     const float left_w = std::round(std::clamp(d.x * 0.32f, std::min(d.x * 0.5f, ImGui::GetFontSize() * 24.0f), d.x * 0.45f));
     const float right_w = d.x - left_w;
-    bool narration_open = false;
-    for (const ViewSlot& slot : m_views)
+    bool narration_open = false, flow_open = false;
+    for (const ViewSlot& slot : m_views) {
         if (slot.id == "narration") narration_open = slot.view->open;
+        if (slot.id == "fsdp") flow_open = slot.view->open;
+    }
     const float topo_h = std::round(narration_open ? body_h * 0.66f : body_h);
-    const float tl_h = std::round(body_h * 0.52f);
-    const float y1 = y0 + tl_h;
-    const float low_h = body_h - tl_h;
+    // The FSDP flow view (open for fsdp/hsdp) takes a band under the timeline.
+    const float flow_h = flow_open ? std::round(std::min(FsdpFlowView::preferredHeight(), body_h * 0.4f)) : 0.0f;
+    const float tl_h = std::round(flow_open ? body_h * 0.40f : body_h * 0.52f);
+    const float y1 = y0 + tl_h + flow_h;
+    const float low_h = std::max(60.0f, body_h - tl_h - flow_h);
     const float metrics_w = std::round(right_w * 0.37f);
     const float memory_w = std::round(right_w * 0.24f);
     if (id == "controls") return ImVec4(0, menu_height, d.x, ctrl_h);
     if (id == "topology") return ImVec4(0, y0, left_w, topo_h);
     if (id == "narration") return ImVec4(0, y0 + topo_h, left_w, body_h - topo_h);
     if (id == "timeline") return ImVec4(left_w, y0, right_w, tl_h);
+    if (id == "fsdp") return ImVec4(left_w, y0 + tl_h, right_w, flow_h > 0.0f ? flow_h : body_h * 0.3f);
     if (id == "metrics") return ImVec4(left_w, y1, metrics_w, low_h);
     if (id == "memory") return ImVec4(left_w + metrics_w, y1, memory_w, low_h);
     if (id == "events") return ImVec4(left_w + metrics_w + memory_w, y1, right_w - metrics_w - memory_w, low_h);

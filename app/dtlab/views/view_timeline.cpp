@@ -215,7 +215,9 @@ const char* TimelineView::helpText() const {
            "hover it to see which ranks never joined.\n\n"
            "Mouse: wheel zooms around the cursor, drag pans (left, right or middle button), click selects a "
            "span (or zooms into a folded block), double-click zooms to a span. Hovering or selecting a "
-           "collective draws arrows to its parts on the other ranks (and from a send to its recv).\n\n"
+           "collective draws arrows to its parts on the same process group's other ranks (and from a send to "
+           "its recv). A click also puts the time cursor (an orange line) there: the FSDP flow view shows "
+           "that moment.\n\n"
            "Try: kill or hang a rank from the topology view and watch the others' all-reduce stay open; "
            "compare where backward per block and the bucket all-reduces overlap.";
 }
@@ -359,6 +361,8 @@ void TimelineView::handleInput(const ViewInputs& inputs, bool hovered, bool acti
             if (inputs.selected_rank && m_lanes.rowAt(m_mouse.y, model.world(), rank, row)) *inputs.selected_rank = rank;
             return;
         }
+        // A click in the lanes also puts the shared time cursor there (the FSDP flow view shows that moment).
+        if (inputs.cursor_ns) *inputs.cursor_ns = clampToTime(m_window.timeAt(m_mouse.x - area_x0));
         auto hit = hitTest(model, m_lanes, m_window, m_mouse.x - area_x0, m_mouse.y);
         if (!hit) {
             m_selection.reset();
@@ -445,6 +449,10 @@ void TimelineView::draw(const ViewInputs& inputs) {
     if (inputs.live) { // "now"
         const float x = area_x0 + float(m_window.xOf(double(inputs.now_ns)));
         draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1), palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f));
+    }
+    if (inputs.cursor_ns && inputs.cursor_ns->has_value()) { // the shared time cursor
+        const float x = area_x0 + float(std::clamp(m_window.xOf(double(**inputs.cursor_ns)), -1e5, 1e5));
+        draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1), palette::kWarning, 1.5f);
     }
     drawLinks(inputs, draw, area_x0);
     draw->PopClipRect();
