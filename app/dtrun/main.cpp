@@ -13,6 +13,7 @@
 // error (bad flag, bad scenario, unwritable output): nothing was started.
 #include "progress_line.hpp"
 
+#include "dtlab/checkpoint.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/recording.hpp"
 #include "dtlab/scenario.hpp"
@@ -70,6 +71,11 @@ struct RunFlags {
     int steps = kNotGiven;
     int batch_per_rank = kNotGiven;
     std::string overlap;
+    std::string strategy;
+    int replicas = kNotGiven;
+    int microbatches = kNotGiven;
+    std::string checkpoint_dir;
+    std::string resume_from;
     std::string trace_path;
     std::string summary_path;
     std::string params_out;
@@ -97,6 +103,26 @@ dt::Scenario resolveScenario(const RunFlags& f) {
         dt::validateScenario(s, "--batch-per-rank");
     }
     if (!f.overlap.empty()) s.strategy.overlap = f.overlap == "on";
+    if (!f.strategy.empty()) {
+        s.strategy.kind = f.strategy;
+        dt::validateScenario(s, "--strategy");
+    }
+    if (f.replicas != kNotGiven) {
+        s.topology.replicas = f.replicas;
+        dt::validateScenario(s, "--replicas");
+    }
+    if (f.microbatches != kNotGiven) {
+        s.strategy.microbatches = f.microbatches;
+        dt::validateScenario(s, "--microbatches");
+    }
+    if (!f.checkpoint_dir.empty()) {
+        s.run.checkpoint_dir = f.checkpoint_dir;
+        dt::validateScenario(s, "--checkpoint-dir");
+    }
+    if (!f.resume_from.empty()) {
+        s.run.resume_from = f.resume_from;
+        dt::validateScenario(s, "--resume");
+    }
     if (f.no_telemetry) s.telemetry.enabled = false;
     return s;
 }
@@ -105,6 +131,7 @@ int runCommand(const RunFlags& f) {
     dt::Scenario scenario;
     try {
         scenario = resolveScenario(f);
+        if (!scenario.run.resume_from.empty()) dt::verifyShardedCheckpoint(scenario.run.resume_from, scenario);
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
         checkOutputPath("--record", f.record_path);
@@ -214,6 +241,11 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--batch-per-rank", run.batch_per_rank, "override the batch size per rank");
     run_cmd->add_option("--overlap", run.overlap, "DDP: all-reduce during backward (on) or after it (off)")
         ->check(CLI::IsMember({"on", "off"}));
+    run_cmd->add_option("--strategy", run.strategy, "override [strategy] kind: ddp, zero1, zero2, fsdp or hsdp");
+    run_cmd->add_option("--replicas", run.replicas, "hsdp: override [topology] replicas");
+    run_cmd->add_option("--microbatches", run.microbatches, "override [strategy] microbatches (gradient accumulation)");
+    run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "save sharded checkpoints into DIR/step-<S>");
+    run_cmd->add_option("--resume", run.resume_from, "load a sharded checkpoint (DIR/step-<S>) before training");
     run_cmd->add_option("--trace", run.trace_path, "write a Chrome trace (Perfetto) JSON file");
     run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
     run_cmd->add_option("--record", run.record_path, "save the whole event stream (open with dtlab --replay FILE)");

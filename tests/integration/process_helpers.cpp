@@ -374,12 +374,14 @@ std::vector<pid_t> waitForNoWorkers(double timeout_s) {
 std::string scenarioToml(const ScenarioSpec& spec) {
     std::ostringstream s;
     s << "[scenario]\nname = \"" << spec.name << "\"\n\n"
-      << "[topology]\nranks = " << spec.ranks << "\n\n"
+      << "[topology]\nranks = " << spec.ranks << "\nreplicas = " << spec.replicas << "\n\n"
       << "[model]\nkind = \"tiny_gpt\"\nd_model = " << spec.d_model << "\nlayers = " << spec.layers
       << "\nheads = " << spec.heads << "\n\n"
       << "[data]\nsource = \"fortunes\"\nbatch_per_rank = " << spec.batch_per_rank << "\n\n"
-      << "[strategy]\nkind = \"ddp\"\nbucket_mb = " << spec.bucket_mb << "\n\n"
-      << "[run]\nsteps = " << spec.steps << "\nseed = 1\ntimeout_s = " << spec.timeout_s << "\n\n"
+      << "[strategy]\nkind = \"" << spec.strategy << "\"\nbucket_mb = " << spec.bucket_mb << "\n"
+      << spec.strategy_toml << "\n"
+      << "[run]\nsteps = " << spec.steps << "\nseed = 1\ntimeout_s = " << spec.timeout_s << "\n" << spec.run_toml
+      << "\n"
       << spec.faults_toml;
     return s.str();
 }

@@ -135,6 +135,10 @@ struct ScenarioSpec {
     double bucket_mb = 1.0;
     double timeout_s = 30.0;
     std::string faults_toml; // [[faults]] tables, appended verbatim
+    int replicas = 1;
+    std::string strategy = "ddp";
+    std::string strategy_toml; // more [strategy] lines, verbatim ("microbatches = 4\n")
+    std::string run_toml;      // more [run] lines, verbatim
 };
 [[nodiscard]] std::string scenarioToml(const ScenarioSpec& spec);
 

@@ -91,6 +91,7 @@ void Communicator::emitWork(const Job& job, EventPhase phase) {
     e.seq = job.seq;
     e.peer = int16_t(job.peer);
     e.group_size = uint16_t(m_size);
+    e.group = m_group;
     m_sink->emit(e);
 }
 

@@ -72,6 +72,9 @@ public:
     [[nodiscard]] int rank() const { return m_rank; }
     [[nodiscard]] int size() const { return m_size; }
     [[nodiscard]] virtual std::string backendName() const = 0;
+    // The process-group id stamped on this communicator's Work records
+    // (Event::group): kGroupWorld unless a strategy builds sub-groups (hsdp).
+    void setGroupId(uint8_t group) { m_group = group; }
 
     CommWorkPtr allReduce(at::Tensor x, CommTag tag = {});
     CommWorkPtr allGather(at::Tensor out, at::Tensor x, CommTag tag = {});
@@ -117,6 +120,7 @@ private:
     int m_rank;
     int m_size;
     EventSink* m_sink;
+    uint8_t m_group = kGroupWorld;
     std::mutex m_mutex;
     std::condition_variable m_wake;
     std::deque<Job> m_queue;

@@ -72,8 +72,8 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
         t.gradients = 4 * shard;
         t.optimizer_state = 8 * shard;
         const bool prefetch = s.strategy.forward_prefetch || s.strategy.backward_prefetch;
-        const int64_t units_alive = N > 1 ? (prefetch ? 2 : 1) : 0;
-        t.materialized_peak = N > 1 ? 4 * (root_padded + units_alive * largest_unit) : 0;
+        const int64_t units_alive = prefetch ? 2 : 1;
+        t.materialized_peak = 4 * (root_padded + units_alive * largest_unit);
     }
     return t;
 }

@@ -7,6 +7,7 @@
 // Each Linear layer is one unit for telemetry (Forward span per layer).
 #include "model/model.hpp"
 
+#include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 
 namespace dt {
@@ -34,15 +35,35 @@ public:
     at::Tensor loss(const at::Tensor& images, const at::Tensor& labels, const UnitTimer& timer) override {
         auto h = images;
         for (size_t i = 0; i < layers.size(); ++i) {
-            markForward(timer, int(i), true);
-            h = layers[i]->forward(h);
+            const int unit = int(i);
+            markForward(timer, unit, true);
+            auto input = h;
+            h = layers[i]->forward(input);
             if (i + 1 < layers.size()) h = at::relu(h);
-            markForward(timer, int(i), false);
+            markForward(timer, unit, false);
+            if (timer.backward && h.requires_grad()) {
+                auto mark = timer.backward; // copied: the hooks run after loss() returns
+                h.register_hook([mark, unit](const at::Tensor&) { mark(unit, true); });
+                if (input.requires_grad()) input.register_hook([mark, unit](const at::Tensor&) { mark(unit, false); });
+            }
         }
         markForward(timer, -1, true);
         auto loss = at::cross_entropy_loss(h, labels);
         markForward(timer, -1, false);
         return loss;
+    }
+
+    std::vector<int> parameterUnits() const override {
+        std::vector<int> units;
+        for (const auto& item : named_parameters(true)) {
+            const std::string& name = item.key(); // "fc<i>.weight" or "out.bias"
+            units.push_back(name.rfind("out.", 0) == 0 ? int(layers.size()) - 1 : std::stoi(name.substr(2)));
+        }
+        return units;
+    }
+
+    void setActivationCheckpointing(bool on) override {
+        if (on) throw UsageError("activation checkpointing needs the tiny_gpt model (its blocks are the units recomputed)");
     }
 
     std::string describe() const override {

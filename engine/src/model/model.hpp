@@ -17,10 +17,19 @@ namespace dt {
 struct ModelConfig;
 
 // Called by models to mark the start and end of a unit's forward / backward.
-// unit = block index, or -1 for the embedding and head.
+// unit = block index, or -1 for the embedding and head. The worker composes
+// telemetry spans and the strategy's unit hooks (FSDP gathers a unit's
+// parameters at `begin`, frees them after forward) into one UnitTimer.
+//   forward(unit, true/false)   around the unit's forward
+//   backward(unit, true)        the gradient w.r.t. the unit's output has arrived:
+//                               its backward is about to run
+//   backward(unit, false)       the gradient w.r.t. its input has left
+//   recompute(unit, true/false) around the re-run of the unit's forward inside
+//                               backward (activation checkpointing)
 struct UnitTimer {
     std::function<void(int unit, bool begin)> forward;
     std::function<void(int unit, bool begin)> backward;
+    std::function<void(int unit, bool begin)> recompute;
 };
 
 // Calls timer.forward if it is set (an empty UnitTimer means "no telemetry").
@@ -41,6 +50,12 @@ public:
     [[nodiscard]] virtual at::Tensor loss(const at::Tensor& inputs, const at::Tensor& targets,
                                           const UnitTimer& timer) = 0;
     [[nodiscard]] virtual std::string describe() const = 0;
+    // For each trainable parameter (same order), the unit it belongs to:
+    // a block / layer index, or -1 for the root unit (embeddings, final norm, head).
+    [[nodiscard]] virtual std::vector<int> parameterUnits() const = 0;
+    // Keep only each unit's input in forward and recompute the unit in
+    // backward. Models without checkpointable units refuse (UsageError).
+    virtual void setActivationCheckpointing(bool on) = 0;
 };
 
 // Builds the model named by config.kind with weights drawn from `seed`.

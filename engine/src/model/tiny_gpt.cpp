@@ -15,11 +15,15 @@
 // Telemetry: a Forward span per block (unit = block) and for the embedding and
 // head (unit = -1); Backward spans per block come from autograd hooks on each
 // block's output (gradient arrives = backward starts) and input (gradient
-// leaves = backward ends).
+// leaves = backward ends). With activation checkpointing each block runs as a
+// CheckpointedBlock: its forward is recomputed inside backward (a Recompute span).
 #include "model/model.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
 
 #include <cmath>
 
@@ -58,6 +62,43 @@ struct BlockImpl : nn::Module {
 };
 TORCH_MODULE(Block);
 
+// Activation checkpointing of one block (the "reentrant" form of
+// torch.utils.checkpoint): forward runs the block without recording a graph
+// and keeps only its input x (B,T,C); backward runs the block's forward again
+// with grad on, then backpropagates the incoming gradient through that fresh
+// graph. The parameter gradients reach the parameters' AccumulateGrad nodes
+// inside that inner backward (so DDP / FSDP gradient hooks fire as usual);
+// the gradient w.r.t. x is returned to the outer graph.
+// Memory: one (B,T,C) input per block instead of every intermediate.
+struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
+    static at::Tensor forward(torch::autograd::AutogradContext* ctx, at::Tensor x, at::Tensor causal_mask,
+                              BlockImpl* block, int unit, const UnitTimer* timer) {
+        ctx->save_for_backward({x, causal_mask});
+        ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
+        ctx->saved_data["unit"] = int64_t(unit);
+        ctx->saved_data["timer"] = reinterpret_cast<int64_t>(timer);
+        return block->forward(x, causal_mask);
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list grad_outputs) {
+        auto saved = ctx->get_saved_variables();
+        auto* block = reinterpret_cast<BlockImpl*>(ctx->saved_data["block"].toInt());
+        const int unit = int(ctx->saved_data["unit"].toInt());
+        const auto* timer = reinterpret_cast<const UnitTimer*>(ctx->saved_data["timer"].toInt());
+        at::Tensor x = saved[0].detach().requires_grad_(true);
+        at::Tensor output;
+        {
+            at::AutoGradMode grad_on(true);
+            if (timer && timer->recompute) timer->recompute(unit, true);
+            output = block->forward(x, saved[1]);
+            if (timer && timer->recompute) timer->recompute(unit, false);
+        }
+        torch::autograd::backward({output}, {grad_outputs[0]});
+        return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+    }
+};
+
 class TinyGpt final : public TrainableModel, public nn::Module {
 public:
     explicit TinyGpt(const ModelConfig& c) : m_config(c) {
@@ -81,6 +122,7 @@ public:
         const int64_t T = tokens.size(1);
         auto mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
 
+        m_timer_copy = timer; // the checkpointed blocks' backward runs after loss() returns
         markForward(timer, -1, true);
         auto positions = at::arange(T, at::kLong);
         auto x = tok_emb->forward(tokens) + pos_emb->forward(positions); // (B,T,C)
@@ -90,7 +132,9 @@ public:
             const int unit = int(i);
             markForward(timer, unit, true);
             auto input = x;
-            auto output = blocks[i]->forward(input, mask);
+            auto output = m_checkpointing && input.requires_grad()
+                              ? CheckpointedBlock::apply(input, mask, blocks[i].get(), unit, &m_timer_copy)
+                              : blocks[i]->forward(input, mask);
             markForward(timer, unit, false);
             if (timer.backward && output.requires_grad()) {
                 // grad w.r.t. the block output arrives first (backward of this block begins),
@@ -109,6 +153,17 @@ public:
         return loss;
     }
 
+    std::vector<int> parameterUnits() const override {
+        std::vector<int> units;
+        for (const auto& item : named_parameters(true)) {
+            const std::string& name = item.key(); // "block<i>.qkv.weight", or root: "tok_emb.weight", "head.weight", ...
+            units.push_back(name.rfind("block", 0) == 0 ? std::stoi(name.substr(5)) : -1);
+        }
+        return units;
+    }
+
+    void setActivationCheckpointing(bool on) override { m_checkpointing = on; }
+
     std::string describe() const override {
         int64_t n = 0;
         for (const auto& p : trainableParameters()) n += p.tensor.numel();
@@ -124,6 +179,8 @@ private:
     nn::LayerNorm ln_f{nullptr};
     nn::Linear head{nullptr};
     at::Tensor m_causal;
+    bool m_checkpointing = false;
+    UnitTimer m_timer_copy;
 };
 
 } // namespace

@@ -193,6 +193,18 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     if (!sharded && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
                        "[run] checkpoints are sharded: they need [strategy] kind = zero1, zero2, fsdp or hsdp, not ddp"};
+    if (!s.run.checkpoint_dir.empty()) {
+        // A checkpoint is never overwritten: refuse before anything starts.
+        std::error_code ec;
+        for (int step = 0; step < steps; ++step) {
+            const bool saved = step == steps - 1 || (s.run.checkpoint_every > 0 && (step + 1) % s.run.checkpoint_every == 0);
+            const std::filesystem::path dir = std::filesystem::path(s.run.checkpoint_dir) / ("step-" + std::to_string(step));
+            if (saved && std::filesystem::exists(dir, ec))
+                return Problem{"run", {"checkpoint_dir"}, -1,
+                               "[run] checkpoint_dir: this run would save '" + dir.string() +
+                                   "', which exists already (checkpoints are never overwritten: choose another directory)"};
+        }
+    }
     if (!s.run.resume_from.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_directory(s.run.resume_from, ec))

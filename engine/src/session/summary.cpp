@@ -8,6 +8,7 @@
 // the tallies. Events of the Session itself (rank -1) or of a rank outside the
 // record are not counted.
 #include "dtlab/summary.hpp"
+#include "dtlab/sharding_theory.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -32,6 +33,7 @@ enum MemSlot {
     kMemActivations,
     kMemCommBuffers,
     kMemLivePeak,
+    kMemParamsMaterialized,
     kMemSlots
 };
 
@@ -131,6 +133,9 @@ void tallyCounter(RankTally& tally, const Event& e) {
         break;
     case EventKind::MemCommBuffers:
         raisePeak(tally, kMemCommBuffers, e.value);
+        break;
+    case EventKind::MemParamsMaterialized:
+        raisePeak(tally, kMemParamsMaterialized, e.value);
         break;
     // The peak of live memory: the MemPeak counter, or a higher MemLive sample.
     case EventKind::MemPeak:
@@ -265,6 +270,7 @@ std::string summaryJson(const RunRecord& record) {
         peak["activations"] = toInteger(tally.mem_peak[kMemActivations]);
         peak["comm_buffers"] = toInteger(tally.mem_peak[kMemCommBuffers]);
         peak["live_peak"] = toInteger(tally.mem_peak[kMemLivePeak]);
+        peak["params_materialized"] = toInteger(tally.mem_peak[kMemParamsMaterialized]);
         peakMemory.push_back(peak);
 
         checksums.push_back(tally.has_checksum ? Json(checksumHex(tally.checksum)) : Json(nullptr));
@@ -278,6 +284,16 @@ std::string summaryJson(const RunRecord& record) {
     j["bytes_received"] = bytesReceived;
     j["bytes_sent_measured"] = bytesSentMeasured;
     j["peak_memory"] = peakMemory;
+    { // what the ZeRO / FSDP formulas predict per rank (sharding_theory.hpp), beside the measurement
+        const ModelStateTheory t = modelStateTheory(record.scenario);
+        j["theory"] = Json{{"formula", modelStateFormula(record.scenario.strategy.kind)},
+                           {"shards", shardCount(record.scenario)},
+                           {"parameters", t.parameters},
+                           {"gradients", t.gradients},
+                           {"optimizer_state", t.optimizer_state},
+                           {"params_materialized_peak", t.materialized_peak},
+                           {"bytes_sent_per_step", bytesPerStepTheory(record.scenario)}};
+    }
     j["params_checksum"] = checksums;
     j["dropped_events"] = dropped;
     j["dropped_events_total"] = droppedTotal;

@@ -55,12 +55,18 @@ DdpGradientSync::~DdpGradientSync() = default;
 void DdpGradientSync::beginStep(int step) {
     m_step = step;
     for (auto& buffer : m_buffers) buffer.zero_();
+    beginMicrobatch(-1, true);
+}
+
+void DdpGradientSync::beginMicrobatch(int microbatch, bool communicate) {
+    m_microbatch = microbatch;
+    m_communicate = communicate;
     for (size_t b = 0; b < m_plan.size(); ++b) {
         m_pending[b] = int(m_plan[b].slots.size());
         m_works[b] = nullptr;
     }
     m_launched_in_backward = 0;
-    m_in_backward = true;
+    m_in_backward = communicate;
 }
 
 void DdpGradientSync::onGradientReady(int param_index) {
@@ -73,11 +79,12 @@ void DdpGradientSync::onGradientReady(int param_index) {
 }
 
 void DdpGradientSync::launch(size_t bucket) {
-    m_works[bucket] = m_comm.allReduce(m_buffers[bucket], CommTag{m_step, int(bucket), -1});
+    m_works[bucket] = m_comm.allReduce(m_buffers[bucket], CommTag{m_step, int(bucket), m_microbatch});
 }
 
 void DdpGradientSync::finishBackward() {
     m_in_backward = false;
+    if (!m_communicate) return;
     for (size_t b = 0; b < m_plan.size(); ++b)
         if (!m_works[b]) launch(b);
     const int64_t wait_start = m_sink ? m_sink->now() : 0;

@@ -35,8 +35,14 @@ public:
                     EventSink* sink);
     ~DdpGradientSync();
 
-    void beginStep(int step);
-    void finishBackward();          // throws CommError if a peer failed
+    void beginStep(int step);       // zeroes the gradient buckets
+    // Before each microbatch's backward. communicate = false: gradients only
+    // accumulate in the buckets (PyTorch's no_sync); true: the buckets are
+    // all-reduced during / after this backward. All-reducing the accumulated
+    // buckets every microbatch is also exact: the earlier part is already the
+    // same average on every rank.
+    void beginMicrobatch(int microbatch, bool communicate);
+    void finishBackward();          // throws CommError if a peer failed; no-op when not communicating
 
     [[nodiscard]] const std::vector<BucketPlan>& plan() const { return m_plan; }
     [[nodiscard]] std::vector<at::Tensor> bucketBuffers() const { return m_buffers; }
@@ -57,7 +63,9 @@ private:
     std::vector<CommWorkPtr> m_works;       // per bucket, this step
     std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators; // kept alive: they own the hooks
     bool m_in_backward = false;
+    bool m_communicate = true;
     int m_step = -1;
+    int m_microbatch = -1;
     int m_launched_in_backward = 0;
 };
 

@@ -4,11 +4,14 @@
 //  2. One torch thread, one OpenBLAS thread; install the tracking allocator.
 //  3. Join the Session's TCPStore; read the resolved scenario (JSON) and the
 //     telemetry address from it; connect telemetry (clock offset measured).
-//  4. Build data, model (seeded), Gloo communicator, DDP sync, AdamW;
-//     broadcast rank 0's parameters so every replica starts identical.
-//  5. Each step: data -> forward (spans per block) -> loss -> backward (spans
-//     per block; bucket all-reduces launch as buckets fill) -> wait -> AdamW
-//     -> counters (loss, step time, bytes, memory by category).
+//  4. Build data, model (seeded), Gloo communicators (hsdp: two sub-groups),
+//     broadcast rank 0's parameters so every replica starts identical, then
+//     the strategy (ddp, zero1, zero2, fsdp, hsdp: training_strategy.hpp),
+//     and load a checkpoint when the scenario resumes from one.
+//  5. Each step: data -> per microbatch: forward (spans per block; fsdp
+//     gathers and frees units) -> backward (gradient collectives launch as
+//     units / buckets fill) -> wait; then the optimizer, a checkpoint when
+//     due, counters (loss, step time, bytes, memory by category).
 //  6. Report the parameter checksum, optionally write the parameters, say Bye.
 // A CommError (peer lost, timeout) is reported to the Session with its text
 // and the rank exits with kExitRankFailed.
@@ -22,7 +25,8 @@
 #include "memory/memory_accounting.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "model/model.hpp"
-#include "strategy/ddp.hpp"
+#include "strategy/sharded_checkpoint.hpp"
+#include "strategy/training_strategy.hpp"
 #include "telemetry/telemetry_sender.hpp"
 #include "telemetry/telemetry_wire.hpp"
 #include "worker/params_io.hpp"
@@ -68,17 +72,6 @@ ProcIo readProcIo() {
         if (key == "wchar:") io.written = value;
     }
     return io;
-}
-
-int64_t optimizerStateBytes(torch::optim::AdamW& optimizer) {
-    std::vector<at::Tensor> tensors;
-    for (const auto& [key, state] : optimizer.state()) {
-        const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
-        tensors.push_back(s.exp_avg());
-        tensors.push_back(s.exp_avg_sq());
-        if (s.max_exp_avg_sq().defined()) tensors.push_back(s.max_exp_avg_sq());
-    }
-    return storageBytes(tensors);
 }
 
 // Emits spans and counters for one rank; `detailed` = false keeps only what
@@ -135,6 +128,7 @@ struct UnitSpans {
     int step = -1;
     std::vector<int64_t> forward_begin = std::vector<int64_t>(256, 0);
     std::vector<int64_t> backward_begin = std::vector<int64_t>(256, 0);
+    int64_t recompute_begin = 0;
     static size_t slot(int unit) { return size_t(unit + 1) & 255; }
 
     UnitTimer timer() {
@@ -155,54 +149,138 @@ struct UnitSpans {
     }
 };
 
-int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sender, StepGate& gate,
-          c10::intrusive_ptr<c10d::Store> store, const std::string& params_out_dir) {
-    const int rank = env.rank, world = env.world;
-    RankTelemetry telemetry(sender, rank, scenario.telemetry.enabled);
+// The communicators of this rank: the world, and for hsdp the shard group
+// (the ranks of this replica) and the replicate group (the ranks holding the
+// same shard in every replica), each on its own TCPStore prefix.
+struct RankGroups {
+    std::unique_ptr<Communicator> world, shard, replicate;
+};
 
-    auto data = makeDataSource(scenario.data, scenario.model, scenario.run.seed);
-    auto model = makeModel(scenario.model, scenario.run.seed);
-    std::vector<at::Tensor> params;
-    for (const auto& p : model->trainableParameters()) params.push_back(p.tensor);
-    if (rank == 0) sender.log(LogLevel::Info, model->describe() + "; " + data->describe());
-
+RankGroups makeGroups(const LaunchEnv& env, const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store,
+                      EventSink* sink) {
     GlooOptions gloo;
     gloo.timeout = std::chrono::milliseconds(int64_t(scenario.run.timeout_s * 1000));
-    const bool loopback = env.master_host == "127.0.0.1" || env.master_host == "localhost";
-    gloo.interface_host = loopback ? "127.0.0.1" : env.master_host == "" ? "127.0.0.1" : "0.0.0.0";
+    const bool loopback = env.master_host == "127.0.0.1" || env.master_host == "localhost" || env.master_host.empty();
+    gloo.interface_host = "127.0.0.1";
     if (!loopback) {
         char host[256] = {0};
         gethostname(host, sizeof(host) - 1);
         gloo.interface_host = host;
     }
-    auto comm = makeGlooCommunicator(store, rank, world, gloo, telemetry.detailed() ? &sender : nullptr);
+    RankGroups g;
+    g.world = makeGlooCommunicator(store, env.rank, env.world, gloo, sink);
+    if (scenario.strategy.kind == "hsdp") {
+        const int shards = env.world / scenario.topology.replicas;
+        const int replica = env.rank / shards, shard = env.rank % shards;
+        GlooOptions o = gloo;
+        o.prefix = "dtlab/shard" + std::to_string(replica);
+        g.shard = makeGlooCommunicator(store, shard, shards, o, sink);
+        g.shard->setGroupId(groupIdShard(replica));
+        o.prefix = "dtlab/replicate" + std::to_string(shard);
+        g.replicate = makeGlooCommunicator(store, replica, scenario.topology.replicas, o, sink);
+        g.replicate->setGroupId(groupIdReplicate(shard));
+    }
+    return g;
+}
 
+bool isCheckpointStep(const RunConfig& run, int step) {
+    if (run.checkpoint_dir.empty()) return false;
+    if (step == run.steps - 1) return true;
+    return run.checkpoint_every > 0 && (step + 1) % run.checkpoint_every == 0;
+}
+
+int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sender, StepGate& gate,
+          c10::intrusive_ptr<c10d::Store> store, const std::string& params_out_dir) {
+    const int rank = env.rank, world = env.world;
+    RankTelemetry telemetry(sender, rank, scenario.telemetry.enabled);
+    EventSink* sink = telemetry.detailed() ? &sender : nullptr;
+
+    auto data = makeDataSource(scenario.data, scenario.model, scenario.run.seed);
+    auto model = makeModel(scenario.model, scenario.run.seed);
+    model->setActivationCheckpointing(scenario.strategy.activation_checkpointing);
+    if (rank == 0) sender.log(LogLevel::Info, model->describe() + "; " + data->describe());
+
+    RankGroups groups = makeGroups(env, scenario, store, sink);
+    Communicator& comm = *groups.world;
     {   // every replica starts from rank 0's parameters
         at::NoGradGuard no_grad;
-        for (auto& p : params) comm->broadcast(p, 0)->wait();
+        for (const auto& p : model->trainableParameters()) comm.broadcast(p.tensor, 0)->wait();
+    }
+    StrategyContext context;
+    context.scenario = &scenario;
+    context.model = model.get();
+    context.world = groups.world.get();
+    context.shard_group = groups.shard.get();
+    context.replicate_group = groups.replicate.get();
+    context.sink = sink;
+    context.rank = rank;
+    auto strategy = makeStrategy(context);
+    int first_step = 0;
+    if (!scenario.run.resume_from.empty()) {
+        int64_t bytes = 0;
+        const int last = strategy->loadCheckpoint(scenario.run.resume_from, bytes);
+        first_step = last + 1;
+        if (first_step >= scenario.run.steps)
+            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " + std::to_string(last) +
+                             " but the run has only " + std::to_string(scenario.run.steps) +
+                             " steps: nothing left to train (raise [run] steps)");
+        Event e;
+        e.kind = EventKind::CheckpointLoaded;
+        e.phase = EventPhase::Instant;
+        e.rank = rank;
+        e.step = last;
+        e.bytes = bytes;
+        e.t_ns = telemetry.now();
+        sender.emit(e);
+        if (rank == 0)
+            sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " + std::to_string(last) +
+                                           ", " + std::to_string(bytes) + " bytes read per rank)");
     }
     telemetry.instant(EventKind::RankReady, -1);
 
-    DdpGradientSync ddp(params, *comm, scenario.strategy.bucket_mb, scenario.strategy.overlap,
-                        telemetry.detailed() ? &sender : nullptr);
-    torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(scenario.optimizer.lr)
-                                              .betas({scenario.optimizer.beta1, scenario.optimizer.beta2})
-                                              .eps(scenario.optimizer.eps)
-                                              .weight_decay(scenario.optimizer.weight_decay));
-
-    const int64_t param_bytes = storageBytes(params);
-    const int64_t grad_bytes = storageBytes(ddp.bucketBuffers());
     const ProcIo io_start = readProcIo();
     // Count training traffic only: the start-up broadcast is not part of a step.
-    const int64_t modeled_sent_at_start = comm->modeledBytesSent();
-    const int64_t modeled_received_at_start = comm->modeledBytesReceived();
+    const int64_t modeled_sent_at_start = strategy->modeledBytesSent();
+    const int64_t modeled_received_at_start = strategy->modeledBytesReceived();
+
+    const auto emitMemory = [&](int step, bool activations_only) {
+        const StrategyMemory sm = strategy->memory();
+        const MemorySample m = sampleMemory(sm.parameters, sm.gradients, sm.optimizer_state, sm.comm_buffers);
+        telemetry.counter(EventKind::MemActivations, double(m.activations), step);
+        if (activations_only) return;
+        telemetry.counter(EventKind::MemParameters, double(m.parameters), step);
+        telemetry.counter(EventKind::MemParamsMaterialized, double(sm.parameters_materialized), step);
+        telemetry.counter(EventKind::MemGradients, double(m.gradients), step);
+        telemetry.counter(EventKind::MemOptimizer, double(m.optimizer_state), step);
+        telemetry.counter(EventKind::MemCommBuffers, double(m.comm_buffers), step);
+        telemetry.counter(EventKind::MemLive, double(m.live), step);
+        telemetry.counter(EventKind::MemPeak, double(m.peak), step);
+    };
 
     UnitSpans unit_spans;
     unit_spans.telemetry = &telemetry;
-    const UnitTimer timer = unit_spans.timer();
-    const int B = scenario.data.batch_per_rank;
+    const UnitTimer spans = unit_spans.timer();
+    // Strategy hooks around the telemetry spans: the all-gather a unit waits
+    // for is not part of its forward span.
+    UnitTimer timer;
+    timer.forward = [&](int unit, bool begin) {
+        if (begin) strategy->beforeUnitForward(unit);
+        if (spans.forward) spans.forward(unit, begin);
+        if (!begin) strategy->afterUnitForward(unit);
+    };
+    timer.backward = [&](int unit, bool begin) {
+        if (begin) strategy->beforeUnitBackward(unit);
+        if (spans.backward) spans.backward(unit, begin);
+    };
+    if (telemetry.detailed())
+        timer.recompute = [&](int unit, bool begin) {
+            if (begin) unit_spans.recompute_begin = telemetry.now();
+            else telemetry.span(EventKind::Recompute, unit_spans.recompute_begin, telemetry.now(), unit_spans.step, unit);
+        };
 
-    for (int step = 0; step < scenario.run.steps; ++step) {
+    const int B = scenario.data.batch_per_rank;
+    const int M = scenario.strategy.microbatches;
+    for (int step = first_step; step < scenario.run.steps; ++step) {
         const int64_t gate_begin = telemetry.now();
         if (gate.waitToStart(step)) telemetry.span(EventKind::Paused, gate_begin, telemetry.now(), step);
         const int64_t step_begin = telemetry.now();
@@ -212,21 +290,44 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         const Batch batch = data->batch(step, rank, world, B);
         telemetry.span(EventKind::Data, t, telemetry.now(), step);
 
-        ddp.beginStep(step);
-        const at::Tensor loss = model->loss(batch.inputs, batch.targets, timer);
-        if (telemetry.detailed()) {
-            const MemorySample m = sampleMemory(param_bytes, grad_bytes, optimizerStateBytes(optimizer), 0);
-            telemetry.counter(EventKind::MemActivations, double(m.activations), step);
+        strategy->beginStep(step);
+        double step_loss = 0.0;
+        for (int mb = 0; mb < M; ++mb) {
+            const int64_t rows = B / M;
+            const at::Tensor inputs = M == 1 ? batch.inputs : batch.inputs.narrow(0, mb * rows, rows);
+            const at::Tensor targets = M == 1 ? batch.targets : batch.targets.narrow(0, mb * rows, rows);
+            strategy->beginMicrobatch(mb, mb == M - 1);
+            at::Tensor loss = model->loss(inputs, targets, timer);
+            if (telemetry.detailed()) emitMemory(step, /*activations_only=*/true);
+            step_loss += loss.item<double>() / M;
+            if (M > 1) loss = loss / double(M); // the mean over the whole batch
+
+            t = telemetry.now();
+            loss.backward();
+            telemetry.span(EventKind::Backward, t, telemetry.now(), step, -2); // whole backward, unit -2
+            strategy->finishMicrobatch();
+            // Between microbatches without communication the unsharded gradients are alive.
+            if (telemetry.detailed() && mb + 1 < M) emitMemory(step, false);
         }
 
         t = telemetry.now();
-        loss.backward();
-        telemetry.span(EventKind::Backward, t, telemetry.now(), step, -2); // whole backward, unit -2
-        ddp.finishBackward();
-
-        t = telemetry.now();
-        optimizer.step();
+        strategy->optimizerStep();
         telemetry.span(EventKind::Optimizer, t, telemetry.now(), step);
+
+        if (isCheckpointStep(scenario.run, step)) {
+            t = telemetry.now();
+            const int64_t bytes =
+                strategy->saveCheckpoint(checkpointStepDir(scenario.run.checkpoint_dir, step), step);
+            Event e;
+            e.kind = EventKind::CheckpointSaved;
+            e.phase = EventPhase::Instant;
+            e.rank = rank;
+            e.step = step;
+            e.bytes = bytes;
+            e.t_ns = telemetry.now();
+            e.value = double(e.t_ns - t) / 1e6; // ms spent saving
+            sender.emit(e);
+        }
 
         const double delay_ms = scenario.run.step_delay_ms + gate.delayMs();
         if (delay_ms > 0) {
@@ -237,32 +338,26 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
 
         const int64_t step_end = telemetry.now();
         telemetry.span(EventKind::Step, step_begin, step_end, step);
-        telemetry.counter(EventKind::LossValue, loss.item<double>(), step, /*essential=*/true);
+        telemetry.counter(EventKind::LossValue, step_loss, step, /*essential=*/true);
         telemetry.counter(EventKind::StepTimeMs, double(step_end - step_begin) / 1e6, step);
         if (telemetry.detailed()) {
             const ProcIo io = readProcIo();
-            telemetry.counter(EventKind::BytesSent, double(comm->modeledBytesSent() - modeled_sent_at_start), step);
-            telemetry.counter(EventKind::BytesReceived, double(comm->modeledBytesReceived() - modeled_received_at_start),
-                              step);
+            telemetry.counter(EventKind::BytesSent, double(strategy->modeledBytesSent() - modeled_sent_at_start), step);
+            telemetry.counter(EventKind::BytesReceived,
+                              double(strategy->modeledBytesReceived() - modeled_received_at_start), step);
             telemetry.counter(EventKind::BytesSentMeasured, double(io.written - io_start.written), step);
-            const MemorySample m = sampleMemory(param_bytes, grad_bytes, optimizerStateBytes(optimizer), 0);
-            telemetry.counter(EventKind::MemParameters, double(m.parameters), step);
-            telemetry.counter(EventKind::MemGradients, double(m.gradients), step);
-            telemetry.counter(EventKind::MemOptimizer, double(m.optimizer_state), step);
-            telemetry.counter(EventKind::MemCommBuffers, double(m.comm_buffers), step);
-            telemetry.counter(EventKind::MemLive, double(m.live), step);
-            telemetry.counter(EventKind::MemPeak, double(m.peak), step);
+            emitMemory(step, false);
             telemetry.counter(EventKind::DroppedEvents, double(sender.dropped()), step);
         }
     }
 
-    const auto named = model->trainableParameters();
+    const auto named = strategy->fullParameters();
     telemetry.instant(EventKind::ParamsChecksum, scenario.run.steps - 1, 0, parametersChecksum(named));
     if (!params_out_dir.empty())
         saveParameters(params_out_dir + "/rank" + std::to_string(rank) + ".params", named);
     telemetry.counter(EventKind::DroppedEvents, double(sender.dropped()), scenario.run.steps - 1, true);
     // Leave together: no rank tears down its Gloo pairs while a peer still reads.
-    comm->barrier()->wait();
+    comm.barrier()->wait();
     telemetry.instant(EventKind::RankFinished, scenario.run.steps - 1);
     return 0;
 }

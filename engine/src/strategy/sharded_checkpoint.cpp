@@ -1,0 +1,220 @@
+// sharded_checkpoint.cpp: sharded checkpoints and resharding (layout in the header).
+#include "strategy/sharded_checkpoint.hpp"
+
+#include "dtlab/errors.hpp"
+#include "dtlab/scenario.hpp"
+#include "dtlab/sharding_theory.hpp"
+#include "worker/params_io.hpp"
+
+#include <nlohmann/json.hpp>
+#include <torch/optim/adamw.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace dt {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+std::string shardFileName(int rank, int count) {
+    return "shard-" + std::to_string(rank) + "-of-" + std::to_string(count) + ".dtparams";
+}
+
+std::string unitKey(int id, const char* what) { return "unit" + std::to_string(id) + "/" + what; }
+
+torch::optim::AdamWParamState* adamState(torch::optim::AdamW& optimizer, const at::Tensor& param) {
+    auto& state = optimizer.state();
+    auto it = state.find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+    return it == state.end() ? nullptr : static_cast<torch::optim::AdamWParamState*>(it->second.get());
+}
+
+struct CheckpointMeta {
+    int shards = 0;
+    int step = 0;
+    int64_t adam_step = 0;
+    std::map<int, int64_t> numel, padded; // unit id ->
+};
+
+CheckpointMeta readMeta(const std::string& step_dir) {
+    const std::string meta_path = (fs::path(step_dir) / "checkpoint.json").string();
+    Json meta;
+    {
+        std::ifstream in(meta_path);
+        if (!in) throw UsageError("checkpoint '" + step_dir + "': cannot open checkpoint.json (not a checkpoint directory?)");
+        try {
+            in >> meta;
+        } catch (const std::exception& e) {
+            throw UsageError("checkpoint '" + meta_path + "' is corrupt: " + std::string(e.what()));
+        }
+    }
+    CheckpointMeta m;
+    try {
+        if (meta.at("format") != "dtlab sharded checkpoint" || meta.at("version") != 1)
+            throw UsageError("'" + meta_path + "' is not a version 1 dtlab sharded checkpoint");
+        m.shards = meta.at("shards").get<int>();
+        m.step = meta.at("step").get<int>();
+        m.adam_step = meta.at("adam_step").get<int64_t>();
+        for (const auto& u : meta.at("units")) {
+            m.numel[u.at("id").get<int>()] = u.at("numel").get<int64_t>();
+            m.padded[u.at("id").get<int>()] = u.at("padded").get<int64_t>();
+        }
+    } catch (const UsageError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw UsageError("checkpoint '" + meta_path + "' is missing a field: " + std::string(e.what()));
+    }
+    if (m.shards < 1) throw UsageError("checkpoint '" + meta_path + "': shards must be >= 1");
+    return m;
+}
+
+// The unit ids and sizes of a model, as flat units order them (blocks, then the root).
+void checkFits(const std::string& step_dir, const CheckpointMeta& m, const std::vector<std::pair<int, int64_t>>& units) {
+    for (const auto& [id, numel] : units) {
+        auto it = m.numel.find(id);
+        if (it == m.numel.end() || it->second != numel || m.padded.at(id) != paddedNumel(numel, m.shards))
+            throw UsageError("checkpoint '" + step_dir + "' does not fit this model: unit " + std::to_string(id) + " has " +
+                             std::to_string(numel) + " parameters here, " +
+                             (it == m.numel.end() ? std::string("none") : std::to_string(it->second)) +
+                             " in the checkpoint");
+    }
+    if (m.numel.size() != units.size())
+        throw UsageError("checkpoint '" + step_dir + "' does not fit this model: " + std::to_string(m.numel.size()) +
+                         " units in the checkpoint, " + std::to_string(units.size()) + " here");
+}
+
+std::string shardPath(const std::string& step_dir, int rank, int count) {
+    const std::string file = (fs::path(step_dir) / shardFileName(rank, count)).string();
+    std::error_code ec;
+    if (!fs::exists(file, ec))
+        throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" + shardFileName(rank, count) +
+                         "' is missing (checkpoint.json says it was saved with " + std::to_string(count) + " shards)");
+    return file;
+}
+
+} // namespace
+
+void verifyShardedCheckpoint(const std::string& step_dir, const Scenario& scenario) {
+    const CheckpointMeta m = readMeta(step_dir);
+    const UnitLayout layout = unitLayout(scenario.model);
+    std::vector<std::pair<int, int64_t>> units;
+    for (size_t i = 0; i < layout.unit_numel.size(); ++i) units.push_back({int(i), layout.unit_numel[i]});
+    if (layout.root_numel > 0) units.push_back({-1, layout.root_numel});
+    checkFits(step_dir, m, units);
+    for (int r = 0; r < m.shards; ++r) (void)loadParameters(shardPath(step_dir, r, m.shards)); // checksums
+    if (m.step + 1 >= scenario.run.steps)
+        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) + " but the run has only " +
+                         std::to_string(scenario.run.steps) + " steps: nothing left to train (raise [run] steps)");
+}
+
+std::string checkpointStepDir(const std::string& dir, int last_step) {
+    return (fs::path(dir) / ("step-" + std::to_string(last_step))).string();
+}
+
+int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
+                              std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer, Communicator& comm,
+                              bool writer) {
+    const std::string partial = step_dir + ".partial";
+    int64_t written = 0;
+    int64_t adam_step = 0;
+    if (writer) {
+        std::error_code ec;
+        fs::create_directories(partial, ec);
+        if (ec) throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
+        std::vector<NamedParameter> tensors;
+        for (auto& u : units) {
+            auto* state = adamState(optimizer, u.shard);
+            const at::Tensor zeros = at::zeros({u.shard_numel}, at::kFloat);
+            tensors.push_back({unitKey(u.id, "param"), u.shard.detach()});
+            tensors.push_back({unitKey(u.id, "exp_avg"), state ? state->exp_avg() : zeros});
+            tensors.push_back({unitKey(u.id, "exp_avg_sq"), state ? state->exp_avg_sq() : zeros});
+            if (state) adam_step = state->step();
+        }
+        const std::string file = (fs::path(partial) / shardFileName(comm.rank(), comm.size())).string();
+        saveParameters(file, tensors);
+        written = int64_t(fs::file_size(file, ec));
+    }
+    comm.barrier()->wait(); // every shard file is in place
+    if (writer && comm.rank() == 0) {
+        Json meta;
+        meta["format"] = "dtlab sharded checkpoint";
+        meta["version"] = 1;
+        meta["strategy"] = scenario.strategy.kind;
+        meta["shards"] = comm.size();
+        meta["step"] = last_step;
+        meta["adam_step"] = adam_step;
+        meta["model"] = scenario.model.kind;
+        Json list = Json::array();
+        for (const auto& u : units) list.push_back({{"id", u.id}, {"numel", u.numel}, {"padded", u.padded}});
+        meta["units"] = list;
+        const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
+        {
+            std::ofstream out(meta_path + ".tmp");
+            out << meta.dump(2) << "\n";
+            if (!out) throw UsageError("cannot write '" + meta_path + "'");
+        }
+        fs::rename(meta_path + ".tmp", meta_path);
+        std::error_code ec;
+        if (fs::exists(step_dir, ec)) throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
+        fs::rename(partial, step_dir, ec);
+        if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+        written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
+    }
+    comm.barrier()->wait(); // the checkpoint is complete before anyone goes on
+    return written;
+}
+
+int loadShardedCheckpoint(const std::string& step_dir, const Scenario& scenario, std::vector<FlatUnit>& units,
+                          torch::optim::AdamW& optimizer, int shard_rank, int shard_count, bool whole_params,
+                          int64_t& bytes_read) {
+    (void)scenario;
+    const CheckpointMeta meta = readMeta(step_dir);
+    const int old_count = meta.shards, step = meta.step;
+    const int64_t adam_step = meta.adam_step;
+    std::vector<std::pair<int, int64_t>> sizes;
+    for (const auto& u : units) sizes.push_back({u.id, u.numel});
+    checkFits(step_dir, meta, sizes);
+
+    // Every old shard file, each read (and checksummed) once.
+    std::vector<std::map<std::string, at::Tensor>> old_shards(static_cast<size_t>(old_count), std::map<std::string, at::Tensor>{});
+    for (int r = 0; r < old_count; ++r) {
+        const std::string file = shardPath(step_dir, r, old_count);
+        std::error_code ec;
+        for (auto& p : loadParameters(file)) old_shards[size_t(r)][p.name] = p.tensor;
+        bytes_read += int64_t(fs::file_size(file, ec));
+    }
+
+    at::NoGradGuard no_grad;
+    for (auto& u : units) {
+        // old padded vector -> unpadded -> new padded vector -> this rank's slice
+        const auto whole = [&](const char* what) {
+            std::vector<at::Tensor> parts;
+            for (int r = 0; r < old_count; ++r) {
+                auto it = old_shards[size_t(r)].find(unitKey(u.id, what));
+                if (it == old_shards[size_t(r)].end())
+                    throw UsageError("checkpoint '" + step_dir + "': " + shardFileName(r, old_count) + " has no '" +
+                                     unitKey(u.id, what) + "'");
+                parts.push_back(it->second.reshape({-1}));
+            }
+            auto flat = at::cat(parts).narrow(0, 0, u.numel);
+            return at::constant_pad_nd(flat, {0, u.padded - u.numel}, 0.0);
+        };
+        const auto mine = [&](const at::Tensor& padded) {
+            return padded.narrow(0, int64_t(shard_rank) * u.shard_numel, u.shard_numel).clone();
+        };
+        const at::Tensor params = whole("param");
+        if (whole_params) u.full.copy_(params); // zero1/zero2: u.shard is a view of it
+        else u.shard.detach().copy_(mine(params));
+        auto state = std::make_unique<torch::optim::AdamWParamState>();
+        state->step(adam_step);
+        state->exp_avg(mine(whole("exp_avg")));
+        state->exp_avg_sq(mine(whole("exp_avg_sq")));
+        optimizer.state()[c10::guts::to_string(u.shard.unsafeGetTensorImpl())] = std::move(state);
+    }
+    (void)shard_count;
+    return step;
+}
+
+} // namespace dt

@@ -1,0 +1,430 @@
+// sharded_strategy.cpp: ZeRO-1, ZeRO-2, ZeRO-3 (FSDP) and HSDP over flat units
+// (flat_unit.hpp). N = shard group size, Psi = parameters, S = a unit's shard.
+//
+// zero1  parameters and gradients whole on every rank, AdamW state for the shard only.
+//        backward: each unit's flat gradient (the .grad are views into it) is
+//        reduce-scattered in place into its own shard slice as soon as the unit's
+//        gradients are ready; optimizer: AdamW on the shard (a view of the
+//        parameters); then all-gather the shards back into the whole parameters.
+//        Bytes: reduce-scatter (N-1)/N 4Psi + all-gather (N-1)/N 4Psi = 2 (N-1)/N 4Psi.
+// zero2  as zero1, but a unit's gradients are flattened into a temporary buffer,
+//        reduce-scattered into a (S) shard gradient and freed: gradient memory 4Psi/N.
+// fsdp   as zero2, and the parameters too are sharded: a unit's full vector is
+//        all-gathered before its forward, freed after it, all-gathered again
+//        before its backward, freed once its gradients are flattened. The root
+//        unit (embeddings, final norm, head) stays materialized from its first
+//        forward to the end of backward. Prefetch issues the next unit's
+//        all-gather early (forward: unit i+1 when unit i starts; backward: unit
+//        i-1 before unit i's reduce-scatter), at most prefetch_limit in flight.
+//        Bytes: all-gather 2x + reduce-scatter ~ 3 (N-1)/N 4Psi.
+// hsdp   fsdp inside each replica group (shard group), and each reduce-scattered
+//        shard gradient all-reduced across replica groups (replicate group):
+//        + 2 (R-1)/R 4Psi/N.
+// Gradients are summed by the collectives and divided by the world size once,
+// before AdamW; AdamW is elementwise, so updating shards gives the same result
+// as updating the whole model (the padding stays zero: zero gradient, zero value).
+#include "strategy/flat_unit.hpp"
+#include "strategy/sharded_checkpoint.hpp"
+#include "strategy/training_strategy.hpp"
+
+#include "dtlab/scenario.hpp"
+#include "memory/memory_accounting.hpp"
+#include "telemetry/event_sink.hpp"
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/optim/adamw.h>
+
+namespace dt {
+
+int64_t adamStateBytes(const torch::optim::AdamW& optimizer) {
+    std::vector<at::Tensor> tensors;
+    for (const auto& [key, state] : optimizer.state()) {
+        const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+        tensors.push_back(s.exp_avg());
+        tensors.push_back(s.exp_avg_sq());
+        if (s.max_exp_avg_sq().defined()) tensors.push_back(s.max_exp_avg_sq());
+    }
+    return storageBytes(tensors);
+}
+
+namespace {
+
+struct GradientReadyHook final : torch::autograd::FunctionPostHook {
+    explicit GradientReadyHook(std::function<void()> ready) : ready(std::move(ready)) {}
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                              const torch::autograd::variable_list&) override {
+        ready();
+        return outputs;
+    }
+    std::function<void()> ready;
+};
+
+enum class Stage { Zero1, Zero2, Fsdp };
+
+// A unit's gradient collective of this microbatch, in flight.
+struct PendingReduce {
+    FlatUnit* unit = nullptr;
+    at::Tensor input;    // zero2/fsdp: the flattened gradients (padded); zero1: unit->flat_grad
+    at::Tensor output;   // (S)
+    CommWorkPtr reduce_scatter;
+    CommWorkPtr all_reduce; // hsdp: across replica groups
+};
+
+class ShardedStrategy final : public TrainingStrategy {
+public:
+    explicit ShardedStrategy(const StrategyContext& c)
+        : m_scenario(*c.scenario), m_config(c.scenario->strategy), m_model(*c.model),
+          m_comm(c.shard_group ? *c.shard_group : *c.world), m_replicate(c.replicate_group), m_sink(c.sink),
+          m_rank(c.rank), m_world_size(c.scenario->topology.ranks) {
+        const std::string& kind = m_config.kind;
+        m_stage = kind == "zero1" ? Stage::Zero1 : kind == "zero2" ? Stage::Zero2 : Stage::Fsdp;
+
+        auto named = m_model.trainableParameters();
+        m_units = buildFlatUnits(named, m_model.parameterUnits(), m_comm.size(), m_comm.rank());
+        for (const auto& p : named) m_params.push_back(p.tensor);
+        m_unit_of_param.assign(m_params.size(), nullptr);
+        for (auto& u : m_units) {
+            for (int p : u.params) m_unit_of_param[size_t(p)] = &u;
+            if (u.id < 0) m_root = &u;
+            else m_block_units.push_back(&u);
+        }
+
+        at::NoGradGuard no_grad;
+        for (auto& u : m_units) {
+            if (m_stage == Stage::Zero1) {
+                u.flat_grad = at::zeros({u.padded}, at::kFloat);
+                for (size_t k = 0; k < u.params.size(); ++k) {
+                    at::Tensor& p = m_params[size_t(u.params[k])];
+                    p.mutable_grad() = u.flat_grad.narrow(0, u.offsets[k], p.numel()).view(p.sizes());
+                }
+                u.shard_grad = u.flat_grad.narrow(0, int64_t(m_comm.rank()) * u.shard_numel, u.shard_numel);
+            } else {
+                u.shard_grad = at::zeros({u.shard_numel}, at::kFloat);
+            }
+            if (m_stage == Stage::Fsdp) {
+                u.shard = u.shard.clone(); // its own storage; then the unsharded vector goes
+                releaseStorage(u.full);
+                u.materialized = false;
+            }
+            u.shard.requires_grad_(true);
+            u.shard.mutable_grad() = u.shard_grad;
+        }
+
+        std::vector<at::Tensor> shards;
+        for (auto& u : m_units) shards.push_back(u.shard);
+        const OptimizerConfig& o = m_scenario.optimizer;
+        m_optimizer = std::make_unique<torch::optim::AdamW>(
+            shards, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+
+        for (size_t i = 0; i < m_params.size(); ++i) {
+            auto accumulator = torch::autograd::impl::grad_accumulator(m_params[i]);
+            accumulator->add_post_hook(std::make_unique<GradientReadyHook>([this, i] { onGradientReady(i); }));
+            m_accumulators.push_back(std::move(accumulator));
+        }
+    }
+
+    std::string name() const override { return m_config.kind; }
+
+    // ---- unit hooks (fsdp/hsdp) -------------------------------------------------
+    void beforeUnitForward(int id) override {
+        if (m_stage != Stage::Fsdp) return;
+        FlatUnit* u = unitById(id);
+        if (!u) return;
+        waitGathered(*u, /*backward=*/false);
+        // The root's forward runs twice (embeddings first, head last): prefetch
+        // the block that comes next in this microbatch's forward, if any.
+        const int next = id < 0 ? m_next_forward_block : id + 1;
+        if (m_config.forward_prefetch && next < int(m_block_units.size())) prefetch(unitById(next));
+    }
+
+    void afterUnitForward(int id) override {
+        if (id >= 0) m_next_forward_block = id + 1;
+        if (m_stage != Stage::Fsdp || id < 0) return; // the root stays until the end of backward
+        if (FlatUnit* u = unitById(id)) release(*u);
+    }
+
+    void beforeUnitBackward(int id) override {
+        if (m_stage != Stage::Fsdp) return;
+        FlatUnit* u = unitById(id);
+        if (!u) return;
+        waitGathered(*u, /*backward=*/true);
+        // Issued now, the all-gather of the unit that runs backward next sits in
+        // the communicator's queue before this unit's reduce-scatter.
+        if (m_config.backward_prefetch && id > 0) prefetch(unitById(id - 1));
+    }
+
+    // ---- the step -------------------------------------------------------------
+    void beginStep(int step) override {
+        m_step = step;
+        at::NoGradGuard no_grad;
+        for (auto& u : m_units) {
+            if (u.flat_grad.defined()) u.flat_grad.zero_();
+            else u.shard_grad.zero_();
+        }
+    }
+
+    void beginMicrobatch(int microbatch, bool last) override {
+        m_microbatch = microbatch;
+        m_last_microbatch = last;
+        m_communicate = last || m_config.sync_every_microbatch;
+        m_next_forward_block = 0;
+        for (auto& u : m_units) u.pending_grads = int(u.params.size());
+        m_in_backward = true;
+    }
+
+    void finishMicrobatch() override {
+        m_in_backward = false;
+        for (auto& u : m_units)
+            DT_ENFORCE(u.pending_grads == 0, "a unit's gradients never all arrived (a parameter unused in forward?)");
+        if (m_pending.empty()) return;
+        const int64_t wait_begin = now();
+        at::NoGradGuard no_grad;
+        for (auto& p : m_pending) p.reduce_scatter->wait();
+        if (m_replicate)
+            for (auto& p : m_pending) p.all_reduce = m_replicate->allReduce(p.output, tag(p.unit->id));
+        for (auto& p : m_pending) {
+            if (p.all_reduce) p.all_reduce->wait();
+            if (m_stage == Stage::Zero1) {
+                // The reduced sum is in this rank's slice of flat_grad. Zero the other
+                // slices so the next microbatch's reduce-scatter adds only new gradients.
+                if (!m_last_microbatch) zeroOtherSlices(*p.unit);
+            } else {
+                p.unit->shard_grad.add_(p.output);
+            }
+        }
+        span(EventKind::Wait, wait_begin, -1);
+        m_pending.clear();
+    }
+
+    void optimizerStep() override {
+        {
+            at::NoGradGuard no_grad;
+            for (auto& u : m_units) u.shard_grad.mul_(1.0 / double(m_world_size));
+        }
+        const int64_t t = now();
+        m_optimizer->step();
+        span(EventKind::Optimizer, t, -1);
+        if (m_stage == Stage::Fsdp) return;
+        // zero1/zero2: every rank updated its shard; gather the updated shards
+        // back into the whole parameters (the shard is a view of `full`).
+        std::vector<CommWorkPtr> works;
+        for (auto& u : m_units) works.push_back(m_comm.allGather(u.full, u.shard.detach(), tag(u.id)));
+        const int64_t wait_begin = now();
+        for (auto& w : works) w->wait();
+        span(EventKind::Wait, wait_begin, -1);
+    }
+
+    // ---- what the rank holds --------------------------------------------------
+    StrategyMemory memory() const override {
+        StrategyMemory m;
+        for (const auto& u : m_units) {
+            const int64_t full = storageNbytes(u.full);
+            if (m_stage == Stage::Fsdp) {
+                m.parameters += storageNbytes(u.shard) + full;
+                m.parameters_materialized += full;
+            } else {
+                m.parameters += full;
+            }
+            m.gradients += m_stage == Stage::Zero1 ? storageNbytes(u.flat_grad) : storageNbytes(u.shard_grad);
+        }
+        if (m_stage != Stage::Zero1) { // gradients accumulated unsharded (no_sync microbatches)
+            std::vector<at::Tensor> grads;
+            for (const auto& p : m_params)
+                if (p.grad().defined()) grads.push_back(p.grad());
+            m.gradients += storageBytes(grads);
+        }
+        for (const auto& p : m_pending)
+            m.comm_buffers += (m_stage == Stage::Zero1 ? 0 : storageNbytes(p.input)) + storageNbytes(p.output);
+        m.optimizer_state = adamStateBytes(*m_optimizer);
+        return m;
+    }
+
+    std::vector<NamedParameter> fullParameters() override {
+        auto named = m_model.trainableParameters();
+        if (m_stage != Stage::Fsdp) return named;
+        for (auto& u : m_units) waitGathered(u, false, /*telemetry=*/false);
+        for (auto& p : named) p.tensor = p.tensor.detach().clone();
+        for (auto& u : m_units) release(u, /*telemetry=*/false);
+        return named;
+    }
+
+    int64_t modeledBytesSent() const override {
+        return m_comm.modeledBytesSent() + (m_replicate ? m_replicate->modeledBytesSent() : 0);
+    }
+    int64_t modeledBytesReceived() const override {
+        return m_comm.modeledBytesReceived() + (m_replicate ? m_replicate->modeledBytesReceived() : 0);
+    }
+
+    int64_t saveCheckpoint(const std::string& step_dir, int last_step) override {
+        // hsdp: every replica holds the same shards; replica 0 writes them.
+        const bool writer = !m_replicate || m_replicate->rank() == 0;
+        return saveShardedCheckpoint(step_dir, last_step, m_scenario, m_units, *m_optimizer, m_comm, writer);
+    }
+
+    int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) override {
+        const int step = loadShardedCheckpoint(step_dir, m_scenario, m_units, *m_optimizer, m_comm.rank(),
+                                               m_comm.size(), m_stage != Stage::Fsdp, bytes_read);
+        return step;
+    }
+
+private:
+    // ---- gradients ------------------------------------------------------------
+    void onGradientReady(size_t param_index) {
+        if (!m_in_backward) return;
+        FlatUnit& u = *m_unit_of_param[param_index];
+        if (--u.pending_grads == 0) onUnitGradientsReady(u);
+    }
+
+    // Every parameter of the unit has its gradient, so every autograd node
+    // that reads the unit's parameters has run: its full vector may go.
+    void onUnitGradientsReady(FlatUnit& u) {
+        if (!m_communicate) { // no_sync: gradients keep accumulating, unsharded
+            if (m_stage == Stage::Fsdp) release(u);
+            return;
+        }
+        at::NoGradGuard no_grad;
+        PendingReduce p;
+        p.unit = &u;
+        if (m_stage == Stage::Zero1) {
+            p.input = u.flat_grad;
+            p.output = u.shard_grad; // in place: the ring reads its input before it writes
+        } else {
+            p.input = at::zeros({u.padded}, at::kFloat); // the padding stays zero
+            for (size_t k = 0; k < u.params.size(); ++k) {
+                at::Tensor& param = m_params[size_t(u.params[k])];
+                p.input.narrow(0, u.offsets[k], param.numel()).copy_(param.grad().reshape({-1}));
+                param.mutable_grad() = at::Tensor(); // the unsharded gradient goes
+            }
+            p.output = at::empty({u.shard_numel}, at::kFloat);
+        }
+        p.reduce_scatter = m_comm.reduceScatter(p.output, p.input, tag(u.id));
+        m_pending.push_back(std::move(p));
+        if (m_stage == Stage::Fsdp) release(u);
+    }
+
+    void zeroOtherSlices(FlatUnit& u) {
+        const int64_t begin = int64_t(m_comm.rank()) * u.shard_numel, end = begin + u.shard_numel;
+        if (begin > 0) u.flat_grad.narrow(0, 0, begin).zero_();
+        if (end < u.padded) u.flat_grad.narrow(0, end, u.padded - end).zero_();
+    }
+
+    // ---- materializing (fsdp) ----------------------------------------------------
+    void issueGather(FlatUnit& u) {
+        if (u.materialized || u.gather) return;
+        allocateStorage(u.full);
+        u.gather = m_comm.allGather(u.full, u.shard.detach(), tag(u.id));
+        ++m_gathers_in_flight;
+    }
+
+    void prefetch(FlatUnit* u) {
+        if (u && m_gathers_in_flight < m_config.prefetch_limit) issueGather(*u);
+    }
+
+    void waitGathered(FlatUnit& u, bool backward, bool telemetry = true) {
+        if (u.materialized) return;
+        issueGather(u);
+        const int64_t t = now();
+        u.gather->wait();
+        u.gather = nullptr;
+        --m_gathers_in_flight;
+        u.materialized = true;
+        if (!telemetry) return;
+        span(EventKind::Wait, t, u.id);
+        unitEvent(EventKind::UnitMaterialized, u, backward ? 1.0 : 0.0);
+    }
+
+    void release(FlatUnit& u, bool telemetry = true) {
+        if (!u.materialized) return;
+        releaseStorage(u.full);
+        u.materialized = false;
+        if (telemetry) unitEvent(EventKind::UnitFreed, u, 0.0);
+    }
+
+    FlatUnit* unitById(int id) {
+        if (id < 0) return m_root;
+        return size_t(id) < m_block_units.size() ? m_block_units[size_t(id)] : nullptr;
+    }
+
+    // ---- telemetry -------------------------------------------------------------
+    CommTag tag(int unit) const { return CommTag{m_step, unit, m_microbatch}; }
+    int64_t now() const { return m_sink ? m_sink->now() : 0; }
+
+    void span(EventKind kind, int64_t begin, int unit) {
+        if (!m_sink) return;
+        Event e;
+        e.kind = kind;
+        e.phase = EventPhase::Span;
+        e.t_ns = begin;
+        e.dur_ns = m_sink->now() - begin;
+        e.rank = m_rank;
+        e.step = m_step;
+        e.unit = int16_t(unit);
+        e.microbatch = int16_t(m_microbatch);
+        m_sink->emit(e);
+    }
+
+    void unitEvent(EventKind kind, const FlatUnit& u, double value) {
+        if (!m_sink) return;
+        Event e;
+        e.kind = kind;
+        e.phase = EventPhase::Instant;
+        e.t_ns = m_sink->now();
+        e.rank = m_rank;
+        e.step = m_step;
+        e.unit = int16_t(u.id);
+        e.microbatch = int16_t(m_microbatch);
+        e.bytes = u.padded * 4;
+        e.value = value;
+        m_sink->emit(e);
+        Event c = e;
+        c.kind = EventKind::MemParamsMaterialized;
+        c.phase = EventPhase::Counter;
+        c.unit = -1;
+        c.bytes = 0;
+        c.value = double(materializedBytes());
+        m_sink->emit(c);
+    }
+
+    int64_t materializedBytes() const {
+        int64_t n = 0;
+        for (const auto& u : m_units) n += storageNbytes(u.full);
+        return n;
+    }
+
+    const Scenario& m_scenario;
+    const StrategyConfig& m_config;
+    TrainableModel& m_model;
+    Communicator& m_comm;
+    Communicator* m_replicate;
+    EventSink* m_sink;
+    int m_rank;
+    int m_world_size;
+    Stage m_stage;
+    std::vector<FlatUnit> m_units;
+    std::vector<FlatUnit*> m_block_units;
+    FlatUnit* m_root = nullptr;
+    std::vector<at::Tensor> m_params;
+    std::vector<FlatUnit*> m_unit_of_param;
+    std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators; // they own the hooks
+    std::unique_ptr<torch::optim::AdamW> m_optimizer;
+    std::vector<PendingReduce> m_pending;
+    int m_gathers_in_flight = 0;
+    int m_next_forward_block = 0;
+    int m_step = -1;
+    int m_microbatch = -1;
+    bool m_last_microbatch = true;
+    bool m_communicate = true;
+    bool m_in_backward = false;
+};
+
+} // namespace
+
+std::unique_ptr<TrainingStrategy> makeDdpStrategy(const StrategyContext& context);
+
+std::unique_ptr<TrainingStrategy> makeStrategy(const StrategyContext& context) {
+    if (context.scenario->strategy.kind == "ddp") return makeDdpStrategy(context);
+    return std::make_unique<ShardedStrategy>(context);
+}
+
+} // namespace dt

@@ -1,0 +1,284 @@
+// test_sharding.cpp: ZeRO-1/2/3 (fsdp) and HSDP are other ways to compute the
+// same training as DDP, with less memory per rank. Real `dtrun run` processes,
+// real Gloo over loopback.
+//
+//  - after 3 steps every strategy's parameters equal DDP's on the same global
+//    batch (16 sequences), at 1, 2 and 4 ranks, and hsdp at 2 replicas x 2 shards;
+//  - bytes sent per step match the cost model (sharding_theory.hpp);
+//  - parameters, gradients and optimizer state per rank match the ZeRO formulas;
+//  - microbatches (with and without communication per microbatch) and
+//    activation checkpointing change memory, not the result;
+//  - a sharded checkpoint resumes on another shard count; a corrupt or
+//    incomplete one, or one that would be overwritten, is refused with exit 2.
+// The checks are blocks with an INFO sentence rather than SECTIONs: Catch2
+// re-runs a test case from the top for every SECTION, which would start every
+// process again.
+#include "process_helpers.hpp"
+#include "worker/params_io.hpp"
+
+#include "dtlab/scenario.hpp"
+#include "dtlab/sharding_theory.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Same reasoning as test_ddp_equivalence.cpp: one AdamW step moves a weight by
+// ~lr = 3e-4; reduction order (ring reduce-scatter vs Gloo all-reduce, partial
+// sums per rank) changes float32 rounding by ~1e-6. 1e-5 is far below a step.
+constexpr double kTolerance = 1e-5;
+constexpr int kGlobalBatch = 16;
+
+double maxAbsDifference(const std::vector<dt::NamedParameter>& a, const std::vector<dt::NamedParameter>& b) {
+    REQUIRE(a.size() == b.size());
+    double worst = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        REQUIRE(a[i].name == b[i].name);
+        REQUIRE(a[i].tensor.sizes() == b[i].tensor.sizes());
+        const auto ta = a[i].tensor.contiguous();
+        const auto tb = b[i].tensor.contiguous();
+        const float* pa = ta.data_ptr<float>();
+        const float* pb = tb.data_ptr<float>();
+        for (int64_t k = 0; k < ta.numel(); ++k) worst = std::max(worst, double(std::fabs(pa[k] - pb[k])));
+    }
+    return worst;
+}
+
+struct Run {
+    nlohmann::json summary;
+    std::vector<dt::NamedParameter> rank0;
+};
+
+it::ScenarioSpec spec(const std::string& strategy, int ranks, int replicas = 1) {
+    it::ScenarioSpec s;
+    s.name = "sharding " + strategy;
+    s.ranks = ranks;
+    s.replicas = replicas;
+    s.strategy = strategy;
+    s.batch_per_rank = kGlobalBatch / ranks;
+    s.layers = 2;
+    s.steps = 3;
+    return s;
+}
+
+dt::Scenario parsed(const it::ScenarioSpec& s) { return dt::parseScenarioText(it::scenarioToml(s), "spec.toml"); }
+
+Run run(const it::TempDir& dir, const std::string& tag, const it::ScenarioSpec& s,
+        const std::vector<std::string>& extra = {}) {
+    const std::string out_dir = dir.file(tag);
+    REQUIRE(::mkdir(out_dir.c_str(), 0755) == 0);
+    std::vector<std::string> args{"run", dir.write(tag + ".toml", it::scenarioToml(s)), "--summary",
+                                  dir.file(tag + ".json"), "--params-out", out_dir, "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    it::ProcessOptions opts;
+    opts.timeout_s = 180;
+    const auto r = it::runDtrun(args, opts);
+    INFO(tag << ": " << it::describe(r));
+    REQUIRE(r.exit_code == 0);
+    Run out;
+    out.summary = it::readJsonFile(dir.file(tag + ".json"));
+    REQUIRE(out.summary["ok"] == true);
+    const auto& sums = out.summary["params_checksum"];
+    for (const auto& c : sums) CHECK(c == sums[0]); // every rank ends with the same parameters
+    out.rank0 = dt::loadParameters(out_dir + "/rank0.params");
+    return out;
+}
+
+// |measured / theory - 1|
+double relativeError(double measured, double theory) { return std::fabs(measured / theory - 1.0); }
+
+} // namespace
+
+TEST_CASE("Sharded strategies train like DDP and hold what the ZeRO formulas say", "[sharding][slow]") {
+    it::TempDir dir;
+    const int ranks = GENERATE(1, 2, 4);
+    CAPTURE(ranks);
+    const Run ddp = run(dir, "ddp" + std::to_string(ranks), spec("ddp", ranks));
+
+    std::vector<std::pair<std::string, int>> strategies = {{"zero1", 1}, {"zero2", 1}, {"fsdp", 1}};
+    if (ranks == 4) strategies.push_back({"hsdp", 2});
+    for (const auto& [kind, replicas] : strategies) {
+        const it::ScenarioSpec s = spec(kind, ranks, replicas);
+        const std::string tag = kind + std::to_string(ranks);
+        CAPTURE(kind);
+        const Run sharded = run(dir, tag, s);
+
+        { 
+            INFO("the parameters equal DDP's after 3 steps: " + tag);
+            const double diff = maxAbsDifference(sharded.rank0, ddp.rank0);
+            CAPTURE(diff);
+            CHECK(diff < kTolerance);
+        }
+
+        const dt::Scenario scenario = parsed(s);
+        const dt::ModelStateTheory theory = dt::modelStateTheory(scenario);
+        const auto& j = sharded.summary;
+        const auto& peak = j["peak_memory"][0];
+        { 
+            INFO("parameters, gradients and optimizer state per rank match the formulas: " + tag);
+            CAPTURE(peak.dump(), theory.parameters, theory.gradients, theory.optimizer_state);
+            CHECK(relativeError(peak["parameters"].get<double>(), double(theory.parameters)) < 0.01);
+            CHECK(relativeError(peak["gradients"].get<double>(), double(theory.gradients)) < 0.01);
+            CHECK(relativeError(peak["optimizer_state"].get<double>(), double(theory.optimizer_state)) < 0.01);
+            if (kind == "fsdp" || kind == "hsdp") {
+                // root + the unit computing + the prefetched one, at most
+                const double materialized = peak["params_materialized"].get<double>();
+                CHECK(materialized <= double(theory.materialized_peak));
+                CHECK(materialized > 0.0);
+            } else {
+                CHECK(peak["params_materialized"] == 0);
+            }
+        }
+
+        { 
+            INFO("bytes sent per step match the cost model: " + tag);
+            const double per_step = j["bytes_sent"][0].get<double>() / 3.0;
+            const double expected = double(dt::bytesPerStepTheory(scenario));
+            CAPTURE(per_step, expected);
+            if (ranks == 1) CHECK(per_step == 0.0);
+            else CHECK(relativeError(per_step, expected) < 0.001);
+        }
+    }
+
+    if (ranks >= 2) {
+        INFO("sharding saves model-state memory in the order of the ZeRO stages");
+        const auto states = [&](const std::string& kind) {
+            const auto p = it::readJsonFile(dir.file(kind + std::to_string(ranks) + ".json"))["peak_memory"][0];
+            return p["parameters"].get<double>() + p["gradients"].get<double>() + p["optimizer_state"].get<double>();
+        };
+        const auto ddp_peak = ddp.summary["peak_memory"][0];
+        const double ddp_states = ddp_peak["parameters"].get<double>() + ddp_peak["gradients"].get<double>() +
+                                  ddp_peak["optimizer_state"].get<double>();
+        CHECK(states("zero1") < ddp_states);
+        CHECK(states("zero2") < states("zero1"));
+        CHECK(states("fsdp") < states("zero2"));
+    }
+}
+
+TEST_CASE("Microbatches and activation checkpointing change memory, not the result", "[sharding][slow]") {
+    it::TempDir dir;
+    it::ScenarioSpec base = spec("fsdp", 2);
+    base.batch_per_rank = 8;
+    const Run plain = run(dir, "plain", base);
+
+    it::ScenarioSpec sync = base;
+    sync.strategy_toml = "microbatches = 4\nsync_every_microbatch = true\n";
+    const Run with_sync = run(dir, "sync", sync);
+    it::ScenarioSpec nosync = base;
+    nosync.strategy_toml = "microbatches = 4\nsync_every_microbatch = false\n";
+    const Run without_sync = run(dir, "nosync", nosync);
+    it::ScenarioSpec ckpt = base;
+    ckpt.strategy_toml = "activation_checkpointing = true\n";
+    const Run checkpointed = run(dir, "ckpt", ckpt);
+
+    { 
+            INFO("4 microbatches give the parameters of one batch, with or without communication per microbatch");
+        CHECK(maxAbsDifference(with_sync.rank0, plain.rank0) < kTolerance);
+        CHECK(maxAbsDifference(without_sync.rank0, plain.rank0) < kTolerance);
+    }
+    { 
+            INFO("communicating per microbatch moves 4x the reduce-scatter bytes; skipping it keeps unsharded gradients");
+        const auto& c_sync = with_sync.summary["collectives"]["reduce-scatter"];
+        const auto& c_nosync = without_sync.summary["collectives"]["reduce-scatter"];
+        CHECK(c_sync["count"].get<int64_t>() == 4 * c_nosync["count"].get<int64_t>());
+        CHECK(without_sync.summary["peak_memory"][0]["gradients"].get<double>() >
+              2.0 * with_sync.summary["peak_memory"][0]["gradients"].get<double>());
+    }
+    { 
+            INFO("activation checkpointing recomputes each block and keeps fewer activations");
+        CHECK(maxAbsDifference(checkpointed.rank0, plain.rank0) < kTolerance);
+        const double act_plain = plain.summary["peak_memory"][0]["activations"].get<double>();
+        const double act_ckpt = checkpointed.summary["peak_memory"][0]["activations"].get<double>();
+        CAPTURE(act_plain, act_ckpt);
+        CHECK(act_ckpt < 0.8 * act_plain);
+    }
+}
+
+TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is refused", "[sharding][checkpoint][slow]") {
+    it::TempDir dir;
+    const std::string ckpt_dir = dir.file("ckpt");
+    it::ScenarioSpec s = spec("fsdp", 2);
+    s.steps = 4;
+    s.run_toml = "checkpoint_dir = \"" + ckpt_dir + "\"\ncheckpoint_every = 2\n";
+    const Run straight = run(dir, "straight", s);
+    REQUIRE(fs::exists(ckpt_dir + "/step-1/checkpoint.json"));
+    REQUIRE(fs::exists(ckpt_dir + "/step-1/shard-1-of-2.dtparams"));
+    REQUIRE(fs::exists(ckpt_dir + "/step-3/checkpoint.json"));
+
+    { 
+            INFO("resuming step-1 on 4 shards (zero2) and on 1 (fsdp) ends where the straight run ended");
+        it::ScenarioSpec four = spec("zero2", 4);
+        four.steps = 4;
+        const Run resumed4 = run(dir, "resumed4", four, {"--resume", ckpt_dir + "/step-1"});
+        CHECK(maxAbsDifference(resumed4.rank0, straight.rank0) < kTolerance);
+        CHECK(resumed4.summary["steps"] == 2); // steps 2 and 3
+        it::ScenarioSpec one = spec("fsdp", 1);
+        one.steps = 4;
+        const Run resumed1 = run(dir, "resumed1", one, {"--resume", ckpt_dir + "/step-1"});
+        CHECK(maxAbsDifference(resumed1.rank0, straight.rank0) < kTolerance);
+    }
+
+    const auto refused = [&](const std::string& tag, const it::ScenarioSpec& spec_, const std::vector<std::string>& extra) {
+        std::vector<std::string> args{"run", dir.write(tag + ".toml", it::scenarioToml(spec_)), "--summary",
+                                      dir.file(tag + ".json"), "--quiet"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto r = it::runDtrun(args);
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK_FALSE(fs::exists(dir.file(tag + ".json"))); // nothing started, nothing written
+        return r.err;
+    };
+
+    { 
+            INFO("a flipped byte in a shard file is refused before anything starts, naming the file");
+        const std::string copy = dir.file("corrupt");
+        fs::copy(ckpt_dir + "/step-1", copy);
+        const std::string victim = copy + "/shard-1-of-2.dtparams";
+        {
+            std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(200);
+            char c = 0;
+            f.read(&c, 1);
+            f.seekp(200);
+            c = char(c ^ 0x5a);
+            f.write(&c, 1);
+        }
+        const std::string err = refused("corrupt", spec("fsdp", 2), {"--resume", copy});
+        CHECK(err.find("shard-1-of-2.dtparams") != std::string::npos);
+        CHECK(err.find("checksum") != std::string::npos);
+    }
+
+    { 
+            INFO("a missing shard file is refused: the checkpoint says how many shards it was saved with");
+        const std::string copy = dir.file("incomplete");
+        fs::copy(ckpt_dir + "/step-1", copy);
+        fs::remove(copy + "/shard-0-of-2.dtparams");
+        const std::string err = refused("incomplete", spec("fsdp", 2), {"--resume", copy});
+        CHECK(err.find("incomplete") != std::string::npos);
+        CHECK(err.find("shard-0-of-2.dtparams") != std::string::npos);
+    }
+
+    { 
+            INFO("a checkpoint of another model is refused");
+        it::ScenarioSpec other = spec("fsdp", 2);
+        other.layers = 3;
+        const std::string err = refused("othermodel", other, {"--resume", ckpt_dir + "/step-1"});
+        CHECK(err.find("does not fit this model") != std::string::npos);
+    }
+
+    { 
+            INFO("a run that would overwrite a checkpoint is refused and the checkpoint is untouched");
+        const auto before = fs::last_write_time(ckpt_dir + "/step-3/checkpoint.json");
+        const std::string err = refused("overwrite", s, {});
+        CHECK(err.find("exists already") != std::string::npos);
+        CHECK(fs::last_write_time(ckpt_dir + "/step-3/checkpoint.json") == before);
+    }
+}
