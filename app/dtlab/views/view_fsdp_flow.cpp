@@ -469,7 +469,7 @@ void FsdpFlowView::drawTiles(const ViewInputs& inputs) {
     if (!state.any_unit_events)
         ImGui::TextDisabled("No unit events from rank %d by this moment: every unit holds only its shard.", state.rank);
     if (state.materialized_bytes >= 0.0)
-        ImGui::Text("unsharded copies alive: %s (measured)", formatBytes(state.materialized_bytes).c_str());
+        ImGui::Text("unsharded copies alive: %s (measured at the last unit event)", formatBytes(state.materialized_bytes).c_str());
     else ImGui::TextDisabled("unsharded copies alive: not reported yet");
     ImGui::SameLine();
     const ModelStateTheory theory = modelStateTheory(model.scenario());

@@ -10,6 +10,8 @@
 // [SECTION] Tooltips
 #include "views/view_timeline.hpp"
 
+#include "dtlab/sharding_theory.hpp"
+
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -170,6 +172,16 @@ void groupName(char* out, size_t size, uint8_t group) {
     if (group == kGroupWorld) std::snprintf(out, size, "world");
     else if (group < groupIdReplicate(0)) std::snprintf(out, size, "shard group of replica %d", int(group) - 1);
     else std::snprintf(out, size, "replicate group of shard %d", int(group) - 128);
+}
+
+// Is `rank` in process group `group`? The worker's HSDP layout (engine/src/worker/worker.cpp):
+// replica = rank / shards, shard = rank % shards; the shard group of replica k
+// is ranks k*shards .. k*shards + shards-1, the replicate group of shard s is
+// ranks s, s + shards, s + 2*shards, ...
+bool inGroup(int rank, uint8_t group, int shards) {
+    if (group == kGroupWorld) return true;
+    if (group < groupIdReplicate(0)) return rank / shards == int(group) - 1;
+    return rank % shards == int(group) - 128;
 }
 
 bool isCollective(EventKind kind) { return eventKindCategory(kind) == EventCategory::Comm; }
@@ -763,21 +775,17 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
             ImGui::Text("queued    %s before it started", a);
         }
         if (!isPointToPoint(s.kind) && s.group_size > 1) {
-            // Which ranks have this Work at all? A missing part is a rank that never got there.
-            // The world group's members are every rank; for a sub-group (HSDP) the members are
-            // not in the events, so the tooltip lists the ranks that have a part instead.
+            // Which ranks of the group have this Work at all? A missing part is a rank that never got there.
             int seen = 0;
-            std::string missing, present;
+            std::string missing;
+            const int shards = std::max(1, shardCount(model.scenario()));
             for (int r = 0; r < model.world(); ++r) {
-                const bool has = model.findPart(r, s) != nullptr;
-                seen += has ? 1 : 0;
-                std::string& list = has ? present : missing;
-                list += (list.empty() ? "" : ", ") + std::to_string(r);
+                if (!inGroup(r, s.group, shards)) continue;
+                if (model.findPart(r, s)) ++seen;
+                else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
             }
-            if (seen >= int(s.group_size)) ImGui::TextDisabled("parts on all %d ranks of the group (arrows)", seen);
-            else if (s.group == kGroupWorld)
-                ImGui::Text("parts on %d of %d ranks; missing on rank %s", seen, int(s.group_size), missing.c_str());
-            else ImGui::Text("parts on %d of %d ranks (on rank %s)", seen, int(s.group_size), present.c_str());
+            if (missing.empty()) ImGui::TextDisabled("parts on all %d ranks of the group (arrows)", seen);
+            else ImGui::Text("parts on %d of %d ranks; missing on rank %s", seen, int(s.group_size), missing.c_str());
         }
     }
     ImGui::EndTooltip();
