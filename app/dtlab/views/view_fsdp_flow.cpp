@@ -273,6 +273,10 @@ void FsdpFlowView::drawHeader(const ViewInputs& inputs) {
     // cursor) and a button back to now / the end. No legend: every lit phase
     // is a chip that names itself.
     ImGui::SameLine();
+    if (model.empty()) { // no clock to slide over yet
+        ImGui::TextDisabled("|  waiting for the first events");
+        return;
+    }
     ImGui::TextUnformatted(has_cursor ? "|  cursor" : (inputs.live ? "|  now" : "|  end"));
     ImGui::SameLine();
     const double span_s = std::max(0.0, double(t_end - model.tBegin()) * 1e-9);
