@@ -13,8 +13,10 @@
 
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/sharding_theory.hpp"
 #include "screenshot.hpp"
 #include "views/view_event_log.hpp"
+#include "views/view_fsdp_flow.hpp"
 #include "views/view_memory.hpp"
 #include "views/view_metrics.hpp"
 #include "views/view_narration.hpp"
@@ -84,25 +86,6 @@ std::string visibleLabel(const std::string& label) {
     return hashes == std::string::npos ? label : label.substr(0, hashes);
 }
 
-// Parameter count of the scenario's model, from the shapes in
-// engine/src/model/*.cpp:
-//   tiny_gpt  tok_emb V*C + pos_emb T*C + head C*V (no bias) + ln_f 2C
-//             + per block: ln1 2C, qkv 3C^2+3C, proj C^2+C, ln2 2C,
-//               fc1 rC^2+rC, fc2 rC^2+C   = 4C^2 + 2rC^2 + 9C + rC
-//   mlp       784 -> hidden... -> 10, each Linear in*out + out
-int64_t parameterCount(const ModelConfig& m) {
-    if (m.kind == "mlp") {
-        int64_t in = 784, count = 0;
-        for (int h : m.hidden) {
-            count += in * h + h;
-            in = h;
-        }
-        return count + in * 10 + 10;
-    }
-    const int64_t V = m.vocab, T = m.context, C = m.d_model, r = m.mlp_ratio, L = m.layers;
-    return 2 * V * C + T * C + 2 * C + L * (4 * C * C + 2 * r * C * C + 9 * C + r * C);
-}
-
 } // namespace
 
 void AppContext::say(const std::string& line) const {
@@ -127,6 +110,7 @@ AppContext::AppContext(AppOptions options) : m_options(std::move(options)) {
     add("metrics", std::make_unique<MetricsView>());
     add("memory", std::make_unique<MemoryView>());
     add("events", std::make_unique<EventLogView>());
+    add("fsdp", std::make_unique<FsdpFlowView>());
     std::snprintf(m_save_path, sizeof(m_save_path), "dtlab-run.dtrec");
 }
 
@@ -140,6 +124,7 @@ void AppContext::resetRunState() {
     m_replay_problem.clear();
     m_announced_finish = false;
     m_selected_rank = -1;
+    m_cursor_ns.reset();
     m_narration_index = 0;
     m_narration_started_s = wallSeconds();
     m_start_ns = monotonicNowNs();
@@ -169,6 +154,7 @@ void AppContext::openScenario(const Scenario& scenario) {
     }
     m_start_ns = monotonicNowNs();
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
+    if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     gatherFacts();
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
         std::to_string(m_scenario.run.steps) + " steps, " + m_scenario.strategy.kind + " (" +
@@ -200,6 +186,7 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     m_failure_reason = m_replay->ok ? "" : m_replay->failure_reason;
     computeReplayProgress();
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
+    if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
         " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
 }
@@ -388,16 +375,19 @@ ViewInputs AppContext::viewInputs() {
     in.live = live();
     in.selected_rank = &m_selected_rank;
     in.navigator = m_navigator;
-    // Theory for DDP: every rank holds the whole model. fp32 parameters (4 B
-    // each), gradients of the same size, AdamW's two moments (2 x 4 B). This
-    // engine's DDP all-reduces the gradients in place (no extra comm buffers:
-    // 0). Activations are not modelled (they depend on autograd's saved
-    // tensors): the theory bar leaves them at 0.
+    in.cursor_ns = &m_cursor_ns;
+    // Model-state theory for the scenario's strategy (sharding_theory.hpp):
+    // fp32 parameters and gradients (4 B per element), AdamW's two moments
+    // (8 B), each divided by the shard count where the strategy shards it;
+    // fsdp/hsdp add the unsharded units alive at peak (root + largest unit,
+    // + one prefetched) to the parameters, as the engine's MemParameters
+    // counter counts them. Activations and comm buffers are not modelled (0).
     if (hasRun()) {
-        const int64_t params = parameterCount(m_scenario.model);
-        in.memory_theory = [params](int) -> std::optional<std::array<int64_t, 5>> {
-            return std::array<int64_t, 5>{params * 4, params * 4, params * 8, 0, 0};
-        };
+        const ModelStateTheory theory = modelStateTheory(m_scenario);
+        const std::array<int64_t, 5> bytes = {theory.parameters + theory.materialized_peak, theory.gradients,
+                                              theory.optimizer_state, 0, 0};
+        in.memory_theory = [bytes](int) -> std::optional<std::array<int64_t, 5>> { return bytes; };
+        in.memory_theory_label = modelStateFormula(m_scenario.strategy.kind);
     }
     return in;
 }
@@ -482,6 +472,17 @@ void AppContext::setPace(double steps_per_s) {
 void AppContext::selectRank(int rank) {
     m_selected_rank = rank;
     if (rank >= 0) say("selected rank " + std::to_string(rank));
+}
+
+void AppContext::setCursor(double seconds) {
+    if (seconds < 0.0) {
+        m_cursor_ns.reset();
+        return say("cursor off");
+    }
+    m_cursor_ns = m_model.tBegin() + int64_t(std::llround(seconds * 1e9));
+    char line[64];
+    std::snprintf(line, sizeof(line), "cursor at +%.3f s", seconds);
+    say(line);
 }
 
 bool AppContext::saveRecording(const std::string& path, std::string& error) {
@@ -657,8 +658,8 @@ AppContext::ViewSlot* AppContext::findView(const std::string& id) {
 }
 
 // The default tiling (x, y, w, h) for a view: the control bar across the top;
-// topology over narration on the left; the timeline top right over metrics,
-// memory and the event log.
+// topology over narration on the left; the timeline top right (over the FSDP
+// flow band when that view is open) over metrics, memory and the event log.
 ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const ImVec2 d = ImGui::GetIO().DisplaySize;
     const ImGuiStyle& style = ImGui::GetStyle();
@@ -667,19 +668,24 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const float body_h = std::max(100.0f, d.y - y0);
     const float left_w = std::round(std::clamp(d.x * 0.32f, std::min(d.x * 0.5f, ImGui::GetFontSize() * 24.0f), d.x * 0.45f));
     const float right_w = d.x - left_w;
-    bool narration_open = false;
-    for (const ViewSlot& slot : m_views)
+    bool narration_open = false, flow_open = false;
+    for (const ViewSlot& slot : m_views) {
         if (slot.id == "narration") narration_open = slot.view->open;
+        if (slot.id == "fsdp") flow_open = slot.view->open;
+    }
     const float topo_h = std::round(narration_open ? body_h * 0.66f : body_h);
-    const float tl_h = std::round(body_h * 0.52f);
-    const float y1 = y0 + tl_h;
-    const float low_h = body_h - tl_h;
+    // The FSDP flow view (open for fsdp/hsdp) takes a band under the timeline.
+    const float flow_h = flow_open ? std::round(std::min(FsdpFlowView::preferredHeight(), body_h * 0.4f)) : 0.0f;
+    const float tl_h = std::round(flow_open ? body_h * 0.40f : body_h * 0.52f);
+    const float y1 = y0 + tl_h + flow_h;
+    const float low_h = std::max(60.0f, body_h - tl_h - flow_h);
     const float metrics_w = std::round(right_w * 0.37f);
     const float memory_w = std::round(right_w * 0.24f);
     if (id == "controls") return ImVec4(0, menu_height, d.x, ctrl_h);
     if (id == "topology") return ImVec4(0, y0, left_w, topo_h);
     if (id == "narration") return ImVec4(0, y0 + topo_h, left_w, body_h - topo_h);
     if (id == "timeline") return ImVec4(left_w, y0, right_w, tl_h);
+    if (id == "fsdp") return ImVec4(left_w, y0 + tl_h, right_w, flow_h > 0.0f ? flow_h : body_h * 0.3f);
     if (id == "metrics") return ImVec4(left_w, y1, metrics_w, low_h);
     if (id == "memory") return ImVec4(left_w + metrics_w, y1, memory_w, low_h);
     if (id == "events") return ImVec4(left_w + metrics_w + memory_w, y1, right_w - metrics_w - memory_w, low_h);

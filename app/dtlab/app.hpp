@@ -124,6 +124,7 @@ public:
     void stepOnce() override;
     void setPace(double steps_per_s) override;
     void selectRank(int rank) override;
+    void setCursor(double seconds) override;
     bool saveRecording(const std::string& path, std::string& error) override;
     void setTheme(ThemeKind kind);
     void setFontPixels(float px) override;
@@ -218,6 +219,7 @@ private:
     std::vector<ViewSlot> m_views;
     std::vector<WindowRect> m_windows_drawn;
     int m_selected_rank = -1;
+    std::optional<int64_t> m_cursor_ns; // the shared time cursor (ViewInputs::cursor_ns)
     TimelineNavigator* m_navigator = nullptr;
 
     // Presentation.

@@ -42,6 +42,7 @@ const VerbSpec kVerbs[] = {
     {"step", Verb::Step, Arg::None, "step"},
     {"pace", Verb::Pace, Arg::Number, "pace SPS"},
     {"select", Verb::Select, Arg::Rank, "select RANK"},
+    {"cursor", Verb::Cursor, Arg::Text, "cursor SECONDS|off"},
     {"screenshot", Verb::Screenshot, Arg::Text, "screenshot PATH"},
     {"click_button", Verb::ClickButton, Arg::Text, "click_button LABEL"},
     {"save_recording", Verb::SaveRecording, Arg::Text, "save_recording PATH"},
@@ -159,6 +160,11 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
         }
         if (c.verb == Verb::Theme && c.text != "dark" && c.text != "light")
             fail("theme: expected 'dark' or 'light', got '" + c.text + "'");
+        if (c.verb == Verb::Cursor) {
+            if (c.text == "off") c.number = -1.0;
+            else if (!parseNumber(c.text, c.number) || c.number < 0)
+                fail("cursor: expected seconds >= 0 after the run's first event, or 'off', got '" + c.text + "'");
+        }
         if (c.verb == Verb::Font && (c.number < 10 || c.number > 48))
             fail("font: expected a size in pixels in 10..48, got " + format(c.number));
         runner.m_commands.push_back(c);
@@ -243,6 +249,7 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     case Verb::Step: host.stepOnce(); return true;
     case Verb::Pace: host.setPace(c.number); return true;
     case Verb::Select: host.selectRank(c.rank); return true;
+    case Verb::Cursor: host.setCursor(c.number); return true;
     case Verb::Screenshot:
         if (m_frames < kSettleFrames) return false;
         if (!m_requested) {

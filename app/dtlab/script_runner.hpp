@@ -13,6 +13,8 @@
 //   pause | run | step   step gates: pause at the next step boundary, run freely, one step
 //   pace SPS             at most SPS steps per second (0 = off)
 //   select R             select rank R (the topology details panel shows it)
+//   cursor S | cursor off    put the time cursor S seconds after the run's first
+//                        event (the FSDP flow view shows that moment), or clear it
 //   screenshot PATH      PNG of the whole window (relative: under --screenshot-dir)
 //   click_button LABEL   press the button with this ImGui label ("Kill##rank1"),
 //                        or the only one whose visible text is LABEL
@@ -55,6 +57,8 @@ public:
     virtual void stepOnce() = 0;
     virtual void setPace(double steps_per_s) = 0;
     virtual void selectRank(int rank) = 0;
+    // The shared time cursor, seconds after the run's first event; < 0 clears it.
+    virtual void setCursor(double seconds) = 0;
     virtual void requestScreenshot(const std::string& path) = 0;
     [[nodiscard]] virtual bool screenshotPending() const = 0;
     // click_button: the host presses the button the next time it is drawn.
@@ -78,14 +82,14 @@ public:
 struct ScriptCommand {
     enum class Verb {
         WaitStep, WaitSeconds, WaitFrames, WaitFinished, WaitDead,
-        Kill, Hang, Resume, Slow, Pause, Run, Step, Pace, Select,
+        Kill, Hang, Resume, Slow, Pause, Run, Step, Pace, Select, Cursor,
         Screenshot, ClickButton, SaveRecording, Open, PrintLayout,
         Next, Back, Theme, Font, Show, Hide, Help, Fullscreen, Quit,
     };
     Verb verb = Verb::Quit;
     int line = 0;
     int rank = -1;          // kill, hang, resume, slow, select, wait_dead
-    double number = 0.0;    // wait_step, wait_seconds, wait_frames, slow (ms), pace, font
+    double number = 0.0;    // wait_step, wait_seconds, wait_frames, slow (ms), pace, font, cursor (-1 = off)
     std::string text;       // screenshot / save_recording path, button label, theme, view
 };
 

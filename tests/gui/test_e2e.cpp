@@ -13,6 +13,7 @@
 // dtlab's exit codes: 0 closed or quit by the script, 1 no display / script
 // failure at run time, 2 bad flag, scenario, recording or script.
 #include "integration/process_helpers.hpp"
+#include "gui/views_fixture.hpp"
 
 #include "dtlab/recording.hpp"
 
@@ -373,6 +374,50 @@ TEST_CASE("dtlab --replay opens a recording with no training running", "[e2e]") 
         CHECK(r.exit_code == 1);
         CHECK(r.err.find("click_button: the button 'Kill##rank1' is disabled") != std::string::npos);
     }
+}
+
+// A recording of synthetic FSDP steps (views_fixture.hpp: no training needed),
+// replayed with the time cursor in the backward pass of step 1: block 3
+// computes its backward while block 2's all-gather is prefetched and the root
+// stays materialized. The screenshot is docs/images/fsdp_flow.png's source.
+TEST_CASE("dtlab --replay of an FSDP run draws the FSDP flow view at the cursor", "[e2e]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the FSDP flow test");
+        return;
+    }
+    it::TempDir dir("dtlab-gui");
+    const std::string art = artifactDir();
+    dt::RunRecord record;
+    record.scenario = dt::test::SyntheticFsdp::scenario(4, 4);
+    record.scenario.name = "fsdp flow (synthetic events)";
+    record.scenario.run.steps = 3;
+    for (int r = 0; r < 4; ++r) {
+        for (int s = 0; s < 3; ++s) dt::test::SyntheticFsdp::addStep(record.events, record.scenario, r, s);
+        dt::RankInfo info;
+        info.rank = r;
+        info.pid = 1000 + r;
+        info.host = "synthetic";
+        info.started = info.exited = true;
+        info.exit_code = 0;
+        record.ranks.push_back(info);
+    }
+    record.t_start_ns = dt::test::SyntheticFsdp::kT0;
+    record.t_end_ns = dt::test::SyntheticFsdp::at(3, 0);
+    record.ok = true;
+    const std::string recording = dir.file("fsdp.dtrec");
+    dt::writeRecording(record, recording);
+    Xvfb x;
+    REQUIRE(x.ok());
+    // Step 1, tick 18.5 of the schedule: 10 ms + 1.85 ms after the first event.
+    const std::string script =
+        dir.write("fsdp.script", "select 1\ncursor 0.01185\nwait_frames 3\nscreenshot e2e_fsdp_flow.png\nquit\n");
+    const it::ProcessResult r = it::runProcess(
+        {kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art}, displayOptions(x, 60.0));
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("dtlab: cursor at +0.012 s") != std::string::npos);
+    checkScreenshot(art + "/e2e_fsdp_flow.png");
 }
 
 TEST_CASE("SIGTERM or Ctrl+Q closes dtlab and stops every rank process", "[e2e]") {

@@ -38,6 +38,7 @@ public:
     void stepOnce() override { calls.push_back("step"); }
     void setPace(double sps) override { calls.push_back("pace " + std::to_string(sps)); }
     void selectRank(int r) override { calls.push_back("select " + std::to_string(r)); }
+    void setCursor(double s) override { calls.push_back("cursor " + std::to_string(s)); }
     void requestScreenshot(const std::string& path) override {
         calls.push_back("screenshot " + path);
         screenshot_pending = true;
@@ -128,6 +129,14 @@ TEST_CASE("Scripts are parsed line by line with file:line errors", "[script]") {
         CHECK(parseError("screenshot\n") == "s.txt:1: screenshot: expected 'screenshot PATH'");
         CHECK(parseError("theme blue\n") == "s.txt:1: theme: expected 'dark' or 'light', got 'blue'");
         CHECK(parseError("font 99\n") == "s.txt:1: font: expected a size in pixels in 10..48, got 99");
+    }
+    SECTION("cursor takes seconds after the run's first event, or off") {
+        const ScriptRunner s = ScriptRunner::parse("cursor 1.25\ncursor off\n", "s.txt");
+        REQUIRE(s.commands().size() == 2);
+        CHECK(s.commands()[0].number == 1.25);
+        CHECK(s.commands()[1].number == -1.0);
+        CHECK(parseError("cursor soon\n").find("s.txt:1: cursor: expected seconds >= 0") == 0);
+        CHECK(parseError("cursor\n") == "s.txt:1: cursor: expected 'cursor SECONDS|off'");
     }
     SECTION("ranks are checked against the run's world size") {
         const ScriptRunner s = ScriptRunner::parse("select 0\nkill 3\n", "s.txt");

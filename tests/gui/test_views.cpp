@@ -81,8 +81,8 @@ TEST_CASE("RunModel pairs the phases of one Work into one comm span", "[gui]") {
         CHECK_FALSE(s.failed);
         CHECK(s.depth == RankLane::kCommRow);
         CHECK(model.openCollectives() == 0);
-        CHECK(model.findComm(0, EventKind::AllReduce, -1, 7) == &s);
-        CHECK(model.findComm(1, EventKind::AllReduce, -1, 7) == nullptr);
+        CHECK(model.findComm(0, kGroupWorld, EventKind::AllReduce, -1, 7) == &s);
+        CHECK(model.findComm(1, kGroupWorld, EventKind::AllReduce, -1, 7) == nullptr);
     }
     SECTION("a hung collective stays open and counts as never completed") {
         const Event e[] = {SyntheticRun::work(1, 0, EventKind::AllReduce, W::WorkScheduled, 0, 0, 100, 2),
@@ -130,7 +130,7 @@ TEST_CASE("RunModel pairs the phases of one Work into one comm span", "[gui]") {
         CHECK(model.lane(0).comm[0].t_scheduled == 100);
         CHECK(model.lane(0).comm[0].t0 == 150);
         CHECK(model.lane(0).comm[0].t1 == 300);
-        CHECK(model.findComm(0, EventKind::Send, 1, 0) != nullptr);
+        CHECK(model.findComm(0, kGroupWorld, EventKind::Send, 1, 0) != nullptr);
     }
     SECTION("a queued Work moves to its start time when it starts, keeping the row sorted") {
         // A scheduled at 100 (queued behind B), B scheduled and started at 110..200, A starts at 210.
@@ -149,8 +149,8 @@ TEST_CASE("RunModel pairs the phases of one Work into one comm span", "[gui]") {
         CHECK(comm[0].kind == EventKind::Broadcast);
         CHECK(comm[1].kind == EventKind::AllReduce);
         CHECK(comm[1].t0 == 210);
-        CHECK(model.findComm(0, EventKind::AllReduce, -1, 5) == &comm[1]);
-        CHECK(model.findComm(0, EventKind::Broadcast, 0, 9) == &comm[0]);
+        CHECK(model.findComm(0, kGroupWorld, EventKind::AllReduce, -1, 5) == &comm[1]);
+        CHECK(model.findComm(0, kGroupWorld, EventKind::Broadcast, 0, 9) == &comm[0]);
         CHECK(model.lane(0).comm_end_max[0] == 200);
         CHECK(model.lane(0).comm_end_max[1] == SpanRecord::kOpen);
         CHECK(model.openCollectives() == 1);
@@ -161,8 +161,24 @@ TEST_CASE("RunModel pairs the phases of one Work into one comm span", "[gui]") {
                            SyntheticRun::work(0, 0, EventKind::AllReduce, W::WorkStarted, 0, 0, 900, 2)};
         model.ingest(e, 3);
         REQUIRE(model.lane(0).comm.size() == 2);
-        CHECK(model.findComm(0, EventKind::AllReduce, -1, 0)->t0 == 900);
+        CHECK(model.findComm(0, kGroupWorld, EventKind::AllReduce, -1, 0)->t0 == 900);
     }
+}
+
+TEST_CASE("RunModel links collectives only within their process group", "[gui]") {
+    // Two groups run a Work with the same kind and seq: rank 0 and 1 in group 1,
+    // rank 2 in group 2. The timeline's arrows follow findPart.
+    RunModel model = emptyModel(3);
+    std::vector<Event> events;
+    for (int r = 0; r < 3; ++r) {
+        Event e = SyntheticRun::work(r, 0, EventKind::ReduceScatter, EventPhase::WorkStarted, 4, 0, 100, 2);
+        e.group = uint8_t(r < 2 ? 1 : 2);
+        events.push_back(e);
+    }
+    model.ingest(events.data(), events.size());
+    const SpanRecord& s = model.lane(0).comm.at(0);
+    CHECK(model.findPart(1, s) == &model.lane(1).comm.at(0));
+    CHECK(model.findPart(2, s) == nullptr);
 }
 
 TEST_CASE("RunModel sorts spans by start and puts them at the right depth", "[gui]") {

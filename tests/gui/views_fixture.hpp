@@ -6,8 +6,12 @@
 //                   and ImDrawData tells how much was drawn.
 //   SyntheticRun    events shaped like a DDP tiny_gpt step (4 blocks, 2 bucket
 //                   all-reduces) for N ranks, 21 events per rank and step.
+//   SyntheticFsdp   events shaped like an FSDP tiny_gpt step: per unit the
+//                   all-gather, materialize, compute, free; backward prefetch
+//                   and reduce-scatter; the mem params materialized counter.
 #pragma once
 
+#include "dtlab/sharding_theory.hpp"
 #include "model/run_model.hpp"
 
 #include <imgui.h>
@@ -183,6 +187,125 @@ struct SyntheticRun {
         scenario.topology.ranks = world;
         model.reset(scenario, world);
         const std::vector<Event> events = make(world, steps, counters);
+        model.ingest(events.data(), events.size());
+    }
+};
+
+// FSDP on tiny_gpt (root unit -1, blocks 0..L-1), one step per rank, in
+// ticks of 100 us from kT0 + step * kStepNs. Times in ticks, t = start of the
+// step; the root is gathered first and freed last:
+//   forward   root: all-gather [t, t+1], materialized at t+1, embed forward [t+1, t+2]
+//             block b (from t = 2 + 3b): all-gather [t, t+1], materialized t+1,
+//             forward [t+1, t+3], freed t+3
+//             head forward [2+3L, 3+3L]
+//   backward  root backward [3+3L, 4+3L]; block b from x = 4+3L + 2(L-1-b):
+//             all-gather [x, x+1] (block L-1) or prefetched during the block
+//             above (b+1's [x'+2, x'+3] = [x, x+1]), materialized x+1,
+//             backward [x+1, x+3], reduce-scatter [x+3, x+4], freed x+4
+//             root reduce-scatter after the last block, root freed after it
+struct SyntheticFsdp {
+    static constexpr int64_t kTick = 100'000;      // 100 us
+    static constexpr int64_t kStepNs = 100 * kTick;
+    static constexpr int64_t kT0 = SyntheticRun::kT0;
+
+    static Scenario scenario(int world, int layers, const std::string& kind = "fsdp") {
+        Scenario s;
+        s.topology.ranks = world;
+        s.model.layers = layers;
+        s.strategy.kind = kind;
+        return s;
+    }
+    static int64_t at(int step, double ticks) { return kT0 + int64_t(step) * kStepNs + int64_t(ticks * double(kTick)); }
+
+    static Event unitEvent(int rank, int step, EventKind kind, int unit, int64_t t, int64_t bytes, double value = 0.0) {
+        Event e;
+        e.rank = rank;
+        e.step = step;
+        e.microbatch = 0;
+        e.kind = kind;
+        e.phase = EventPhase::Instant;
+        e.unit = int16_t(unit);
+        e.t_ns = t;
+        e.bytes = bytes;
+        e.value = value;
+        return e;
+    }
+    // One collective Work (scheduled and started at t0, completed at t1) on a group.
+    static void collective(std::vector<Event>& out, int rank, int step, EventKind kind, uint64_t seq, int unit,
+                           int64_t t0, int64_t t1, int world, int64_t bytes, uint8_t group) {
+        for (auto [phase, t] : {std::pair{EventPhase::WorkScheduled, t0}, std::pair{EventPhase::WorkStarted, t0},
+                                std::pair{EventPhase::WorkCompleted, t1}}) {
+            Event e = SyntheticRun::work(rank, step, kind, phase, seq, unit, t, world, bytes);
+            e.group = group;
+            e.microbatch = 0;
+            out.push_back(e);
+        }
+    }
+
+    static void addStep(std::vector<Event>& out, const Scenario& sc, int rank, int step) {
+        const int L = sc.model.layers, W = sc.topology.ranks, N = shardCount(sc);
+        const UnitLayout layout = unitLayout(sc.model);
+        const int64_t root_bytes = 4 * paddedNumel(layout.root_numel, N);
+        const int64_t block_bytes = 4 * paddedNumel(layout.unit_numel[0], N);
+        const uint8_t group = sc.strategy.kind == "hsdp" ? groupIdShard(rank / N) : kGroupWorld;
+        uint64_t ag = uint64_t(step) * uint64_t(2 * L + 1), rs = uint64_t(step) * uint64_t(L + 1);
+        double alive = 0.0;
+        auto materialize = [&](int unit, double t, int for_backward) {
+            const int64_t bytes = unit < 0 ? root_bytes : block_bytes;
+            out.push_back(unitEvent(rank, step, EventKind::UnitMaterialized, unit, at(step, t), bytes, for_backward));
+            alive += double(bytes);
+            out.push_back(SyntheticRun::counter(rank, step, EventKind::MemParamsMaterialized, alive, at(step, t)));
+        };
+        auto freed = [&](int unit, double t) {
+            const int64_t bytes = unit < 0 ? root_bytes : block_bytes;
+            out.push_back(unitEvent(rank, step, EventKind::UnitFreed, unit, at(step, t), bytes));
+            alive -= double(bytes);
+            out.push_back(SyntheticRun::counter(rank, step, EventKind::MemParamsMaterialized, alive, at(step, t)));
+        };
+        auto compute = [&](EventKind kind, int unit, double t0, double t1) {
+            Event e = SyntheticRun::span(rank, step, kind, unit, at(step, t0), at(step, t1));
+            e.microbatch = 0;
+            out.push_back(e);
+        };
+        // forward
+        collective(out, rank, step, EventKind::AllGather, ag++, -1, at(step, 0), at(step, 1), W, root_bytes / N, group);
+        materialize(-1, 1, 0);
+        compute(EventKind::Forward, -1, 1, 2);
+        for (int b = 0; b < L; ++b) {
+            const double t = 2 + 3 * b;
+            collective(out, rank, step, EventKind::AllGather, ag++, b, at(step, t), at(step, t + 1), W, block_bytes / N, group);
+            materialize(b, t + 1, 0);
+            compute(EventKind::Forward, b, t + 1, t + 3);
+            freed(b, t + 3);
+        }
+        const double head = 2 + 3 * L;
+        compute(EventKind::Forward, -1, head, head + 1);
+        // backward (the first block's all-gather at once, the others prefetched one block ahead)
+        compute(EventKind::Backward, -1, head + 1, head + 2);
+        double x = head + 2;
+        collective(out, rank, step, EventKind::AllGather, ag++, L - 1, at(step, x), at(step, x + 1), W, block_bytes / N, group);
+        for (int b = L - 1; b >= 0; --b) {
+            materialize(b, x + 1, 1);
+            compute(EventKind::Backward, b, x + 1, x + 3);
+            if (b > 0)
+                collective(out, rank, step, EventKind::AllGather, ag++, b - 1, at(step, x + 2), at(step, x + 3), W,
+                           block_bytes / N, group);
+            collective(out, rank, step, EventKind::ReduceScatter, rs++, b, at(step, x + 3), at(step, x + 4), W, block_bytes,
+                       group);
+            freed(b, x + 4);
+            x += 2;
+        }
+        collective(out, rank, step, EventKind::ReduceScatter, rs++, -1, at(step, x + 2), at(step, x + 3), W, root_bytes, group);
+        freed(-1, x + 3);
+        compute(EventKind::Optimizer, -1, x + 3, x + 4);
+        compute(EventKind::Step, -1, 0, x + 4);
+    }
+
+    static void fill(app::RunModel& model, const Scenario& sc, int steps) {
+        model.reset(sc, sc.topology.ranks);
+        std::vector<Event> events;
+        for (int s = 0; s < steps; ++s)
+            for (int r = 0; r < sc.topology.ranks; ++r) addStep(events, sc, r, s);
         model.ingest(events.data(), events.size());
     }
 };

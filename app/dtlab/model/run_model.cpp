@@ -55,13 +55,18 @@ void refreshEndMax(const std::vector<SpanRecord>& spans, std::vector<int64_t>& e
 
 const auto spanStart = [](const SpanRecord& s) { return s.t0; };
 
-// One Work is identified on a rank by (kind, peer, seq): collectives number
-// their seq per group (peer -1, or the root for broadcast); send/recv number
-// it per (direction, peer).
-uint64_t commKey(EventKind kind, int peer, uint64_t seq) {
-    return (uint64_t(kind) << 56) | (uint64_t(uint16_t(peer + 1)) << 40) | (seq & ((uint64_t(1) << 40) - 1));
+// One Work is identified on a rank by (group, kind, peer, seq): collectives
+// number their seq per process group (peer -1, or the root for broadcast);
+// send/recv number it per (direction, peer). Packed into 64 bits:
+//   kind 8 | group 8 | peer + 1 16 | seq 32   (4 billion Works per group)
+uint64_t commKey(uint8_t group, EventKind kind, int peer, uint64_t seq) {
+    return (uint64_t(uint8_t(kind)) << 56) | (uint64_t(group) << 48) | (uint64_t(uint16_t(peer + 1)) << 32) |
+           (seq & 0xFFFFFFFFull);
 }
-uint64_t commKey(const SpanRecord& s) { return commKey(s.kind, s.peer, s.seq); }
+uint64_t commKey(const SpanRecord& s) { return commKey(s.group, s.kind, s.peer, s.seq); }
+static_assert(size_t(EventKind::Count) <= 256, "commKey packs the kind into 8 bits");
+
+bool isUnitEvent(EventKind kind) { return kind == EventKind::UnitMaterialized || kind == EventKind::UnitFreed; }
 
 bool isHungState(const SpanRecord& s) { return s.started && s.open(); }
 
@@ -71,7 +76,8 @@ int spanDepth(EventKind kind, int unit) {
     switch (kind) {
     case EventKind::Step: return 0;                       // the whole step
     case EventKind::Forward:
-    case EventKind::Backward: return unit >= 0 ? 2 : 1;   // per block : embed/head (-1) or whole backward (-2)
+    case EventKind::Backward:
+    case EventKind::Recompute: return unit >= 0 ? 2 : 1;  // per block : embed/head (-1) or whole backward (-2)
     default: return 1;                                    // data, loss, optimizer, wait, paused, slow delay
     }
 }
@@ -148,6 +154,7 @@ static SpanRecord spanFromEvent(const Event& e) {
     s.peer = e.peer;
     s.group_size = e.group_size;
     s.kind = e.kind;
+    s.group = e.group;
     return s;
 }
 
@@ -177,7 +184,7 @@ void RunModel::ingestWork(int rank, const Event& e) {
     RankLane& lane = laneFor(rank);
     LaneIndex& index = m_index[size_t(rank)];
     auto& comm = lane.comm;
-    const uint64_t key = commKey(e.kind, e.peer, e.seq);
+    const uint64_t key = commKey(e.group, e.kind, e.peer, e.seq);
 
     // The record now at `to` was at `from`: keep the key index pointing at it (only if it
     // pointed at that record: an older incarnation of a key keeps its slot).
@@ -275,6 +282,10 @@ void RunModel::ingestCounter(RankLane& lane, const Event& e) {
 
 void RunModel::ingestInstant(const Event& e) {
     const auto timeOf = [](const Event& x) { return x.t_ns; };
+    if (isUnitEvent(e.kind)) { // frequent: for the FSDP flow view only (see run_model.hpp)
+        if (e.rank >= 0) insertSorted(laneFor(e.rank).unit_events, e, e.t_ns, timeOf);
+        return;
+    }
     if (e.rank >= 0) insertSorted(laneFor(e.rank).instants, e, e.t_ns, timeOf);
     insertSorted(m_notable, e, e.t_ns, timeOf);
 }
@@ -291,10 +302,10 @@ void RunModel::ingestLogs(const LogRecord* logs, size_t count) {
 
 size_t RunModel::openCollectives() const { return m_open_collectives; }
 
-const SpanRecord* RunModel::findComm(int rank, EventKind kind, int peer, uint64_t seq) const {
+const SpanRecord* RunModel::findComm(int rank, uint8_t group, EventKind kind, int peer, uint64_t seq) const {
     if (rank < 0 || size_t(rank) >= m_lanes.size()) return nullptr;
     const auto& map = m_index[size_t(rank)].comm_by_key;
-    auto it = map.find(commKey(kind, peer, seq));
+    auto it = map.find(commKey(group, kind, peer, seq));
     return it == map.end() ? nullptr : &m_lanes[size_t(rank)].comm[it->second];
 }
 

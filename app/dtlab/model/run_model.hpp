@@ -15,7 +15,15 @@
 //                  sorted by start.
 //   counters       per kind: (t, step, value) in time order.
 //   instants       lifecycle events (started, ready, finished, failed,
-//                  checksum, fault injected, process exited).
+//                  checksum, fault injected, process exited, checkpoints).
+//   unit events    FSDP's UnitMaterialized / UnitFreed instants, kept apart:
+//                  several per unit and microbatch, so they would drown the
+//                  lifecycle markers and the event log; the FSDP flow view
+//                  reads them.
+//
+// Collectives: the parts of one collective on different ranks are matched by
+// (group, kind, seq): a rank can be in several process groups (HSDP: its shard
+// group and its replicate group), each numbering its Works from 0.
 //
 // Every sorted span vector has a twin "end_max" vector: end_max[i] is the
 // largest end time among spans [0, i]. It never decreases, so a view can
@@ -52,6 +60,7 @@ struct SpanRecord {
     int16_t peer = -1;
     uint16_t group_size = 0;
     EventKind kind = EventKind::Step;
+    uint8_t group = 0;           // collectives: process group id (Event::group; kGroupWorld = 0)
     uint8_t depth = 0;           // compute: 0..2; comm spans: RankLane::kCommRow
     bool failed = false;
     bool started = true;         // collectives: false while only scheduled (queued)
@@ -78,6 +87,7 @@ struct RankLane {
     std::array<std::vector<CounterPoint>, size_t(EventKind::Count)> counters;
     std::array<double, size_t(EventKind::Count)> counter_max{}; // largest value seen per counter kind
     std::vector<Event> instants;                          // lifecycle, sorted by t
+    std::vector<Event> unit_events;                       // UnitMaterialized / UnitFreed, sorted by t
 
     // Row r: 0..kDepths-1 = compute depth, kCommRow = comm.
     [[nodiscard]] const std::vector<SpanRecord>& row(int r) const { return r == kCommRow ? comm : compute[size_t(r)]; }
@@ -112,9 +122,14 @@ public:
     [[nodiscard]] uint64_t generation() const { return m_generation; }
     // Collectives that started and have not completed or failed (a hang shows here).
     [[nodiscard]] size_t openCollectives() const;
-    // The comm span of `rank` for one Work, or nullptr. peer is -1 for group
-    // collectives, the root for broadcast, the other rank for send/recv.
-    [[nodiscard]] const SpanRecord* findComm(int rank, EventKind kind, int peer, uint64_t seq) const;
+    // The comm span of `rank` for one Work, or nullptr. group is the process
+    // group id (Event::group); peer is -1 for group collectives, the root for
+    // broadcast, the other rank for send/recv.
+    [[nodiscard]] const SpanRecord* findComm(int rank, uint8_t group, EventKind kind, int peer, uint64_t seq) const;
+    // The part of the same Work as `s` on another rank (same group, kind, peer, seq).
+    [[nodiscard]] const SpanRecord* findPart(int rank, const SpanRecord& s) const {
+        return findComm(rank, s.group, s.kind, s.peer, s.seq);
+    }
     // Latest value of a counter on a rank; false when none was seen.
     [[nodiscard]] bool lastCounter(int rank, EventKind kind, double& value) const;
     // True when any rank reported this counter kind.
@@ -122,7 +137,7 @@ public:
 
 private:
     struct LaneIndex {
-        // (kind, peer, seq) -> position in RankLane::comm, for pairing the
+        // (group, kind, peer, seq) -> position in RankLane::comm, for pairing the
         // Work phases and for linking the parts of one collective across ranks.
         std::unordered_map<uint64_t, uint32_t> comm_by_key;
     };

@@ -1,5 +1,5 @@
-// view_glue.cpp: the View overrides of the timeline, memory, metrics and event
-// log views: the one place they meet AppContext.
+// view_glue.cpp: the View overrides of the timeline, memory, metrics, event
+// log and FSDP flow views: the one place they meet AppContext.
 //
 // Each view draws from ViewInputs only (view_inputs.hpp), so the headless tests
 // and the frame benchmark can draw it without an app. Here each override asks
@@ -8,6 +8,7 @@
 // drawEmptyState() simply draws too.
 #include "app.hpp"
 #include "views/view_event_log.hpp"
+#include "views/view_fsdp_flow.hpp"
 #include "views/view_memory.hpp"
 #include "views/view_metrics.hpp"
 #include "views/view_timeline.hpp"
@@ -29,5 +30,8 @@ void MetricsView::drawContent(AppContext& context) { draw(context.viewInputs());
 bool EventLogView::isEmpty(const AppContext&) const { return false; }
 void EventLogView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
 void EventLogView::drawContent(AppContext& context) { draw(context.viewInputs()); }
+
+void FsdpFlowView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
+void FsdpFlowView::drawContent(AppContext& context) { draw(context.viewInputs()); }
 
 } // namespace dt::app

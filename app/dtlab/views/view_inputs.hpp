@@ -22,6 +22,12 @@
 //   memory_theory  optional: expected bytes per memory category for a rank, in
 //                  the order parameters, gradients, optimizer state, activations,
 //                  comm buffers; empty function or std::nullopt = draw no theory
+//   memory_theory_label  the formula behind memory_theory, shown with the
+//                  word "theory" ("DDP: params 4 Psi + grads 4 Psi + ...")
+//   cursor_ns      the shared time cursor (Session clock): set by a click in the
+//                  timeline, the FSDP flow view's slider or the script's
+//                  `cursor`; the flow view shows that moment. nullptr = the app
+//                  does not share one; an empty optional = no cursor (now)
 #pragma once
 
 #include "model/run_model.hpp"
@@ -30,6 +36,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 namespace dt::app {
 
@@ -58,6 +65,8 @@ struct ViewInputs {
     int* selected_rank = nullptr;
     TimelineNavigator* navigator = nullptr;
     std::function<std::optional<std::array<int64_t, 5>>(int rank)> memory_theory;
+    std::string memory_theory_label;
+    std::optional<int64_t>* cursor_ns = nullptr;
 };
 
 } // namespace dt::app

@@ -65,8 +65,11 @@ const char* MemoryView::helpText() const {
            "backward), communication buffers.\n\n"
            "With DDP every rank holds a full copy of everything, so the bars are equal. Sharding strategies "
            "(ZeRO/FSDP) divide parameters, gradients and optimizer state by the number of shards: watch "
-           "those segments shrink. When a theory overlay is available it is drawn as an outlined bar "
-           "labelled \"theory\".";
+           "those segments shrink (ZeRO-1: optimizer state; ZeRO-2: also gradients; FSDP: also parameters, "
+           "plus the units gathered at the moment). When a theory overlay is available it is drawn as an "
+           "outlined bar labelled \"theory\", computed from the model's shapes and the strategy's formula "
+           "(hover the legend or a theory segment to read it; Psi = parameter count, N = shards). "
+           "Activations and buffers are not modelled: 0 in the theory bar.";
 }
 
 bool MemoryView::hasData(const ViewInputs& inputs) {
@@ -81,7 +84,11 @@ void MemoryView::draw(const ViewInputs& inputs) {
     ImGui::SameLine();
     for (size_t c = 0; c < kMemoryCategories.size(); ++c)
         legendItem(palette::kindColor(kMemoryCategories[c]), kCategoryNames[c], c == 0);
-    if (inputs.memory_theory) legendItem(palette::kTheory, "theory (outlined)", false);
+    if (inputs.memory_theory) {
+        legendItem(palette::kTheory, "theory (outlined)", false);
+        if (!inputs.memory_theory_label.empty() && ImGui::IsItemHovered())
+            ImGui::SetTooltip("theory, not measured: %s", inputs.memory_theory_label.c_str());
+    }
     if (!hasData(inputs)) {
         emptyState("No events yet: start a run or open a recording",
                    "Each rank reports its parameters, gradients, optimizer state, activations and communication "
@@ -205,8 +212,10 @@ void MemoryView::draw(const ViewInputs& inputs) {
         ImGui::Separator();
         ImGui::Text("now     %s  (%s)", formatBytes(double(b.now[c])).c_str(), formatBytesExact(b.now[c]).c_str());
         ImGui::Text("peak    %s  (%s)", formatBytes(double(b.peak[c])).c_str(), formatBytesExact(b.peak[c]).c_str());
-        if (b.theory)
+        if (b.theory) {
             ImGui::Text("theory  %s  (%s)", formatBytes(double((*b.theory)[c])).c_str(), formatBytesExact((*b.theory)[c]).c_str());
+            if (!inputs.memory_theory_label.empty()) ImGui::TextDisabled("theory: %s", inputs.memory_theory_label.c_str());
+        }
         ImGui::Text("rank total now %s", formatBytesExact(MemoryBars::total(b.now)).c_str());
         if (b.allocator_live >= 0.0)
             ImGui::TextDisabled("allocator: live %s, peak %s", formatBytes(b.allocator_live).c_str(),

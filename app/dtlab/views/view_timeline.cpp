@@ -10,6 +10,8 @@
 // [SECTION] Tooltips
 #include "views/view_timeline.hpp"
 
+#include "dtlab/sharding_theory.hpp"
+
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -165,13 +167,30 @@ void spanLabel(char* out, size_t size, const SpanRecord& s) {
     else std::snprintf(out, size, "%s", name);
 }
 
+// "world", "shard group of replica 1", "replicate group of shard 0" (events.hpp's group ids).
+void groupName(char* out, size_t size, uint8_t group) {
+    if (group == kGroupWorld) std::snprintf(out, size, "world");
+    else if (group < groupIdReplicate(0)) std::snprintf(out, size, "shard group of replica %d", int(group) - 1);
+    else std::snprintf(out, size, "replicate group of shard %d", int(group) - 128);
+}
+
+// Is `rank` in process group `group`? The worker's HSDP layout (engine/src/worker/worker.cpp):
+// replica = rank / shards, shard = rank % shards; the shard group of replica k
+// is ranks k*shards .. k*shards + shards-1, the replicate group of shard s is
+// ranks s, s + shards, s + 2*shards, ...
+bool inGroup(int rank, uint8_t group, int shards) {
+    if (group == kGroupWorld) return true;
+    if (group < groupIdReplicate(0)) return rank / shards == int(group) - 1;
+    return rank % shards == int(group) - 128;
+}
+
 bool isCollective(EventKind kind) { return eventKindCategory(kind) == EventCategory::Comm; }
 bool isPointToPoint(EventKind kind) { return kind == EventKind::Send || kind == EventKind::Recv; }
 
 // The same Work's identity, whatever its times are now.
 bool sameSpan(const SpanRecord& a, const SpanRecord& b) {
     if (a.kind != b.kind) return false;
-    if (a.depth == RankLane::kCommRow) return a.seq == b.seq && a.peer == b.peer;
+    if (a.depth == RankLane::kCommRow) return a.seq == b.seq && a.peer == b.peer && a.group == b.group;
     return a.t0 == b.t0 && a.unit == b.unit;
 }
 
@@ -208,7 +227,9 @@ const char* TimelineView::helpText() const {
            "hover it to see which ranks never joined.\n\n"
            "Mouse: wheel zooms around the cursor, drag pans (left, right or middle button), click selects a "
            "span (or zooms into a folded block), double-click zooms to a span. Hovering or selecting a "
-           "collective draws arrows to its parts on the other ranks (and from a send to its recv).\n\n"
+           "collective draws arrows to its parts on the same process group's other ranks (and from a send to "
+           "its recv). A click also puts the time cursor (an orange line) there: the FSDP flow view shows "
+           "that moment.\n\n"
            "Try: kill or hang a rank from the topology view and watch the others' all-reduce stay open; "
            "compare where backward per block and the bucket all-reduces overlap.";
 }
@@ -269,7 +290,7 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
 void TimelineView::drawLegend() {
     static constexpr EventKind kinds[] = {
         EventKind::Step,      EventKind::Data,          EventKind::Forward,   EventKind::Backward,
-        EventKind::Optimizer, EventKind::Wait,          EventKind::Paused,    EventKind::SlowDelay,
+        EventKind::Recompute, EventKind::Optimizer, EventKind::Wait,          EventKind::Paused,    EventKind::SlowDelay,
         EventKind::AllReduce, EventKind::AllGather,     EventKind::ReduceScatter, EventKind::Broadcast,
         EventKind::Send,      EventKind::Recv,          EventKind::Barrier,
     };
@@ -352,6 +373,8 @@ void TimelineView::handleInput(const ViewInputs& inputs, bool hovered, bool acti
             if (inputs.selected_rank && m_lanes.rowAt(m_mouse.y, model.world(), rank, row)) *inputs.selected_rank = rank;
             return;
         }
+        // A click in the lanes also puts the shared time cursor there (the FSDP flow view shows that moment).
+        if (inputs.cursor_ns) *inputs.cursor_ns = clampToTime(m_window.timeAt(m_mouse.x - area_x0));
         auto hit = hitTest(model, m_lanes, m_window, m_mouse.x - area_x0, m_mouse.y);
         if (!hit) {
             m_selection.reset();
@@ -438,6 +461,10 @@ void TimelineView::draw(const ViewInputs& inputs) {
     if (inputs.live) { // "now"
         const float x = area_x0 + float(m_window.xOf(double(inputs.now_ns)));
         draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1), palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f));
+    }
+    if (inputs.cursor_ns && inputs.cursor_ns->has_value()) { // the shared time cursor
+        const float x = area_x0 + float(std::clamp(m_window.xOf(double(**inputs.cursor_ns)), -1e5, 1e5));
+        draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1), palette::kWarning, 1.5f);
     }
     drawLinks(inputs, draw, area_x0);
     draw->PopClipRect();
@@ -614,9 +641,11 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
 // -----------------------------------------------------------------------------
 //
 // The hovered collective (or else the selected one) is linked to its parts on
-// the other ranks: same kind and seq (collectives number their Works in issue
-// order, identically on every rank of the group). A send is linked to the recv
-// with the same seq on its peer (numbered per direction and peer).
+// the other ranks: same process group, kind and seq (collectives number their
+// Works in issue order per group, identically on every rank of the group; a
+// rank in two groups, as under HSDP, has two independent numberings). A send is
+// linked to the recv with the same seq on its peer (numbered per direction and
+// peer).
 
 void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float area_x0) {
     const RunModel& model = *inputs.model;
@@ -627,7 +656,7 @@ void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float a
         s = &model.lane(rank).comm[m_hover->item.first];
     } else if (m_selection && m_selection->row == RankLane::kCommRow) {
         rank = m_selection->rank;
-        s = model.findComm(rank, m_selection->span.kind, m_selection->span.peer, m_selection->span.seq);
+        s = model.findPart(rank, m_selection->span);
     }
     if (!s || !isCollective(s->kind)) return;
 
@@ -644,7 +673,8 @@ void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float a
     outline(rank, *s);
     if (isPointToPoint(s->kind)) {
         const bool is_send = s->kind == EventKind::Send;
-        const SpanRecord* other = model.findComm(s->peer, is_send ? EventKind::Recv : EventKind::Send, rank, s->seq);
+        const SpanRecord* other =
+            model.findComm(s->peer, s->group, is_send ? EventKind::Recv : EventKind::Send, rank, s->seq);
         if (!other) return;
         outline(s->peer, *other);
         // Data flows from the send's start to the recv's end.
@@ -654,7 +684,7 @@ void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float a
     }
     for (int r = 0; r < model.world(); ++r) {
         if (r == rank) continue;
-        const SpanRecord* part = model.findComm(r, s->kind, s->peer, s->seq);
+        const SpanRecord* part = model.findPart(r, *s);
         if (!part) continue;
         outline(r, *part);
         drawArrow(draw, at(rank, s->t0), at(r, part->t0), color);
@@ -709,7 +739,10 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
     ImGui::Text("rank %d", rank);
     if (s.step >= 0) { ImGui::SameLine(); ImGui::Text("  step %d", s.step); }
     if (s.microbatch >= 0) { ImGui::SameLine(); ImGui::Text("  microbatch %d", s.microbatch); }
-    if (s.unit >= 0) ImGui::Text("%s %d", s.depth == RankLane::kCommRow ? "bucket" : "block", s.unit);
+    const bool unit_collective = s.kind == EventKind::AllGather || s.kind == EventKind::ReduceScatter;
+    if (unit_collective && s.unit >= 0) ImGui::Text("FSDP unit %d (block %d)", s.unit, s.unit);
+    else if (unit_collective && model.scenario().strategy.kind != "ddp") ImGui::Text("FSDP unit root (embeddings, final norm, head)");
+    else if (s.unit >= 0) ImGui::Text("%s %d", s.depth == RankLane::kCommRow ? "bucket" : "block", s.unit);
     formatDuration(a, sizeof(a), double(s.t0) - origin);
     ImGui::Text("start     +%s", a);
     if (s.open()) {
@@ -733,20 +766,25 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
         else if (s.kind == EventKind::Recv) ImGui::Text("from rank %d", s.peer);
         else if (s.kind == EventKind::Broadcast) ImGui::Text("root rank %d, group of %d", s.peer, s.group_size);
         else ImGui::Text("group of %d ranks", s.group_size);
+        char group[48];
+        groupName(group, sizeof(group), s.group);
+        ImGui::Text("group     %s", group);
         ImGui::Text("seq       %llu", (unsigned long long)s.seq);
         if (s.t_scheduled != 0 && s.started) {
             formatDuration(a, sizeof(a), double(s.t0 - s.t_scheduled));
             ImGui::Text("queued    %s before it started", a);
         }
         if (!isPointToPoint(s.kind) && s.group_size > 1) {
-            // Which ranks have this Work at all? A missing part is a rank that never got there.
+            // Which ranks of the group have this Work at all? A missing part is a rank that never got there.
             int seen = 0;
             std::string missing;
-            for (int r = 0; r < model.world() && r < int(s.group_size); ++r) {
-                if (model.findComm(r, s.kind, s.peer, s.seq)) ++seen;
+            const int shards = std::max(1, shardCount(model.scenario()));
+            for (int r = 0; r < model.world(); ++r) {
+                if (!inGroup(r, s.group, shards)) continue;
+                if (model.findPart(r, s)) ++seen;
                 else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
             }
-            if (missing.empty()) ImGui::TextDisabled("parts on all %d ranks (arrows)", seen);
+            if (missing.empty()) ImGui::TextDisabled("parts on all %d ranks of the group (arrows)", seen);
             else ImGui::Text("parts on %d of %d ranks; missing on rank %s", seen, int(s.group_size), missing.c_str());
         }
     }

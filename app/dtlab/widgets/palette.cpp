@@ -17,6 +17,7 @@ ImU32 kindColor(EventKind kind) {
     case EventKind::Wait: return IM_COL32(176, 176, 176, 255);          // light grey: doing nothing
     case EventKind::SlowDelay: return IM_COL32(215, 110, 80, 255);      // brick: injected slowness
     case EventKind::Paused: return IM_COL32(120, 132, 140, 255);        // grey: held at a gate
+    case EventKind::Recompute: return IM_COL32(121, 134, 203, 255);     // indigo: forward again, inside backward
     // communication
     case EventKind::AllReduce: return IM_COL32(46, 173, 107, 255);      // green
     case EventKind::AllGather: return IM_COL32(38, 166, 204, 255);      // cyan
@@ -38,6 +39,10 @@ ImU32 kindColor(EventKind kind) {
     case EventKind::RankFailed:
     case EventKind::ProcessExited: return kFailed;
     case EventKind::FaultInjected: return kWarning;
+    case EventKind::UnitMaterialized: return IM_COL32(38, 166, 204, 255); // like all-gather: what makes it whole
+    case EventKind::UnitFreed: return IM_COL32(140, 153, 166, 255);
+    case EventKind::CheckpointSaved:
+    case EventKind::CheckpointLoaded: return IM_COL32(0, 137, 123, 255);
     default: return IM_COL32(150, 150, 150, 255);
     }
 }
