@@ -125,14 +125,18 @@ TEST_CASE("Sharded strategies train like DDP and hold what the ZeRO formulas say
         { 
             INFO("parameters, gradients and optimizer state per rank match the formulas: " + tag);
             CAPTURE(peak.dump(), theory.parameters, theory.gradients, theory.optimizer_state);
-            CHECK(relativeError(peak["parameters"].get<double>(), double(theory.parameters)) < 0.01);
+            // fsdp: parameters = shards + the unsharded copies alive when sampled, so
+            // the peak is the shards plus the materialized peak.
+            const double sharded = peak["parameters"].get<double>() - peak["params_materialized"].get<double>();
+            CHECK(relativeError(sharded, double(theory.parameters)) < 0.01);
             CHECK(relativeError(peak["gradients"].get<double>(), double(theory.gradients)) < 0.01);
             CHECK(relativeError(peak["optimizer_state"].get<double>(), double(theory.optimizer_state)) < 0.01);
             if (kind == "fsdp" || kind == "hsdp") {
                 // root + the unit computing + the prefetched one, at most
+                // root + the unit computing + the prefetched one (backward prefetch is on)
                 const double materialized = peak["params_materialized"].get<double>();
-                CHECK(materialized <= double(theory.materialized_peak));
-                CHECK(materialized > 0.0);
+                CAPTURE(materialized, theory.materialized_peak);
+                CHECK(relativeError(materialized, double(theory.materialized_peak)) < 0.01);
             } else {
                 CHECK(peak["params_materialized"] == 0);
             }
@@ -150,9 +154,13 @@ TEST_CASE("Sharded strategies train like DDP and hold what the ZeRO formulas say
 
     if (ranks >= 2) {
         INFO("sharding saves model-state memory in the order of the ZeRO stages");
+        // The sharded model states. FSDP's materialized units come on top (with
+        // only 2 blocks here, root + 2 blocks is the whole model: FSDP pays off
+        // with many units, which fsdp_memory.toml and the benchmark show).
         const auto states = [&](const std::string& kind) {
             const auto p = it::readJsonFile(dir.file(kind + std::to_string(ranks) + ".json"))["peak_memory"][0];
-            return p["parameters"].get<double>() + p["gradients"].get<double>() + p["optimizer_state"].get<double>();
+            return p["parameters"].get<double>() - p["params_materialized"].get<double>() +
+                   p["gradients"].get<double>() + p["optimizer_state"].get<double>();
         };
         const auto ddp_peak = ddp.summary["peak_memory"][0];
         const double ddp_states = ddp_peak["parameters"].get<double>() + ddp_peak["gradients"].get<double>() +

@@ -315,6 +315,7 @@ private:
         allocateStorage(u.full);
         u.gather = m_comm.allGather(u.full, u.shard.detach(), tag(u.id));
         ++m_gathers_in_flight;
+        emitParameterCounters(); // the bytes are allocated now, before the all-gather fills them
     }
 
     void prefetch(FlatUnit* u) {
@@ -377,12 +378,26 @@ private:
         e.bytes = u.padded * 4;
         e.value = value;
         m_sink->emit(e);
-        Event c = e;
-        c.kind = EventKind::MemParamsMaterialized;
+        emitParameterCounters();
+    }
+
+    // The parameter bytes change at every gather and free: counters at each
+    // change, so the memory bars and the summary's peaks see the materialized
+    // units (parameters = shards + unsharded copies alive, allocated ones
+    // waiting for their all-gather included).
+    void emitParameterCounters() {
+        if (!m_sink) return;
+        Event c;
         c.phase = EventPhase::Counter;
-        c.unit = -1;
-        c.bytes = 0;
+        c.t_ns = m_sink->now();
+        c.rank = m_rank;
+        c.step = m_step;
+        c.microbatch = int16_t(m_microbatch);
+        c.kind = EventKind::MemParamsMaterialized;
         c.value = double(materializedBytes());
+        m_sink->emit(c);
+        c.kind = EventKind::MemParameters;
+        c.value = double(memory().parameters);
         m_sink->emit(c);
     }
 
