@@ -35,12 +35,22 @@ for n in $RANKS; do
     done
 done
 
-python3 - "$OUT" "$RANKS" "$STRATEGIES" "${BENCH_MD:-}" <<'PY'
+# Prefetch off vs on (scenarios/fsdp_prefetch.toml, 4 ranks), alternating, PREFETCH_REPEATS times.
+PREFETCH_REPEATS="${PREFETCH_REPEATS:-3}"
+sed 's/^forward_prefetch = false/forward_prefetch = true/; s/^backward_prefetch = false/backward_prefetch = true/' \
+    "$ROOT/scenarios/fsdp_prefetch.toml" > "$OUT/prefetch_on.toml"
+for i in $(seq 1 "$PREFETCH_REPEATS"); do
+    echo "bench_sharding: prefetch off/on, repeat $i" >&2
+    "$DTRUN" run "$ROOT/scenarios/fsdp_prefetch.toml" --steps "$STEPS" --summary "$OUT/prefetch-off-$i.json" --quiet
+    "$DTRUN" run "$OUT/prefetch_on.toml" --steps "$STEPS" --summary "$OUT/prefetch-on-$i.json" --quiet
+done
+
+python3 - "$OUT" "$RANKS" "$STRATEGIES" "${BENCH_MD:-}" "$PREFETCH_REPEATS" <<'PY'
 import json, sys
 out, ranks, strategies, md_path = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4]
 MiB = 1024 * 1024
 rows = []
-head = ("| ranks | strategy | params MiB (theory) | grads MiB (theory) | AdamW MiB (theory) | model states measured/theory "
+head = ("| ranks | strategy | params (sharded) MiB (theory) | grads MiB (theory) | AdamW MiB (theory) | model states measured/theory "
         "| materialized peak MiB (theory max) | live peak MiB | bytes/step MiB (cost model) | measured/model | step ms | step vs ddp |")
 rows.append(head)
 rows.append("|" + "---|" * 12)
@@ -50,14 +60,17 @@ for n in ranks:
         j = json.load(open(f"{out}/{s}-{n}.json"))
         t = j["theory"]
         peak = max(j["peak_memory"], key=lambda p: p["live_peak"])
-        measured_states = peak["parameters"] + peak["gradients"] + peak["optimizer_state"]
+        # Sharded model states: fsdp's parameters counter also holds the unsharded
+        # copies alive when it was sampled; those are the materialized column.
+        sharded_params = peak["parameters"] - peak["params_materialized"]
+        measured_states = sharded_params + peak["gradients"] + peak["optimizer_state"]
         theory_states = t["parameters"] + t["gradients"] + t["optimizer_state"]
         steps = j["steps"]
         per_step = j["bytes_sent"][0] / steps if steps else 0
         ms = max(x for x in j["step_ms_median"] if x is not None)
         if s == "ddp": ddp_ms = ms
         bytes_ratio = (per_step / t["bytes_sent_per_step"]) if t["bytes_sent_per_step"] else float("nan")
-        rows.append(f"| {n} | {s} | {peak['parameters']/MiB:.2f} ({t['parameters']/MiB:.2f}) "
+        rows.append(f"| {n} | {s} | {sharded_params/MiB:.2f} ({t['parameters']/MiB:.2f}) "
                     f"| {peak['gradients']/MiB:.2f} ({t['gradients']/MiB:.2f}) "
                     f"| {peak['optimizer_state']/MiB:.2f} ({t['optimizer_state']/MiB:.2f}) "
                     f"| {measured_states/theory_states:.3f} "
@@ -66,6 +79,18 @@ for n in ranks:
                     f"| {per_step/MiB:.2f} ({t['bytes_sent_per_step']/MiB:.2f}) | "
                     + ("-" if n == "1" else f"{bytes_ratio:.4f}") +
                     f" | {ms:.1f} | " + (f"{ms/ddp_ms:.2f}" if ddp_ms else "-") + " |")
+import statistics
+reps = int(sys.argv[5])
+def prefetch(tag):
+    runs = [json.load(open(f"{out}/prefetch-{tag}-{i}.json")) for i in range(1, reps + 1)]
+    ms = statistics.median(max(x for x in r["step_ms_median"] if x is not None) for r in runs)
+    return ms, max(p["params_materialized"] for p in runs[0]["peak_memory"])
+off, on = prefetch("off"), prefetch("on")
+rows.append("")
+rows.append("| fsdp_prefetch.toml, 4 ranks | step ms (median of %d) | materialized peak MiB |" % reps)
+rows.append("|---|---|---|")
+rows.append(f"| prefetch off | {off[0]:.1f} | {off[1]/MiB:.2f} |")
+rows.append(f"| prefetch on (forward + backward, limit 2) | {on[0]:.1f} ({on[0]/off[0]:.2f}x) | {on[1]/MiB:.2f} |")
 text = "\n".join(rows)
 print(text)
 if md_path:

@@ -310,12 +310,12 @@ private:
     }
 
     // ---- materializing (fsdp) ----------------------------------------------------
-    void issueGather(FlatUnit& u) {
+    void issueGather(FlatUnit& u, bool telemetry = true) {
         if (u.materialized || u.gather) return;
         allocateStorage(u.full);
         u.gather = m_comm.allGather(u.full, u.shard.detach(), tag(u.id));
         ++m_gathers_in_flight;
-        emitParameterCounters(); // the bytes are allocated now, before the all-gather fills them
+        if (telemetry) emitParameterCounters(); // the bytes are allocated now, before the all-gather fills them
     }
 
     void prefetch(FlatUnit* u) {
@@ -324,7 +324,7 @@ private:
 
     void waitGathered(FlatUnit& u, bool backward, bool telemetry = true) {
         if (u.materialized) return;
-        issueGather(u);
+        issueGather(u, telemetry);
         const int64_t t = now();
         u.gather->wait();
         u.gather = nullptr;
