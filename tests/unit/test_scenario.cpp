@@ -728,5 +728,11 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
               std::string::npos);
         s.strategy.microbatches = 4;
         CHECK_NOTHROW(validateScenario(s, "--microbatches"));
+        s.strategy.kind = "fsdp";
+        s.topology.replicas = 1;
+        s.faults.push_back({"kill", 1, 2, "allreduce", {"/tmp/x.toml", 9, 1}});
+        CHECK(std::string(validateError(s, "--strategy").what()).find("never fires under fsdp") != std::string::npos);
+        s.faults[0].when = "step";
+        CHECK_NOTHROW(validateScenario(s, "--strategy"));
     }
 }

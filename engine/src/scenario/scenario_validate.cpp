@@ -218,6 +218,11 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            "[[faults]] rank " + std::to_string(f.rank) + " does not exist: the topology has " +
                                std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " (0.." +
                                std::to_string(ranks - 1) + ")"};
+        const std::string& kind = s.strategy.kind;
+        if (f.when == "allreduce" && (kind == "zero1" || kind == "zero2" || kind == "fsdp"))
+            return Problem{"faults", {"when", "action"}, static_cast<int>(i),
+                           "[[faults]] when = \"allreduce\" (the default) never fires under " + kind +
+                               ": it has no all-reduce (gradients are reduce-scattered); write when = \"step\""};
         if (f.step >= steps)
             return Problem{"faults", {"step"}, static_cast<int>(i),
                            "[[faults]] step " + std::to_string(f.step) + " is never reached: the run has " +
