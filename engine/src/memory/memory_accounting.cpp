@@ -3,6 +3,8 @@
 
 #include "memory/tracking_allocator.hpp"
 
+#include <torch/optim/adamw.h>
+
 #include <algorithm>
 #include <unordered_set>
 
@@ -17,6 +19,17 @@ int64_t storageBytes(const std::vector<at::Tensor>& tensors) {
         if (seen.insert(storage.unsafeGetStorageImpl()).second) total += int64_t(storage.nbytes());
     }
     return total;
+}
+
+int64_t adamStateBytes(const torch::optim::AdamW& optimizer) {
+    std::vector<at::Tensor> tensors;
+    for (const auto& [key, state] : optimizer.state()) {
+        const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
+        tensors.push_back(s.exp_avg());
+        tensors.push_back(s.exp_avg_sq());
+        if (s.max_exp_avg_sq().defined()) tensors.push_back(s.max_exp_avg_sq());
+    }
+    return storageBytes(tensors);
 }
 
 MemorySample sampleMemory(int64_t parameters, int64_t gradients, int64_t optimizer_state, int64_t comm_buffers) {

@@ -13,6 +13,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace torch::optim {
+class AdamW;
+}
+
 namespace dt {
 
 struct MemorySample {
@@ -27,6 +31,9 @@ struct MemorySample {
 
 // Bytes of the distinct storages behind `tensors` (views of one buffer count once).
 [[nodiscard]] int64_t storageBytes(const std::vector<at::Tensor>& tensors);
+
+// Bytes of AdamW's moment buffers (exp_avg, exp_avg_sq, and max_exp_avg_sq with amsgrad).
+[[nodiscard]] int64_t adamStateBytes(const torch::optim::AdamW& optimizer);
 
 [[nodiscard]] MemorySample sampleMemory(int64_t parameters, int64_t gradients, int64_t optimizer_state,
                                         int64_t comm_buffers);

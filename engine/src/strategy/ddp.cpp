@@ -1,26 +1,13 @@
 // ddp.cpp: bucketed, overlapped gradient all-reduce (steps in ddp.hpp).
 #include "strategy/ddp.hpp"
 
+#include "strategy/gradient_ready_hook.hpp"
 #include "telemetry/event_sink.hpp"
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 
 namespace dt {
-namespace {
-
-// Runs after AccumulateGrad has added this parameter's gradient into its slot.
-struct GradientReadyHook final : torch::autograd::FunctionPostHook {
-    GradientReadyHook(std::function<void()> ready) : ready(std::move(ready)) {}
-    torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                              const torch::autograd::variable_list&) override {
-        ready();
-        return outputs;
-    }
-    std::function<void()> ready;
-};
-
-} // namespace
 
 DdpGradientSync::DdpGradientSync(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap,
                                  EventSink* sink)

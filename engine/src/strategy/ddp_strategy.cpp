@@ -14,8 +14,6 @@
 
 namespace dt {
 
-int64_t adamStateBytes(const torch::optim::AdamW& optimizer); // sharded_strategy.cpp
-
 namespace {
 
 class DdpStrategy final : public TrainingStrategy {

@@ -166,10 +166,8 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
     return written;
 }
 
-int loadShardedCheckpoint(const std::string& step_dir, const Scenario& scenario, std::vector<FlatUnit>& units,
-                          torch::optim::AdamW& optimizer, int shard_rank, int shard_count, bool whole_params,
-                          int64_t& bytes_read) {
-    (void)scenario;
+int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer,
+                          int shard_rank, bool whole_params, int64_t& bytes_read) {
     const CheckpointMeta meta = readMeta(step_dir);
     const int old_count = meta.shards, step = meta.step;
     const int64_t adam_step = meta.adam_step;
@@ -213,7 +211,6 @@ int loadShardedCheckpoint(const std::string& step_dir, const Scenario& scenario,
         state->exp_avg_sq(mine(whole("exp_avg_sq")));
         optimizer.state()[c10::guts::to_string(u.shard.unsafeGetTensorImpl())] = std::move(state);
     }
-    (void)shard_count;
     return step;
 }
 

@@ -41,9 +41,8 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
 // Fills this rank's shards (and, when `whole_params`, each unit's full vector:
 // zero1/zero2 keep the whole parameters) and the AdamW state. Returns the
 // step the checkpoint ended at.
-int loadShardedCheckpoint(const std::string& step_dir, const Scenario& scenario, std::vector<FlatUnit>& units,
-                          torch::optim::AdamW& optimizer, int shard_rank, int shard_count, bool whole_params,
-                          int64_t& bytes_read);
+int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer,
+                          int shard_rank, bool whole_params, int64_t& bytes_read);
 
 // "DIR/step-<S>"
 [[nodiscard]] std::string checkpointStepDir(const std::string& dir, int last_step);

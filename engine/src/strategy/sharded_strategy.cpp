@@ -24,6 +24,7 @@
 // before AdamW; AdamW is elementwise, so updating shards gives the same result
 // as updating the whole model (the padding stays zero: zero gradient, zero value).
 #include "strategy/flat_unit.hpp"
+#include "strategy/gradient_ready_hook.hpp"
 #include "strategy/sharded_checkpoint.hpp"
 #include "strategy/training_strategy.hpp"
 
@@ -37,28 +38,7 @@
 
 namespace dt {
 
-int64_t adamStateBytes(const torch::optim::AdamW& optimizer) {
-    std::vector<at::Tensor> tensors;
-    for (const auto& [key, state] : optimizer.state()) {
-        const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
-        tensors.push_back(s.exp_avg());
-        tensors.push_back(s.exp_avg_sq());
-        if (s.max_exp_avg_sq().defined()) tensors.push_back(s.max_exp_avg_sq());
-    }
-    return storageBytes(tensors);
-}
-
 namespace {
-
-struct GradientReadyHook final : torch::autograd::FunctionPostHook {
-    explicit GradientReadyHook(std::function<void()> ready) : ready(std::move(ready)) {}
-    torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
-                                              const torch::autograd::variable_list&) override {
-        ready();
-        return outputs;
-    }
-    std::function<void()> ready;
-};
 
 enum class Stage { Zero1, Zero2, Fsdp };
 
@@ -263,9 +243,8 @@ public:
     }
 
     int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) override {
-        const int step = loadShardedCheckpoint(step_dir, m_scenario, m_units, *m_optimizer, m_comm.rank(),
-                                               m_comm.size(), m_stage != Stage::Fsdp, bytes_read);
-        return step;
+        return loadShardedCheckpoint(step_dir, m_units, *m_optimizer, m_comm.rank(), m_stage != Stage::Fsdp,
+                                     bytes_read);
     }
 
 private:
@@ -435,10 +414,7 @@ private:
 
 } // namespace
 
-std::unique_ptr<TrainingStrategy> makeDdpStrategy(const StrategyContext& context);
-
-std::unique_ptr<TrainingStrategy> makeStrategy(const StrategyContext& context) {
-    if (context.scenario->strategy.kind == "ddp") return makeDdpStrategy(context);
+std::unique_ptr<TrainingStrategy> makeShardedStrategy(const StrategyContext& context) {
     return std::make_unique<ShardedStrategy>(context);
 }
 

@@ -1,0 +1,16 @@
+// training_strategy.cpp: picks the strategy a scenario names.
+#include "strategy/training_strategy.hpp"
+
+#include "dtlab/scenario.hpp"
+
+namespace dt {
+
+std::unique_ptr<TrainingStrategy> makeDdpStrategy(const StrategyContext& context);     // ddp_strategy.cpp
+std::unique_ptr<TrainingStrategy> makeShardedStrategy(const StrategyContext& context); // sharded_strategy.cpp
+
+std::unique_ptr<TrainingStrategy> makeStrategy(const StrategyContext& context) {
+    if (context.scenario->strategy.kind == "ddp") return makeDdpStrategy(context);
+    return makeShardedStrategy(context); // zero1, zero2, fsdp, hsdp
+}
+
+} // namespace dt
