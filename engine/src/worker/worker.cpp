@@ -99,11 +99,12 @@ public:
         e.value = value;
         m_sender.emit(e);
     }
-    void instant(EventKind kind, int step, double value = 0, uint64_t seq = 0) {
+    void instant(EventKind kind, int step, double value = 0, uint64_t seq = 0, int64_t bytes = 0) {
         Event e = base(kind, EventPhase::Instant, step);
         e.t_ns = now();
         e.value = value;
         e.seq = seq;
+        e.bytes = bytes;
         m_sender.emit(e);
     }
 
@@ -224,14 +225,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
             throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " + std::to_string(last) +
                              " but the run has only " + std::to_string(scenario.run.steps) +
                              " steps: nothing left to train (raise [run] steps)");
-        Event e;
-        e.kind = EventKind::CheckpointLoaded;
-        e.phase = EventPhase::Instant;
-        e.rank = rank;
-        e.step = last;
-        e.bytes = bytes;
-        e.t_ns = telemetry.now();
-        sender.emit(e);
+        telemetry.instant(EventKind::CheckpointLoaded, last, 0, 0, bytes);
         if (rank == 0)
             sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " + std::to_string(last) +
                                            ", " + std::to_string(bytes) + " bytes read per rank)");
@@ -318,15 +312,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
             t = telemetry.now();
             const int64_t bytes =
                 strategy->saveCheckpoint(checkpointStepDir(scenario.run.checkpoint_dir, step), step);
-            Event e;
-            e.kind = EventKind::CheckpointSaved;
-            e.phase = EventPhase::Instant;
-            e.rank = rank;
-            e.step = step;
-            e.bytes = bytes;
-            e.t_ns = telemetry.now();
-            e.value = double(e.t_ns - t) / 1e6; // ms spent saving
-            sender.emit(e);
+            telemetry.instant(EventKind::CheckpointSaved, step, double(telemetry.now() - t) / 1e6 /* ms saving */, 0, bytes);
         }
 
         const double delay_ms = scenario.run.step_delay_ms + gate.delayMs();
