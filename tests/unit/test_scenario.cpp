@@ -707,7 +707,7 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
         s.strategy.kind = "zero4";
         UsageError e = validateError(s, "--strategy");
         CHECK(std::string(e.what()) ==
-              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", got \"zero4\"");
+              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", \"pipeline\", got \"zero4\"");
     }
 
     SECTION("replicas without hsdp, an uneven replica split and an uneven microbatch split are refused") {
@@ -734,5 +734,20 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
         CHECK(std::string(validateError(s, "--strategy").what()).find("never fires under fsdp") != std::string::npos);
         s.faults[0].when = "step";
         CHECK_NOTHROW(validateScenario(s, "--strategy"));
+        s.faults.clear();
+        s.strategy.kind = "pipeline";
+        s.topology.stages = 3;
+        CHECK(std::string(validateError(s, "--stages").what()).find("ranks 4 is not divisible by stages 3") != std::string::npos);
+        s.topology.stages = 2;
+        s.strategy.schedule = "interleaved";
+        s.strategy.chunks_per_rank = 2;
+        s.strategy.microbatches = 3;
+        s.data.batch_per_rank = 6;
+        CHECK(std::string(validateError(s, "--microbatches").what()).find("multiple of the stages") != std::string::npos);
+        s.strategy.microbatches = 2;
+        s.model.layers = 6;
+        CHECK(std::string(validateError(s, "--layers").what()).find("cannot be cut into 4 equal chunks") != std::string::npos);
+        s.model.layers = 8;
+        CHECK_NOTHROW(validateScenario(s, "--layers"));
     }
 }

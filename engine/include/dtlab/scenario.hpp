@@ -17,6 +17,7 @@ namespace dt {
 struct TopologyConfig {
     int ranks = 4;    // world size
     int replicas = 1; // hsdp: replica groups; each shards the model over ranks / replicas ranks
+    int stages = 1;   // pipeline: stages per pipeline; ranks / stages pipelines run data-parallel
 };
 
 struct ModelConfig {
@@ -44,7 +45,12 @@ struct StrategyConfig {
     // "zero2" ... and gradients              (ZeRO stage 2)
     // "fsdp"  ... and parameters             (ZeRO stage 3, FSDP FULL_SHARD)
     // "hsdp"  fsdp inside each replica group, gradients all-reduced across groups
+    // "pipeline" stages of contiguous blocks, one per rank ([topology] stages),
+    //          microbatches run by `schedule`; ranks / stages pipelines are
+    //          data-parallel (stage gradients all-reduced across them)
     std::string kind = "ddp";
+    std::string schedule = "1f1b";  // pipeline: "gpipe" | "1f1b" | "interleaved" | "zb-h1"
+    int chunks_per_rank = 1;        // pipeline: model chunks per rank (interleaved: >= 2)
     double bucket_mb = 1.0;     // DDP bucket cap in MiB
     bool overlap = true;        // ddp/zero: launch a bucket's / unit's gradient collective during backward
     // fsdp/hsdp: issue the next unit's all-gather before it is needed

@@ -35,7 +35,7 @@ std::string scenarioToJson(const Scenario& s) {
         {"name", s.name},
         {"description", s.description},
         {"path", s.path},
-        {"topology", {{"ranks", s.topology.ranks}, {"replicas", s.topology.replicas}}},
+        {"topology", {{"ranks", s.topology.ranks}, {"replicas", s.topology.replicas}, {"stages", s.topology.stages}}},
         {"model",
          {{"kind", s.model.kind},
           {"vocab", s.model.vocab},
@@ -55,7 +55,9 @@ std::string scenarioToJson(const Scenario& s) {
           {"prefetch_limit", s.strategy.prefetch_limit},
           {"microbatches", s.strategy.microbatches},
           {"sync_every_microbatch", s.strategy.sync_every_microbatch},
-          {"activation_checkpointing", s.strategy.activation_checkpointing}}},
+          {"activation_checkpointing", s.strategy.activation_checkpointing},
+          {"schedule", s.strategy.schedule},
+          {"chunks_per_rank", s.strategy.chunks_per_rank}}},
         {"optimizer",
          {{"kind", s.optimizer.kind},
           {"lr", s.optimizer.lr},
@@ -104,7 +106,10 @@ Scenario scenarioFromJson(const std::string& text) {
         d.at("batch_per_rank").get_to(s.data.batch_per_rank);
 
         j.at("topology").at("replicas").get_to(s.topology.replicas);
+        j.at("topology").at("stages").get_to(s.topology.stages);
         const json& st = j.at("strategy");
+        st.at("schedule").get_to(s.strategy.schedule);
+        st.at("chunks_per_rank").get_to(s.strategy.chunks_per_rank);
         st.at("kind").get_to(s.strategy.kind);
         st.at("bucket_mb").get_to(s.strategy.bucket_mb);
         st.at("overlap").get_to(s.strategy.overlap);

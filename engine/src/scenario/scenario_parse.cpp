@@ -23,13 +23,14 @@ using scenario_rules::tableLabel;
 const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
                                           "optimizer", "run",      "telemetry", "faults", "steps"};
 const std::vector<std::string> kScenarioKeys = {"name", "description"};
-const std::vector<std::string> kTopologyKeys = {"ranks", "replicas"};
+const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages"};
 const std::vector<std::string> kModelKeys = {"kind",  "vocab", "context",   "d_model",
                                              "layers", "heads", "mlp_ratio", "hidden"};
 const std::vector<std::string> kDataKeys = {"source", "path", "batch_per_rank"};
 const std::vector<std::string> kStrategyKeys = {"kind",           "bucket_mb",         "overlap",
                                                 "forward_prefetch", "backward_prefetch", "prefetch_limit",
-                                                "microbatches",   "sync_every_microbatch", "activation_checkpointing"};
+                                                "microbatches",   "sync_every_microbatch", "activation_checkpointing",
+                                                "schedule",       "chunks_per_rank"};
 const std::vector<std::string> kOptimizerKeys = {"kind", "lr", "beta1", "beta2", "eps", "weight_decay"};
 const std::vector<std::string> kRunKeys = {"steps",          "seed",             "timeout_s", "step_delay_ms",
                                            "checkpoint_dir", "checkpoint_every", "resume_from"};
@@ -210,6 +211,7 @@ private:
         for (const Entry& e : checkedEntries(t, "topology", kTopologyKeys))
             if (e.key == "ranks") out.ranks = readInt("topology", e.key, *e.node);
             else if (e.key == "replicas") out.replicas = readInt("topology", e.key, *e.node);
+            else if (e.key == "stages") out.stages = readInt("topology", e.key, *e.node);
     }
 
     void readModel(const toml::table& t, ModelConfig& out) const {
@@ -259,6 +261,8 @@ private:
             else if (e.key == "backward_prefetch") out.backward_prefetch = readBool("strategy", e.key, *e.node);
             else if (e.key == "prefetch_limit") out.prefetch_limit = readInt("strategy", e.key, *e.node);
             else if (e.key == "microbatches") out.microbatches = readInt("strategy", e.key, *e.node);
+            else if (e.key == "schedule") out.schedule = readString("strategy", e.key, *e.node);
+            else if (e.key == "chunks_per_rank") out.chunks_per_rank = readInt("strategy", e.key, *e.node);
             else if (e.key == "sync_every_microbatch") out.sync_every_microbatch = readBool("strategy", e.key, *e.node);
             else if (e.key == "activation_checkpointing")
                 out.activation_checkpointing = readBool("strategy", e.key, *e.node);

@@ -3,6 +3,8 @@
 // which re-checks a whole scenario after command-line overrides.
 #include "scenario/scenario_rules.hpp"
 
+#include "dtlab/pipeline_schedule.hpp"
+
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -24,6 +26,8 @@ struct IntRule {
 const IntRule kIntRules[] = {
     {"topology", "ranks", 1, 64},
     {"topology", "replicas", 1, 64},
+    {"topology", "stages", 1, 64},
+    {"strategy", "chunks_per_rank", 1, 16},
     {"strategy", "prefetch_limit", 1, 16},
     {"strategy", "microbatches", 1, 1024},
     {"run", "checkpoint_every", 0, kIntMax},
@@ -71,7 +75,8 @@ struct EnumRule {
 const EnumRule kEnumRules[] = {
     {"model", "kind", {"tiny_gpt", "mlp"}},
     {"data", "source", {"fortunes", "fashion_mnist"}},
-    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp"}},
+    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline"}},
+    {"strategy", "schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}},
     {"optimizer", "kind", {"adamw"}},
     {"faults", "action", {"kill", "hang"}},
     {"faults", "when", {"allreduce", "step"}},
@@ -182,6 +187,32 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
         return Problem{"topology", {"replicas", "ranks"}, -1,
                        "[topology] ranks " + std::to_string(ranks) + " is not divisible by replicas " +
                            std::to_string(replicas) + " (every replica group shards the model over the same number of ranks)"};
+    const int stages = s.topology.stages;
+    if (st.kind == "pipeline") {
+        if (ranks % stages != 0)
+            return Problem{"topology", {"stages", "ranks"}, -1,
+                           "[topology] ranks " + std::to_string(ranks) + " is not divisible by stages " +
+                               std::to_string(stages) + " (ranks / stages pipelines run side by side)"};
+        if (s.model.kind != "tiny_gpt")
+            return Problem{"strategy", {"kind"}, -1, "[strategy] kind = \"pipeline\" needs [model] kind = \"tiny_gpt\" (its blocks are cut into stages)"};
+        PipelineShape shape;
+        shape.stages = stages;
+        shape.microbatches = st.microbatches;
+        shape.chunks_per_rank = st.chunks_per_rank;
+        const std::string shape_problem = pipelineShapeProblem(st.schedule, shape);
+        if (!shape_problem.empty())
+            return Problem{"strategy", {"schedule", "chunks_per_rank", "microbatches"}, -1, "[strategy] " + shape_problem};
+        if (s.model.layers % shape.chunks() != 0)
+            return Problem{"model", {"layers"}, -1,
+                           "[model] layers " + std::to_string(s.model.layers) + " cannot be cut into " +
+                               std::to_string(shape.chunks()) + " equal chunks (stages x chunks_per_rank)"};
+        if (st.activation_checkpointing)
+            return Problem{"strategy", {"activation_checkpointing"}, -1,
+                           "[strategy] activation_checkpointing is not supported with kind = \"pipeline\" yet"};
+    } else if (stages > 1) {
+        return Problem{"topology", {"stages"}, -1,
+                       "[topology] stages = " + std::to_string(stages) + " needs [strategy] kind = \"pipeline\""};
+    }
     if (s.data.batch_per_rank % st.microbatches != 0)
         return Problem{"strategy", {"microbatches"}, -1,
                        "[strategy] microbatches " + std::to_string(st.microbatches) + " does not divide [data] batch_per_rank " +
@@ -189,7 +220,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     if (st.activation_checkpointing && s.model.kind != "tiny_gpt")
         return Problem{"strategy", {"activation_checkpointing"}, -1,
                        "[strategy] activation_checkpointing needs [model] kind = \"tiny_gpt\" (its transformer blocks are the units recomputed)"};
-    const bool sharded = st.kind != "ddp";
+    const bool sharded = st.kind != "ddp" && st.kind != "pipeline";
     if (!sharded && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
                        "[run] checkpoints are sharded: they need [strategy] kind = zero1, zero2, fsdp or hsdp, not ddp"};
