@@ -65,7 +65,24 @@ Communicator::Communicator(int rank, int size, EventSink* sink) : m_rank(rank), 
 
 Communicator::~Communicator() { shutdown(); }
 
+void Communicator::reapPosted() {
+    std::lock_guard<std::mutex> lock(m_posted_mutex);
+    std::vector<Posted> alive;
+    for (auto& p : m_posted) {
+        if (p.done->load()) p.thread.join();
+        else alive.push_back(std::move(p));
+    }
+    m_posted = std::move(alive);
+}
+
 void Communicator::shutdown() {
+    {
+        // Posted messages end with their peers (or their timeout).
+        std::lock_guard<std::mutex> lock(m_posted_mutex);
+        for (auto& p : m_posted)
+            if (p.thread.joinable()) p.thread.join();
+        m_posted.clear();
+    }
     {
         std::lock_guard<std::mutex> lock(m_mutex);
         if (m_stopping) return;
@@ -133,21 +150,71 @@ void Communicator::threadLoop() {
             job.work->m_state = CommWork::State::Started;
         }
         emitWork(job, EventPhase::WorkStarted);
-        try {
-            job.run();
-            const WireBytes wire = modelBytes(job.kind, job.bytes, m_size, m_rank, job.peer);
-            m_bytes_sent += wire.sent;
-            m_bytes_received += wire.received;
-            emitWork(job, EventPhase::WorkCompleted);
-            job.work->finish(CommWork::State::Completed, CommErrorKind::Other, "");
-        } catch (const CommError& e) {
-            emitWork(job, EventPhase::WorkFailed);
-            job.work->finish(CommWork::State::Failed, e.kind(), e.what());
-        } catch (const std::exception& e) {
-            emitWork(job, EventPhase::WorkFailed);
-            job.work->finish(CommWork::State::Failed, CommErrorKind::Other, e.what());
-        }
+        finishJob(job, job.run);
     }
+}
+
+// Runs a job's blocking part, then records the bytes, the telemetry and the
+// Work's final state.
+void Communicator::finishJob(Job& job, const std::function<void()>& run) {
+    try {
+        run();
+        const WireBytes wire = modelBytes(job.kind, job.bytes, m_size, m_rank, job.peer);
+        m_bytes_sent += wire.sent;
+        m_bytes_received += wire.received;
+        emitWork(job, EventPhase::WorkCompleted);
+        job.work->finish(CommWork::State::Completed, CommErrorKind::Other, "");
+    } catch (const CommError& e) {
+        emitWork(job, EventPhase::WorkFailed);
+        job.work->finish(CommWork::State::Failed, e.kind(), e.what());
+    } catch (const std::exception& e) {
+        emitWork(job, EventPhase::WorkFailed);
+        job.work->finish(CommWork::State::Failed, CommErrorKind::Other, e.what());
+    }
+}
+
+CommWorkPtr Communicator::post(EventKind kind, at::Tensor x, int peer, int tag, CommTag ctag) {
+    auto work = std::make_shared<CommWork>();
+    Job job;
+    job.kind = kind;
+    job.tag = ctag;
+    job.bytes = int64_t(x.nbytes());
+    job.peer = peer;
+    job.work = work;
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        job.seq = kind == EventKind::Send ? m_p2p_sent[peer]++ : m_p2p_received[peer]++;
+    }
+    emitWork(job, EventPhase::WorkScheduled);
+    {
+        std::lock_guard<std::mutex> lock(job.work->m_mutex);
+        job.work->m_state = CommWork::State::Started;
+    }
+    emitWork(job, EventPhase::WorkStarted);
+    std::function<void()> wait;
+    try {
+        wait = kind == EventKind::Send ? doPostSend(x, peer, tag) : doPostRecv(x, peer, tag);
+    } catch (...) { // could not even post: the Work fails now, with the reason
+        const std::exception_ptr error = std::current_exception();
+        finishJob(job, [error] { std::rethrow_exception(error); });
+        return work;
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    std::thread waiter([this, job, wait, done]() mutable {
+        finishJob(job, wait);
+        done->store(true);
+    });
+    std::lock_guard<std::mutex> lock(m_posted_mutex);
+    m_posted.push_back(Posted{std::move(waiter), done});
+    return work;
+}
+
+CommWorkPtr Communicator::postSend(at::Tensor x, int peer, int tag, CommTag ctag) {
+    return post(EventKind::Send, std::move(x), peer, tag, ctag);
+}
+
+CommWorkPtr Communicator::postRecv(at::Tensor x, int peer, int tag, CommTag ctag) {
+    return post(EventKind::Recv, std::move(x), peer, tag, ctag);
 }
 
 CommWorkPtr Communicator::allReduce(at::Tensor x, CommTag tag) {

@@ -84,6 +84,18 @@ public:
     CommWorkPtr recv(at::Tensor x, int peer, CommTag tag = {});
     CommWorkPtr barrier(CommTag tag = {});
 
+    // Point-to-point, posted at once from the calling thread instead of queued
+    // behind collectives, so a pipeline stage can have sends and receives to
+    // both neighbours in flight together (a queued, blocking send to the next
+    // stage while the next stage sends to us would deadlock). A waiter thread
+    // per message completes the CommWork when the transfer is done. `tag`
+    // names the message: a send matches the receive with the same tag.
+    // Telemetry: Send / Recv Work records as for queued messages.
+    CommWorkPtr postSend(at::Tensor x, int peer, int tag, CommTag ctag = {});
+    CommWorkPtr postRecv(at::Tensor x, int peer, int tag, CommTag ctag = {});
+    // Joins the waiter threads of finished messages (call between steps).
+    void reapPosted();
+
     // Stop the thread; queued work fails with "communicator shut down".
     void shutdown();
 
@@ -102,6 +114,10 @@ protected:
     virtual void doSend(at::Tensor& x, int peer) = 0;
     virtual void doRecv(at::Tensor& x, int peer) = 0;
     virtual void doBarrier() = 0;
+    // Post a point-to-point message; return a function that blocks until it is
+    // done (throws CommError on failure). The tensor must stay alive until then.
+    virtual std::function<void()> doPostSend(at::Tensor& x, int peer, int tag) = 0;
+    virtual std::function<void()> doPostRecv(at::Tensor& x, int peer, int tag) = 0;
 
 private:
     struct Job {
@@ -114,6 +130,8 @@ private:
         std::function<void()> run;
     };
     CommWorkPtr enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer, std::function<void()> run);
+    CommWorkPtr post(EventKind kind, at::Tensor x, int peer, int tag, CommTag ctag);
+    void finishJob(Job& job, const std::function<void()>& run);
     void emitWork(const Job& job, EventPhase phase);
     void threadLoop();
 
@@ -130,6 +148,12 @@ private:
     std::atomic<int64_t> m_bytes_sent{0};
     std::atomic<int64_t> m_bytes_received{0};
     std::thread m_thread;
+    struct Posted {
+        std::thread thread;
+        std::shared_ptr<std::atomic<bool>> done;
+    };
+    std::mutex m_posted_mutex;
+    std::vector<Posted> m_posted;
 };
 
 } // namespace dt

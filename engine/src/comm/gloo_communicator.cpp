@@ -112,6 +112,33 @@ protected:
         run("recv", [&] { return m_pg->recv(tensors, peer, 0); });
     }
 
+    // Gloo's send/recv return at once; the transfer runs on Gloo's own I/O
+    // thread, and wait() blocks until it is done (a send until the receiver
+    // has taken it). Tags keep messages between the same two ranks apart.
+    std::function<void()> doPostSend(at::Tensor& x, int peer, int tag) override {
+        return post("send", [&](std::vector<at::Tensor>& t) { return m_pg->send(t, peer, tag); }, x);
+    }
+    std::function<void()> doPostRecv(at::Tensor& x, int peer, int tag) override {
+        return post("recv", [&](std::vector<at::Tensor>& t) { return m_pg->recv(t, peer, tag); }, x);
+    }
+    template <typename Start>
+    std::function<void()> post(const std::string& op, Start start, at::Tensor& x) {
+        auto tensors = std::make_shared<std::vector<at::Tensor>>(std::vector<at::Tensor>{x});
+        c10::intrusive_ptr<c10d::Work> work;
+        try {
+            work = start(*tensors);
+        } catch (const std::exception& e) {
+            throw toCommError(e, op);
+        }
+        return [work, tensors, op]() {
+            try {
+                work->wait();
+            } catch (const std::exception& e) {
+                throw toCommError(e, op);
+            }
+        };
+    }
+
     void doBarrier() override {
         run("barrier", [&] { return m_pg->barrier(); });
     }

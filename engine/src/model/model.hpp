@@ -42,6 +42,20 @@ struct NamedParameter {
     at::Tensor tensor;
 };
 
+// Pipeline parallelism: the model cut into C chunks of L / C contiguous
+// blocks. Chunk 0 starts with the embeddings, chunk C-1 ends with the final
+// norm, the head and the loss. Shapes: tokens (B,T) -> x (B,T,C) -> loss ().
+class StagedModel {
+public:
+    virtual ~StagedModel() = default;
+    [[nodiscard]] virtual int blockCount() const = 0;
+    [[nodiscard]] virtual at::Tensor embed(const at::Tensor& tokens) = 0;
+    [[nodiscard]] virtual at::Tensor runBlocks(const at::Tensor& x, int first, int last) = 0; // blocks [first, last)
+    [[nodiscard]] virtual at::Tensor headLoss(const at::Tensor& x, const at::Tensor& targets) = 0;
+    // For each trainable parameter (model order), the chunk that owns it.
+    [[nodiscard]] virtual std::vector<int> parameterChunks(int chunks) const = 0;
+};
+
 class TrainableModel {
 public:
     virtual ~TrainableModel() = default;
@@ -56,6 +70,8 @@ public:
     // Keep only each unit's input in forward and recompute the unit in
     // backward. Models without checkpointable units refuse (UsageError).
     virtual void setActivationCheckpointing(bool on) = 0;
+    // The pipeline interface, or nullptr for a model that cannot be cut into stages.
+    [[nodiscard]] virtual StagedModel* staged() { return nullptr; }
 };
 
 // Builds the model named by config.kind with weights drawn from `seed`.

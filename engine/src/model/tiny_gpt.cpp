@@ -99,7 +99,7 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
     }
 };
 
-class TinyGpt final : public TrainableModel, public nn::Module {
+class TinyGpt final : public TrainableModel, public StagedModel, public nn::Module {
 public:
     explicit TinyGpt(const ModelConfig& c) : m_config(c) {
         DT_ENFORCE(c.d_model % c.heads == 0, "d_model must be divisible by heads (the scenario check allows no other)");
@@ -163,6 +163,40 @@ public:
     }
 
     void setActivationCheckpointing(bool on) override { m_checkpointing = on; }
+
+    // ---- pipeline stages (StagedModel) ----
+    StagedModel* staged() override { return this; }
+    int blockCount() const override { return int(blocks.size()); }
+
+    at::Tensor embed(const at::Tensor& tokens) override {
+        const int64_t T = tokens.size(1);
+        return tok_emb->forward(tokens) + pos_emb->forward(at::arange(T, at::kLong)); // (B,T,C)
+    }
+
+    at::Tensor runBlocks(const at::Tensor& x, int first, int last) override {
+        const int64_t T = x.size(1);
+        auto mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
+        at::Tensor h = x;
+        for (int i = first; i < last; ++i) h = blocks[size_t(i)]->forward(h, mask);
+        return h;
+    }
+
+    at::Tensor headLoss(const at::Tensor& x, const at::Tensor& targets) override {
+        auto logits = head->forward(ln_f->forward(x)); // (B,T,V)
+        return at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
+    }
+
+    std::vector<int> parameterChunks(int chunks) const override {
+        const int per_chunk = int(blocks.size()) / chunks;
+        std::vector<int> out;
+        for (const auto& item : named_parameters(true)) {
+            const std::string& name = item.key();
+            if (name.rfind("block", 0) == 0) out.push_back(std::stoi(name.substr(5)) / per_chunk);
+            else if (name.rfind("tok_emb", 0) == 0 || name.rfind("pos_emb", 0) == 0) out.push_back(0);
+            else out.push_back(chunks - 1); // ln_f, head
+        }
+        return out;
+    }
 
     std::string describe() const override {
         int64_t n = 0;

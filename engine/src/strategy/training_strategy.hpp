@@ -12,7 +12,8 @@
 //   optimizerStep()                  <- AdamW on what this rank owns; zero1/2 all-gather after
 //
 // Strategies: ddp (ddp_strategy.cpp), zero1 / zero2 / fsdp / hsdp
-// (sharded_strategy.cpp). makeStrategy picks one from the scenario.
+// (sharded_strategy.cpp), pipeline (pipeline_strategy.cpp). makeStrategy picks
+// one from the scenario.
 #pragma once
 
 #include "comm/communicator.hpp"
@@ -48,6 +49,15 @@ public:
     virtual void afterUnitForward(int unit) { (void)unit; }
     virtual void beforeUnitBackward(int unit) { (void)unit; }
 
+    // A pipeline runs a whole schedule per step instead of the worker's
+    // microbatch loop: runStep does every forward and backward of the step and
+    // returns the step's loss (NaN on ranks that do not compute it).
+    [[nodiscard]] virtual bool runsWholeStep() const { return false; }
+    virtual double runStep(int step, const at::Tensor& inputs, const at::Tensor& targets) {
+        (void)step, (void)inputs, (void)targets;
+        return 0.0;
+    }
+
     virtual void beginStep(int step) = 0;
     virtual void beginMicrobatch(int microbatch, bool last) = 0;
     virtual void finishMicrobatch() = 0;  // throws CommError if a peer failed
@@ -76,6 +86,8 @@ struct StrategyContext {
     // (ranks holding the same shard in every replica); null otherwise.
     Communicator* shard_group = nullptr;
     Communicator* replicate_group = nullptr;
+    // pipeline only: the data-parallel group (the same stage in every pipeline); null when one pipeline.
+    Communicator* data_parallel_group = nullptr;
     EventSink* sink = nullptr;          // null = no detailed telemetry
     int rank = 0;
 };

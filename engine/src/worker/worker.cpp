@@ -35,6 +35,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/optim/adamw.h>
 
+#include <cmath>
 #include <cstdio>
 #include <dlfcn.h>
 #include <fstream>
@@ -154,7 +155,7 @@ struct UnitSpans {
 // (the ranks of this replica) and the replicate group (the ranks holding the
 // same shard in every replica), each on its own TCPStore prefix.
 struct RankGroups {
-    std::unique_ptr<Communicator> world, shard, replicate;
+    std::unique_ptr<Communicator> world, shard, replicate, data_parallel;
 };
 
 RankGroups makeGroups(const LaunchEnv& env, const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store,
@@ -180,6 +181,15 @@ RankGroups makeGroups(const LaunchEnv& env, const Scenario& scenario, c10::intru
         o.prefix = "dtlab/replicate" + std::to_string(shard);
         g.replicate = makeGlooCommunicator(store, replica, scenario.topology.replicas, o, sink);
         g.replicate->setGroupId(groupIdReplicate(shard));
+    }
+    if (scenario.strategy.kind == "pipeline" && env.world > scenario.topology.stages) {
+        // Pipelines side by side: the ranks running the same stage average their gradients.
+        const int stages = scenario.topology.stages;
+        const int stage = env.rank % stages, replica = env.rank / stages;
+        GlooOptions o = gloo;
+        o.prefix = "dtlab/pipe_dp" + std::to_string(stage);
+        g.data_parallel = makeGlooCommunicator(store, replica, env.world / stages, o, sink);
+        g.data_parallel->setGroupId(groupIdReplicate(stage));
     }
     return g;
 }
@@ -213,6 +223,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     context.world = groups.world.get();
     context.shard_group = groups.shard.get();
     context.replicate_group = groups.replicate.get();
+    context.data_parallel_group = groups.data_parallel.get();
     context.sink = sink;
     context.rank = rank;
     auto strategy = makeStrategy(context);
@@ -273,6 +284,10 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         };
 
     const int B = scenario.data.batch_per_rank;
+    // Every stage of a pipeline reads the same batch (stage 0 its tokens, the
+    // last stage its targets); the pipelines side by side read different shards.
+    const int stages = scenario.strategy.kind == "pipeline" ? scenario.topology.stages : 1;
+    const int data_rank = rank / stages, data_world = world / stages;
     const int M = scenario.strategy.microbatches;
     for (int step = first_step; step < scenario.run.steps; ++step) {
         const int64_t gate_begin = telemetry.now();
@@ -281,27 +296,31 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         unit_spans.step = step;
 
         int64_t t = telemetry.now();
-        const Batch batch = data->batch(step, rank, world, B);
+        const Batch batch = data->batch(step, data_rank, data_world, B);
         telemetry.span(EventKind::Data, t, telemetry.now(), step);
 
-        strategy->beginStep(step);
         double step_loss = 0.0;
-        for (int mb = 0; mb < M; ++mb) {
-            const int64_t rows = B / M;
-            const at::Tensor inputs = M == 1 ? batch.inputs : batch.inputs.narrow(0, mb * rows, rows);
-            const at::Tensor targets = M == 1 ? batch.targets : batch.targets.narrow(0, mb * rows, rows);
-            strategy->beginMicrobatch(mb, mb == M - 1);
-            at::Tensor loss = model->loss(inputs, targets, timer);
-            if (telemetry.detailed()) emitMemory(step, /*activations_only=*/true);
-            step_loss += loss.item<double>() / M;
-            if (M > 1) loss = loss / double(M); // the mean over the whole batch
+        if (strategy->runsWholeStep()) { // a pipeline: the schedule runs every microbatch
+            step_loss = strategy->runStep(step, batch.inputs, batch.targets);
+        } else {
+            strategy->beginStep(step);
+            for (int mb = 0; mb < M; ++mb) {
+                const int64_t rows = B / M;
+                const at::Tensor inputs = M == 1 ? batch.inputs : batch.inputs.narrow(0, mb * rows, rows);
+                const at::Tensor targets = M == 1 ? batch.targets : batch.targets.narrow(0, mb * rows, rows);
+                strategy->beginMicrobatch(mb, mb == M - 1);
+                at::Tensor loss = model->loss(inputs, targets, timer);
+                if (telemetry.detailed()) emitMemory(step, /*activations_only=*/true);
+                step_loss += loss.item<double>() / M;
+                if (M > 1) loss = loss / double(M); // the mean over the whole batch
 
-            t = telemetry.now();
-            loss.backward();
-            telemetry.span(EventKind::Backward, t, telemetry.now(), step, -2); // whole backward, unit -2
-            strategy->finishMicrobatch();
-            // Between microbatches without communication the unsharded gradients are alive.
-            if (telemetry.detailed() && mb + 1 < M) emitMemory(step, false);
+                t = telemetry.now();
+                loss.backward();
+                telemetry.span(EventKind::Backward, t, telemetry.now(), step, -2); // whole backward, unit -2
+                strategy->finishMicrobatch();
+                // Between microbatches without communication the unsharded gradients are alive.
+                if (telemetry.detailed() && mb + 1 < M) emitMemory(step, false);
+            }
         }
 
         t = telemetry.now();
@@ -324,7 +343,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
 
         const int64_t step_end = telemetry.now();
         telemetry.span(EventKind::Step, step_begin, step_end, step);
-        telemetry.counter(EventKind::LossValue, step_loss, step, /*essential=*/true);
+        // A pipeline's loss is known on its last stage only.
+        if (!std::isnan(step_loss)) telemetry.counter(EventKind::LossValue, step_loss, step, /*essential=*/true);
         telemetry.counter(EventKind::StepTimeMs, double(step_end - step_begin) / 1e6, step);
         if (telemetry.detailed()) {
             const ProcIo io = readProcIo();

@@ -1,0 +1,307 @@
+// pipeline_strategy.cpp: pipeline parallelism, executed for real.
+//
+// Layout: world rank = replica * p + stage; ranks / p pipelines run
+// data-parallel. The model's L blocks are cut into C = p * v chunks; this rank
+// owns chunks g with g % p == stage (pipeline_schedule.hpp). The other
+// chunks' parameters are freed at start (their bytes go; the tensors stay).
+//
+// One step = one schedule (makePipelineSchedule), executed action by action:
+//   F(mb, g)    x = embed(tokens) for g = 0, else the received activation (a
+//               leaf that requires grad); y = blocks of g; the last chunk
+//               computes loss / m. Shapes: tokens (B/m, T), x and y (B/m, T, C).
+//   B(mb, g)    backward from y with the received output gradient (the loss
+//               for the last chunk); the input gradient x.grad goes to g - 1.
+//   Bi(mb, g)   zero bubble: only the input gradient (autograd::grad,
+//               keeping the graph); W(mb, g): the weight gradients from the
+//               kept graph (autograd::backward restricted to the chunk's
+//               parameters; LibTorch walks the chunk's graph again for it).
+//   SendAct / SendGrad  posted at once (asynchronous), waited at the step's end.
+//   RecvAct / RecvGrad  posted when reached; the compute that needs the data waits.
+// Bytes per message: (B/m) x T x C x 4. After the schedule, with several
+// pipelines, each stage's gradients are all-reduced across them (one flat
+// buffer), averaged, and AdamW updates the owned parameters.
+#include "strategy/flat_unit.hpp"
+#include "strategy/training_strategy.hpp"
+
+#include "dtlab/pipeline_schedule.hpp"
+#include "dtlab/scenario.hpp"
+#include "memory/memory_accounting.hpp"
+#include "telemetry/event_sink.hpp"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/optim/adamw.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace dt {
+namespace {
+
+// What one (microbatch, chunk) keeps between its forward and its backward.
+struct ChunkState {
+    at::Tensor input;       // g > 0: the activation received (a leaf requiring grad)
+    at::Tensor output;      // g < C-1: the chunk's output; g = C-1: the loss / m
+    at::Tensor output_grad; // the gradient w.r.t. output (received or local)
+    CommWorkPtr input_recv, grad_recv;
+};
+
+class PipelineStrategy final : public TrainingStrategy {
+public:
+    explicit PipelineStrategy(const StrategyContext& c)
+        : m_scenario(*c.scenario), m_model(*c.model), m_world(*c.world), m_dp(c.data_parallel_group),
+          m_sink(c.sink), m_rank(c.rank) {
+        const StrategyConfig& st = m_scenario.strategy;
+        m_shape.stages = m_scenario.topology.stages;
+        m_shape.microbatches = st.microbatches;
+        m_shape.chunks_per_rank = st.chunks_per_rank;
+        m_stage = m_rank % m_shape.stages;
+        m_replica = m_rank / m_shape.stages;
+        m_staged = m_model.staged();
+        DT_ENFORCE(m_staged, "the pipeline needs a model with stages (tiny_gpt)");
+        const PipelineSchedule schedule = makePipelineSchedule(st.schedule, m_shape);
+        if (auto problem = validatePipelineSchedule(schedule, m_shape))
+            throw UsageError("pipeline schedule " + st.schedule + " is invalid: " + problem->message());
+        m_actions = schedule[size_t(m_stage)];
+        m_split_backward = st.schedule == "zb-h1";
+
+        auto named = m_model.trainableParameters();
+        const std::vector<int> chunk_of = m_staged->parameterChunks(m_shape.chunks());
+        for (size_t i = 0; i < named.size(); ++i) {
+            const int g = chunk_of[i];
+            if (m_shape.rankOfChunk(g) == m_stage) {
+                m_owned.push_back(named[i]);
+                m_chunk_params[g].push_back(named[i].tensor);
+            } else {
+                releaseStorage(named[i].tensor); // another stage's: its bytes go
+            }
+        }
+        std::vector<at::Tensor> owned;
+        for (const auto& p : m_owned) owned.push_back(p.tensor);
+        const OptimizerConfig& o = m_scenario.optimizer;
+        m_optimizer = std::make_unique<torch::optim::AdamW>(
+            owned, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+        const int C = m_shape.chunks(), L = m_staged->blockCount();
+        m_blocks_per_chunk = L / C;
+    }
+
+    std::string name() const override { return "pipeline " + m_scenario.strategy.schedule; }
+    bool runsWholeStep() const override { return true; }
+
+    double runStep(int step, const at::Tensor& inputs, const at::Tensor& targets) override {
+        m_step = step;
+        for (const auto& p : m_owned) p.tensor.mutable_grad() = at::Tensor();
+        const int m = m_shape.microbatches;
+        const int64_t rows = inputs.size(0) / m;
+        std::map<std::pair<int, int>, ChunkState> state; // (mb, g)
+        std::vector<CommWorkPtr> sends;
+        double loss_sum = 0.0;
+        bool has_loss = false;
+        const int C = m_shape.chunks();
+
+        for (const PipeAction& a : m_actions) {
+            const int mb = a.microbatch, g = a.chunk;
+            switch (a.op) {
+            case PipeOp::RecvAct: {
+                ChunkState& s = state[{mb, g}];
+                s.input = at::empty({rows, inputs.size(1), m_scenario.model.d_model}, at::kFloat);
+                s.input_recv = m_world.postRecv(s.input, worldRank(a.peer), messageTag(false, mb, g - 1), tag(mb, g));
+                break;
+            }
+            case PipeOp::RecvGrad: {
+                ChunkState& s = state[{mb, g}];
+                s.output_grad = at::empty({rows, inputs.size(1), m_scenario.model.d_model}, at::kFloat);
+                s.grad_recv = m_world.postRecv(s.output_grad, worldRank(a.peer), messageTag(true, mb, g), tag(mb, g));
+                break;
+            }
+            case PipeOp::Forward: {
+                ChunkState& s = state[{mb, g}];
+                at::Tensor x;
+                if (g == 0) {
+                    x = m_staged->embed(inputs.narrow(0, mb * rows, rows));
+                } else {
+                    if (s.input_recv) waitFor(s.input_recv, mb, g);
+                    else s.input = state[{mb, g - 1}].output.detach(); // the previous chunk is on this rank
+                    s.input.requires_grad_(true);
+                    x = s.input;
+                }
+                const int64_t t = now();
+                at::Tensor y = m_staged->runBlocks(x, g * m_blocks_per_chunk, (g + 1) * m_blocks_per_chunk);
+                if (g == C - 1) {
+                    at::Tensor loss = m_staged->headLoss(y, targets.narrow(0, mb * rows, rows));
+                    loss_sum += loss.item<double>();
+                    has_loss = true;
+                    y = loss / double(m);
+                }
+                s.output = y;
+                span(EventKind::Forward, t, mb, g);
+                break;
+            }
+            case PipeOp::Backward:
+            case PipeOp::BackwardInput: {
+                ChunkState& s = state[{mb, g}];
+                if (g + 1 < C) {
+                    if (s.grad_recv) waitFor(s.grad_recv, mb, g);
+                    else s.output_grad = state[{mb, g + 1}].input.grad(); // the next chunk is on this rank
+                }
+                const int64_t t = now();
+                const std::vector<at::Tensor> grads = g + 1 < C ? std::vector<at::Tensor>{s.output_grad} : std::vector<at::Tensor>{};
+                if (a.op == PipeOp::Backward) {
+                    torch::autograd::backward({s.output}, grads);
+                } else if (g > 0) { // Bi: the input gradient only, keeping the graph for W
+                    s.input.mutable_grad() =
+                        torch::autograd::grad({s.output}, {s.input}, grads, /*retain_graph=*/true)[0];
+                }
+                span(a.op == PipeOp::Backward ? EventKind::Backward : EventKind::BackwardInput, t, mb, g);
+                break;
+            }
+            case PipeOp::BackwardWeight: {
+                ChunkState& s = state[{mb, g}];
+                const int64_t t = now();
+                const std::vector<at::Tensor> grads = g + 1 < C ? std::vector<at::Tensor>{s.output_grad} : std::vector<at::Tensor>{};
+                torch::autograd::backward({s.output}, grads, /*retain_graph=*/false, /*create_graph=*/false,
+                                          m_chunk_params[g]);
+                span(EventKind::BackwardWeight, t, mb, g);
+                break;
+            }
+            case PipeOp::SendAct:
+                sends.push_back(m_world.postSend(state[{mb, g}].output.detach(), worldRank(a.peer),
+                                                 messageTag(false, mb, g), tag(mb, g)));
+                break;
+            case PipeOp::SendGrad:
+                sends.push_back(m_world.postSend(state[{mb, g}].input.grad(), worldRank(a.peer),
+                                                 messageTag(true, mb, g - 1), tag(mb, g)));
+                break;
+            case PipeOp::Optimizer: break; // the worker calls optimizerStep()
+            }
+            if (m_sink && (a.op == PipeOp::Forward || a.op == PipeOp::Backward || a.op == PipeOp::BackwardWeight))
+                emitActivations();
+        }
+        const int64_t t = now();
+        for (auto& w : sends) w->wait();
+        if (!sends.empty()) span(EventKind::Wait, t, -1, -1);
+        m_world.reapPosted();
+        return has_loss ? loss_sum / m : std::numeric_limits<double>::quiet_NaN();
+    }
+
+    void optimizerStep() override {
+        std::vector<at::Tensor> grads;
+        for (const auto& p : m_owned) {
+            if (!p.tensor.grad().defined()) p.tensor.mutable_grad() = at::zeros_like(p.tensor);
+            grads.push_back(p.tensor.grad());
+        }
+        if (m_dp && m_dp->size() > 1) { // average this stage's gradients over the pipelines
+            at::NoGradGuard no_grad;
+            std::vector<at::Tensor> flat_parts;
+            for (auto& g : grads) flat_parts.push_back(g.reshape({-1}));
+            at::Tensor flat = at::cat(flat_parts);
+            m_dp->allReduce(flat, CommTag{m_step, -1, -1})->wait();
+            flat.div_(double(m_dp->size()));
+            int64_t offset = 0;
+            for (auto& g : grads) {
+                g.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
+                offset += g.numel();
+            }
+        }
+        m_optimizer->step();
+    }
+
+    // Unused: the pipeline runs whole steps (runStep).
+    void beginStep(int) override {}
+    void beginMicrobatch(int, bool) override {}
+    void finishMicrobatch() override {}
+
+    StrategyMemory memory() const override {
+        StrategyMemory m;
+        std::vector<at::Tensor> params, grads;
+        for (const auto& p : m_owned) {
+            params.push_back(p.tensor);
+            if (p.tensor.grad().defined()) grads.push_back(p.tensor.grad());
+        }
+        m.parameters = storageBytes(params);
+        m.gradients = storageBytes(grads);
+        m.optimizer_state = adamStateBytes(*m_optimizer);
+        return m;
+    }
+
+    // This stage's parameters only (each stage owns a different part of the model).
+    std::vector<NamedParameter> fullParameters() override { return m_owned; }
+    int64_t modeledBytesSent() const override {
+        return m_world.modeledBytesSent() + (m_dp ? m_dp->modeledBytesSent() : 0);
+    }
+    int64_t modeledBytesReceived() const override {
+        return m_world.modeledBytesReceived() + (m_dp ? m_dp->modeledBytesReceived() : 0);
+    }
+    int64_t saveCheckpoint(const std::string&, int) override {
+        throw UsageError("checkpoints are not supported with kind = \"pipeline\" yet");
+    }
+    int loadCheckpoint(const std::string&, int64_t&) override {
+        throw UsageError("checkpoints are not supported with kind = \"pipeline\" yet");
+    }
+
+private:
+    int worldRank(int stage) const { return m_replica * m_shape.stages + stage; }
+    // A different Gloo tag per message of a step: (is gradient, microbatch, chunk boundary).
+    int messageTag(bool grad, int mb, int boundary) const {
+        return ((mb * m_shape.chunks() + boundary) * 2 + (grad ? 1 : 0)) + 1;
+    }
+    CommTag tag(int mb, int g) const { return CommTag{m_step, g, mb}; }
+    int64_t now() const { return m_sink ? m_sink->now() : 0; }
+
+    void waitFor(const CommWorkPtr& work, int mb, int g) {
+        const int64_t t = now();
+        work->wait();
+        if (now() - t > 100000) span(EventKind::Wait, t, mb, g); // > 0.1 ms: worth a wait span
+    }
+
+    void span(EventKind kind, int64_t begin, int mb, int g) {
+        if (!m_sink) return;
+        Event e;
+        e.kind = kind;
+        e.phase = EventPhase::Span;
+        e.t_ns = begin;
+        e.dur_ns = m_sink->now() - begin;
+        e.rank = m_rank;
+        e.step = m_step;
+        e.unit = int16_t(g);
+        e.microbatch = int16_t(mb);
+        m_sink->emit(e);
+    }
+
+    void emitActivations() {
+        const StrategyMemory sm = memory();
+        const MemorySample s = sampleMemory(sm.parameters, sm.gradients, sm.optimizer_state, 0);
+        Event e;
+        e.kind = EventKind::MemActivations;
+        e.phase = EventPhase::Counter;
+        e.t_ns = m_sink->now();
+        e.rank = m_rank;
+        e.step = m_step;
+        e.value = double(s.activations);
+        m_sink->emit(e);
+    }
+
+    const Scenario& m_scenario;
+    TrainableModel& m_model;
+    Communicator& m_world;
+    Communicator* m_dp;
+    EventSink* m_sink;
+    int m_rank;
+    PipelineShape m_shape;
+    int m_stage = 0, m_replica = 0, m_blocks_per_chunk = 1;
+    StagedModel* m_staged = nullptr;
+    std::vector<PipeAction> m_actions;
+    bool m_split_backward = false;
+    std::vector<NamedParameter> m_owned;
+    std::map<int, std::vector<at::Tensor>> m_chunk_params; // chunk -> owned parameters
+    std::unique_ptr<torch::optim::AdamW> m_optimizer;
+    int m_step = -1;
+};
+
+} // namespace
+
+std::unique_ptr<TrainingStrategy> makePipelineStrategy(const StrategyContext& context) {
+    return std::make_unique<PipelineStrategy>(context);
+}
+
+} // namespace dt
