@@ -8,6 +8,7 @@
 // the tallies. Events of the Session itself (rank -1) or of a rank outside the
 // record are not counted.
 #include "dtlab/summary.hpp"
+#include "dtlab/pipeline_measure.hpp"
 #include "dtlab/sharding_theory.hpp"
 
 #include <nlohmann/json.hpp>
@@ -284,6 +285,21 @@ std::string summaryJson(const RunRecord& record) {
     j["bytes_received"] = bytesReceived;
     j["bytes_sent_measured"] = bytesSentMeasured;
     j["peak_memory"] = peakMemory;
+    if (record.scenario.strategy.kind == "pipeline") { // the bubble, measured and in theory (pipeline_measure.hpp)
+        const PipelineMeasure pm = measurePipeline(record.events, record.scenario);
+        j["pipeline"] = Json{{"schedule", record.scenario.strategy.schedule},
+                             {"stages", record.scenario.topology.stages},
+                             {"microbatches", record.scenario.strategy.microbatches},
+                             {"chunks_per_rank", record.scenario.strategy.chunks_per_rank},
+                             {"steps_measured", pm.steps_measured},
+                             {"bubble_measured", pm.valid ? Json(pm.bubble) : Json(nullptr)},
+                             {"bubble_per_rank", pm.bubble_per_rank},
+                             {"bubble_theory", pm.valid ? Json(pm.bubble_theory) : Json(nullptr)},
+                             {"bubble_simulated", pm.valid ? Json(pm.bubble_simulated) : Json(nullptr)},
+                             {"t_forward_ms", pm.t_forward_ms},
+                             {"t_backward_ms", pm.t_backward_ms},
+                             {"t_weight_ms", pm.t_weight_ms}};
+    }
     { // what the ZeRO / FSDP formulas predict per rank (sharding_theory.hpp), beside the measurement
         const ModelStateTheory t = modelStateTheory(record.scenario);
         j["theory"] = Json{{"formula", modelStateFormula(record.scenario.strategy.kind)},

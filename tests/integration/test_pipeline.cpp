@@ -1,0 +1,137 @@
+// test_pipeline.cpp: a pipeline computes the same training as one process.
+// Real `dtrun run` processes, real Gloo point-to-point messages.
+//
+//  - after 3 steps every schedule (gpipe, 1f1b, interleaved, zb-h1), on 2 and
+//    4 stages and with 2 pipelines side by side, gives the parameters of a
+//    single rank training the unsplit model on the same global batch;
+//  - gpipe holds every microbatch's activations on the first stage, 1f1b at
+//    most p of them;
+//  - the summary reports the measured bubble beside the formula.
+// Checks are blocks with an INFO sentence (a SECTION would start every process again).
+#include "process_helpers.hpp"
+#include "worker/params_io.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <map>
+#include <sys/stat.h>
+
+namespace {
+
+constexpr double kTolerance = 1e-5; // as test_ddp_equivalence.cpp: rounding, far below one AdamW step (3e-4)
+
+struct Pipe {
+    std::string schedule = "1f1b";
+    int ranks = 2, stages = 2, chunks = 1, microbatches = 4, batch = 8, layers = 4;
+};
+
+std::string toml(const Pipe& p, const std::string& kind) {
+    return "[scenario]\nname = \"pipeline test\"\n[topology]\nranks = " + std::to_string(p.ranks) +
+           "\nstages = " + std::to_string(kind == "pipeline" ? p.stages : 1) + "\n[model]\nlayers = " +
+           std::to_string(p.layers) + "\n[data]\nbatch_per_rank = " + std::to_string(p.batch) +
+           "\n[strategy]\nkind = \"" + kind + "\"\n" +
+           (kind == "pipeline" ? "schedule = \"" + p.schedule + "\"\nchunks_per_rank = " + std::to_string(p.chunks) +
+                                     "\nmicrobatches = " + std::to_string(p.microbatches) + "\n"
+                               : std::string()) +
+           "[run]\nsteps = 3\ntimeout_s = 30\n";
+}
+
+// Runs and returns the summary and every parameter any rank wrote, by name.
+std::pair<nlohmann::json, std::map<std::string, at::Tensor>> run(const it::TempDir& dir, const std::string& tag,
+                                                                 const std::string& text, int ranks) {
+    const std::string out = dir.file(tag);
+    REQUIRE(::mkdir(out.c_str(), 0755) == 0);
+    it::ProcessOptions opts;
+    opts.timeout_s = 180;
+    const auto r = it::runDtrun({"run", dir.write(tag + ".toml", text), "--summary", dir.file(tag + ".json"),
+                                 "--params-out", out, "--quiet"},
+                                opts);
+    INFO(tag << ": " << it::describe(r));
+    REQUIRE(r.exit_code == 0);
+    std::map<std::string, at::Tensor> params;
+    for (int rank = 0; rank < ranks; ++rank)
+        for (auto& p : dt::loadParameters(out + "/rank" + std::to_string(rank) + ".params")) {
+            auto it = params.find(p.name);
+            if (it != params.end()) { // pipelines side by side hold the same stage: equal
+                const auto a = it->second.contiguous(), b = p.tensor.contiguous();
+                double worst = 0.0;
+                for (int64_t k = 0; k < a.numel(); ++k)
+                    worst = std::max(worst, double(std::fabs(a.data_ptr<float>()[k] - b.data_ptr<float>()[k])));
+                CHECK(worst == 0.0);
+            }
+            params[p.name] = p.tensor;
+        }
+    return {it::readJsonFile(dir.file(tag + ".json")), params};
+}
+
+double maxAbsDifference(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
+    REQUIRE(a.size() == b.size()); // the stages together hold the whole model
+    double worst = 0.0;
+    for (const auto& [name, ta_] : a) {
+        REQUIRE(b.count(name));
+        const auto ta = ta_.contiguous(), tb = b.at(name).contiguous();
+        REQUIRE(ta.sizes() == tb.sizes());
+        for (int64_t k = 0; k < ta.numel(); ++k)
+            worst = std::max(worst, double(std::fabs(ta.data_ptr<float>()[k] - tb.data_ptr<float>()[k])));
+    }
+    return worst;
+}
+
+} // namespace
+
+TEST_CASE("Every pipeline schedule trains like one process on the same global batch", "[pipeline][slow]") {
+    it::TempDir dir;
+    Pipe single;
+    single.ranks = 1;
+    single.batch = 8;
+    const auto reference = run(dir, "single", toml(single, "ddp"), 1).second;
+
+    std::vector<std::pair<std::string, Pipe>> cases;
+    for (const char* schedule : {"gpipe", "1f1b", "zb-h1"}) {
+        Pipe p;
+        p.schedule = schedule;
+        cases.push_back({std::string(schedule) + "-2stages", p});
+    }
+    Pipe inter;
+    inter.schedule = "interleaved";
+    inter.chunks = 2;
+    cases.push_back({"interleaved-2stages-2chunks", inter});
+    Pipe four;
+    four.ranks = four.stages = 4;
+    cases.push_back({"1f1b-4stages", four});
+    Pipe dp; // 2 pipelines x 2 stages, 4 sequences each: the same 8 sequences per step
+    dp.ranks = 4;
+    dp.batch = 4;
+    dp.microbatches = 2;
+    cases.push_back({"1f1b-2x2", dp});
+
+    for (const auto& [tag, p] : cases) {
+        const auto [summary, params] = run(dir, tag, toml(p, "pipeline"), p.ranks);
+        INFO(tag << ": the parameters equal the single process's after 3 steps");
+        const double diff = maxAbsDifference(params, reference);
+        CAPTURE(diff);
+        CHECK(diff < kTolerance);
+        INFO(tag << ": the summary measures the bubble beside the formula");
+        REQUIRE(summary.contains("pipeline"));
+        CHECK(summary["pipeline"]["bubble_measured"].is_number());
+        CHECK(summary["pipeline"]["bubble_theory"].is_number());
+        CHECK(summary["ok"] == true);
+    }
+}
+
+TEST_CASE("GPipe holds every microbatch's activations on the first stage, 1F1B at most p", "[pipeline][slow]") {
+    it::TempDir dir;
+    Pipe p;
+    p.microbatches = 8;
+    p.batch = 32;
+    p.schedule = "gpipe";
+    const auto gpipe = run(dir, "gpipe", toml(p, "pipeline"), 2).first;
+    p.schedule = "1f1b";
+    const auto one = run(dir, "1f1b", toml(p, "pipeline"), 2).first;
+    const double g = gpipe["peak_memory"][0]["activations"].get<double>();
+    const double o = one["peak_memory"][0]["activations"].get<double>();
+    CAPTURE(g, o);
+    // 8 microbatches in flight against 2: well above 2x, allowing for what is not activations
+    CHECK(g > 2.5 * o);
+}
