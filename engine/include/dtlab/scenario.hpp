@@ -51,6 +51,8 @@ struct StrategyConfig {
     std::string kind = "ddp";
     std::string schedule = "1f1b";  // pipeline: "gpipe" | "1f1b" | "interleaved" | "zb-h1"
     int chunks_per_rank = 1;        // pipeline: model chunks per rank (interleaved: >= 2)
+    int slow_stage = -1;            // pipeline: a straggler stage (-1 = none) ...
+    double slow_stage_ms = 0.0;     // ... that sleeps this long in every forward and backward
     double bucket_mb = 1.0;     // DDP bucket cap in MiB
     bool overlap = true;        // ddp/zero: launch a bucket's / unit's gradient collective during backward
     // fsdp/hsdp: issue the next unit's all-gather before it is needed

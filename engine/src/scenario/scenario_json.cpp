@@ -57,7 +57,9 @@ std::string scenarioToJson(const Scenario& s) {
           {"sync_every_microbatch", s.strategy.sync_every_microbatch},
           {"activation_checkpointing", s.strategy.activation_checkpointing},
           {"schedule", s.strategy.schedule},
-          {"chunks_per_rank", s.strategy.chunks_per_rank}}},
+          {"chunks_per_rank", s.strategy.chunks_per_rank},
+          {"slow_stage", s.strategy.slow_stage},
+          {"slow_stage_ms", s.strategy.slow_stage_ms}}},
         {"optimizer",
          {{"kind", s.optimizer.kind},
           {"lr", s.optimizer.lr},
@@ -110,6 +112,8 @@ Scenario scenarioFromJson(const std::string& text) {
         const json& st = j.at("strategy");
         st.at("schedule").get_to(s.strategy.schedule);
         st.at("chunks_per_rank").get_to(s.strategy.chunks_per_rank);
+        st.at("slow_stage").get_to(s.strategy.slow_stage);
+        st.at("slow_stage_ms").get_to(s.strategy.slow_stage_ms);
         st.at("kind").get_to(s.strategy.kind);
         st.at("bucket_mb").get_to(s.strategy.bucket_mb);
         st.at("overlap").get_to(s.strategy.overlap);

@@ -30,7 +30,8 @@ const std::vector<std::string> kDataKeys = {"source", "path", "batch_per_rank"};
 const std::vector<std::string> kStrategyKeys = {"kind",           "bucket_mb",         "overlap",
                                                 "forward_prefetch", "backward_prefetch", "prefetch_limit",
                                                 "microbatches",   "sync_every_microbatch", "activation_checkpointing",
-                                                "schedule",       "chunks_per_rank"};
+                                                "schedule",       "chunks_per_rank", "slow_stage",
+                                                "slow_stage_ms"};
 const std::vector<std::string> kOptimizerKeys = {"kind", "lr", "beta1", "beta2", "eps", "weight_decay"};
 const std::vector<std::string> kRunKeys = {"steps",          "seed",             "timeout_s", "step_delay_ms",
                                            "checkpoint_dir", "checkpoint_every", "resume_from"};
@@ -263,6 +264,8 @@ private:
             else if (e.key == "microbatches") out.microbatches = readInt("strategy", e.key, *e.node);
             else if (e.key == "schedule") out.schedule = readString("strategy", e.key, *e.node);
             else if (e.key == "chunks_per_rank") out.chunks_per_rank = readInt("strategy", e.key, *e.node);
+            else if (e.key == "slow_stage") out.slow_stage = readInt("strategy", e.key, *e.node);
+            else if (e.key == "slow_stage_ms") out.slow_stage_ms = readFloat("strategy", e.key, *e.node);
             else if (e.key == "sync_every_microbatch") out.sync_every_microbatch = readBool("strategy", e.key, *e.node);
             else if (e.key == "activation_checkpointing")
                 out.activation_checkpointing = readBool("strategy", e.key, *e.node);

@@ -28,6 +28,7 @@ const IntRule kIntRules[] = {
     {"topology", "replicas", 1, 64},
     {"topology", "stages", 1, 64},
     {"strategy", "chunks_per_rank", 1, 16},
+    {"strategy", "slow_stage", -1, 63},
     {"strategy", "prefetch_limit", 1, 16},
     {"strategy", "microbatches", 1, 1024},
     {"run", "checkpoint_every", 0, kIntMax},
@@ -57,6 +58,7 @@ struct FloatRule {
 
 const FloatRule kFloatRules[] = {
     {"strategy", "bucket_mb", 0.0, false, false, 0.0},
+    {"strategy", "slow_stage_ms", 0.0, true, false, 0.0},
     {"optimizer", "lr", 0.0, false, false, 0.0},
     {"optimizer", "beta1", 0.0, true, true, 1.0},
     {"optimizer", "beta2", 0.0, true, true, 1.0},
@@ -206,6 +208,10 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"model", {"layers"}, -1,
                            "[model] layers " + std::to_string(s.model.layers) + " cannot be cut into " +
                                std::to_string(shape.chunks()) + " equal chunks (stages x chunks_per_rank)"};
+        if (st.slow_stage >= stages)
+            return Problem{"strategy", {"slow_stage"}, -1,
+                           "[strategy] slow_stage " + std::to_string(st.slow_stage) + " does not exist: the pipeline has " +
+                               std::to_string(stages) + " stages (0.." + std::to_string(stages - 1) + ")"};
         if (st.activation_checkpointing)
             return Problem{"strategy", {"activation_checkpointing"}, -1,
                            "[strategy] activation_checkpointing is not supported with kind = \"pipeline\" yet"};

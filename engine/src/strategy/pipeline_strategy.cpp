@@ -31,7 +31,9 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/optim/adamw.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <limits>
 #include <map>
 
@@ -50,7 +52,7 @@ class PipelineStrategy final : public TrainingStrategy {
 public:
     explicit PipelineStrategy(const StrategyContext& c)
         : m_scenario(*c.scenario), m_model(*c.model), m_world(*c.world), m_dp(c.data_parallel_group),
-          m_sink(c.sink), m_rank(c.rank) {
+          m_sink(c.sink), m_rank(c.rank), m_slow_delay_ms(c.slow_delay_ms) {
         const StrategyConfig& st = m_scenario.strategy;
         m_shape.stages = m_scenario.topology.stages;
         m_shape.microbatches = st.microbatches;
@@ -125,6 +127,7 @@ public:
                     s.input.requires_grad_(true);
                     x = s.input;
                 }
+                straggle(mb, g);
                 const int64_t t = now();
                 at::Tensor y = m_staged->runBlocks(x, g * m_blocks_per_chunk, (g + 1) * m_blocks_per_chunk);
                 if (g == C - 1) {
@@ -144,6 +147,7 @@ public:
                     if (s.grad_recv) waitFor(s.grad_recv, mb, g);
                     else s.output_grad = state[{mb, g + 1}].input.grad(); // the next chunk is on this rank
                 }
+                straggle(mb, g);
                 const int64_t t = now();
                 const std::vector<at::Tensor> grads = g + 1 < C ? std::vector<at::Tensor>{s.output_grad} : std::vector<at::Tensor>{};
                 if (a.op == PipeOp::Backward) {
@@ -296,6 +300,19 @@ private:
     std::map<int, std::vector<at::Tensor>> m_chunk_params; // chunk -> owned parameters
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
     int m_step = -1;
+    std::function<double()> m_slow_delay_ms;
+
+    // A straggler: the scenario's slow stage, or the rank slowed live, sleeps
+    // in every forward and backward (a "slow delay" span), so everyone
+    // downstream and upstream waits for it.
+    void straggle(int mb, int g) {
+        double ms = m_scenario.strategy.slow_stage == m_stage ? m_scenario.strategy.slow_stage_ms : 0.0;
+        if (m_slow_delay_ms) ms += m_slow_delay_ms();
+        if (ms <= 0) return;
+        const int64_t t = now();
+        std::this_thread::sleep_for(std::chrono::microseconds(int64_t(ms * 1000)));
+        span(EventKind::SlowDelay, t, mb, g);
+    }
 };
 
 } // namespace

@@ -20,6 +20,7 @@
 #include "model/model.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,9 @@ struct StrategyContext {
     // pipeline only: the data-parallel group (the same stage in every pipeline); null when one pipeline.
     Communicator* data_parallel_group = nullptr;
     EventSink* sink = nullptr;          // null = no detailed telemetry
+    // The rank's live slow-down (the GUI's Slow button), in ms; a pipeline
+    // spends it in every forward and backward instead of once per step.
+    std::function<double()> slow_delay_ms;
     int rank = 0;
 };
 

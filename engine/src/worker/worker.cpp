@@ -226,6 +226,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     context.data_parallel_group = groups.data_parallel.get();
     context.sink = sink;
     context.rank = rank;
+    context.slow_delay_ms = [&gate] { return gate.delayMs(); };
     auto strategy = makeStrategy(context);
     int first_step = 0;
     if (!scenario.run.resume_from.empty()) {
@@ -334,7 +335,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
             telemetry.instant(EventKind::CheckpointSaved, step, double(telemetry.now() - t) / 1e6 /* ms saving */, 0, bytes);
         }
 
-        const double delay_ms = scenario.run.step_delay_ms + gate.delayMs();
+        // (a pipeline spends the rank's live slow-down inside its forwards and backwards)
+        const double delay_ms = scenario.run.step_delay_ms + (strategy->runsWholeStep() ? 0.0 : gate.delayMs());
         if (delay_ms > 0) {
             t = telemetry.now();
             std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay_ms * 1000)));
