@@ -42,6 +42,31 @@ struct NamedParameter {
     at::Tensor tensor;
 };
 
+// Zero-bubble pipelines split a backward in two: Bi, the gradient w.r.t. the
+// chunk's input (what the previous stage waits for), and W, the weight
+// gradients (nobody waits for them). While a tape is set, the model records
+// each weight-carrying layer's (input, output) in forward; Bi asks autograd
+// for the gradients w.r.t. those outputs (dy) along with the input, without
+// computing any weight gradient; W then forms the weight gradients from the
+// tape directly:
+//   Linear     dW += dy^T x, db += sum dy        (x (N,in), dy (N,out) flattened)
+//   LayerNorm  dgamma += sum dy * xhat, dbeta += sum dy   (xhat recomputed from x)
+//   Embedding  dE[idx] += dy                      (index_add over the indices)
+struct WeightGradTape {
+    enum class Kind { Linear, LayerNorm, Embedding };
+    struct Entry {
+        Kind kind;
+        at::Tensor weight, bias; // bias undefined when the layer has none
+        at::Tensor input;        // Linear / LayerNorm input; Embedding indices
+        at::Tensor output;       // the layer's output (dy is its gradient)
+        double eps = 0.0;        // LayerNorm
+    };
+    std::vector<Entry> entries;
+};
+// Adds the weight gradients of every taped layer to the parameters' .grad.
+// output_grads[i] is dy of tape.entries[i] (undefined: the layer got no gradient).
+void accumulateWeightGradients(const WeightGradTape& tape, const std::vector<at::Tensor>& output_grads);
+
 // Pipeline parallelism: the model cut into C chunks of L / C contiguous
 // blocks. Chunk 0 starts with the embeddings, chunk C-1 ends with the final
 // norm, the head and the loss. Shapes: tokens (B,T) -> x (B,T,C) -> loss ().
@@ -54,6 +79,8 @@ public:
     [[nodiscard]] virtual at::Tensor headLoss(const at::Tensor& x, const at::Tensor& targets) = 0;
     // For each trainable parameter (model order), the chunk that owns it.
     [[nodiscard]] virtual std::vector<int> parameterChunks(int chunks) const = 0;
+    // Record weight-layer inputs/outputs into `tape` (nullptr = stop recording).
+    virtual void recordWeightInputs(WeightGradTape* tape) = 0;
 };
 
 class TrainableModel {

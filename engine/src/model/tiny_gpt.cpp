@@ -45,16 +45,32 @@ struct BlockImpl : nn::Module {
     // x (B,T,C), mask (T,T) bool, true above the diagonal
     at::Tensor forward(const at::Tensor& x, const at::Tensor& causal_mask) {
         const int64_t B = x.size(0), T = x.size(1), C = x.size(2), D = C / heads;
-        auto qkv_out = qkv->forward(ln1->forward(x));                 // (B,T,3C)
+        auto qkv_out = lin(qkv, norm(ln1, x));                        // (B,T,3C)
         auto parts = qkv_out.view({B, T, 3, heads, D}).permute({2, 0, 3, 1, 4}); // (3,B,H,T,D)
         auto q = parts[0], k = parts[1], v = parts[2];
         auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(D))); // (B,H,T,T)
         att = att.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
         att = at::softmax(att, -1);
         auto y = at::matmul(att, v).transpose(1, 2).reshape({B, T, C});         // (B,T,C)
-        auto h = x + proj->forward(y);
-        return h + fc2->forward(at::gelu(fc1->forward(ln2->forward(h))));
+        auto h = x + lin(proj, y);
+        return h + lin(fc2, at::gelu(lin(fc1, norm(ln2, h))));
     }
+
+    // The layers, recording into the zero-bubble tape when one is set.
+    at::Tensor lin(nn::Linear& layer, const at::Tensor& x) {
+        at::Tensor y = layer->forward(x);
+        if (tape) tape->entries.push_back({WeightGradTape::Kind::Linear, layer->weight, layer->bias, x, y, 0.0});
+        return y;
+    }
+    at::Tensor norm(nn::LayerNorm& layer, const at::Tensor& x) {
+        at::Tensor y = layer->forward(x);
+        if (tape)
+            tape->entries.push_back(
+                {WeightGradTape::Kind::LayerNorm, layer->weight, layer->bias, x, y, layer->options.eps()});
+        return y;
+    }
+
+    WeightGradTape* tape = nullptr;
 
     int heads;
     nn::LayerNorm ln1{nullptr}, ln2{nullptr};
@@ -170,21 +186,38 @@ public:
 
     at::Tensor embed(const at::Tensor& tokens) override {
         const int64_t T = tokens.size(1);
-        return tok_emb->forward(tokens) + pos_emb->forward(at::arange(T, at::kLong)); // (B,T,C)
+        const at::Tensor positions = at::arange(T, at::kLong);
+        at::Tensor tok = tok_emb->forward(tokens), pos = pos_emb->forward(positions);
+        if (m_tape) {
+            m_tape->entries.push_back({WeightGradTape::Kind::Embedding, tok_emb->weight, {}, tokens, tok, 0.0});
+            m_tape->entries.push_back({WeightGradTape::Kind::Embedding, pos_emb->weight, {}, positions, pos, 0.0});
+        }
+        return tok + pos; // (B,T,C)
     }
 
     at::Tensor runBlocks(const at::Tensor& x, int first, int last) override {
         const int64_t T = x.size(1);
         auto mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
         at::Tensor h = x;
-        for (int i = first; i < last; ++i) h = blocks[size_t(i)]->forward(h, mask);
+        for (int i = first; i < last; ++i) {
+            blocks[size_t(i)]->tape = m_tape;
+            h = blocks[size_t(i)]->forward(h, mask);
+            blocks[size_t(i)]->tape = nullptr;
+        }
         return h;
     }
 
     at::Tensor headLoss(const at::Tensor& x, const at::Tensor& targets) override {
-        auto logits = head->forward(ln_f->forward(x)); // (B,T,V)
+        at::Tensor normed = ln_f->forward(x);
+        at::Tensor logits = head->forward(normed); // (B,T,V)
+        if (m_tape) {
+            m_tape->entries.push_back({WeightGradTape::Kind::LayerNorm, ln_f->weight, ln_f->bias, x, normed, ln_f->options.eps()});
+            m_tape->entries.push_back({WeightGradTape::Kind::Linear, head->weight, {}, normed, logits, 0.0});
+        }
         return at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
     }
+
+    void recordWeightInputs(WeightGradTape* tape) override { m_tape = tape; }
 
     std::vector<int> parameterChunks(int chunks) const override {
         const int per_chunk = int(blocks.size()) / chunks;
@@ -215,9 +248,40 @@ private:
     at::Tensor m_causal;
     bool m_checkpointing = false;
     UnitTimer m_timer_copy;
+    WeightGradTape* m_tape = nullptr;
 };
 
 } // namespace
+
+void accumulateWeightGradients(const WeightGradTape& tape, const std::vector<at::Tensor>& output_grads) {
+    at::NoGradGuard no_grad;
+    const auto add = [](const at::Tensor& param, const at::Tensor& grad) {
+        if (!param.grad().defined()) param.mutable_grad() = grad.clone();
+        else param.mutable_grad().add_(grad);
+    };
+    for (size_t i = 0; i < tape.entries.size(); ++i) {
+        const auto& e = tape.entries[i];
+        const at::Tensor& dy = output_grads[i];
+        if (!dy.defined()) continue;
+        const int64_t out = dy.size(-1);
+        const at::Tensor dy2 = dy.reshape({-1, out});
+        switch (e.kind) {
+        case WeightGradTape::Kind::Linear:
+            add(e.weight, at::matmul(dy2.t(), e.input.reshape({-1, e.input.size(-1)}))); // (out, in)
+            if (e.bias.defined()) add(e.bias, dy2.sum(0));
+            break;
+        case WeightGradTape::Kind::LayerNorm: {
+            const at::Tensor xhat = at::layer_norm(e.input, {out}, {}, {}, e.eps).reshape({-1, out});
+            add(e.weight, (dy2 * xhat).sum(0));
+            add(e.bias, dy2.sum(0));
+            break;
+        }
+        case WeightGradTape::Kind::Embedding:
+            add(e.weight, at::zeros_like(e.weight).index_add_(0, e.input.reshape({-1}), dy2));
+            break;
+        }
+    }
+}
 
 std::unique_ptr<TrainableModel> makeMlpClassifier(const ModelConfig& config);
 

@@ -11,10 +11,10 @@
 //               computes loss / m. Shapes: tokens (B/m, T), x and y (B/m, T, C).
 //   B(mb, g)    backward from y with the received output gradient (the loss
 //               for the last chunk); the input gradient x.grad goes to g - 1.
-//   Bi(mb, g)   zero bubble: only the input gradient (autograd::grad,
-//               keeping the graph); W(mb, g): the weight gradients from the
-//               kept graph (autograd::backward restricted to the chunk's
-//               parameters; LibTorch walks the chunk's graph again for it).
+//   Bi(mb, g)   zero bubble: autograd gives the gradient w.r.t. the input and
+//               w.r.t. every weight layer's output (dy), computing no weight
+//               gradient; W(mb, g) forms the weight gradients from the layers'
+//               recorded inputs and those dy (model.hpp, WeightGradTape).
 //   SendAct / SendGrad  posted at once (asynchronous), waited at the step's end.
 //   RecvAct / RecvGrad  posted when reached; the compute that needs the data waits.
 // Bytes per message: (B/m) x T x C x 4. After the schedule, with several
@@ -46,6 +46,8 @@ struct ChunkState {
     at::Tensor output;      // g < C-1: the chunk's output; g = C-1: the loss / m
     at::Tensor output_grad; // the gradient w.r.t. output (received or local)
     CommWorkPtr input_recv, grad_recv;
+    WeightGradTape tape;                  // zero bubble: weight layers' (input, output) from F
+    std::vector<at::Tensor> tape_grads;   // zero bubble: their output gradients from Bi
 };
 
 class PipelineStrategy final : public TrainingStrategy {
@@ -73,7 +75,6 @@ public:
             const int g = chunk_of[i];
             if (m_shape.rankOfChunk(g) == m_stage) {
                 m_owned.push_back(named[i]);
-                m_chunk_params[g].push_back(named[i].tensor);
             } else {
                 releaseStorage(named[i].tensor); // another stage's: its bytes go
             }
@@ -119,9 +120,7 @@ public:
             case PipeOp::Forward: {
                 ChunkState& s = state[{mb, g}];
                 at::Tensor x;
-                if (g == 0) {
-                    x = m_staged->embed(inputs.narrow(0, mb * rows, rows));
-                } else {
+                if (g > 0) {
                     if (s.input_recv) waitFor(s.input_recv, mb, g);
                     else s.input = state[{mb, g - 1}].output.detach(); // the previous chunk is on this rank
                     s.input.requires_grad_(true);
@@ -129,6 +128,10 @@ public:
                 }
                 straggle(mb, g);
                 const int64_t t = now();
+                if (m_split_backward) m_staged->recordWeightInputs(&s.tape);
+                if (g == 0) { // the embeddings are part of chunk 0 (taped too)
+                    x = m_staged->embed(inputs.narrow(0, mb * rows, rows));
+                }
                 at::Tensor y = m_staged->runBlocks(x, g * m_blocks_per_chunk, (g + 1) * m_blocks_per_chunk);
                 if (g == C - 1) {
                     at::Tensor loss = m_staged->headLoss(y, targets.narrow(0, mb * rows, rows));
@@ -136,6 +139,7 @@ public:
                     has_loss = true;
                     y = loss / double(m);
                 }
+                m_staged->recordWeightInputs(nullptr);
                 s.output = y;
                 span(EventKind::Forward, t, mb, g);
                 break;
@@ -152,9 +156,14 @@ public:
                 const std::vector<at::Tensor> grads = g + 1 < C ? std::vector<at::Tensor>{s.output_grad} : std::vector<at::Tensor>{};
                 if (a.op == PipeOp::Backward) {
                     torch::autograd::backward({s.output}, grads);
-                } else if (g > 0) { // Bi: the input gradient only, keeping the graph for W
-                    s.input.mutable_grad() =
-                        torch::autograd::grad({s.output}, {s.input}, grads, /*retain_graph=*/true)[0];
+                } else { // Bi: input gradient and each weight layer's output gradient
+                    std::vector<at::Tensor> wrt;
+                    if (g > 0) wrt.push_back(s.input);
+                    for (const auto& e : s.tape.entries) wrt.push_back(e.output);
+                    auto got = torch::autograd::grad({s.output}, wrt, grads, /*retain_graph=*/false,
+                                                     /*create_graph=*/false, /*allow_unused=*/true);
+                    if (g > 0) s.input.mutable_grad() = got[0];
+                    s.tape_grads.assign(got.begin() + (g > 0 ? 1 : 0), got.end());
                 }
                 span(a.op == PipeOp::Backward ? EventKind::Backward : EventKind::BackwardInput, t, mb, g);
                 break;
@@ -162,9 +171,9 @@ public:
             case PipeOp::BackwardWeight: {
                 ChunkState& s = state[{mb, g}];
                 const int64_t t = now();
-                const std::vector<at::Tensor> grads = g + 1 < C ? std::vector<at::Tensor>{s.output_grad} : std::vector<at::Tensor>{};
-                torch::autograd::backward({s.output}, grads, /*retain_graph=*/false, /*create_graph=*/false,
-                                          m_chunk_params[g]);
+                accumulateWeightGradients(s.tape, s.tape_grads);
+                s.tape = {}; // the layers' inputs and outputs can go now
+                s.tape_grads.clear();
                 span(EventKind::BackwardWeight, t, mb, g);
                 break;
             }
@@ -297,7 +306,6 @@ private:
     std::vector<PipeAction> m_actions;
     bool m_split_backward = false;
     std::vector<NamedParameter> m_owned;
-    std::map<int, std::vector<at::Tensor>> m_chunk_params; // chunk -> owned parameters
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
     int m_step = -1;
     std::function<double()> m_slow_delay_ms;
