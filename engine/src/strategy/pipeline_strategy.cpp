@@ -16,7 +16,8 @@
 //               gradient; W(mb, g) forms the weight gradients from the layers'
 //               recorded inputs and those dy (model.hpp, WeightGradTape).
 //   SendAct / SendGrad  posted at once (asynchronous), waited at the step's end.
-//   RecvAct / RecvGrad  posted when reached; the compute that needs the data waits.
+//   RecvAct / RecvGrad  all posted when the step starts; the compute that needs
+//               the data waits for it.
 // Bytes per message: (B/m) x T x C x 4. After the schedule, with several
 // pipelines, each stage's gradients are all-reduced across them (one flat
 // buffer), averaged, and AdamW updates the owned parameters.
@@ -102,21 +103,16 @@ public:
         bool has_loss = false;
         const int C = m_shape.chunks();
 
+        // Every receive of the step is posted first: a message then travels as
+        // soon as its sender has it, while this rank computes, instead of
+        // waiting for the receiver to reach it (the validator's model too).
+        for (const PipeAction& a : m_actions) postReceive(a, state, rows, inputs.size(1));
+
         for (const PipeAction& a : m_actions) {
             const int mb = a.microbatch, g = a.chunk;
             switch (a.op) {
-            case PipeOp::RecvAct: {
-                ChunkState& s = state[{mb, g}];
-                s.input = at::empty({rows, inputs.size(1), m_scenario.model.d_model}, at::kFloat);
-                s.input_recv = m_world.postRecv(s.input, worldRank(a.peer), messageTag(false, mb, g - 1), tag(mb, g));
-                break;
-            }
-            case PipeOp::RecvGrad: {
-                ChunkState& s = state[{mb, g}];
-                s.output_grad = at::empty({rows, inputs.size(1), m_scenario.model.d_model}, at::kFloat);
-                s.grad_recv = m_world.postRecv(s.output_grad, worldRank(a.peer), messageTag(true, mb, g), tag(mb, g));
-                break;
-            }
+            case PipeOp::RecvAct:
+            case PipeOp::RecvGrad: break; // posted above
             case PipeOp::Forward: {
                 ChunkState& s = state[{mb, g}];
                 at::Tensor x;
@@ -253,6 +249,20 @@ public:
     }
 
 private:
+    void postReceive(const PipeAction& a, std::map<std::pair<int, int>, ChunkState>& state, int64_t rows, int64_t T) {
+        const int mb = a.microbatch, g = a.chunk;
+        const int64_t C = m_scenario.model.d_model;
+        if (a.op == PipeOp::RecvAct) {
+            ChunkState& s = state[{mb, g}];
+            s.input = at::empty({rows, T, C}, at::kFloat);
+            s.input_recv = m_world.postRecv(s.input, worldRank(a.peer), messageTag(false, mb, g - 1), tag(mb, g));
+        } else if (a.op == PipeOp::RecvGrad) {
+            ChunkState& s = state[{mb, g}];
+            s.output_grad = at::empty({rows, T, C}, at::kFloat);
+            s.grad_recv = m_world.postRecv(s.output_grad, worldRank(a.peer), messageTag(true, mb, g), tag(mb, g));
+        }
+    }
+
     int worldRank(int stage) const { return m_replica * m_shape.stages + stage; }
     // A different Gloo tag per message of a step: (is gradient, microbatch, chunk boundary).
     int messageTag(bool grad, int mb, int boundary) const {
