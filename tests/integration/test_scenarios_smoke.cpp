@@ -61,9 +61,11 @@ TEST_CASE("every scenario in scenarios/ runs headless for a few steps", "[smoke]
             std::vector<std::string> args{"run",       path,         "--steps", std::to_string(steps),
                                           "--summary", summary_path, "--quiet"};
             // Smaller batches keep the whole smoke run short; the picture is the same.
-            if (scenario.data.batch_per_rank > 4) {
+            // (At least one sample per microbatch.)
+            const int small_batch = std::max(4, scenario.strategy.microbatches);
+            if (scenario.data.batch_per_rank > small_batch) {
                 args.push_back("--batch-per-rank");
-                args.push_back("4");
+                args.push_back(std::to_string(small_batch));
             }
             const auto r = it::runDtrun(args, opts);
             INFO(name << " (" << steps << " steps): " << it::describe(r));
