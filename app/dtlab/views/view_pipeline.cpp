@@ -445,7 +445,8 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
     } else {
         legendItem(palette::kindColor(EventKind::Backward), "B backward", false);
     }
-    legendItem(palette::kindColor(EventKind::Send), "message: send -> data arrived", false);
+    legendItem(palette::kindColor(EventKind::Send), "activation sent -> arrived", false);
+    legendItem(ImGui::GetColorU32(ImGuiCol_Text, 0.75f), "gradient sent -> arrived", false);
     ImGui::SameLine(0.0f, ImGui::GetStyle().ItemSpacing.x * 2.0f);
     ImGui::TextDisabled(shape.chunks_per_rank > 1 ? "number = microbatch, darker = later chunk" : "number = microbatch");
 }
@@ -567,11 +568,11 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
         if (scenario.strategy.schedule == "zb-h1") {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward_input);
             formatDuration(c_buf, sizeof(c_buf), theory.durations.backward_weight);
-            ImGui::TextDisabled("the schedule simulated with the measured means F %s, Bi %s, W %s; no communication", a_buf,
-                                b_buf, c_buf);
+            ImGui::TextDisabled("the schedule with the measured means F %s, Bi %s, W %s; no communication", a_buf, b_buf,
+                                c_buf);
         } else {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward);
-            ImGui::TextDisabled("the schedule simulated with the measured means F %s, B %s; no communication", a_buf, b_buf);
+            ImGui::TextDisabled("the schedule with the measured means F %s, B %s; no communication", a_buf, b_buf);
         }
     } else {
         ImGui::TextDisabled("the schedule in unit time (F = 1, B = 2, Bi = W = 1): no step measured yet");
@@ -579,10 +580,16 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     ImGui::SameLine();
     percent(a_buf, sizeof(a_buf), theory.formula_bubble);
     percent(b_buf, sizeof(b_buf), theory.simulated_bubble);
+    const bool zb = scenario.strategy.schedule == "zb-h1";
     const char* formula = scenario.strategy.schedule == "interleaved" ? "(p-1)/(v m+p-1)"
-                          : scenario.strategy.schedule == "zb-h1"     ? "(p-1)(F+Bi-W)/(m(F+Bi+W)+(p-1)(F+Bi-W))"
+                          : zb                                        ? "(p-1)(F+Bi-W) / (m(F+Bi+W) + (p-1)(F+Bi-W))"
                                                                       : "(p-1)/(m+p-1)";
-    ImGui::Text("|  bubble %s = %s, simulated %s", formula, a_buf, b_buf);
+    if (zb) ImGui::Text("|  bubble %s by the formula, %s simulated", a_buf, b_buf); // the formula is long: on hover
+    else ImGui::Text("|  bubble %s = %s, simulated %s", formula, a_buf, b_buf);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("theory: bubble = %s\nwith p = %d, m = %d, v = %d and the durations above = %s.\n"
+                          "Simulated: 1 - busy / (p x makespan) of the grid below = %s.",
+                          formula, shape.stages, shape.microbatches, shape.chunks_per_rank, a_buf, b_buf);
 
     const ImVec2 theory_origin = ImGui::GetCursorScreenPos();
     const float plot_x0 = theory_origin.x + label_w;
@@ -656,12 +663,13 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
         if (inside(a, b)) hovered_block = int(i);
     }
     // Arrows on top: from the Send's start on one row to the data's arrival on the other.
-    const ImU32 arrow = palette::withAlpha(palette::kindColor(EventKind::Send), 0.85f);
+    const ImU32 arrow = palette::withAlpha(palette::kindColor(EventKind::Send), 0.9f);
+    const ImU32 gradient_arrow = ImGui::GetColorU32(ImGuiCol_Text, 0.75f);
     for (const PipeArrow& a : measured.arrows) {
         const bool down = a.to_stage > a.from_stage;
         const ImVec2 from(xOf(a.t_send), down ? rowY(a.from_stage) + m.row_h : rowY(a.from_stage));
         const ImVec2 to(xOf(a.t_arrived), down ? rowY(a.to_stage) : rowY(a.to_stage) + m.row_h);
-        const ImU32 color = a.same_microbatch ? arrow : palette::kWarning;
+        const ImU32 color = !a.same_microbatch ? palette::kWarning : a.gradient ? gradient_arrow : arrow;
         draw->AddLine(from, to, color, 1.5f);
         const float head = std::floor(m.line_h * 0.3f), dir = down ? -1.0f : 1.0f;
         draw->AddTriangleFilled(to, ImVec2(to.x - head * 0.6f, to.y + dir * head), ImVec2(to.x + head * 0.6f, to.y + dir * head),
@@ -683,11 +691,12 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     const ImVec2 axis = ImGui::GetCursorScreenPos();
     const double step_ns = niceStep(ns_span / std::max(1.0, double(plot_w) / (ImGui::GetFontSize() * 6.0)));
     draw->AddLine(ImVec2(plot_x0, axis.y), ImVec2(plot_x0 + plot_w, axis.y), dim);
-    for (double t = 0.0; t <= ns_span + 0.5 * step_ns; t += step_ns) {
+    for (double t = 0.0; t <= ns_span; t += step_ns) {
         const float x = plot_x0 + float(t * measured_scale);
         draw->AddLine(ImVec2(x, axis.y), ImVec2(x, axis.y + 4.0f), dim);
         formatTimeTick(buf, sizeof(buf), t, step_ns);
-        draw->AddText(ImVec2(x + 2.0f, axis.y + 2.0f), dim, buf);
+        if (x + 2.0f + ImGui::CalcTextSize(buf).x <= plot_x0 + plot_w + right_w) // the last label may not fit
+            draw->AddText(ImVec2(x + 2.0f, axis.y + 2.0f), dim, buf);
     }
     draw->AddText(ImVec2(axis.x, axis.y + 2.0f), dim, shared ? "time from start" : "measured time");
     ImGui::Dummy(ImVec2(avail_w, m.line_h + 4.0f));
