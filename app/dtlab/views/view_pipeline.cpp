@@ -156,7 +156,7 @@ void measurePipelineStep(const RunModel& model, int replica, int step, PipeStep&
     out.mismatched = 0;
 
     // Compute spans of the step, stage by stage (binary search to the step's first span).
-    std::vector<bool> has_span(size_t(p), false);
+    // stage_bubble stays -1 for a stage with no span; 0 marks "has spans" until the bubble is known.
     for (int s = 0; s < p; ++s) {
         const int rank = replica * p + s;
         if (rank >= model.world()) {
@@ -171,7 +171,7 @@ void measurePipelineStep(const RunModel& model, int replica, int step, PipeStep&
             out.stage_busy[size_t(s)] += it->t1 - it->t0;
             out.t0 = std::min(out.t0, it->t0);
             out.t1 = std::max(out.t1, it->t1);
-            has_span[size_t(s)] = true;
+            out.stage_bubble[size_t(s)] = 0.0;
         }
         // Complete when the rank reported its Step span (emitted when the step ends).
         const auto& steps = lane.compute[0];
@@ -189,7 +189,7 @@ void measurePipelineStep(const RunModel& model, int replica, int step, PipeStep&
     double total = 0.0;
     int counted = 0;
     for (int s = 0; s < p; ++s) {
-        if (!has_span[size_t(s)]) continue;
+        if (out.stage_bubble[size_t(s)] < 0.0) continue; // no span from this stage
         out.stage_bubble[size_t(s)] = 1.0 - double(out.stage_busy[size_t(s)]) / window;
         total += out.stage_bubble[size_t(s)];
         ++counted;
