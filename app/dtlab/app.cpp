@@ -17,6 +17,7 @@
 #include "screenshot.hpp"
 #include "views/view_event_log.hpp"
 #include "views/view_fsdp_flow.hpp"
+#include "views/view_pipeline.hpp"
 #include "views/view_memory.hpp"
 #include "views/view_metrics.hpp"
 #include "views/view_narration.hpp"
@@ -111,6 +112,8 @@ AppContext::AppContext(AppOptions options) : m_options(std::move(options)) {
     add("memory", std::make_unique<MemoryView>());
     add("events", std::make_unique<EventLogView>());
     add("fsdp", std::make_unique<FsdpFlowView>());
+    add("pipeline", std::make_unique<PipelineView>());
+    m_views.back().view->open = false; // opened for pipeline scenarios (openScenario, openRecording) or from the View menu
     std::snprintf(m_save_path, sizeof(m_save_path), "dtlab-run.dtrec");
 }
 
@@ -155,6 +158,7 @@ void AppContext::openScenario(const Scenario& scenario) {
     m_start_ns = monotonicNowNs();
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
+    if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
     gatherFacts();
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
         std::to_string(m_scenario.run.steps) + " steps, " + m_scenario.strategy.kind + " (" +
@@ -187,6 +191,7 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     computeReplayProgress();
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
+    if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
     say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
         " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
 }
@@ -659,7 +664,8 @@ AppContext::ViewSlot* AppContext::findView(const std::string& id) {
 
 // The default tiling (x, y, w, h) for a view: the control bar across the top;
 // topology over narration on the left; the timeline top right (over the FSDP
-// flow band when that view is open) over metrics, memory and the event log.
+// flow band and the pipeline band when those views are open) over metrics,
+// memory and the event log.
 ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const ImVec2 d = ImGui::GetIO().DisplaySize;
     const ImGuiStyle& style = ImGui::GetStyle();
@@ -668,17 +674,21 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const float body_h = std::max(100.0f, d.y - y0);
     const float left_w = std::round(std::clamp(d.x * 0.32f, std::min(d.x * 0.5f, ImGui::GetFontSize() * 24.0f), d.x * 0.45f));
     const float right_w = d.x - left_w;
-    bool narration_open = false, flow_open = false;
+    bool narration_open = false, flow_open = false, pipe_open = false;
     for (const ViewSlot& slot : m_views) {
         if (slot.id == "narration") narration_open = slot.view->open;
         if (slot.id == "fsdp") flow_open = slot.view->open;
+        if (slot.id == "pipeline") pipe_open = slot.view->open;
     }
     const float topo_h = std::round(narration_open ? body_h * 0.66f : body_h);
-    // The FSDP flow view (open for fsdp/hsdp) takes a band under the timeline.
+    // The FSDP flow view (open for fsdp/hsdp) and the pipeline view (open for
+    // pipeline) take bands under the timeline, which gets shorter for them.
     const float flow_h = flow_open ? std::round(std::min(FsdpFlowView::preferredHeight(), body_h * 0.4f)) : 0.0f;
-    const float tl_h = std::round(flow_open ? body_h * 0.40f : body_h * 0.52f);
-    const float y1 = y0 + tl_h + flow_h;
-    const float low_h = std::max(60.0f, body_h - tl_h - flow_h);
+    const float pipe_h =
+        pipe_open ? std::round(std::min(PipelineView::preferredHeight(m_scenario.topology.stages), body_h * 0.5f)) : 0.0f;
+    const float tl_h = std::round(pipe_open ? body_h * 0.30f : flow_open ? body_h * 0.40f : body_h * 0.52f);
+    const float y1 = y0 + tl_h + flow_h + pipe_h;
+    const float low_h = std::max(60.0f, body_h - tl_h - flow_h - pipe_h);
     const float metrics_w = std::round(right_w * 0.37f);
     const float memory_w = std::round(right_w * 0.24f);
     if (id == "controls") return ImVec4(0, menu_height, d.x, ctrl_h);
@@ -686,6 +696,7 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     if (id == "narration") return ImVec4(0, y0 + topo_h, left_w, body_h - topo_h);
     if (id == "timeline") return ImVec4(left_w, y0, right_w, tl_h);
     if (id == "fsdp") return ImVec4(left_w, y0 + tl_h, right_w, flow_h > 0.0f ? flow_h : body_h * 0.3f);
+    if (id == "pipeline") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, pipe_h > 0.0f ? pipe_h : body_h * 0.4f);
     if (id == "metrics") return ImVec4(left_w, y1, metrics_w, low_h);
     if (id == "memory") return ImVec4(left_w + metrics_w, y1, memory_w, low_h);
     if (id == "events") return ImVec4(left_w + metrics_w + memory_w, y1, right_w - metrics_w - memory_w, low_h);

@@ -420,6 +420,47 @@ TEST_CASE("dtlab --replay of an FSDP run draws the FSDP flow view at the cursor"
     checkScreenshot(art + "/e2e_fsdp_flow.png");
 }
 
+// A recording of synthetic pipeline steps generated from the 1F1B schedule
+// itself (views_fixture.hpp): 4 stages, 8 microbatches, messages 0.3 ms on the
+// wire. The pipeline view opens by itself and shows the latest step.
+TEST_CASE("dtlab --replay of a pipeline run opens the pipeline view", "[e2e]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the pipeline test");
+        return;
+    }
+    it::TempDir dir("dtlab-gui");
+    const std::string art = artifactDir();
+    dt::RunRecord record;
+    record.scenario = dt::test::SyntheticPipeline::scenario(4, 4, 8, "1f1b");
+    record.scenario.name = "pipeline 1f1b (synthetic events)";
+    record.scenario.run.steps = 3;
+    record.events = dt::test::SyntheticPipeline::make(record.scenario, 3, 300'000);
+    for (int r = 0; r < 4; ++r) {
+        dt::RankInfo info;
+        info.rank = r;
+        info.pid = 1000 + r;
+        info.host = "synthetic";
+        info.started = info.exited = true;
+        info.exit_code = 0;
+        record.ranks.push_back(info);
+    }
+    record.t_start_ns = dt::test::SyntheticPipeline::kT0;
+    record.t_end_ns = dt::test::SyntheticPipeline::stepStart(3);
+    record.ok = true;
+    const std::string recording = dir.file("pipeline.dtrec");
+    dt::writeRecording(record, recording);
+    Xvfb x;
+    REQUIRE(x.ok());
+    const std::string script = dir.write("pipeline.script", "wait_frames 3\nprint_layout\nscreenshot e2e_pipeline.png\nquit\n");
+    const it::ProcessResult r = it::runProcess(
+        {kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art}, displayOptions(x, 60.0));
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("dtlab: layout window pipeline \"Pipeline\"") != std::string::npos); // opened by itself
+    checkScreenshot(art + "/e2e_pipeline.png");
+}
+
 TEST_CASE("SIGTERM or Ctrl+Q closes dtlab and stops every rank process", "[e2e]") {
     requireDtlab();
     if (!onPath("Xvfb")) {

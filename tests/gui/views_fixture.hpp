@@ -9,8 +9,13 @@
 //   SyntheticFsdp   events shaped like an FSDP tiny_gpt step: per unit the
 //                   all-gather, materialize, compute, free; backward prefetch
 //                   and reduce-scatter; the mem params materialized counter.
+//   SyntheticPipeline  a pipeline step generated from the schedule itself
+//                   (pipeline_schedule.hpp): F/B/Bi/W spans where the unit-time
+//                   simulator puts them, Send/Recv Works numbered as the
+//                   communicator numbers them, Step spans.
 #pragma once
 
+#include "dtlab/pipeline_schedule.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "model/run_model.hpp"
 
@@ -18,6 +23,9 @@
 #include <imgui_internal.h>
 
 #include <cstdint>
+#include <map>
+#include <string>
+#include <tuple>
 #include <vector>
 
 namespace dt::test {
@@ -306,6 +314,125 @@ struct SyntheticFsdp {
         std::vector<Event> events;
         for (int s = 0; s < steps; ++s)
             for (int r = 0; r < sc.topology.ranks; ++r) addStep(events, sc, r, s);
+        model.ingest(events.data(), events.size());
+    }
+};
+
+// A pipeline run (world rank = replica * p + stage) drawn from its own
+// schedule: simulatePipelineSchedule with F = 1, B = 2, Bi = W = 1 units of
+// kUnit ns places every compute span; a send happens when its rank's clock
+// says (the end of the compute before it); every receive is posted when the
+// step starts and completes `latency` ns after its send. Sends and receives
+// are numbered per (direction, peer) in schedule order, as the communicator
+// numbers them, so the k-th send i -> j is j's k-th receive from i.
+struct SyntheticPipeline {
+    static constexpr int64_t kUnit = 1'000'000;     // 1 ms per unit of time
+    static constexpr int64_t kStepNs = 100 * kUnit; // a step every 100 ms
+    static constexpr int64_t kT0 = SyntheticRun::kT0;
+    static constexpr int64_t kBytes = 196'608;      // one microbatch's activation (4 x 64 x 192 floats)
+
+    static Scenario scenario(int ranks, int stages, int microbatches, const std::string& schedule = "1f1b",
+                             int chunks_per_rank = 1) {
+        Scenario s;
+        s.topology.ranks = ranks;
+        s.topology.stages = stages;
+        s.strategy.kind = "pipeline";
+        s.strategy.schedule = schedule;
+        s.strategy.microbatches = microbatches;
+        s.strategy.chunks_per_rank = chunks_per_rank;
+        s.model.layers = stages * chunks_per_rank;
+        return s;
+    }
+    static PipelineShape shape(const Scenario& sc) {
+        PipelineShape shape;
+        shape.stages = sc.topology.stages;
+        shape.microbatches = sc.strategy.microbatches;
+        shape.chunks_per_rank = sc.strategy.chunks_per_rank;
+        return shape;
+    }
+    static int64_t stepStart(int step) { return kT0 + int64_t(step) * kStepNs; }
+
+    static EventKind kindOf(PipeOp op) {
+        switch (op) {
+        case PipeOp::Backward: return EventKind::Backward;
+        case PipeOp::BackwardInput: return EventKind::BackwardInput;
+        case PipeOp::BackwardWeight: return EventKind::BackwardWeight;
+        default: return EventKind::Forward;
+        }
+    }
+
+    // One step of one pipeline; messages take `latency` ns.
+    static void addStep(std::vector<Event>& out, const Scenario& sc, int replica, int step, int64_t latency = 0) {
+        const PipelineShape sh = shape(sc);
+        const int p = sh.stages;
+        const PipelineSchedule schedule = makePipelineSchedule(sc.strategy.schedule, sh);
+        const std::vector<PredictedSlot> slots = simulatePipelineSchedule(schedule, sh);
+        std::map<std::tuple<int, PipeOp, int, int>, PredictedSlot> slot_of; // (stage, op, mb, chunk)
+        double makespan = 0;
+        for (const PredictedSlot& s : slots) {
+            slot_of[{s.rank, s.action.op, s.action.microbatch, s.action.chunk}] = s;
+            makespan = std::max(makespan, s.end);
+        }
+        const int64_t t0 = stepStart(step);
+        auto at = [&](double units) { return t0 + int64_t(units * double(kUnit)); };
+        auto work = [&](int rank, EventKind kind, EventPhase phase, uint64_t seq, const PipeAction& a, int peer, int64_t t) {
+            Event e = SyntheticRun::work(rank, step, kind, phase, seq, a.chunk, t, 2, kBytes, peer);
+            e.microbatch = int16_t(a.microbatch);
+            out.push_back(e);
+        };
+        // Pass 1: compute spans and sends; remember when each message left.
+        std::map<std::tuple<int, int, uint64_t>, int64_t> sent_at; // (from, to, seq) -> time
+        for (int s = 0; s < p; ++s) {
+            const int rank = replica * p + s;
+            std::map<int, uint64_t> sends;
+            double clock = 0;
+            for (const PipeAction& a : schedule[size_t(s)]) {
+                if (a.op == PipeOp::Forward || a.op == PipeOp::Backward || a.op == PipeOp::BackwardInput ||
+                    a.op == PipeOp::BackwardWeight) {
+                    const PredictedSlot& slot = slot_of.at({s, a.op, a.microbatch, a.chunk});
+                    Event e = SyntheticRun::span(rank, step, kindOf(a.op), a.chunk, at(slot.start), at(slot.end));
+                    e.microbatch = int16_t(a.microbatch);
+                    out.push_back(e);
+                    clock = slot.end;
+                } else if (a.op == PipeOp::SendAct || a.op == PipeOp::SendGrad) {
+                    const int peer = replica * p + a.peer;
+                    const uint64_t seq = uint64_t(step) * 1000 + sends[peer]++;
+                    const int64_t t = at(clock);
+                    sent_at[{rank, peer, seq}] = t;
+                    work(rank, EventKind::Send, EventPhase::WorkScheduled, seq, a, peer, t);
+                    work(rank, EventKind::Send, EventPhase::WorkStarted, seq, a, peer, t);
+                    work(rank, EventKind::Send, EventPhase::WorkCompleted, seq, a, peer, t + latency);
+                }
+            }
+            Event optimizer = SyntheticRun::span(rank, step, EventKind::Optimizer, -1, at(makespan), at(makespan + 1));
+            out.push_back(optimizer);
+            out.push_back(SyntheticRun::span(rank, step, EventKind::Step, -1, t0, at(makespan + 1)));
+        }
+        // Pass 2: receives, posted at the step's start, complete when their data arrived.
+        for (int s = 0; s < p; ++s) {
+            const int rank = replica * p + s;
+            std::map<int, uint64_t> receives;
+            for (const PipeAction& a : schedule[size_t(s)]) {
+                if (a.op != PipeOp::RecvAct && a.op != PipeOp::RecvGrad) continue;
+                const int peer = replica * p + a.peer;
+                const uint64_t seq = uint64_t(step) * 1000 + receives[peer]++;
+                work(rank, EventKind::Recv, EventPhase::WorkScheduled, seq, a, peer, t0);
+                work(rank, EventKind::Recv, EventPhase::WorkStarted, seq, a, peer, t0);
+                work(rank, EventKind::Recv, EventPhase::WorkCompleted, seq, a, peer, sent_at.at({peer, rank, seq}) + latency);
+            }
+        }
+    }
+
+    static std::vector<Event> make(const Scenario& sc, int steps, int64_t latency = 0) {
+        std::vector<Event> out;
+        const int replicas = sc.topology.ranks / sc.topology.stages;
+        for (int s = 0; s < steps; ++s)
+            for (int r = 0; r < replicas; ++r) addStep(out, sc, r, s, latency);
+        return out;
+    }
+    static void fill(app::RunModel& model, const Scenario& sc, int steps, int64_t latency = 0) {
+        model.reset(sc, sc.topology.ranks);
+        const std::vector<Event> events = make(sc, steps, latency);
         model.ingest(events.data(), events.size());
     }
 };

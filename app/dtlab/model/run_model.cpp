@@ -77,7 +77,9 @@ int spanDepth(EventKind kind, int unit) {
     case EventKind::Step: return 0;                       // the whole step
     case EventKind::Forward:
     case EventKind::Backward:
-    case EventKind::Recompute: return unit >= 0 ? 2 : 1;  // per block : embed/head (-1) or whole backward (-2)
+    case EventKind::BackwardInput:                        // pipeline: unit = chunk, beside its F and B
+    case EventKind::BackwardWeight:
+    case EventKind::Recompute: return unit >= 0 ? 2 : 1;  // per block (or pipeline chunk) : embed/head (-1) or whole backward (-2)
     default: return 1;                                    // data, loss, optimizer, wait, paused, slow delay
     }
 }

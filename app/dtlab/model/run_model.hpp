@@ -9,7 +9,8 @@
 //   compute spans  Span events (step, data, forward/backward per block,
 //                  optimizer, wait, paused, slow delay), kept sorted by start
 //                  per depth level so a view finds the visible range by
-//                  binary search (depth 0 = step, 1 = phases, 2 = per block).
+//                  binary search (depth 0 = step, 1 = phases, 2 = per block;
+//                  for a pipeline: F / B / Bi / W per microbatch and chunk).
 //   comm spans     one per collective Work: scheduled, started, ended (or
 //                  open while it has not completed: a hang looks like that),
 //                  sorted by start.

@@ -1,5 +1,5 @@
 // view_glue.cpp: the View overrides of the timeline, memory, metrics, event
-// log and FSDP flow views: the one place they meet AppContext.
+// log, FSDP flow and pipeline views: the one place they meet AppContext.
 //
 // Each view draws from ViewInputs only (view_inputs.hpp), so the headless tests
 // and the frame benchmark can draw it without an app. Here each override asks
@@ -11,6 +11,7 @@
 #include "views/view_fsdp_flow.hpp"
 #include "views/view_memory.hpp"
 #include "views/view_metrics.hpp"
+#include "views/view_pipeline.hpp"
 #include "views/view_timeline.hpp"
 
 namespace dt::app {
@@ -33,5 +34,8 @@ void EventLogView::drawContent(AppContext& context) { draw(context.viewInputs())
 
 void FsdpFlowView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
 void FsdpFlowView::drawContent(AppContext& context) { draw(context.viewInputs()); }
+
+void PipelineView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
+void PipelineView::drawContent(AppContext& context) { draw(context.viewInputs()); }
 
 } // namespace dt::app

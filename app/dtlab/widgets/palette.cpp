@@ -18,6 +18,8 @@ ImU32 kindColor(EventKind kind) {
     case EventKind::SlowDelay: return IM_COL32(215, 110, 80, 255);      // brick: injected slowness
     case EventKind::Paused: return IM_COL32(120, 132, 140, 255);        // grey: held at a gate
     case EventKind::Recompute: return IM_COL32(121, 134, 203, 255);     // indigo: forward again, inside backward
+    case EventKind::BackwardInput: return IM_COL32(106, 76, 170, 255);  // dark violet: zero bubble's input half of backward
+    case EventKind::BackwardWeight: return IM_COL32(200, 182, 236, 255); // light violet: the weight half, run later
     // communication
     case EventKind::AllReduce: return IM_COL32(46, 173, 107, 255);      // green
     case EventKind::AllGather: return IM_COL32(38, 166, 204, 255);      // cyan

@@ -1,0 +1,705 @@
+// view_pipeline.cpp: a pipeline step, theory above measured (see view_pipeline.hpp).
+//
+// [SECTION] Data (pure): shape, mean durations, theory, one measured step
+// [SECTION] Help and empty states
+// [SECTION] Caches: what to recompute this frame
+// [SECTION] Drawing: header, legend, the two grids, the axis
+#include "views/view_pipeline.hpp"
+
+#include "widgets/format.hpp"
+#include "widgets/help.hpp"
+#include "widgets/palette.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace dt::app {
+
+// -----------------------------------------------------------------------------
+// [SECTION] Data (pure): shape, mean durations, theory, one measured step
+// -----------------------------------------------------------------------------
+
+namespace {
+
+bool isPipeCompute(EventKind kind) {
+    return kind == EventKind::Forward || kind == EventKind::Backward || kind == EventKind::BackwardInput ||
+           kind == EventKind::BackwardWeight;
+}
+
+// A pipeline F/B/Bi/W span: a compute kind with a microbatch and a chunk.
+bool isPipeSpan(const SpanRecord& s) { return isPipeCompute(s.kind) && s.microbatch >= 0 && s.unit >= 0; }
+
+// Index 0..3 of a compute kind (F, B, Bi, W).
+int computeIndex(EventKind kind) {
+    switch (kind) {
+    case EventKind::Forward: return 0;
+    case EventKind::Backward: return 1;
+    case EventKind::BackwardInput: return 2;
+    default: return 3;
+    }
+}
+
+EventKind kindOfOp(PipeOp op) {
+    switch (op) {
+    case PipeOp::Backward: return EventKind::Backward;
+    case PipeOp::BackwardInput: return EventKind::BackwardInput;
+    case PipeOp::BackwardWeight: return EventKind::BackwardWeight;
+    default: return EventKind::Forward;
+    }
+}
+
+// The first record of `step` in a vector sorted by time. A rank runs its steps
+// in order, so within one lane the step numbers never decrease with time and
+// the vector is partitioned by step.
+template <typename T>
+typename std::vector<T>::const_iterator firstOfStep(const std::vector<T>& items, int step) {
+    return std::partition_point(items.begin(), items.end(), [step](const T& x) { return x.step < step; });
+}
+
+int stagesOf(const Scenario& scenario) { return std::max(1, scenario.topology.stages); }
+
+} // namespace
+
+PipeEmpty pipelineEmpty(const ViewInputs& inputs) {
+    if (!inputs.model) return PipeEmpty::NoRun;
+    const Scenario& scenario = inputs.model->scenario();
+    if (scenario.strategy.kind != "pipeline" || scenario.topology.stages < 2) return PipeEmpty::NotPipeline;
+    return PipeEmpty::None;
+}
+
+PipelineShape pipelineShapeOf(const Scenario& scenario) {
+    PipelineShape shape;
+    shape.stages = stagesOf(scenario);
+    shape.microbatches = std::max(1, scenario.strategy.microbatches);
+    shape.chunks_per_rank = std::max(1, scenario.strategy.chunks_per_rank);
+    return shape;
+}
+
+PipeMeans pipelineMeans(const RunModel& model) {
+    // sum[later][kind], count[later][kind]: later = 0 for step 0, 1 for the others.
+    double sum[2][4] = {};
+    int count[2][4] = {};
+    for (int r = 0; r < model.world(); ++r)
+        for (const SpanRecord& s : model.lane(r).compute[2]) {
+            if (!isPipeSpan(s)) continue;
+            const int later = s.step > 0 ? 1 : 0, k = computeIndex(s.kind);
+            sum[later][k] += double(s.t1 - s.t0);
+            ++count[later][k];
+        }
+    int use = 0;
+    for (int k = 0; k < 4; ++k)
+        if (count[1][k] > 0) use = 1;
+    PipeMeans m;
+    double* out[4] = {&m.forward_ns, &m.backward_ns, &m.backward_input_ns, &m.backward_weight_ns};
+    for (int k = 0; k < 4; ++k) {
+        *out[k] = count[use][k] > 0 ? sum[use][k] / count[use][k] : 0.0;
+        m.spans += count[use][k];
+    }
+    return m;
+}
+
+PipeTheory pipelineTheory(const Scenario& scenario, const PipeMeans& means) {
+    PipeTheory t;
+    const PipelineShape shape = pipelineShapeOf(scenario);
+    const std::string& name = scenario.strategy.schedule;
+    t.problem = pipelineShapeProblem(name, shape);
+    if (!t.problem.empty()) return t;
+
+    // Durations: the measured means when the schedule's kinds were all seen,
+    // else unit time (F = 1, B = 2 = Bi + W).
+    const bool zb = name == "zb-h1";
+    t.measured_durations = means.forward_ns > 0 &&
+                           (zb ? means.backward_input_ns > 0 && means.backward_weight_ns > 0 : means.backward_ns > 0);
+    if (t.measured_durations) {
+        t.durations.forward = means.forward_ns;
+        t.durations.backward = means.backward_ns;
+        t.durations.backward_input = means.backward_input_ns;
+        t.durations.backward_weight = means.backward_weight_ns;
+    }
+    t.slots = simulatePipelineSchedule(makePipelineSchedule(name, shape), shape, t.durations);
+    std::vector<double> busy(size_t(shape.stages), 0.0);
+    for (const PredictedSlot& slot : t.slots) {
+        t.makespan = std::max(t.makespan, slot.end);
+        if (slot.rank >= 0 && slot.rank < shape.stages) busy[size_t(slot.rank)] += slot.end - slot.start;
+    }
+    t.simulated_bubble = simulatedBubble(t.slots, shape.stages);
+    const PipeDurations& d = t.durations;
+    t.formula_bubble = bubbleTheory(name, shape, d.forward, zb ? d.backward_input : d.backward, d.backward_weight);
+    for (double b : busy) t.stage_bubble.push_back(t.makespan > 0 ? 1.0 - b / t.makespan : 0.0);
+    return t;
+}
+
+PipeStep measurePipelineStep(const RunModel& model, int replica, int step) {
+    PipeStep out;
+    measurePipelineStep(model, replica, step, out);
+    return out;
+}
+
+void measurePipelineStep(const RunModel& model, int replica, int step, PipeStep& out) {
+    const int p = stagesOf(model.scenario());
+    out.replica = replica;
+    out.stages = p;
+    out.step = step;
+    out.complete = true;
+    out.t0 = std::numeric_limits<int64_t>::max();
+    out.t1 = std::numeric_limits<int64_t>::min();
+    out.blocks.clear();
+    out.arrows.clear();
+    out.stage_busy.assign(size_t(p), 0);
+    out.stage_bubble.assign(size_t(p), -1.0);
+    out.bubble = -1.0;
+    out.open_sends = 0;
+    out.mismatched = 0;
+
+    // Compute spans of the step, stage by stage (binary search to the step's first span).
+    // stage_bubble stays -1 for a stage with no span; 0 marks "has spans" until the bubble is known.
+    for (int s = 0; s < p; ++s) {
+        const int rank = replica * p + s;
+        if (rank >= model.world()) {
+            out.complete = false;
+            continue;
+        }
+        const RankLane& lane = model.lane(rank);
+        const auto& spans = lane.compute[2];
+        for (auto it = firstOfStep(spans, step); it != spans.end() && it->step == step; ++it) {
+            if (!isPipeSpan(*it)) continue;
+            out.blocks.push_back(PipeBlock{s, it->kind, it->microbatch, it->unit, it->t0, it->t1});
+            out.stage_busy[size_t(s)] += it->t1 - it->t0;
+            out.t0 = std::min(out.t0, it->t0);
+            out.t1 = std::max(out.t1, it->t1);
+            out.stage_bubble[size_t(s)] = 0.0;
+        }
+        // Complete when the rank reported its Step span (emitted when the step ends).
+        const auto& steps = lane.compute[0];
+        auto st = firstOfStep(steps, step);
+        if (st == steps.end() || st->step != step) out.complete = false;
+    }
+    if (out.blocks.empty()) {
+        out.t0 = out.t1 = 0;
+        out.complete = false;
+        return;
+    }
+
+    // The bubble: idle share of the window, per stage, then the mean.
+    const double window = double(std::max<int64_t>(out.t1 - out.t0, 1));
+    double total = 0.0;
+    int counted = 0;
+    for (int s = 0; s < p; ++s) {
+        if (out.stage_bubble[size_t(s)] < 0.0) continue; // no span from this stage
+        out.stage_bubble[size_t(s)] = 1.0 - double(out.stage_busy[size_t(s)]) / window;
+        total += out.stage_bubble[size_t(s)];
+        ++counted;
+    }
+    out.bubble = counted > 0 ? total / counted : -1.0;
+
+    // Messages: every Send of the step inside this pipeline, linked to the Recv
+    // with the same (sender, receiver, seq): a rank's k-th send to j is j's
+    // k-th receive from it (the communicator numbers them per direction and peer).
+    for (int s = 0; s < p; ++s) {
+        const int rank = replica * p + s;
+        if (rank >= model.world()) continue;
+        const auto& comm = model.lane(rank).comm;
+        for (auto it = firstOfStep(comm, step); it != comm.end() && it->step <= step; ++it) {
+            if (it->kind != EventKind::Send || it->step != step) continue;
+            const int peer = it->peer;
+            if (peer < 0 || peer / p != replica || peer >= model.world()) continue; // not inside this pipeline
+            const SpanRecord* recv = model.findComm(peer, it->group, EventKind::Recv, rank, it->seq);
+            if (!recv || recv->open() || recv->failed) {
+                ++out.open_sends;
+                continue;
+            }
+            PipeArrow a;
+            a.from_stage = s;
+            a.to_stage = peer % p;
+            a.t_send = it->t0;
+            a.t_arrived = recv->t1;
+            a.microbatch = it->microbatch;
+            a.chunk = it->unit;
+            // An activation goes to the next chunk, a gradient to the previous one.
+            a.gradient = it->unit >= 0 && recv->unit >= 0 ? recv->unit < it->unit : a.to_stage < a.from_stage;
+            a.same_microbatch = recv->microbatch == it->microbatch;
+            a.seq = it->seq;
+            a.bytes = it->bytes;
+            if (!a.same_microbatch) ++out.mismatched;
+            out.arrows.push_back(a);
+        }
+    }
+}
+
+PipeStepRange pipelineStepRange(const RunModel& model, int replica) {
+    PipeStepRange r;
+    const int p = stagesOf(model.scenario());
+    int latest = std::numeric_limits<int>::max();
+    for (int s = 0; s < p; ++s) {
+        const int rank = replica * p + s;
+        if (rank >= model.world()) {
+            latest = -1;
+            break;
+        }
+        const RankLane& lane = model.lane(rank);
+        // Depth 0 holds only Step spans, emitted when the step ends.
+        latest = std::min(latest, lane.compute[0].empty() ? -1 : lane.compute[0].back().step);
+        const auto& spans = lane.compute[2];
+        if (spans.empty()) continue;
+        r.first = r.first < 0 ? spans.front().step : std::min(r.first, int(spans.front().step));
+        r.last = std::max(r.last, int(spans.back().step));
+    }
+    r.latest_complete = latest == std::numeric_limits<int>::max() ? -1 : latest;
+    return r;
+}
+
+int pipelineStepAt(const RunModel& model, int replica, int64_t t) {
+    // Stage 0 starts every step (the first forward) and ends it (the last
+    // backward), so its latest span at or before t names the step.
+    const int rank = replica * stagesOf(model.scenario());
+    if (rank >= model.world()) return -1;
+    const auto& spans = model.lane(rank).compute[2];
+    if (spans.empty()) return -1;
+    auto it = std::upper_bound(spans.begin(), spans.end(), t, [](int64_t v, const SpanRecord& s) { return v < s.t0; });
+    return it == spans.begin() ? spans.front().step : std::prev(it)->step;
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Help and empty states
+// -----------------------------------------------------------------------------
+
+PipelineView::PipelineView() : View("Pipeline") {}
+
+const char* PipelineView::helpText() const {
+    return "One step of one pipeline: the predicted schedule (theory) above what the ranks really did (measured), "
+           "on the same time scale.\n\n"
+           "Pipeline parallelism gives each of p ranks (stages) a slice of the model's blocks and splits the batch "
+           "into m microbatches. Stage s runs F (forward) of a microbatch when stage s-1 has sent its activation, "
+           "and B (backward) when stage s+1 has sent the gradient back. At the start only stage 0 has work and at "
+           "the end only stage 0 still has backwards to do: the idle time in between is the pipeline BUBBLE.\n"
+           "  bubble = (p-1) / (m + p-1)  for GPipe and 1F1B (more microbatches: a smaller bubble)\n\n"
+           "GPipe runs all m forwards, then all backwards: every stage holds m microbatches' activations. 1F1B "
+           "starts backwards as soon as it can and then alternates one forward, one backward, so stage s holds at "
+           "most p - s: the same bubble, far less memory.\n"
+           "Interleaved 1F1B gives each rank v chunks (rank r holds chunks r, r+p, ...): a microbatch visits every "
+           "rank v times with 1/v of the work each time, so the ramp is v times shorter:\n"
+           "  bubble = (p-1) / (v m + p-1)  (more messages, same memory per microbatch)\n"
+           "Zero bubble (zb-h1) splits B into Bi (the input gradient, what the previous stage waits for) and W (the "
+           "weight gradient, which nobody waits for). W runs later and fills the holes:\n"
+           "  bubble = (p-1)(F + Bi - W) / (m (F + Bi + W) + (p-1)(F + Bi - W))\n\n"
+           "Theory: the schedule executed with fixed durations, the run's measured mean F, B (or Bi, W) per chunk "
+           "(F = 1, B = 2 units before a step was measured), no communication time. Measured: the real spans; an "
+           "arrow goes from a Send's start to the end of the matching Recv on the other stage (the data arrived), "
+           "matched by sender, receiver and sequence number. Measured bubble: window = first F to last B of the "
+           "step over the pipeline's stages; per stage 1 - busy / window; overall the mean over the stages.\n\n"
+           "The step: the latest completed one, or the step at the time cursor (click the timeline); type a step "
+           "to pin it. The pipeline: the one of the selected rank.";
+}
+
+bool PipelineView::isEmpty(const AppContext&) const { return false; } // draw() draws its own empty states
+
+// -----------------------------------------------------------------------------
+// [SECTION] Caches: what to recompute this frame
+// -----------------------------------------------------------------------------
+
+void PipelineView::refresh(const ViewInputs& inputs) {
+    const RunModel& model = *inputs.model;
+    const Scenario& scenario = model.scenario();
+    const int p = stagesOf(scenario);
+    const bool new_model = m_model != &model || m_means_begin != model.tBegin();
+
+    // The pipeline: the selected rank's replica, else the first.
+    int replica = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank / p : 0;
+    if ((replica + 1) * p > model.world()) replica = 0;
+    m_replica = replica;
+    m_range = pipelineStepRange(model, replica);
+
+    // Mean durations over the whole run: once per completed step (before the
+    // first one completes, whenever events arrive; there are few then).
+    if (new_model || !m_means_done || m_means_step != m_range.latest_complete ||
+        (m_range.latest_complete < 0 && m_step_generation != model.generation())) {
+        m_means = pipelineMeans(model);
+        m_means_step = m_range.latest_complete;
+        m_means_done = true;
+    }
+
+    // Theory: when the durations or the scenario change.
+    const PipelineShape shape = pipelineShapeOf(scenario);
+    const bool same_theory = m_theory_valid && m_theory_schedule == scenario.strategy.schedule &&
+                             m_theory_shape.stages == shape.stages && m_theory_shape.microbatches == shape.microbatches &&
+                             m_theory_shape.chunks_per_rank == shape.chunks_per_rank &&
+                             m_theory_means.forward_ns == m_means.forward_ns &&
+                             m_theory_means.backward_ns == m_means.backward_ns &&
+                             m_theory_means.backward_input_ns == m_means.backward_input_ns &&
+                             m_theory_means.backward_weight_ns == m_means.backward_weight_ns;
+    if (!same_theory) {
+        m_theory = pipelineTheory(scenario, m_means);
+        m_theory_schedule = scenario.strategy.schedule;
+        m_theory_shape = shape;
+        m_theory_means = m_means;
+        m_theory_valid = true;
+        ++m_theory_count;
+    }
+
+    // The step: pinned, else the cursor's, else the latest completed (or the one in progress).
+    int step = -1;
+    if (!m_follow) step = m_pinned;
+    else if (inputs.cursor_ns && inputs.cursor_ns->has_value()) step = pipelineStepAt(model, replica, **inputs.cursor_ns);
+    else step = m_range.latest_complete >= 0 ? m_range.latest_complete : m_range.last;
+    m_shown_step = step;
+    if (new_model || m_step_generation != model.generation() || m_step_key != step || m_replica_key != replica) {
+        measurePipelineStep(model, replica, step, m_step);
+        m_step_generation = model.generation();
+        m_step_key = step;
+        m_replica_key = replica;
+        ++m_measure_count;
+    }
+    m_model = &model;
+    m_means_begin = model.tBegin();
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Drawing: header, legend, the two grids, the axis
+// -----------------------------------------------------------------------------
+
+void PipelineView::draw(const ViewInputs& inputs) {
+    m_empty = pipelineEmpty(inputs);
+    if (m_empty == PipeEmpty::NoRun) {
+        helpMarker(helpText());
+        emptyState("No run open: start a scenario or open a recording",
+                   "With [strategy] kind = \"pipeline\" this view shows one step of the pipeline: the predicted "
+                   "schedule (theory) above the measured forward and backward spans, the messages between the "
+                   "stages and the bubble.");
+        return;
+    }
+    if (m_empty == PipeEmpty::NotPipeline) {
+        helpMarker(helpText());
+        const Scenario& scenario = inputs.model->scenario();
+        char title[128];
+        if (scenario.strategy.kind == "pipeline")
+            std::snprintf(title, sizeof(title), "A pipeline of %d stage has nothing to overlap: no bubble to show",
+                          scenario.topology.stages);
+        else
+            std::snprintf(title, sizeof(title), "The \"%s\" strategy has no pipeline stages",
+                          scenario.strategy.kind.c_str());
+        emptyState(title,
+                   "This view needs [strategy] kind = \"pipeline\" and [topology] stages >= 2 in the scenario "
+                   "(try scenarios/pipeline_gpipe_vs_1f1b.toml). Then each rank holds a slice of the blocks, "
+                   "microbatches flow through the stages, and this view draws the schedule, the messages and the "
+                   "bubble.");
+        return;
+    }
+    refresh(inputs);
+    drawHeader(inputs);
+    drawGrids(inputs);
+}
+
+void PipelineView::drawHeader(const ViewInputs& inputs) {
+    const Scenario& scenario = inputs.model->scenario();
+    const PipelineShape shape = pipelineShapeOf(scenario);
+    const int p = shape.stages;
+
+    helpMarker(helpText());
+    ImGui::SameLine();
+    ImGui::AlignTextToFramePadding();
+    if (shape.chunks_per_rank > 1)
+        ImGui::Text("%s: p = %d stages, m = %d microbatches, v = %d chunks per rank", scenario.strategy.schedule.c_str(),
+                    p, shape.microbatches, shape.chunks_per_rank);
+    else
+        ImGui::Text("%s: p = %d stages, m = %d microbatches", scenario.strategy.schedule.c_str(), p, shape.microbatches);
+    ImGui::SameLine();
+    const int pipelines = std::max(1, inputs.model->world() / p);
+    ImGui::TextDisabled("|  pipeline %d of %d: ranks %d-%d", m_replica, pipelines, m_replica * p, m_replica * p + p - 1);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("World rank = pipeline x p + stage. Select a rank of another pipeline (Topology or timeline) "
+                          "to show its pipeline.");
+
+    ImGui::SameLine();
+    ImGui::TextUnformatted("|  step");
+    ImGui::SameLine();
+    int value = std::max(m_shown_step, 0);
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 6.0f);
+    if (ImGui::InputInt("##pipeline_step", &value)) {
+        const int lo = std::max(m_range.first, 0), hi = std::max(m_range.last, lo);
+        pinStep(std::clamp(value, lo, hi));
+    }
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Type or step through the steps; Latest follows the run again.");
+    ImGui::SameLine();
+    const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
+    ImGui::BeginDisabled(m_follow);
+    if (ImGui::Button(has_cursor ? "Cursor" : "Latest")) followLatest();
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip(has_cursor ? "Follow the time cursor's step again." : "Follow the latest completed step again.");
+    ImGui::SameLine();
+    if (m_shown_step < 0) ImGui::TextDisabled("no step yet");
+    else if (!m_follow) ImGui::TextDisabled("pinned%s", m_step.complete ? "" : ", in progress");
+    else if (has_cursor) ImGui::TextDisabled("at the time cursor%s", m_step.complete ? "" : ", in progress");
+    else ImGui::TextDisabled("%s", m_step.complete ? "latest completed" : "in progress");
+
+    // Legend: the kinds this schedule uses, then how to read shades and arrows.
+    const bool zb = scenario.strategy.schedule == "zb-h1";
+    legendItem(palette::kindColor(EventKind::Forward), "F forward", true);
+    if (zb) {
+        legendItem(palette::kindColor(EventKind::BackwardInput), "Bi input gradient", false);
+        legendItem(palette::kindColor(EventKind::BackwardWeight), "W weight gradient", false);
+    } else {
+        legendItem(palette::kindColor(EventKind::Backward), "B backward", false);
+    }
+    legendItem(palette::kindColor(EventKind::Send), "activation sent -> arrived", false);
+    legendItem(ImGui::GetColorU32(ImGuiCol_Text, 0.75f), "gradient sent -> arrived", false);
+    ImGui::SameLine(0.0f, ImGui::GetStyle().ItemSpacing.x * 2.0f);
+    ImGui::TextDisabled(shape.chunks_per_rank > 1 ? "number = microbatch, darker = later chunk" : "number = microbatch");
+}
+
+namespace {
+
+// Geometry of a grid row from the current font (draw and preferredHeight agree).
+struct RowMetrics {
+    float line_h, row_h, gap;
+};
+RowMetrics rowMetrics() {
+    RowMetrics m;
+    m.line_h = ImGui::GetTextLineHeight();
+    m.row_h = std::floor(m.line_h * 1.4f);
+    m.gap = std::floor(m.line_h * 0.3f);
+    return m;
+}
+
+// One block: the kind's colour, shaded by chunk tier (interleaved) or by
+// microbatch parity, the microbatch number when it fits.
+void drawBlock(ImDrawList* draw, ImVec2 a, ImVec2 b, EventKind kind, int microbatch, int chunk, const PipelineShape& shape) {
+    ImU32 color = palette::kindColor(kind);
+    if (shape.chunks_per_rank > 1) color = palette::shade(color, chunk / shape.stages > 0 ? 0.7f : 1.0f);
+    else if (microbatch % 2 == 1) color = palette::shade(color, 0.82f);
+    if (b.x - a.x < 1.0f) b.x = a.x + 1.0f;
+    draw->AddRectFilled(a, b, color, 2.0f);
+    if (b.x - a.x >= 4.0f) draw->AddRect(a, b, IM_COL32(0, 0, 0, 90), 2.0f);
+    char label[16];
+    std::snprintf(label, sizeof(label), "%d", microbatch);
+    const ImVec2 size = ImGui::CalcTextSize(label);
+    if (size.x + 4.0f <= b.x - a.x)
+        draw->AddText(ImVec2(std::floor((a.x + b.x - size.x) * 0.5f), std::floor((a.y + b.y - size.y) * 0.5f)),
+                      palette::textOn(color), label);
+}
+
+const char* opName(EventKind kind) {
+    switch (kind) {
+    case EventKind::Backward: return "B";
+    case EventKind::BackwardInput: return "Bi";
+    case EventKind::BackwardWeight: return "W";
+    default: return "F";
+    }
+}
+
+void percent(char* out, size_t size, double fraction) { std::snprintf(out, size, "%.1f %%", fraction * 100.0); }
+
+} // namespace
+
+float PipelineView::preferredHeight(int stages) {
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const RowMetrics m = rowMetrics();
+    const float rows = float(std::max(stages, 1)) * (m.row_h + m.gap);
+    // title bar, header, legend, two section titles, two grids, axis, paddings
+    return ImGui::GetFrameHeight() * 2.0f + m.line_h * 4.0f + rows * 2.0f + m.gap * 4.0f + style.ItemSpacing.y * 7.0f +
+           style.WindowPadding.y * 2.0f + 8.0f;
+}
+
+void PipelineView::drawGrids(const ViewInputs& inputs) {
+    const RunModel& model = *inputs.model;
+    const Scenario& scenario = model.scenario();
+    const PipelineShape shape = pipelineShapeOf(scenario);
+    const int p = shape.stages;
+    const PipeTheory& theory = m_theory;
+    const PipeStep& measured = m_step;
+    const RowMetrics m = rowMetrics();
+    const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    const ImU32 frame = ImGui::GetColorU32(ImGuiCol_FrameBg);
+    const ImVec4 theory_color = ImGui::ColorConvertU32ToFloat4(palette::kTheory);
+    char buf[160], a_buf[32], b_buf[32], c_buf[32];
+
+    if (!theory.problem.empty()) {
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::kWarning), "The schedule cannot run this shape: %s",
+                           theory.problem.c_str());
+        return;
+    }
+
+    // Columns: stage labels | the plot | idle share per stage.
+    const float label_w = ImGui::CalcTextSize("stage 00 (rank 00)").x + m.gap * 2.0f;
+    const float right_w = ImGui::CalcTextSize("100.0 % idle").x + m.gap * 2.0f;
+    const float avail_w = ImGui::GetContentRegionAvail().x;
+    const float plot_w = std::max(40.0f, avail_w - label_w - right_w);
+    const bool has_measured = !measured.blocks.empty();
+    const double window_ns = has_measured ? double(measured.t1 - measured.t0) : 0.0;
+
+    // One horizontal scale for both grids (ns from the start of each) when the
+    // theory ran with measured durations; else the theory has its own, in units.
+    const bool shared = theory.measured_durations;
+    const double theory_span = std::max(theory.makespan, 1e-9);
+    const double ns_span = std::max({shared ? theory.makespan : 0.0, window_ns, 1.0});
+    const double theory_scale = shared ? double(plot_w) / ns_span : double(plot_w) / theory_span;
+    const double measured_scale = double(plot_w) / ns_span;
+
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const bool hovered_window = ImGui::IsWindowHovered();
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    auto inside = [&](ImVec2 a, ImVec2 b) {
+        return hovered_window && mouse.x >= a.x && mouse.x < b.x && mouse.y >= a.y && mouse.y < b.y;
+    };
+    auto rowLabel = [&](float y, int s, bool with_rank) {
+        const float ty = y + std::floor((m.row_h - m.line_h) * 0.5f);
+        const ImVec2 origin = ImGui::GetCursorScreenPos();
+        if (with_rank) std::snprintf(buf, sizeof(buf), "stage %d (rank %d)", s, m_replica * p + s);
+        else std::snprintf(buf, sizeof(buf), "stage %d", s);
+        draw->AddText(ImVec2(origin.x, ty), text, buf);
+    };
+    auto idleLabel = [&](float y, double fraction, bool measured_value) {
+        const ImVec2 origin = ImGui::GetCursorScreenPos();
+        const float ty = y + std::floor((m.row_h - m.line_h) * 0.5f);
+        if (fraction < 0) std::snprintf(buf, sizeof(buf), "-");
+        else std::snprintf(buf, sizeof(buf), "%.1f %% idle", fraction * 100.0);
+        draw->AddText(ImVec2(origin.x + label_w + plot_w + m.gap * 2.0f, ty), measured_value ? text : dim, buf);
+    };
+
+    // ---- theory ----------------------------------------------------------------
+    ImGui::TextColored(theory_color, "theory");
+    ImGui::SameLine();
+    if (theory.measured_durations) {
+        formatDuration(a_buf, sizeof(a_buf), theory.durations.forward);
+        if (scenario.strategy.schedule == "zb-h1") {
+            formatDuration(b_buf, sizeof(b_buf), theory.durations.backward_input);
+            formatDuration(c_buf, sizeof(c_buf), theory.durations.backward_weight);
+            ImGui::TextDisabled("the schedule with the measured means F %s, Bi %s, W %s; no communication", a_buf, b_buf,
+                                c_buf);
+        } else {
+            formatDuration(b_buf, sizeof(b_buf), theory.durations.backward);
+            ImGui::TextDisabled("the schedule with the measured means F %s, B %s; no communication", a_buf, b_buf);
+        }
+    } else {
+        ImGui::TextDisabled("the schedule in unit time (F = 1, B = 2, Bi = W = 1): no step measured yet");
+    }
+    ImGui::SameLine();
+    percent(a_buf, sizeof(a_buf), theory.formula_bubble);
+    percent(b_buf, sizeof(b_buf), theory.simulated_bubble);
+    const bool zb = scenario.strategy.schedule == "zb-h1";
+    const char* formula = scenario.strategy.schedule == "interleaved" ? "(p-1)/(v m+p-1)"
+                          : zb                                        ? "(p-1)(F+Bi-W) / (m(F+Bi+W) + (p-1)(F+Bi-W))"
+                                                                      : "(p-1)/(m+p-1)";
+    if (zb) ImGui::Text("|  bubble %s by the formula, %s simulated", a_buf, b_buf); // the formula is long: on hover
+    else ImGui::Text("|  bubble %s = %s, simulated %s", formula, a_buf, b_buf);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("theory: bubble = %s\nwith p = %d, m = %d, v = %d and the durations above = %s.\n"
+                          "Simulated: 1 - busy / (p x makespan) of the grid below = %s.",
+                          formula, shape.stages, shape.microbatches, shape.chunks_per_rank, a_buf, b_buf);
+
+    const ImVec2 theory_origin = ImGui::GetCursorScreenPos();
+    const float plot_x0 = theory_origin.x + label_w;
+    int hovered_slot = -1;
+    for (int s = 0; s < p; ++s) {
+        const float y = theory_origin.y + float(s) * (m.row_h + m.gap);
+        draw->AddRectFilled(ImVec2(plot_x0, y), ImVec2(plot_x0 + float(theory.makespan * theory_scale), y + m.row_h), frame);
+        rowLabel(y, s, false);
+        idleLabel(y, s < int(theory.stage_bubble.size()) ? theory.stage_bubble[size_t(s)] : -1.0, false);
+    }
+    for (size_t i = 0; i < theory.slots.size(); ++i) {
+        const PredictedSlot& slot = theory.slots[i];
+        const float y = theory_origin.y + float(slot.rank) * (m.row_h + m.gap);
+        const ImVec2 a(plot_x0 + float(slot.start * theory_scale), y), b(plot_x0 + float(slot.end * theory_scale), y + m.row_h);
+        drawBlock(draw, a, b, kindOfOp(slot.action.op), slot.action.microbatch, slot.action.chunk, shape);
+        if (inside(a, b)) hovered_slot = int(i);
+    }
+    ImGui::Dummy(ImVec2(avail_w, float(p) * (m.row_h + m.gap)));
+    if (hovered_slot >= 0) {
+        const PredictedSlot& slot = theory.slots[size_t(hovered_slot)];
+        ImGui::BeginTooltip();
+        ImGui::Text("theory: %s of microbatch %d, chunk %d, on stage %d", opName(kindOfOp(slot.action.op)),
+                    slot.action.microbatch, slot.action.chunk, slot.rank);
+        if (theory.measured_durations) {
+            formatDuration(a_buf, sizeof(a_buf), slot.start);
+            formatDuration(b_buf, sizeof(b_buf), slot.end - slot.start);
+            ImGui::TextDisabled("starts at +%s, lasts %s (the measured mean)", a_buf, b_buf);
+        } else {
+            ImGui::TextDisabled("t = %g .. %g units", slot.start, slot.end);
+        }
+        ImGui::EndTooltip();
+    }
+
+    // ---- measured ----------------------------------------------------------------
+    ImGui::TextUnformatted("measured");
+    ImGui::SameLine();
+    if (!has_measured) {
+        if (m_shown_step >= 0) ImGui::TextDisabled("step %d: no forward or backward span from this pipeline", m_shown_step);
+        else ImGui::TextDisabled("waiting for the first step's forward and backward spans");
+        return;
+    }
+    formatDuration(a_buf, sizeof(a_buf), window_ns);
+    percent(b_buf, sizeof(b_buf), measured.bubble);
+    ImGui::TextDisabled("step %d: %s from the first F to the last %s", measured.step, a_buf,
+                        scenario.strategy.schedule == "zb-h1" ? "W" : "B");
+    ImGui::SameLine();
+    ImGui::Text("|  bubble %s (mean of the stages' idle share)", b_buf);
+    ImGui::SameLine();
+    ImGui::TextDisabled("|  %d messages", int(measured.arrows.size()));
+    if (measured.open_sends > 0 || measured.mismatched > 0) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::kWarning), "%d not arrived%s", measured.open_sends,
+                           measured.mismatched > 0 ? ", some link different microbatches" : "");
+    }
+
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    auto rowY = [&](int s) { return origin.y + float(s) * (m.row_h + m.gap); };
+    auto xOf = [&](int64_t t) { return plot_x0 + float(double(t - measured.t0) * measured_scale); };
+    for (int s = 0; s < p; ++s) {
+        const float y = rowY(s);
+        draw->AddRectFilled(ImVec2(plot_x0, y), ImVec2(plot_x0 + float(window_ns * measured_scale), y + m.row_h), frame);
+        rowLabel(y, s, true);
+        idleLabel(y, measured.stage_bubble[size_t(s)], true);
+    }
+    int hovered_block = -1;
+    for (size_t i = 0; i < measured.blocks.size(); ++i) {
+        const PipeBlock& block = measured.blocks[i];
+        const float y = rowY(block.stage);
+        const ImVec2 a(xOf(block.t0), y), b(xOf(block.t1), y + m.row_h);
+        drawBlock(draw, a, b, block.kind, block.microbatch, block.chunk, shape);
+        if (inside(a, b)) hovered_block = int(i);
+    }
+    // Arrows on top: from the Send's start on one row to the data's arrival on the other.
+    const ImU32 arrow = palette::withAlpha(palette::kindColor(EventKind::Send), 0.9f);
+    const ImU32 gradient_arrow = ImGui::GetColorU32(ImGuiCol_Text, 0.75f);
+    for (const PipeArrow& a : measured.arrows) {
+        const bool down = a.to_stage > a.from_stage;
+        const ImVec2 from(xOf(a.t_send), down ? rowY(a.from_stage) + m.row_h : rowY(a.from_stage));
+        const ImVec2 to(xOf(a.t_arrived), down ? rowY(a.to_stage) : rowY(a.to_stage) + m.row_h);
+        const ImU32 color = !a.same_microbatch ? palette::kWarning : a.gradient ? gradient_arrow : arrow;
+        draw->AddLine(from, to, color, 1.5f);
+        const float head = std::floor(m.line_h * 0.3f), dir = down ? -1.0f : 1.0f;
+        draw->AddTriangleFilled(to, ImVec2(to.x - head * 0.6f, to.y + dir * head), ImVec2(to.x + head * 0.6f, to.y + dir * head),
+                                color);
+    }
+    ImGui::Dummy(ImVec2(avail_w, float(p) * (m.row_h + m.gap)));
+    if (hovered_block >= 0) {
+        const PipeBlock& block = measured.blocks[size_t(hovered_block)];
+        ImGui::BeginTooltip();
+        ImGui::Text("%s of microbatch %d, chunk %d, on stage %d (rank %d), step %d", opName(block.kind), block.microbatch,
+                    block.chunk, block.stage, m_replica * p + block.stage, measured.step);
+        formatDuration(a_buf, sizeof(a_buf), double(block.t0 - measured.t0));
+        formatDuration(b_buf, sizeof(b_buf), double(block.t1 - block.t0));
+        ImGui::TextDisabled("starts at +%s, lasts %s (measured)", a_buf, b_buf);
+        ImGui::EndTooltip();
+    }
+
+    // ---- axis: time from the start of each grid -----------------------------------
+    const ImVec2 axis = ImGui::GetCursorScreenPos();
+    const double step_ns = niceStep(ns_span / std::max(1.0, double(plot_w) / (ImGui::GetFontSize() * 6.0)));
+    draw->AddLine(ImVec2(plot_x0, axis.y), ImVec2(plot_x0 + plot_w, axis.y), dim);
+    for (double t = 0.0; t <= ns_span; t += step_ns) {
+        const float x = plot_x0 + float(t * measured_scale);
+        draw->AddLine(ImVec2(x, axis.y), ImVec2(x, axis.y + 4.0f), dim);
+        formatTimeTick(buf, sizeof(buf), t, step_ns);
+        if (x + 2.0f + ImGui::CalcTextSize(buf).x <= plot_x0 + plot_w + right_w) // the last label may not fit
+            draw->AddText(ImVec2(x + 2.0f, axis.y + 2.0f), dim, buf);
+    }
+    draw->AddText(ImVec2(axis.x, axis.y + 2.0f), dim, shared ? "time from start" : "measured time");
+    ImGui::Dummy(ImVec2(avail_w, m.line_h + 4.0f));
+}
+
+} // namespace dt::app
