@@ -82,7 +82,7 @@ const EnumRule kEnumRules[] = {
     {"optimizer", "kind", {"adamw"}},
     {"faults", "action", {"kill", "hang"}},
     {"faults", "when", {"allreduce", "step"}},
-    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration"}},
+    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "pipeline"}},
 };
 
 std::string formatNumber(double value) {
