@@ -2,6 +2,7 @@
 // (a DDP step is as far as its slowest rank); loss = mean over ranks.
 #include "progress_line.hpp"
 
+#include <cmath>
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -16,9 +17,11 @@ std::string formatProgressLine(const std::vector<RankProgress>& ranks, int total
     for (const auto& r : ranks) {
         min_step = std::min(min_step, r.step);
         if (r.step >= 0) {
-            loss += r.last_loss;
             step_ms = std::max(step_ms, r.last_step_ms);
-            ++counted;
+            if (!std::isnan(r.last_loss)) { // a pipeline's loss is on its last stage only
+                loss += r.last_loss;
+                ++counted;
+            }
         }
         states[std::string(rankStateLabel(r.state))]++;
     }

@@ -27,6 +27,10 @@
 #include <string>
 
 namespace dt::app {
+
+// In a live run a collective open for longer than this is drawn as hung.
+// (Gloo's own timeout, [run] timeout_s, decides when the run fails.)
+constexpr int64_t kStuckAfterNs = 2'000'000'000;
 namespace {
 
 int64_t clampToTime(double t) {
@@ -280,9 +284,16 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
         ImGui::TextDisabled("%s across  |  %s events  |  %d ranks", width, events, model->world());
         if (const size_t open = model->openCollectives(); open > 0) {
             ImGui::SameLine();
-            ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
-            ImGui::Text("%zu collective%s never completed", open, open == 1 ? "" : "s");
-            ImGui::PopStyleColor();
+            if (inputs.live) { // in a running Session an open collective is usually just in flight
+                ImGui::TextDisabled("%zu collective%s in flight", open, open == 1 ? "" : "s");
+                if (ImGui::IsItemHovered())
+                    ImGui::SetTooltip("Started and not completed yet. One open for more than %.0f s is drawn "
+                                      "hatched red: a hung peer looks like that.", double(kStuckAfterNs) / 1e9);
+            } else {
+                ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
+                ImGui::Text("%zu collective%s never completed", open, open == 1 ? "" : "s");
+                ImGui::PopStyleColor();
+            }
         }
     }
 }
@@ -429,6 +440,7 @@ void TimelineView::draw(const ViewInputs& inputs) {
 
     m_window.width = std::max(1.0f, content_w - label_w);
     m_window.now_ns = std::max(inputs.now_ns, model->tEnd());
+    m_live = inputs.live;
     m_lanes.top = origin.y + axis_h;
     m_area_x0 = area_x0;
     applyPending(inputs);
@@ -611,7 +623,8 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
         return;
     }
     draw->AddRectFilled(a, b, color);
-    const bool hung = s.open();
+    // Open for long in a live run, or open at the end of a finished run or a replay.
+    const bool hung = s.open() && (!m_live || m_window.now_ns - s.t0 > kStuckAfterNs);
     if (hung) { // never completed: red hatching and border, a thick red edge at "now"
         drawHatch(draw, a, b, palette::kHung);
         draw->AddRect(a, b, palette::kHung, 0.0f, 0, 2.0f);
@@ -749,7 +762,7 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
     if (s.open()) {
         formatDuration(b, sizeof(b), double(s.endOr(m_window.now_ns) - s.t0));
         ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
-        if (s.started) ImGui::Text("never completed: open for %s", b);
+        if (s.started) ImGui::Text("%s: open for %s", m_live ? "in flight" : "never completed", b);
         else ImGui::Text("queued, not started yet (%s)", b);
         ImGui::PopStyleColor();
     } else {

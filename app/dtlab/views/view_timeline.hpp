@@ -135,6 +135,7 @@ private:
     LaneLayout m_lanes;
     float m_area_x0 = 0.0f;
     bool m_follow_live = true;
+    bool m_live = false;          // a Session is running: a young open collective is in flight, not hung
     bool m_initialized = false;      // the first draw with events sets the zoom
     bool m_dragged = false;          // the current press moved: a pan, not a click
     bool m_fit_pending = false;

@@ -7,6 +7,7 @@
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 namespace dt::app {
@@ -86,13 +87,13 @@ void ToolbarView::drawContent(AppContext& context) {
     double loss_sum = 0.0;
     int loss_n = 0;
     for (const RankProgress& p : f.ranks)
-        if (p.step >= 0 && !RunFacts::gone(p)) {
+        if (p.step >= 0 && !RunFacts::gone(p) && !std::isnan(p.last_loss)) {
             loss_sum += p.last_loss;
             ++loss_n;
         }
     if (loss_n == 0) // every rank is gone: their last losses still say where training got to
         for (const RankProgress& p : f.ranks)
-            if (p.step >= 0) {
+            if (p.step >= 0 && !std::isnan(p.last_loss)) {
                 loss_sum += p.last_loss;
                 ++loss_n;
             }

@@ -172,7 +172,8 @@ void TopologyView::drawTile(AppContext& context, const RankProgress& p, float wi
     ImGui::Text("step %d / %d", std::max(0, p.step + 1), total);
     if (p.step >= 0) {
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
-        ImGui::Text("loss %.3f", p.last_loss);
+        if (std::isnan(p.last_loss)) ImGui::TextDisabled("no loss here"); // a pipeline stage before the last
+        else ImGui::Text("loss %.3f", p.last_loss);
     }
     if (p.pid > 0) ImGui::TextDisabled("%s  pid %d", p.host.empty() ? "localhost" : p.host.c_str(), p.pid);
     else ImGui::TextDisabled("not started");
@@ -274,7 +275,7 @@ void TopologyView::drawDetails(AppContext& context, int rank) {
         std::snprintf(buf, sizeof(buf), "%.0f ms", p.last_step_ms);
         cell("last step", p.step >= 0 ? buf : "-");
         std::snprintf(buf, sizeof(buf), "%.4f", p.last_loss);
-        cell("last loss", p.step >= 0 ? buf : "-");
+        cell("last loss", p.step >= 0 && !std::isnan(p.last_loss) ? buf : "-");
         std::snprintf(buf, sizeof(buf), "+%.0f ms per step", p.delay_ms);
         cell("delay", p.delay_ms > 0 ? buf : "none");
         ImGui::EndTable();

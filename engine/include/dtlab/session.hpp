@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <climits>
 #include <memory>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -41,7 +42,7 @@ struct RankProgress {
     int pid = 0;
     RankState state = RankState::Pending;
     int step = -1;              // last completed step
-    double last_loss = 0.0;
+    double last_loss = std::numeric_limits<double>::quiet_NaN(); // NaN: none yet (a pipeline's first stages never have one)
     double last_step_ms = 0.0;
     double delay_ms = 0.0;      // "slow rank" delay added to each of its steps
     std::string host;

@@ -18,6 +18,8 @@
 //          plus the materialized units at peak: root + the largest unit
 //          (+ one more unit while a prefetched all-gather is in flight)
 //   hsdp   as fsdp with N = ranks / replicas
+//   pipeline  each stage its own blocks, whole: about 16 Psi / p (the first
+//          stage adds the embeddings, the last the head)
 // Bytes sent per rank and step (ring algorithms, cost model of communicator.cpp):
 //   ddp          all-reduce                    2 (N-1)/N x 4 Psi
 //   zero1/zero2  reduce-scatter + all-gather   2 (N-1)/N x 4 Psi
@@ -25,6 +27,9 @@
 //                reduce-scatter                ~3 (N-1)/N x 4 Psi
 //   hsdp         fsdp in the shard group + all-reduce of the shard across replicas
 //                2 (R-1)/R x 4 Psi / N
+//   pipeline     an inner stage sends every microbatch's activation forward and
+//                its gradient back: 2 v x B x T x d_model x 4, plus 2 (d-1)/d x 4 Psi / p
+//                to average its gradients over d pipelines side by side
 // With M microbatches the forward/backward all-gathers repeat per microbatch,
 // and so do the gradient collectives when sync_every_microbatch is on.
 #pragma once

@@ -36,7 +36,7 @@ int64_t paddedNumel(int64_t numel, int shards) {
 
 int shardCount(const Scenario& s) {
     const std::string& k = s.strategy.kind;
-    if (k == "ddp") return 1;
+    if (k == "ddp" || k == "pipeline") return 1;
     if (k == "hsdp") return s.topology.ranks / std::max(1, s.topology.replicas);
     return s.topology.ranks;
 }
@@ -55,6 +55,13 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
     const int64_t shard = padded / N; // every unit's padded size divides by N
 
     ModelStateTheory t;
+    if (k == "pipeline") { // each stage holds about 1/p of the model, whole
+        const int64_t stage = layout.total() / std::max(1, s.topology.stages);
+        t.parameters = 4 * stage;
+        t.gradients = 4 * stage;
+        t.optimizer_state = 8 * stage;
+        return t;
+    }
     if (k == "ddp") {
         t.parameters = 4 * layout.total();
         t.gradients = 4 * layout.total();
@@ -86,6 +93,13 @@ int64_t bytesPerStepTheory(const Scenario& s) {
     const int M = s.strategy.microbatches;
     const int grad_syncs = s.strategy.sync_every_microbatch ? M : 1;
     if (k == "ddp") return grad_syncs * (2 * int64_t(W - 1) * 4 * layout.total() / W);
+    if (k == "pipeline") { // an inner stage: every microbatch's activation forward and gradient back,
+                           // once per chunk; plus the all-reduce of its 1/p of the model across pipelines
+        const int p = std::max(1, s.topology.stages), d = W / p;
+        const int64_t activations = int64_t(s.data.batch_per_rank) * s.model.context * s.model.d_model * 4;
+        const int64_t p2p = p > 1 ? 2 * int64_t(s.strategy.chunks_per_rank) * activations : 0;
+        return p2p + 2 * int64_t(d - 1) * (4 * layout.total() / p) / std::max(1, d);
+    }
 
     // Per unit, with the communicator's integer cost model.
     int64_t total = 0;
@@ -118,6 +132,7 @@ std::string modelStateFormula(const std::string& k) {
     if (k == "zero2") return "ZeRO-2: 4 Psi + (4 + 8) Psi / N";
     if (k == "fsdp") return "ZeRO-3 / FSDP: 16 Psi / N + root + largest unit materialized";
     if (k == "hsdp") return "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit";
+    if (k == "pipeline") return "Pipeline: each stage holds its blocks whole, about 16 Psi / p";
     return "";
 }
 
