@@ -278,17 +278,7 @@ private:
     }
 
     void span(EventKind kind, int64_t begin, int mb, int g) {
-        if (!m_sink) return;
-        Event e;
-        e.kind = kind;
-        e.phase = EventPhase::Span;
-        e.t_ns = begin;
-        e.dur_ns = m_sink->now() - begin;
-        e.rank = m_rank;
-        e.step = m_step;
-        e.unit = int16_t(g);
-        e.microbatch = int16_t(mb);
-        m_sink->emit(e);
+        emitSpanUntilNow(m_sink, kind, begin, m_rank, m_step, g, mb);
     }
 
     void emitActivations() {

@@ -331,17 +331,7 @@ private:
     int64_t now() const { return m_sink ? m_sink->now() : 0; }
 
     void span(EventKind kind, int64_t begin, int unit) {
-        if (!m_sink) return;
-        Event e;
-        e.kind = kind;
-        e.phase = EventPhase::Span;
-        e.t_ns = begin;
-        e.dur_ns = m_sink->now() - begin;
-        e.rank = m_rank;
-        e.step = m_step;
-        e.unit = int16_t(unit);
-        e.microbatch = int16_t(m_microbatch);
-        m_sink->emit(e);
+        emitSpanUntilNow(m_sink, kind, begin, m_rank, m_step, unit, m_microbatch);
     }
 
     void unitEvent(EventKind kind, const FlatUnit& u, double value) {

@@ -17,6 +17,23 @@ public:
     virtual void emit(const Event& event) = 0;     // thread-safe, never blocks on I/O
 };
 
+// A compute span from `begin` to now (strategies' Wait, Forward, ... spans).
+// No-op without a sink (telemetry off).
+inline void emitSpanUntilNow(EventSink* sink, EventKind kind, int64_t begin, int rank, int step, int unit,
+                             int microbatch) {
+    if (!sink) return;
+    Event e;
+    e.kind = kind;
+    e.phase = EventPhase::Span;
+    e.t_ns = begin;
+    e.dur_ns = sink->now() - begin;
+    e.rank = rank;
+    e.step = step;
+    e.unit = int16_t(unit);
+    e.microbatch = int16_t(microbatch);
+    sink->emit(e);
+}
+
 // Keeps every event in memory (tests, in-process ranks).
 class RecordingEventSink final : public EventSink {
 public:
