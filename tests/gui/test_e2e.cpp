@@ -154,6 +154,19 @@ void checkNoWorkerLeft(const std::string& out) {
     CHECK(it::waitForNoWorkers(5.0).empty());
 }
 
+// Ranks 0..n-1 of a synthetic recording, each started and exited cleanly.
+void addFinishedRanks(dt::RunRecord& record, int n) {
+    for (int r = 0; r < n; ++r) {
+        dt::RankInfo info;
+        info.rank = r;
+        info.pid = 1000 + r;
+        info.host = "synthetic";
+        info.started = info.exited = true;
+        info.exit_code = 0;
+        record.ranks.push_back(info);
+    }
+}
+
 void requireDtlab() {
     if (kDtlab.empty()) FAIL("test_gui was built without the dtlab target (DTLAB_PATH unset)");
 }
@@ -392,16 +405,9 @@ TEST_CASE("dtlab --replay of an FSDP run draws the FSDP flow view at the cursor"
     record.scenario = dt::test::SyntheticFsdp::scenario(4, 4);
     record.scenario.name = "fsdp flow (synthetic events)";
     record.scenario.run.steps = 3;
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < 4; ++r)
         for (int s = 0; s < 3; ++s) dt::test::SyntheticFsdp::addStep(record.events, record.scenario, r, s);
-        dt::RankInfo info;
-        info.rank = r;
-        info.pid = 1000 + r;
-        info.host = "synthetic";
-        info.started = info.exited = true;
-        info.exit_code = 0;
-        record.ranks.push_back(info);
-    }
+    addFinishedRanks(record, 4);
     record.t_start_ns = dt::test::SyntheticFsdp::kT0;
     record.t_end_ns = dt::test::SyntheticFsdp::at(3, 0);
     record.ok = true;
@@ -436,15 +442,7 @@ TEST_CASE("dtlab --replay of a pipeline run opens the pipeline view", "[e2e]") {
     record.scenario.name = "pipeline 1f1b (synthetic events)";
     record.scenario.run.steps = 3;
     record.events = dt::test::SyntheticPipeline::make(record.scenario, 3, 300'000);
-    for (int r = 0; r < 4; ++r) {
-        dt::RankInfo info;
-        info.rank = r;
-        info.pid = 1000 + r;
-        info.host = "synthetic";
-        info.started = info.exited = true;
-        info.exit_code = 0;
-        record.ranks.push_back(info);
-    }
+    addFinishedRanks(record, 4);
     record.t_start_ns = dt::test::SyntheticPipeline::kT0;
     record.t_end_ns = dt::test::SyntheticPipeline::stepStart(3);
     record.ok = true;

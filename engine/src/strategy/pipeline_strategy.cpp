@@ -32,6 +32,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -68,7 +69,9 @@ public:
         if (auto problem = validatePipelineSchedule(schedule, m_shape))
             throw UsageError("pipeline schedule " + st.schedule + " is invalid: " + problem->message());
         m_actions = schedule[size_t(m_stage)];
-        m_split_backward = st.schedule == "zb-h1";
+        // A schedule with Bi actions splits the backward (zero bubble): tape the weight layers.
+        m_split_backward = std::any_of(m_actions.begin(), m_actions.end(),
+                                       [](const PipeAction& x) { return x.op == PipeOp::BackwardInput; });
 
         auto named = m_model.trainableParameters();
         const std::vector<int> chunk_of = m_staged->parameterChunks(m_shape.chunks());
