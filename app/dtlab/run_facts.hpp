@@ -22,9 +22,15 @@ struct RunFacts {
     int steps_total = 0;                // [run] steps
     double elapsed_s = 0.0;             // since the Session started (or the recording's length)
 
-    // A rank that can no longer make progress: killed, failed (or exited before finishing).
+    // A rank that can no longer make progress: killed, failed (or exited before
+    // finishing), or dead and waiting for the supervisor to start it again.
     [[nodiscard]] static bool gone(const RankProgress& p) {
-        return p.state == RankState::Killed || p.state == RankState::Failed;
+        return p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
+    }
+    // Alive but not training now: frozen, or restarted and not yet healed
+    // (fault tolerance goes on without it).
+    [[nodiscard]] static bool stalled(const RankProgress& p) {
+        return p.state == RankState::Hung || p.state == RankState::Healing;
     }
     [[nodiscard]] bool rankGone(int rank) const {
         return rank >= 0 && rank < int(ranks.size()) && gone(ranks[size_t(rank)]);
@@ -33,8 +39,10 @@ struct RunFacts {
     // completed step index, so it counts step + 1); -1 when no rank is alive.
     [[nodiscard]] int stepsCompletedByAlive() const {
         int m = -1;
+        bool any_training = false;
+        for (const RankProgress& p : ranks) any_training = any_training || (!gone(p) && !stalled(p));
         for (const RankProgress& p : ranks) {
-            if (gone(p)) continue;
+            if (gone(p) || (any_training && stalled(p))) continue;
             m = m < 0 ? p.step + 1 : (p.step + 1 < m ? p.step + 1 : m);
         }
         return m;

@@ -89,6 +89,8 @@ ImU32 rankStateColor(RankState state, ThemeKind kind) {
     case RankState::Finished: return dark ? IM_COL32(70, 130, 200, 255) : IM_COL32(20, 70, 160, 255);
     case RankState::Failed: return dark ? IM_COL32(200, 50, 60, 255) : IM_COL32(190, 0, 20, 255);
     case RankState::Killed: return dark ? IM_COL32(150, 30, 40, 255) : IM_COL32(120, 0, 10, 255);
+    case RankState::Restarting: return dark ? IM_COL32(150, 80, 170, 255) : IM_COL32(120, 50, 150, 255);
+    case RankState::Healing: return dark ? IM_COL32(40, 170, 170, 255) : IM_COL32(0, 130, 140, 255);
     }
     return IM_COL32(128, 128, 128, 255);
 }

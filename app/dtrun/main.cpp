@@ -5,6 +5,9 @@
 //       shows a progress line, writes the trace and the summary.
 //   dtrun check SCENARIO.toml
 //       Parses and validates a scenario; prints what it would run.
+//   dtrun lighthouse [--listen HOST] [--port P] [--min-replicas N] ...
+//       The quorum server of fault-tolerant training on its own (a scenario
+//       names it with [fault_tolerance] lighthouse = "HOST:PORT").
 //   dtrun worker [--rank R --world N] [--join HOST:PORT]
 //       One rank. Started by a Session, by mpirun, or by torchrun-style
 //       variables (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).
@@ -15,6 +18,7 @@
 
 #include "dtlab/checkpoint.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/lighthouse.hpp"
 #include "dtlab/recording.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/session.hpp"
@@ -31,6 +35,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -86,6 +91,7 @@ struct RunFlags {
     bool no_telemetry = false;
     bool quiet = false;
     double pace = 0.0;
+    int64_t chaos_seed = -1;
 };
 
 dt::Scenario resolveScenario(const RunFlags& f) {
@@ -122,6 +128,11 @@ dt::Scenario resolveScenario(const RunFlags& f) {
     if (!f.resume_from.empty()) {
         s.run.resume_from = f.resume_from;
         dt::validateScenario(s, "--resume");
+    }
+    if (f.chaos_seed >= 0) {
+        s.chaos.enabled = true;
+        s.chaos.seed = uint64_t(f.chaos_seed);
+        dt::validateScenario(s, "--chaos-seed");
     }
     if (f.no_telemetry) s.telemetry.enabled = false;
     return s;
@@ -171,6 +182,10 @@ int runCommand(const RunFlags& f) {
                   << " steps, " << scenario.strategy.kind << " over gloo";
         if (f.external) std::cerr << "; waiting for ranks to join at " << session.storeAddress();
         if (f.pace > 0) std::cerr << "; paced at " << f.pace << " steps/s";
+        if (scenario.fault_tolerance.enabled)
+            std::cerr << "; fault tolerant (restart " << scenario.fault_tolerance.restart << ")";
+        if (scenario.chaos.enabled) std::cerr << "; chaos seed " << scenario.chaos.seed << " (replay: --chaos-seed "
+                                              << scenario.chaos.seed << ")";
         std::cerr << "\n";
     }
     const auto t0 = std::chrono::steady_clock::now();
@@ -215,6 +230,44 @@ int runCommand(const RunFlags& f) {
     return code;
 }
 
+struct LighthouseFlags {
+    dt::ft::LighthouseOptions options;
+    bool quiet = false;
+};
+
+// A lighthouse on its own until SIGINT / SIGTERM: prints each quorum and lost member.
+int lighthouseCommand(const LighthouseFlags& f) {
+    dt::ft::LighthouseServer server(f.options);
+    std::mutex print_mutex;
+    server.onQuorum([&](const dt::ft::Quorum& q, const dt::ft::QuorumDecision& d) {
+        std::lock_guard<std::mutex> lock(print_mutex);
+        std::string members;
+        for (const auto& m : q.members) members += (members.empty() ? "" : ", ") + m.id() + "@" + std::to_string(m.step);
+        std::cerr << "dtrun lighthouse: quorum " << q.quorum_id << " = {" << members << "}: " << d.reason << "\n";
+    });
+    server.onMemberLost([&](const dt::ft::QuorumMember& m, const std::string& why) {
+        std::lock_guard<std::mutex> lock(print_mutex);
+        std::cerr << "dtrun lighthouse: replica " << m.id() << " lost: " << why << "\n";
+    });
+    try {
+        server.start();
+    } catch (const std::exception& e) {
+        std::cerr << "dtrun lighthouse: " << e.what() << "\n";
+        return dt::kExitUsage;
+    }
+    std::signal(SIGINT, onSignal);
+    std::signal(SIGTERM, onSignal);
+    // The address on stdout (one line) so that scripts can read it.
+    std::cout << server.address() << std::endl;
+    if (!f.quiet)
+        std::cerr << "dtrun lighthouse: listening on " << server.address() << ", min_replicas "
+                  << f.options.min_replicas << ", join timeout " << f.options.join_timeout_ms << " ms, heartbeat timeout "
+                  << f.options.heartbeat_timeout_ms << " ms\n";
+    while (g_interrupt.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    server.stop();
+    return 0;
+}
+
 int checkCommand(const std::string& path) {
     try {
         const dt::Scenario s = dt::loadScenarioFile(path);
@@ -257,6 +310,22 @@ int main(int argc, char** argv) {
     run_cmd->add_flag("--quiet,-q", run.quiet, "no progress line");
     run_cmd->add_option("--pace", run.pace, "presentation pace: at most this many steps per second")
         ->check(CLI::PositiveNumber);
+    run_cmd->add_option("--chaos-seed", run.chaos_seed, "turn [chaos] on with this seed (replays a chaos run)")
+        ->check(CLI::NonNegativeNumber);
+
+    LighthouseFlags lighthouse;
+    auto* lighthouse_cmd = app.add_subcommand("lighthouse", "run the quorum server of fault-tolerant training");
+    lighthouse_cmd->add_option("--listen", lighthouse.options.host, "address to listen on (default 127.0.0.1)");
+    lighthouse_cmd->add_option("--port", lighthouse.options.port, "port (default: any free port, printed on stdout)");
+    lighthouse_cmd->add_option("--min-replicas", lighthouse.options.min_replicas, "fewest replicas in a quorum")
+        ->check(CLI::PositiveNumber);
+    lighthouse_cmd->add_option("--join-timeout-ms", lighthouse.options.join_timeout_ms,
+                               "how long a quorum waits for a healthy replica that has not asked yet")
+        ->check(CLI::NonNegativeNumber);
+    lighthouse_cmd->add_option("--heartbeat-timeout-ms", lighthouse.options.heartbeat_timeout_ms,
+                               "a replica silent this long is out")
+        ->check(CLI::PositiveNumber);
+    lighthouse_cmd->add_flag("--quiet,-q", lighthouse.quiet, "print only the address");
 
     std::string check_path;
     auto* check_cmd = app.add_subcommand("check", "validate a scenario file");
@@ -268,6 +337,7 @@ int main(int argc, char** argv) {
     worker_cmd->add_option("--world", worker.flags.world, "number of ranks");
     worker_cmd->add_option("--join", worker.flags.join, "the Session's store address HOST:PORT");
     worker_cmd->add_option("--params-out", worker.params_out_dir, "write final parameters into this directory");
+    worker_cmd->add_option("--incarnation", worker.incarnation, "fault tolerance: restarts of this rank so far (set by the Session)");
 
     try {
         app.parse(argc, argv);
@@ -281,6 +351,7 @@ int main(int argc, char** argv) {
     }
     if (*run_cmd) return runCommand(run);
     if (*check_cmd) return checkCommand(check_path);
+    if (*lighthouse_cmd) return lighthouseCommand(lighthouse);
     if (*worker_cmd) return dt::runWorker(worker);
     return dt::kExitUsage;
 }

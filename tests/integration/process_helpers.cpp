@@ -382,6 +382,7 @@ std::string scenarioToml(const ScenarioSpec& spec) {
       << spec.strategy_toml << "\n"
       << "[run]\nsteps = " << spec.steps << "\nseed = 1\ntimeout_s = " << spec.timeout_s << "\n" << spec.run_toml
       << "\n"
+      << spec.extra_toml << "\n"
       << spec.faults_toml;
     return s.str();
 }

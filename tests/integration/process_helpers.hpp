@@ -139,6 +139,7 @@ struct ScenarioSpec {
     std::string strategy = "ddp";
     std::string strategy_toml; // more [strategy] lines, verbatim ("microbatches = 4\n")
     std::string run_toml;      // more [run] lines, verbatim
+    std::string extra_toml;    // whole tables, verbatim ("[fault_tolerance]\nenabled = true\n")
 };
 [[nodiscard]] std::string scenarioToml(const ScenarioSpec& spec);
 

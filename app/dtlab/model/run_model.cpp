@@ -68,6 +68,19 @@ static_assert(size_t(EventKind::Count) <= 256, "commKey packs the kind into 8 bi
 
 bool isUnitEvent(EventKind kind) { return kind == EventKind::UnitMaterialized || kind == EventKind::UnitFreed; }
 
+// Fault-tolerance instants that come every step (or every 100 ms): kept for
+// the quorum view, out of the lifecycle markers and the event log. The
+// lighthouse's own decisions (QuorumFormed on rank -1) stay notable.
+bool isFrequentFtEvent(const Event& e, bool fault_tolerant) {
+    switch (e.kind) {
+    case EventKind::Heartbeat:
+    case EventKind::Commit: return true;
+    case EventKind::QuorumFormed: return e.rank >= 0;
+    case EventKind::ParamsChecksum: return fault_tolerant; // one per commit
+    default: return false;
+    }
+}
+
 bool isHungState(const SpanRecord& s) { return s.started && s.open(); }
 
 } // namespace
@@ -80,6 +93,7 @@ int spanDepth(EventKind kind, int unit) {
     case EventKind::BackwardInput:                        // pipeline: unit = chunk, beside its F and B
     case EventKind::BackwardWeight:
     case EventKind::Recompute: return unit >= 0 ? 2 : 1;  // per block (or pipeline chunk) : embed/head (-1) or whole backward (-2)
+    case EventKind::QuorumWait: return 2;                 // fault tolerance: overlaps forward and backward (depth 1)
     default: return 1;                                    // data, loss, optimizer, wait, paused, slow delay
     }
 }
@@ -94,6 +108,7 @@ void RunModel::reset(const Scenario& scenario, int world) {
     m_index.assign(m_lanes.size(), LaneIndex{});
     m_logs.clear();
     m_notable.clear();
+    m_ft_events.clear();
     m_t_begin = m_t_end = 0;
     m_event_count = 0;
     m_open_collectives = 0;
@@ -288,6 +303,8 @@ void RunModel::ingestInstant(const Event& e) {
         if (e.rank >= 0) insertSorted(laneFor(e.rank).unit_events, e, e.t_ns, timeOf);
         return;
     }
+    if (m_scenario.fault_tolerance.enabled && isFtEvent(e.kind)) insertSorted(m_ft_events, e, e.t_ns, timeOf);
+    if (isFrequentFtEvent(e, m_scenario.fault_tolerance.enabled)) return;
     if (e.rank >= 0) insertSorted(laneFor(e.rank).instants, e, e.t_ns, timeOf);
     insertSorted(m_notable, e, e.t_ns, timeOf);
 }

@@ -17,6 +17,10 @@
 //   counters       per kind: (t, step, value) in time order.
 //   instants       lifecycle events (started, ready, finished, failed,
 //                  checksum, fault injected, process exited, checkpoints).
+//   ft events      (fault tolerance, all ranks and the Session together)
+//                  heartbeats, quorums, commits, aborts, lost replicas,
+//                  restarts, the lighthouse down / up: the quorum view reads
+//                  them; the per-step ones stay out of the event log.
 //   unit events    FSDP's UnitMaterialized / UnitFreed instants, kept apart:
 //                  several per unit and microbatch, so they would drown the
 //                  lifecycle markers and the event log; the FSDP flow view
@@ -97,6 +101,23 @@ struct RankLane {
     }
 };
 
+// The instants the quorum view reads (fault tolerance).
+[[nodiscard]] inline bool isFtEvent(EventKind kind) {
+    switch (kind) {
+    case EventKind::Heartbeat:
+    case EventKind::QuorumFormed:
+    case EventKind::Commit:
+    case EventKind::Abort:
+    case EventKind::ReplicaLost:
+    case EventKind::RankRestarted:
+    case EventKind::LighthouseDown:
+    case EventKind::LighthouseUp:
+    case EventKind::FaultInjected:
+    case EventKind::ProcessExited: return true;
+    default: return false;
+    }
+}
+
 // Compute depth of a span kind (0 = step, 1 = phase, 2 = per block); see run_model.cpp.
 [[nodiscard]] int spanDepth(EventKind kind, int unit);
 
@@ -119,6 +140,8 @@ public:
     // record per failed collective (its WorkFailed event), in time order: what
     // the event log lists.
     [[nodiscard]] const std::vector<Event>& notable() const { return m_notable; }
+    // Fault-tolerance instants of every rank and of the Session (isFtEvent), in time order.
+    [[nodiscard]] const std::vector<Event>& ftEvents() const { return m_ft_events; }
     // Bumped by every reset/ingest: views cache derived data against it.
     [[nodiscard]] uint64_t generation() const { return m_generation; }
     // Collectives that started and have not completed or failed (a hang shows here).
@@ -153,6 +176,7 @@ private:
     std::vector<LaneIndex> m_index;
     std::vector<LogRecord> m_logs;
     std::vector<Event> m_notable;
+    std::vector<Event> m_ft_events;
     int64_t m_t_begin = 0;
     int64_t m_t_end = 0;
     size_t m_event_count = 0;

@@ -18,7 +18,7 @@
 
 namespace dt {
 
-constexpr uint32_t kRecordingVersion = 2; // 2: event kinds renumbered (FSDP, checkpoints), Event::group
+constexpr uint32_t kRecordingVersion = 3; // 2: event kinds renumbered (FSDP, checkpoints), Event::group; 3: fault-tolerance kinds appended (2 still reads)
 
 struct RecordingLoad {
     RunRecord record;

@@ -90,13 +90,57 @@ struct TelemetryConfig {
     int queue_capacity = 65536;     // events buffered per rank before dropping
 };
 
+// Quorum fault tolerance (TorchFT style; engine/src/ft/). Each rank is one
+// replica group (the failure domain): ranks get a quorum from the lighthouse
+// every step, average gradients over the quorum, vote to commit, and a
+// restarted rank heals from a live peer. Strategy: ddp only.
+struct FaultToleranceConfig {
+    bool enabled = false;
+    std::string lighthouse;             // "" = the Session's own; "host:port" = an external `dtrun lighthouse`
+    int min_replicas = 1;               // fewer healthy replicas: no quorum, training waits
+    double join_timeout_ms = 1000;      // how long a quorum waits for a healthy replica that has not asked yet
+    double heartbeat_interval_ms = 100;
+    double heartbeat_timeout_ms = 1000; // a replica silent this long is out (a hang, a partition)
+    double quorum_timeout_ms = 60000;   // a replica gives up waiting for a quorum after this (lighthouse gone)
+    double collective_timeout_ms = 3000; // the cross-replica all-reduce: a hung peer fails it after this
+    std::string restart = "auto";       // "auto": restart a dead replica after restart_delay_ms; "manual": on request; "never"
+    double restart_delay_ms = 500;
+    int checkpoint_every = 0;           // durable checkpoints: every k committed steps, by the lowest live replica (0 = none)
+};
+
+// Random faults for a chaos run ([chaos]): every ~mean_interval_s the Session
+// picks an action and a live rank with a seeded generator (the seed is printed
+// so a failing run can be replayed).
+struct ChaosConfig {
+    bool enabled = false;
+    uint64_t seed = 1;
+    double mean_interval_s = 3.0;
+    std::vector<std::string> actions = {"kill", "hang", "slow"};
+    double hang_s = 2.0;                // a hang is resumed after this
+    double slow_ms = 100.0;             // a slow-down adds this to each step ...
+    double slow_s = 3.0;                // ... for this long
+};
+
 // A fault the Session injects when a condition is seen in the live telemetry.
+//   kill            SIGKILL the rank
+//   hang            SIGSTOP it (resumed after duration_s when > 0)
+//   resume          SIGCONT it
+//   slow            add delay_ms to each of its steps (for duration_s when > 0)
+//   fail_collective its next cross-replica collective fails   (fault tolerance)
+//   nan_gradients   its next gradients are NaN                (fault tolerance)
+//   partition       its heartbeats and quorum requests are lost for duration_s (fault tolerance)
+//   delay_traffic   delay_ms added before each of its collectives (duration_s when > 0)
+//   kill_lighthouse stop the lighthouse; it comes back after duration_s when > 0 (fault tolerance)
 struct FaultConfig {
-    std::string action = "kill";        // "kill" (SIGKILL) | "hang" (SIGSTOP)
+    std::string action = "kill";
     int rank = 0;
     int step = 0;
     std::string when = "allreduce";     // "allreduce": when that step's first all-reduce starts
                                         // "step": when that step starts
+                                        // "time": at_s seconds after the run starts
+    double at_s = 0.0;                  // when = "time"
+    double duration_s = 0.0;            // hang, slow, partition, delay_traffic, kill_lighthouse; 0 = until undone
+    double delay_ms = 100.0;            // slow, delay_traffic
     SourceLocation where;               // for error messages
 };
 
@@ -105,7 +149,7 @@ struct FaultConfig {
 // and enables Next only once `until` holds in the live run.
 struct NarrationStep {
     std::string text;                   // required, not empty
-    std::string highlight;              // "" or a view: topology, timeline, memory, metrics, events, controls, narration, fsdp, pipeline
+    std::string highlight;              // "" or a view: topology, timeline, memory, metrics, events, controls, narration, fsdp, pipeline, quorum
     std::string until;                  // "" (no wait) or a condition, see NarrationCondition
     SourceLocation where;               // for error messages
 };
@@ -140,6 +184,8 @@ struct Scenario {
     OptimizerConfig optimizer;
     RunConfig run;
     TelemetryConfig telemetry;
+    FaultToleranceConfig fault_tolerance;
+    ChaosConfig chaos;
     std::vector<FaultConfig> faults;
     std::vector<NarrationStep> steps;   // narration; empty = none
 };

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "dtlab/events.hpp"
+#include "dtlab/lighthouse.hpp"
 #include "dtlab/run_record.hpp"
 #include "dtlab/scenario.hpp"
 
@@ -34,7 +35,10 @@ struct SessionOptions {
 };
 
 // Live per-rank state for progress lines and the topology view.
-enum class RankState : uint8_t { Pending, Starting, Running, Paused, Hung, Finished, Failed, Killed };
+// Fault tolerance adds Restarting (dead, the supervisor starts it again after
+// restart_delay_ms or on request) and Healing (restarted, not yet committed a
+// step: waiting for a quorum and the state of a live peer).
+enum class RankState : uint8_t { Pending, Starting, Running, Paused, Hung, Finished, Failed, Killed, Restarting, Healing };
 [[nodiscard]] std::string_view rankStateLabel(RankState state);
 
 struct RankProgress {
@@ -46,6 +50,11 @@ struct RankProgress {
     double last_step_ms = 0.0;
     double delay_ms = 0.0;      // "slow rank" delay added to each of its steps
     std::string host;
+    // Fault tolerance only:
+    int incarnation = 0;        // restarts so far
+    int64_t committed = 0;      // steps this replica committed (its last Commit's step + 1)
+    int64_t aborted = 0;        // steps it attempted and did not commit
+    bool partitioned = false;
 };
 
 // Step gates: ranks start step s only while s <= allowed_step.
@@ -73,6 +82,18 @@ public:
     void hangRank(int rank);    // SIGSTOP
     void resumeRank(int rank);  // SIGCONT
     void slowRank(int rank, double delay_ms); // 0 = back to normal speed
+
+    // Fault tolerance ([fault_tolerance] enabled; no-ops otherwise).
+    [[nodiscard]] bool faultTolerant() const;
+    void restartRank(int rank);                // start a dead rank again (restart = "manual")
+    void failNextCollective(int rank);         // its next cross-replica collective fails
+    void nanGradients(int rank);               // its next gradients are NaN
+    void partitionRank(int rank, bool on);     // its heartbeats and quorum requests are lost
+    void delayTraffic(int rank, double delay_ms); // added before each of its collectives
+    void killLighthouse();                     // training waits for a quorum ...
+    void startLighthouse();                    // ... and goes on when it is back
+    // The lighthouse's view (false when there is none: not fault tolerant, or external).
+    bool lighthouseStatus(ft::LighthouseStatus& out) const;
 
     // Run control: gates at step boundaries.
     void pause();                           // every rank stops before its next step

@@ -10,6 +10,7 @@ namespace dt {
 struct WorkerArgs {
     WorkerFlags flags;
     std::string params_out_dir; // overrides the Session's setting when not empty
+    int incarnation = 0;        // fault tolerance: how many times the supervisor restarted this rank
 };
 
 // Returns the process exit code: 0 done, kExitRankFailed on a communication

@@ -19,6 +19,9 @@ std::string scenarioToJson(const Scenario& s) {
             {"rank", f.rank},
             {"step", f.step},
             {"when", f.when},
+            {"at_s", f.at_s},
+            {"duration_s", f.duration_s},
+            {"delay_ms", f.delay_ms},
             {"where", {{"file", f.where.file}, {"line", f.where.line}, {"column", f.where.column}}},
         });
     }
@@ -78,6 +81,26 @@ std::string scenarioToJson(const Scenario& s) {
         {"telemetry", {{"enabled", s.telemetry.enabled}, {"queue_capacity", s.telemetry.queue_capacity}}},
         {"faults", faults},
         {"steps", steps},
+        {"fault_tolerance",
+         {{"enabled", s.fault_tolerance.enabled},
+          {"lighthouse", s.fault_tolerance.lighthouse},
+          {"min_replicas", s.fault_tolerance.min_replicas},
+          {"join_timeout_ms", s.fault_tolerance.join_timeout_ms},
+          {"heartbeat_interval_ms", s.fault_tolerance.heartbeat_interval_ms},
+          {"heartbeat_timeout_ms", s.fault_tolerance.heartbeat_timeout_ms},
+          {"quorum_timeout_ms", s.fault_tolerance.quorum_timeout_ms},
+          {"collective_timeout_ms", s.fault_tolerance.collective_timeout_ms},
+          {"restart", s.fault_tolerance.restart},
+          {"restart_delay_ms", s.fault_tolerance.restart_delay_ms},
+          {"checkpoint_every", s.fault_tolerance.checkpoint_every}}},
+        {"chaos",
+         {{"enabled", s.chaos.enabled},
+          {"seed", s.chaos.seed},
+          {"mean_interval_s", s.chaos.mean_interval_s},
+          {"actions", s.chaos.actions},
+          {"hang_s", s.chaos.hang_s},
+          {"slow_ms", s.chaos.slow_ms},
+          {"slow_s", s.chaos.slow_s}}},
     };
     return j.dump();
 }
@@ -151,6 +174,11 @@ Scenario scenarioFromJson(const std::string& text) {
             jf.at("rank").get_to(f.rank);
             jf.at("step").get_to(f.step);
             jf.at("when").get_to(f.when);
+            if (jf.contains("at_s")) { // recordings from before fault tolerance have none of these
+                jf.at("at_s").get_to(f.at_s);
+                jf.at("duration_s").get_to(f.duration_s);
+                jf.at("delay_ms").get_to(f.delay_ms);
+            }
             const json& w = jf.at("where");
             w.at("file").get_to(f.where.file);
             w.at("line").get_to(f.where.line);
@@ -170,6 +198,31 @@ Scenario scenarioFromJson(const std::string& text) {
                 w.at("column").get_to(n.where.column);
                 s.steps.push_back(n);
             }
+        }
+        if (j.contains("fault_tolerance")) {
+            const json& ft = j.at("fault_tolerance");
+            FaultToleranceConfig& c = s.fault_tolerance;
+            ft.at("enabled").get_to(c.enabled);
+            ft.at("lighthouse").get_to(c.lighthouse);
+            ft.at("min_replicas").get_to(c.min_replicas);
+            ft.at("join_timeout_ms").get_to(c.join_timeout_ms);
+            ft.at("heartbeat_interval_ms").get_to(c.heartbeat_interval_ms);
+            ft.at("heartbeat_timeout_ms").get_to(c.heartbeat_timeout_ms);
+            ft.at("quorum_timeout_ms").get_to(c.quorum_timeout_ms);
+            ft.at("collective_timeout_ms").get_to(c.collective_timeout_ms);
+            ft.at("restart").get_to(c.restart);
+            ft.at("restart_delay_ms").get_to(c.restart_delay_ms);
+            ft.at("checkpoint_every").get_to(c.checkpoint_every);
+        }
+        if (j.contains("chaos")) {
+            const json& ch = j.at("chaos");
+            ch.at("enabled").get_to(s.chaos.enabled);
+            ch.at("seed").get_to(s.chaos.seed);
+            ch.at("mean_interval_s").get_to(s.chaos.mean_interval_s);
+            ch.at("actions").get_to(s.chaos.actions);
+            ch.at("hang_s").get_to(s.chaos.hang_s);
+            ch.at("slow_ms").get_to(s.chaos.slow_ms);
+            ch.at("slow_s").get_to(s.chaos.slow_s);
         }
         return s;
     } catch (const json::exception& e) {

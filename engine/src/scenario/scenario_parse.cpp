@@ -21,7 +21,8 @@ namespace {
 using scenario_rules::tableLabel;
 
 const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
-                                          "optimizer", "run",      "telemetry", "faults", "steps"};
+                                          "optimizer", "run",      "telemetry", "faults", "steps",
+                                          "fault_tolerance", "chaos"};
 const std::vector<std::string> kScenarioKeys = {"name", "description"};
 const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages"};
 const std::vector<std::string> kModelKeys = {"kind",  "vocab", "context",   "d_model",
@@ -36,7 +37,13 @@ const std::vector<std::string> kOptimizerKeys = {"kind", "lr", "beta1", "beta2",
 const std::vector<std::string> kRunKeys = {"steps",          "seed",             "timeout_s", "step_delay_ms",
                                            "checkpoint_dir", "checkpoint_every", "resume_from"};
 const std::vector<std::string> kTelemetryKeys = {"enabled", "queue_capacity"};
-const std::vector<std::string> kFaultKeys = {"action", "rank", "step", "when"};
+const std::vector<std::string> kFaultKeys = {"action", "rank", "step", "when", "at_s", "duration_s", "delay_ms"};
+const std::vector<std::string> kFaultToleranceKeys = {
+    "enabled",           "lighthouse",     "min_replicas",          "join_timeout_ms",
+    "heartbeat_interval_ms", "heartbeat_timeout_ms", "quorum_timeout_ms", "collective_timeout_ms",
+    "restart",           "restart_delay_ms", "checkpoint_every"};
+const std::vector<std::string> kChaosKeys = {"enabled", "seed", "mean_interval_s", "actions",
+                                             "hang_s",  "slow_ms", "slow_s"};
 const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
 
 std::string joinNames(const std::vector<std::string>& names) {
@@ -102,6 +109,8 @@ public:
             else if (e.key == "optimizer") readOptimizer(t, s.optimizer);
             else if (e.key == "run") readRun(t, s.run);
             else if (e.key == "telemetry") readTelemetry(t, s.telemetry);
+            else if (e.key == "fault_tolerance") readFaultTolerance(t, s.fault_tolerance);
+            else if (e.key == "chaos") readChaos(t, s.chaos);
         }
         if (!haveName) {
             const toml::node* scenarioTable = root.get("scenario");
@@ -302,6 +311,45 @@ private:
         }
     }
 
+    void readFaultTolerance(const toml::table& t, FaultToleranceConfig& out) const {
+        const std::string table = "fault_tolerance";
+        for (const Entry& e : checkedEntries(t, table, kFaultToleranceKeys)) {
+            if (e.key == "enabled") out.enabled = readBool(table, e.key, *e.node);
+            else if (e.key == "lighthouse") out.lighthouse = readString(table, e.key, *e.node);
+            else if (e.key == "min_replicas") out.min_replicas = readInt(table, e.key, *e.node);
+            else if (e.key == "join_timeout_ms") out.join_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "heartbeat_interval_ms") out.heartbeat_interval_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "heartbeat_timeout_ms") out.heartbeat_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "quorum_timeout_ms") out.quorum_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "collective_timeout_ms") out.collective_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "restart") out.restart = readString(table, e.key, *e.node);
+            else if (e.key == "restart_delay_ms") out.restart_delay_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "checkpoint_every") out.checkpoint_every = readInt(table, e.key, *e.node);
+        }
+    }
+
+    void readChaos(const toml::table& t, ChaosConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "chaos", kChaosKeys)) {
+            if (e.key == "enabled") out.enabled = readBool("chaos", e.key, *e.node);
+            else if (e.key == "seed") out.seed = static_cast<uint64_t>(readInt64("chaos", e.key, *e.node));
+            else if (e.key == "mean_interval_s") out.mean_interval_s = readFloat("chaos", e.key, *e.node);
+            else if (e.key == "hang_s") out.hang_s = readFloat("chaos", e.key, *e.node);
+            else if (e.key == "slow_ms") out.slow_ms = readFloat("chaos", e.key, *e.node);
+            else if (e.key == "slow_s") out.slow_s = readFloat("chaos", e.key, *e.node);
+            else if (e.key == "actions") {
+                if (!e.node->is_array()) failType("chaos", "actions", *e.node, "an array of strings");
+                out.actions.clear();
+                for (const toml::node& item : *e.node->as_array()) {
+                    if (!item.is_string()) failType("chaos", "actions", item, "an array of strings");
+                    const std::string action = item.as_string()->get();
+                    const std::string problem = scenario_rules::checkString("chaos", "actions", action);
+                    if (!problem.empty()) fail(item.source(), problem);
+                    out.actions.push_back(action);
+                }
+            }
+        }
+    }
+
     void readFaults(const toml::node& node, std::vector<FaultConfig>& out) const {
         const char* expected = "faults: expected an array of tables ([[faults]]), got ";
         if (!node.is_array()) fail(node.source(), expected + typeName(node));
@@ -315,6 +363,9 @@ private:
                 else if (e.key == "rank") fault.rank = readInt("faults", e.key, *e.node);
                 else if (e.key == "step") fault.step = readInt("faults", e.key, *e.node);
                 else if (e.key == "when") fault.when = readString("faults", e.key, *e.node);
+                else if (e.key == "at_s") fault.at_s = readFloat("faults", e.key, *e.node);
+                else if (e.key == "duration_s") fault.duration_s = readFloat("faults", e.key, *e.node);
+                else if (e.key == "delay_ms") fault.delay_ms = readFloat("faults", e.key, *e.node);
             }
             out.push_back(fault);
         }

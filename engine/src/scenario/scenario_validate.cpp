@@ -45,6 +45,9 @@ const IntRule kIntRules[] = {
     {"telemetry", "queue_capacity", 16, 16777216},
     {"faults", "rank", 0, kIntMax},
     {"faults", "step", 0, kIntMax},
+    {"fault_tolerance", "min_replicas", 1, 64},
+    {"fault_tolerance", "checkpoint_every", 0, kIntMax},
+    {"chaos", "seed", 0, INT64_MAX},
 };
 
 struct FloatRule {
@@ -66,6 +69,19 @@ const FloatRule kFloatRules[] = {
     {"optimizer", "weight_decay", 0.0, true, false, 0.0},
     {"run", "timeout_s", 0.0, false, false, 0.0},
     {"run", "step_delay_ms", 0.0, true, false, 0.0},
+    {"faults", "at_s", 0.0, true, false, 0.0},
+    {"faults", "duration_s", 0.0, true, false, 0.0},
+    {"faults", "delay_ms", 0.0, true, false, 0.0},
+    {"fault_tolerance", "join_timeout_ms", 0.0, true, false, 0.0},
+    {"fault_tolerance", "heartbeat_interval_ms", 1.0, true, false, 0.0},
+    {"fault_tolerance", "heartbeat_timeout_ms", 1.0, true, false, 0.0},
+    {"fault_tolerance", "quorum_timeout_ms", 1.0, true, false, 0.0},
+    {"fault_tolerance", "collective_timeout_ms", 1.0, true, false, 0.0},
+    {"fault_tolerance", "restart_delay_ms", 0.0, true, false, 0.0},
+    {"chaos", "mean_interval_s", 0.0, false, false, 0.0},
+    {"chaos", "hang_s", 0.0, true, false, 0.0},
+    {"chaos", "slow_ms", 0.0, true, false, 0.0},
+    {"chaos", "slow_s", 0.0, true, false, 0.0},
 };
 
 struct EnumRule {
@@ -80,9 +96,12 @@ const EnumRule kEnumRules[] = {
     {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline"}},
     {"strategy", "schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}},
     {"optimizer", "kind", {"adamw"}},
-    {"faults", "action", {"kill", "hang"}},
-    {"faults", "when", {"allreduce", "step"}},
-    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "pipeline"}},
+    {"faults", "action", {"kill", "hang", "resume", "slow", "fail_collective", "nan_gradients", "partition",
+                          "delay_traffic", "kill_lighthouse"}},
+    {"faults", "when", {"allreduce", "step", "time"}},
+    {"fault_tolerance", "restart", {"auto", "manual", "never"}},
+    {"chaos", "actions", {"kill", "hang", "slow", "fail_collective", "nan_gradients", "partition"}},
+    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "pipeline", "quorum"}},
 };
 
 std::string formatNumber(double value) {
@@ -248,8 +267,35 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"run", {"resume_from"}, -1,
                            "[run] resume_from: '" + s.run.resume_from + "' is not a checkpoint directory (expected DIR/step-<S>)"};
     }
+    const FaultToleranceConfig& ft = s.fault_tolerance;
+    if (ft.enabled) {
+        if (s.strategy.kind != "ddp")
+            return Problem{"fault_tolerance", {"enabled"}, -1,
+                           "[fault_tolerance] works with [strategy] kind = \"ddp\" (each rank is one replica group); "
+                           "this scenario uses \"" + s.strategy.kind + "\""};
+        if (ft.min_replicas > ranks)
+            return Problem{"fault_tolerance", {"min_replicas"}, -1,
+                           "[fault_tolerance] min_replicas " + std::to_string(ft.min_replicas) +
+                               " can never be met: the topology has " + std::to_string(ranks) + " replicas"};
+        if (ft.heartbeat_timeout_ms <= ft.heartbeat_interval_ms)
+            return Problem{"fault_tolerance", {"heartbeat_timeout_ms"}, -1,
+                           "[fault_tolerance] heartbeat_timeout_ms must be longer than heartbeat_interval_ms, or every "
+                           "replica times out between two heartbeats"};
+        if (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty())
+            return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
+                           "[run] checkpoint_dir / resume_from are for sharded strategies; under [fault_tolerance] "
+                           "a restarted replica heals from a live peer instead"};
+    }
+    if (s.chaos.enabled && !ft.enabled)
+        return Problem{"chaos", {"enabled"}, -1,
+                       "[chaos] needs [fault_tolerance] enabled = true: without it the first fault ends the run"};
     for (size_t i = 0; i < s.faults.size(); ++i) {
         const FaultConfig& f = s.faults[i];
+        const bool needs_ft = f.action == "fail_collective" || f.action == "nan_gradients" ||
+                              f.action == "partition" || f.action == "kill_lighthouse";
+        if (needs_ft && !ft.enabled)
+            return Problem{"faults", {"action"}, static_cast<int>(i),
+                           "[[faults]] action = \"" + f.action + "\" needs [fault_tolerance] enabled = true"};
         if (f.rank >= ranks)
             return Problem{"faults", {"rank"}, static_cast<int>(i),
                            "[[faults]] rank " + std::to_string(f.rank) + " does not exist: the topology has " +
@@ -260,7 +306,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"faults", {"when", "action"}, static_cast<int>(i),
                            "[[faults]] when = \"allreduce\" (the default) never fires under " + kind +
                                ": it has no all-reduce (gradients are reduce-scattered); write when = \"step\""};
-        if (f.step >= steps)
+        if (f.when != "time" && f.step >= steps)
             return Problem{"faults", {"step"}, static_cast<int>(i),
                            "[[faults]] step " + std::to_string(f.step) + " is never reached: the run has " +
                                std::to_string(steps) + (steps == 1 ? " step" : " steps") + " (0.." +
@@ -368,8 +414,26 @@ std::string findValueProblem(const Scenario& s) {
     for (const FaultConfig& f : s.faults) {
         for (const std::string& problem :
              {checkString("faults", "action", f.action), checkInt("faults", "rank", f.rank),
-              checkInt("faults", "step", f.step), checkString("faults", "when", f.when)})
+              checkInt("faults", "step", f.step), checkString("faults", "when", f.when),
+              checkFloat("faults", "at_s", f.at_s), checkFloat("faults", "duration_s", f.duration_s),
+              checkFloat("faults", "delay_ms", f.delay_ms)})
             if (!problem.empty()) return problem;
+    }
+    const FaultToleranceConfig& ft = s.fault_tolerance;
+    for (const std::string& problem :
+         {checkInt("fault_tolerance", "min_replicas", ft.min_replicas),
+          checkFloat("fault_tolerance", "join_timeout_ms", ft.join_timeout_ms),
+          checkFloat("fault_tolerance", "heartbeat_interval_ms", ft.heartbeat_interval_ms),
+          checkFloat("fault_tolerance", "heartbeat_timeout_ms", ft.heartbeat_timeout_ms),
+          checkFloat("fault_tolerance", "quorum_timeout_ms", ft.quorum_timeout_ms),
+          checkFloat("fault_tolerance", "collective_timeout_ms", ft.collective_timeout_ms),
+          checkString("fault_tolerance", "restart", ft.restart),
+          checkFloat("fault_tolerance", "restart_delay_ms", ft.restart_delay_ms),
+          checkFloat("chaos", "mean_interval_s", s.chaos.mean_interval_s)})
+        if (!problem.empty()) return problem;
+    for (const std::string& action : s.chaos.actions) {
+        std::string problem = checkString("chaos", "actions", action);
+        if (!problem.empty()) return problem;
     }
     for (const NarrationStep& step : s.steps) {
         for (const std::string& problem : {checkString("steps", "text", step.text),

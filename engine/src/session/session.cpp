@@ -11,6 +11,13 @@
 //           and exit on their own (they should, via Gloo's error or timeout),
 //           then whatever is left is SIGKILLed. failure_reason names the
 //           first cause (the injected fault or the first rank error).
+// With [fault_tolerance] a dead rank is not the end: the Session also runs the
+// lighthouse (a thread), restarts dead ranks per policy (a restarted rank is a
+// new incarnation that heals from a live peer), and the run is ok once one
+// replica committed every step; the others are then told to leave.
+// Faults (scenario [[faults]], [chaos], the GUI's buttons) all go through
+// applyFault; the ones that take effect later (resume after a hang, the end of
+// a partition, the lighthouse coming back) are Deferred actions the monitor runs.
 #include "dtlab/session.hpp"
 
 #include "dtlab/clock.hpp"
@@ -28,7 +35,9 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <random>
 #include <thread>
 
 namespace dt {
@@ -43,6 +52,8 @@ std::string_view rankStateLabel(RankState state) {
     case RankState::Finished: return "finished";
     case RankState::Failed: return "failed";
     case RankState::Killed: return "killed";
+    case RankState::Restarting: return "restarting";
+    case RankState::Healing: return "healing";
     }
     return "unknown";
 }
@@ -77,6 +88,30 @@ struct Session::Impl final : TelemetrySink {
     std::unique_ptr<TelemetryCollector> collector;
     std::thread monitor;
     std::atomic<bool> monitor_stop{false};
+
+    // Fault tolerance (all guarded by mutex unless said otherwise).
+    bool ft_enabled = false;
+    std::vector<int64_t> restart_at_ns;     // when to start a dead rank again; 0 = not scheduled
+    std::vector<bool> rank_left;            // left because the job finished without it
+    bool job_done = false;                  // some replica committed every step
+    int64_t job_done_ns = 0;
+    bool job_done_cleanup = false;
+    struct Deferred {
+        int64_t at_ns;
+        std::function<void()> run;          // called by the monitor without the mutex
+    };
+    std::vector<Deferred> deferred;
+    std::mt19937_64 chaos_rng;
+    int64_t next_chaos_ns = 0;
+    mutable std::mutex lighthouse_mutex;    // guards lighthouse (never taken with mutex held)
+    std::unique_ptr<ft::LighthouseServer> lighthouse;
+
+    void defer(int64_t delay_ns, std::function<void()> run) { // mutex held
+        deferred.push_back({monotonicNowNs() + delay_ns, std::move(run)});
+    }
+    void log(LogLevel level, const std::string& text) { // mutex held
+        record.logs.push_back({monotonicNowNs(), -1, level, text});
+    }
 
     void noteFailure(const std::string& reason) { // mutex held
         if (record.failure_reason.empty()) record.failure_reason = reason;
@@ -150,7 +185,8 @@ struct Session::Impl final : TelemetrySink {
         info.host = host;
         info.started = true;
         progress[size_t(rank)].pid = pid;
-        if (progress[size_t(rank)].state == RankState::Pending) progress[size_t(rank)].state = RankState::Starting;
+        RankState& state = progress[size_t(rank)].state;
+        if (state == RankState::Pending || state == RankState::Restarting) state = RankState::Starting;
         progress[size_t(rank)].host = host;
         pending_hello_sync.push_back(rank);
         return true;
@@ -163,12 +199,20 @@ struct Session::Impl final : TelemetrySink {
     void maybeInjectFault(const Event& e) { // mutex held
         for (size_t i = 0; i < record.scenario.faults.size(); ++i) {
             const auto& f = record.scenario.faults[i];
-            if (fault_fired[i] || e.rank != f.rank || e.step < f.step) continue;
+            if (fault_fired[i] || e.rank != f.rank || e.step < f.step || f.when == "time") continue;
             const bool at_allreduce = f.when == "allreduce" && e.kind == EventKind::AllReduce &&
                                       e.phase == EventPhase::WorkStarted && e.step == f.step;
             const bool at_step = f.when == "step";
             if (!at_allreduce && !at_step) continue;
             fault_fired[i] = true;
+            if (f.action != "kill" && f.action != "hang") {
+                log(LogLevel::Warning, "scenario fault: " + f.action + " on rank " + std::to_string(f.rank) + " at step " +
+                                           std::to_string(e.step));
+                defer(0, [this, f] { applyFault(f); });
+                continue;
+            }
+            if (f.action == "hang" && f.duration_s > 0)
+                defer(int64_t(f.duration_s * 1e9), [this, rank = f.rank] { resumeRankNow(rank); });
             const int signo = f.action == "hang" ? SIGSTOP : SIGKILL;
             bool sent = false;
             {
@@ -182,7 +226,8 @@ struct Session::Impl final : TelemetrySink {
                                      (at_allreduce ? ", as its all-reduce started" : "");
             record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning, "scenario fault: " + what});
             if (signo == SIGSTOP) progress[size_t(f.rank)].state = RankState::Hung;
-            noteFailure("rank " + std::to_string(f.rank) + (signo == SIGKILL ? " was killed" : " was hung") +
+            if (!ft_enabled)
+                noteFailure("rank " + std::to_string(f.rank) + (signo == SIGKILL ? " was killed" : " was hung") +
                         " by a scenario fault: " + what);
         }
     }
@@ -195,13 +240,24 @@ struct Session::Impl final : TelemetrySink {
             const Event& e = events[i];
             record.events.push_back(e);
             if (e.kind == EventKind::RankStarted && p.state == RankState::Starting) p.state = RankState::Running;
-            if (e.kind == EventKind::RankReady && p.state == RankState::Starting) p.state = RankState::Running;
+            if (e.kind == EventKind::RankReady && p.state == RankState::Starting)
+                p.state = ft_enabled && p.incarnation > 0 ? RankState::Healing : RankState::Running;
             if (e.kind == EventKind::Step && e.phase == EventPhase::Span) {
-                p.step = e.step;
+                if (!ft_enabled) p.step = e.step; // fault tolerant: the committed step (below)
                 p.last_step_ms = double(e.dur_ns) / 1e6;
             }
+            if (e.kind == EventKind::Commit) {
+                p.step = e.step;
+                p.committed = e.step + 1;
+                if (p.state == RankState::Healing) p.state = RankState::Running;
+            }
+            if (e.kind == EventKind::Abort) p.aborted += 1;
             if (e.kind == EventKind::LossValue) p.last_loss = e.value;
-            if (e.kind == EventKind::RankFinished) rank_finished[size_t(rank)] = true;
+            if (e.kind == EventKind::RankFinished) {
+                rank_finished[size_t(rank)] = true;
+                if (ft_enabled && e.value != 0) rank_left[size_t(rank)] = true;
+                if (ft_enabled && e.value == 0 && !job_done) onJobDone();
+            }
             if (!record.scenario.faults.empty()) maybeInjectFault(e);
         }
     }
@@ -211,7 +267,7 @@ struct Session::Impl final : TelemetrySink {
         record.logs.push_back({monotonicNowNs(), rank, level, text});
         if (level == LogLevel::Error && rank >= 0 && rank < world) {
             record.ranks[size_t(rank)].error = text;
-            noteFailure("rank " + std::to_string(rank) + " failed: " + text);
+            if (!ft_enabled) noteFailure("rank " + std::to_string(rank) + " failed: " + text);
         }
     }
 
@@ -231,6 +287,168 @@ struct Session::Impl final : TelemetrySink {
     void onProtocolError(const std::string& what) override {
         std::lock_guard<std::mutex> lock(mutex);
         record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning, what});
+    }
+
+    // [SECTION] Fault tolerance: restarts, deferred faults, chaos, the end ----
+    // Start (or restart) rank `rank` as `dtrun worker`; proc_mutex held.
+    pid_t spawnRank(int rank, int incarnation) {
+        const std::map<std::string, std::string> env = {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"}};
+        std::vector<std::string> argv = {options.worker_executable, "worker", "--rank", std::to_string(rank),
+                                         "--world", std::to_string(world), "--join", storeAddressLocked()};
+        if (incarnation > 0) argv.insert(argv.end(), {"--incarnation", std::to_string(incarnation)});
+        return supervisor.spawn(rank, argv, env);
+    }
+    std::string storeAddressLocked() const {
+        return options.listen_host + ":" + std::to_string(store->getPort());
+    }
+
+    // A replica's process ended before it finished (mutex held).
+    void onReplicaDied(const ChildExit& x, const std::string& error) {
+        auto& p = progress[size_t(x.rank)];
+        const std::string how = x.signal == SIGKILL ? "was killed (SIGKILL)"
+                                : x.signal != 0    ? std::string("died of signal ") + strsignal(x.signal)
+                                                   : "exited with code " + std::to_string(x.exit_code) +
+                                                         (error.empty() ? "" : ": " + error);
+        p.state = x.signal == SIGKILL ? RankState::Killed : RankState::Failed;
+        const FaultToleranceConfig& ft = record.scenario.fault_tolerance;
+        if (job_done) {
+            rank_gone[size_t(x.rank)] = true;
+            return;
+        }
+        if (ft.restart == "auto") {
+            restart_at_ns[size_t(x.rank)] = monotonicNowNs() + int64_t(ft.restart_delay_ms * 1e6);
+            p.state = RankState::Restarting;
+            rank_gone[size_t(x.rank)] = false;
+            log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + "; restarting it in " +
+                                       std::to_string(int(ft.restart_delay_ms)) + " ms");
+        } else if (ft.restart == "manual") {
+            rank_gone[size_t(x.rank)] = false; // until restarted or the job ends
+            log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + "; press Restart to start it again");
+        } else {
+            log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + " (restart = \"never\")");
+        }
+    }
+
+    // Some replica committed every step (mutex held): the others are told to
+    // leave; a stopped (SIGSTOP) one cannot hear it and is killed later.
+    void onJobDone() {
+        job_done = true;
+        job_done_ns = monotonicNowNs();
+        log(LogLevel::Info, "a replica committed every step: the job is done; the others leave");
+        for (int r = 0; r < world; ++r) {
+            restart_at_ns[size_t(r)] = 0;
+            if (!rank_finished[size_t(r)])
+                defer(0, [this, r] {
+                    collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
+                });
+        }
+        const double wait_s = record.scenario.fault_tolerance.collective_timeout_ms / 1000.0 + 5.0;
+        defer(int64_t(wait_s * 1e9), [this] {
+            std::vector<int> late;
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                for (int r = 0; r < world; ++r)
+                    if (!rank_gone[size_t(r)] && !rank_finished[size_t(r)]) late.push_back(r);
+                if (!late.empty()) log(LogLevel::Warning, std::to_string(late.size()) +
+                                                          " replica(s) did not leave after the job finished: killing them");
+            }
+            std::lock_guard<std::mutex> plock(proc_mutex);
+            for (int r : late) {
+                supervisor.signal(r, SIGKILL);
+                supervisor.signal(r, SIGCONT);
+            }
+        });
+        // Dead replicas waiting for a restart are not needed any more.
+        std::lock_guard<std::mutex> plock(proc_mutex);
+        for (int r = 0; r < world; ++r)
+            if (supervisor.pidOf(r) == 0 && !rank_finished[size_t(r)]) rank_gone[size_t(r)] = true;
+    }
+
+    void resumeRankNow(int rank) { signalRank(rank, SIGCONT, RankState::Running, "SIGCONT sent to"); }
+
+    // Every fault goes through here (no mutex held): scenario [[faults]], [chaos], the GUI.
+    void applyFault(const FaultConfig& f);
+    void sendRankControl(int rank, wire::ControlCommand command, double value, const std::string& what);
+    void setLighthouseRunning(bool running);
+
+    // Once per monitor tick (no mutex held): due deferred actions, restarts,
+    // timed scenario faults and chaos.
+    void runFaultTolerance() {
+        std::vector<std::function<void()>> due;
+        std::vector<FaultConfig> faults_due;
+        std::vector<int> restarts;
+        const int64_t now = monotonicNowNs();
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            for (auto it = deferred.begin(); it != deferred.end();) {
+                if (it->at_ns <= now) {
+                    due.push_back(std::move(it->run));
+                    it = deferred.erase(it);
+                } else {
+                    ++it;
+                }
+            }
+            for (int r = 0; r < world; ++r)
+                if (restart_at_ns[size_t(r)] != 0 && restart_at_ns[size_t(r)] <= now && !stop_requested) {
+                    restart_at_ns[size_t(r)] = 0;
+                    restarts.push_back(r);
+                }
+            for (size_t i = 0; i < record.scenario.faults.size(); ++i) {
+                const FaultConfig& f = record.scenario.faults[i];
+                if (fault_fired[i] || f.when != "time" || now - record.t_start_ns < int64_t(f.at_s * 1e9)) continue;
+                fault_fired[i] = true;
+                faults_due.push_back(f);
+                log(LogLevel::Warning, "scenario fault at " + std::to_string(f.at_s).substr(0, 4) + " s: " + f.action +
+                                           (f.action == "kill_lighthouse" ? "" : " on rank " + std::to_string(f.rank)));
+            }
+            const ChaosConfig& chaos = record.scenario.chaos;
+            if (chaos.enabled && !job_done && !stop_requested && now >= next_chaos_ns) {
+                std::exponential_distribution<double> gap(1.0 / chaos.mean_interval_s);
+                if (next_chaos_ns != 0) {
+                    std::vector<int> live;
+                    for (int r = 0; r < world; ++r)
+                        if (progress[size_t(r)].state == RankState::Running) live.push_back(r);
+                    if (!live.empty() && !chaos.actions.empty()) {
+                        FaultConfig f;
+                        f.action = chaos.actions[chaos_rng() % chaos.actions.size()];
+                        f.rank = live[chaos_rng() % live.size()];
+                        f.duration_s = f.action == "hang" ? chaos.hang_s : f.action == "slow" ? chaos.slow_s : 1.0;
+                        f.delay_ms = chaos.slow_ms;
+                        faults_due.push_back(f);
+                        log(LogLevel::Warning, "chaos (seed " + std::to_string(chaos.seed) + "): " + f.action +
+                                                   " on rank " + std::to_string(f.rank));
+                    }
+                }
+                next_chaos_ns = now + int64_t(gap(chaos_rng) * 1e9);
+            }
+        }
+        for (auto& run : due) run();
+        for (const FaultConfig& f : faults_due) applyFault(f);
+        for (int r : restarts) {
+            int incarnation = 0;
+            pid_t pid = 0;
+            {
+                std::lock_guard<std::mutex> plock(proc_mutex);
+                {
+                    std::lock_guard<std::mutex> lock(mutex);
+                    incarnation = ++progress[size_t(r)].incarnation;
+                }
+                pid = spawnRank(r, incarnation);
+            }
+            std::lock_guard<std::mutex> lock(mutex);
+            auto& p = progress[size_t(r)];
+            p.pid = pid;
+            p.state = RankState::Starting;
+            p.delay_ms = 0;
+            p.partitioned = false;
+            record.ranks[size_t(r)].pid = pid;
+            record.ranks[size_t(r)].exited = false;
+            rank_gone[size_t(r)] = false;
+            rank_finished[size_t(r)] = false;
+            emitSessionEvent(EventKind::RankRestarted, r, incarnation);
+            log(LogLevel::Info, "replica " + std::to_string(r) + " restarted (incarnation " + std::to_string(incarnation) +
+                                    ", pid " + std::to_string(pid) + ")");
+        }
     }
 
     // [SECTION] Monitor thread ----------------------------------------------
@@ -265,6 +483,7 @@ struct Session::Impl final : TelemetrySink {
         const int64_t grace_ns = int64_t((record.scenario.run.timeout_s + 5.0) * 1e9);
         while (!monitor_stop.load()) {
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            if (ft_enabled || !record.scenario.faults.empty()) runFaultTolerance();
             std::vector<ChildExit> exits;
             {
                 std::lock_guard<std::mutex> plock(proc_mutex);
@@ -280,6 +499,14 @@ struct Session::Impl final : TelemetrySink {
                 rank_gone[size_t(x.rank)] = true;
                 emitSessionEvent(EventKind::ProcessExited, x.rank, x.signal ? -x.signal : x.exit_code);
                 auto& p = progress[size_t(x.rank)];
+                if (ft_enabled && !(x.exit_code == 0 && x.signal == 0 && rank_finished[size_t(x.rank)])) {
+                    onReplicaDied(x, info.error);
+                    continue;
+                }
+                if (ft_enabled) {
+                    p.state = RankState::Finished;
+                    continue;
+                }
                 if (x.signal == SIGKILL) {
                     p.state = RankState::Killed;
                     noteFailure("rank " + std::to_string(x.rank) + " was killed by SIGKILL");
@@ -319,6 +546,16 @@ struct Session::Impl final : TelemetrySink {
                     all_gone = std::all_of(rank_gone.begin(), rank_gone.end(), [](bool g) { return g; });
                 }
             }
+            if (all_gone && ft_enabled && !stop_requested) {
+                if (!job_done && record.failure_reason.empty())
+                    record.failure_reason = "every replica is gone before any committed every step (restart = \"" +
+                                            record.scenario.fault_tolerance.restart + "\")";
+                record.ok = job_done && record.failure_reason.empty();
+                record.t_end_ns = now;
+                finished = true;
+                finished_cv.notify_all();
+                return;
+            }
             if (all_gone) {
                 bool ok = record.failure_reason.empty() && !stop_requested;
                 for (size_t r = 0; r < rank_finished.size(); ++r) ok = ok && rank_finished[r];
@@ -347,6 +584,10 @@ Session::~Session() {
         if (!finished()) stop("the Session was closed");
         m_impl->monitor.join();
     }
+    {
+        std::lock_guard<std::mutex> lock(m_impl->lighthouse_mutex);
+        m_impl->lighthouse.reset(); // its callbacks use the Impl
+    }
     if (m_impl->collector) m_impl->collector->stop();
     std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
     m_impl->supervisor.killAll();
@@ -365,6 +606,10 @@ void Session::start() {
     s.rank_finished.assign(size_t(world), false);
     s.rank_gone.assign(size_t(world), false);
     s.fault_fired.assign(scenario.faults.size(), false);
+    s.ft_enabled = scenario.fault_tolerance.enabled;
+    s.restart_at_ns.assign(size_t(world), 0);
+    s.rank_left.assign(size_t(world), false);
+    s.chaos_rng.seed(scenario.chaos.seed);
     s.record.t_start_ns = monotonicNowNs();
 
     // Rendezvous store: ranks find the scenario and the collector here.
@@ -389,15 +634,50 @@ void Session::start() {
     put("dtlab/telemetry", s.options.listen_host + ":" + std::to_string(s.collector->port()));
     put("dtlab/world", std::to_string(world));
     if (!s.options.params_out_dir.empty()) put("dtlab/params_out", s.options.params_out_dir);
+    if (s.ft_enabled && scenario.fault_tolerance.lighthouse.empty()) {
+        const FaultToleranceConfig& ftc = scenario.fault_tolerance;
+        ft::LighthouseOptions lo;
+        lo.host = s.options.listen_host;
+        lo.min_replicas = ftc.min_replicas;
+        lo.join_timeout_ms = int64_t(ftc.join_timeout_ms);
+        lo.heartbeat_timeout_ms = int64_t(ftc.heartbeat_timeout_ms);
+        s.lighthouse = std::make_unique<ft::LighthouseServer>(lo);
+        s.lighthouse->onQuorum([&s](const ft::Quorum& quorum, const ft::QuorumDecision& decision) {
+            std::lock_guard<std::mutex> lock(s.mutex);
+            Event e;
+            e.t_ns = monotonicNowNs();
+            e.kind = EventKind::QuorumFormed;
+            e.phase = EventPhase::Instant;
+            e.value = double(quorum.quorum_id);
+            e.group_size = uint16_t(quorum.members.size());
+            std::string members;
+            for (const auto& m : quorum.members) {
+                if (m.replica >= 0 && m.replica < 64) e.seq |= uint64_t(1) << m.replica;
+                e.bytes = std::max<int64_t>(e.bytes, m.step);
+                members += (members.empty() ? "" : ", ") + m.id() + "@" + std::to_string(m.step);
+            }
+            s.record.events.push_back(e);
+            s.log(LogLevel::Info, "lighthouse: quorum " + std::to_string(quorum.quorum_id) + " = {" + members + "}: " +
+                                      decision.reason);
+        });
+        s.lighthouse->onMemberLost([&s](const ft::QuorumMember& member, const std::string& why) {
+            std::lock_guard<std::mutex> lock(s.mutex);
+            const bool heartbeat = why.find("heartbeat") != std::string::npos;
+            s.emitSessionEvent(EventKind::ReplicaLost, member.replica, heartbeat ? 1 : 0);
+            s.log(LogLevel::Warning, "lighthouse: replica " + member.id() + " lost: " + why);
+        });
+        try {
+            s.lighthouse->start();
+        } catch (const std::exception& e) {
+            throw UsageError(std::string("cannot start the lighthouse: ") + e.what());
+        }
+        put("dtlab/lighthouse", s.lighthouse->address());
+    }
 
     if (s.options.spawn_ranks) {
-        const std::string join = storeAddress();
-        const std::map<std::string, std::string> env = {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"}};
         std::lock_guard<std::mutex> plock(s.proc_mutex);
         for (int r = 0; r < world; ++r) {
-            const pid_t pid = s.supervisor.spawn(r, {s.options.worker_executable, "worker", "--rank", std::to_string(r),
-                                                     "--world", std::to_string(world), "--join", join},
-                                                 env);
+            const pid_t pid = s.spawnRank(r, 0);
             std::lock_guard<std::mutex> lock(s.mutex);
             s.progress[size_t(r)].pid = pid;
             s.progress[size_t(r)].state = RankState::Starting;
@@ -480,6 +760,119 @@ void Session::setPace(double steps_per_s) {
         allowed = std::min<int64_t>(m_impl->control.allowed_step, m_impl->maxCompletedStep() + 1);
     }
     m_impl->setGate(RunMode::Paced, allowed, steps_per_s);
+}
+
+// [SECTION] Fault tolerance API -------------------------------------------------
+void Session::Impl::applyFault(const FaultConfig& f) {
+    const int64_t duration_ns = int64_t(f.duration_s * 1e9);
+    Session::Impl& s = *this;
+    const auto later = [&](std::function<void()> undo) {
+        if (duration_ns <= 0) return;
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.defer(duration_ns, std::move(undo));
+    };
+    const int r = f.rank;
+    if (f.action == "kill") {
+        signalRank(r, SIGKILL, RankState::Pending, "SIGKILL sent to");
+    } else if (f.action == "hang") {
+        signalRank(r, SIGSTOP, RankState::Hung, "SIGSTOP sent to");
+        later([this, r] { resumeRankNow(r); });
+    } else if (f.action == "resume") {
+        resumeRankNow(r);
+    } else if (f.action == "slow") {
+        sendRankControl(r, wire::ControlCommand::SetDelayMs, f.delay_ms, "slowed by " + std::to_string(int(f.delay_ms)) + " ms per step");
+        later([this, r] { sendRankControl(r, wire::ControlCommand::SetDelayMs, 0.0, "back to normal speed"); });
+    } else if (f.action == "fail_collective") {
+        sendRankControl(r, wire::ControlCommand::FailNextCollective, 0.0, "its next collective will fail");
+    } else if (f.action == "nan_gradients") {
+        sendRankControl(r, wire::ControlCommand::NanGradients, 0.0, "its next gradients will be NaN");
+    } else if (f.action == "partition") {
+        sendRankControl(r, wire::ControlCommand::Partition, 1.0, "partitioned from the lighthouse (heartbeats lost)");
+        later([this, r] { sendRankControl(r, wire::ControlCommand::Partition, 0.0, "partition healed"); });
+    } else if (f.action == "delay_traffic") {
+        sendRankControl(r, wire::ControlCommand::TrafficDelayMs, f.delay_ms,
+                        "traffic delayed by " + std::to_string(int(f.delay_ms)) + " ms per collective");
+        later([this, r] { sendRankControl(r, wire::ControlCommand::TrafficDelayMs, 0.0, "traffic delay removed"); });
+    } else if (f.action == "kill_lighthouse") {
+        setLighthouseRunning(false);
+        later([this] { setLighthouseRunning(true); });
+    }
+}
+
+void Session::Impl::sendRankControl(int rank, wire::ControlCommand command, double value, const std::string& what) {
+    if (rank < 0 || rank >= world) return;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        auto& p = progress[size_t(rank)];
+        if (command == wire::ControlCommand::SetDelayMs) p.delay_ms = value;
+        if (command == wire::ControlCommand::Partition) p.partitioned = value > 0;
+        const bool one_shot = command == wire::ControlCommand::FailNextCollective || command == wire::ControlCommand::NanGradients;
+        if (one_shot || value > 0) emitSessionEvent(EventKind::FaultInjected, rank, -double(command)); // undoing is not a fault
+        log(LogLevel::Warning, "rank " + std::to_string(rank) + ": " + what);
+    }
+    collector->sendControl(rank, {uint32_t(command), 0, 0, value});
+}
+
+void Session::Impl::setLighthouseRunning(bool running) {
+    bool changed = false;
+    {
+        std::lock_guard<std::mutex> llock(lighthouse_mutex);
+        if (!lighthouse || lighthouse->running() == running) return;
+        if (running) lighthouse->start();
+        else lighthouse->stop();
+        changed = true;
+    }
+    if (!changed) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    emitSessionEvent(running ? EventKind::LighthouseUp : EventKind::LighthouseDown, -1, 0);
+    log(LogLevel::Warning, running ? "lighthouse started again: replicas can form a quorum"
+                                   : "lighthouse stopped: no replica can get a quorum until it is back");
+}
+
+bool Session::faultTolerant() const { return m_impl->ft_enabled; }
+
+void Session::restartRank(int rank) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    if (!m_impl->ft_enabled || rank < 0 || rank >= m_impl->world || m_impl->job_done) return;
+    const RankState state = m_impl->progress[size_t(rank)].state;
+    if (state != RankState::Killed && state != RankState::Failed && state != RankState::Restarting) return;
+    m_impl->restart_at_ns[size_t(rank)] = monotonicNowNs();
+}
+
+void Session::failNextCollective(int rank) {
+    FaultConfig f;
+    f.action = "fail_collective";
+    f.rank = rank;
+    if (m_impl->ft_enabled) m_impl->applyFault(f);
+}
+
+void Session::nanGradients(int rank) {
+    FaultConfig f;
+    f.action = "nan_gradients";
+    f.rank = rank;
+    if (m_impl->ft_enabled) m_impl->applyFault(f);
+}
+
+void Session::partitionRank(int rank, bool on) {
+    if (!m_impl->ft_enabled) return;
+    m_impl->sendRankControl(rank, wire::ControlCommand::Partition, on ? 1.0 : 0.0,
+                            on ? "partitioned from the lighthouse (heartbeats lost)" : "partition healed");
+}
+
+void Session::delayTraffic(int rank, double delay_ms) {
+    m_impl->sendRankControl(rank, wire::ControlCommand::TrafficDelayMs, delay_ms,
+                            delay_ms > 0 ? "traffic delayed by " + std::to_string(int(delay_ms)) + " ms per collective"
+                                         : "traffic delay removed");
+}
+
+void Session::killLighthouse() { m_impl->setLighthouseRunning(false); }
+void Session::startLighthouse() { m_impl->setLighthouseRunning(true); }
+
+bool Session::lighthouseStatus(ft::LighthouseStatus& out) const {
+    std::lock_guard<std::mutex> lock(m_impl->lighthouse_mutex);
+    if (!m_impl->lighthouse) return false;
+    out = m_impl->lighthouse->status();
+    return true;
 }
 
 RunControl Session::runControl() const {

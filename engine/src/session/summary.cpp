@@ -8,6 +8,7 @@
 // the tallies. Events of the Session itself (rank -1) or of a rank outside the
 // record are not counted.
 #include "dtlab/summary.hpp"
+#include "dtlab/recovery_measure.hpp"
 #include "dtlab/pipeline_measure.hpp"
 #include "dtlab/sharding_theory.hpp"
 
@@ -148,6 +149,40 @@ void tallyCounter(RankTally& tally, const Event& e) {
     }
 }
 
+// Committed vs attempted steps and one entry per fault (recovery_measure.hpp).
+Json faultToleranceJson(const RunRecord& record) {
+    const RecoveryMeasure m = measureRecoveries(record.events, int(record.ranks.size()));
+    const auto time = [](double ms) { return ms < 0 ? Json(nullptr) : Json(ms); };
+    Json recoveries = Json::array();
+    for (const Recovery& r : m.recoveries)
+        recoveries.push_back(Json{{"fault", r.fault},
+                                  {"replica", r.replica},
+                                  {"fault_s", double(r.fault_ns - record.t_start_ns) / 1e9},
+                                  {"detected_ms", time(r.detected_ms)},
+                                  {"new_quorum_ms", time(r.new_quorum_ms)},
+                                  {"new_quorum_id", r.new_quorum_id},
+                                  {"survivors_commit_ms", time(r.survivors_commit_ms)},
+                                  {"restarted_ms", time(r.restarted_ms)},
+                                  {"heal_end_ms", time(r.heal_ms)},
+                                  {"heal_duration_ms", time(r.heal_duration_ms)},
+                                  {"heal_bytes", r.heal_bytes},
+                                  {"heal_source", r.heal_source},
+                                  {"rejoined_ms", time(r.rejoined_ms)}});
+    Json committed = Json::array(), aborted = Json::array(), heals = Json::array();
+    for (const ReplicaCommits& c : m.replicas) {
+        committed.push_back(c.committed);
+        aborted.push_back(c.aborted);
+        heals.push_back(c.heals);
+    }
+    return Json{{"committed_steps", committed},
+                {"aborted_steps", aborted},
+                {"attempted_steps_total", m.committed_total + m.aborted_total},
+                {"committed_steps_total", m.committed_total},
+                {"heals", heals},
+                {"quorums", m.quorums},
+                {"recoveries", recoveries}};
+}
+
 } // namespace
 
 std::string summaryJson(const RunRecord& record) {
@@ -215,7 +250,17 @@ std::string summaryJson(const RunRecord& record) {
 
     // ---- steps completed by every rank --------------------------------------
     std::vector<int> completedSteps; // ascending
-    if (worldSize > 0) {
+    if (record.scenario.fault_tolerance.enabled) {
+        // Replicas come and go and a healed one skips steps: a step counts
+        // once any replica committed it (has its loss).
+        std::set<int> committed;
+        for (const RankTally& tally : tallies)
+            for (const auto& [step, loss] : tally.loss_by_step) {
+                (void)loss;
+                committed.insert(step);
+            }
+        completedSteps.assign(committed.begin(), committed.end());
+    } else if (worldSize > 0) {
         for (const auto& [step, dur] : tallies[0].step_dur_ns) {
             (void)dur;
             bool everyRank = true;
@@ -310,6 +355,7 @@ std::string summaryJson(const RunRecord& record) {
                            {"params_materialized_peak", t.materialized_peak},
                            {"bytes_sent_per_step", bytesPerStepTheory(record.scenario)}};
     }
+    if (record.scenario.fault_tolerance.enabled) j["fault_tolerance"] = faultToleranceJson(record);
     j["params_checksum"] = checksums;
     j["dropped_events"] = dropped;
     j["dropped_events_total"] = droppedTotal;

@@ -24,7 +24,7 @@
 
 namespace dt::wire {
 
-constexpr uint32_t kWireVersion = 2; // 2: Event::group, FSDP unit and checkpoint kinds
+constexpr uint32_t kWireVersion = 3; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
@@ -34,12 +34,26 @@ enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3, Control = 4 };
 // Session -> rank. Gates sit at step boundaries: a rank starts step s only
 // while s <= allowed_step. Run mode sends a huge allowed_step; pause sends the
 // last step already started; "step once" sends one more.
-enum class ControlCommand : uint32_t { SetAllowedStep = 1, SetDelayMs = 2 };
+// Fault-tolerance faults (fault tolerance on) are control commands too:
+//   FailNextCollective   the rank's next cross-replica collective fails
+//   NanGradients         the rank's next gradients are NaN
+//   Partition            delay_ms > 0: heartbeats and quorum requests are lost; 0: healed
+//   TrafficDelayMs       delay_ms added before each of its collectives (0 = none)
+//   JobFinished          the other replicas finished every step: stop waiting and leave
+enum class ControlCommand : uint32_t {
+    SetAllowedStep = 1,
+    SetDelayMs = 2,
+    FailNextCollective = 3,
+    NanGradients = 4,
+    Partition = 5,
+    TrafficDelayMs = 6,
+    JobFinished = 7,
+};
 struct ControlMessage {
     uint32_t command;
     int32_t reserved;
     int64_t allowed_step;   // SetAllowedStep
-    double delay_ms;        // SetDelayMs: added to each of this rank's steps
+    double delay_ms;        // SetDelayMs: added to each of this rank's steps; Partition, TrafficDelayMs
 };
 static_assert(sizeof(ControlMessage) == 24);
 

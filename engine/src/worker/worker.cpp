@@ -22,6 +22,7 @@
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
+#include "ft/ft_training.hpp"
 #include "memory/memory_accounting.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "model/model.hpp"
@@ -414,9 +415,18 @@ int runWorker(const WorkerArgs& args) {
 
     TelemetrySender sender(env.rank, size_t(scenario.telemetry.queue_capacity));
     StepGate gate;
-    sender.onControl([&gate](const wire::ControlMessage& m) {
-        if (m.command == uint32_t(wire::ControlCommand::SetAllowedStep)) gate.setAllowedStep(m.allowed_step);
-        if (m.command == uint32_t(wire::ControlCommand::SetDelayMs)) gate.setDelayMs(m.delay_ms);
+    FtFaultSwitches ft_faults;
+    sender.onControl([&gate, &ft_faults](const wire::ControlMessage& m) {
+        using wire::ControlCommand;
+        switch (ControlCommand(m.command)) {
+        case ControlCommand::SetAllowedStep: gate.setAllowedStep(m.allowed_step); break;
+        case ControlCommand::SetDelayMs: gate.setDelayMs(m.delay_ms); break;
+        case ControlCommand::FailNextCollective: ft_faults.fail_next_collective = true; break;
+        case ControlCommand::NanGradients: ft_faults.nan_gradients = true; break;
+        case ControlCommand::Partition: ft_faults.setPartitioned(m.delay_ms > 0); break;
+        case ControlCommand::TrafficDelayMs: ft_faults.traffic_delay_ms = m.delay_ms; break;
+        case ControlCommand::JobFinished: ft_faults.job_finished = true; break;
+        }
     });
     try {
         std::string host;
@@ -440,7 +450,20 @@ int runWorker(const WorkerArgs& args) {
     int code = 0;
     std::string error;
     try {
-        code = train(env, scenario, sender, gate, store, params_out_dir);
+        if (scenario.fault_tolerance.enabled) {
+            FtRankContext context;
+            context.env = env;
+            context.scenario = &scenario;
+            context.sender = &sender;
+            context.gate = &gate;
+            context.store = store;
+            context.params_out_dir = params_out_dir;
+            context.incarnation = args.incarnation;
+            context.faults = &ft_faults;
+            code = trainFaultTolerant(context);
+        } else {
+            code = train(env, scenario, sender, gate, store, params_out_dir);
+        }
     } catch (const CommError& e) {
         code = kExitRankFailed;
         error = e.what();

@@ -1,0 +1,62 @@
+// recovery_measure.hpp: what fault tolerance did in a run, measured from its
+// events (no LibTorch): one Recovery per injected fault, and per replica the
+// steps it committed and the steps it attempted and aborted.
+//
+// For a fault on replica r injected at t0 (the Session's FaultInjected, or
+// LighthouseDown for the lighthouse), each time is the first event after t0 of:
+//   detected      the lighthouse lost r (ReplicaLost), or another replica
+//                 aborted a step or saw a collective fail
+//   new_quorum    a quorum formed (the lighthouse's QuorumFormed, rank -1)
+//                 with a new quorum id
+//   survivors_commit  a Commit by a replica other than r after new_quorum
+//                 (after t0 when no new quorum formed: a slow-down)
+//   restarted     RankRestarted of r
+//   heal          r's receiving Heal span after t0: source, bytes, duration
+//   rejoined      r's first Commit after its heal (after t0 without a heal)
+// A time never reached is -1. Durations are in ms from t0.
+#pragma once
+
+#include "dtlab/events.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+struct Recovery {
+    std::string fault;          // "kill", "hang", "slow", "fail_collective", "nan_gradients", "partition", "lighthouse", ...
+    int replica = -1;           // -1 = the lighthouse
+    int64_t fault_ns = 0;
+    double detected_ms = -1;
+    double new_quorum_ms = -1;
+    int64_t new_quorum_id = -1;
+    double survivors_commit_ms = -1;
+    double restarted_ms = -1;
+    double heal_ms = -1;        // when the heal ended
+    double heal_duration_ms = -1;
+    int64_t heal_bytes = 0;
+    int heal_source = -1;
+    double rejoined_ms = -1;
+};
+
+struct ReplicaCommits {
+    int64_t committed = 0;      // Commit events
+    int64_t aborted = 0;        // Abort events
+    int64_t heals = 0;          // receiving Heal spans
+};
+
+struct RecoveryMeasure {
+    std::vector<Recovery> recoveries;
+    std::vector<ReplicaCommits> replicas;   // index = rank
+    int64_t committed_total = 0;
+    int64_t aborted_total = 0;
+    int64_t quorums = 0;                    // distinct quorum ids issued
+};
+
+[[nodiscard]] RecoveryMeasure measureRecoveries(const std::vector<Event>& events, int world);
+
+// "kill", "hang", ... for a FaultInjected event (value = signal, or -command).
+[[nodiscard]] std::string faultLabel(const Event& fault_injected);
+
+} // namespace dt

@@ -1,0 +1,101 @@
+// recovery_measure.cpp: recoveries and commit counts from a run's events
+// (definitions in recovery_measure.hpp). Events arrive per rank in order but
+// ranks interleave, so they are sorted by time first.
+#include "dtlab/recovery_measure.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <set>
+
+namespace dt {
+
+std::string faultLabel(const Event& e) {
+    if (e.kind == EventKind::LighthouseDown) return "lighthouse";
+    const int v = int(e.value);
+    if (v == SIGKILL) return "kill";
+    if (v == SIGSTOP) return "hang";
+    if (v == SIGCONT) return "resume";
+    switch (-v) { // control commands (telemetry_wire.hpp ControlCommand)
+    case 2: return "slow";
+    case 3: return "fail_collective";
+    case 4: return "nan_gradients";
+    case 5: return "partition";
+    case 6: return "delay_traffic";
+    default: return "fault";
+    }
+}
+
+RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
+    std::vector<Event> events = input;
+    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
+
+    RecoveryMeasure m;
+    m.replicas.resize(size_t(std::max(world, 0)));
+    std::set<int64_t> quorum_ids;
+    for (const Event& e : events) {
+        const bool on_rank = e.rank >= 0 && e.rank < world;
+        if (e.kind == EventKind::Commit && on_rank) m.replicas[size_t(e.rank)].committed += 1;
+        if (e.kind == EventKind::Abort && on_rank) m.replicas[size_t(e.rank)].aborted += 1;
+        if (e.kind == EventKind::Heal && e.value == 0 && on_rank) m.replicas[size_t(e.rank)].heals += 1;
+        if (e.kind == EventKind::QuorumFormed && e.rank < 0) quorum_ids.insert(int64_t(e.value));
+    }
+    for (const auto& r : m.replicas) {
+        m.committed_total += r.committed;
+        m.aborted_total += r.aborted;
+    }
+    m.quorums = int64_t(quorum_ids.size());
+
+    for (size_t i = 0; i < events.size(); ++i) {
+        const Event& f = events[i];
+        const bool injected = f.kind == EventKind::FaultInjected && f.rank >= 0 && int(f.value) != SIGCONT;
+        if (!injected && f.kind != EventKind::LighthouseDown) continue;
+        Recovery r;
+        r.fault = faultLabel(f);
+        r.replica = f.kind == EventKind::LighthouseDown ? -1 : f.rank;
+        r.fault_ns = f.t_ns;
+        const auto ms = [&](const Event& e) { return double(e.t_ns - f.t_ns) / 1e6; };
+        // The quorum in force at the fault, to tell a new one.
+        int64_t quorum_before = -1;
+        for (size_t k = 0; k < i; ++k)
+            if (events[k].kind == EventKind::QuorumFormed && events[k].rank < 0) quorum_before = int64_t(events[k].value);
+        int64_t heal_end_ns = -1;
+        for (size_t k = i + 1; k < events.size(); ++k) {
+            const Event& e = events[k];
+            const bool other = e.rank >= 0 && e.rank != r.replica;
+            if (r.detected_ms < 0 &&
+                ((e.kind == EventKind::ReplicaLost && e.rank == r.replica) ||
+                 (other && e.kind == EventKind::Abort) || (other && e.phase == EventPhase::WorkFailed)))
+                r.detected_ms = ms(e);
+            if (r.new_quorum_ms < 0 && e.kind == EventKind::QuorumFormed && e.rank < 0 &&
+                int64_t(e.value) != quorum_before) {
+                r.new_quorum_ms = ms(e);
+                r.new_quorum_id = int64_t(e.value);
+            }
+            if (r.survivors_commit_ms < 0 && e.kind == EventKind::Commit && other && r.new_quorum_ms >= 0)
+                r.survivors_commit_ms = ms(e);
+            if (r.restarted_ms < 0 && e.kind == EventKind::RankRestarted && e.rank == r.replica) r.restarted_ms = ms(e);
+            if (r.heal_ms < 0 && e.kind == EventKind::Heal && e.value == 0 && e.rank == r.replica) {
+                // a span's event is emitted when it ends; t_ns is its start
+                r.heal_duration_ms = double(e.dur_ns) / 1e6;
+                r.heal_ms = double(e.t_ns + e.dur_ns - f.t_ns) / 1e6;
+                r.heal_bytes = e.bytes;
+                r.heal_source = e.peer;
+                heal_end_ns = e.t_ns + e.dur_ns;
+            }
+            if (r.rejoined_ms < 0 && e.kind == EventKind::Commit && e.rank == r.replica &&
+                (heal_end_ns >= 0 ? e.t_ns >= heal_end_ns : r.new_quorum_ms >= 0))
+                r.rejoined_ms = ms(e);
+        }
+        // No quorum change (a slow-down): the survivors' next commit after the fault.
+        if (r.survivors_commit_ms < 0 && r.new_quorum_ms < 0)
+            for (size_t k = i + 1; k < events.size(); ++k)
+                if (events[k].kind == EventKind::Commit && events[k].rank >= 0 && events[k].rank != r.replica) {
+                    r.survivors_commit_ms = ms(events[k]);
+                    break;
+                }
+        m.recoveries.push_back(r);
+    }
+    return m;
+}
+
+} // namespace dt

@@ -1,0 +1,73 @@
+// replica_state.cpp: pack / unpack a replica's parameters and AdamW state
+// (layout in replica_state.hpp).
+#include "ft/replica_state.hpp"
+
+#include "dtlab/errors.hpp"
+
+#include <ATen/ATen.h>
+#include <torch/optim/adamw.h>
+
+namespace dt {
+namespace {
+
+torch::optim::AdamWParamState* adamState(torch::optim::AdamW& optimizer, const at::Tensor& param) {
+    auto& state = optimizer.state();
+    auto it = state.find(c10::guts::to_string(param.unsafeGetTensorImpl()));
+    return it == state.end() ? nullptr : static_cast<torch::optim::AdamWParamState*>(it->second.get());
+}
+
+int64_t totalNumel(const std::vector<at::Tensor>& params) {
+    int64_t n = 0;
+    for (const auto& p : params) n += p.numel();
+    return n;
+}
+
+} // namespace
+
+int64_t replicaStateNumel(const std::vector<at::Tensor>& params) { return 2 + 3 * totalNumel(params); }
+
+at::Tensor packReplicaState(const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
+                            int64_t committed_steps) {
+    const int64_t P = totalNumel(params);
+    at::Tensor out = at::zeros({2 + 3 * P}, at::kFloat);
+    out[0] = double(committed_steps);
+    int64_t adam_step = 0, offset = 2;
+    for (const auto& p : params) {
+        const int64_t n = p.numel();
+        out.narrow(0, offset, n).copy_(p.detach().reshape({-1}));
+        if (auto* s = adamState(optimizer, p)) {
+            adam_step = s->step();
+            out.narrow(0, P + offset, n).copy_(s->exp_avg().reshape({-1}));
+            out.narrow(0, 2 * P + offset, n).copy_(s->exp_avg_sq().reshape({-1}));
+        }
+        offset += n;
+    }
+    out[1] = double(adam_step);
+    return out;
+}
+
+int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,
+                           torch::optim::AdamW& optimizer) {
+    const int64_t P = totalNumel(params);
+    DT_ENFORCE(state.numel() == 2 + 3 * P, "a heal message of the wrong size: the peers run different models");
+    const int64_t committed = int64_t(state[0].item<float>());
+    const int64_t adam_step = int64_t(state[1].item<float>());
+    at::NoGradGuard no_grad;
+    optimizer.state().clear();
+    int64_t offset = 2;
+    for (const auto& p : params) {
+        const int64_t n = p.numel();
+        p.detach().copy_(state.narrow(0, offset, n).view(p.sizes()));
+        if (adam_step > 0) {
+            auto s = std::make_unique<torch::optim::AdamWParamState>();
+            s->step(adam_step);
+            s->exp_avg(state.narrow(0, P + offset, n).view(p.sizes()).clone());
+            s->exp_avg_sq(state.narrow(0, 2 * P + offset, n).view(p.sizes()).clone());
+            optimizer.state()[c10::guts::to_string(p.unsafeGetTensorImpl())] = std::move(s);
+        }
+        offset += n;
+    }
+    return committed;
+}
+
+} // namespace dt

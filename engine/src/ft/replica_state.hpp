@@ -1,0 +1,34 @@
+// replica_state.hpp: what a healing replica receives from a live peer, as one
+// flat fp32 tensor (TorchFT's checkpoint transport over the process group).
+//
+// Layout, P = number of trainable parameter elements:
+//   [0]            committed steps of the sender (exact in fp32 up to 2^24)
+//   [1]            AdamW's step count (0 = no optimizer state yet)
+//   [2, 2+P)       parameters, model order, flattened
+//   [2+P, 2+2P)    AdamW exp_avg
+//   [2+2P, 2+3P)   AdamW exp_avg_sq
+// Bytes on the wire: 4 (3P + 2), one point-to-point message.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace torch::optim {
+class AdamW;
+}
+
+namespace dt {
+
+[[nodiscard]] int64_t replicaStateNumel(const std::vector<at::Tensor>& params);
+
+// A copy of the state (safe to send while training goes on).
+[[nodiscard]] at::Tensor packReplicaState(const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
+                                          int64_t committed_steps);
+
+// Overwrites the parameters and the optimizer state; returns the sender's committed steps.
+int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,
+                           torch::optim::AdamW& optimizer);
+
+} // namespace dt

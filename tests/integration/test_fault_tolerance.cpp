@@ -1,0 +1,270 @@
+// test_fault_tolerance.cpp: quorum fault tolerance with real processes.
+//
+// Each test runs `dtrun run` on a fault-tolerant scenario (one rank per
+// replica group, the Session's lighthouse, the supervisor's restarts) and
+// checks what the run did from its summary and its recording:
+//   - a killed replica: the survivors commit again, the restarted replica
+//     heals from a live peer and every replica ends bit-identical;
+//   - NaN gradients: every replica aborts the step, then it is retried;
+//   - the lighthouse down for a while: training waits, then goes on;
+//   - an external `dtrun lighthouse` serves a run;
+//   - a seeded chaos run: the invariants of the issue (training finishes, no
+//     committed step lost or applied twice, equal checksums after every
+//     recovery, no process left running).
+#include "process_helpers.hpp"
+
+#include "dtlab/recording.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <map>
+#include <set>
+
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+// A small fault-tolerant TinyGPT run (3 replicas) with the given faults.
+std::string ftScenario(int replicas, int steps, const std::string& faults_toml, const std::string& ft_extra = "") {
+    it::ScenarioSpec spec;
+    spec.name = "fault tolerance test";
+    spec.ranks = replicas;
+    spec.steps = steps;
+    spec.d_model = 32;
+    spec.layers = 1;
+    spec.heads = 2;
+    spec.extra_toml = "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\ncollective_timeout_ms = 1500\n"
+                      "restart_delay_ms = 300\n" +
+                      ft_extra;
+    spec.faults_toml = faults_toml;
+    return it::scenarioToml(spec);
+}
+
+struct CommitRecord {
+    int64_t t_ns;
+    int step;
+};
+
+// Checks the invariants every fault-tolerant run must keep, from its events.
+void checkInvariants(const dt::RunRecord& record, int steps) {
+    // 1. Within one process (between restarts) a replica's commits go up by
+    //    one, or jump forward after it healed; never back, never twice.
+    std::map<int, int> last_commit;       // rank -> last committed step in this incarnation
+    std::map<int, bool> healed_since;     // rank -> a receiving heal since its last commit
+    std::set<int> committed_somewhere;
+    std::map<int, std::map<int, uint64_t>> checksum_by_step; // step -> rank -> checksum
+    for (const dt::Event& e : record.events) {
+        if (e.rank < 0) continue;
+        if (e.kind == dt::EventKind::RankStarted) {
+            last_commit.erase(e.rank); // a new incarnation starts from scratch
+            healed_since[e.rank] = false;
+        }
+        if (e.kind == dt::EventKind::Heal && e.value == 0) healed_since[e.rank] = true;
+        if (e.kind == dt::EventKind::Commit) {
+            CAPTURE(e.rank, e.step);
+            auto it = last_commit.find(e.rank);
+            if (it == last_commit.end()) {
+                // a fresh process commits step 0, or the step it healed to
+                CHECK((e.step == 0 || healed_since[e.rank]));
+            } else if (healed_since[e.rank]) {
+                CHECK(e.step > it->second);
+            } else {
+                CHECK(e.step == it->second + 1);
+            }
+            last_commit[e.rank] = e.step;
+            healed_since[e.rank] = false;
+            committed_somewhere.insert(e.step);
+        }
+        if (e.kind == dt::EventKind::ParamsChecksum && e.step >= 0) checksum_by_step[e.step][e.rank] = e.seq;
+    }
+    // 2. No committed step is lost: every step was committed by some replica.
+    for (int s = 0; s < steps; ++s) {
+        CAPTURE(s);
+        CHECK(committed_somewhere.count(s) == 1);
+    }
+    // 3. Every replica that committed a step holds the same parameters after it.
+    int compared = 0;
+    for (const auto& [step, by_rank] : checksum_by_step) {
+        CAPTURE(step);
+        for (const auto& [rank, sum] : by_rank) {
+            CAPTURE(rank);
+            CHECK(sum == by_rank.begin()->second);
+        }
+        compared += by_rank.size() > 1 ? 1 : 0;
+    }
+    CHECK(compared > 0);
+}
+
+} // namespace
+
+TEST_CASE("a killed replica is restarted, heals from a live peer, and every replica ends equal", "[ft][slow]") {
+    it::TempDir dir;
+    const std::string scenario = dir.write("kill.toml", ftScenario(3, 40, "[[faults]]\naction = \"kill\"\nrank = 1\n"
+                                                                          "step = 10\nwhen = \"allreduce\"\n"));
+    const auto r = it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                                {{}, {}, 240.0, ""});
+    INFO(it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    INFO("summary: " << s.dump());
+    CHECK(s["ok"] == true);
+    CHECK(s["steps"] == 40);
+    const auto& ft = s["fault_tolerance"];
+    REQUIRE(ft["recoveries"].size() == 1);
+    const auto& rec = ft["recoveries"][0];
+    CHECK(rec["fault"] == "kill");
+    CHECK(rec["replica"] == 1);
+    // The phases happened, in order.
+    REQUIRE(rec["detected_ms"].is_number());
+    REQUIRE(rec["new_quorum_ms"].is_number());
+    REQUIRE(rec["survivors_commit_ms"].is_number());
+    REQUIRE(rec["restarted_ms"].is_number());
+    REQUIRE(rec["heal_end_ms"].is_number());
+    REQUIRE(rec["rejoined_ms"].is_number());
+    CHECK(rec["detected_ms"].get<double>() <= rec["survivors_commit_ms"].get<double>());
+    CHECK(rec["restarted_ms"].get<double>() < rec["heal_end_ms"].get<double>());
+    CHECK(rec["heal_end_ms"].get<double>() <= rec["rejoined_ms"].get<double>());
+    CHECK((rec["heal_source"] == 0 || rec["heal_source"] == 2));
+    // The heal moved parameters + exp_avg + exp_avg_sq + a 2-float header, in fp32.
+    CHECK(rec["heal_bytes"].get<int64_t>() > 0);
+    CHECK(rec["heal_bytes"].get<int64_t>() % 4 == 0);
+    CHECK((rec["heal_bytes"].get<int64_t>() / 4 - 2) % 3 == 0);
+    // Every replica finished with the same parameters.
+    const auto& sums = s["params_checksum"];
+    REQUIRE(sums.size() == 3);
+    CHECK(sums[0] == sums[1]);
+    CHECK(sums[1] == sums[2]);
+    // The survivors committed every step; the restarted replica fewer.
+    CHECK(ft["committed_steps"][0] == 40);
+    CHECK(ft["committed_steps"][2] == 40);
+    CHECK(ft["committed_steps"][1].get<int>() < 40);
+    CHECK(ft["heals"][1] == 1);
+
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 40);
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
+TEST_CASE("NaN gradients abort the step on every replica, and the step is retried", "[ft][slow]") {
+    it::TempDir dir;
+    const std::string scenario = dir.write("nan.toml", ftScenario(3, 20, "[[faults]]\naction = \"nan_gradients\"\n"
+                                                                         "rank = 0\nstep = 8\nwhen = \"step\"\n"));
+    const auto r = it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                                {{}, {}, 240.0, ""});
+    INFO(it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    INFO("summary: " << s.dump());
+    const auto& ft = s["fault_tolerance"];
+    for (int rank = 0; rank < 3; ++rank) {
+        CAPTURE(rank);
+        CHECK(ft["aborted_steps"][rank] == 1); // the NaN step, on every replica
+        CHECK(ft["committed_steps"][rank] == 20);
+    }
+    CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
+    CHECK(s["params_checksum"][1] == s["params_checksum"][2]);
+    // The loss stayed finite: nothing NaN was applied.
+    for (const auto& loss : s["loss_by_step"]) CHECK(loss.is_number());
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 20);
+    // A failed commit gives a new quorum id: more than one quorum was issued.
+    CHECK(ft["quorums"].get<int>() >= 2);
+}
+
+TEST_CASE("with the lighthouse down, training waits, then goes on when it is back", "[ft][slow]") {
+    it::TempDir dir;
+    // Slow steps (50 ms) so that the run is still going when the lighthouse stops.
+    std::string toml = ftScenario(2, 80, "[[faults]]\naction = \"kill_lighthouse\"\nwhen = \"time\"\nat_s = 3\n"
+                                         "duration_s = 2\n");
+    toml.replace(toml.find("timeout_s"), 0, "step_delay_ms = 50\n");
+    const std::string scenario = dir.write("lh.toml", toml);
+    const auto r = it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                                {{}, {}, 240.0, ""});
+    INFO(it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    int64_t down = 0, up = 0;
+    for (const dt::Event& e : load.record.events) {
+        if (e.kind == dt::EventKind::LighthouseDown) down = e.t_ns;
+        if (e.kind == dt::EventKind::LighthouseUp) up = e.t_ns;
+    }
+    REQUIRE(down > 0);
+    REQUIRE(up > down);
+    // While it was down, no step was committed after the one in flight; after, commits resumed.
+    int during = 0, after = 0;
+    for (const dt::Event& e : load.record.events)
+        if (e.kind == dt::EventKind::Commit) {
+            if (e.t_ns > down + 500000000LL && e.t_ns < up) ++during; // 0.5 s: a step in flight may end
+            if (e.t_ns > up) ++after;
+        }
+    CHECK(during == 0);
+    CHECK(after > 0);
+    checkInvariants(load.record, 80);
+}
+
+TEST_CASE("an external dtrun lighthouse serves a run, and says what it decided", "[ft][slow]") {
+    it::TempDir dir;
+    it::Process lighthouse({it::dtrunPath(), "lighthouse", "--port", "0", "--min-replicas", "2"});
+    REQUIRE(it::waitFor([&] { return lighthouse.stdoutSoFar().find('\n') != std::string::npos; }, 20.0));
+    std::string address = lighthouse.stdoutSoFar();
+    address = address.substr(0, address.find('\n'));
+    CAPTURE(address);
+    const std::string scenario =
+        dir.write("ext.toml", ftScenario(2, 10, "", "lighthouse = \"" + address + "\"\nmin_replicas = 2\n"));
+    const auto r = it::runDtrun({"run", scenario, "--summary", dir.file("s.json")}, {{}, {}, 240.0, ""});
+    INFO(it::describe(r));
+    CHECK(r.exit_code == 0);
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    CHECK(s["fault_tolerance"]["committed_steps"][0] == 10);
+    lighthouse.signal(SIGINT);
+    const auto lr = lighthouse.wait(10.0);
+    INFO(it::describe(lr));
+    CHECK(lr.exit_code == 0);
+    CHECK(contains(lr.err, "quorum 1 = {0.0@0, 1.0@0}"));
+}
+
+TEST_CASE("a fault-tolerance flag or table that cannot work is refused before anything starts", "[ft]") {
+    it::TempDir dir;
+    it::ScenarioSpec spec;
+    spec.strategy = "fsdp";
+    spec.extra_toml = "[fault_tolerance]\nenabled = true\n";
+    const auto r = it::runDtrun({"run", dir.write("bad.toml", it::scenarioToml(spec))});
+    CHECK(r.exit_code == 2);
+    CHECK(contains(r.err, "[fault_tolerance] works with [strategy] kind = \"ddp\""));
+    const auto r2 = it::runDtrun({"run", it::scenarioPath("ddp_basics.toml"), "--chaos-seed", "3"});
+    CHECK(r2.exit_code == 2);
+    CHECK(contains(r2.err, "--chaos-seed: [chaos] needs [fault_tolerance] enabled = true"));
+}
+
+TEST_CASE("a seeded chaos run keeps every invariant", "[ft][chaos][slow]") {
+    // Random kills, hangs and slow-downs; the seed is printed so that a
+    // failure can be replayed: dtrun run scenarios/ft_chaos.toml --chaos-seed SEED
+    const uint64_t seed = 7;
+    it::TempDir dir;
+    const auto r = it::runDtrun({"run", it::scenarioPath("ft_chaos.toml"), "--chaos-seed", std::to_string(seed),
+                                 "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                                {{}, {}, 400.0, ""});
+    INFO("chaos seed " << seed << " (replay: dtrun run scenarios/ft_chaos.toml --chaos-seed " << seed << ")");
+    INFO(it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0); // training finishes
+    CHECK(contains(r.err, "chaos seed 7"));
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    INFO("summary: " << s["fault_tolerance"].dump());
+    const int steps = s["steps_requested"].get<int>();
+    CHECK(s["ok"] == true);
+    CHECK(s["fault_tolerance"]["recoveries"].size() >= 3); // it was chaotic
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, steps);
+    CHECK(it::waitForNoWorkers(10.0).empty()); // no process left running
+}
