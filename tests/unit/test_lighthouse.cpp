@@ -435,8 +435,8 @@ TEST_CASE("A replica whose connection closes is left out of the next quorum at o
         const int64_t detection_ms =
             std::chrono::duration_cast<std::chrono::milliseconds>(losses.times[0] - killed_at).count();
         CAPTURE(next_quorum_ms, detection_ms);
-        CHECK(next_quorum_ms < 300);
-        CHECK(detection_ms < 100);
+        CHECK(next_quorum_ms < 300); // heartbeat_timeout is 5000 ms
+        CHECK(detection_ms < 300);
         CHECK(losses.losses[0].first.replica == 2);
         CHECK(losses.losses[0].second == "connection closed");
         for (const Quorum& q : survivors) {
@@ -588,7 +588,7 @@ TEST_CASE("requestQuorum throws CommError(Timeout) when no quorum comes in time"
 
 TEST_CASE("A replica gone for ten heartbeat timeouts is forgotten", "[lighthouse]") {
     LighthouseOptions options;
-    options.heartbeat_timeout_ms = 20;
+    options.heartbeat_timeout_ms = 50; // forgotten after 500 ms
     options.quorum_tick_ms = 5;
     LighthouseServer server(options);
     server.start();
@@ -601,5 +601,5 @@ TEST_CASE("A replica gone for ten heartbeat timeouts is forgotten", "[lighthouse
     REQUIRE(waitUntil([&] { return server.status().members.empty(); }, 2000));
     const int64_t forgotten_ms = msSince(closed_at);
     CAPTURE(forgotten_ms);
-    CHECK(forgotten_ms >= 10 * 20 - 20); // its last sign of life was the HELLO, just before closed_at
+    CHECK(forgotten_ms >= 10 * 50 - 50); // its last sign of life was the HELLO, just before closed_at
 }

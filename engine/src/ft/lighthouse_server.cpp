@@ -92,7 +92,7 @@ struct LighthouseServer::Impl {
     std::vector<std::function<void()>> pending_callbacks; // run after the mutex is released
 
     void loop();
-    void acceptClients(int64_t now);
+    void acceptClients();
     void readClient(int fd, int64_t now);
     void handleLine(int fd, const std::string& line, int64_t now);
     void handleHello(int fd, std::istringstream& in, int64_t now);
@@ -126,7 +126,7 @@ void LighthouseServer::Impl::loop() {
                 uint64_t count = 0;
                 [[maybe_unused]] ssize_t ignored = ::read(wake_fd, &count, sizeof(count));
             }
-            if (fds[1].revents & POLLIN) acceptClients(now);
+            if (fds[1].revents & POLLIN) acceptClients();
             // Accept first, then read: a fd closed below cannot be reused by an accept in this turn.
             for (size_t i = 2; i < fds.size(); ++i)
                 if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) readClient(fds[i].fd, now);
@@ -138,7 +138,7 @@ void LighthouseServer::Impl::loop() {
     }
 }
 
-void LighthouseServer::Impl::acceptClients(int64_t /*now*/) {
+void LighthouseServer::Impl::acceptClients() {
     while (true) {
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) return; // EAGAIN: no more waiting connections
@@ -160,7 +160,7 @@ void LighthouseServer::Impl::readClient(int fd, int64_t now) {
         closeConnection(fd, "connection closed"); // n == 0: EOF, or an error
         return;
     }
-    // Handle every whole line; a line may close the connection (a refused HELLO).
+    // Handle every whole line (checking the connection is still open before each).
     while (connections.count(fd) != 0) {
         std::string& inbox = connections[fd].inbox;
         const auto newline = inbox.find('\n');
