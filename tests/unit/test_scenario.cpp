@@ -238,7 +238,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().column == 2);
         CHECK(std::string(e.what()) ==
               "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], [data], "
-              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]]");
+              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], [chaos]");
     }
 
     SECTION("a key in [[faults]] that does not exist is reported") {
@@ -246,7 +246,40 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().line == 5);
         CHECK(e.where().column == 1);
         CHECK(std::string(e.what()).find("unknown key 'signal' in [[faults]]; expected one of: action, rank, step, "
-                                         "when") != std::string::npos);
+                                         "when, at_s, duration_s, delay_ms") != std::string::npos);
+    }
+
+    SECTION("a fault-tolerance fault without [fault_tolerance] points at the fault") {
+        UsageError e = parseError(kHeader + "[[faults]]\naction = \"nan_gradients\"\nrank = 1\n");
+        CHECK(e.where().line == 4);
+        CHECK(std::string(e.what()).find("action = \"nan_gradients\" needs [fault_tolerance] enabled = true") !=
+              std::string::npos);
+    }
+
+    SECTION("[fault_tolerance] on a strategy it does not support is refused") {
+        UsageError e = parseError(kHeader + "[strategy]\nkind = \"fsdp\"\n[fault_tolerance]\nenabled = true\n");
+        CHECK(std::string(e.what()).find("[fault_tolerance] works with [strategy] kind = \"ddp\"") != std::string::npos);
+    }
+
+    SECTION("a heartbeat timeout not longer than the interval is refused with the reason") {
+        UsageError e = parseError(kHeader + "[fault_tolerance]\nenabled = true\nheartbeat_interval_ms = 200\n"
+                                            "heartbeat_timeout_ms = 100\n");
+        CHECK(std::string(e.what()).find("heartbeat_timeout_ms must be longer than heartbeat_interval_ms") !=
+              std::string::npos);
+    }
+
+    SECTION("an unknown chaos action names the accepted ones at its place") {
+        UsageError e = parseError(kHeader + "[fault_tolerance]\nenabled = true\n[chaos]\nenabled = true\n"
+                                            "actions = [\"kill\", \"explode\"]\n");
+        CHECK(e.where().line == 7);
+        CHECK(e.where().column == 20);
+        CHECK(std::string(e.what()).find("explode") != std::string::npos);
+        CHECK(std::string(e.what()).find("\"kill\", \"hang\", \"slow\"") != std::string::npos);
+    }
+
+    SECTION("[chaos] without fault tolerance is refused") {
+        UsageError e = parseError(kHeader + "[chaos]\nenabled = true\n");
+        CHECK(std::string(e.what()).find("[chaos] needs [fault_tolerance] enabled = true") != std::string::npos);
     }
 
     SECTION("a string where an integer is expected is a wrong type") {
@@ -324,7 +357,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
               "t.toml:4:8: error: [model] kind: expected one of \"tiny_gpt\", \"mlp\", got \"gpt5\"");
         UsageError when = parseError(kHeader + "[[faults]]\nwhen = \"later\"\n");
         CHECK(when.where().line == 4);
-        CHECK(std::string(when.what()).find("[[faults]] when: expected one of \"allreduce\", \"step\", got \"later\"") !=
+        CHECK(std::string(when.what()).find("[[faults]] when: expected one of \"allreduce\", \"step\", \"time\", got \"later\"") !=
               std::string::npos);
     }
 
@@ -462,8 +495,16 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
     s.run.step_delay_ms = 3.25;
     s.telemetry.enabled = false;
     s.telemetry.queue_capacity = 1024;
-    s.faults.push_back({"hang", 5, 11, "step", {"/tmp/x.toml", 40, 1}});
-    s.faults.push_back({"kill", 2, 3, "allreduce", {"/tmp/x.toml", 46, 2}});
+    s.fault_tolerance.enabled = true;
+    s.fault_tolerance.min_replicas = 2;
+    s.fault_tolerance.heartbeat_timeout_ms = 750;
+    s.fault_tolerance.restart = "manual";
+    s.fault_tolerance.lighthouse = "10.0.0.1:29510";
+    s.chaos.enabled = true;
+    s.chaos.seed = 99;
+    s.chaos.actions = {"kill", "partition"};
+    s.faults.push_back({"hang", 5, 11, "step", 0.0, 2.5, 100.0, {"/tmp/x.toml", 40, 1}});
+    s.faults.push_back({"kill", 2, 3, "allreduce", 0.0, 0.0, 100.0, {"/tmp/x.toml", 46, 2}});
     s.steps.push_back({"Watch the \"ranks\" start.\nTwo lines.", "topology", "step >= 1", {"/tmp/x.toml", 50, 1}});
     s.steps.push_back({"Kill one.", "", "rank 3 dies", {"/tmp/x.toml", 54, 1}});
 
@@ -522,7 +563,20 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
             CHECK(r.faults[i].where.file == s.faults[i].where.file);
             CHECK(r.faults[i].where.line == s.faults[i].where.line);
             CHECK(r.faults[i].where.column == s.faults[i].where.column);
+            CHECK(r.faults[i].duration_s == s.faults[i].duration_s);
+            CHECK(r.faults[i].delay_ms == s.faults[i].delay_ms);
         }
+    }
+
+    SECTION("the fault-tolerance and chaos tables come back whole") {
+        CHECK(r.fault_tolerance.enabled == s.fault_tolerance.enabled);
+        CHECK(r.fault_tolerance.min_replicas == s.fault_tolerance.min_replicas);
+        CHECK(r.fault_tolerance.heartbeat_timeout_ms == s.fault_tolerance.heartbeat_timeout_ms);
+        CHECK(r.fault_tolerance.restart == s.fault_tolerance.restart);
+        CHECK(r.fault_tolerance.lighthouse == s.fault_tolerance.lighthouse);
+        CHECK(r.chaos.enabled == s.chaos.enabled);
+        CHECK(r.chaos.seed == s.chaos.seed);
+        CHECK(r.chaos.actions == s.chaos.actions);
     }
 
     SECTION("narration steps come back in order with their source locations") {
@@ -730,7 +784,7 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
         CHECK_NOTHROW(validateScenario(s, "--microbatches"));
         s.strategy.kind = "fsdp";
         s.topology.replicas = 1;
-        s.faults.push_back({"kill", 1, 2, "allreduce", {"/tmp/x.toml", 9, 1}});
+        s.faults.push_back({"kill", 1, 2, "allreduce", 0.0, 0.0, 100.0, {"/tmp/x.toml", 9, 1}});
         CHECK(std::string(validateError(s, "--strategy").what()).find("never fires under fsdp") != std::string::npos);
         s.faults[0].when = "step";
         CHECK_NOTHROW(validateScenario(s, "--strategy"));

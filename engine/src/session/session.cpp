@@ -471,7 +471,14 @@ struct Session::Impl final : TelemetrySink {
             }
             gate = control;
         }
+        bool done = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            done = job_done;
+        }
         for (int r : hello) {
+            // A replica restarted just before the job finished is not needed any more.
+            if (done) collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
             collector->sendControl(r, {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.allowed_step, 0.0});
             if (delays[size_t(r)] > 0)
                 collector->sendControl(r, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delays[size_t(r)]});
