@@ -17,6 +17,7 @@
 #include "screenshot.hpp"
 #include "views/view_event_log.hpp"
 #include "views/view_fsdp_flow.hpp"
+#include "views/view_quorum.hpp"
 #include "views/view_pipeline.hpp"
 #include "views/view_memory.hpp"
 #include "views/view_metrics.hpp"
@@ -114,6 +115,8 @@ AppContext::AppContext(AppOptions options) : m_options(std::move(options)) {
     add("fsdp", std::make_unique<FsdpFlowView>());
     add("pipeline", std::make_unique<PipelineView>());
     m_views.back().view->open = false; // opened for pipeline scenarios (openScenario, openRecording) or from the View menu
+    add("quorum", std::make_unique<QuorumView>());
+    m_views.back().view->open = false; // opened for fault-tolerant scenarios
     std::snprintf(m_save_path, sizeof(m_save_path), "dtlab-run.dtrec");
 }
 
@@ -159,6 +162,7 @@ void AppContext::openScenario(const Scenario& scenario) {
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
+    if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
     gatherFacts();
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
         std::to_string(m_scenario.run.steps) + " steps, " + m_scenario.strategy.kind + " (" +
@@ -192,6 +196,7 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
+    if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
     say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
         " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
 }
@@ -373,6 +378,28 @@ void AppContext::onDrop(const std::vector<std::string>& paths) {
     if (!paths.empty()) m_dropped = paths;
 }
 
+void AppContext::restartRank(int rank) {
+    if (m_session) m_session->restartRank(rank);
+}
+void AppContext::nanGradients(int rank) {
+    if (m_session) m_session->nanGradients(rank);
+}
+void AppContext::failNextCollective(int rank) {
+    if (m_session) m_session->failNextCollective(rank);
+}
+void AppContext::partitionRank(int rank, bool on) {
+    if (m_session) m_session->partitionRank(rank, on);
+}
+void AppContext::setLighthouseRunning(bool running) {
+    if (!m_session) return;
+    if (running) m_session->startLighthouse();
+    else m_session->killLighthouse();
+}
+bool AppContext::lighthouseDown() const {
+    ft::LighthouseStatus status;
+    return m_session && m_session->lighthouseStatus(status) && !status.running;
+}
+
 ViewInputs AppContext::viewInputs() {
     ViewInputs in;
     in.model = hasRun() ? &m_model : nullptr;
@@ -381,6 +408,11 @@ ViewInputs AppContext::viewInputs() {
     in.selected_rank = &m_selected_rank;
     in.navigator = m_navigator;
     in.cursor_ns = &m_cursor_ns;
+    in.ranks = &m_facts.ranks;
+    if (m_session) {
+        ft::LighthouseStatus status;
+        if (m_session->lighthouseStatus(status)) in.lighthouse = std::move(status);
+    }
     // Model-state theory for the scenario's strategy (sharding_theory.hpp):
     // fp32 parameters and gradients (4 B per element), AdamW's two moments
     // (8 B), each divided by the shard count where the strategy shards it;
@@ -674,19 +706,23 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const float body_h = std::max(100.0f, d.y - y0);
     const float left_w = std::round(std::clamp(d.x * 0.32f, std::min(d.x * 0.5f, ImGui::GetFontSize() * 24.0f), d.x * 0.45f));
     const float right_w = d.x - left_w;
-    bool narration_open = false, flow_open = false, pipe_open = false;
+    bool narration_open = false, flow_open = false, pipe_open = false, quorum_open = false;
     for (const ViewSlot& slot : m_views) {
         if (slot.id == "narration") narration_open = slot.view->open;
         if (slot.id == "fsdp") flow_open = slot.view->open;
         if (slot.id == "pipeline") pipe_open = slot.view->open;
+        if (slot.id == "quorum") quorum_open = slot.view->open;
     }
     const float topo_h = std::round(narration_open ? body_h * 0.66f : body_h);
     // The FSDP flow view (open for fsdp/hsdp) and the pipeline view (open for
     // pipeline) take bands under the timeline, which gets shorter for them.
     const float flow_h = flow_open ? std::round(std::min(FsdpFlowView::preferredHeight(), body_h * 0.4f)) : 0.0f;
+    // (the quorum view, open for fault-tolerant runs, takes the pipeline's band)
     const float pipe_h =
-        pipe_open ? std::round(std::min(PipelineView::preferredHeight(m_scenario.topology.stages), body_h * 0.5f)) : 0.0f;
-    const float tl_h = std::round(pipe_open ? body_h * 0.30f : flow_open ? body_h * 0.40f : body_h * 0.52f);
+        pipe_open     ? std::round(std::min(PipelineView::preferredHeight(m_scenario.topology.stages), body_h * 0.5f))
+        : quorum_open ? std::round(std::min(QuorumView::preferredHeight(m_scenario.topology.ranks), body_h * 0.45f))
+                      : 0.0f;
+    const float tl_h = std::round(pipe_open || quorum_open ? body_h * 0.30f : flow_open ? body_h * 0.40f : body_h * 0.52f);
     const float y1 = y0 + tl_h + flow_h + pipe_h;
     const float low_h = std::max(60.0f, body_h - tl_h - flow_h - pipe_h);
     const float metrics_w = std::round(right_w * 0.37f);
@@ -697,6 +733,7 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     if (id == "timeline") return ImVec4(left_w, y0, right_w, tl_h);
     if (id == "fsdp") return ImVec4(left_w, y0 + tl_h, right_w, flow_h > 0.0f ? flow_h : body_h * 0.3f);
     if (id == "pipeline") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, pipe_h > 0.0f ? pipe_h : body_h * 0.4f);
+    if (id == "quorum") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, pipe_h > 0.0f ? pipe_h : body_h * 0.4f);
     if (id == "metrics") return ImVec4(left_w, y1, metrics_w, low_h);
     if (id == "memory") return ImVec4(left_w + metrics_w, y1, memory_w, low_h);
     if (id == "events") return ImVec4(left_w + metrics_w + memory_w, y1, right_w - metrics_w - memory_w, low_h);

@@ -119,6 +119,13 @@ public:
     void hangRank(int rank) override;
     void resumeRank(int rank) override;
     void slowRank(int rank, double delay_ms) override;
+    // Fault tolerance (a live fault-tolerant run; no-ops otherwise).
+    void restartRank(int rank);
+    void nanGradients(int rank);
+    void failNextCollective(int rank);
+    void partitionRank(int rank, bool on);
+    void setLighthouseRunning(bool running);
+    [[nodiscard]] bool lighthouseDown() const;
     void pauseRun() override;
     void runFree() override;
     void stepOnce() override;

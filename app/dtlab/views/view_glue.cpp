@@ -12,6 +12,7 @@
 #include "views/view_memory.hpp"
 #include "views/view_metrics.hpp"
 #include "views/view_pipeline.hpp"
+#include "views/view_quorum.hpp"
 #include "views/view_timeline.hpp"
 
 namespace dt::app {
@@ -37,5 +38,40 @@ void FsdpFlowView::drawContent(AppContext& context) { draw(context.viewInputs())
 
 void PipelineView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
 void PipelineView::drawContent(AppContext& context) { draw(context.viewInputs()); }
+
+void QuorumView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
+
+// The fault buttons of a fault-tolerant run, for the selected replica (rank 0
+// when none is selected), then the view itself.
+void QuorumView::drawContent(AppContext& context) {
+    if (context.scenario().fault_tolerance.enabled && context.live()) {
+        const auto& ranks = context.facts().ranks;
+        int r = context.selectedRank() >= 0 ? context.selectedRank() : 0;
+        if (r >= int(ranks.size())) r = 0;
+        if (!ranks.empty()) {
+            const RankProgress& p = ranks[size_t(r)];
+            const bool running = p.state == RankState::Running || p.state == RankState::Healing;
+            const bool dead = p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
+            const char* not_running = "the replica is not running";
+            ImGui::AlignTextToFramePadding();
+            ImGui::Text("replica %d:", r);
+            ImGui::SameLine();
+            if (context.button("Kill##q", running, not_running)) context.killRank(r);
+            ImGui::SameLine();
+            if (context.button("NaN gradients##q", running, not_running)) context.nanGradients(r);
+            ImGui::SameLine();
+            if (context.button("Fail collective##q", running, not_running)) context.failNextCollective(r);
+            ImGui::SameLine();
+            if (context.button(p.partitioned ? "End partition##q" : "Partition##q", running || p.partitioned, not_running))
+                context.partitionRank(r, !p.partitioned);
+            ImGui::SameLine();
+            if (context.button("Restart##q", dead, "only a dead replica can be restarted")) context.restartRank(r);
+            ImGui::SameLine();
+            const bool down = context.lighthouseDown();
+            if (context.button(down ? "Start lighthouse" : "Stop lighthouse", true)) context.setLighthouseRunning(down);
+        }
+    }
+    draw(context.viewInputs());
+}
 
 } // namespace dt::app

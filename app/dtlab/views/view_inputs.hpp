@@ -24,12 +24,16 @@
 //                  comm buffers; empty function or std::nullopt = draw no theory
 //   memory_theory_label  the formula behind memory_theory, shown with the
 //                  word "theory" ("DDP: params 4 Psi + grads 4 Psi + ...")
+//   ranks          live per-rank state (states, incarnations, commits); nullptr = none
+//   lighthouse     the Session's lighthouse status (live fault-tolerant runs only)
 //   cursor_ns      the shared time cursor (Session clock): set by a click in the
 //                  timeline, the FSDP flow view's slider or the script's
 //                  `cursor`; the flow view shows that moment. nullptr = the app
 //                  does not share one; an empty optional = no cursor (now)
 #pragma once
 
+#include "dtlab/lighthouse.hpp"
+#include "dtlab/session.hpp"
 #include "model/run_model.hpp"
 
 #include <array>
@@ -67,6 +71,8 @@ struct ViewInputs {
     std::function<std::optional<std::array<int64_t, 5>>(int rank)> memory_theory;
     std::string memory_theory_label;
     std::optional<int64_t>* cursor_ns = nullptr;
+    const std::vector<RankProgress>* ranks = nullptr;
+    std::optional<ft::LighthouseStatus> lighthouse;
 };
 
 } // namespace dt::app

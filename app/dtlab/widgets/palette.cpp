@@ -45,6 +45,18 @@ ImU32 kindColor(EventKind kind) {
     case EventKind::UnitFreed: return IM_COL32(140, 153, 166, 255);
     case EventKind::CheckpointSaved:
     case EventKind::CheckpointLoaded: return IM_COL32(0, 137, 123, 255);
+    // fault tolerance
+    case EventKind::QuorumWait: return IM_COL32(255, 183, 77, 255);      // orange: asking the lighthouse
+    case EventKind::Reconfigure: return IM_COL32(171, 71, 188, 255);     // purple: a new process group
+    case EventKind::Heal: return IM_COL32(0, 172, 193, 255);             // cyan: state from a live peer
+    case EventKind::Heartbeat: return IM_COL32(150, 150, 150, 255);
+    case EventKind::QuorumFormed: return IM_COL32(255, 152, 0, 255);
+    case EventKind::Commit: return IM_COL32(67, 160, 71, 255);           // green: applied
+    case EventKind::Abort: return kFailed;                               // red: not applied
+    case EventKind::ReplicaLost: return kFailed;
+    case EventKind::RankRestarted: return IM_COL32(171, 71, 188, 255);
+    case EventKind::LighthouseDown: return kFailed;
+    case EventKind::LighthouseUp: return IM_COL32(67, 160, 71, 255);
     default: return IM_COL32(150, 150, 150, 255);
     }
 }

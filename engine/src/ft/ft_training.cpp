@@ -32,6 +32,7 @@
 #include "dtlab/errors.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "ft/replica_state.hpp"
+#include "memory/memory_accounting.hpp"
 #include "model/model.hpp"
 #include "telemetry/telemetry_sender.hpp"
 #include "worker/params_io.hpp"
@@ -337,7 +338,7 @@ int trainFaultTolerant(const FtRankContext& c) {
                     sent = false;
                     sender.log(LogLevel::Warning, "heal of replica " + std::to_string(s.peer_replica) + " failed: " + e.what());
                 }
-                telemetry.span(EventKind::Heal, s.begin, step, 1.0, sent ? s.state.numel() * 4 : 0, s.peer_replica);
+                telemetry.span(EventKind::Heal, s.begin, step, 1.0, sent ? s.state.numel() * 4 : 0, s.peer_replica, 0, 1);
             }
             heal_sends.clear();
             if (group) group->reapPosted();
@@ -393,7 +394,7 @@ int trainFaultTolerant(const FtRankContext& c) {
                                                ": step " + std::to_string(step) + " -> " + std::to_string(source_step) +
                                                ", " + std::to_string(heal_state.numel() * 4) + " bytes");
                 telemetry.span(EventKind::Heal, heal_begin, source_step, 0.0, heal_state.numel() * 4,
-                               quorum.members[size_t(role.heal_source)].replica);
+                               quorum.members[size_t(role.heal_source)].replica, 0, 0);
                 step = source_step;
             }
             t = telemetry.now();
@@ -434,6 +435,19 @@ int trainFaultTolerant(const FtRankContext& c) {
         telemetry.counter(EventKind::StepTimeMs, attempted, double(telemetry.now() - step_begin) / 1e6);
         telemetry.counter(EventKind::BytesSent, attempted,
                           double(bytes_sent_before + (group ? group->modeledBytesSent() : 0)));
+        if (telemetry.detailed()) { // memory by category, as the other strategies report it
+            std::vector<at::Tensor> grads;
+            for (const auto& p : params) grads.push_back(p.grad());
+            const MemorySample m = sampleMemory(storageBytes(params), storageBytes(grads), adamStateBytes(optimizer),
+                                                gradient.numel() * 4);
+            telemetry.counter(EventKind::MemParameters, attempted, double(m.parameters));
+            telemetry.counter(EventKind::MemGradients, attempted, double(m.gradients));
+            telemetry.counter(EventKind::MemOptimizer, attempted, double(m.optimizer_state));
+            telemetry.counter(EventKind::MemActivations, attempted, double(m.activations));
+            telemetry.counter(EventKind::MemCommBuffers, attempted, double(m.comm_buffers));
+            telemetry.counter(EventKind::MemLive, attempted, double(m.live));
+            telemetry.counter(EventKind::MemPeak, attempted, double(m.peak));
+        }
     }
 
     const int64_t last = step - 1;

@@ -103,6 +103,7 @@ struct Session::Impl final : TelemetrySink {
     std::vector<Deferred> deferred;
     std::mt19937_64 chaos_rng;
     int64_t next_chaos_ns = 0;
+    int64_t last_quorum_id = -1;            // the last quorum id logged
     mutable std::mutex lighthouse_mutex;    // guards lighthouse (never taken with mutex held)
     std::unique_ptr<ft::LighthouseServer> lighthouse;
 
@@ -311,7 +312,8 @@ struct Session::Impl final : TelemetrySink {
                                                          (error.empty() ? "" : ": " + error);
         p.state = x.signal == SIGKILL ? RankState::Killed : RankState::Failed;
         const FaultToleranceConfig& ft = record.scenario.fault_tolerance;
-        if (job_done) {
+        if (job_done || stop_requested) { // no restarts once the job is done or the Session stops
+            restart_at_ns[size_t(x.rank)] = 0;
             rank_gone[size_t(x.rank)] = true;
             return;
         }
@@ -651,6 +653,9 @@ void Session::start() {
         s.lighthouse = std::make_unique<ft::LighthouseServer>(lo);
         s.lighthouse->onQuorum([&s](const ft::Quorum& quorum, const ft::QuorumDecision& decision) {
             std::lock_guard<std::mutex> lock(s.mutex);
+            // The fast path hands out the same quorum every step: only a new id is news.
+            if (quorum.quorum_id == s.last_quorum_id) return;
+            s.last_quorum_id = quorum.quorum_id;
             Event e;
             e.t_ns = monotonicNowNs();
             e.kind = EventKind::QuorumFormed;
@@ -716,6 +721,13 @@ void Session::stop(const std::string& reason) {
     }
     std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
     m_impl->supervisor.killAll();
+    // Replicas dead and waiting for a restart will not get one.
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    for (int r = 0; r < m_impl->world; ++r)
+        if (m_impl->ft_enabled && m_impl->supervisor.pidOf(r) == 0) {
+            m_impl->restart_at_ns[size_t(r)] = 0;
+            m_impl->rank_gone[size_t(r)] = true;
+        }
 }
 
 void Session::killRank(int rank) { m_impl->signalRank(rank, SIGKILL, RankState::Pending, "SIGKILL sent to"); }

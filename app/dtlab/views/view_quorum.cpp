@@ -1,0 +1,420 @@
+// view_quorum.cpp: the quorum view (see view_quorum.hpp).
+//
+// [SECTION] State (pure): replicas, the latest quorum, the latest recovery
+// [SECTION] Help and empty states
+// [SECTION] Drawing: header, replica rows with their sequence strips, stopwatch
+#include "views/view_quorum.hpp"
+
+#include "widgets/format.hpp"
+#include "widgets/help.hpp"
+#include "widgets/palette.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace dt::app {
+
+// -----------------------------------------------------------------------------
+// [SECTION] State (pure)
+// -----------------------------------------------------------------------------
+
+const char* replicaHealthLabel(ReplicaHealth health) {
+    switch (health) {
+    case ReplicaHealth::Healthy: return "healthy";
+    case ReplicaHealth::Healing: return "healing";
+    case ReplicaHealth::Hung: return "hung";
+    case ReplicaHealth::Dead: return "dead";
+    case ReplicaHealth::Restarting: return "restarting";
+    case ReplicaHealth::Finished: return "finished";
+    case ReplicaHealth::Starting: return "starting";
+    }
+    return "?";
+}
+
+namespace {
+
+ReplicaHealth healthOf(RankState state) {
+    switch (state) {
+    case RankState::Running:
+    case RankState::Paused: return ReplicaHealth::Healthy;
+    case RankState::Healing: return ReplicaHealth::Healing;
+    case RankState::Hung: return ReplicaHealth::Hung;
+    case RankState::Killed:
+    case RankState::Failed: return ReplicaHealth::Dead;
+    case RankState::Restarting: return ReplicaHealth::Restarting;
+    case RankState::Finished: return ReplicaHealth::Finished;
+    case RankState::Pending:
+    case RankState::Starting: return ReplicaHealth::Starting;
+    }
+    return ReplicaHealth::Starting;
+}
+
+ImU32 healthColor(ReplicaHealth health) {
+    switch (health) {
+    case ReplicaHealth::Healthy: return IM_COL32(46, 160, 90, 255);
+    case ReplicaHealth::Healing: return palette::kindColor(EventKind::Heal);
+    case ReplicaHealth::Hung: return IM_COL32(230, 120, 30, 255);
+    case ReplicaHealth::Dead: return palette::kFailed;
+    case ReplicaHealth::Restarting: return palette::kindColor(EventKind::RankRestarted);
+    case ReplicaHealth::Finished: return IM_COL32(70, 130, 200, 255);
+    case ReplicaHealth::Starting: return IM_COL32(120, 130, 140, 255);
+    }
+    return IM_COL32(128, 128, 128, 255);
+}
+
+// Every event the recovery measure reads, rebuilt from the model: the
+// fault-tolerance instants, the failed collectives and the heal spans.
+std::vector<Event> recoveryEvents(const RunModel& model) {
+    std::vector<Event> events = model.ftEvents();
+    for (int r = 0; r < model.world(); ++r) {
+        const RankLane& lane = model.lane(r);
+        for (const SpanRecord& s : lane.compute[1]) {
+            if (s.kind != EventKind::Heal) continue;
+            Event e;
+            e.kind = EventKind::Heal;
+            e.phase = EventPhase::Span;
+            e.rank = r;
+            e.t_ns = s.t0;
+            e.dur_ns = s.t1 - s.t0;
+            e.step = s.step;
+            e.bytes = s.bytes;
+            e.peer = s.peer;
+            e.value = s.unit == 1 ? 1.0 : 0.0; // the engine puts receiving (0) / sending (1) in unit
+            events.push_back(e);
+        }
+        for (const SpanRecord& s : lane.comm)
+            if (s.failed) {
+                Event e;
+                e.kind = s.kind;
+                e.phase = EventPhase::WorkFailed;
+                e.rank = r;
+                e.t_ns = s.t1 == SpanRecord::kOpen ? s.t0 : s.t1;
+                events.push_back(e);
+            }
+    }
+    return events;
+}
+
+} // namespace
+
+QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankProgress>* ranks,
+                                const std::optional<ft::LighthouseStatus>& lighthouse, int64_t t_ns) {
+    QuorumViewState st;
+    st.fault_tolerant = model.scenario().fault_tolerance.enabled;
+    const int world = model.world();
+    st.rows.resize(size_t(world));
+    std::vector<int64_t> last_heartbeat(size_t(world), 0);
+    for (int r = 0; r < world; ++r) st.rows[size_t(r)].replica = r;
+    // Walk the fault-tolerance instants up to the moment.
+    std::vector<bool> dead(size_t(world), false), hung(size_t(world), false), finished(size_t(world), false);
+    for (const Event& e : model.ftEvents()) {
+        if (e.t_ns > t_ns) break;
+        const bool on_rank = e.rank >= 0 && e.rank < world;
+        ReplicaRow* row = on_rank ? &st.rows[size_t(e.rank)] : nullptr;
+        switch (e.kind) {
+        case EventKind::QuorumFormed:
+            if (e.rank < 0) {
+                st.quorum_id = int64_t(e.value);
+                st.members = e.seq;
+                st.max_step = e.bytes;
+                st.quorums += 1;
+            }
+            break;
+        case EventKind::Commit:
+            if (row) row->committed += 1;
+            break;
+        case EventKind::Abort:
+            if (row) row->aborted += 1;
+            break;
+        case EventKind::Heartbeat:
+            if (on_rank) last_heartbeat[size_t(e.rank)] = e.t_ns;
+            break;
+        case EventKind::RankRestarted:
+            if (row) row->incarnation = int(e.value);
+            if (on_rank) dead[size_t(e.rank)] = false;
+            break;
+        case EventKind::ProcessExited:
+            if (on_rank) dead[size_t(e.rank)] = e.value != 0;
+            break;
+        case EventKind::FaultInjected:
+            if (on_rank && int(e.value) == 19) hung[size_t(e.rank)] = true;  // SIGSTOP
+            if (on_rank && int(e.value) == 18) hung[size_t(e.rank)] = false; // SIGCONT
+            break;
+        case EventKind::LighthouseDown: st.lighthouse_down = true; break;
+        case EventKind::LighthouseUp: st.lighthouse_down = false; break;
+        default: break;
+        }
+    }
+    for (int r = 0; r < world; ++r) {
+        ReplicaRow& row = st.rows[size_t(r)];
+        row.in_quorum = r < 64 && (st.members >> r) & 1;
+        if (last_heartbeat[size_t(r)] > 0) row.heartbeat_age_ms = double(t_ns - last_heartbeat[size_t(r)]) / 1e6;
+        if (ranks && size_t(r) < ranks->size()) {
+            const RankProgress& p = (*ranks)[size_t(r)];
+            row.health = healthOf(p.state);
+            row.incarnation = std::max(row.incarnation, p.incarnation);
+            row.partitioned = p.partitioned;
+        } else {
+            row.health = dead[size_t(r)] ? ReplicaHealth::Dead
+                         : hung[size_t(r)] ? ReplicaHealth::Hung
+                                           : ReplicaHealth::Healthy;
+        }
+        (void)finished;
+    }
+    if (lighthouse) { // live: the lighthouse's own view
+        st.reason = lighthouse->last_reason;
+        st.lighthouse_down = !lighthouse->running;
+        for (const ft::MemberHealth& m : lighthouse->members)
+            if (m.member.replica >= 0 && m.member.replica < world)
+                st.rows[size_t(m.member.replica)].heartbeat_age_ms = double(m.heartbeat_age_ms);
+    } else { // replay: the reason from the lighthouse's logged decisions
+        for (const LogRecord& log : model.logs()) {
+            if (log.t_ns > t_ns) break;
+            if (log.rank < 0 && log.text.rfind("lighthouse: quorum ", 0) == 0) {
+                const size_t colon = log.text.find("}: ");
+                st.reason = colon == std::string::npos ? log.text : log.text.substr(colon + 3);
+            }
+        }
+    }
+    return st;
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Help and empty states
+// -----------------------------------------------------------------------------
+
+QuorumView::QuorumView() : View("Quorum") {}
+
+const char* QuorumView::helpText() const {
+    return "Quorum fault tolerance (TorchFT style), drawn from the real events.\n\n"
+           "Each replica group (here one rank) asks the lighthouse for a quorum every step, while its forward "
+           "and backward run. The lighthouse answers with the replicas that are healthy and asking: its reason "
+           "is in the header. A new quorum id means a new cross-replica process group (reconfigure). A replica "
+           "behind the others heals: a live peer sends it parameters, optimizer state and step. Then the "
+           "replicas average their gradients (all-reduce) and commit the step only if everything worked "
+           "(green tick); otherwise they abort it (red cross) and nothing is applied.\n\n"
+           "Rows: one per replica with its state, incarnation (restarts), steps committed / aborted, heartbeat "
+           "age and quorum membership. The strip shows the last seconds (or those before the time cursor): "
+           "orange = quorum request, purple = reconfigure, cyan = heal, green bar = all-reduce, vertical lines "
+           "= the lighthouse's quorums.\n\n"
+           "The stopwatch times the latest fault: detected, new quorum, the survivors' next commit, restart, "
+           "heal and the first commit of the replica that came back.\n\n"
+           "Try: Kill a replica, NaN its gradients, partition it from the lighthouse, or stop the lighthouse.";
+}
+
+bool QuorumView::isEmpty(const AppContext&) const { return false; }
+
+float QuorumView::preferredHeight(int replicas) {
+    const float line = ImGui::GetFrameHeightWithSpacing();
+    return line * float(4 + std::max(1, replicas)) + ImGui::GetTextLineHeightWithSpacing() * 4.0f +
+           ImGui::GetStyle().WindowPadding.y * 2.0f;
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Drawing
+// -----------------------------------------------------------------------------
+
+void QuorumView::draw(const ViewInputs& inputs) {
+    if (!inputs.model) {
+        helpMarker(helpText());
+        emptyState("No run open: start a scenario or open a recording",
+                   "With [fault_tolerance] enabled = true this view shows the lighthouse's quorums, each replica's "
+                   "heartbeats, heals and commits, and a stopwatch for every recovery. Try scenarios/ft_kill_replica.toml.");
+        return;
+    }
+    if (!inputs.model->scenario().fault_tolerance.enabled) {
+        helpMarker(helpText());
+        emptyState("This run is not fault tolerant: no quorum, no lighthouse",
+                   "Plain DDP stops when one rank dies. Add [fault_tolerance] enabled = true to a ddp scenario "
+                   "(or open scenarios/ft_kill_replica.toml) to see replicas form quorums, heal and go on.");
+        return;
+    }
+    const RunModel& model = *inputs.model;
+    const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
+    const int64_t t_end = has_cursor ? **inputs.cursor_ns : std::max(model.tEnd(), inputs.now_ns);
+    m_state = quorumViewState(model, inputs.ranks, has_cursor ? std::nullopt : inputs.lighthouse, t_end);
+    if (model.generation() != m_recovery_generation) {
+        m_recovery_generation = model.generation();
+        const RecoveryMeasure measure = measureRecoveries(recoveryEvents(model), model.world());
+        m_recovery.reset();
+        if (!measure.recoveries.empty()) m_recovery = measure.recoveries.back();
+    }
+    m_state.recovery = m_recovery;
+    drawHeader(inputs);
+    drawRows(inputs, t_end);
+    drawStopwatch(inputs, t_end);
+}
+
+void QuorumView::drawHeader(const ViewInputs&) {
+    helpMarker(helpText());
+    ImGui::SameLine();
+    if (m_state.lighthouse_down) {
+        ImGui::TextColored(ImColor(palette::kFailed), "LIGHTHOUSE DOWN: no replica can get a quorum; training waits");
+        return;
+    }
+    if (m_state.quorum_id < 0) {
+        ImGui::TextDisabled("Lighthouse: no quorum yet (replicas are starting)");
+        return;
+    }
+    std::string members;
+    for (int r = 0; r < 64; ++r)
+        if ((m_state.members >> r) & 1) members += (members.empty() ? "" : ", ") + std::to_string(r);
+    ImGui::Text("Lighthouse: quorum %lld of replicas {%s}, max step %lld, %lld quorums so far",
+                (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step, (long long)m_state.quorums);
+    if (!m_state.reason.empty()) {
+        ImGui::TextDisabled("decision:");
+        ImGui::SameLine();
+        ImGui::TextWrapped("%s", m_state.reason.c_str());
+    }
+}
+
+namespace {
+
+// One replica's fault-tolerance phases in [t0, t1], drawn in a strip.
+void drawStrip(const RunModel& model, int replica, int64_t t0, int64_t t1, int64_t now, ImVec2 pos, ImVec2 size) {
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    dl->AddRectFilled(pos, ImVec2(pos.x + size.x, pos.y + size.y), IM_COL32(128, 128, 128, 30));
+    const double scale = double(size.x) / double(std::max<int64_t>(1, t1 - t0));
+    const auto x = [&](int64_t t) { return pos.x + float(double(std::clamp(t, t0, t1) - t0) * scale); };
+    const RankLane& lane = model.lane(replica);
+    const float h = size.y;
+    // A killed incarnation's collective never completes: it ends where the next one started.
+    int64_t incarnation_start = 0;
+    for (const Event& e : lane.instants)
+        if (e.kind == EventKind::RankStarted && e.t_ns <= t1) incarnation_start = e.t_ns;
+    // spans: quorum request (top third), reconfigure / heal (middle), all-reduce (bottom)
+    const auto spans = [&](const std::vector<SpanRecord>& row, float y0, float y1, bool (*want)(EventKind)) {
+        auto it = std::upper_bound(row.begin(), row.end(), t1, [](int64_t t, const SpanRecord& s) { return t < s.t0; });
+        while (it != row.begin()) {
+            --it;
+            if (it->endOr(now) < t0 && it->t0 < t0 - 5'000'000'000LL) break;
+            if (!want(it->kind) || it->endOr(now) < t0) continue;
+            const bool orphan = it->open() && it->t0 < incarnation_start;
+            const ImU32 color = it->failed || orphan ? palette::kFailed : palette::kindColor(it->kind);
+            const int64_t end = orphan ? it->t0 : it->endOr(now);
+            dl->AddRectFilled(ImVec2(x(it->t0), pos.y + y0 * h), ImVec2(std::max(x(it->t0) + 2.0f, x(end)), pos.y + y1 * h),
+                              color);
+        }
+    };
+    spans(lane.compute[2], 0.05f, 0.35f, [](EventKind k) { return k == EventKind::QuorumWait; });
+    spans(lane.compute[1], 0.35f, 0.65f, [](EventKind k) { return k == EventKind::Reconfigure || k == EventKind::Heal; });
+    spans(lane.comm, 0.65f, 0.95f, [](EventKind k) { return k == EventKind::AllReduce; });
+    // instants
+    for (const Event& e : model.ftEvents()) {
+        if (e.t_ns < t0) continue;
+        if (e.t_ns > t1) break;
+        const float ex = x(e.t_ns);
+        if (e.rank < 0 && e.kind == EventKind::QuorumFormed) {
+            dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h), palette::kindColor(EventKind::QuorumFormed), 1.0f);
+            continue;
+        }
+        if (e.rank != replica) continue;
+        switch (e.kind) {
+        case EventKind::Heartbeat: dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h * 0.12f), IM_COL32(160, 160, 160, 200)); break;
+        case EventKind::Commit:
+            dl->AddRectFilled(ImVec2(ex - 1.5f, pos.y + h * 0.15f), ImVec2(ex + 1.5f, pos.y + h * 0.85f),
+                              palette::kindColor(EventKind::Commit));
+            break;
+        case EventKind::Abort: {
+            const float r = h * 0.3f, cy = pos.y + h * 0.5f;
+            dl->AddLine(ImVec2(ex - r, cy - r), ImVec2(ex + r, cy + r), palette::kFailed, 2.0f);
+            dl->AddLine(ImVec2(ex - r, cy + r), ImVec2(ex + r, cy - r), palette::kFailed, 2.0f);
+            break;
+        }
+        case EventKind::FaultInjected:
+        case EventKind::ReplicaLost:
+        case EventKind::ProcessExited:
+            dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h), palette::kFailed, 2.0f);
+            break;
+        case EventKind::RankRestarted:
+            dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h), palette::kindColor(EventKind::RankRestarted), 2.0f);
+            break;
+        default: break;
+        }
+    }
+}
+
+} // namespace
+
+void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
+    const RunModel& model = *inputs.model;
+    const int64_t window_ns = 3'000'000'000LL;
+    const int64_t t0 = t_end - window_ns;
+    const float label_w = ImGui::CalcTextSize("restarting*  replica 00 [Q]  x00  0000 ok / 000 abort  hb 00000 ms  ").x;
+    for (const ReplicaRow& row : m_state.rows) {
+        ImGui::PushID(row.replica);
+        const ImU32 color = healthColor(row.health);
+        const ImVec2 p = ImGui::GetCursorScreenPos();
+        const float line_h = ImGui::GetFrameHeight();
+        ImDrawList* dl = ImGui::GetWindowDrawList();
+        char badge[32];
+        std::snprintf(badge, sizeof(badge), "%s%s", replicaHealthLabel(row.health), row.partitioned ? "*" : "");
+        const ImVec2 badge_size(ImGui::GetFontSize() * 6.2f, line_h - 2.0f);
+        dl->AddRectFilled(p, ImVec2(p.x + badge_size.x, p.y + badge_size.y), color, 3.0f);
+        dl->AddText(ImVec2(p.x + 4.0f, p.y + (badge_size.y - ImGui::GetTextLineHeight()) * 0.5f), IM_COL32(255, 255, 255, 255), badge);
+        ImGui::Dummy(badge_size);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s%s", replicaHealthLabel(row.health),
+                              row.partitioned ? " and partitioned: its heartbeats do not reach the lighthouse" : "");
+        ImGui::SameLine();
+        ImGui::AlignTextToFramePadding();
+        char hb[32] = "-";
+        if (row.heartbeat_age_ms >= 0) std::snprintf(hb, sizeof(hb), "%.0f ms", row.heartbeat_age_ms);
+        ImGui::Text("replica %d%s  x%d  %lld ok / %lld abort  hb %s", row.replica, row.in_quorum ? " [Q]" : "",
+                    row.incarnation, (long long)row.committed, (long long)row.aborted, hb);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("[Q] = in the latest quorum; x = incarnation (restarts); steps committed / aborted; "
+                              "age of its last heartbeat at the lighthouse");
+        ImGui::SameLine(label_w);
+        const ImVec2 sp = ImGui::GetCursorScreenPos();
+        const ImVec2 size(std::max(40.0f, ImGui::GetContentRegionAvail().x), line_h - 2.0f);
+        drawStrip(model, row.replica, t0, t_end, inputs.now_ns, sp, size);
+        ImGui::Dummy(size);
+        ImGui::PopID();
+    }
+    // axis and legend
+    ImGui::TextDisabled("strip: the last %.0f s", double(window_ns) / 1e9);
+    const EventKind legend[] = {EventKind::QuorumWait, EventKind::Reconfigure, EventKind::Heal, EventKind::AllReduce,
+                                EventKind::Commit, EventKind::Abort, EventKind::QuorumFormed};
+    const char* names[] = {"quorum", "reconfigure", "heal", "all-reduce", "commit", "abort", "quorum formed"};
+    for (size_t i = 0; i < std::size(legend); ++i) {
+        ImGui::SameLine();
+        legendItem(palette::kindColor(legend[i]), names[i], false);
+    }
+}
+
+void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
+    ImGui::Separator();
+    if (!m_state.recovery) {
+        ImGui::TextDisabled("Recovery stopwatch: no fault yet. Kill or hang a replica (Topology view, or the buttons above).");
+        return;
+    }
+    const Recovery& r = *m_state.recovery;
+    const double since_ms = double(t_end - r.fault_ns) / 1e6;
+    ImGui::Text("Recovery stopwatch: %s %s%s", r.fault.c_str(), r.replica >= 0 ? "replica " : "the lighthouse",
+                r.replica >= 0 ? std::to_string(r.replica).c_str() : "");
+    const auto phase = [&](const char* name, double ms, const char* tip) {
+        ImGui::SameLine();
+        if (ms >= 0) ImGui::Text("| %s +%.0f ms", name, ms);
+        else if (inputs.live) ImGui::TextDisabled("| %s ... (%.1f s)", name, since_ms / 1000.0);
+        else ImGui::TextDisabled("| %s -", name);
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
+    };
+    phase("detected", r.detected_ms, "the lighthouse lost the replica, or another replica saw a collective fail or aborted");
+    phase("new quorum", r.new_quorum_ms, "the lighthouse issued a quorum with a new id");
+    phase("survivors commit", r.survivors_commit_ms, "another replica committed a step after the new quorum");
+    ImGui::Dummy(ImVec2(ImGui::GetFontSize() * 2.0f, 0.0f)); // the replica's own recovery, on a second line
+    if (r.fault == "kill" || r.restarted_ms >= 0) phase("restarted", r.restarted_ms, "the supervisor started the replica again");
+    if (r.heal_ms >= 0 || r.fault == "kill" || r.fault == "hang" || r.fault == "partition") {
+        phase("healed", r.heal_ms, "the replica received parameters, optimizer state and step from a live peer");
+        phase("rejoined", r.rejoined_ms, "the replica's first commit after it healed");
+    }
+    if (r.heal_bytes > 0)
+        ImGui::TextDisabled("heal: %s from replica %d in %.1f ms", formatBytes(double(r.heal_bytes)).c_str(), r.heal_source,
+                            r.heal_duration_ms);
+}
+
+} // namespace dt::app

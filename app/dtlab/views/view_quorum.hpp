@@ -1,0 +1,86 @@
+// view_quorum.hpp: quorum fault tolerance as it happens, one lane per replica.
+//
+// Drawn from the real events of a fault-tolerant run ([fault_tolerance]):
+//   header     the lighthouse: quorum id, members, the reason of its last
+//              decision (live: its status; replay: its logged decisions), or
+//              LIGHTHOUSE DOWN
+//   replicas   one row each: state (healthy, healing, hung, dead, restarting,
+//              finished), incarnation, steps committed and aborted, heartbeat
+//              age, whether it is in the quorum
+//   sequence   the last few seconds (or the seconds before the time cursor)
+//              per replica: heartbeats, the quorum request, reconfigure, heal,
+//              the all-reduce, then commit (green) or abort (red), with the
+//              lighthouse's quorums as vertical lines; faults as red marks
+//   stopwatch  the latest fault's recovery (recovery_measure.hpp): detected,
+//              new quorum, survivors' next commit, restart, heal, rejoined
+// Per frame: the strip walks back from the window's end over the spans and
+// the fault-tolerance instants it shows; the stopwatch is recomputed only
+// when new events arrived.
+#pragma once
+
+#include "dtlab/recovery_measure.hpp"
+#include "views/view.hpp"
+#include "views/view_inputs.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt::app {
+
+enum class ReplicaHealth { Healthy, Healing, Hung, Dead, Restarting, Finished, Starting };
+[[nodiscard]] const char* replicaHealthLabel(ReplicaHealth health);
+
+struct ReplicaRow {
+    int replica = 0;
+    ReplicaHealth health = ReplicaHealth::Starting;
+    int incarnation = 0;
+    int64_t committed = 0;           // Commit events seen
+    int64_t aborted = 0;             // Abort events seen
+    double heartbeat_age_ms = -1;    // -1 = unknown
+    bool in_quorum = false;          // a member of the latest quorum
+    bool partitioned = false;
+};
+
+struct QuorumViewState {
+    bool fault_tolerant = false;
+    int64_t quorum_id = -1;          // latest quorum issued (-1 = none yet)
+    uint64_t members = 0;            // bit r = replica r is a member
+    int64_t max_step = 0;
+    int64_t quorums = 0;             // quorums issued so far
+    std::string reason;              // of the lighthouse's last decision
+    bool lighthouse_down = false;
+    std::vector<ReplicaRow> rows;
+    std::optional<Recovery> recovery; // the latest fault's
+};
+
+// The state at time t_ns from the run (pure; tests check it). `ranks` may be
+// null (a replay): health then comes from the events.
+[[nodiscard]] QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankProgress>* ranks,
+                                              const std::optional<ft::LighthouseStatus>& lighthouse, int64_t t_ns);
+
+class QuorumView : public View {
+public:
+    QuorumView();
+
+    [[nodiscard]] const char* helpText() const override;
+    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
+    void drawEmptyState(AppContext& context) override;
+    void drawContent(AppContext& context) override;
+
+    void draw(const ViewInputs& inputs);
+    [[nodiscard]] const QuorumViewState& lastState() const { return m_state; }
+    [[nodiscard]] static float preferredHeight(int replicas);
+
+private:
+    void drawHeader(const ViewInputs& inputs);
+    void drawRows(const ViewInputs& inputs, int64_t t_end);
+    void drawStopwatch(const ViewInputs& inputs, int64_t t_end);
+
+    QuorumViewState m_state;
+    uint64_t m_recovery_generation = ~uint64_t(0);
+    std::optional<Recovery> m_recovery;
+};
+
+} // namespace dt::app

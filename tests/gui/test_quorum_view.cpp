@@ -1,0 +1,166 @@
+// test_quorum_view.cpp: the quorum view, headless, from a synthetic
+// fault-tolerant run: three replicas commit steps, replica 1 is killed,
+// the lighthouse forms a quorum without it, it is restarted and heals.
+#include "gui/views_fixture.hpp"
+
+#include "views/view_quorum.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+using namespace dt;
+using namespace dt::app;
+using dt::test::HeadlessImGui;
+using dt::test::SyntheticRun;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+Event instant(int rank, EventKind kind, int64_t t, int step = -1, double value = 0, uint64_t seq = 0) {
+    Event e;
+    e.rank = rank;
+    e.kind = kind;
+    e.phase = EventPhase::Instant;
+    e.t_ns = t;
+    e.step = step;
+    e.value = value;
+    e.seq = seq;
+    return e;
+}
+
+Scenario ftScenario() {
+    Scenario s;
+    s.name = "ft";
+    s.topology.ranks = 3;
+    s.fault_tolerance.enabled = true;
+    return s;
+}
+
+// 10 steps of 100 ms; replica 1 killed at 450 ms; quorum 2 = {0, 2} at 460 ms;
+// restarted at 1000 ms, healed (receiving span 1100..1110 ms), quorum 3 = {0,1,2}.
+std::vector<Event> syntheticFtRun() {
+    std::vector<Event> ev;
+    const int64_t t0 = 1000 * kMs;
+    ev.push_back(instant(-1, EventKind::QuorumFormed, t0, -1, 1, 0b111));
+    for (int step = 0; step < 10; ++step)
+        for (int r = 0; r < 3; ++r) {
+            const int64_t t = t0 + step * 100 * kMs;
+            if (r == 1 && t > t0 + 450 * kMs && t < t0 + 1100 * kMs) continue; // dead
+            ev.push_back(SyntheticRun::span(r, step, EventKind::QuorumWait, -1, t, t + 20 * kMs));
+            ev.push_back(instant(r, EventKind::Heartbeat, t + 5 * kMs));
+            ev.push_back(instant(r, EventKind::Commit, t + 90 * kMs, step, 0));
+        }
+    ev.push_back(instant(1, EventKind::FaultInjected, t0 + 450 * kMs, -1, SIGKILL));
+    ev.push_back(instant(-1, EventKind::ReplicaLost, t0 + 451 * kMs, -1, 0));
+    ev.back().rank = 1;
+    ev.push_back(instant(0, EventKind::Abort, t0 + 455 * kMs, 4, 1));
+    ev.push_back(instant(-1, EventKind::QuorumFormed, t0 + 460 * kMs, -1, 2, 0b101));
+    ev.push_back(instant(1, EventKind::ProcessExited, t0 + 452 * kMs, -1, -9));
+    ev.push_back(instant(1, EventKind::RankRestarted, t0 + 1000 * kMs, -1, 1));
+    ev.back().rank = 1;
+    ev.push_back(instant(-1, EventKind::QuorumFormed, t0 + 1095 * kMs, -1, 3, 0b111));
+    Event heal = SyntheticRun::span(1, 11, EventKind::Heal, 0, t0 + 1100 * kMs, t0 + 1110 * kMs);
+    heal.bytes = 4 * (3 * 1000 + 2);
+    heal.peer = 0;
+    ev.push_back(heal);
+    return ev;
+}
+
+} // namespace
+
+TEST_CASE("The quorum view reads replicas, quorums and the recovery from the events", "[gui][quorum]") {
+    RunModel model;
+    model.reset(ftScenario(), 3);
+    const std::vector<Event> events = syntheticFtRun();
+    model.ingest(events.data(), events.size());
+
+    SECTION("before the kill every replica is in quorum 1") {
+        const QuorumViewState st = quorumViewState(model, nullptr, std::nullopt, 1000 * kMs + 300 * kMs);
+        CHECK(st.quorum_id == 1);
+        CHECK(st.members == 0b111);
+        for (const ReplicaRow& row : st.rows) {
+            CAPTURE(row.replica);
+            CHECK(row.in_quorum);
+            CHECK(row.health == ReplicaHealth::Healthy);
+            CHECK(row.committed == 3);
+        }
+    }
+
+    SECTION("after the kill the quorum leaves the dead replica out") {
+        const QuorumViewState st = quorumViewState(model, nullptr, std::nullopt, 1000 * kMs + 600 * kMs);
+        CHECK(st.quorum_id == 2);
+        CHECK_FALSE(st.rows[1].in_quorum);
+        CHECK(st.rows[1].health == ReplicaHealth::Dead);
+        CHECK(st.rows[0].aborted == 1);
+        CHECK(st.quorums == 2);
+    }
+
+    SECTION("after the restart the replica is back, a new incarnation") {
+        const QuorumViewState st = quorumViewState(model, nullptr, std::nullopt, 1000 * kMs + 1200 * kMs);
+        CHECK(st.quorum_id == 3);
+        CHECK(st.rows[1].in_quorum);
+        CHECK(st.rows[1].incarnation == 1);
+        CHECK(st.rows[1].health == ReplicaHealth::Healthy);
+    }
+
+    SECTION("live progress overrides the health read from events") {
+        std::vector<RankProgress> ranks(3);
+        ranks[1].state = RankState::Healing;
+        ranks[1].incarnation = 2;
+        ranks[2].partitioned = true;
+        const QuorumViewState st = quorumViewState(model, &ranks, std::nullopt, 1000 * kMs + 1200 * kMs);
+        CHECK(st.rows[1].health == ReplicaHealth::Healing);
+        CHECK(st.rows[1].incarnation == 2);
+        CHECK(st.rows[2].partitioned);
+    }
+}
+
+TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", "[gui][quorum]") {
+    HeadlessImGui imgui;
+    QuorumView view;
+
+    SECTION("no run: the empty state") {
+        ViewInputs in;
+        const auto stats = imgui.frame([&] { view.draw(in); });
+        CHECK(stats.balanced);
+        CHECK(stats.vertices > 0);
+    }
+
+    SECTION("a run without fault tolerance: its own empty state") {
+        RunModel model;
+        Scenario s = ftScenario();
+        s.fault_tolerance.enabled = false;
+        model.reset(s, 3);
+        ViewInputs in;
+        in.model = &model;
+        const auto stats = imgui.frame([&] { view.draw(in); });
+        CHECK(stats.balanced);
+        CHECK_FALSE(view.lastState().fault_tolerant);
+    }
+
+    SECTION("a fault-tolerant run: rows, strips and the latest recovery") {
+        RunModel model;
+        model.reset(ftScenario(), 3);
+        const std::vector<Event> events = syntheticFtRun();
+        model.ingest(events.data(), events.size());
+        ViewInputs in;
+        in.model = &model;
+        in.now_ns = model.tEnd();
+        const auto stats = imgui.frame([&] { view.draw(in); });
+        CHECK(stats.balanced);
+        CHECK(stats.vertices > 2000); // three strips of spans and markers
+        REQUIRE(view.lastState().recovery.has_value());
+        const Recovery& r = *view.lastState().recovery;
+        CHECK(r.fault == "kill");
+        CHECK(r.replica == 1);
+        CHECK(r.detected_ms == Approx(1.0));
+        CHECK(r.new_quorum_ms == Approx(10.0));
+        CHECK(r.new_quorum_id == 2);
+        CHECK(r.restarted_ms == Approx(550.0));
+        CHECK(r.heal_duration_ms == Approx(10.0));
+        CHECK(r.heal_bytes == 4 * (3 * 1000 + 2));
+        CHECK(r.heal_source == 0);
+    }
+}

@@ -1,0 +1,106 @@
+// test_recovery_measure.cpp: recoveries and commit counts from events
+// (recovery_measure.hpp), against times written by hand.
+#include "dtlab/recovery_measure.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+using namespace dt;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+Event at(int rank, EventKind kind, int64_t ms, double value = 0, EventPhase phase = EventPhase::Instant) {
+    Event e;
+    e.rank = rank;
+    e.kind = kind;
+    e.phase = phase;
+    e.t_ns = ms * kMs;
+    e.value = value;
+    return e;
+}
+
+} // namespace
+
+TEST_CASE("A kill's recovery is timed phase by phase", "[recovery]") {
+    std::vector<Event> ev = {
+        at(-1, EventKind::QuorumFormed, 0, 1),
+        at(0, EventKind::Commit, 50), at(1, EventKind::Commit, 50), at(2, EventKind::Commit, 50),
+        at(1, EventKind::FaultInjected, 100, SIGKILL),
+        at(1, EventKind::ReplicaLost, 101),
+        at(0, EventKind::Abort, 103, 1),
+        at(-1, EventKind::QuorumFormed, 110, 2),
+        at(0, EventKind::Commit, 180),   // the survivors' next commit
+        at(2, EventKind::Commit, 181),
+        at(1, EventKind::RankRestarted, 600, 1),
+        at(-1, EventKind::QuorumFormed, 1500, 3),
+        at(1, EventKind::Commit, 1700),  // after its heal
+    };
+    Event heal = at(1, EventKind::Heal, 1600, 0, EventPhase::Span);
+    heal.dur_ns = 20 * kMs;
+    heal.bytes = 4 * (3 * 100 + 2);
+    heal.peer = 2;
+    ev.push_back(heal);
+    Event send = at(2, EventKind::Heal, 1600, 1, EventPhase::Span); // the sender's span is not a heal of replica 2
+    send.dur_ns = 20 * kMs;
+    ev.push_back(send);
+
+    const RecoveryMeasure m = measureRecoveries(ev, 3);
+    REQUIRE(m.recoveries.size() == 1);
+    const Recovery& r = m.recoveries[0];
+    CHECK(r.fault == "kill");
+    CHECK(r.replica == 1);
+    CHECK(r.detected_ms == Approx(1.0));
+    CHECK(r.new_quorum_ms == Approx(10.0));
+    CHECK(r.new_quorum_id == 2);
+    CHECK(r.survivors_commit_ms == Approx(80.0));
+    CHECK(r.restarted_ms == Approx(500.0));
+    CHECK(r.heal_ms == Approx(1520.0));
+    CHECK(r.heal_duration_ms == Approx(20.0));
+    CHECK(r.heal_bytes == 1208);
+    CHECK(r.heal_source == 2);
+    CHECK(r.rejoined_ms == Approx(1600.0));
+
+    SECTION("commits, aborts and heals are counted per replica") {
+        CHECK(m.replicas[0].committed == 2);
+        CHECK(m.replicas[1].committed == 2);
+        CHECK(m.replicas[0].aborted == 1);
+        CHECK(m.replicas[1].heals == 1);
+        CHECK(m.replicas[2].heals == 0);
+        CHECK(m.committed_total == 6);
+        CHECK(m.aborted_total == 1);
+        CHECK(m.quorums == 3);
+    }
+}
+
+TEST_CASE("A fault that changes no quorum is timed to the survivors' next commit", "[recovery]") {
+    const std::vector<Event> ev = {
+        at(-1, EventKind::QuorumFormed, 0, 1),
+        at(2, EventKind::FaultInjected, 100, -2.0),   // slow (SetDelayMs)
+        at(0, EventKind::Commit, 130),
+    };
+    const RecoveryMeasure m = measureRecoveries(ev, 3);
+    REQUIRE(m.recoveries.size() == 1);
+    CHECK(m.recoveries[0].fault == "slow");
+    CHECK(m.recoveries[0].new_quorum_ms < 0);
+    CHECK(m.recoveries[0].survivors_commit_ms == Approx(30.0));
+    CHECK(m.recoveries[0].restarted_ms < 0);
+}
+
+TEST_CASE("The lighthouse going down is a recovery of replica -1", "[recovery]") {
+    const std::vector<Event> ev = {
+        at(-1, EventKind::QuorumFormed, 0, 1),
+        at(-1, EventKind::LighthouseDown, 100),
+        at(-1, EventKind::LighthouseUp, 3100),
+        at(-1, EventKind::QuorumFormed, 3150, 2),
+        at(0, EventKind::Commit, 3200),
+    };
+    const RecoveryMeasure m = measureRecoveries(ev, 2);
+    REQUIRE(m.recoveries.size() == 1);
+    CHECK(m.recoveries[0].fault == "lighthouse");
+    CHECK(m.recoveries[0].replica == -1);
+    CHECK(m.recoveries[0].new_quorum_ms == Approx(3050.0));
+    CHECK(m.recoveries[0].survivors_commit_ms == Approx(3100.0));
+}
