@@ -276,6 +276,55 @@ TEST_CASE("a scripted Kill in dtlab kills rank 1 and the screenshots show it", "
     SECTION("no rank process is left") { checkNoWorkerLeft(r.out); }
 }
 
+TEST_CASE("in a fault-tolerant run, Kill in the quorum view is followed by a restart and a heal", "[e2e][ft]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
+        return;
+    }
+    Xvfb x;
+    REQUIRE(x.ok());
+    it::TempDir dir("dtlab-gui");
+    const std::string art = artifactDir();
+    const std::string recording = dir.file("ft.dtrec");
+    it::ScenarioSpec spec;
+    spec.name = "gui e2e fault tolerance";
+    spec.ranks = 3;
+    spec.steps = 2000; // the script quits long before
+    spec.d_model = 32;
+    spec.layers = 1;
+    spec.heads = 2;
+    spec.run_toml = "step_delay_ms = 40\n";
+    spec.extra_toml = "[fault_tolerance]\nenabled = true\nrestart_delay_ms = 300\n";
+    const std::string scenario = dir.write("ft.toml", it::scenarioToml(spec));
+    const std::string script = dir.write("ft.script",
+                                         "wait_step 5\n"
+                                         "select 1\n"
+                                         "click_button Kill##q\n"
+                                         "wait_seconds 4\n"
+                                         "screenshot e2e_quorum_healed.png\n"
+                                         "save_recording " + recording + "\n"
+                                         "quit\n");
+    const it::ProcessResult r =
+        it::runProcess({kDtlab, scenario, "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    const dt::RecordingLoad load = dt::readRecording(recording);
+    REQUIRE(load.complete);
+    bool restarted = false, healed = false, killed = false;
+    for (const dt::Event& e : load.record.events) {
+        killed = killed || (e.kind == dt::EventKind::FaultInjected && e.rank == 1 && e.value == SIGKILL);
+        restarted = restarted || (e.kind == dt::EventKind::RankRestarted && e.rank == 1);
+        healed = healed || (e.kind == dt::EventKind::Heal && e.rank == 1 && e.value == 0 && e.bytes > 0);
+    }
+    CHECK(killed);
+    CHECK(restarted);
+    CHECK(healed);
+    checkScreenshot(art + "/e2e_quorum_healed.png");
+    checkNoWorkerLeft(r.out);
+}
+
 TEST_CASE("clicking Kill with xdotool at the printed layout kills rank 1", "[e2e]") {
     requireDtlab();
     if (!onPath("Xvfb") || !onPath("xdotool")) {

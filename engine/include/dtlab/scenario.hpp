@@ -105,7 +105,6 @@ struct FaultToleranceConfig {
     double collective_timeout_ms = 3000; // the cross-replica all-reduce: a hung peer fails it after this
     std::string restart = "auto";       // "auto": restart a dead replica after restart_delay_ms; "manual": on request; "never"
     double restart_delay_ms = 500;
-    int checkpoint_every = 0;           // durable checkpoints: every k committed steps, by the lowest live replica (0 = none)
 };
 
 // Random faults for a chaos run ([chaos]): every ~mean_interval_s the Session

@@ -4,7 +4,8 @@
 // One step; s = the steps this replica has committed so far:
 //  1. Ask the lighthouse for a quorum (QUORUM s failures) on a helper thread,
 //     while forward and backward run on this replica's batch (step s, shard =
-//     replica index): the quorum overlaps compute, as in TorchFT.
+//     replica index): the quorum overlaps compute, as in TorchFT. (A
+//     restarted replica asks first and skips the compute when it heals.)
 //  2. Quorum in hand: role = computeQuorumRole (lighthouse.hpp). A new quorum
 //     id rebuilds the cross-replica Gloo group on a fresh store prefix
 //     ft/q<id>/<members> (a Reconfigure span), so no stale key is ever read.
@@ -203,6 +204,7 @@ int trainFaultTolerant(const FtRankContext& c) {
     int commit_failures = 0;
     const int B = scenario.data.batch_per_rank;
     bool left_early = false;
+    bool committed_once = false;            // this process committed a step
 
     while (step < scenario.run.steps) {
         if (c.faults->job_finished.load()) {
@@ -228,30 +230,39 @@ int trainFaultTolerant(const FtRankContext& c) {
             }
         });
 
-        int64_t t = telemetry.now();
-        const Batch batch = data->batch(step, replica, replicas, B);
-        telemetry.span(EventKind::Data, t, step);
-        for (auto& p : params)
-            if (p.grad().defined()) p.mutable_grad().zero_();
-        t = telemetry.now();
-        at::Tensor loss = model->loss(batch.inputs, batch.targets, timer);
-        telemetry.span(EventKind::Forward, t, step, 0, 0, -1, 0, -2);
-        const double step_loss = loss.item<double>();
-        t = telemetry.now();
-        loss.backward();
-        telemetry.span(EventKind::Backward, t, step, 0, 0, -1, 0, -2);
-        at::Tensor gradient = at::empty({P}, at::kFloat);
-        {
+        // Forward and backward on this replica's batch: the flat gradient (P fp32).
+        int64_t t = 0;
+        at::Tensor gradient = at::zeros({P}, at::kFloat);
+        double step_loss = std::nan("");
+        const auto computeGradient = [&] {
+            t = telemetry.now();
+            const Batch batch = data->batch(step, replica, replicas, B);
+            telemetry.span(EventKind::Data, t, step);
+            for (auto& p : params)
+                if (p.grad().defined()) p.mutable_grad().zero_();
+            t = telemetry.now();
+            at::Tensor loss = model->loss(batch.inputs, batch.targets, timer);
+            telemetry.span(EventKind::Forward, t, step, 0, 0, -1, 0, -2);
+            step_loss = loss.item<double>();
+            t = telemetry.now();
+            loss.backward();
+            telemetry.span(EventKind::Backward, t, step, 0, 0, -1, 0, -2);
             int64_t offset = 0;
             for (const auto& p : params) {
                 gradient.narrow(0, offset, p.numel()).copy_(p.grad().reshape({-1}));
                 offset += p.numel();
             }
-        }
-        if (c.faults->nan_gradients.exchange(false)) {
-            gradient.fill_(std::nan(""));
-            sender.log(LogLevel::Warning, "fault: this replica's gradients are NaN at step " + std::to_string(step));
-        }
+            if (c.faults->nan_gradients.exchange(false)) {
+                gradient.fill_(std::nan(""));
+                sender.log(LogLevel::Warning, "fault: this replica's gradients are NaN at step " + std::to_string(step));
+            }
+        };
+        // A restarted replica will heal, and a healer's gradient is thrown
+        // away: it asks for the quorum first and computes only if it need
+        // not heal (TorchFT's use_async_quorum=False). Everyone else
+        // overlaps the quorum with compute.
+        const bool quorum_first = c.incarnation > 0 && !committed_once;
+        if (!quorum_first) computeGradient();
 
         // 2. Wait for the quorum.
         t = telemetry.now();
@@ -267,6 +278,7 @@ int trainFaultTolerant(const FtRankContext& c) {
         }
         telemetry.span(EventKind::QuorumWait, quorum_begin, step, double(quorum.quorum_id));
         const ft::QuorumRole role = ft::computeQuorumRole(quorum, replica, c.incarnation);
+        if (quorum_first && !role.heal) computeGradient();
         {
             Event e = telemetry.make(EventKind::QuorumFormed, EventPhase::Instant, step);
             e.value = double(role.quorum_id);
@@ -402,6 +414,8 @@ int trainFaultTolerant(const FtRankContext& c) {
                 at::NoGradGuard no_grad;
                 int64_t offset = 0;
                 for (auto& p : params) {
+                    // (a healer that skipped its compute has no .grad yet)
+                    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
                     p.mutable_grad().copy_(gradient.narrow(0, offset, p.numel()).view(p.sizes()));
                     offset += p.numel();
                 }
@@ -411,8 +425,9 @@ int trainFaultTolerant(const FtRankContext& c) {
             telemetry.instant(EventKind::Commit, step, 0, 0, role.up_to_date);
             std::vector<NamedParameter> named = model->trainableParameters();
             telemetry.instant(EventKind::ParamsChecksum, step, 0, parametersChecksum(named));
-            if (!role.heal) telemetry.counter(EventKind::LossValue, step, step_loss);
+            if (!role.heal && !std::isnan(step_loss)) telemetry.counter(EventKind::LossValue, step, step_loss);
             commit_failures = 0;
+            committed_once = true;
             step += 1;
         } else {
             telemetry.instant(EventKind::Abort, step, double(int(abort)));

@@ -91,8 +91,7 @@ std::string scenarioToJson(const Scenario& s) {
           {"quorum_timeout_ms", s.fault_tolerance.quorum_timeout_ms},
           {"collective_timeout_ms", s.fault_tolerance.collective_timeout_ms},
           {"restart", s.fault_tolerance.restart},
-          {"restart_delay_ms", s.fault_tolerance.restart_delay_ms},
-          {"checkpoint_every", s.fault_tolerance.checkpoint_every}}},
+          {"restart_delay_ms", s.fault_tolerance.restart_delay_ms}}},
         {"chaos",
          {{"enabled", s.chaos.enabled},
           {"seed", s.chaos.seed},
@@ -212,7 +211,6 @@ Scenario scenarioFromJson(const std::string& text) {
             ft.at("collective_timeout_ms").get_to(c.collective_timeout_ms);
             ft.at("restart").get_to(c.restart);
             ft.at("restart_delay_ms").get_to(c.restart_delay_ms);
-            ft.at("checkpoint_every").get_to(c.checkpoint_every);
         }
         if (j.contains("chaos")) {
             const json& ch = j.at("chaos");

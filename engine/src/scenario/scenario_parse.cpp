@@ -41,7 +41,7 @@ const std::vector<std::string> kFaultKeys = {"action", "rank", "step", "when", "
 const std::vector<std::string> kFaultToleranceKeys = {
     "enabled",           "lighthouse",     "min_replicas",          "join_timeout_ms",
     "heartbeat_interval_ms", "heartbeat_timeout_ms", "quorum_timeout_ms", "collective_timeout_ms",
-    "restart",           "restart_delay_ms", "checkpoint_every"};
+    "restart",           "restart_delay_ms"};
 const std::vector<std::string> kChaosKeys = {"enabled", "seed", "mean_interval_s", "actions",
                                              "hang_s",  "slow_ms", "slow_s"};
 const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
@@ -324,7 +324,6 @@ private:
             else if (e.key == "collective_timeout_ms") out.collective_timeout_ms = readFloat(table, e.key, *e.node);
             else if (e.key == "restart") out.restart = readString(table, e.key, *e.node);
             else if (e.key == "restart_delay_ms") out.restart_delay_ms = readFloat(table, e.key, *e.node);
-            else if (e.key == "checkpoint_every") out.checkpoint_every = readInt(table, e.key, *e.node);
         }
     }
 

@@ -46,7 +46,6 @@ const IntRule kIntRules[] = {
     {"faults", "rank", 0, kIntMax},
     {"faults", "step", 0, kIntMax},
     {"fault_tolerance", "min_replicas", 1, 64},
-    {"fault_tolerance", "checkpoint_every", 0, kIntMax},
     {"chaos", "seed", 0, INT64_MAX},
 };
 
