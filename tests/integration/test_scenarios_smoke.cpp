@@ -73,7 +73,14 @@ TEST_CASE("every scenario in scenarios/ runs headless for a few steps", "[smoke]
             REQUIRE(it::fileExists(summary_path));
             const auto s = it::readJsonFile(summary_path);
             INFO("summary: " << s.dump());
-            if (scenario.faults.empty()) {
+            if (scenario.fault_tolerance.enabled) {
+                // Under the quorum a fault is survived: the run finishes and says how.
+                CHECK(r.exit_code == 0);
+                CHECK(s["ok"] == true);
+                CHECK(s["steps"] == steps);
+                REQUIRE(s["fault_tolerance"].is_object());
+                CHECK(s["fault_tolerance"]["committed_steps"].is_array());
+            } else if (scenario.faults.empty()) {
                 CHECK(r.exit_code == 0);
                 CHECK(s["ok"] == true);
                 CHECK(s["steps"] == steps);
