@@ -142,7 +142,15 @@ int runCommand(const RunFlags& f) {
     dt::Scenario scenario;
     try {
         scenario = resolveScenario(f);
-        if (!scenario.run.resume_from.empty()) dt::verifyShardedCheckpoint(scenario.run.resume_from, scenario);
+        if (!scenario.run.resume_from.empty()) {
+            // A checkpoint directory resumes from its newest valid checkpoint.
+            const dt::CheckpointChoice choice = dt::chooseCheckpoint(scenario.run.resume_from, scenario);
+            for (const std::string& why : choice.skipped) std::cerr << "dtrun: skipped checkpoint " << why << "\n";
+            if (choice.step_dir != scenario.run.resume_from)
+                std::cerr << "dtrun: resuming from " << choice.step_dir << "\n";
+            scenario.run.resume_from = choice.step_dir;
+            dt::checkCheckpointsNotOverwritten(scenario, choice.step + 1);
+        }
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
         checkOutputPath("--record", f.record_path);
@@ -298,7 +306,7 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--replicas", run.replicas, "hsdp: override [topology] replicas");
     run_cmd->add_option("--microbatches", run.microbatches, "override [strategy] microbatches (gradient accumulation)");
     run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "save sharded checkpoints into DIR/step-<S>");
-    run_cmd->add_option("--resume", run.resume_from, "load a sharded checkpoint (DIR/step-<S>) before training");
+    run_cmd->add_option("--resume", run.resume_from, "load a checkpoint before training: DIR/step-<S>, or DIR for its newest valid one");
     run_cmd->add_option("--trace", run.trace_path, "write a Chrome trace (Perfetto) JSON file");
     run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
     run_cmd->add_option("--record", run.record_path, "save the whole event stream (open with dtlab --replay FILE)");

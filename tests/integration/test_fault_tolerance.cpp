@@ -18,6 +18,8 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -269,4 +271,110 @@ TEST_CASE("a seeded chaos run keeps every invariant", "[ft][chaos][slow]") {
     REQUIRE(load.complete);
     checkInvariants(load.record, steps);
     CHECK(it::waitForNoWorkers(10.0).empty()); // no process left running
+}
+
+TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is skipped", "[ft][checkpoint][slow]") {
+    namespace fs = std::filesystem;
+    it::TempDir dir;
+    std::string toml = ftScenario(3, 12, "");
+    toml.replace(toml.find("step_delay_ms = 50\n"), 19, "step_delay_ms = 50\ncheckpoint_every = 4\n");
+    const std::string scenario = dir.write("ckpt.toml", toml);
+    const std::string ckpt_dir = dir.file("ckpt");
+
+    // The reference: 12 steps without a break.
+    const auto straight = it::runDtrun({"run", scenario, "--summary", dir.file("straight.json"), "--quiet"},
+                                       {{}, {}, 240.0, ""});
+    INFO(it::describe(straight));
+    REQUIRE(straight.exit_code == 0);
+    const auto reference = it::readJsonFile(dir.file("straight.json"));
+
+    // The first job: 8 steps, a checkpoint after every 4th (steps 3 and 7).
+    const auto first = it::runDtrun({"run", scenario, "--steps", "8", "--checkpoint-dir", ckpt_dir, "--summary",
+                                     dir.file("first.json"), "--quiet"},
+                                    {{}, {}, 240.0, ""});
+    INFO(it::describe(first));
+    REQUIRE(first.exit_code == 0);
+    REQUIRE(fs::exists(ckpt_dir + "/step-3/checkpoint.json"));
+    REQUIRE(fs::exists(ckpt_dir + "/step-7/replica.dtparams"));
+    {
+        const auto meta = it::readJsonFile(ckpt_dir + "/step-3/checkpoint.json");
+        CHECK(meta["format"] == "dtlab replica checkpoint");
+        CHECK(meta["step"] == 3);
+        CHECK(meta["committed_steps"] == 4);
+        CHECK(meta["written_by_replica"] == 0); // the lowest replica id of the quorum
+    }
+    for (const auto& entry : fs::directory_iterator(ckpt_dir)) // no torn leftovers
+        CHECK(entry.path().filename().string().find("partial") == std::string::npos);
+
+    {
+        INFO("a job resumed from the directory continues from its newest checkpoint, exactly");
+        fs::copy(ckpt_dir, dir.file("good"), fs::copy_options::recursive);
+        const auto resumed = it::runDtrun({"run", scenario, "--resume", dir.file("good"), "--summary",
+                                           dir.file("resumed.json"), "--quiet"},
+                                          {{}, {}, 240.0, ""});
+        INFO(it::describe(resumed));
+        REQUIRE(resumed.exit_code == 0);
+        CHECK(contains(resumed.err, "resuming from " + dir.file("good") + "/step-7"));
+        const auto s = it::readJsonFile(dir.file("resumed.json"));
+        CHECK(s["ok"] == true);
+        // Steps 8..11, and the same bits as the run that never stopped.
+        CHECK(s["fault_tolerance"]["committed_steps"][0] == 4);
+        REQUIRE(s["params_checksum"][0].is_string());
+        CHECK(s["params_checksum"][0] == reference["params_checksum"][0]);
+        CHECK(s["params_checksum"][1] == reference["params_checksum"][1]);
+    }
+
+    {
+        INFO("a directory with nothing usable, or a checkpoint of the wrong kind, is refused before anything starts");
+        fs::create_directories(dir.file("empty"));
+        const auto r = it::runDtrun({"run", scenario, "--resume", dir.file("empty")});
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "holds no step-<S> checkpoint"));
+        const auto r2 = it::runDtrun({"run", scenario, "--resume", ckpt_dir + "/step-7", "--steps", "8"});
+        CHECK(r2.exit_code == 2);
+        CHECK(contains(r2.err, "nothing left to train"));
+        // Saving into the directory it resumes from would overwrite step-7.
+        const auto r3 = it::runDtrun({"run", scenario, "--resume", ckpt_dir + "/step-3", "--checkpoint-dir", ckpt_dir});
+        CHECK(r3.exit_code == 2);
+        CHECK(contains(r3.err, "never overwritten"));
+        it::ScenarioSpec sharded;
+        sharded.strategy = "fsdp";
+        sharded.d_model = 32;
+        sharded.layers = 1;
+        sharded.heads = 2;
+        sharded.steps = 12;
+        const auto r4 = it::runDtrun({"run", dir.write("fsdp.toml", it::scenarioToml(sharded)), "--resume", ckpt_dir + "/step-3"});
+        CHECK(r4.exit_code == 2);
+        CHECK(contains(r4.err, "is a fault-tolerant replica checkpoint"));
+    }
+    {
+        INFO("a corrupt newest checkpoint is reported and skipped, and the one before it is used");
+        const std::string victim = ckpt_dir + "/step-7/replica.dtparams";
+        {
+            std::fstream f(victim, std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(300);
+            char c = 0;
+            f.read(&c, 1);
+            f.seekp(300);
+            c = char(c ^ 0x5a);
+            f.write(&c, 1);
+        }
+        // A crash in the middle of a save leaves a .partial directory: never a candidate.
+        fs::create_directories(ckpt_dir + "/step-9.partial-0-0");
+        const auto resumed = it::runDtrun({"run", scenario, "--resume", ckpt_dir, "--checkpoint-dir",
+                                           dir.file("ckpt2"), "--summary", dir.file("resumed.json"), "--quiet"},
+                                          {{}, {}, 240.0, ""});
+        INFO(it::describe(resumed));
+        REQUIRE(resumed.exit_code == 0);
+        CHECK(contains(resumed.err, "skipped checkpoint"));
+        CHECK(contains(resumed.err, "step-7/replica.dtparams' is corrupt or torn: checksum mismatch"));
+        CHECK(contains(resumed.err, "resuming from " + ckpt_dir + "/step-3"));
+        const auto s = it::readJsonFile(dir.file("resumed.json"));
+        CHECK(s["ok"] == true);
+        CHECK(s["fault_tolerance"]["committed_steps"][0] == 8); // steps 4..11
+        CHECK(s["params_checksum"][0] == reference["params_checksum"][0]);
+        CHECK(fs::exists(dir.file("ckpt2") + "/step-11/checkpoint.json"));
+    }
+
+    CHECK(it::waitForNoWorkers(10.0).empty());
 }

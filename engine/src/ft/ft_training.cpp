@@ -23,6 +23,9 @@
 //     it). Abort: nothing is applied, commit_failures += 1 (the lighthouse
 //     then issues a new quorum id), and after a collective failure the group
 //     is dropped so that the next step rebuilds it.
+//  6. On a checkpoint step ([run] checkpoint_dir, checkpoint_every) the lowest
+//     replica id of the quorum writes a durable checkpoint of the committed
+//     state (replica_checkpoint.hpp); a new job can resume from it.
 // With one rank per replica the vote is this rank's alone. Every replica sees
 // the same all-reduce result, so they agree; one left behind by a collective
 // that failed part-way is behind at the next quorum, and heals.
@@ -32,7 +35,9 @@
 #include "data/data_source.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/lighthouse.hpp"
+#include "ft/replica_checkpoint.hpp"
 #include "ft/replica_state.hpp"
+#include "strategy/sharded_checkpoint.hpp"
 #include "memory/memory_accounting.hpp"
 #include "model/model.hpp"
 #include "telemetry/telemetry_sender.hpp"
@@ -140,6 +145,13 @@ void waitForInitialReplicas(c10d::Store& store, int replicas, int64_t timeout_ms
     }
 }
 
+// After every k-th step and the last, as the other strategies do.
+bool isReplicaCheckpointStep(const RunConfig& run, int64_t step) {
+    if (run.checkpoint_dir.empty()) return false;
+    if (step == run.steps - 1) return true;
+    return run.checkpoint_every > 0 && (step + 1) % run.checkpoint_every == 0;
+}
+
 uint64_t memberMask(const ft::Quorum& quorum) {
     uint64_t mask = 0;
     for (const auto& m : quorum.members)
@@ -201,6 +213,22 @@ int trainFaultTolerant(const FtRankContext& c) {
     int64_t group_quorum_id = -1;
     int64_t bytes_sent_before = 0;          // modeled bytes of groups already dropped
     int64_t step = 0;                       // committed steps
+    if (!scenario.run.resume_from.empty() && c.incarnation == 0) {
+        // A whole job resumes: every replica loads the same checkpoint, so
+        // they start identical. (A restarted replica heals from a peer instead.)
+        int64_t bytes = 0;
+        step = loadReplicaCheckpoint(scenario.run.resume_from, params, optimizer, bytes);
+        if (step >= scenario.run.steps)
+            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " + std::to_string(step - 1) +
+                             " but the run has only " + std::to_string(scenario.run.steps) +
+                             " steps: nothing left to train (raise [run] steps)");
+        Event e = telemetry.make(EventKind::CheckpointLoaded, EventPhase::Instant, step - 1);
+        e.bytes = bytes;
+        telemetry.emit(e);
+        if (replica == 0)
+            sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " + std::to_string(step - 1) +
+                                           ", " + std::to_string(bytes) + " bytes read per replica)");
+    }
     int commit_failures = 0;
     const int B = scenario.data.batch_per_rank;
     bool left_early = false;
@@ -428,6 +456,24 @@ int trainFaultTolerant(const FtRankContext& c) {
             if (!role.heal && !std::isnan(step_loss)) telemetry.counter(EventKind::LossValue, step, step_loss);
             commit_failures = 0;
             committed_once = true;
+            if (isReplicaCheckpointStep(scenario.run, step) && quorum.members.front().replica == replica) {
+                // Durable checkpoint: every replica holds these bits now; the
+                // lowest replica id of the quorum writes them.
+                t = telemetry.now();
+                try {
+                    const int64_t bytes = saveReplicaCheckpoint(checkpointStepDir(scenario.run.checkpoint_dir, int(step)),
+                                                                int(step), scenario, params, optimizer, replica,
+                                                                c.incarnation);
+                    Event e = telemetry.make(EventKind::CheckpointSaved, EventPhase::Instant, step);
+                    e.value = double(telemetry.now() - t) / 1e6; // ms saving
+                    e.bytes = bytes;
+                    telemetry.emit(e);
+                } catch (const UsageError& e) {
+                    // Training goes on: a lost checkpoint is a warning, not a failed step.
+                    sender.log(LogLevel::Warning, std::string("checkpoint of step ") + std::to_string(step) +
+                                                      " not saved: " + e.what());
+                }
+            }
             step += 1;
         } else {
             telemetry.instant(EventKind::Abort, step, double(int(abort)));

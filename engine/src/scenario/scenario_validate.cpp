@@ -245,11 +245,14 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
         return Problem{"strategy", {"activation_checkpointing"}, -1,
                        "[strategy] activation_checkpointing needs [model] kind = \"tiny_gpt\" (its transformer blocks are the units recomputed)"};
     const bool sharded = st.kind != "ddp" && st.kind != "pipeline";
-    if (!sharded && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
+    if (!sharded && !s.fault_tolerance.enabled && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
-                       "[run] checkpoints are sharded: they need [strategy] kind = zero1, zero2, fsdp or hsdp, not ddp"};
-    if (!s.run.checkpoint_dir.empty()) {
+                       "[run] checkpoints need [strategy] kind = zero1, zero2, fsdp or hsdp (sharded), or ddp under "
+                       "[fault_tolerance] (replica checkpoints); not " + st.kind + " on its own"};
+    if (!s.run.checkpoint_dir.empty() && s.run.resume_from.empty()) {
         // A checkpoint is never overwritten: refuse before anything starts.
+        // (When resuming, the steps saved depend on the checkpoint chosen:
+        // dtrun and the Session check then, checkpoint.hpp.)
         std::error_code ec;
         for (int step = 0; step < steps; ++step) {
             const bool saved = step == steps - 1 || (s.run.checkpoint_every > 0 && (step + 1) % s.run.checkpoint_every == 0);
@@ -264,7 +267,8 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
         std::error_code ec;
         if (!std::filesystem::is_directory(s.run.resume_from, ec))
             return Problem{"run", {"resume_from"}, -1,
-                           "[run] resume_from: '" + s.run.resume_from + "' is not a checkpoint directory (expected DIR/step-<S>)"};
+                           "[run] resume_from: '" + s.run.resume_from +
+                               "' is not a directory (expected one checkpoint, DIR/step-<S>, or a checkpoint_dir DIR: its newest valid step)"};
     }
     const FaultToleranceConfig& ft = s.fault_tolerance;
     if (ft.enabled) {
@@ -280,10 +284,6 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"fault_tolerance", {"heartbeat_timeout_ms"}, -1,
                            "[fault_tolerance] heartbeat_timeout_ms must be longer than heartbeat_interval_ms, or every "
                            "replica times out between two heartbeats"};
-        if (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty())
-            return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
-                           "[run] checkpoint_dir / resume_from are for sharded strategies; under [fault_tolerance] "
-                           "a restarted replica heals from a live peer instead"};
     }
     if (s.chaos.enabled && !ft.enabled)
         return Problem{"chaos", {"enabled"}, -1,

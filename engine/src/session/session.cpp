@@ -20,6 +20,7 @@
 // a partition, the lighthouse coming back) are Deferred actions the monitor runs.
 #include "dtlab/session.hpp"
 
+#include "dtlab/checkpoint.hpp"
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
 #include "session/supervisor.hpp"
@@ -604,8 +605,17 @@ Session::~Session() {
 
 void Session::start() {
     Impl& s = *m_impl;
+    validateScenario(s.options.scenario, "");
+    // resume_from may name a checkpoint directory: the ranks get the newest
+    // valid checkpoint in it; the ones skipped are logged with the reason.
+    std::vector<std::string> skipped_checkpoints;
+    if (!s.options.scenario.run.resume_from.empty()) {
+        CheckpointChoice choice = chooseCheckpoint(s.options.scenario.run.resume_from, s.options.scenario);
+        s.options.scenario.run.resume_from = choice.step_dir;
+        skipped_checkpoints = std::move(choice.skipped);
+        checkCheckpointsNotOverwritten(s.options.scenario, choice.step + 1);
+    }
     const Scenario& scenario = s.options.scenario;
-    validateScenario(scenario, "");
     const int world = s.world;
     s.record.scenario = scenario;
     s.record.ranks.resize(size_t(world));
@@ -620,6 +630,11 @@ void Session::start() {
     s.rank_left.assign(size_t(world), false);
     s.chaos_rng.seed(scenario.chaos.seed);
     s.record.t_start_ns = monotonicNowNs();
+    {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        for (const std::string& why : skipped_checkpoints) s.log(LogLevel::Warning, "skipped checkpoint " + why);
+        if (!scenario.run.resume_from.empty()) s.log(LogLevel::Info, "resuming from checkpoint " + scenario.run.resume_from);
+    }
 
     // Rendezvous store: ranks find the scenario and the collector here.
     c10d::TCPStoreOptions store_options;

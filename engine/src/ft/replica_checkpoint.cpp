@@ -1,0 +1,142 @@
+// replica_checkpoint.cpp: durable checkpoints of a fault-tolerant run (layout in the header).
+#include "ft/replica_checkpoint.hpp"
+
+#include "dtlab/errors.hpp"
+#include "dtlab/scenario.hpp"
+#include "dtlab/sharding_theory.hpp"
+#include "ft/replica_state.hpp"
+#include "worker/params_io.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace dt {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kFormat = "dtlab replica checkpoint";
+constexpr const char* kStateFile = "replica.dtparams";
+
+struct ReplicaMeta {
+    int step = 0;
+    int64_t committed_steps = 0;
+    int64_t state_numel = 0;
+};
+
+ReplicaMeta readReplicaMeta(const std::string& step_dir) {
+    const std::string meta_path = (fs::path(step_dir) / "checkpoint.json").string();
+    Json meta;
+    {
+        std::ifstream in(meta_path);
+        if (!in) throw UsageError("checkpoint '" + step_dir + "': cannot open checkpoint.json (not a checkpoint directory?)");
+        try {
+            in >> meta;
+        } catch (const std::exception& e) {
+            throw UsageError("checkpoint '" + meta_path + "' is corrupt: " + std::string(e.what()));
+        }
+    }
+    ReplicaMeta m;
+    try {
+        if (meta.at("format") != kFormat || meta.at("version") != 1)
+            throw UsageError("'" + meta_path + "' is not a version 1 dtlab replica checkpoint");
+        m.step = meta.at("step").get<int>();
+        m.committed_steps = meta.at("committed_steps").get<int64_t>();
+        m.state_numel = meta.at("state_numel").get<int64_t>();
+    } catch (const UsageError&) {
+        throw;
+    } catch (const std::exception& e) {
+        throw UsageError("checkpoint '" + meta_path + "' is missing a field: " + std::string(e.what()));
+    }
+    if (m.committed_steps != m.step + 1)
+        throw UsageError("checkpoint '" + meta_path + "' is inconsistent: step " + std::to_string(m.step) +
+                         " but committed_steps " + std::to_string(m.committed_steps));
+    return m;
+}
+
+// The state tensor, checksummed (params_io), and of the size checkpoint.json says.
+at::Tensor readState(const std::string& step_dir, const ReplicaMeta& m) {
+    const std::string file = (fs::path(step_dir) / kStateFile).string();
+    std::error_code ec;
+    if (!fs::exists(file, ec))
+        throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" + std::string(kStateFile) + "' is missing");
+    auto tensors = loadParameters(file);
+    if (tensors.size() != 1 || tensors[0].name != "replica_state")
+        throw UsageError("checkpoint '" + file + "' does not hold one 'replica_state' tensor");
+    at::Tensor state = tensors[0].tensor.reshape({-1});
+    if (state.numel() != m.state_numel)
+        throw UsageError("checkpoint '" + file + "' holds " + std::to_string(state.numel()) +
+                         " values, checkpoint.json says " + std::to_string(m.state_numel));
+    if (int64_t(state[0].item<float>()) != m.committed_steps)
+        throw UsageError("checkpoint '" + file + "' holds " + std::to_string(int64_t(state[0].item<float>())) +
+                         " committed steps, checkpoint.json says " + std::to_string(m.committed_steps));
+    return state;
+}
+
+} // namespace
+
+int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
+                              const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer, int replica,
+                              int incarnation) {
+    std::error_code ec;
+    if (fs::exists(step_dir, ec)) throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
+    const std::string partial =
+        step_dir + ".partial-" + std::to_string(replica) + "-" + std::to_string(incarnation);
+    fs::remove_all(partial, ec); // left by an earlier attempt of this very writer
+    fs::create_directories(partial, ec);
+    if (ec) throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
+
+    const at::Tensor state = packReplicaState(params, optimizer, int64_t(last_step) + 1);
+    const std::string state_path = (fs::path(partial) / kStateFile).string();
+    saveParameters(state_path, {{"replica_state", state}});
+
+    Json meta;
+    meta["format"] = kFormat;
+    meta["version"] = 1;
+    meta["step"] = last_step;
+    meta["committed_steps"] = int64_t(last_step) + 1;
+    meta["state_numel"] = state.numel();
+    meta["model"] = scenario.model.kind;
+    meta["written_by_replica"] = replica;
+    const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
+    {
+        std::ofstream out(meta_path);
+        out << meta.dump(2) << "\n";
+        if (!out) throw UsageError("cannot write '" + meta_path + "'");
+    }
+    const int64_t written = int64_t(fs::file_size(state_path, ec)) + int64_t(fs::file_size(meta_path, ec));
+    fs::rename(partial, step_dir, ec);
+    if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+    return written;
+}
+
+int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at::Tensor>& params,
+                              torch::optim::AdamW& optimizer, int64_t& bytes_read) {
+    const ReplicaMeta m = readReplicaMeta(step_dir);
+    const at::Tensor state = readState(step_dir, m);
+    if (state.numel() != replicaStateNumel(params))
+        throw UsageError("checkpoint '" + step_dir + "' does not fit this model: it holds " +
+                         std::to_string(state.numel()) + " values, this model needs " +
+                         std::to_string(replicaStateNumel(params)));
+    std::error_code ec;
+    bytes_read += int64_t(fs::file_size(fs::path(step_dir) / kStateFile, ec));
+    return unpackReplicaState(state, params, optimizer);
+}
+
+void verifyReplicaCheckpoint(const std::string& step_dir, const Scenario& scenario) {
+    const ReplicaMeta m = readReplicaMeta(step_dir);
+    const int64_t P = unitLayout(scenario.model).total();
+    if (m.state_numel != 3 * P + 2)
+        throw UsageError("checkpoint '" + step_dir + "' does not fit this model: it holds " +
+                         std::to_string(m.state_numel) + " values, this model needs " + std::to_string(3 * P + 2) +
+                         " (3 x " + std::to_string(P) + " parameters + 2)");
+    (void)readState(step_dir, m); // the checksum
+    if (m.step + 1 >= scenario.run.steps)
+        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) + " but the run has only " +
+                         std::to_string(scenario.run.steps) + " steps: nothing left to train (raise [run] steps)");
+}
+
+} // namespace dt

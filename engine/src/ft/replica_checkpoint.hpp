@@ -1,0 +1,49 @@
+// replica_checkpoint.hpp: durable checkpoints of a fault-tolerant run.
+//
+// Healing copies state from a live peer; a durable checkpoint is what is left
+// when every replica is gone at once. After a commit every replica holds the
+// same bits, so one replica writes the job's checkpoint: the member with the
+// lowest replica id in the quorum that committed the step.
+//
+// Layout, DIR/step-<S> (S = the last step it contains):
+//   checkpoint.json    format "dtlab replica checkpoint", version 1, step S,
+//                      committed_steps (S + 1), state_numel (3P + 2), model
+//   replica.dtparams   one tensor "replica_state" in replica_state.hpp's layout
+//                      (committed steps, AdamW step, params, exp_avg,
+//                      exp_avg_sq: 4 (3P + 2) bytes), in params_io's file
+//                      format, whose FNV-1a checksum covers every byte
+// Saving: both files go into DIR/step-<S>.partial-<replica>-<incarnation>/,
+// which is then renamed to DIR/step-<S>. A writer killed half-way leaves a
+// .partial directory, never a torn step-<S>; an existing step-<S> is never
+// overwritten. Loading: every replica of a new job reads the same file.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace torch::optim {
+class AdamW;
+}
+
+namespace dt {
+
+struct Scenario;
+
+// Returns the bytes written.
+int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
+                              const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer, int replica,
+                              int incarnation);
+
+// Overwrites the parameters and the AdamW state; returns the committed steps
+// it holds (the next step to train). Throws UsageError naming the file.
+int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at::Tensor>& params,
+                              torch::optim::AdamW& optimizer, int64_t& bytes_read);
+
+// checkpoint.json readable and of this format, the state the size of the
+// scenario's model, the checksum good, and steps left to train after it.
+void verifyReplicaCheckpoint(const std::string& step_dir, const Scenario& scenario);
+
+} // namespace dt
