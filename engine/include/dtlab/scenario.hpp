@@ -48,6 +48,9 @@ struct StrategyConfig {
     // "pipeline" stages of contiguous blocks, one per rank ([topology] stages),
     //          microbatches run by `schedule`; ranks / stages pipelines are
     //          data-parallel (stage gradients all-reduced across them)
+    // "diloco" every rank is a replica that trains on its own for [diloco]
+    //          inner_steps, then the replicas average pseudo-gradients
+    //          (classic DiLoCo, or Streaming DiLoCo with fragments)
     std::string kind = "ddp";
     std::string schedule = "1f1b";  // pipeline: "gpipe" | "1f1b" | "interleaved" | "zb-h1"
     int chunks_per_rank = 1;        // pipeline: model chunks per rank (interleaved: >= 2)
@@ -65,8 +68,10 @@ struct StrategyConfig {
     bool activation_checkpointing = false; // per unit: keep only its input, recompute in backward
 };
 
+// The optimizer of a training step ("sgd": plain SGD with weight decay, no
+// momentum; ddp and diloco only). Under diloco it is the inner optimizer.
 struct OptimizerConfig {
-    std::string kind = "adamw";
+    std::string kind = "adamw";         // "adamw" | "sgd"
     double lr = 3e-4;
     double beta1 = 0.9;
     double beta2 = 0.999;
@@ -83,6 +88,28 @@ struct RunConfig {
     std::string checkpoint_dir;     // "" = no checkpoints
     int checkpoint_every = 0;       // save after every k-th step (and the last); 0 = only the last
     std::string resume_from;        // a checkpoint directory (DIR/step-<S>) to load before step 0
+};
+
+// DiLoCo and Streaming DiLoCo ([strategy] kind = "diloco"; diloco_strategy.cpp).
+// A fragment f of F syncs after the steps s with (s + 1 - f H / F) a positive
+// multiple of H; its pseudo-gradient is sent then and applied sync_delay steps
+// later. fragments = 1, sync_delay = 0, alpha = 0: classic DiLoCo.
+struct DilocoConfig {
+    int inner_steps = 50;               // H: inner optimizer steps between two syncs of a fragment
+    double outer_lr = 0.7;              // outer SGD learning rate
+    double outer_momentum = 0.9;        // outer momentum (0 = plain SGD)
+    bool nesterov = true;               // Nesterov momentum
+    int fragments = 1;                  // Streaming DiLoCo: groups of blocks that sync at staggered steps
+    int sync_delay = 0;                 // tau: steps between sending a pseudo-gradient and applying it
+    double alpha = 0.0;                 // local <- alpha local + (1 - alpha) global after an outer step
+    std::string pseudo_gradient = "fp32"; // values on the wire: "fp32" | "bf16" | "int8" | "int4"
+};
+
+// A modelled network link for every rank ([network]; changeable live): each
+// collective takes at least latency_ms + bytes sent / bandwidth.
+struct NetworkConfig {
+    double bandwidth_mbit_s = 0.0;      // 0 = no cap (loopback speed)
+    double latency_ms = 0.0;            // added to each collective
 };
 
 struct TelemetryConfig {
@@ -182,6 +209,8 @@ struct Scenario {
     StrategyConfig strategy;
     OptimizerConfig optimizer;
     RunConfig run;
+    DilocoConfig diloco;
+    NetworkConfig network;
     TelemetryConfig telemetry;
     FaultToleranceConfig fault_tolerance;
     ChaosConfig chaos;

@@ -49,6 +49,8 @@ struct RankProgress {
     double last_loss = std::numeric_limits<double>::quiet_NaN(); // NaN: none yet (a pipeline's first stages never have one)
     double last_step_ms = 0.0;
     double delay_ms = 0.0;      // "slow rank" delay added to each of its steps
+    double link_mbit_s = 0.0;   // its modelled link ([network], setLink): 0 = no cap
+    double link_latency_ms = 0.0;
     std::string host;
     // Fault tolerance only:
     int incarnation = 0;        // restarts so far
@@ -82,6 +84,9 @@ public:
     void hangRank(int rank);    // SIGSTOP
     void resumeRank(int rank);  // SIGCONT
     void slowRank(int rank, double delay_ms); // 0 = back to normal speed
+    // The modelled network link of a rank (rank -1 = every rank): each of its
+    // collectives takes at least latency + bytes / bandwidth; 0 = no cap / no latency.
+    void setLink(int rank, double bandwidth_mbit_s, double latency_ms);
 
     // Fault tolerance ([fault_tolerance] enabled; no-ops otherwise).
     [[nodiscard]] bool faultTolerant() const;

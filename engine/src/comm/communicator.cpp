@@ -4,7 +4,10 @@
 
 #include "telemetry/event_sink.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 
 namespace dt {
 namespace {
@@ -158,8 +161,13 @@ void Communicator::threadLoop() {
 // Work's final state.
 void Communicator::finishJob(Job& job, const std::function<void()>& run) {
     try {
+        const auto begin = std::chrono::steady_clock::now();
         run();
         const WireBytes wire = modelBytes(job.kind, job.bytes, m_size, m_rank, job.peer);
+        if (m_link && m_link->active()) { // hold the collective as long as the modelled link needs
+            const auto until = begin + m_link->linkTime(std::max(wire.sent, wire.received));
+            std::this_thread::sleep_until(until);
+        }
         m_bytes_sent += wire.sent;
         m_bytes_received += wire.received;
         emitWork(job, EventPhase::WorkCompleted);

@@ -18,6 +18,7 @@
 
 #include "dtlab/errors.hpp"
 #include "dtlab/events.hpp"
+#include "comm/link_shaper.hpp"
 
 #include <ATen/Tensor.h>
 
@@ -104,6 +105,11 @@ public:
     [[nodiscard]] int64_t modeledBytesSent() const { return m_bytes_sent.load(); }
     [[nodiscard]] int64_t modeledBytesReceived() const { return m_bytes_received.load(); }
 
+    // The modelled link of this rank (link_shaper.hpp; owned by the caller,
+    // alive as long as this communicator, null = none): every collective and
+    // message completes no sooner than latency + bytes / bandwidth.
+    void shareLink(const LinkShaper* link) { m_link = link; }
+
 protected:
     // Backend operations, run on the communicator thread, blocking. Throw
     // CommError on failure.
@@ -147,6 +153,7 @@ private:
     std::map<int, uint64_t> m_p2p_sent, m_p2p_received;
     std::atomic<int64_t> m_bytes_sent{0};
     std::atomic<int64_t> m_bytes_received{0};
+    const LinkShaper* m_link = nullptr;
     std::thread m_thread;
     struct Posted {
         std::thread thread;

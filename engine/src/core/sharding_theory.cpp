@@ -1,6 +1,8 @@
 // sharding_theory.cpp: the ZeRO / FSDP formulas of sharding_theory.hpp.
 #include "dtlab/sharding_theory.hpp"
 
+#include "dtlab/diloco_theory.hpp"
+
 #include <algorithm>
 
 namespace dt {
@@ -36,7 +38,7 @@ int64_t paddedNumel(int64_t numel, int shards) {
 
 int shardCount(const Scenario& s) {
     const std::string& k = s.strategy.kind;
-    if (k == "ddp" || k == "pipeline") return 1;
+    if (k == "ddp" || k == "pipeline" || k == "diloco") return 1;
     if (k == "hsdp") return s.topology.ranks / std::max(1, s.topology.replicas);
     return s.topology.ranks;
 }
@@ -60,6 +62,12 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
         t.parameters = 4 * stage;
         t.gradients = 4 * stage;
         t.optimizer_state = 8 * stage;
+        return t;
+    }
+    if (k == "diloco") { // local and global copies; inner optimizer state and the outer momentum
+        t.parameters = 8 * layout.total();
+        t.gradients = 4 * layout.total();
+        t.optimizer_state = (s.optimizer.kind == "sgd" ? 0 : 8 * layout.total()) + 4 * layout.total();
         return t;
     }
     if (k == "ddp") {
@@ -93,6 +101,9 @@ int64_t bytesPerStepTheory(const Scenario& s) {
     const int M = s.strategy.microbatches;
     const int grad_syncs = s.strategy.sync_every_microbatch ? M : 1;
     if (k == "ddp") return grad_syncs * (2 * int64_t(W - 1) * 4 * layout.total() / W);
+    if (k == "diloco") { // the average over H steps (diloco_theory.hpp has the per-sync figures)
+        return dilocoTheory(s).bytes_per_period / std::max(1, s.diloco.inner_steps);
+    }
     if (k == "pipeline") { // an inner stage: every microbatch's activation forward and gradient back,
                            // once per chunk; plus the all-reduce of its 1/p of the model across pipelines
         const int p = std::max(1, s.topology.stages), d = W / p;
@@ -133,6 +144,7 @@ std::string modelStateFormula(const std::string& k) {
     if (k == "fsdp") return "ZeRO-3 / FSDP: 16 Psi / N + root + largest unit materialized";
     if (k == "hsdp") return "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit";
     if (k == "pipeline") return "Pipeline: each stage holds its blocks whole, about 16 Psi / p";
+    if (k == "diloco") return "DiLoCo: local 4 Psi + global 4 Psi + grads 4 Psi + inner AdamW 8 Psi + outer momentum 4 Psi = 24 Psi";
     return "";
 }
 

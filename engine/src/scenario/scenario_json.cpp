@@ -92,6 +92,16 @@ std::string scenarioToJson(const Scenario& s) {
           {"collective_timeout_ms", s.fault_tolerance.collective_timeout_ms},
           {"restart", s.fault_tolerance.restart},
           {"restart_delay_ms", s.fault_tolerance.restart_delay_ms}}},
+        {"diloco",
+         {{"inner_steps", s.diloco.inner_steps},
+          {"outer_lr", s.diloco.outer_lr},
+          {"outer_momentum", s.diloco.outer_momentum},
+          {"nesterov", s.diloco.nesterov},
+          {"fragments", s.diloco.fragments},
+          {"sync_delay", s.diloco.sync_delay},
+          {"alpha", s.diloco.alpha},
+          {"pseudo_gradient", s.diloco.pseudo_gradient}}},
+        {"network", {{"bandwidth_mbit_s", s.network.bandwidth_mbit_s}, {"latency_ms", s.network.latency_ms}}},
         {"chaos",
          {{"enabled", s.chaos.enabled},
           {"seed", s.chaos.seed},
@@ -211,6 +221,22 @@ Scenario scenarioFromJson(const std::string& text) {
             ft.at("collective_timeout_ms").get_to(c.collective_timeout_ms);
             ft.at("restart").get_to(c.restart);
             ft.at("restart_delay_ms").get_to(c.restart_delay_ms);
+        }
+        if (j.contains("diloco")) {
+            const json& d = j.at("diloco");
+            d.at("inner_steps").get_to(s.diloco.inner_steps);
+            d.at("outer_lr").get_to(s.diloco.outer_lr);
+            d.at("outer_momentum").get_to(s.diloco.outer_momentum);
+            d.at("nesterov").get_to(s.diloco.nesterov);
+            d.at("fragments").get_to(s.diloco.fragments);
+            d.at("sync_delay").get_to(s.diloco.sync_delay);
+            d.at("alpha").get_to(s.diloco.alpha);
+            d.at("pseudo_gradient").get_to(s.diloco.pseudo_gradient);
+        }
+        if (j.contains("network")) {
+            const json& n = j.at("network");
+            n.at("bandwidth_mbit_s").get_to(s.network.bandwidth_mbit_s);
+            n.at("latency_ms").get_to(s.network.latency_ms);
         }
         if (j.contains("chaos")) {
             const json& ch = j.at("chaos");

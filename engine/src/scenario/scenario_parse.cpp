@@ -22,7 +22,7 @@ using scenario_rules::tableLabel;
 
 const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
                                           "optimizer", "run",      "telemetry", "faults", "steps",
-                                          "fault_tolerance", "chaos"};
+                                          "fault_tolerance", "chaos", "diloco", "network"};
 const std::vector<std::string> kScenarioKeys = {"name", "description"};
 const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages"};
 const std::vector<std::string> kModelKeys = {"kind",  "vocab", "context",   "d_model",
@@ -44,6 +44,9 @@ const std::vector<std::string> kFaultToleranceKeys = {
     "restart",           "restart_delay_ms"};
 const std::vector<std::string> kChaosKeys = {"enabled", "seed", "mean_interval_s", "actions",
                                              "hang_s",  "slow_ms", "slow_s"};
+const std::vector<std::string> kDilocoKeys = {"inner_steps", "outer_lr",   "outer_momentum", "nesterov",
+                                              "fragments",   "sync_delay", "alpha",          "pseudo_gradient"};
+const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"};
 const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
 
 std::string joinNames(const std::vector<std::string>& names) {
@@ -111,6 +114,8 @@ public:
             else if (e.key == "telemetry") readTelemetry(t, s.telemetry);
             else if (e.key == "fault_tolerance") readFaultTolerance(t, s.fault_tolerance);
             else if (e.key == "chaos") readChaos(t, s.chaos);
+            else if (e.key == "diloco") readDiloco(t, s.diloco);
+            else if (e.key == "network") readNetwork(t, s.network);
         }
         if (!haveName) {
             const toml::node* scenarioTable = root.get("scenario");
@@ -324,6 +329,27 @@ private:
             else if (e.key == "collective_timeout_ms") out.collective_timeout_ms = readFloat(table, e.key, *e.node);
             else if (e.key == "restart") out.restart = readString(table, e.key, *e.node);
             else if (e.key == "restart_delay_ms") out.restart_delay_ms = readFloat(table, e.key, *e.node);
+        }
+    }
+
+    void readDiloco(const toml::table& t, DilocoConfig& out) const {
+        const std::string table = "diloco";
+        for (const Entry& e : checkedEntries(t, table, kDilocoKeys)) {
+            if (e.key == "inner_steps") out.inner_steps = readInt(table, e.key, *e.node);
+            else if (e.key == "outer_lr") out.outer_lr = readFloat(table, e.key, *e.node);
+            else if (e.key == "outer_momentum") out.outer_momentum = readFloat(table, e.key, *e.node);
+            else if (e.key == "nesterov") out.nesterov = readBool(table, e.key, *e.node);
+            else if (e.key == "fragments") out.fragments = readInt(table, e.key, *e.node);
+            else if (e.key == "sync_delay") out.sync_delay = readInt(table, e.key, *e.node);
+            else if (e.key == "alpha") out.alpha = readFloat(table, e.key, *e.node);
+            else if (e.key == "pseudo_gradient") out.pseudo_gradient = readString(table, e.key, *e.node);
+        }
+    }
+
+    void readNetwork(const toml::table& t, NetworkConfig& out) const {
+        for (const Entry& e : checkedEntries(t, "network", kNetworkKeys)) {
+            if (e.key == "bandwidth_mbit_s") out.bandwidth_mbit_s = readFloat("network", e.key, *e.node);
+            else if (e.key == "latency_ms") out.latency_ms = readFloat("network", e.key, *e.node);
         }
     }
 

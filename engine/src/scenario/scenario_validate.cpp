@@ -47,6 +47,9 @@ const IntRule kIntRules[] = {
     {"faults", "step", 0, kIntMax},
     {"fault_tolerance", "min_replicas", 1, 64},
     {"chaos", "seed", 0, INT64_MAX},
+    {"diloco", "inner_steps", 1, 100000},
+    {"diloco", "fragments", 1, 64},
+    {"diloco", "sync_delay", 0, 100000},
 };
 
 struct FloatRule {
@@ -81,6 +84,11 @@ const FloatRule kFloatRules[] = {
     {"chaos", "hang_s", 0.0, true, false, 0.0},
     {"chaos", "slow_ms", 0.0, true, false, 0.0},
     {"chaos", "slow_s", 0.0, true, false, 0.0},
+    {"diloco", "outer_lr", 0.0, false, false, 0.0},
+    {"diloco", "outer_momentum", 0.0, true, true, 1.0},
+    {"diloco", "alpha", 0.0, true, true, 1.0},
+    {"network", "bandwidth_mbit_s", 0.0, true, false, 0.0},
+    {"network", "latency_ms", 0.0, true, false, 0.0},
 };
 
 struct EnumRule {
@@ -92,9 +100,10 @@ struct EnumRule {
 const EnumRule kEnumRules[] = {
     {"model", "kind", {"tiny_gpt", "mlp"}},
     {"data", "source", {"fortunes", "fashion_mnist"}},
-    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline"}},
+    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline", "diloco"}},
     {"strategy", "schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}},
-    {"optimizer", "kind", {"adamw"}},
+    {"optimizer", "kind", {"adamw", "sgd"}},
+    {"diloco", "pseudo_gradient", {"fp32", "bf16", "int8", "int4"}},
     {"faults", "action", {"kill", "hang", "resume", "slow", "fail_collective", "nan_gradients", "partition",
                           "delay_traffic", "kill_lighthouse"}},
     {"faults", "when", {"allreduce", "step", "time"}},
@@ -244,7 +253,36 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     if (st.activation_checkpointing && s.model.kind != "tiny_gpt")
         return Problem{"strategy", {"activation_checkpointing"}, -1,
                        "[strategy] activation_checkpointing needs [model] kind = \"tiny_gpt\" (its transformer blocks are the units recomputed)"};
-    const bool sharded = st.kind != "ddp" && st.kind != "pipeline";
+    if (s.optimizer.kind == "sgd" && st.kind != "ddp" && st.kind != "diloco")
+        return Problem{"optimizer", {"kind"}, -1,
+                       "[optimizer] kind = \"sgd\" works with [strategy] kind = \"ddp\" or \"diloco\"; " + st.kind +
+                           " uses AdamW (\"adamw\")"};
+    if (st.kind == "diloco") {
+        const DilocoConfig& d = s.diloco;
+        if (d.inner_steps % d.fragments != 0)
+            return Problem{"diloco", {"fragments", "inner_steps"}, -1,
+                           "[diloco] fragments " + std::to_string(d.fragments) + " does not divide inner_steps " +
+                               std::to_string(d.inner_steps) + " (the fragments sync inner_steps / fragments steps apart)"};
+        if (d.sync_delay >= d.inner_steps / d.fragments)
+            return Problem{"diloco", {"sync_delay"}, -1,
+                           "[diloco] sync_delay " + std::to_string(d.sync_delay) + " must be below inner_steps / fragments = " +
+                               std::to_string(d.inner_steps / d.fragments) +
+                               " (a pseudo-gradient is applied before the next fragment is sent)"};
+        const int units = s.model.kind == "tiny_gpt" ? s.model.layers : int(s.model.hidden.size()) + 1;
+        if (d.fragments > units)
+            return Problem{"diloco", {"fragments"}, -1,
+                           "[diloco] fragments " + std::to_string(d.fragments) + " is more than the model's " +
+                               std::to_string(units) + (s.model.kind == "tiny_gpt" ? " blocks" : " layers") +
+                               " (a fragment is a group of blocks)"};
+        if (st.microbatches > 1 && !st.sync_every_microbatch)
+            return Problem{"strategy", {"sync_every_microbatch"}, -1,
+                           "[strategy] sync_every_microbatch has no meaning under diloco (inner steps never communicate)"};
+    }
+    const bool sharded = st.kind == "zero1" || st.kind == "zero2" || st.kind == "fsdp" || st.kind == "hsdp";
+    if (!sharded && st.kind == "diloco" && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
+        return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
+                       "[run] checkpoints are not supported with [strategy] kind = \"diloco\" yet (its checkpoint must "
+                       "hold two copies of the model: see issue 7's notes)"};
     if (!sharded && !s.fault_tolerance.enabled && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
                        "[run] checkpoints need [strategy] kind = zero1, zero2, fsdp or hsdp (sharded), or ddp under "

@@ -28,6 +28,7 @@
 #include "telemetry/telemetry_wire.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <climits>
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -459,11 +460,13 @@ struct Session::Impl final : TelemetrySink {
         std::vector<int> hello;
         RunControl gate;
         std::vector<double> delays;
+        std::vector<std::pair<double, double>> links; // (mbit/s, latency ms) per rank
         bool tick = false;
         {
             std::lock_guard<std::mutex> lock(mutex);
             hello.swap(pending_hello_sync);
             for (const auto& p : progress) delays.push_back(p.delay_ms);
+            for (const auto& p : progress) links.emplace_back(p.link_mbit_s, p.link_latency_ms);
             const int64_t now = monotonicNowNs();
             if (control.mode == RunMode::Paced && control.pace_steps_per_s > 0 &&
                 now - last_pace_tick_ns >= int64_t(1e9 / control.pace_steps_per_s) &&
@@ -485,6 +488,8 @@ struct Session::Impl final : TelemetrySink {
             collector->sendControl(r, {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.allowed_step, 0.0});
             if (delays[size_t(r)] > 0)
                 collector->sendControl(r, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delays[size_t(r)]});
+            const auto [mbit, latency] = links[size_t(r)];
+            collector->sendControl(r, {uint32_t(wire::ControlCommand::SetLink), 0, int64_t(mbit * 1000.0), latency});
         }
         if (tick) broadcastGate(gate.allowed_step);
     }
@@ -621,7 +626,11 @@ void Session::start() {
     s.record.ranks.resize(size_t(world));
     for (int r = 0; r < world; ++r) s.record.ranks[size_t(r)].rank = r;
     s.progress.resize(size_t(world));
-    for (int r = 0; r < world; ++r) s.progress[size_t(r)].rank = r;
+    for (int r = 0; r < world; ++r) {
+        s.progress[size_t(r)].rank = r;
+        s.progress[size_t(r)].link_mbit_s = scenario.network.bandwidth_mbit_s;
+        s.progress[size_t(r)].link_latency_ms = scenario.network.latency_ms;
+    }
     s.rank_finished.assign(size_t(world), false);
     s.rank_gone.assign(size_t(world), false);
     s.fault_fired.assign(scenario.faults.size(), false);
@@ -759,6 +768,28 @@ void Session::slowRank(int rank, double delay_ms) {
                                            " ms per step"});
     }
     m_impl->collector->sendControl(rank, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delay_ms});
+}
+
+void Session::setLink(int rank, double bandwidth_mbit_s, double latency_ms) {
+    const int first = rank < 0 ? 0 : rank, last = rank < 0 ? m_impl->world - 1 : rank;
+    if (first < 0 || last >= m_impl->world) return;
+    bandwidth_mbit_s = std::max(0.0, bandwidth_mbit_s);
+    latency_ms = std::max(0.0, latency_ms);
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        for (int r = first; r <= last; ++r) {
+            m_impl->progress[size_t(r)].link_mbit_s = bandwidth_mbit_s;
+            m_impl->progress[size_t(r)].link_latency_ms = latency_ms;
+        }
+        const std::string who = rank < 0 ? "every rank" : "rank " + std::to_string(rank);
+        char text[160];
+        if (bandwidth_mbit_s > 0) std::snprintf(text, sizeof text, "%s: link %.0f Mbit/s, %.0f ms latency", who.c_str(), bandwidth_mbit_s, latency_ms);
+        else std::snprintf(text, sizeof text, "%s: link uncapped, %.0f ms latency", who.c_str(), latency_ms);
+        m_impl->record.logs.push_back({monotonicNowNs(), -1, LogLevel::Info, text});
+    }
+    for (int r = first; r <= last; ++r)
+        m_impl->collector->sendControl(
+            r, {uint32_t(wire::ControlCommand::SetLink), 0, int64_t(bandwidth_mbit_s * 1000.0), latency_ms});
 }
 
 void Session::pause() {

@@ -1,6 +1,6 @@
 // ddp_strategy.cpp: DDP as a TrainingStrategy: every rank holds the whole
 // model, gradients are all-reduced in buckets (ddp.hpp), every rank runs the
-// same AdamW step on the same averaged gradients.
+// same optimizer step (AdamW, or SGD) on the same averaged gradients.
 //
 // Bytes on the wire per rank and step: 2 (N-1)/N x 4 Psi (per microbatch when
 // sync_every_microbatch is on). Memory per rank: 4 Psi + 4 Psi + 8 Psi.
@@ -9,8 +9,9 @@
 
 #include "dtlab/scenario.hpp"
 #include "memory/memory_accounting.hpp"
+#include "strategy/optimizer_factory.hpp"
 
-#include <torch/optim/adamw.h>
+#include <torch/optim/optimizer.h>
 
 namespace dt {
 
@@ -23,9 +24,7 @@ public:
         for (const auto& p : m_model.trainableParameters()) m_params.push_back(p.tensor);
         const StrategyConfig& st = m_scenario.strategy;
         m_sync = std::make_unique<DdpGradientSync>(m_params, m_comm, st.bucket_mb, st.overlap, c.sink);
-        const OptimizerConfig& o = m_scenario.optimizer;
-        m_optimizer = std::make_unique<torch::optim::AdamW>(
-            m_params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+        m_optimizer = makeOptimizer(m_params, m_scenario.optimizer);
     }
 
     std::string name() const override { return "ddp"; }
@@ -44,7 +43,7 @@ public:
         StrategyMemory m;
         m.parameters = storageBytes(m_params);
         m.gradients = storageBytes(m_sync->bucketBuffers());
-        m.optimizer_state = adamStateBytes(*m_optimizer);
+        m.optimizer_state = optimizerStateBytes(*m_optimizer);
         return m;
     }
 
@@ -65,7 +64,7 @@ private:
     Communicator& m_comm;
     std::vector<at::Tensor> m_params;
     std::unique_ptr<DdpGradientSync> m_sync;
-    std::unique_ptr<torch::optim::AdamW> m_optimizer;
+    std::unique_ptr<torch::optim::Optimizer> m_optimizer;
 };
 
 } // namespace

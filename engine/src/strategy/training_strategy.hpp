@@ -12,7 +12,8 @@
 //   optimizerStep()                  <- AdamW on what this rank owns; zero1/2 all-gather after
 //
 // Strategies: ddp (ddp_strategy.cpp), zero1 / zero2 / fsdp / hsdp
-// (sharded_strategy.cpp), pipeline (pipeline_strategy.cpp). makeStrategy picks
+// (sharded_strategy.cpp), pipeline (pipeline_strategy.cpp), diloco
+// (diloco_strategy.cpp). makeStrategy picks
 // one from the scenario.
 #pragma once
 

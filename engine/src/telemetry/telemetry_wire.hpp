@@ -24,7 +24,7 @@
 
 namespace dt::wire {
 
-constexpr uint32_t kWireVersion = 3; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands
+constexpr uint32_t kWireVersion = 4; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4: DiLoCo kinds, SetLink
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
@@ -48,6 +48,7 @@ enum class ControlCommand : uint32_t {
     Partition = 5,
     TrafficDelayMs = 6,
     JobFinished = 7,
+    SetLink = 8,            // the rank's modelled link: delay_ms = latency, allowed_step = bandwidth in kbit/s (0 = no cap)
 };
 struct ControlMessage {
     uint32_t command;

@@ -202,7 +202,7 @@ bool isCheckpointStep(const RunConfig& run, int step) {
 }
 
 int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sender, StepGate& gate,
-          c10::intrusive_ptr<c10d::Store> store, const std::string& params_out_dir) {
+          c10::intrusive_ptr<c10d::Store> store, const std::string& params_out_dir, const LinkShaper& link) {
     const int rank = env.rank, world = env.world;
     RankTelemetry telemetry(sender, rank, scenario.telemetry.enabled);
     EventSink* sink = telemetry.detailed() ? &sender : nullptr;
@@ -218,6 +218,9 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         at::NoGradGuard no_grad;
         for (const auto& p : model->trainableParameters()) comm.broadcast(p.tensor, 0)->wait();
     }
+    // The modelled link ([network]) shapes training traffic, not the start-up broadcast.
+    for (Communicator* group : {groups.world.get(), groups.shard.get(), groups.replicate.get(), groups.data_parallel.get()})
+        if (group) group->shareLink(&link);
     StrategyContext context;
     context.scenario = &scenario;
     context.model = model.get();
@@ -416,7 +419,9 @@ int runWorker(const WorkerArgs& args) {
     TelemetrySender sender(env.rank, size_t(scenario.telemetry.queue_capacity));
     StepGate gate;
     FtFaultSwitches ft_faults;
-    sender.onControl([&gate, &ft_faults](const wire::ControlMessage& m) {
+    LinkShaper link; // the rank's modelled link, shared by its communicators
+    link.set(scenario.network.bandwidth_mbit_s, scenario.network.latency_ms);
+    sender.onControl([&gate, &ft_faults, &link](const wire::ControlMessage& m) {
         using wire::ControlCommand;
         switch (ControlCommand(m.command)) {
         case ControlCommand::SetAllowedStep: gate.setAllowedStep(m.allowed_step); break;
@@ -426,6 +431,7 @@ int runWorker(const WorkerArgs& args) {
         case ControlCommand::Partition: ft_faults.setPartitioned(m.delay_ms > 0); break;
         case ControlCommand::TrafficDelayMs: ft_faults.traffic_delay_ms = m.delay_ms; break;
         case ControlCommand::JobFinished: ft_faults.job_finished = true; break;
+        case ControlCommand::SetLink: link.set(double(m.allowed_step) / 1000.0, m.delay_ms); break;
         }
     });
     try {
@@ -462,7 +468,7 @@ int runWorker(const WorkerArgs& args) {
             context.faults = &ft_faults;
             code = trainFaultTolerant(context);
         } else {
-            code = train(env, scenario, sender, gate, store, params_out_dir);
+            code = train(env, scenario, sender, gate, store, params_out_dir, link);
         }
     } catch (const CommError& e) {
         code = kExitRankFailed;
