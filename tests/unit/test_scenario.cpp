@@ -238,7 +238,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().column == 2);
         CHECK(std::string(e.what()) ==
               "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], [data], "
-              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], [chaos]");
+              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], [chaos], [diloco], [network]");
     }
 
     SECTION("a key in [[faults]] that does not exist is reported") {
@@ -275,6 +275,43 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().column == 20);
         CHECK(std::string(e.what()).find("explode") != std::string::npos);
         CHECK(std::string(e.what()).find("\"kill\", \"hang\", \"slow\"") != std::string::npos);
+    }
+
+    SECTION("diloco fragments that do not divide inner_steps are refused with the reason") {
+        UsageError e = parseError(kHeader + "[strategy]\nkind = \"diloco\"\n[diloco]\ninner_steps = 10\nfragments = 3\n");
+        CHECK(e.where().line == 7);
+        CHECK(std::string(e.what()).find("[diloco] fragments 3 does not divide inner_steps 10") != std::string::npos);
+    }
+
+    SECTION("a diloco sync delay as long as the fragment period is refused") {
+        UsageError e = parseError(kHeader + "[strategy]\nkind = \"diloco\"\n[diloco]\ninner_steps = 10\nfragments = 2\n"
+                                            "sync_delay = 5\n");
+        CHECK(e.where().line == 8);
+        CHECK(std::string(e.what()).find("sync_delay 5 must be below inner_steps / fragments = 5") != std::string::npos);
+    }
+
+    SECTION("more diloco fragments than blocks are refused") {
+        UsageError e = parseError(kHeader + "[model]\nlayers = 2\n[strategy]\nkind = \"diloco\"\n[diloco]\n"
+                                            "inner_steps = 12\nfragments = 4\n");
+        CHECK(std::string(e.what()).find("fragments 4 is more than the model's 2 blocks") != std::string::npos);
+    }
+
+    SECTION("an unknown pseudo-gradient format lists the accepted ones") {
+        UsageError e = parseError(kHeader + "[diloco]\npseudo_gradient = \"fp8\"\n");
+        CHECK(e.where().line == 4);
+        CHECK(std::string(e.what()).find("\"fp32\", \"bf16\", \"int8\", \"int4\"") != std::string::npos);
+    }
+
+    SECTION("sgd with a strategy that holds AdamW state is refused") {
+        UsageError e = parseError(kHeader + "[strategy]\nkind = \"fsdp\"\n[optimizer]\nkind = \"sgd\"\n");
+        CHECK(std::string(e.what()).find("[optimizer] kind = \"sgd\" works with [strategy] kind = \"ddp\" or \"diloco\"") !=
+              std::string::npos);
+    }
+
+    SECTION("a negative bandwidth is out of range") {
+        UsageError e = parseError(kHeader + "[network]\nbandwidth_mbit_s = -1\n");
+        CHECK(e.where().line == 4);
+        CHECK(std::string(e.what()).find("[network] bandwidth_mbit_s") != std::string::npos);
     }
 
     SECTION("[chaos] without fault tolerance is refused") {
@@ -503,6 +540,16 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
     s.chaos.enabled = true;
     s.chaos.seed = 99;
     s.chaos.actions = {"kill", "partition"};
+    s.diloco.inner_steps = 40;
+    s.diloco.outer_lr = 0.4;
+    s.diloco.outer_momentum = 0.85;
+    s.diloco.nesterov = false;
+    s.diloco.fragments = 4;
+    s.diloco.sync_delay = 3;
+    s.diloco.alpha = 0.5;
+    s.diloco.pseudo_gradient = "int4";
+    s.network.bandwidth_mbit_s = 100;
+    s.network.latency_ms = 50;
     s.faults.push_back({"hang", 5, 11, "step", 0.0, 2.5, 100.0, {"/tmp/x.toml", 40, 1}});
     s.faults.push_back({"kill", 2, 3, "allreduce", 0.0, 0.0, 100.0, {"/tmp/x.toml", 46, 2}});
     s.steps.push_back({"Watch the \"ranks\" start.\nTwo lines.", "topology", "step >= 1", {"/tmp/x.toml", 50, 1}});
@@ -577,6 +624,16 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
         CHECK(r.chaos.enabled == s.chaos.enabled);
         CHECK(r.chaos.seed == s.chaos.seed);
         CHECK(r.chaos.actions == s.chaos.actions);
+        CHECK(r.diloco.inner_steps == 40);
+        CHECK(r.diloco.outer_lr == 0.4);
+        CHECK(r.diloco.outer_momentum == 0.85);
+        CHECK(r.diloco.nesterov == false);
+        CHECK(r.diloco.fragments == 4);
+        CHECK(r.diloco.sync_delay == 3);
+        CHECK(r.diloco.alpha == 0.5);
+        CHECK(r.diloco.pseudo_gradient == "int4");
+        CHECK(r.network.bandwidth_mbit_s == 100);
+        CHECK(r.network.latency_ms == 50);
     }
 
     SECTION("narration steps come back in order with their source locations") {
@@ -761,7 +818,7 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
         s.strategy.kind = "zero4";
         UsageError e = validateError(s, "--strategy");
         CHECK(std::string(e.what()) ==
-              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", \"pipeline\", got \"zero4\"");
+              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", \"pipeline\", \"diloco\", got \"zero4\"");
     }
 
     SECTION("replicas without hsdp, an uneven replica split and an uneven microbatch split are refused") {

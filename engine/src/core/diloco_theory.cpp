@@ -22,7 +22,7 @@ DilocoTheory dilocoTheory(const Scenario& s) {
     for (int64_t numel : t.fragment_numel) {
         const int64_t bytes = format == PseudoGradientFormat::Fp32
                                   ? 2 * (N - 1) * (4 * numel) / N
-                                  : (N - 1) * (encodedBytes(numel, format) + 3) / 4 * 4; // whole fp32 words
+                                  : (N - 1) * ((encodedBytes(numel, format) + 3) / 4 * 4); // whole fp32 words
         t.bytes_per_sync.push_back(bytes);
         t.peak_bytes_per_sync = std::max(t.peak_bytes_per_sync, bytes);
         t.bytes_per_period += bytes;

@@ -329,6 +329,7 @@ int trainFaultTolerant(const FtRankContext& c) {
                 options.prefix = groupPrefix(quorum);
                 group = makeGlooCommunicator(c.store, role.replica_rank, role.replica_world, options, sink);
                 group->setGroupId(uint8_t(1 + role.quorum_id % 127));
+                group->shareLink(c.link);
                 group_quorum_id = role.quorum_id;
             } catch (const std::exception& e) {
                 group.reset();

@@ -4,6 +4,8 @@
 // the steps of one training step.
 #pragma once
 
+#include "comm/link_shaper.hpp"
+
 #include "dtlab/launch_env.hpp"
 #include "dtlab/scenario.hpp"
 
@@ -52,6 +54,7 @@ struct FtRankContext {
     std::string params_out_dir;
     int incarnation = 0;                          // 0 = first start; k = k-th restart
     FtFaultSwitches* faults = nullptr;
+    const LinkShaper* link = nullptr;             // the rank's modelled link ([network]), null = none
 };
 
 // Trains until the replica has committed every step (or the Session says the

@@ -109,7 +109,7 @@ const EnumRule kEnumRules[] = {
     {"faults", "when", {"allreduce", "step", "time"}},
     {"fault_tolerance", "restart", {"auto", "manual", "never"}},
     {"chaos", "actions", {"kill", "hang", "slow", "fail_collective", "nan_gradients", "partition"}},
-    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "pipeline", "quorum"}},
+    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "pipeline", "quorum", "diloco"}},
 };
 
 std::string formatNumber(double value) {
@@ -314,6 +314,10 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"fault_tolerance", {"enabled"}, -1,
                            "[fault_tolerance] works with [strategy] kind = \"ddp\" (each rank is one replica group); "
                            "this scenario uses \"" + s.strategy.kind + "\""};
+        if (s.optimizer.kind != "adamw")
+            return Problem{"optimizer", {"kind"}, -1,
+                           "[fault_tolerance] replicas step with AdamW; [optimizer] kind = \"" + s.optimizer.kind +
+                               "\" is not supported under fault tolerance"};
         if (ft.min_replicas > ranks)
             return Problem{"fault_tolerance", {"min_replicas"}, -1,
                            "[fault_tolerance] min_replicas " + std::to_string(ft.min_replicas) +
@@ -328,7 +332,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                        "[chaos] needs [fault_tolerance] enabled = true: without it the first fault ends the run"};
     for (size_t i = 0; i < s.faults.size(); ++i) {
         const FaultConfig& f = s.faults[i];
-        const bool needs_ft = f.action == "fail_collective" || f.action == "nan_gradients" ||
+        const bool needs_ft = f.action == "fail_collective" || f.action == "nan_gradients" || f.action == "delay_traffic" ||
                               f.action == "partition" || f.action == "kill_lighthouse";
         if (needs_ft && !ft.enabled)
             return Problem{"faults", {"action"}, static_cast<int>(i),

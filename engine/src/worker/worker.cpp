@@ -466,6 +466,7 @@ int runWorker(const WorkerArgs& args) {
             context.params_out_dir = params_out_dir;
             context.incarnation = args.incarnation;
             context.faults = &ft_faults;
+            context.link = &link;
             code = trainFaultTolerant(context);
         } else {
             code = train(env, scenario, sender, gate, store, params_out_dir, link);
