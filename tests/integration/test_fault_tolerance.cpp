@@ -155,6 +155,51 @@ TEST_CASE("a killed replica is restarted, heals from a live peer, and every repl
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
+TEST_CASE("fault-tolerant DiLoCo: a replica killed mid inner loop heals at the next outer sync", "[ft][diloco][slow]") {
+    // scenarios/ft_diloco_kill_replica.toml: 3 replicas, H = 10, replica 1 killed as step 14 starts.
+    it::TempDir dir;
+    const auto r = it::runDtrun({"run", it::scenarioPath("ft_diloco_kill_replica.toml"), "--summary", dir.file("s.json"),
+                                 "--record", dir.file("r.dtrec"), "--quiet"},
+                                {{}, {}, 240.0, ""});
+    INFO(it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    INFO("summary: " << s.dump());
+    CHECK(s["ok"] == true);
+    CHECK(s["steps"] == 60);
+    const auto& ft = s["fault_tolerance"];
+    REQUIRE(ft["recoveries"].size() == 1);
+    const auto& rec = ft["recoveries"][0];
+    CHECK(rec["replica"] == 1);
+    REQUIRE(rec["heal_end_ms"].is_number());
+    REQUIRE(rec["rejoined_ms"].is_number());
+    // The heal carried the inner state (local model, AdamW moments, 2 header
+    // floats: 3P + 2) and the outer state (global model, momentum: 2P).
+    const int64_t heal_floats = rec["heal_bytes"].get<int64_t>() / 4;
+    CHECK((heal_floats - 2) % 5 == 0);
+    // The survivors committed every inner step; replica 1 lost the ones it missed.
+    CHECK(ft["committed_steps"][0] == 60);
+    CHECK(ft["committed_steps"][2] == 60);
+    CHECK(ft["committed_steps"][1].get<int>() < 60);
+    CHECK(ft["heals"][1] == 1);
+    const auto& sums = s["params_checksum"];
+    REQUIRE(sums.size() == 3);
+    CHECK(sums[0] == sums[1]);
+    CHECK(sums[1] == sums[2]);
+
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 60);
+    // The outer sync after step 19 averaged over the two survivors: its Commit
+    // says how many replicas were up to date.
+    int survivors_sync = -1;
+    for (const dt::Event& e : load.record.events)
+        if (e.kind == dt::EventKind::Commit && e.rank == 0 && e.step == 19) survivors_sync = e.group_size;
+    CHECK(survivors_sync == 2);
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
 TEST_CASE("NaN gradients abort the step on every replica, and the step is retried", "[ft][slow]") {
     it::TempDir dir;
     const std::string scenario = dir.write("nan.toml", ftScenario(3, 20, "[[faults]]\naction = \"nan_gradients\"\n"

@@ -203,6 +203,14 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
         CHECK(j["loss_by_step"][1].get<double>() == Approx(3.25)); // (3.0 + 3.5) / 2
     }
 
+    SECTION("each step's end is the slowest rank's, in seconds from the start of the run") {
+        const auto j = nlohmann::json::parse(dt::summaryJson(record));
+        REQUIRE(j["step_end_s_by_step"].size() == 3);
+        CHECK(j["step_end_s_by_step"][0].get<double>() == Approx(0.112)); // rank 0: 12 + 100 ms
+        CHECK(j["step_end_s_by_step"][1].get<double>() == Approx(0.122)); // rank 0: + 10 ms
+        CHECK(j["step_end_s_by_step"][2].get<double>() == Approx(0.142)); // rank 0: + 20 ms
+    }
+
     SECTION("the median step time skips the warm-up step when there are 3 or more") {
         const auto j = nlohmann::json::parse(dt::summaryJson(record));
         REQUIRE(j["step_ms_median"].size() == 2);
@@ -266,6 +274,7 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
         const auto j = nlohmann::json::parse(dt::summaryJson(record));
         CHECK(j["collectives"]["all-reduce"]["count"] == 6);     // 3 steps x 2 ranks
         CHECK(j["collectives"]["all-reduce"]["bytes"] == 24576); // 6 x 4096
+        CHECK(j["collectives"]["all-reduce"]["max_bytes"] == 4096);
         CHECK(j["collectives"]["broadcast"]["count"] == 2);
         CHECK(j["collectives"]["broadcast"]["bytes"] == 2000);
         CHECK(j["failed_collectives"] == 1);

@@ -35,6 +35,7 @@
 #include "data/data_source.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/lighthouse.hpp"
+#include "ft/ft_replica_common.hpp"
 #include "ft/replica_checkpoint.hpp"
 #include "ft/replica_state.hpp"
 #include "strategy/sharded_checkpoint.hpp"
@@ -67,102 +68,11 @@ void FtFaultSwitches::attach(ft::LighthouseClient* client) {
 
 namespace {
 
-// Why a step was not committed (the Abort event's value).
-enum class AbortReason { None = 0, CollectiveFailed = 1, NanGradients = 2, TooFewReplicas = 3, HealFailed = 4 };
-
-const char* abortText(AbortReason reason) {
-    switch (reason) {
-    case AbortReason::CollectiveFailed: return "a cross-replica collective failed";
-    case AbortReason::NanGradients: return "the averaged gradients are not finite";
-    case AbortReason::TooFewReplicas: return "the quorum has fewer than min_replicas replicas";
-    case AbortReason::HealFailed: return "the heal transfer failed";
-    case AbortReason::None: break;
-    }
-    return "";
-}
-
-class ReplicaTelemetry {
-public:
-    ReplicaTelemetry(TelemetrySender& sender, int rank, bool detailed) : m_sender(sender), m_rank(rank), m_detailed(detailed) {}
-    int64_t now() const { return m_sender.now(); }
-    bool detailed() const { return m_detailed; }
-
-    Event make(EventKind kind, EventPhase phase, int64_t step) const {
-        Event e;
-        e.kind = kind;
-        e.phase = phase;
-        e.rank = m_rank;
-        e.step = int32_t(step);
-        e.t_ns = now();
-        return e;
-    }
-    void span(EventKind kind, int64_t begin, int64_t step, double value = 0, int64_t bytes = 0, int peer = -1,
-              int group_size = 0, int unit = -1) {
-        Event e = make(kind, EventPhase::Span, step);
-        e.dur_ns = e.t_ns - begin;
-        e.t_ns = begin;
-        e.value = value;
-        e.bytes = bytes;
-        e.peer = int16_t(peer);
-        e.group_size = uint16_t(group_size);
-        e.unit = int16_t(unit);
-        m_sender.emit(e);
-    }
-    void instant(EventKind kind, int64_t step, double value = 0, uint64_t seq = 0, int group_size = 0) {
-        Event e = make(kind, EventPhase::Instant, step);
-        e.value = value;
-        e.seq = seq;
-        e.group_size = uint16_t(group_size);
-        m_sender.emit(e);
-    }
-    void counter(EventKind kind, int64_t step, double value) {
-        Event e = make(kind, EventPhase::Counter, step);
-        e.value = value;
-        m_sender.emit(e);
-    }
-    void emit(const Event& e) { m_sender.emit(e); }
-
-private:
-    TelemetrySender& m_sender;
-    int m_rank;
-    bool m_detailed;
-};
-
-std::string storeGet(c10d::Store& store, const std::string& key) {
-    const auto bytes = store.get(key);
-    return std::string(bytes.begin(), bytes.end());
-}
-
-// Every replica of the first start waits for the others here, so that the
-// first quorum holds them all (a restarted replica skips it and heals).
-void waitForInitialReplicas(c10d::Store& store, int replicas, int64_t timeout_ms) {
-    store.add("dtlab/ft/started", 1);
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (store.add("dtlab/ft/started", 0) < replicas) {
-        if (std::chrono::steady_clock::now() > deadline)
-            throw CommError(CommErrorKind::Timeout, "not every replica started within " + std::to_string(timeout_ms) + " ms");
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-}
-
 // After every k-th step and the last, as the other strategies do.
 bool isReplicaCheckpointStep(const RunConfig& run, int64_t step) {
     if (run.checkpoint_dir.empty()) return false;
     if (step == run.steps - 1) return true;
     return run.checkpoint_every > 0 && (step + 1) % run.checkpoint_every == 0;
-}
-
-uint64_t memberMask(const ft::Quorum& quorum) {
-    uint64_t mask = 0;
-    for (const auto& m : quorum.members)
-        if (m.replica >= 0 && m.replica < 64) mask |= uint64_t(1) << m.replica;
-    return mask;
-}
-
-std::string groupPrefix(const ft::Quorum& quorum) {
-    std::string prefix = "dtlab/ft/q" + std::to_string(quorum.quorum_id) + "/";
-    for (const auto& m : quorum.members) prefix += m.id() + ",";
-    return prefix;
 }
 
 } // namespace

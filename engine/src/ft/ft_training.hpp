@@ -61,5 +61,7 @@ struct FtRankContext {
 // job finished). Returns the exit code; throws CommError when no quorum comes
 // within quorum_timeout_ms.
 int trainFaultTolerant(const FtRankContext& context);
+// The same for [strategy] kind = "diloco" (ft_diloco.cpp): a quorum per outer sync.
+int trainFaultTolerantDiloco(const FtRankContext& context);
 
 } // namespace dt

@@ -2,6 +2,7 @@
 // (shared with the TOML parser through scenario_rules.hpp) and validateScenario,
 // which re-checks a whole scenario after command-line overrides.
 #include "scenario/scenario_rules.hpp"
+#include "strategy/diloco_schedule.hpp"
 
 #include "dtlab/pipeline_schedule.hpp"
 
@@ -310,10 +311,15 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     }
     const FaultToleranceConfig& ft = s.fault_tolerance;
     if (ft.enabled) {
-        if (s.strategy.kind != "ddp")
+        if (s.strategy.kind != "ddp" && s.strategy.kind != "diloco")
             return Problem{"fault_tolerance", {"enabled"}, -1,
-                           "[fault_tolerance] works with [strategy] kind = \"ddp\" (each rank is one replica group); "
-                           "this scenario uses \"" + s.strategy.kind + "\""};
+                           "[fault_tolerance] works with [strategy] kind = \"ddp\" or \"diloco\" (each rank is one "
+                           "replica group); this scenario uses \"" + s.strategy.kind + "\""};
+        if (s.strategy.kind == "diloco" &&
+            (s.diloco.fragments != 1 || s.diloco.sync_delay != 0 || s.diloco.alpha != 0.0 || s.diloco.pseudo_gradient != "fp32"))
+            return Problem{"diloco", {"fragments", "sync_delay", "alpha", "pseudo_gradient"}, -1,
+                           "[fault_tolerance] runs classic DiLoCo only: [diloco] fragments = 1, sync_delay = 0, alpha = 0 "
+                           "and pseudo_gradient = \"fp32\" (Streaming DiLoCo under the quorum is not supported yet)"};
         if (s.optimizer.kind != "adamw")
             return Problem{"optimizer", {"kind"}, -1,
                            "[fault_tolerance] replicas step with AdamW; [optimizer] kind = \"" + s.optimizer.kind +
@@ -347,6 +353,17 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"faults", {"when", "action"}, static_cast<int>(i),
                            "[[faults]] when = \"allreduce\" (the default) never fires under " + kind +
                                ": it has no all-reduce (gradients are reduce-scattered); write when = \"step\""};
+        if (f.when == "allreduce" && kind == "diloco" && f.step < steps) {
+            // Only an outer sync communicates (fp32: an all-reduce; quantized: an all-gather).
+            const DilocoConfig& d = s.diloco;
+            bool syncs = f.step == steps - 1 && d.pseudo_gradient == "fp32";
+            for (int fragment = 0; fragment < d.fragments && !syncs; ++fragment)
+                syncs = diloco::sendsAfterStep(f.step, fragment, d.inner_steps, d.fragments) && d.pseudo_gradient == "fp32";
+            if (!syncs)
+                return Problem{"faults", {"when", "step"}, static_cast<int>(i),
+                               "[[faults]] when = \"allreduce\" (the default) never fires at step " + std::to_string(f.step) +
+                                   " under diloco: only an outer sync with fp32 pseudo-gradients all-reduces; write when = \"step\""};
+        }
         if (f.when != "time" && f.step >= steps)
             return Problem{"faults", {"step"}, static_cast<int>(i),
                            "[[faults]] step " + std::to_string(f.step) + " is never reached: the run has " +

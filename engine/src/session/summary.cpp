@@ -42,6 +42,7 @@ enum MemSlot {
 // Everything the summary needs to know about one rank.
 struct RankTally {
     std::map<int, int64_t> step_dur_ns; // step -> duration of its Step span (the last one seen)
+    std::map<int, int64_t> step_end_ns; // step -> end of that span (Session clock)
     std::map<int, double> loss_by_step; // step -> last LossValue counter seen for that step
     double bytes_sent = 0.0;            // last cumulative BytesSent counter
     double bytes_received = 0.0;        // last cumulative BytesReceived counter
@@ -55,6 +56,7 @@ struct RankTally {
 struct CollectiveTally {
     int64_t count = 0; // WorkCompleted records, all ranks together
     int64_t bytes = 0; // their payload bytes
+    int64_t max_bytes = 0; // the largest payload of one record (DiLoCo: the peak per sync)
 };
 
 // A counter carrying bytes or a count: a double on the wire, an integer here.
@@ -204,8 +206,10 @@ std::string summaryJson(const RunRecord& record) {
         const WorkKey key{e.rank, e.kind, e.seq};
         switch (e.phase) {
         case EventPhase::Span:
-            if (e.kind == EventKind::Step && e.step >= 0)
+            if (e.kind == EventKind::Step && e.step >= 0) {
                 tally.step_dur_ns[e.step] = e.dur_ns;
+                tally.step_end_ns[e.step] = e.t_ns + e.dur_ns;
+            }
             break;
         case EventPhase::Counter:
             tallyCounter(tally, e);
@@ -241,6 +245,7 @@ std::string summaryJson(const RunRecord& record) {
                 CollectiveTally& c = collectives[e.kind];
                 c.count += 1;
                 c.bytes += bytes;
+                c.max_bytes = std::max<int64_t>(c.max_bytes, bytes);
             }
             break;
         }
@@ -287,6 +292,18 @@ std::string summaryJson(const RunRecord& record) {
     for (int step : completedSteps)
         lossByStep.push_back(meanLoss(tallies, step));
     j["loss_by_step"] = lossByStep;
+    // Wall-clock: seconds from the run's start to the end of each completed
+    // step on its slowest rank (loss against time, for DiLoCo vs DDP).
+    Json stepEndS = Json::array();
+    for (int step : completedSteps) {
+        int64_t end = 0;
+        for (const RankTally& tally : tallies) {
+            auto it = tally.step_end_ns.find(step);
+            if (it != tally.step_end_ns.end()) end = std::max(end, it->second);
+        }
+        stepEndS.push_back(end > 0 ? Json(double(end - record.t_start_ns) / 1e9) : Json(nullptr));
+    }
+    j["step_end_s_by_step"] = stepEndS;
 
     Json stepMs = Json::array();
     Json bytesSent = Json::array();
@@ -362,7 +379,7 @@ std::string summaryJson(const RunRecord& record) {
 
     Json collectivesJson = Json::object();
     for (const auto& [kind, c] : collectives) {
-        collectivesJson[std::string(eventKindLabel(kind))] = Json{{"count", c.count}, {"bytes", c.bytes}};
+        collectivesJson[std::string(eventKindLabel(kind))] = Json{{"count", c.count}, {"bytes", c.bytes}, {"max_bytes", c.max_bytes}};
     }
     j["collectives"] = collectivesJson;
     j["failed_collectives"] = failedCollectives;

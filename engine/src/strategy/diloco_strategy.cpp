@@ -28,6 +28,7 @@
 // end with the same global model (fullParameters returns it).
 #include "strategy/diloco_schedule.hpp"
 #include "strategy/optimizer_factory.hpp"
+#include "strategy/outer_optimizer.hpp"
 #include "strategy/pseudo_gradient_codec.hpp"
 #include "strategy/training_strategy.hpp"
 
@@ -217,14 +218,7 @@ private:
             for (int r = 0; r < N; ++r) decodeAddPseudoGradient(bytes + r * stride, m_format, delta);
         }
         delta.div_(double(N));
-        // Outer SGD with (Nesterov) momentum, as torch.optim.SGD(dampening = 0).
-        const double mu = m_config.outer_momentum;
-        at::Tensor update = delta;
-        if (mu > 0) {
-            f.momentum.mul_(mu).add_(delta);
-            update = m_config.nesterov ? delta + mu * f.momentum : f.momentum;
-        }
-        f.global.add_(update, -m_config.outer_lr);
+        outerSgdStep(f.global, f.momentum, delta, m_config); // outer_optimizer.hpp
         // Mix the new global parameters into the local ones.
         const double alpha = m_config.alpha;
         int64_t offset = 0;

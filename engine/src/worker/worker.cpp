@@ -467,7 +467,7 @@ int runWorker(const WorkerArgs& args) {
             context.incarnation = args.incarnation;
             context.faults = &ft_faults;
             context.link = &link;
-            code = trainFaultTolerant(context);
+            code = scenario.strategy.kind == "diloco" ? trainFaultTolerantDiloco(context) : trainFaultTolerant(context);
         } else {
             code = train(env, scenario, sender, gate, store, params_out_dir, link);
         }
