@@ -9,7 +9,9 @@
 //    the quantized width;
 //  - int8 pseudo-gradients still train (the loss falls as far as fp32's);
 //  - a 100 Mbit/s link makes each DDP step wait for its all-reduce, while
-//    DiLoCo's inner steps do not communicate.
+//    DiLoCo's inner steps do not communicate;
+//  - a checkpoint holds both copies and resumes bit for bit; a corrupt one
+//    is skipped.
 // Checks are blocks with an INFO sentence rather than SECTIONs (a SECTION
 // re-runs the test case, which would start every process again).
 #include "process_helpers.hpp"
@@ -24,6 +26,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <sys/stat.h>
 
 namespace {
@@ -169,4 +173,62 @@ TEST_CASE("On a 100 Mbit/s link DDP waits for every all-reduce while DiLoCo keep
     INFO("link time of one DDP step " << link_ms << " ms; median step DDP " << ddp_ms << " ms, DiLoCo " << diloco_ms << " ms");
     CHECK(ddp_ms >= 0.95 * link_ms);  // every DDP step holds a whole all-reduce on the link
     CHECK(diloco_ms < 0.5 * ddp_ms);  // most DiLoCo steps send nothing
+}
+
+TEST_CASE("A DiLoCo checkpoint holds both copies and resumes exactly where the run was", "[diloco][checkpoint][slow]") {
+    namespace fs = std::filesystem;
+    it::TempDir dir;
+    const std::string diloco = "[diloco]\ninner_steps = 4\n";
+    // A straight run of 12 steps ...
+    it::ScenarioSpec straight = spec("straight", "diloco", 12);
+    straight.extra_toml = diloco;
+    const Run a = run(dir, "straight", straight);
+    // ... against 8 steps with checkpoints after steps 3 and 7, then a resumed run to step 12.
+    it::ScenarioSpec first = spec("first", "diloco", 8);
+    first.extra_toml = diloco;
+    first.run_toml = "checkpoint_dir = \"" + dir.file("ck") + "\"\ncheckpoint_every = 4\n";
+    (void)run(dir, "first", first);
+    {
+        INFO("the checkpoint holds the outer state once and each replica's inner state");
+        for (const char* f : {"checkpoint.json", "outer.dtparams", "replica-0.dtparams", "replica-1.dtparams"})
+            CHECK(fs::exists(dir.file("ck/step-7/") + f));
+        const auto meta = it::readJsonFile(dir.file("ck/step-7/checkpoint.json"));
+        CHECK(meta["format"] == "dtlab diloco checkpoint");
+        CHECK(meta["replicas"] == 2);
+    }
+    it::ScenarioSpec resumed = spec("resumed", "diloco", 12);
+    resumed.extra_toml = diloco;
+    resumed.run_toml = "resume_from = \"" + dir.file("ck") + "\"\n";
+    const Run b = run(dir, "resumed", resumed);
+    {
+        INFO("resuming from step-7 gives the straight run's parameters, bit for bit");
+        CHECK(a.summary["params_checksum"][0] == b.summary["params_checksum"][0]);
+        CHECK(b.summary["steps"] == 4);
+    }
+    {
+        INFO("a corrupt replica file is detected: the newest checkpoint is skipped and the run resumes from step-3");
+        {
+            std::fstream f(dir.file("ck/step-7/replica-1.dtparams"), std::ios::in | std::ios::out | std::ios::binary);
+            f.seekp(200);
+            f.put('\x5a');
+        }
+        it::ProcessOptions opts;
+        opts.timeout_s = 240;
+        const auto r = it::runDtrun({"run", dir.write("again.toml", it::scenarioToml(resumed)), "--summary",
+                                     dir.file("again.json"), "--quiet"},
+                                    opts);
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 0);
+        CHECK(r.err.find("skipped checkpoint") != std::string::npos);
+        CHECK(r.err.find("replica-1.dtparams") != std::string::npos);
+        CHECK(it::readJsonFile(dir.file("again.json"))["steps"] == 8);
+    }
+    {
+        INFO("a DiLoCo checkpoint is refused by a DDP run with a message naming both kinds");
+        it::ScenarioSpec wrong = spec("wrong", "zero2", 12);
+        wrong.run_toml = "resume_from = \"" + dir.file("ck/step-3") + "\"\n";
+        const auto r = it::runDtrun({"run", dir.write("wrong.toml", it::scenarioToml(wrong)), "--quiet"});
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("is a DiLoCo checkpoint") != std::string::npos);
+    }
 }

@@ -280,13 +280,18 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            "[strategy] sync_every_microbatch has no meaning under diloco (inner steps never communicate)"};
     }
     const bool sharded = st.kind == "zero1" || st.kind == "zero2" || st.kind == "fsdp" || st.kind == "hsdp";
-    if (!sharded && st.kind == "diloco" && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
+    const bool wants_checkpoints = !s.run.checkpoint_dir.empty() || !s.run.resume_from.empty();
+    if (st.kind == "diloco" && wants_checkpoints && s.fault_tolerance.enabled)
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
-                       "[run] checkpoints are not supported with [strategy] kind = \"diloco\" yet (its checkpoint must "
-                       "hold two copies of the model: see issue 7's notes)"};
-    if (!sharded && !s.fault_tolerance.enabled && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
+                       "[run] checkpoints of fault-tolerant DiLoCo are not supported yet (a DiLoCo run without "
+                       "[fault_tolerance] writes them)"};
+    if (st.kind == "diloco" && wants_checkpoints && s.diloco.sync_delay > 0)
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
-                       "[run] checkpoints need [strategy] kind = zero1, zero2, fsdp or hsdp (sharded), or ddp under "
+                       "[run] DiLoCo checkpoints need [diloco] sync_delay = 0 (with a delay a pseudo-gradient is always "
+                       "in flight, and a checkpoint would miss it)"};
+    if (!sharded && st.kind != "diloco" && !s.fault_tolerance.enabled && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
+        return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
+                       "[run] checkpoints need [strategy] kind = zero1, zero2, fsdp or hsdp (sharded), diloco, or ddp under "
                        "[fault_tolerance] (replica checkpoints); not " + st.kind + " on its own"};
     if (!s.run.checkpoint_dir.empty() && s.run.resume_from.empty()) {
         // A checkpoint is never overwritten: refuse before anything starts.

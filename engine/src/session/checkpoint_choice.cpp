@@ -10,6 +10,7 @@
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 #include "ft/replica_checkpoint.hpp"
+#include "strategy/diloco_checkpoint.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -52,14 +53,23 @@ void verifyCheckpoint(const std::string& step_dir, const Scenario& scenario) {
             }
         }
     }
-    const bool replica = needsReplicaCheckpoint(scenario);
-    if (replica && format == "dtlab sharded checkpoint")
-        throw UsageError("checkpoint '" + step_dir + "' is a sharded checkpoint; a [fault_tolerance] run needs a replica "
-                         "checkpoint (saved by a fault-tolerant run)");
-    if (!replica && format == "dtlab replica checkpoint")
-        throw UsageError("checkpoint '" + step_dir + "' is a fault-tolerant replica checkpoint; [strategy] kind = \"" +
-                         scenario.strategy.kind + "\" needs a sharded one");
-    if (replica) verifyReplicaCheckpoint(step_dir, scenario);
+    // The kind this scenario needs, and the kind on disk.
+    const std::string needed = needsReplicaCheckpoint(scenario) ? "dtlab replica checkpoint"
+                               : scenario.strategy.kind == "diloco" ? "dtlab diloco checkpoint"
+                                                                    : "dtlab sharded checkpoint";
+    const auto kindName = [](const std::string& f) {
+        if (f == "dtlab replica checkpoint") return std::string("a fault-tolerant replica checkpoint");
+        if (f == "dtlab diloco checkpoint") return std::string("a DiLoCo checkpoint");
+        return std::string("a sharded checkpoint");
+    };
+    const bool known = format == "dtlab replica checkpoint" || format == "dtlab diloco checkpoint" ||
+                       format == "dtlab sharded checkpoint";
+    if (known && format != needed)
+        throw UsageError("checkpoint '" + step_dir + "' is " + kindName(format) + "; this run ([strategy] kind = \"" +
+                         scenario.strategy.kind + "\"" + (scenario.fault_tolerance.enabled ? " under [fault_tolerance]" : "") +
+                         ") needs " + kindName(needed));
+    if (needed == "dtlab replica checkpoint") verifyReplicaCheckpoint(step_dir, scenario);
+    else if (needed == "dtlab diloco checkpoint") verifyDilocoCheckpoint(step_dir, scenario);
     else verifyShardedCheckpoint(step_dir, scenario);
 }
 

@@ -26,6 +26,7 @@
 // steps; a streaming sync sends one fragment (about 1/F of the model), times
 // the encoded width. The last step syncs every fragment, so that all replicas
 // end with the same global model (fullParameters returns it).
+#include "strategy/diloco_checkpoint.hpp"
 #include "strategy/diloco_schedule.hpp"
 #include "strategy/optimizer_factory.hpp"
 #include "strategy/outer_optimizer.hpp"
@@ -131,11 +132,16 @@ public:
     int64_t modeledBytesSent() const override { return m_comm.modeledBytesSent(); }
     int64_t modeledBytesReceived() const override { return m_comm.modeledBytesReceived(); }
 
-    int64_t saveCheckpoint(const std::string&, int) override {
-        throw UsageError("checkpoints are not supported with [strategy] kind = \"diloco\" yet");
+    // Both copies (diloco_checkpoint.hpp). With sync_delay = 0 (the scenario
+    // checks it) nothing is in flight after a step.
+    int64_t saveCheckpoint(const std::string& step_dir, int last_step) override {
+        return saveDilocoCheckpoint(step_dir, last_step, m_scenario, outerState(), m_params, *m_optimizer, m_comm);
     }
-    int loadCheckpoint(const std::string&, int64_t&) override {
-        throw UsageError("checkpoints are not supported with [strategy] kind = \"diloco\" yet");
+    int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) override {
+        DilocoOuterState outer = outerState();
+        const int last = loadDilocoCheckpoint(step_dir, m_scenario, outer, m_params, *m_optimizer, m_rank, bytes_read);
+        for (size_t k = 0; k < m_fragments.size(); ++k) m_fragments[k].outer_steps = outer.outer_steps[k];
+        return last;
     }
 
 private:
@@ -154,6 +160,17 @@ private:
         at::Tensor send_buffer;    // fp32: delta, all-reduced in place; else the encoded bytes (as fp32 words)
         at::Tensor gathered;       // quantized: every rank's encoded bytes
     };
+
+    // The outer state as views of the fragments' tensors (loading writes into them).
+    DilocoOuterState outerState() const {
+        DilocoOuterState outer;
+        for (const Fragment& f : m_fragments) {
+            outer.global.push_back(f.global);
+            outer.momentum.push_back(f.momentum);
+            outer.outer_steps.push_back(f.outer_steps);
+        }
+        return outer;
+    }
 
     at::Tensor flattenLocal(const Fragment& f) const {
         std::vector<at::Tensor> parts;
