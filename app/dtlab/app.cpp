@@ -15,6 +15,7 @@
 #include "dtlab/errors.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "screenshot.hpp"
+#include "views/view_diloco.hpp"
 #include "views/view_event_log.hpp"
 #include "views/view_fsdp_flow.hpp"
 #include "views/view_quorum.hpp"
@@ -117,6 +118,8 @@ AppContext::AppContext(AppOptions options) : m_options(std::move(options)) {
     m_views.back().view->open = false; // opened for pipeline scenarios (openScenario, openRecording) or from the View menu
     add("quorum", std::make_unique<QuorumView>());
     m_views.back().view->open = false; // opened for fault-tolerant scenarios
+    add("diloco", std::make_unique<DilocoView>());
+    m_views.back().view->open = false; // opened for diloco scenarios
     std::snprintf(m_save_path, sizeof(m_save_path), "dtlab-run.dtrec");
 }
 
@@ -163,6 +166,9 @@ void AppContext::openScenario(const Scenario& scenario) {
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
     if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
+    if (ViewSlot* diloco = findView("diloco")) // DiLoCo runs, and runs on a modelled link (its control is in the view)
+        diloco->view->open = m_scenario.strategy.kind == "diloco" || m_scenario.network.bandwidth_mbit_s > 0.0 ||
+                             m_scenario.network.latency_ms > 0.0;
     gatherFacts();
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
         std::to_string(m_scenario.run.steps) + " steps, " + m_scenario.strategy.kind + " (" +
@@ -197,6 +203,9 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
     if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
+    if (ViewSlot* diloco = findView("diloco")) // DiLoCo runs, and runs on a modelled link (its control is in the view)
+        diloco->view->open = m_scenario.strategy.kind == "diloco" || m_scenario.network.bandwidth_mbit_s > 0.0 ||
+                             m_scenario.network.latency_ms > 0.0;
     say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
         " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
 }
@@ -338,6 +347,8 @@ void AppContext::computeReplayProgress() {
         const RankInfo& info = record.ranks[size_t(r)];
         p.pid = info.pid;
         p.host = info.host;
+        p.link_mbit_s = m_scenario.network.bandwidth_mbit_s; // changes made live are in the event log
+        p.link_latency_ms = m_scenario.network.latency_ms;
         // The state as of the end of the recording.
         if (!info.started) p.state = RankState::Pending;
         else if (!info.exited) p.state = RankState::Running;
@@ -394,6 +405,17 @@ void AppContext::setLighthouseRunning(bool running) {
     if (!m_session) return;
     if (running) m_session->startLighthouse();
     else m_session->killLighthouse();
+}
+void AppContext::setLink(int rank, double bandwidth_mbit_s, double latency_ms) {
+    if (!m_session || !live()) return say("cannot set the link: no live run");
+    if (rank >= 0 && !rankValid(rank)) return say("cannot set the link of rank " + std::to_string(rank) + ": no such rank");
+    m_session->setLink(rank, bandwidth_mbit_s, latency_ms);
+    char line[128];
+    const std::string who = rank < 0 ? "every rank" : "rank " + std::to_string(rank);
+    if (bandwidth_mbit_s > 0)
+        std::snprintf(line, sizeof(line), "link of %s: %.0f Mbit/s, %.0f ms latency", who.c_str(), bandwidth_mbit_s, latency_ms);
+    else std::snprintf(line, sizeof(line), "link of %s: uncapped, %.0f ms latency", who.c_str(), latency_ms);
+    say(line);
 }
 bool AppContext::lighthouseDown() const {
     ft::LighthouseStatus status;
@@ -706,23 +728,39 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const float body_h = std::max(100.0f, d.y - y0);
     const float left_w = std::round(std::clamp(d.x * 0.32f, std::min(d.x * 0.5f, ImGui::GetFontSize() * 24.0f), d.x * 0.45f));
     const float right_w = d.x - left_w;
-    bool narration_open = false, flow_open = false, pipe_open = false, quorum_open = false;
+    bool narration_open = false, flow_open = false, pipe_open = false, quorum_open = false, diloco_open = false;
     for (const ViewSlot& slot : m_views) {
         if (slot.id == "narration") narration_open = slot.view->open;
         if (slot.id == "fsdp") flow_open = slot.view->open;
         if (slot.id == "pipeline") pipe_open = slot.view->open;
         if (slot.id == "quorum") quorum_open = slot.view->open;
+        if (slot.id == "diloco") diloco_open = slot.view->open;
     }
     const float topo_h = std::round(narration_open ? body_h * 0.66f : body_h);
     // The FSDP flow view (open for fsdp/hsdp) and the pipeline view (open for
     // pipeline) take bands under the timeline, which gets shorter for them.
     const float flow_h = flow_open ? std::round(std::min(FsdpFlowView::preferredHeight(), body_h * 0.4f)) : 0.0f;
-    // (the quorum view, open for fault-tolerant runs, takes the pipeline's band)
-    const float pipe_h =
-        pipe_open     ? std::round(std::min(PipelineView::preferredHeight(m_scenario.topology.stages), body_h * 0.5f))
-        : quorum_open ? std::round(std::min(QuorumView::preferredHeight(m_scenario.topology.ranks), body_h * 0.45f))
-                      : 0.0f;
-    const float tl_h = std::round(pipe_open || quorum_open ? body_h * 0.30f : flow_open ? body_h * 0.40f : body_h * 0.52f);
+    // The quorum view (open for fault-tolerant runs) and the DiLoCo view (open
+    // for diloco runs and runs on a modelled link) take the pipeline's band,
+    // stacked when both are open (fault-tolerant DiLoCo). On a run that is not
+    // DiLoCo the DiLoCo view only holds the link control and its empty state.
+    const bool diloco_run = m_scenario.strategy.kind == "diloco";
+    const float quorum_h =
+        quorum_open ? std::round(std::min(QuorumView::preferredHeight(m_scenario.topology.ranks),
+                                          body_h * (diloco_open && diloco_run ? 0.30f : 0.45f)))
+                    : 0.0f;
+    const float diloco_h =
+        !diloco_open ? 0.0f
+        : diloco_run ? std::round(std::min(DilocoView::preferredHeight(m_scenario.topology.ranks, m_scenario.diloco.fragments),
+                                           body_h * (quorum_open ? 0.38f : 0.52f)))
+                     : std::round(std::min(ImGui::GetFrameHeightWithSpacing() * 6.0f, body_h * 0.25f));
+    const float pipe_h = pipe_open ? std::round(std::min(PipelineView::preferredHeight(m_scenario.topology.stages), body_h * 0.5f))
+                                   : quorum_h + diloco_h;
+    const float tl_h = std::round(diloco_open && diloco_run && quorum_open ? body_h * 0.18f
+                                  : diloco_open && diloco_run              ? body_h * 0.24f
+                                  : pipe_open || quorum_open               ? body_h * 0.30f
+                                  : flow_open || diloco_open               ? body_h * 0.40f
+                                                                           : body_h * 0.52f);
     const float y1 = y0 + tl_h + flow_h + pipe_h;
     const float low_h = std::max(60.0f, body_h - tl_h - flow_h - pipe_h);
     const float metrics_w = std::round(right_w * 0.37f);
@@ -733,7 +771,9 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     if (id == "timeline") return ImVec4(left_w, y0, right_w, tl_h);
     if (id == "fsdp") return ImVec4(left_w, y0 + tl_h, right_w, flow_h > 0.0f ? flow_h : body_h * 0.3f);
     if (id == "pipeline") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, pipe_h > 0.0f ? pipe_h : body_h * 0.4f);
-    if (id == "quorum") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, pipe_h > 0.0f ? pipe_h : body_h * 0.4f);
+    if (id == "quorum") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, quorum_h > 0.0f ? quorum_h : body_h * 0.4f);
+    if (id == "diloco")
+        return ImVec4(left_w, y0 + tl_h + flow_h + quorum_h, right_w, diloco_h > 0.0f ? diloco_h : body_h * 0.5f);
     if (id == "metrics") return ImVec4(left_w, y1, metrics_w, low_h);
     if (id == "memory") return ImVec4(left_w + metrics_w, y1, memory_w, low_h);
     if (id == "events") return ImVec4(left_w + metrics_w + memory_w, y1, right_w - metrics_w - memory_w, low_h);

@@ -125,6 +125,8 @@ public:
     void failNextCollective(int rank);
     void partitionRank(int rank, bool on);
     void setLighthouseRunning(bool running);
+    // The modelled link ([network]) of one rank, or of every rank (rank -1); live runs only.
+    void setLink(int rank, double bandwidth_mbit_s, double latency_ms);
     [[nodiscard]] bool lighthouseDown() const;
     void pauseRun() override;
     void runFree() override;

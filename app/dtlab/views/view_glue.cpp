@@ -1,5 +1,5 @@
 // view_glue.cpp: the View overrides of the timeline, memory, metrics, event
-// log, FSDP flow and pipeline views: the one place they meet AppContext.
+// log, FSDP flow, pipeline, quorum and DiLoCo views: the one place they meet AppContext.
 //
 // Each view draws from ViewInputs only (view_inputs.hpp), so the headless tests
 // and the frame benchmark can draw it without an app. Here each override asks
@@ -7,6 +7,7 @@
 // empty state inside draw() (the tests check it), so isEmpty() says false and
 // drawEmptyState() simply draws too.
 #include "app.hpp"
+#include "views/view_diloco.hpp"
 #include "views/view_event_log.hpp"
 #include "views/view_fsdp_flow.hpp"
 #include "views/view_memory.hpp"
@@ -72,6 +73,22 @@ void QuorumView::drawContent(AppContext& context) {
         }
     }
     draw(context.viewInputs());
+}
+
+void DilocoView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
+
+// The view, with the link control of a live run (every rank's modelled link)
+// under its header; a DDP run on a slow link (scenarios/ddp_slow_link.toml)
+// gets it too, over the empty state, so the room can watch DDP stall.
+void DilocoView::drawContent(AppContext& context) {
+    std::function<void()> controls;
+    if (context.live())
+        controls = [&] {
+            const auto button = [&](const char* label) { return context.button(label); };
+            if (const std::optional<LinkRequest> link = drawLinkControl(context.facts().ranks, button))
+                context.setLink(-1, link->bandwidth_mbit_s, link->latency_ms);
+        };
+    draw(context.viewInputs(), controls);
 }
 
 } // namespace dt::app

@@ -57,6 +57,9 @@ ImU32 kindColor(EventKind kind) {
     case EventKind::RankRestarted: return IM_COL32(171, 71, 188, 255);
     case EventKind::LighthouseDown: return kFailed;
     case EventKind::LighthouseUp: return IM_COL32(67, 160, 71, 255);
+    // DiLoCo
+    case EventKind::PseudoGradient: return IM_COL32(255, 112, 67, 255);  // deep orange: global - local, encoded, sent
+    case EventKind::OuterStep: return IM_COL32(175, 140, 30, 255);       // dark gold: the outer optimizer
     default: return IM_COL32(150, 150, 150, 255);
     }
 }

@@ -55,6 +55,29 @@ void formatReadout(char* out, size_t size, double v, const PlotOptions& options)
 
 } // namespace
 
+// Clips segment a-b to the rectangle [lo, hi] (Liang-Barsky); false when
+// nothing of it is inside.
+bool clipSegment(ImVec2& a, ImVec2& b, ImVec2 lo, ImVec2 hi) {
+    const float dx = b.x - a.x, dy = b.y - a.y;
+    float t0 = 0.0f, t1 = 1.0f;
+    const float p[4] = {-dx, dx, -dy, dy};
+    const float q[4] = {a.x - lo.x, hi.x - a.x, a.y - lo.y, hi.y - a.y};
+    for (int i = 0; i < 4; ++i) {
+        if (p[i] == 0.0f) {
+            if (q[i] < 0.0f) return false;  // parallel to this edge and outside it
+            continue;
+        }
+        const float t = q[i] / p[i];
+        if (p[i] < 0.0f) t0 = std::max(t0, t);
+        else t1 = std::min(t1, t);
+        if (t0 > t1) return false;
+    }
+    const ImVec2 start(a.x + dx * t0, a.y + dy * t0), end(a.x + dx * t1, a.y + dy * t1);
+    a = start;
+    b = end;
+    return true;
+}
+
 int nearestIndex(const std::vector<double>& xs, double x) {
     if (xs.empty()) return -1;
     auto it = std::lower_bound(xs.begin(), xs.end(), x);
@@ -109,7 +132,7 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
     for (const auto& s : series)
         for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
             xr.add(s.x[i]);
-            yr.add(s.y[i]);
+            if (s.in_y_range) yr.add(s.y[i]);
         }
     if (!xr.valid() || !yr.valid()) {
         const char* msg = "no data yet";
@@ -214,6 +237,33 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
             }
         }
         if (dense) flush();
+        if (s.dashed) {
+            // 6 px on, 4 px off, the pattern carried across the segments.
+            float along = 0.0f;
+            // Each segment is first clipped to the plot (a theory line that
+            // does not set the y range may run thousands of plot heights off
+            // it), so the dash loop walks visible pixels only.
+            for (size_t i = 1; i < points.size(); ++i) {
+                ImVec2 a = points[i - 1], b = points[i];
+                if (!clipSegment(a, b, ImVec2(plot_min.x - 3.0f, plot_min.y - 3.0f),
+                                 ImVec2(plot_max.x + 3.0f, plot_max.y + 3.0f)))
+                    continue;
+                const float len = std::hypot(b.x - a.x, b.y - a.y);
+                if (!(len > 0.0f)) continue;
+                for (float d = 0.0f; d < len;) {
+                    const float phase = std::fmod(along + d, 10.0f);
+                    const float run = std::min(len - d, phase < 6.0f ? 6.0f - phase : 10.0f - phase);
+                    if (phase < 6.0f) {
+                        const float t0 = d / len, t1 = (d + run) / len;
+                        draw->AddLine(ImVec2(a.x + (b.x - a.x) * t0, a.y + (b.y - a.y) * t0),
+                                      ImVec2(a.x + (b.x - a.x) * t1, a.y + (b.y - a.y) * t1), s.color, 2.0f);
+                    }
+                    d += std::max(run, 0.01f);
+                }
+                along += len;
+            }
+            continue;
+        }
         if (points.size() >= 2) draw->AddPolyline(points.data(), int(points.size()), s.color, 0, 2.0f);
         if (!dense && points.size() < size_t(plot_w / 8.0))
             for (const ImVec2& p : points) draw->AddCircleFilled(p, 2.5f, s.color, 8);

@@ -19,6 +19,8 @@ struct PlotSeries {
     ImU32 color = 0;
     std::vector<double> x;       // ascending
     std::vector<double> y;       // same length as x
+    bool dashed = false;         // a theory line: dashed, no point markers
+    bool in_y_range = true;      // false: drawn (clipped at the plot's edge) but does not widen the y range
 };
 
 enum class AxisUnit { Number, Bytes };

@@ -1,0 +1,654 @@
+// view_diloco.cpp: the DiLoCo view (see view_diloco.hpp).
+//
+// [SECTION] State (pure): the theory schedule and bytes, replicas, syncs, fragments
+// [SECTION] Help and empty states
+// [SECTION] Drawing: header, link control, replicas, schedule strip, two copies, bytes plot
+#include "views/view_diloco.hpp"
+
+#include "dtlab/diloco_theory.hpp"
+#include "dtlab/sharding_theory.hpp"
+#include "widgets/format.hpp"
+#include "widgets/help.hpp"
+#include "widgets/palette.hpp"
+#include "widgets/plot.hpp"
+
+// The fragment schedule is the engine's own (a pure header, no LibTorch). It
+// lives under engine/src, which the app does not see on its include path.
+#include "../../../engine/src/strategy/diloco_schedule.hpp"
+
+#include <imgui.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace dt::app {
+
+// -----------------------------------------------------------------------------
+// [SECTION] State (pure)
+// -----------------------------------------------------------------------------
+
+namespace {
+
+// One colour per fragment (mid-tone: they read on both themes).
+ImU32 fragmentColor(int fragment) {
+    static constexpr ImU32 colors[] = {
+        IM_COL32(38, 166, 204, 255),  // cyan
+        IM_COL32(240, 130, 60, 255),  // orange
+        IM_COL32(171, 71, 188, 255),  // purple
+        IM_COL32(120, 180, 60, 255),  // green
+        IM_COL32(230, 190, 40, 255),  // gold
+        IM_COL32(230, 90, 120, 255),  // rose
+    };
+    return colors[size_t(std::max(fragment, 0)) % (sizeof(colors) / sizeof(colors[0]))];
+}
+
+// "root + blocks 0, 2": the units of one fragment (diloco_schedule.hpp: block b
+// belongs to fragment b mod F; the root unit, embeddings and head, to fragment 0).
+std::string fragmentUnits(const Scenario& scenario, int fragment, int fragments) {
+    const UnitLayout layout = unitLayout(scenario.model);
+    std::string blocks;
+    for (size_t u = 0; u < layout.unit_numel.size(); ++u)
+        if (diloco::fragmentOfUnit(int(u), fragments) == fragment) blocks += (blocks.empty() ? "" : ", ") + std::to_string(u);
+    std::string out = diloco::fragmentOfUnit(-1, fragments) == fragment ? "root" : "";
+    if (!blocks.empty()) out += (out.empty() ? "blocks " : " + blocks ") + blocks;
+    return out.empty() ? "-" : out;
+}
+
+std::string linkLabel(double mbit_s, double latency_ms) {
+    char text[64];
+    if (mbit_s <= 0.0) std::snprintf(text, sizeof(text), "uncapped, %.0f ms", latency_ms);
+    else if (mbit_s >= 1000.0) std::snprintf(text, sizeof(text), "%.3g Gbit/s, %.0f ms", mbit_s / 1000.0, latency_ms);
+    else std::snprintf(text, sizeof(text), "%.3g Mbit/s, %.0f ms", mbit_s, latency_ms);
+    return text;
+}
+
+} // namespace
+
+DilocoEmpty dilocoEmpty(const ViewInputs& inputs) {
+    if (!inputs.model) return DilocoEmpty::NoRun;
+    if (inputs.model->scenario().strategy.kind != "diloco") return DilocoEmpty::NotDiloco;
+    return DilocoEmpty::None;
+}
+
+std::vector<int> dilocoTheorySends(int fragment, int inner_steps, int fragments, int steps) {
+    std::vector<int> out;
+    const int H = std::max(1, inner_steps), F = std::max(1, fragments);
+    for (int s = 0; s < steps; ++s)
+        if (diloco::sendsAfterStep(s, fragment, H, F) || s == steps - 1) out.push_back(s);
+    return out;
+}
+
+DilocoBytesTheory dilocoBytesTheory(const Scenario& scenario, int steps) {
+    DilocoBytesTheory out;
+    const DilocoTheory theory = dilocoTheory(scenario);
+    const int F = std::max(1, scenario.diloco.fragments);
+    std::vector<double> per_step(size_t(std::max(steps, 0)), 0.0);
+    for (int f = 0; f < F && size_t(f) < theory.bytes_per_sync.size(); ++f)
+        for (int s : dilocoTheorySends(f, scenario.diloco.inner_steps, F, steps))
+            per_step[size_t(s)] += double(theory.bytes_per_sync[size_t(f)]);
+    double diloco = 0.0;
+    for (int s = 0; s < steps; ++s) {
+        diloco += per_step[size_t(s)];
+        out.diloco.push_back(diloco);
+        out.ddp.push_back(double(theory.ddp_bytes_per_step) * double(s + 1));
+    }
+    return out;
+}
+
+DilocoViewState dilocoViewState(const RunModel& model, const std::vector<RankProgress>* ranks, int shown_rank,
+                                int64_t t_ns) {
+    DilocoViewState st;
+    const Scenario& sc = model.scenario();
+    st.diloco = sc.strategy.kind == "diloco";
+    st.fault_tolerant = sc.fault_tolerance.enabled;
+    st.inner_steps = std::max(1, sc.diloco.inner_steps);
+    st.fragments = std::max(1, sc.diloco.fragments);
+    st.sync_delay = std::max(0, sc.diloco.sync_delay);
+    st.steps = sc.run.steps;
+    const int H = st.inner_steps, F = st.fragments;
+    const int world = model.world();
+    st.shown_rank = std::clamp(shown_rank, 0, std::max(0, world - 1));
+
+    const DilocoTheory theory = dilocoTheory(sc);
+    st.ddp_bytes_per_step = theory.ddp_bytes_per_step;
+    st.frags.resize(size_t(F));
+    for (int f = 0; f < F; ++f) {
+        DilocoFragment& frag = st.frags[size_t(f)];
+        frag.fragment = f;
+        if (size_t(f) < theory.fragment_numel.size()) frag.numel = theory.fragment_numel[size_t(f)];
+        if (size_t(f) < theory.bytes_per_sync.size()) frag.bytes_per_sync = theory.bytes_per_sync[size_t(f)];
+    }
+
+    st.replicas.resize(size_t(world));
+    for (int r = 0; r < world; ++r) {
+        DilocoReplica& row = st.replicas[size_t(r)];
+        row.rank = r;
+        const RankLane& lane = model.lane(r);
+        // The last Step span that ended by t (Step spans are sorted by start).
+        for (auto it = lane.compute[0].rbegin(); it != lane.compute[0].rend(); ++it)
+            if (it->kind == EventKind::Step && it->t1 <= t_ns) {
+                row.last_step = it->step;
+                break;
+            }
+        // Sends and applies, in time order.
+        std::vector<int> last_send(size_t(F), -1);
+        for (const SpanRecord& s : lane.compute[1]) {
+            if (s.t0 > t_ns) break;
+            if (s.t1 > t_ns) continue;
+            if (s.kind == EventKind::Heal && s.unit == 0) {
+                // Received a heal (fault-tolerant DiLoCo): the replica took a live
+                // peer's global copy and state at step s.step, a fresh start for
+                // every fragment.
+                for (int& sent : last_send) sent = std::max(sent, s.step);
+                row.last_step = std::max(row.last_step, s.step);
+                continue;
+            }
+            if (s.unit < 0 || s.unit >= F) continue;
+            const int f = s.unit;
+            if (s.kind == EventKind::PseudoGradient) {
+                last_send[size_t(f)] = std::max(last_send[size_t(f)], s.step);
+                row.last_step = std::max(row.last_step, s.step); // sent in the step's optimizer phase, before its Step span ends
+                if (r == st.shown_rank) {
+                    DilocoSync sync;
+                    sync.fragment = f;
+                    sync.send_step = s.step;
+                    sync.send_t = s.t1;
+                    sync.bytes = s.bytes;
+                    st.syncs.push_back(sync);
+                }
+            } else if (s.kind == EventKind::OuterStep && r == st.shown_rank) {
+                // The event's value is the fragment's outer steps so far; the
+                // run model keeps no span values, and one span per outer step
+                // counts the same.
+                st.frags[size_t(f)].outer_steps += 1;
+                // It applies this fragment's oldest exchange still in flight.
+                for (DilocoSync& sync : st.syncs)
+                    if (sync.fragment == f && sync.apply_step < 0) {
+                        sync.apply_step = s.step;
+                        sync.apply_t = s.t1;
+                        break;
+                    }
+            }
+        }
+        // Per fragment: inner steps since its last send, out of the steps
+        // between that send (or the start) and its next one.
+        for (int f = 0; f < F; ++f) {
+            const int sent = last_send[size_t(f)];
+            int next = -1;
+            for (int s = sent + 1; s < st.steps; ++s)
+                if (diloco::sendsAfterStep(s, f, H, F) || s == st.steps - 1) {
+                    next = s;
+                    break;
+                }
+            row.since_sync.push_back(std::max(0, row.last_step - sent));
+            row.period.push_back(next >= 0 ? next - sent : H);
+        }
+        // The link: live progress, else (a replay) the scenario's [network].
+        if (ranks && size_t(r) < ranks->size()) {
+            row.link_mbit_s = (*ranks)[size_t(r)].link_mbit_s;
+            row.link_latency_ms = (*ranks)[size_t(r)].link_latency_ms;
+        } else {
+            row.link_mbit_s = sc.network.bandwidth_mbit_s;
+            row.link_latency_ms = sc.network.latency_ms;
+        }
+    }
+    if (world > 0) st.current_step = st.replicas[size_t(st.shown_rank)].last_step;
+
+    for (const DilocoSync& sync : st.syncs) {
+        DilocoFragment& frag = st.frags[size_t(sync.fragment)];
+        frag.in_flight = sync.apply_step < 0;
+        frag.next_apply_step = frag.in_flight ? std::min(sync.send_step + st.sync_delay, std::max(0, st.steps - 1)) : -1;
+    }
+
+    if (world > 0)
+        for (const CounterPoint& p : model.lane(st.shown_rank).counters[size_t(EventKind::BytesSent)]) {
+            if (p.t > t_ns) break;
+            if (!st.bytes_x.empty() && double(p.step + 1) <= st.bytes_x.back()) continue; // keep x ascending
+            st.bytes_x.push_back(double(p.step + 1));
+            st.bytes_y.push_back(p.value);
+        }
+    return st;
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Help and empty states
+// -----------------------------------------------------------------------------
+
+DilocoView::DilocoView() : View("DiLoCo") {}
+
+const char* DilocoView::helpText() const {
+    return "DiLoCo (Distributed Low-Communication training), drawn from the real events.\n\n"
+           "Each replica (here one rank) trains its own copy of the model for H inner steps without talking to "
+           "the others. Then it sends its pseudo-gradient, how far its local copy moved away from the shared "
+           "global copy, the replicas average them, and an outer optimizer (SGD with Nesterov momentum) moves "
+           "the global copy, which every replica copies back into its local one. Streaming DiLoCo splits the "
+           "model into fragments that sync at staggered steps, so the network carries a small piece at a time, "
+           "and can apply a sync a few steps after sending it (sync delay) so the exchange overlaps training.\n\n"
+           "Replicas: per fragment, the inner steps since its last sync (the bar fills up to the next one) and "
+           "the rank's modelled link.\n"
+           "Schedule: per fragment, triangles = pseudo-gradient sent, dots = outer step applied, the bar between "
+           "them = the sync delay; the faint row above is the theory (the scenario's schedule).\n"
+           "Two copies: sizes of the global and local parameters and the outer momentum per fragment, outer "
+           "steps taken and the bytes one sync sends.\n"
+           "Bytes on the wire: what the rank sent so far against the theory and against what DDP would have sent "
+           "(one all-reduce of every gradient each step).\n\n"
+           "Try: the link presets (10 Mbit/s) and watch the exchange stretch in the timeline while the inner "
+           "steps go on.";
+}
+
+float DilocoView::preferredHeight(int ranks, int fragments) {
+    const float line = ImGui::GetFrameHeightWithSpacing();
+    const float top = float(2 + std::max(1, ranks)) + 1.0f + 1.5f * float(std::max(1, fragments)) + 2.5f;
+    const float bottom = std::max(float(fragments) + 4.0f, 9.0f);
+    return line * (top + bottom) + ImGui::GetStyle().WindowPadding.y * 2.0f;
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Drawing
+// -----------------------------------------------------------------------------
+
+std::optional<LinkRequest> DilocoView::drawLinkControl(const std::vector<RankProgress>& ranks,
+                                                       const std::function<bool(const char*)>& button) {
+    std::optional<LinkRequest> request;
+    const double now_mbit = ranks.empty() ? 0.0 : ranks.front().link_mbit_s;
+    const double now_latency = ranks.empty() ? 0.0 : ranks.front().link_latency_ms;
+    if (!m_link_editing) {
+        m_mbit = float(now_mbit);
+        m_latency = float(now_latency);
+    }
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("Link of every rank:");
+    struct Preset {
+        const char* label;
+        double mbit_s;
+    };
+    static constexpr Preset presets[] = {
+        {"uncapped##link", 0.0}, {"1 Gbit/s##link", 1000.0}, {"100 Mbit/s##link", 100.0}, {"10 Mbit/s##link", 10.0}};
+    for (const Preset& p : presets) {
+        ImGui::SameLine();
+        const bool active = std::fabs(now_mbit - p.mbit_s) < 1e-6;
+        if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetColorU32(ImGuiCol_ButtonActive));
+        if (button(p.label)) request = LinkRequest{p.mbit_s, double(m_latency)};
+        if (active) ImGui::PopStyleColor();
+    }
+    ImGui::SameLine(0.0f, ImGui::GetFontSize());
+    ImGui::TextUnformatted("bandwidth");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9.0f);
+    ImGui::SliderFloat("##mbit", &m_mbit, 0.0f, 10000.0f, m_mbit < 0.5f ? "uncapped" : "%.0f Mbit/s",
+                       ImGuiSliderFlags_Logarithmic);
+    const bool slider_active = ImGui::IsItemActive();
+    if (ImGui::IsItemDeactivatedAfterEdit()) request = LinkRequest{m_mbit < 0.5f ? 0.0 : double(m_mbit), double(m_latency)};
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Modelled bandwidth of every rank's link (0 = uncapped)");
+    ImGui::SameLine();
+    ImGui::TextUnformatted("latency");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(ImGui::GetFontSize() * 5.0f);
+    ImGui::InputFloat("##latency", &m_latency, 0.0f, 0.0f, "%.0f ms");
+    const bool latency_active = ImGui::IsItemActive();
+    if (ImGui::IsItemDeactivatedAfterEdit())
+        request = LinkRequest{m_mbit < 0.5f ? 0.0 : double(m_mbit), double(std::max(0.0f, m_latency))};
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Added to every collective (ms)");
+    m_link_editing = slider_active || latency_active;
+    return request;
+}
+
+void DilocoView::draw(const ViewInputs& inputs, const std::function<void()>& controls) {
+    switch (dilocoEmpty(inputs)) {
+    case DilocoEmpty::NoRun:
+        helpMarker(helpText());
+        emptyState("No run open: start a scenario or open a recording",
+                   "With [strategy] kind = \"diloco\" this view shows each replica's inner steps, the fragments' "
+                   "syncs against the schedule, the two copies of the model and the bytes on the wire. Try "
+                   "scenarios/diloco_streaming.toml.");
+        m_state = DilocoViewState{};
+        return;
+    case DilocoEmpty::NotDiloco:
+        helpMarker(helpText());
+        if (controls) controls(); // the link control: slow the link and watch every step wait for its all-reduce
+        emptyState("No DiLoCo run: set [strategy] kind = \"diloco\"",
+                   "This run communicates every step, so a slower link (the control above, on a live run) stretches "
+                   "every step. DiLoCo replicas train alone for H steps, then average pseudo-gradients. Open "
+                   "scenarios/diloco_slow_link.toml, diloco_streaming.toml or diloco_quantized.toml.");
+        m_state = DilocoViewState{};
+        return;
+    case DilocoEmpty::None: break;
+    }
+    const RunModel& model = *inputs.model;
+    const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
+    const int64_t t = has_cursor ? **inputs.cursor_ns : std::numeric_limits<int64_t>::max();
+    const int shown = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
+    if (&model != m_model || model.generation() != m_generation || t != m_t || shown != m_shown) {
+        m_state = dilocoViewState(model, inputs.ranks, shown, t);
+        m_model = &model;
+        m_generation = model.generation();
+        m_t = t;
+        m_shown = shown;
+    }
+    // Links change without events: read them every frame.
+    if (inputs.ranks)
+        for (DilocoReplica& row : m_state.replicas)
+            if (size_t(row.rank) < inputs.ranks->size()) {
+                row.link_mbit_s = (*inputs.ranks)[size_t(row.rank)].link_mbit_s;
+                row.link_latency_ms = (*inputs.ranks)[size_t(row.rank)].link_latency_ms;
+            }
+
+    // Header: the scenario's DiLoCo settings in one line.
+    const DilocoConfig& d = model.scenario().diloco;
+    helpMarker(helpText());
+    ImGui::SameLine();
+    char header[320];
+    std::snprintf(header, sizeof(header),
+                  "H = %d inner steps | %d fragment%s%s | sync delay %d | %s pseudo-gradients | outer SGD lr %.2g, "
+                  "momentum %.2g%s | alpha %.2g",
+                  m_state.inner_steps, m_state.fragments, m_state.fragments == 1 ? "" : "s",
+                  m_state.fragments > 1 ? " (streaming)" : " (classic)", m_state.sync_delay, d.pseudo_gradient.c_str(),
+                  d.outer_lr, d.outer_momentum, d.nesterov && d.outer_momentum > 0 ? " Nesterov" : "", d.alpha);
+    ImGui::TextUnformatted(header);
+    if (controls) controls();
+
+    if (model.empty() || m_state.current_step < 0) {
+        emptyState("DiLoCo run starting: no step finished yet",
+                   "Each replica's inner steps, the fragments' syncs and the bytes on the wire appear after the first "
+                   "step. The link can be set already.");
+        return;
+    }
+    drawReplicas(inputs);
+    drawSchedule(inputs);
+    ImGui::Separator();
+    // Bottom: the two copies (left) beside the bytes plot (right).
+    const float avail_w = ImGui::GetContentRegionAvail().x;
+    const float left_w = std::floor(std::max(avail_w * 0.5f, std::min(avail_w, ImGui::GetFontSize() * 34.0f)));
+    ImGui::BeginChild("##diloco_copies", ImVec2(left_w, 0.0f), false);
+    drawCopies();
+    ImGui::EndChild();
+    ImGui::SameLine();
+    ImGui::BeginChild("##diloco_bytes", ImVec2(0.0f, 0.0f), false);
+    drawBytes();
+    ImGui::EndChild();
+}
+
+void DilocoView::drawReplicas(const ViewInputs& inputs) {
+    const DilocoViewState& st = m_state;
+    const float label_w = ImGui::CalcTextSize("rank 00  step 0000/0000  ").x;
+    const float link_w = ImGui::CalcTextSize("link 1000 Mbit/s, 000 ms").x;
+    const ImGuiStyle& style = ImGui::GetStyle();
+    for (const DilocoReplica& row : st.replicas) {
+        ImGui::PushID(row.rank);
+        const float x0 = ImGui::GetCursorPosX();
+        ImGui::AlignTextToFramePadding();
+        const bool selected = inputs.selected_rank && *inputs.selected_rank == row.rank;
+        ImGui::TextColored(ImColor(palette::rankColor(row.rank)), "rank %d", row.rank);
+        ImGui::SameLine();
+        ImGui::Text("step %d/%d%s", row.last_step + 1, st.steps, selected ? " *" : "");
+        ImGui::SameLine(x0 + label_w);
+        const float bars_w = std::max(60.0f, ImGui::GetContentRegionAvail().x - link_w - style.ItemSpacing.x);
+        const int F = int(row.since_sync.size());
+        const float bar_w = std::floor((bars_w - style.ItemSpacing.x * float(F - 1)) / float(std::max(1, F)));
+        for (int f = 0; f < F; ++f) {
+            if (f > 0) ImGui::SameLine();
+            const int since = row.since_sync[size_t(f)], period = std::max(1, row.period[size_t(f)]);
+            char overlay[64];
+            std::snprintf(overlay, sizeof(overlay), "fragment %d: %d/%d steps since its sync", f, since, period);
+            ImGui::PushStyleColor(ImGuiCol_PlotHistogram, fragmentColor(f));
+            ImGui::ProgressBar(std::clamp(float(since) / float(period), 0.0f, 1.0f), ImVec2(bar_w, 0.0f), overlay);
+            ImGui::PopStyleColor();
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("Rank %d trained %d inner steps on fragment %d since it last sent its pseudo-gradient;\n"
+                                  "the fragment syncs again after %d more (every H = %d steps).",
+                                  row.rank, since, f, std::max(0, period - since), st.inner_steps);
+        }
+        ImGui::SameLine();
+        ImGui::AlignTextToFramePadding();
+        ImGui::TextDisabled("link %s", linkLabel(row.link_mbit_s, row.link_latency_ms).c_str());
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("The modelled link of rank %d: every collective takes at least latency + bytes / bandwidth",
+                              row.rank);
+        ImGui::PopID();
+    }
+}
+
+void DilocoView::drawSchedule(const ViewInputs&) {
+    const DilocoViewState& st = m_state;
+    const int n = st.steps;
+    if (n <= 0) return;
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const float line_h = ImGui::GetTextLineHeightWithSpacing();
+    const ImU32 text_dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
+
+    // Visible steps: the whole run when short, else a window around the current step.
+    const int visible = std::min(n, std::max(8 * st.inner_steps, 60));
+    const int done = st.current_step + 1; // steps completed by the shown rank
+    const int s0 = std::clamp(done - int(float(visible) * 0.7f), 0, n - visible);
+    const int s1 = s0 + visible;
+
+    const float label_w = ImGui::CalcTextSize("fragment 00  ").x;
+    const ImVec2 origin = ImGui::GetCursorScreenPos();
+    const float width = std::max(80.0f, ImGui::GetContentRegionAvail().x - label_w - line_h * 0.5f); // room for the last mark
+    const float x_left = origin.x + label_w;
+    const auto x = [&](double boundary) { return x_left + float((boundary - s0) / double(visible)) * width; };
+    const float lane_h = line_h * 1.5f; // theory marks above, the shown rank's below
+    const float strip_h = lane_h * float(st.fragments);
+
+    // Completed steps shaded; vertical grid every H steps.
+    dl->AddRectFilled(ImVec2(x_left, origin.y), ImVec2(x_left + width, origin.y + strip_h), IM_COL32(128, 128, 128, 22));
+    dl->AddRectFilled(ImVec2(x_left, origin.y), ImVec2(x(std::clamp(done, s0, s1)), origin.y + strip_h),
+                      IM_COL32(128, 128, 128, 38));
+    for (int b = ((s0 + st.inner_steps - 1) / st.inner_steps) * st.inner_steps; b <= s1; b += st.inner_steps)
+        dl->AddLine(ImVec2(x(b), origin.y), ImVec2(x(b), origin.y + strip_h), IM_COL32(128, 128, 128, 60));
+
+    const ImVec2 mouse = ImGui::GetIO().MousePos;
+    const DilocoSync* hovered = nullptr;
+    const float r = line_h * 0.28f;
+    const auto triangle = [&](float cx, float cy, ImU32 color, bool filled) {
+        const ImVec2 a(cx - r, cy - r), b(cx + r, cy - r), c(cx, cy + r);
+        if (filled) dl->AddTriangleFilled(a, b, c, color);
+        else dl->AddTriangle(a, b, c, color, 1.5f);
+    };
+    for (int f = 0; f < st.fragments; ++f) {
+        const ImU32 color = fragmentColor(f);
+        const ImU32 faint = palette::withAlpha(color, 0.45f);
+        const float y_theory = origin.y + lane_h * float(f) + line_h * 0.4f;
+        const float y_real = y_theory + line_h * 0.7f;
+        // The label, in the fragment's colour, mid-lane.
+        char label[48];
+        std::snprintf(label, sizeof(label), "fragment %d", f);
+        dl->AddText(ImVec2(origin.x, origin.y + lane_h * (float(f) + 0.5f) - ImGui::GetTextLineHeight() * 0.5f), color,
+                    label);
+        if (f > 0)
+            dl->AddLine(ImVec2(x_left, origin.y + lane_h * float(f)), ImVec2(x_left + width, origin.y + lane_h * float(f)),
+                        IM_COL32(128, 128, 128, 70));
+        dl->PushClipRect(ImVec2(x_left - r - 1.0f, origin.y), ImVec2(x_left + width + r + 1.0f, origin.y + strip_h), true);
+        // Theory: every send of the schedule, applied tau steps later (the last step applies at once).
+        for (int s : dilocoTheorySends(f, st.inner_steps, st.fragments, n)) {
+            if (s + 1 < s0 || s + 1 > s1 + st.sync_delay) continue;
+            const int apply = std::min(s + st.sync_delay, n - 1);
+            if (apply > s) dl->AddLine(ImVec2(x(s + 1), y_theory), ImVec2(x(apply + 1), y_theory), faint, 2.0f);
+            triangle(x(s + 1), y_theory, faint, false);
+            dl->AddCircle(ImVec2(x(apply + 1), y_theory), r * 0.8f, faint, 12, 1.5f);
+        }
+        // Measured: the shown rank's sends and applies.
+        for (const DilocoSync& sync : st.syncs) {
+            if (sync.fragment != f) continue;
+            const float xs = x(sync.send_step + 1);
+            const float xa = sync.apply_step >= 0 ? x(sync.apply_step + 1) : x(done);
+            if (std::max(xs, xa) < x_left - r || xs > x_left + width + r) continue;
+            if (sync.apply_step < 0) { // in flight: a thinner bar up to now
+                dl->AddLine(ImVec2(xs, y_real), ImVec2(std::max(xs, xa), y_real), palette::withAlpha(color, 0.6f), 2.0f);
+            } else if (xa > xs) {
+                dl->AddLine(ImVec2(xs, y_real), ImVec2(xa, y_real), color, 4.0f);
+            }
+            triangle(xs, y_real, color, true);
+            if (sync.apply_step >= 0) dl->AddCircleFilled(ImVec2(xa, y_real), r * 0.8f, color, 12);
+            if (std::fabs(mouse.y - y_real) < line_h * 0.5f &&
+                mouse.x > std::min(xs, xa) - r && mouse.x < std::max(xs, xa) + r)
+                hovered = &sync;
+        }
+        dl->PopClipRect();
+    }
+    // "now": where the shown rank is.
+    if (done >= s0 && done <= s1) {
+        dl->AddLine(ImVec2(x(done), origin.y - 2.0f), ImVec2(x(done), origin.y + strip_h + 2.0f), text, 1.5f);
+    }
+    // Axis: steps completed.
+    const float axis_y = origin.y + strip_h;
+    const double tick = std::max(1.0, niceStep(double(visible) / std::max(1.0, double(width) / 60.0)));
+    char buf[32];
+    for (double b = std::ceil(s0 / tick) * tick; b <= s1 + 1e-9; b += tick) {
+        dl->AddLine(ImVec2(x(b), axis_y), ImVec2(x(b), axis_y + 4.0f), text_dim);
+        std::snprintf(buf, sizeof(buf), "%.0f", b);
+        const float w = ImGui::CalcTextSize(buf).x;
+        dl->AddText(ImVec2(x(b) - w * 0.5f, axis_y + 4.0f), text_dim, buf);
+    }
+    dl->AddText(ImVec2(origin.x, axis_y + 4.0f), text_dim, "steps done");
+    ImGui::Dummy(ImVec2(label_w + width, strip_h + ImGui::GetTextLineHeight() + 6.0f));
+    if (hovered) {
+        const DilocoSync& s = *hovered;
+        ImGui::BeginTooltip();
+        ImGui::Text("fragment %d on rank %d", s.fragment, st.shown_rank);
+        ImGui::Text("pseudo-gradient sent after step %d: %s encoded", s.send_step + 1, formatBytes(double(s.bytes)).c_str());
+        if (s.apply_step >= 0)
+            ImGui::Text("outer step applied after step %d (%d step%s later; %s)", s.apply_step + 1,
+                        s.apply_step - s.send_step, s.apply_step - s.send_step == 1 ? "" : "s",
+                        formatDuration(double(s.apply_t - s.send_t)).c_str());
+        else
+            ImGui::TextUnformatted("in flight: the outer step is not applied yet");
+        ImGui::EndTooltip();
+    }
+    // Legend.
+    ImGui::TextDisabled("rank %d: triangle = sent, dot = applied, bar = sync delay (%d step%s); "
+                        "faint outlines above = theory; line = now",
+                        st.shown_rank, st.sync_delay, st.sync_delay == 1 ? "" : "s");
+}
+
+void DilocoView::drawCopies() {
+    const DilocoViewState& st = m_state;
+    const Scenario& sc = m_model->scenario();
+    ImGui::TextUnformatted("Two copies of the model on every replica (fp32)");
+    ImGui::SameLine();
+    helpMarker("global: the outer parameters, equal on every replica; only outer steps change them.\n"
+               "local: the parameters the inner optimizer trains; each replica's drift apart between syncs.\n"
+               "pseudo-gradient = global - local, per fragment; the outer step moves global, then local is "
+               "replaced by it (alpha = 0) or mixed with it.\n"
+               "outer momentum: one buffer the size of the fragment (SGD momentum).");
+    const ImGuiTableFlags flags = ImGuiTableFlags_Borders | ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp;
+    if (ImGui::BeginTable("##copies", 6, flags)) {
+        ImGui::TableSetupColumn("fragment", ImGuiTableColumnFlags_WidthFixed);
+        ImGui::TableSetupColumn("global");
+        ImGui::TableSetupColumn("local");
+        ImGui::TableSetupColumn("momentum");
+        ImGui::TableSetupColumn("outer steps");
+        ImGui::TableSetupColumn("sent / sync");
+        ImGui::TableHeadersRow();
+        int64_t numel = 0, per_period = 0;
+        int outer_steps = 0;
+        for (const DilocoFragment& f : st.frags) {
+            numel += f.numel;
+            per_period += f.bytes_per_sync;
+            outer_steps += f.outer_steps;
+            const std::string size = formatBytes(4.0 * double(f.numel));
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextColored(ImColor(fragmentColor(f.fragment)), "%d", f.fragment);
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("fragment %d: %s, %s parameters", f.fragment,
+                                  fragmentUnits(sc, f.fragment, st.fragments).c_str(), formatCount(uint64_t(f.numel)).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(size.c_str());
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("%s parameters x 4 bytes", formatCount(uint64_t(f.numel)).c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(size.c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(size.c_str());
+            ImGui::TableNextColumn();
+            if (f.in_flight) ImGui::Text("%d  (+1 in flight, applies after step %d)", f.outer_steps, f.next_apply_step + 1);
+            else ImGui::Text("%d", f.outer_steps);
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(formatBytes(double(f.bytes_per_sync)).c_str());
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("Theory: what one rank sends in one sync of this fragment (%s pseudo-gradient)",
+                                  sc.diloco.pseudo_gradient.c_str());
+        }
+        if (st.frags.size() > 1) {
+            const std::string size = formatBytes(4.0 * double(numel));
+            ImGui::TableNextRow();
+            ImGui::TableNextColumn();
+            ImGui::TextDisabled("all");
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(size.c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(size.c_str());
+            ImGui::TableNextColumn();
+            ImGui::TextUnformatted(size.c_str());
+            ImGui::TableNextColumn();
+            ImGui::Text("%d", outer_steps);
+            ImGui::TableNextColumn();
+            ImGui::Text("%s / %d steps", formatBytes(double(per_period)).c_str(), st.inner_steps);
+        }
+        ImGui::EndTable();
+    }
+    std::string units;
+    for (const DilocoFragment& f : st.frags)
+        units += (units.empty() ? "" : "; ") + std::string("fragment ") + std::to_string(f.fragment) + " = " +
+                 fragmentUnits(sc, f.fragment, st.fragments);
+    ImGui::TextWrapped("%s (root = embeddings, final norm, head).", units.c_str());
+    const bool adamw = sc.optimizer.kind == "adamw";
+    ImGui::TextWrapped("Outer: SGD lr %.2g, momentum %.2g%s. Inner: %s%s, never sent.", sc.diloco.outer_lr,
+                       sc.diloco.outer_momentum, sc.diloco.nesterov && sc.diloco.outer_momentum > 0 ? " (Nesterov)" : "",
+                       sc.optimizer.kind.c_str(), adamw ? " (its state is 2 more local-sized buffers)" : "");
+}
+
+void DilocoView::drawBytes() {
+    const DilocoViewState& st = m_state;
+    // The theory of the whole run (its last step syncs every fragment), up to the steps done.
+    const size_t upto = size_t(std::clamp(st.current_step + 1, 0, std::max(0, st.steps)));
+    DilocoBytesTheory theory = dilocoBytesTheory(m_model->scenario(), st.steps);
+    theory.diloco.resize(std::min(upto, theory.diloco.size()));
+    theory.ddp.resize(std::min(upto, theory.ddp.size()));
+    std::vector<PlotSeries> series;
+    PlotSeries measured;
+    measured.label = "rank " + std::to_string(st.shown_rank);
+    measured.color = palette::rankColor(st.shown_rank);
+    measured.x = st.bytes_x;
+    measured.y = st.bytes_y;
+    PlotSeries diloco;
+    diloco.label = "DiLoCo theory";
+    diloco.color = palette::kTheory;
+    diloco.dashed = true;
+    PlotSeries ddp;
+    ddp.label = "DDP theory";
+    ddp.color = palette::withAlpha(palette::kWarning, 0.8f);
+    ddp.dashed = true;
+    ddp.in_y_range = false; // tens of times steeper: it would flatten the others, so it leaves the plot at the top
+    for (size_t s = 0; s < theory.diloco.size(); ++s) {
+        diloco.x.push_back(double(s + 1));
+        diloco.y.push_back(theory.diloco[s]);
+        ddp.x.push_back(double(s + 1));
+        ddp.y.push_back(theory.ddp[s]);
+    }
+    // Sent so far, against both theories.
+    const double sent = st.bytes_y.empty() ? 0.0 : st.bytes_y.back();
+    const double ddp_sent = theory.ddp.empty() ? 0.0 : theory.ddp.back();
+    const double diloco_sent = theory.diloco.empty() ? 0.0 : theory.diloco.back();
+    char ratio[48] = "";
+    if (sent > 0.0) std::snprintf(ratio, sizeof(ratio), ", %.0fx", ddp_sent / sent);
+    ImGui::TextWrapped("Rank %d sent %s (theory %s%s). DDP would have sent %s%s: its dashed line leaves the plot.",
+                       st.shown_rank, formatBytes(sent).c_str(), formatBytes(diloco_sent).c_str(),
+                       st.fault_tolerant ? "; heals it sent to recovering replicas come on top" : "",
+                       formatBytes(ddp_sent).c_str(), ratio);
+    series.push_back(std::move(measured));
+    series.push_back(std::move(diloco));
+    series.push_back(std::move(ddp));
+    PlotOptions options;
+    options.title = "Bytes on the wire (cumulative, sent)";
+    options.y_unit = AxisUnit::Bytes;
+    options.y_from_zero = true;
+    options.x_label = "steps done";
+    linePlot("##diloco_bytes_plot", ImGui::GetContentRegionAvail(), series, options);
+}
+
+} // namespace dt::app
