@@ -1,5 +1,6 @@
 // replica_checkpoint.cpp: durable checkpoints of a fault-tolerant run (layout in the header).
 #include "ft/replica_checkpoint.hpp"
+#include "session/checkpoint_meta.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
@@ -28,31 +29,14 @@ struct ReplicaMeta {
 };
 
 ReplicaMeta readReplicaMeta(const std::string& step_dir) {
-    const std::string meta_path = (fs::path(step_dir) / "checkpoint.json").string();
-    Json meta;
-    {
-        std::ifstream in(meta_path);
-        if (!in) throw UsageError("checkpoint '" + step_dir + "': cannot open checkpoint.json (not a checkpoint directory?)");
-        try {
-            in >> meta;
-        } catch (const std::exception& e) {
-            throw UsageError("checkpoint '" + meta_path + "' is corrupt: " + std::string(e.what()));
-        }
-    }
     ReplicaMeta m;
-    try {
-        if (meta.at("format") != kFormat || meta.at("version") != 1)
-            throw UsageError("'" + meta_path + "' is not a version 1 dtlab replica checkpoint");
+    readCheckpointMeta(step_dir, kFormat, [&](const Json& meta) {
         m.step = meta.at("step").get<int>();
         m.committed_steps = meta.at("committed_steps").get<int64_t>();
         m.state_numel = meta.at("state_numel").get<int64_t>();
-    } catch (const UsageError&) {
-        throw;
-    } catch (const std::exception& e) {
-        throw UsageError("checkpoint '" + meta_path + "' is missing a field: " + std::string(e.what()));
-    }
+    });
     if (m.committed_steps != m.step + 1)
-        throw UsageError("checkpoint '" + meta_path + "' is inconsistent: step " + std::to_string(m.step) +
+        throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "' is inconsistent: step " + std::to_string(m.step) +
                          " but committed_steps " + std::to_string(m.committed_steps));
     return m;
 }

@@ -1,5 +1,6 @@
 // diloco_checkpoint.cpp: DiLoCo checkpoints (layout in the header).
 #include "strategy/diloco_checkpoint.hpp"
+#include "session/checkpoint_meta.hpp"
 
 #include "dtlab/diloco_theory.hpp"
 #include "dtlab/errors.hpp"
@@ -39,32 +40,16 @@ std::string replicaFile(const std::string& dir, int rank) {
 std::string outerFile(const std::string& dir) { return (fs::path(dir) / "outer.dtparams").string(); }
 
 DilocoMeta readMeta(const std::string& step_dir) {
-    const std::string meta_path = (fs::path(step_dir) / "checkpoint.json").string();
-    Json meta;
-    {
-        std::ifstream in(meta_path);
-        if (!in) throw UsageError("checkpoint '" + step_dir + "': cannot open checkpoint.json (not a checkpoint directory?)");
-        try {
-            in >> meta;
-        } catch (const std::exception& e) {
-            throw UsageError("checkpoint '" + meta_path + "' is corrupt: " + std::string(e.what()));
-        }
-    }
     DilocoMeta m;
-    try {
-        if (meta.at("format") != kFormat || meta.at("version") != 1)
-            throw UsageError("'" + meta_path + "' is not a version 1 dtlab diloco checkpoint");
+    readCheckpointMeta(step_dir, kFormat, [&](const Json& meta) {
         m.step = meta.at("step").get<int>();
         m.replicas = meta.at("replicas").get<int>();
         m.fragments = meta.at("fragments").get<int>();
         m.parameters = meta.at("parameters").get<int64_t>();
         m.fragment_numel = meta.at("fragment_numel").get<std::vector<int64_t>>();
         m.inner = meta.at("inner_optimizer").get<std::string>();
-    } catch (const UsageError&) {
-        throw;
-    } catch (const std::exception& e) {
-        throw UsageError("checkpoint '" + meta_path + "' is missing a field: " + std::string(e.what()));
-    }
+    });
+    const std::string meta_path = checkpointMetaPath(step_dir);
     if (int(m.fragment_numel.size()) != m.fragments)
         throw UsageError("checkpoint '" + meta_path + "' is inconsistent: " + std::to_string(m.fragments) +
                          " fragments but " + std::to_string(m.fragment_numel.size()) + " sizes");

@@ -1,5 +1,6 @@
 // sharded_checkpoint.cpp: sharded checkpoints and resharding (layout in the header).
 #include "strategy/sharded_checkpoint.hpp"
+#include "session/checkpoint_meta.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
@@ -39,21 +40,8 @@ struct CheckpointMeta {
 };
 
 CheckpointMeta readMeta(const std::string& step_dir) {
-    const std::string meta_path = (fs::path(step_dir) / "checkpoint.json").string();
-    Json meta;
-    {
-        std::ifstream in(meta_path);
-        if (!in) throw UsageError("checkpoint '" + step_dir + "': cannot open checkpoint.json (not a checkpoint directory?)");
-        try {
-            in >> meta;
-        } catch (const std::exception& e) {
-            throw UsageError("checkpoint '" + meta_path + "' is corrupt: " + std::string(e.what()));
-        }
-    }
     CheckpointMeta m;
-    try {
-        if (meta.at("format") != "dtlab sharded checkpoint" || meta.at("version") != 1)
-            throw UsageError("'" + meta_path + "' is not a version 1 dtlab sharded checkpoint");
+    readCheckpointMeta(step_dir, "dtlab sharded checkpoint", [&](const Json& meta) {
         m.shards = meta.at("shards").get<int>();
         m.step = meta.at("step").get<int>();
         m.adam_step = meta.at("adam_step").get<int64_t>();
@@ -61,11 +49,8 @@ CheckpointMeta readMeta(const std::string& step_dir) {
             m.numel[u.at("id").get<int>()] = u.at("numel").get<int64_t>();
             m.padded[u.at("id").get<int>()] = u.at("padded").get<int64_t>();
         }
-    } catch (const UsageError&) {
-        throw;
-    } catch (const std::exception& e) {
-        throw UsageError("checkpoint '" + meta_path + "' is missing a field: " + std::string(e.what()));
-    }
+    });
+    const std::string meta_path = checkpointMetaPath(step_dir);
     if (m.shards < 1) throw UsageError("checkpoint '" + meta_path + "': shards must be >= 1");
     return m;
 }

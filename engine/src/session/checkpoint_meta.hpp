@@ -1,0 +1,26 @@
+// checkpoint_meta.hpp: reading a checkpoint's checkpoint.json.
+//
+// Every checkpoint kind (sharded, replica, DiLoCo) keeps its description in
+// STEP_DIR/checkpoint.json: {"format": "dtlab ... checkpoint", "version": 1,
+// ...fields of that kind}. This is the one reader, so a missing, corrupt or
+// foreign file gives the same clear error whichever kind was asked for.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <functional>
+#include <string>
+
+namespace dt {
+
+// STEP_DIR/checkpoint.json
+[[nodiscard]] std::string checkpointMetaPath(const std::string& step_dir);
+
+// Reads STEP_DIR/checkpoint.json, checks "format" == format and "version" ==
+// 1, then calls read(meta) to take the kind's fields. Throws UsageError naming
+// the file when it is missing, is not JSON, is another format or version, or
+// lacks a field that read() asks for (nlohmann's at() / get<>() throw).
+void readCheckpointMeta(const std::string& step_dir, const std::string& format,
+                        const std::function<void(const nlohmann::json& meta)>& read);
+
+} // namespace dt
