@@ -67,6 +67,20 @@ std::string dtrunPath() {
 std::string sourceDir() {
     return DTLAB_SOURCE_DIR;
 }
+std::string findInPath(const std::string& program) {
+    const char* path = std::getenv("PATH");
+    const std::string dirs = path ? path : "/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= dirs.size()) {
+        const size_t end = dirs.find(':', start);
+        const std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+        if (end == std::string::npos) break;
+        start = end + 1;
+    }
+    return "";
+}
 std::string scenarioPath(const std::string& file_name) {
     return sourceDir() + "/scenarios/" + file_name;
 }

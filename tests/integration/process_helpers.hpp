@@ -23,6 +23,8 @@ namespace it {
 [[nodiscard]] std::string dtrunPath();                                // DTRUN_PATH
 [[nodiscard]] std::string sourceDir();                                // DTLAB_SOURCE_DIR
 [[nodiscard]] std::string scenarioPath(const std::string& file_name); // sourceDir()/scenarios/NAME
+// The first executable PROGRAM on $PATH, or "" (for tools such as mpirun).
+[[nodiscard]] std::string findInPath(const std::string& program);
 
 struct ProcessOptions {
     std::vector<std::pair<std::string, std::string>> env; // set (or replace) in the child

@@ -74,27 +74,11 @@ void checkTwoRankSummary(const std::string& path) {
     CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
 }
 
-std::string findInPath(const std::string& program) {
-    const char* path = std::getenv("PATH");
-    std::string p = path ? path : "/usr/bin:/bin";
-    size_t start = 0;
-    while (start <= p.size()) {
-        const size_t end = p.find(':', start);
-        const std::string dir = p.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-        if (::access(candidate.c_str(), X_OK) == 0)
-            return candidate;
-        if (end == std::string::npos)
-            break;
-        start = end + 1;
-    }
-    return "";
-}
 
 } // namespace
 
 TEST_CASE("ranks started by mpirun join an external Session", "[launch][slow]") {
-    const std::string mpirun = findInPath("mpirun");
+    const std::string mpirun = it::findInPath("mpirun");
     if (mpirun.empty()) {
         WARN("SKIPPED: mpirun not found in PATH (install openmpi-bin to run this test)");
         return;
