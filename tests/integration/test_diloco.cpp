@@ -8,7 +8,7 @@
 //    diloco_theory.hpp says, its peak per sync about 1/F of the model, times
 //    the quantized width;
 //  - int8 pseudo-gradients still train (the loss falls as far as fp32's);
-//  - a 100 Mbit/s link makes each DDP step wait for its all-reduce, while
+//  - a 25 Mbit/s link makes each DDP step wait for its all-reduce, while
 //    DiLoCo's inner steps do not communicate;
 //  - a checkpoint holds both copies and resumes bit for bit; a corrupt one
 //    is skipped.
@@ -157,17 +157,21 @@ TEST_CASE("int8 pseudo-gradients train as far as fp32 ones", "[diloco][slow]") {
     CHECK(std::fabs(loss_int8 - loss_fp32) < 0.05 * loss_fp32);
 }
 
-TEST_CASE("On a 100 Mbit/s link DDP waits for every all-reduce while DiLoCo keeps computing", "[diloco][network][slow]") {
+TEST_CASE("On a 25 Mbit/s link DDP waits for every all-reduce while DiLoCo keeps computing", "[diloco][network][slow]") {
     it::TempDir dir;
-    const std::string link = "[network]\nbandwidth_mbit_s = 100\nlatency_ms = 10\n";
-    it::ScenarioSpec ddp = spec("ddp slow link", "ddp", 10);
+    // 25 Mbit/s: a DDP step holds about 1 s on the link, several times a
+    // step's compute even on a loaded machine, so the comparison below does
+    // not depend on how fast the cores are. DiLoCo syncs after steps 2 and 5
+    // only, so the median of its 6 steps is a step without communication.
+    const std::string link = "[network]\nbandwidth_mbit_s = 25\n";
+    it::ScenarioSpec ddp = spec("ddp slow link", "ddp", 6);
     ddp.extra_toml = link;
-    it::ScenarioSpec diloco = spec("diloco slow link", "diloco", 10);
-    diloco.extra_toml = link + "[diloco]\ninner_steps = 5\n";
+    it::ScenarioSpec diloco = spec("diloco slow link", "diloco", 6);
+    diloco.extra_toml = link + "[diloco]\ninner_steps = 3\n";
     const Run a = run(dir, "ddp", ddp);
     const Run b = run(dir, "diloco", diloco);
     const dt::Scenario parsed = dt::parseScenarioText(it::scenarioToml(ddp), "ddp.toml");
-    const double link_ms = 10.0 + double(dt::dilocoTheory(parsed).ddp_bytes_per_step) * 8.0 / 100e6 * 1e3;
+    const double link_ms = double(dt::dilocoTheory(parsed).ddp_bytes_per_step) * 8.0 / 25e6 * 1e3;
     const double ddp_ms = median(a.summary["step_ms_median"]);
     const double diloco_ms = median(b.summary["step_ms_median"]);
     INFO("link time of one DDP step " << link_ms << " ms; median step DDP " << ddp_ms << " ms, DiLoCo " << diloco_ms << " ms");
