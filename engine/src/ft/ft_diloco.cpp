@@ -189,26 +189,9 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                 e.peer = int16_t(role.heal ? quorum.members[size_t(role.heal_source)].replica : -1);
                 telemetry.emit(e);
             }
-            AbortReason abort = AbortReason::None;
-            if (!group || group_quorum_id != role.quorum_id) {
-                const int64_t t = telemetry.now();
-                if (group) bytes_sent_before += group->modeledBytesSent();
-                group.reset();
-                try {
-                    GlooOptions options = gloo;
-                    options.prefix = groupPrefix(quorum);
-                    group = makeGlooCommunicator(c.store, role.replica_rank, role.replica_world, options, sink);
-                    group->setGroupId(uint8_t(1 + role.quorum_id % 127));
-                    group->shareLink(c.link);
-                    group_quorum_id = role.quorum_id;
-                } catch (const std::exception& e) {
-                    group.reset();
-                    abort = AbortReason::CollectiveFailed;
-                    sender.log(LogLevel::Warning, std::string("could not build the group of quorum ") +
-                                                      std::to_string(role.quorum_id) + ": " + e.what());
-                }
-                telemetry.span(EventKind::Reconfigure, t, step, double(role.quorum_id), 0, -1, role.replica_world);
-            }
+            // Rebuild the cross-replica group when the quorum changed.
+            AbortReason abort = rebuildReplicaGroupIfNeeded(group, group_quorum_id, bytes_sent_before, quorum, role, c.store, gloo,
+                                                            c.link, sink, sender, telemetry, step);
 
             // 2b. Heal: two messages per healer, the inner state and the outer state.
             struct HealSend {
@@ -268,13 +251,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                     delta.fill_(std::nan(""));
                     sender.log(LogLevel::Warning, "fault: this replica's pseudo-gradient is NaN at step " + std::to_string(step));
                 }
-                Event e = telemetry.make(EventKind::PseudoGradient, EventPhase::Span, step);
-                e.dur_ns = e.t_ns - t;
-                e.t_ns = t;
-                e.unit = 0;
-                e.value = outer_steps;
-                e.bytes = 4 * P;
-                telemetry.emit(e);
+                telemetry.span(EventKind::PseudoGradient, t, step, double(outer_steps), 4 * P, -1, 0, /*fragment*/ 0);
                 const double delay = c.faults->traffic_delay_ms.load();
                 if (delay > 0) {
                     t = telemetry.now();
@@ -332,15 +309,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                 outerSgdStep(global, momentum, delta, dc);
                 copyInto(params, global); // every replica continues from the new global model
                 outer_steps += 1;
-                {
-                    Event e = telemetry.make(EventKind::OuterStep, EventPhase::Span, step);
-                    e.dur_ns = e.t_ns - t;
-                    e.t_ns = t;
-                    e.unit = 0;
-                    e.value = outer_steps;
-                    e.bytes = 4 * P;
-                    telemetry.emit(e);
-                }
+                telemetry.span(EventKind::OuterStep, t, step, double(outer_steps), 4 * P, -1, 0, /*fragment*/ 0);
                 for (int64_t k = round_begin; k <= step; ++k)
                     telemetry.instant(EventKind::Commit, k, 0, 0, role.up_to_date);
                 telemetry.instant(EventKind::ParamsChecksum, step, 0, parametersChecksum(model->trainableParameters()));

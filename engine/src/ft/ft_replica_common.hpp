@@ -1,18 +1,22 @@
 // ft_replica_common.hpp: pieces shared by the fault-tolerant training loops
 // (ft_training.cpp: DDP, one quorum per step; ft_diloco.cpp: DiLoCo, one
 // quorum per outer sync): abort reasons, the telemetry of a replica's lane,
-// the start-up barrier, the quorum's member mask and process-group prefix.
+// the start-up barrier, the quorum's member mask and process-group prefix, and
+// the rebuild of the cross-replica group on a new quorum.
 #pragma once
 
 #include "dtlab/errors.hpp"
 #include "dtlab/events.hpp"
 #include "dtlab/lighthouse.hpp"
+#include "comm/gloo_communicator.hpp"
+#include "comm/link_shaper.hpp"
 #include "telemetry/telemetry_sender.hpp"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -109,5 +113,36 @@ inline std::string groupPrefix(const ft::Quorum& quorum) {
     return prefix;
 }
 
+// The cross-replica group of this replica for the quorum in `role`: kept while
+// the quorum id is the same, else rebuilt on a fresh TCPStore prefix
+// (groupPrefix), with the replica's modelled link. The old group's bytes go to
+// `bytes_sent_before`; a Reconfigure span covers the rebuild. A group that
+// cannot be built is logged and gives CollectiveFailed (the step aborts).
+inline AbortReason rebuildReplicaGroupIfNeeded(std::unique_ptr<Communicator>& group, int64_t& group_quorum_id,
+                                               int64_t& bytes_sent_before, const ft::Quorum& quorum,
+                                               const ft::QuorumRole& role, c10::intrusive_ptr<c10d::Store> store,
+                                               const GlooOptions& gloo, const LinkShaper* link, EventSink* sink,
+                                               TelemetrySender& sender, ReplicaTelemetry& telemetry, int step) {
+    if (group && group_quorum_id == role.quorum_id) return AbortReason::None;
+    AbortReason abort = AbortReason::None;
+    const int64_t t = telemetry.now();
+    if (group) bytes_sent_before += group->modeledBytesSent();
+    group.reset();
+    try {
+        GlooOptions options = gloo;
+        options.prefix = groupPrefix(quorum);
+        group = makeGlooCommunicator(std::move(store), role.replica_rank, role.replica_world, options, sink);
+        group->setGroupId(uint8_t(1 + role.quorum_id % 127));
+        group->shareLink(link);
+        group_quorum_id = role.quorum_id;
+    } catch (const std::exception& e) {
+        group.reset();
+        abort = AbortReason::CollectiveFailed;
+        sender.log(LogLevel::Warning, std::string("could not build the group of quorum ") +
+                                          std::to_string(role.quorum_id) + ": " + e.what());
+    }
+    telemetry.span(EventKind::Reconfigure, t, step, double(role.quorum_id), 0, -1, role.replica_world);
+    return abort;
+}
 
 } // namespace dt

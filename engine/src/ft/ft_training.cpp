@@ -228,27 +228,9 @@ int trainFaultTolerant(const FtRankContext& c) {
             telemetry.emit(e);
         }
 
-        AbortReason abort = AbortReason::None;
         // Rebuild the cross-replica group when the quorum changed.
-        if (!group || group_quorum_id != role.quorum_id) {
-            t = telemetry.now();
-            if (group) bytes_sent_before += group->modeledBytesSent();
-            group.reset();
-            try {
-                GlooOptions options = gloo;
-                options.prefix = groupPrefix(quorum);
-                group = makeGlooCommunicator(c.store, role.replica_rank, role.replica_world, options, sink);
-                group->setGroupId(uint8_t(1 + role.quorum_id % 127));
-                group->shareLink(c.link);
-                group_quorum_id = role.quorum_id;
-            } catch (const std::exception& e) {
-                group.reset();
-                abort = AbortReason::CollectiveFailed;
-                sender.log(LogLevel::Warning, std::string("could not build the group of quorum ") +
-                                                  std::to_string(role.quorum_id) + ": " + e.what());
-            }
-            telemetry.span(EventKind::Reconfigure, t, step, double(role.quorum_id), 0, -1, role.replica_world);
-        }
+        AbortReason abort = rebuildReplicaGroupIfNeeded(group, group_quorum_id, bytes_sent_before, quorum, role, c.store, gloo,
+                                                        c.link, sink, sender, telemetry, step);
 
         // 3. Heal: sources post their state, a healer posts the receive.
         struct HealSend {
