@@ -179,16 +179,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
             }
             telemetry.span(EventKind::QuorumWait, quorum_begin, step, double(quorum.quorum_id));
             const ft::QuorumRole role = ft::computeQuorumRole(quorum, replica, c.incarnation);
-            {
-                Event e = telemetry.make(EventKind::QuorumFormed, EventPhase::Instant, step);
-                e.value = double(role.quorum_id);
-                e.group_size = uint16_t(role.replica_world);
-                e.seq = memberMask(quorum);
-                e.unit = int16_t(role.up_to_date);
-                e.bytes = role.max_step;
-                e.peer = int16_t(role.heal ? quorum.members[size_t(role.heal_source)].replica : -1);
-                telemetry.emit(e);
-            }
+            emitQuorumFormed(telemetry, quorum, role, step);
             // Rebuild the cross-replica group when the quorum changed.
             AbortReason abort = rebuildReplicaGroupIfNeeded(group, group_quorum_id, bytes_sent_before, quorum, role, c.store, gloo,
                                                             c.link, sink, sender, telemetry, step);

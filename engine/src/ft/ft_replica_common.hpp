@@ -113,6 +113,22 @@ inline std::string groupPrefix(const ft::Quorum& quorum) {
     return prefix;
 }
 
+// This replica's view of a new quorum, as a QuorumFormed instant: value = the
+// quorum id, group_size = replicas in it, seq = the member mask, unit = the
+// replicas already up to date, bytes = the max step, peer = the heal source
+// (-1 when this replica does not heal).
+inline void emitQuorumFormed(ReplicaTelemetry& telemetry, const ft::Quorum& quorum, const ft::QuorumRole& role,
+                             int64_t step) {
+    Event e = telemetry.make(EventKind::QuorumFormed, EventPhase::Instant, step);
+    e.value = double(role.quorum_id);
+    e.group_size = uint16_t(role.replica_world);
+    e.seq = memberMask(quorum);
+    e.unit = int16_t(role.up_to_date);
+    e.bytes = role.max_step;
+    e.peer = int16_t(role.heal ? quorum.members[size_t(role.heal_source)].replica : -1);
+    telemetry.emit(e);
+}
+
 // The cross-replica group of this replica for the quorum in `role`: kept while
 // the quorum id is the same, else rebuilt on a fresh TCPStore prefix
 // (groupPrefix), with the replica's modelled link. The old group's bytes go to
