@@ -26,6 +26,7 @@
 #include "dtlab/worker.hpp"
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -85,6 +86,7 @@ struct RunFlags {
     std::string summary_path;
     std::string params_out;
     std::string record_path;
+    std::string backend;
     std::string listen_host = "127.0.0.1";
     int port = 0;
     bool external = false;
@@ -134,8 +136,27 @@ dt::Scenario resolveScenario(const RunFlags& f) {
         s.chaos.seed = uint64_t(f.chaos_seed);
         dt::validateScenario(s, "--chaos-seed");
     }
+    if (!f.backend.empty()) {
+        s.topology.backend = f.backend;
+        dt::validateScenario(s, "--backend");
+    }
     if (f.no_telemetry) s.telemetry.enabled = false;
     return s;
+}
+
+// The backend comparison's result: one line per (backend, op, size), then
+// the fitted cost model per (backend, op).
+void printBusBandwidth(const dt::RunRecord& record) {
+    const nlohmann::json j = nlohmann::json::parse(dt::summaryJson(record)).at("bus_bandwidth");
+    std::fprintf(stderr, "  %-6s %-15s %10s %12s %12s\n", "backend", "op", "size", "time", "bus GB/s");
+    for (const auto& p : j.at("points"))
+        std::fprintf(stderr, "  %-6s %-15s %8.0f K %9.1f us %12.3f\n", p.at("backend").get<std::string>().c_str(),
+                     p.at("op").get<std::string>().c_str(), p.at("size_bytes").get<double>() / 1024,
+                     p.at("time_us").get<double>(), p.at("bus_bandwidth_gbs").get<double>());
+    for (const auto& m : j.at("cost_model"))
+        std::fprintf(stderr, "  cost model (fit) %s %s: alpha %.1f us, bandwidth %.2f GB/s\n",
+                     m.at("backend").get<std::string>().c_str(), m.at("op").get<std::string>().c_str(),
+                     m.at("alpha_us").get<double>(), m.at("bandwidth_gbs").get<double>());
 }
 
 int runCommand(const RunFlags& f) {
@@ -187,7 +208,9 @@ int runCommand(const RunFlags& f) {
     const bool tty = isatty(STDERR_FILENO) && !f.quiet;
     if (!f.quiet) {
         std::cerr << "dtrun: " << scenario.name << ": " << scenario.topology.ranks << " ranks, " << scenario.run.steps
-                  << " steps, " << scenario.strategy.kind << " over gloo";
+                  << " steps, " << scenario.strategy.kind << " over "
+                  << (scenario.strategy.kind == "collectives" ? "the backends compared" : scenario.topology.backend);
+        if (!f.external && dt::scenarioUsesMpi(scenario)) std::cerr << " (ranks started by mpirun)";
         if (f.external) std::cerr << "; waiting for ranks to join at " << session.storeAddress();
         if (f.pace > 0) std::cerr << "; paced at " << f.pace << " steps/s";
         if (scenario.fault_tolerance.enabled)
@@ -227,6 +250,7 @@ int runCommand(const RunFlags& f) {
         if (record.ok) {
             std::cerr << "dtrun: done: " << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed)
                       << ", " << int(elapsed * 10) / 10.0 << " s\n";
+            if (scenario.strategy.kind == "collectives") printBusBandwidth(record);
         } else {
             std::cerr << "dtrun: the run failed: " << record.failure_reason << "\n";
             for (const auto& log : record.logs)
@@ -311,6 +335,8 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
     run_cmd->add_option("--record", run.record_path, "save the whole event stream (open with dtlab --replay FILE)");
     run_cmd->add_option("--params-out", run.params_out, "each rank writes its final parameters into this directory");
+    run_cmd->add_option("--backend", run.backend, "override [topology] backend: gloo, or mpi (ranks started by mpirun)")
+        ->check(CLI::IsMember({"gloo", "mpi"}));
     run_cmd->add_option("--listen", run.listen_host, "address the Session listens on (default 127.0.0.1)");
     run_cmd->add_option("--port", run.port, "rendezvous store port (default: any free port)");
     run_cmd->add_flag("--external", run.external, "start no ranks: wait for ranks started by mpirun or torchrun");

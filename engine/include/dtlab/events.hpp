@@ -37,6 +37,10 @@ enum class EventPhase : uint8_t {
     WorkFailed,
 };
 
+// The library that moved a collective's bytes (Event::backend of Work records).
+enum class CommBackend : uint8_t { Gloo = 0, Mpi = 1, Nccl = 2 };
+[[nodiscard]] std::string_view commBackendLabel(CommBackend backend);
+
 struct Event {
     int64_t t_ns = 0;        // Session clock (CLOCK_MONOTONIC of the Session host)
     int64_t dur_ns = 0;      // Span only
@@ -52,7 +56,9 @@ struct Event {
     EventKind kind = EventKind::Step;
     EventPhase phase = EventPhase::Instant;
     uint8_t group = 0;       // process group of a collective: kGroupWorld, or see groupId* below
-    uint32_t reserved1 = 0;
+    CommBackend backend = CommBackend::Gloo; // Work records: the communicator's backend
+    uint8_t reserved1 = 0;
+    uint16_t reserved2 = 0;
 };
 static_assert(sizeof(Event) == 64, "Event is a fixed 64-byte wire record");
 

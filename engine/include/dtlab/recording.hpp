@@ -18,7 +18,7 @@
 
 namespace dt {
 
-constexpr uint32_t kRecordingVersion = 3; // 2: event kinds renumbered (FSDP, checkpoints), Event::group; 3: fault-tolerance kinds appended (2 still reads)
+constexpr uint32_t kRecordingVersion = 4; // 2: event kinds renumbered (FSDP, checkpoints), Event::group; 3: fault-tolerance kinds appended; 4: Event::backend (was reserved, 0 = gloo), BusBandwidth appended (2 and 3 still read)
 
 struct RecordingLoad {
     RunRecord record;

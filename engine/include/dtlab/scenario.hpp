@@ -18,6 +18,12 @@ struct TopologyConfig {
     int ranks = 4;    // world size
     int replicas = 1; // hsdp: replica groups; each shards the model over ranks / replicas ranks
     int stages = 1;   // pipeline: stages per pipeline; ranks / stages pipelines run data-parallel
+    // The communicator backend of the fixed process groups (world, hsdp shard
+    // and replicate, pipeline data-parallel): "gloo" (TCP, survives nothing
+    // but tolerates ranks joining over the network) or "mpi" (Open MPI; the
+    // Session starts the ranks through mpirun). MPI aborts the whole job when
+    // a rank dies, so fault tolerance ([fault_tolerance]) needs "gloo".
+    std::string backend = "gloo";
 };
 
 struct ModelConfig {
@@ -112,6 +118,18 @@ struct NetworkConfig {
     double latency_ms = 0.0;            // added to each collective
 };
 
+// [strategy] kind = "collectives": no model, the same collectives timed on
+// each backend, one message size per step (the backend comparison). Each
+// (backend, op, size) is run `repeats` times after one warm-up; every rank
+// reports the median as a BusBandwidth counter (busbw = algbw x the ring
+// factor: 2(N-1)/N for all-reduce, (N-1)/N for all-gather / reduce-scatter).
+struct CollectivesConfig {
+    std::vector<std::string> ops = {"all_reduce"};       // "all_reduce" | "all_gather" | "reduce_scatter"
+    std::vector<int> sizes_kb = {4, 64, 1024, 16384};     // message sizes (the full tensor), one per step
+    std::vector<std::string> backends = {"gloo", "mpi"};  // compared side by side on one timeline
+    int repeats = 5;                                      // timed calls per (backend, op, size)
+};
+
 struct TelemetryConfig {
     bool enabled = true;
     int queue_capacity = 65536;     // events buffered per rank before dropping
@@ -175,7 +193,7 @@ struct FaultConfig {
 // and enables Next only once `until` holds in the live run.
 struct NarrationStep {
     std::string text;                   // required, not empty
-    std::string highlight;              // "" or a view: topology, timeline, memory, metrics, events, controls, narration, fsdp, pipeline, quorum, diloco
+    std::string highlight;              // "" or a view: topology, timeline, memory, metrics, events, controls, narration, fsdp, pipeline, quorum, diloco, backends
     std::string until;                  // "" (no wait) or a condition, see NarrationCondition
     SourceLocation where;               // for error messages
 };
@@ -211,12 +229,17 @@ struct Scenario {
     RunConfig run;
     DilocoConfig diloco;
     NetworkConfig network;
+    CollectivesConfig collectives;
     TelemetryConfig telemetry;
     FaultToleranceConfig fault_tolerance;
     ChaosConfig chaos;
     std::vector<FaultConfig> faults;
     std::vector<NarrationStep> steps;   // narration; empty = none
 };
+
+// True when some process group of the run uses Open MPI ([topology] backend
+// or [collectives] backends): the Session then starts the ranks with mpirun.
+[[nodiscard]] bool scenarioUsesMpi(const Scenario& scenario);
 
 // Parse and validate a scenario file. Throws UsageError with file:line:column
 // and what was expected for: a TOML syntax error, an unknown table or key, a

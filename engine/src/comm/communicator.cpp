@@ -112,6 +112,7 @@ void Communicator::emitWork(const Job& job, EventPhase phase) {
     e.peer = int16_t(job.peer);
     e.group_size = uint16_t(m_size);
     e.group = m_group;
+    e.backend = backend();
     m_sink->emit(e);
 }
 

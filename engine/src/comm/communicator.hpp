@@ -72,7 +72,8 @@ public:
 
     [[nodiscard]] int rank() const { return m_rank; }
     [[nodiscard]] int size() const { return m_size; }
-    [[nodiscard]] virtual std::string backendName() const = 0;
+    [[nodiscard]] virtual CommBackend backend() const = 0;
+    [[nodiscard]] std::string backendName() const { return std::string(commBackendLabel(backend())); }
     // The process-group id stamped on this communicator's Work records
     // (Event::group): kGroupWorld unless a strategy builds sub-groups (hsdp).
     void setGroupId(uint8_t group) { m_group = group; }

@@ -41,7 +41,7 @@ public:
         : Communicator(rank, size, sink), m_pg(std::move(pg)) {}
     ~GlooCommunicator() override { shutdown(); }
 
-    std::string backendName() const override { return "gloo"; }
+    CommBackend backend() const override { return CommBackend::Gloo; }
 
 protected:
     template <typename MakeWork>

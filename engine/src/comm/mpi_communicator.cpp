@@ -22,6 +22,7 @@
 #include "dtlab/errors.hpp"
 
 #include <cstdlib>
+#include <unistd.h>
 #include <mutex>
 
 #ifdef DTLAB_HAVE_MPI
@@ -43,6 +44,20 @@ std::string mpiUnavailableReason() {
         return "this dtlab was built without MPI (CMake did not find it: install libopenmpi-dev and reconfigure)";
     if (!std::getenv("OMPI_COMM_WORLD_RANK"))
         return "the ranks were not started by mpirun (no OMPI_COMM_WORLD_RANK in the environment)";
+    return "";
+}
+
+std::string mpirunPath() {
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/bin:/bin";
+    size_t start = 0;
+    while (start <= dirs.size()) {
+        size_t end = dirs.find(':', start);
+        if (end == std::string::npos) end = dirs.size();
+        const std::string candidate = (end > start ? dirs.substr(start, end - start) : ".") + "/mpirun";
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+        start = end + 1;
+    }
     return "";
 }
 
@@ -97,7 +112,7 @@ public:
         MPI_Finalized(&finalised);
         if (!finalised) MPI_Comm_free(&m_comm);
     }
-    std::string backendName() const override { return "mpi"; }
+    CommBackend backend() const override { return CommBackend::Mpi; }
 
 protected:
     void doAllReduce(at::Tensor& x) override {
@@ -178,5 +193,14 @@ std::unique_ptr<Communicator> makeMpiCommunicator(int, int, int, EventSink*) {
 }
 
 #endif
+
+void finalizeMpi() {
+#ifdef DTLAB_HAVE_MPI
+    int initialised = 0, finalised = 0;
+    MPI_Initialized(&initialised);
+    MPI_Finalized(&finalised);
+    if (initialised && !finalised) MPI_Finalize();
+#endif
+}
 
 } // namespace dt

@@ -26,6 +26,15 @@ namespace dt {
 // or not started by mpirun (no OMPI_COMM_WORLD_RANK in the environment).
 [[nodiscard]] std::string mpiUnavailableReason();
 
+// MPI_Finalize, if MPI was initialised and is not finalised yet. Call it
+// after every MPI communicator is destroyed, before a quick exit (_Exit skips
+// the atexit handler that would otherwise do it): mpirun counts a rank that
+// exits without finalising as an abnormal termination.
+void finalizeMpi();
+
+// The mpirun on PATH, "" when there is none (openmpi-bin not installed).
+[[nodiscard]] std::string mpirunPath();
+
 // A communicator over the ranks of MPI_COMM_WORLD whose `color` is equal
 // (MPI_Comm_split; rank order = world rank order). Every rank of the world
 // must call it, in the same order, with its own color: a collective call.

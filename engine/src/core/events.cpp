@@ -28,6 +28,15 @@ EventCategory eventKindCategory(EventKind kind) {
     return EventCategory::Lifecycle;
 }
 
+std::string_view commBackendLabel(CommBackend backend) {
+    switch (backend) {
+    case CommBackend::Gloo: return "gloo";
+    case CommBackend::Mpi: return "mpi";
+    case CommBackend::Nccl: return "nccl";
+    }
+    return "unknown";
+}
+
 std::string_view eventPhaseLabel(EventPhase phase) {
     switch (phase) {
     case EventPhase::Span: return "span";

@@ -38,7 +38,16 @@ std::string scenarioToJson(const Scenario& s) {
         {"name", s.name},
         {"description", s.description},
         {"path", s.path},
-        {"topology", {{"ranks", s.topology.ranks}, {"replicas", s.topology.replicas}, {"stages", s.topology.stages}}},
+        {"topology",
+         {{"ranks", s.topology.ranks},
+          {"replicas", s.topology.replicas},
+          {"stages", s.topology.stages},
+          {"backend", s.topology.backend}}},
+        {"collectives",
+         {{"ops", s.collectives.ops},
+          {"sizes_kb", s.collectives.sizes_kb},
+          {"backends", s.collectives.backends},
+          {"repeats", s.collectives.repeats}}},
         {"model",
          {{"kind", s.model.kind},
           {"vocab", s.model.vocab},
@@ -141,6 +150,14 @@ Scenario scenarioFromJson(const std::string& text) {
 
         j.at("topology").at("replicas").get_to(s.topology.replicas);
         j.at("topology").at("stages").get_to(s.topology.stages);
+        if (j.at("topology").contains("backend")) j.at("topology").at("backend").get_to(s.topology.backend);
+        if (j.contains("collectives")) {
+            const json& c = j.at("collectives");
+            c.at("ops").get_to(s.collectives.ops);
+            c.at("sizes_kb").get_to(s.collectives.sizes_kb);
+            c.at("backends").get_to(s.collectives.backends);
+            c.at("repeats").get_to(s.collectives.repeats);
+        }
         const json& st = j.at("strategy");
         st.at("schedule").get_to(s.strategy.schedule);
         st.at("chunks_per_rank").get_to(s.strategy.chunks_per_rank);

@@ -22,9 +22,10 @@ using scenario_rules::tableLabel;
 
 const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
                                           "optimizer", "run",      "telemetry", "faults", "steps",
-                                          "fault_tolerance", "chaos", "diloco", "network"};
+                                          "fault_tolerance", "chaos", "diloco", "network", "collectives"};
 const std::vector<std::string> kScenarioKeys = {"name", "description"};
-const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages"};
+const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages", "backend"};
+const std::vector<std::string> kCollectivesKeys = {"ops", "sizes_kb", "backends", "repeats"};
 const std::vector<std::string> kModelKeys = {"kind",  "vocab", "context",   "d_model",
                                              "layers", "heads", "mlp_ratio", "hidden"};
 const std::vector<std::string> kDataKeys = {"source", "path", "batch_per_rank"};
@@ -116,6 +117,7 @@ public:
             else if (e.key == "chaos") readChaos(t, s.chaos);
             else if (e.key == "diloco") readDiloco(t, s.diloco);
             else if (e.key == "network") readNetwork(t, s.network);
+            else if (e.key == "collectives") readCollectives(t, s.collectives);
         }
         if (!haveName) {
             const toml::node* scenarioTable = root.get("scenario");
@@ -227,6 +229,24 @@ private:
             if (e.key == "ranks") out.ranks = readInt("topology", e.key, *e.node);
             else if (e.key == "replicas") out.replicas = readInt("topology", e.key, *e.node);
             else if (e.key == "stages") out.stages = readInt("topology", e.key, *e.node);
+            else if (e.key == "backend") out.backend = readString("topology", e.key, *e.node);
+    }
+
+    void readCollectives(const toml::table& t, CollectivesConfig& out) const {
+        const std::string table = "collectives";
+        for (const Entry& e : checkedEntries(t, table, kCollectivesKeys)) {
+            if (e.key == "repeats") out.repeats = readInt(table, e.key, *e.node);
+            else if (e.key == "sizes_kb") {
+                if (!e.node->is_array()) failType(table, e.key, *e.node, "an array of integers");
+                out.sizes_kb.clear();
+                for (const toml::node& item : *e.node->as_array()) out.sizes_kb.push_back(readInt(table, e.key, item));
+            } else {
+                std::vector<std::string>& list = e.key == "ops" ? out.ops : out.backends;
+                if (!e.node->is_array()) failType(table, e.key, *e.node, "an array of strings");
+                list.clear();
+                for (const toml::node& item : *e.node->as_array()) list.push_back(readString(table, e.key, item));
+            }
+        }
     }
 
     void readModel(const toml::table& t, ModelConfig& out) const {

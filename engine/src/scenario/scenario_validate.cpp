@@ -6,6 +6,7 @@
 
 #include "dtlab/pipeline_schedule.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <filesystem>
@@ -28,6 +29,8 @@ const IntRule kIntRules[] = {
     {"topology", "ranks", 1, 64},
     {"topology", "replicas", 1, 64},
     {"topology", "stages", 1, 64},
+    {"collectives", "repeats", 1, 1000},
+    {"collectives", "sizes_kb", 1, 262144},
     {"strategy", "chunks_per_rank", 1, 16},
     {"strategy", "slow_stage", -1, 63},
     {"strategy", "prefetch_limit", 1, 16},
@@ -101,7 +104,10 @@ struct EnumRule {
 const EnumRule kEnumRules[] = {
     {"model", "kind", {"tiny_gpt", "mlp"}},
     {"data", "source", {"fortunes", "fashion_mnist"}},
-    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline", "diloco"}},
+    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline", "diloco", "collectives"}},
+    {"topology", "backend", {"gloo", "mpi"}},
+    {"collectives", "ops", {"all_reduce", "all_gather", "reduce_scatter"}},
+    {"collectives", "backends", {"gloo", "mpi"}},
     {"strategy", "schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}},
     {"optimizer", "kind", {"adamw", "sgd"}},
     {"diloco", "pseudo_gradient", {"fp32", "bf16", "int8", "int4"}},
@@ -110,7 +116,7 @@ const EnumRule kEnumRules[] = {
     {"faults", "when", {"allreduce", "step", "time"}},
     {"fault_tolerance", "restart", {"auto", "manual", "never"}},
     {"chaos", "actions", {"kill", "hang", "slow", "fail_collective", "nan_gradients", "partition"}},
-    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "pipeline", "quorum", "diloco"}},
+    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "pipeline", "quorum", "diloco", "backends"}},
 };
 
 std::string formatNumber(double value) {
@@ -314,7 +320,32 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            "[run] resume_from: '" + s.run.resume_from +
                                "' is not a directory (expected one checkpoint, DIR/step-<S>, or a checkpoint_dir DIR: its newest valid step)"};
     }
+    if (st.kind == "collectives") {
+        const CollectivesConfig& c = s.collectives;
+        if (c.ops.empty() || c.sizes_kb.empty() || c.backends.empty())
+            return Problem{"collectives", {"ops", "sizes_kb", "backends"}, -1,
+                           "[collectives] ops, sizes_kb and backends each need at least one entry"};
+        for (size_t i = 0; i < c.backends.size(); ++i)
+            for (size_t j = 0; j < i; ++j)
+                if (c.backends[i] == c.backends[j])
+                    return Problem{"collectives", {"backends"}, -1,
+                                   "[collectives] backends names \"" + c.backends[i] + "\" twice"};
+        if (c.sizes_kb.size() != size_t(steps))
+            return Problem{"run", {"steps"}, -1,
+                           "[run] steps = " + std::to_string(steps) + " but [collectives] sizes_kb has " +
+                               std::to_string(c.sizes_kb.size()) + " sizes (a collectives run measures one size per step)"};
+        if (s.fault_tolerance.enabled)
+            return Problem{"fault_tolerance", {"enabled"}, -1,
+                           "[fault_tolerance] trains a model; [strategy] kind = \"collectives\" only times collectives"};
+    }
     const FaultToleranceConfig& ft = s.fault_tolerance;
+    if (ft.enabled && s.topology.backend == "mpi")
+        return Problem{"topology", {"backend"}, -1,
+                       "[topology] backend = \"mpi\" cannot be fault tolerant: when one MPI rank dies, Open MPI aborts "
+                       "the whole job (errors are fatal and a communicator cannot lose a member), so the replica "
+                       "dimension under the quorum must use \"gloo\", whose groups are rebuilt for every new quorum. "
+                       "Under [fault_tolerance] each replica group is one rank, so there is no fixed dimension left for "
+                       "MPI: set backend = \"gloo\""};
     if (ft.enabled) {
         if (s.strategy.kind != "ddp" && s.strategy.kind != "diloco")
             return Problem{"fault_tolerance", {"enabled"}, -1,
@@ -446,6 +477,8 @@ std::string findValueProblem(const Scenario& s) {
     const std::string checks[] = {
         checkString("scenario", "name", s.name),
         checkInt("topology", "ranks", s.topology.ranks),
+        checkString("topology", "backend", s.topology.backend),
+        checkInt("collectives", "repeats", s.collectives.repeats),
         checkString("model", "kind", s.model.kind),
         checkInt("model", "vocab", s.model.vocab),
         checkInt("model", "context", s.model.context),
@@ -470,6 +503,12 @@ std::string findValueProblem(const Scenario& s) {
     };
     for (const std::string& problem : checks)
         if (!problem.empty()) return problem;
+    for (const std::string& op : s.collectives.ops)
+        if (std::string problem = checkString("collectives", "ops", op); !problem.empty()) return problem;
+    for (const std::string& backend : s.collectives.backends)
+        if (std::string problem = checkString("collectives", "backends", backend); !problem.empty()) return problem;
+    for (int kb : s.collectives.sizes_kb)
+        if (std::string problem = checkInt("collectives", "sizes_kb", kb); !problem.empty()) return problem;
     for (int width : s.model.hidden) {
         std::string problem = checkInt("model", "hidden", width);
         if (!problem.empty()) return problem;
@@ -538,6 +577,12 @@ void validateScenario(const Scenario& scenario, const std::string& origin) {
     if (where.line > 0) message += " (the " + std::string(message.rfind("[[steps]]", 0) == 0 ? "step" : "fault") +
                                    " at " + describeLocation(where) + ")";
     throw UsageError(origin + ": " + message);
+}
+
+bool scenarioUsesMpi(const Scenario& s) {
+    if (s.topology.backend == "mpi") return true;
+    if (s.strategy.kind != "collectives") return false;
+    return std::find(s.collectives.backends.begin(), s.collectives.backends.end(), "mpi") != s.collectives.backends.end();
 }
 
 } // namespace dt

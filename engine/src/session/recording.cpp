@@ -98,8 +98,9 @@ RecordingLoad readRecording(const std::string& path) {
         throw UsageError("'" + path + "' is not a dtlab recording (no DTLABREC header)");
     uint32_t version = 0;
     std::memcpy(&version, bytes.data() + 8, 4);
-    // Version 3 only appended event kinds, so a version 2 file reads the same.
-    if (version != kRecordingVersion && version != 2)
+    // Versions 3 and 4 only appended event kinds and used a reserved byte
+    // (Event::backend, 0 = gloo in older files), so versions 2 and 3 read the same.
+    if (version < 2 || version > kRecordingVersion)
         throw UsageError("recording '" + path + "' has version " + std::to_string(version) + "; this dtlab reads versions 2.." +
                          std::to_string(kRecordingVersion));
 

@@ -24,6 +24,7 @@
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
 #include "session/supervisor.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "telemetry/telemetry_collector.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
@@ -82,6 +83,36 @@ struct Session::Impl final : TelemetrySink {
 
     std::mutex proc_mutex;                  // guards supervisor
     Supervisor supervisor;
+
+    // Backend "mpi": the Session starts one child, mpirun, which starts the
+    // ranks; their pids come from their telemetry hello (same host).
+    static constexpr int kMpirunChild = -1; // the supervisor's key for mpirun
+    bool via_mpirun = false;
+    bool mpirun_exited = false;             // guarded by mutex
+    std::vector<bool> sigkill_sent;         // guarded by mutex
+    std::unique_ptr<std::atomic<int>[]> rank_pids; // from hello; read under proc_mutex without mutex
+
+    // Signal one rank's process (proc_mutex held): the supervisor's child, or
+    // under mpirun the pid the rank reported. False if it is not running.
+    bool signalRankProcess(int rank, int signo) {
+        if (supervisor.signal(rank, signo)) return true;
+        if (!via_mpirun || rank < 0 || rank >= world) return false;
+        const int pid = rank_pids[size_t(rank)].load();
+        return pid > 0 && ::kill(pid, signo) == 0;
+    }
+    // SIGKILL every process of the run (proc_mutex held): under mpirun the
+    // ranks first (they also die with mpirun: PR_SET_PDEATHSIG), then mpirun.
+    void killEverything() {
+        if (via_mpirun)
+            for (int r = 0; r < world; ++r) {
+                const int pid = rank_pids[size_t(r)].load();
+                if (pid > 0) {
+                    ::kill(pid, SIGKILL);
+                    ::kill(pid, SIGCONT);
+                }
+            }
+        supervisor.killAll();
+    }
 
     RunControl control;                     // guarded by mutex
     int64_t last_pace_tick_ns = 0;
@@ -165,10 +196,11 @@ struct Session::Impl final : TelemetrySink {
         bool sent = false;
         {
             std::lock_guard<std::mutex> plock(proc_mutex);
-            sent = supervisor.signal(rank, signo);
+            sent = signalRankProcess(rank, signo);
         }
         if (!sent) return;
         std::lock_guard<std::mutex> lock(mutex);
+        if (signo == SIGKILL) sigkill_sent[size_t(rank)] = true;
         emitSessionEvent(EventKind::FaultInjected, rank, signo);
         record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning, std::string(what) + " rank " + std::to_string(rank)});
         if (state != RankState::Pending) progress[size_t(rank)].state = state;
@@ -188,6 +220,7 @@ struct Session::Impl final : TelemetrySink {
         info.host = host;
         info.started = true;
         progress[size_t(rank)].pid = pid;
+        if (via_mpirun) rank_pids[size_t(rank)].store(pid);
         RankState& state = progress[size_t(rank)].state;
         if (state == RankState::Pending || state == RankState::Restarting) state = RankState::Starting;
         progress[size_t(rank)].host = host;
@@ -220,9 +253,10 @@ struct Session::Impl final : TelemetrySink {
             bool sent = false;
             {
                 std::lock_guard<std::mutex> plock(proc_mutex);
-                sent = supervisor.signal(f.rank, signo);
+                sent = signalRankProcess(f.rank, signo);
             }
             if (!sent && options.spawn_ranks) continue;
+            if (signo == SIGKILL) sigkill_sent[size_t(f.rank)] = true;
             emitSessionEvent(EventKind::FaultInjected, f.rank, signo);
             const std::string what = std::string(f.action == "hang" ? "SIGSTOP" : "SIGKILL") + " to rank " +
                                      std::to_string(f.rank) + " at step " + std::to_string(e.step) +
@@ -277,11 +311,14 @@ struct Session::Impl final : TelemetrySink {
     void onDisconnect(int rank, bool clean) override {
         std::lock_guard<std::mutex> lock(mutex);
         if (rank < 0 || rank >= world) return;
-        if (!options.spawn_ranks) {
-            // Joined ranks are not our children: the stream's end is their end.
+        if (!options.spawn_ranks || via_mpirun) {
+            // Joined ranks and mpirun's ranks are not our children: the stream's end is their end.
             rank_gone[size_t(rank)] = true;
+            if (via_mpirun) rank_pids[size_t(rank)].store(0);
             auto& p = progress[size_t(rank)];
-            p.state = rank_finished[size_t(rank)] ? RankState::Finished : RankState::Failed;
+            p.state = rank_finished[size_t(rank)] ? RankState::Finished
+                      : sigkill_sent[size_t(rank)] ? RankState::Killed
+                                                   : RankState::Failed;
             if (!clean || !rank_finished[size_t(rank)])
                 noteFailure("rank " + std::to_string(rank) + " disconnected before finishing");
         }
@@ -301,6 +338,24 @@ struct Session::Impl final : TelemetrySink {
         if (incarnation > 0) argv.insert(argv.end(), {"--incarnation", std::to_string(incarnation)});
         return supervisor.spawn(rank, argv, env);
     }
+    // Backend "mpi": one mpirun starts every rank (proc_mutex held). The ranks
+    // learn rank and world from Open MPI's environment (launch_env.hpp).
+    void spawnMpirun() {
+        std::vector<std::string> argv = {mpirunPath()};
+        if (::geteuid() == 0) argv.push_back("--allow-run-as-root"); // Open MPI refuses root without it
+        for (const char* a : {"--oversubscribe", "--bind-to", "none", "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS",
+                              "-np"})
+            argv.push_back(a);
+        argv.push_back(std::to_string(world));
+        for (const std::string& a : {options.worker_executable, std::string("worker"), std::string("--join"), storeAddressLocked()})
+            argv.push_back(a);
+        const std::map<std::string, std::string> env = {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"}};
+        supervisor.spawn(kMpirunChild, argv, env);
+        std::lock_guard<std::mutex> lock(mutex);
+        log(LogLevel::Info, "started " + std::to_string(world) + " ranks through mpirun (backend mpi)");
+        for (int r = 0; r < world; ++r) progress[size_t(r)].state = RankState::Starting;
+    }
+
     std::string storeAddressLocked() const {
         return options.listen_host + ":" + std::to_string(store->getPort());
     }
@@ -366,6 +421,30 @@ struct Session::Impl final : TelemetrySink {
         std::lock_guard<std::mutex> plock(proc_mutex);
         for (int r = 0; r < world; ++r)
             if (supervisor.pidOf(r) == 0 && !rank_finished[size_t(r)]) rank_gone[size_t(r)] = true;
+    }
+
+    // mpirun ended (mutex held): every rank it started is gone with it. When
+    // one MPI rank dies Open MPI aborts the others, which is why the MPI
+    // backend serves fixed dimensions only.
+    void onMpirunExited(const ChildExit& x) {
+        mpirun_exited = true;
+        const bool clean = x.signal == 0 && x.exit_code == 0;
+        bool all_finished = true;
+        for (int r = 0; r < world; ++r) {
+            all_finished = all_finished && rank_finished[size_t(r)];
+            auto& info = record.ranks[size_t(r)];
+            info.exited = true;
+            info.exit_code = rank_finished[size_t(r)] && clean ? 0 : (x.signal ? -1 : std::max(1, x.exit_code));
+            if (rank_gone[size_t(r)]) continue;
+            rank_gone[size_t(r)] = true;
+            progress[size_t(r)].state = rank_finished[size_t(r)] ? RankState::Finished : RankState::Failed;
+        }
+        const std::string how = x.signal ? "was killed by signal " + std::to_string(x.signal)
+                                         : "exited with code " + std::to_string(x.exit_code);
+        log(clean ? LogLevel::Info : LogLevel::Warning, "mpirun " + how);
+        if (!clean || !all_finished)
+            noteFailure("mpirun " + how + " before every rank finished (when one MPI rank dies, Open MPI aborts the "
+                        "whole job)");
     }
 
     void resumeRankNow(int rank) { signalRank(rank, SIGCONT, RankState::Running, "SIGCONT sent to"); }
@@ -507,6 +586,10 @@ struct Session::Impl final : TelemetrySink {
             syncNewRanksAndPace();
             std::lock_guard<std::mutex> lock(mutex);
             for (const auto& x : exits) {
+                if (x.rank == kMpirunChild) {
+                    onMpirunExited(x);
+                    continue;
+                }
                 auto& info = record.ranks[size_t(x.rank)];
                 info.exited = true;
                 info.exit_code = x.exit_code;
@@ -537,7 +620,7 @@ struct Session::Impl final : TelemetrySink {
                                 (info.error.empty() ? "" : ": " + info.error));
                 }
             }
-            bool all_gone = true;
+            bool all_gone = !via_mpirun || mpirun_exited; // mpirun reports the job's end
             for (bool g : rank_gone) all_gone = all_gone && g;
             const int64_t now = monotonicNowNs();
             const bool grace_over = first_failure_ns != 0 && now - first_failure_ns > grace_ns;
@@ -550,7 +633,7 @@ struct Session::Impl final : TelemetrySink {
                 }
                 {
                     std::lock_guard<std::mutex> plock(proc_mutex);
-                    supervisor.killAll();
+                    killEverything();
                 }
                 // Joined ranks (mpirun, torchrun) are not our children: we cannot kill them.
                 // One that never joined is gone now; one still connected gets 3 s to leave.
@@ -605,7 +688,7 @@ Session::~Session() {
     }
     if (m_impl->collector) m_impl->collector->stop();
     std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
-    m_impl->supervisor.killAll();
+    m_impl->killEverything();
 }
 
 void Session::start() {
@@ -635,6 +718,18 @@ void Session::start() {
     s.rank_gone.assign(size_t(world), false);
     s.fault_fired.assign(scenario.faults.size(), false);
     s.ft_enabled = scenario.fault_tolerance.enabled;
+    s.sigkill_sent.assign(size_t(world), false);
+    s.rank_pids = std::make_unique<std::atomic<int>[]>(size_t(world));
+    for (int r = 0; r < world; ++r) s.rank_pids[size_t(r)].store(0);
+    s.via_mpirun = s.options.spawn_ranks && scenarioUsesMpi(scenario);
+    if (s.via_mpirun) {
+        if (!mpiAvailable())
+            throw UsageError("this scenario uses the mpi backend, but " + mpiUnavailableReason() +
+                             "; or use backend = \"gloo\"");
+        if (mpirunPath().empty())
+            throw UsageError("this scenario uses the mpi backend, but mpirun is not on PATH (install openmpi-bin, "
+                             "or use backend = \"gloo\")");
+    }
     s.restart_at_ns.assign(size_t(world), 0);
     s.rank_left.assign(size_t(world), false);
     s.chaos_rng.seed(scenario.chaos.seed);
@@ -710,7 +805,10 @@ void Session::start() {
         put("dtlab/lighthouse", s.lighthouse->address());
     }
 
-    if (s.options.spawn_ranks) {
+    if (s.via_mpirun) {
+        std::lock_guard<std::mutex> plock(s.proc_mutex);
+        s.spawnMpirun();
+    } else if (s.options.spawn_ranks) {
         std::lock_guard<std::mutex> plock(s.proc_mutex);
         for (int r = 0; r < world; ++r) {
             const pid_t pid = s.spawnRank(r, 0);
@@ -743,12 +841,16 @@ void Session::stop(const std::string& reason) {
         m_impl->record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning, "stopping: " + reason});
         m_impl->noteFailure(reason); // the cause, not the SIGKILLs that follow it
     }
-    std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
-    m_impl->supervisor.killAll();
+    std::vector<bool> running(size_t(m_impl->world), false);
+    {
+        std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
+        m_impl->killEverything();
+        for (int r = 0; r < m_impl->world; ++r) running[size_t(r)] = m_impl->supervisor.pidOf(r) != 0;
+    }
     // Replicas dead and waiting for a restart will not get one.
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     for (int r = 0; r < m_impl->world; ++r)
-        if (m_impl->ft_enabled && m_impl->supervisor.pidOf(r) == 0) {
+        if (m_impl->ft_enabled && !running[size_t(r)]) {
             m_impl->restart_at_ns[size_t(r)] = 0;
             m_impl->rank_gone[size_t(r)] = true;
         }

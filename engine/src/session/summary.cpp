@@ -8,6 +8,8 @@
 // the tallies. Events of the Session itself (rank -1) or of a rank outside the
 // record are not counted.
 #include "dtlab/summary.hpp"
+
+#include "dtlab/collective_cost.hpp"
 #include "dtlab/recovery_measure.hpp"
 #include "dtlab/pipeline_measure.hpp"
 #include "dtlab/sharding_theory.hpp"
@@ -151,6 +153,51 @@ void tallyCounter(RankTally& tally, const Event& e) {
     }
 }
 
+// [strategy] kind = "collectives": per (backend, op, size) the mean over
+// ranks of each rank's median call time and bus bandwidth, and the
+// alpha-beta cost model fitted per (backend, op) (collective_cost.hpp).
+Json busBandwidthJson(const RunRecord& record) {
+    static const char* kOps[] = {"all_reduce", "all_gather", "reduce_scatter"};
+    struct Cell {
+        double seconds = 0, gbs = 0;
+        int ranks = 0;
+    };
+    std::map<std::tuple<int, int, int64_t>, Cell> cells; // (backend, op, size)
+    int group = 0;
+    for (const Event& e : record.events) {
+        if (e.kind != EventKind::BusBandwidth || e.unit < 0 || e.unit > 2) continue;
+        Cell& c = cells[{int(e.backend), int(e.unit), e.bytes}];
+        c.seconds += double(e.dur_ns) / 1e9;
+        c.gbs += e.value;
+        c.ranks += 1;
+        group = e.group_size;
+    }
+    Json points = Json::array();
+    std::map<std::pair<int, int>, std::pair<std::vector<double>, std::vector<double>>> series;
+    for (const auto& [key, c] : cells) {
+        const auto [backend, op, size] = key;
+        const double seconds = c.seconds / c.ranks;
+        points.push_back(Json{{"backend", std::string(commBackendLabel(CommBackend(backend)))},
+                              {"op", kOps[op]},
+                              {"size_bytes", size},
+                              {"time_us", seconds * 1e6},
+                              {"bus_bandwidth_gbs", c.gbs / c.ranks}});
+        auto& [wire, times] = series[{backend, op}];
+        wire.push_back(ringFactor(kOps[op], group) * double(size));
+        times.push_back(seconds);
+    }
+    Json model = Json::array();
+    for (const auto& [key, s] : series) {
+        const AlphaBetaFit fit = fitAlphaBeta(s.first, s.second);
+        if (!fit.ok) continue;
+        model.push_back(Json{{"backend", std::string(commBackendLabel(CommBackend(key.first)))},
+                             {"op", kOps[key.second]},
+                             {"alpha_us", fit.alpha_s * 1e6},
+                             {"bandwidth_gbs", fit.bandwidth_bytes_s / 1e9}});
+    }
+    return Json{{"ranks", group}, {"points", points}, {"cost_model", model}};
+}
+
 // Committed vs attempted steps and one entry per fault (recovery_measure.hpp).
 Json faultToleranceJson(const RunRecord& record) {
     const RecoveryMeasure m = measureRecoveries(record.events, int(record.ranks.size()));
@@ -191,8 +238,9 @@ std::string summaryJson(const RunRecord& record) {
     const int worldSize = static_cast<int>(record.ranks.size());
     std::vector<RankTally> tallies(static_cast<size_t>(worldSize));
 
-    // Collectives: Work records are correlated by (rank, kind, seq).
-    using WorkKey = std::tuple<int, EventKind, uint64_t>;
+    // Collectives: Work records are correlated by (rank, kind, group, backend,
+    // peer, seq): seq counts per communicator.
+    using WorkKey = std::tuple<int, EventKind, uint8_t, CommBackend, int16_t, uint64_t>;
     std::map<EventKind, CollectiveTally> collectives;
     std::map<WorkKey, int64_t> openWork; // started, not yet ended -> bytes of the start
     int64_t failedCollectives = 0;
@@ -203,7 +251,7 @@ std::string summaryJson(const RunRecord& record) {
         if (e.rank < 0 || e.rank >= worldSize)
             continue;
         RankTally& tally = tallies[static_cast<size_t>(e.rank)];
-        const WorkKey key{e.rank, e.kind, e.seq};
+        const WorkKey key{e.rank, e.kind, e.group, e.backend, e.peer, e.seq};
         switch (e.phase) {
         case EventPhase::Span:
             if (e.kind == EventKind::Step && e.step >= 0) {
@@ -373,6 +421,8 @@ std::string summaryJson(const RunRecord& record) {
                            {"bytes_sent_per_step", bytesPerStepTheory(record.scenario)}};
     }
     if (record.scenario.fault_tolerance.enabled) j["fault_tolerance"] = faultToleranceJson(record);
+    if (record.scenario.strategy.kind == "collectives") j["bus_bandwidth"] = busBandwidthJson(record);
+    j["backend"] = record.scenario.topology.backend;
     j["params_checksum"] = checksums;
     j["dropped_events"] = dropped;
     j["dropped_events_total"] = droppedTotal;

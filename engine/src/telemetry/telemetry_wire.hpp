@@ -24,7 +24,7 @@
 
 namespace dt::wire {
 
-constexpr uint32_t kWireVersion = 4; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4: DiLoCo kinds, SetLink
+constexpr uint32_t kWireVersion = 5; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4: DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;

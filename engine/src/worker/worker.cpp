@@ -17,7 +17,6 @@
 // and the rank exits with kExitRankFailed.
 #include "dtlab/worker.hpp"
 
-#include "comm/gloo_communicator.hpp"
 #include "data/data_source.hpp"
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
@@ -31,6 +30,9 @@
 #include "telemetry/telemetry_sender.hpp"
 #include "telemetry/telemetry_wire.hpp"
 #include "worker/params_io.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "worker/collectives_run.hpp"
+#include "worker/rank_groups.hpp"
 #include "worker/step_gate.hpp"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -43,6 +45,8 @@
 #include <iostream>
 #include <sstream>
 #include <thread>
+#include <csignal>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 namespace dt {
@@ -151,49 +155,6 @@ struct UnitSpans {
         return t;
     }
 };
-
-// The communicators of this rank: the world, and for hsdp the shard group
-// (the ranks of this replica) and the replicate group (the ranks holding the
-// same shard in every replica), each on its own TCPStore prefix.
-struct RankGroups {
-    std::unique_ptr<Communicator> world, shard, replicate, data_parallel;
-};
-
-RankGroups makeGroups(const LaunchEnv& env, const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store,
-                      EventSink* sink) {
-    GlooOptions gloo;
-    gloo.timeout = std::chrono::milliseconds(int64_t(scenario.run.timeout_s * 1000));
-    const bool loopback = env.master_host == "127.0.0.1" || env.master_host == "localhost" || env.master_host.empty();
-    gloo.interface_host = "127.0.0.1";
-    if (!loopback) {
-        char host[256] = {0};
-        gethostname(host, sizeof(host) - 1);
-        gloo.interface_host = host;
-    }
-    RankGroups g;
-    g.world = makeGlooCommunicator(store, env.rank, env.world, gloo, sink);
-    if (scenario.strategy.kind == "hsdp") {
-        const int shards = env.world / scenario.topology.replicas;
-        const int replica = env.rank / shards, shard = env.rank % shards;
-        GlooOptions o = gloo;
-        o.prefix = "dtlab/shard" + std::to_string(replica);
-        g.shard = makeGlooCommunicator(store, shard, shards, o, sink);
-        g.shard->setGroupId(groupIdShard(replica));
-        o.prefix = "dtlab/replicate" + std::to_string(shard);
-        g.replicate = makeGlooCommunicator(store, replica, scenario.topology.replicas, o, sink);
-        g.replicate->setGroupId(groupIdReplicate(shard));
-    }
-    if (scenario.strategy.kind == "pipeline" && env.world > scenario.topology.stages) {
-        // Pipelines side by side: the ranks running the same stage average their gradients.
-        const int stages = scenario.topology.stages;
-        const int stage = env.rank % stages, replica = env.rank / stages;
-        GlooOptions o = gloo;
-        o.prefix = "dtlab/pipe_dp" + std::to_string(stage);
-        g.data_parallel = makeGlooCommunicator(store, replica, env.world / stages, o, sink);
-        g.data_parallel->setGroupId(groupIdReplicate(stage));
-    }
-    return g;
-}
 
 bool isCheckpointStep(const RunConfig& run, int step) {
     if (run.checkpoint_dir.empty()) return false;
@@ -384,6 +345,9 @@ int runWorker(const WorkerArgs& args) {
         std::cerr << "dtrun worker: " << e.what() << "\n";
         return kExitUsage;
     }
+    // Under mpirun the launcher is our parent: die with it, so a Session that
+    // kills mpirun (or an mpirun that aborts) leaves no orphan ranks.
+    if (env.launcher == "mpirun") prctl(PR_SET_PDEATHSIG, SIGKILL);
     useOneBlasThread();
     installTrackingAllocator();
 
@@ -468,6 +432,8 @@ int runWorker(const WorkerArgs& args) {
             context.faults = &ft_faults;
             context.link = &link;
             code = scenario.strategy.kind == "diloco" ? trainFaultTolerantDiloco(context) : trainFaultTolerant(context);
+        } else if (scenario.strategy.kind == "collectives") {
+            code = runCollectives(env, scenario, sender, gate, store);
         } else {
             code = train(env, scenario, sender, gate, store, params_out_dir, link);
         }
@@ -494,6 +460,10 @@ int runWorker(const WorkerArgs& args) {
         // or torchrun this line is the only place a person sees it.
         if (env.launcher != "dtlab") std::cerr << "dtrun worker (rank " << env.rank << "): " << error << "\n";
     }
+    // A rank that finished cleanly has destroyed its communicators: finalise
+    // MPI so mpirun sees a normal end. (A failed rank exits without it, and
+    // mpirun then aborts the job, as MPI does when a rank dies.)
+    if (code == 0) finalizeMpi();
     sender.close();
     // Skip destructors: a process group whose peers died can block in its
     // destructor; everything worth keeping has been sent.
