@@ -73,7 +73,14 @@ TEST_CASE("every scenario in scenarios/ runs headless for a few steps", "[smoke]
             REQUIRE(it::fileExists(summary_path));
             const auto s = it::readJsonFile(summary_path);
             INFO("summary: " << s.dump());
-            if (scenario.fault_tolerance.enabled) {
+            if (scenario.strategy.kind == "collectives") {
+                // The backend comparison: a bus bandwidth per (backend, op, size) measured.
+                CHECK(r.exit_code == 0);
+                CHECK(s["ok"] == true);
+                const size_t expected = size_t(steps) * scenario.collectives.backends.size() * scenario.collectives.ops.size();
+                CHECK(s["bus_bandwidth"]["points"].size() == expected);
+                for (const auto& p : s["bus_bandwidth"]["points"]) CHECK(p["bus_bandwidth_gbs"].get<double>() > 0);
+            } else if (scenario.fault_tolerance.enabled) {
                 // Under the quorum a fault is survived: the run finishes and says how.
                 CHECK(r.exit_code == 0);
                 CHECK(s["ok"] == true);

@@ -238,7 +238,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().column == 2);
         CHECK(std::string(e.what()) ==
               "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], [data], "
-              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], [chaos], [diloco], [network]");
+              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], [chaos], [diloco], [network], [collectives]");
     }
 
     SECTION("a key in [[faults]] that does not exist is reported") {
@@ -312,6 +312,38 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         UsageError e = parseError(kHeader + "[network]\nbandwidth_mbit_s = -1\n");
         CHECK(e.where().line == 4);
         CHECK(std::string(e.what()).find("[network] bandwidth_mbit_s") != std::string::npos);
+    }
+
+    SECTION("fault tolerance on the mpi backend is refused with the reason") {
+        UsageError e = parseError(kHeader + "[topology]\nbackend = \"mpi\"\n[fault_tolerance]\nenabled = true\n");
+        CHECK(e.where().line == 4);
+        CHECK(std::string(e.what()).find("backend = \"mpi\" cannot be fault tolerant") != std::string::npos);
+        CHECK(std::string(e.what()).find("Open MPI aborts the whole job") != std::string::npos);
+    }
+
+    SECTION("an unknown backend lists the accepted ones") {
+        UsageError e = parseError(kHeader + "[topology]\nbackend = \"nccl\"\n");
+        CHECK(e.where().line == 4);
+        CHECK(std::string(e.what()).find("\"gloo\", \"mpi\"") != std::string::npos);
+    }
+
+    SECTION("a collectives run with more steps than sizes is refused") {
+        UsageError e = parseError(kHeader + "[strategy]\nkind = \"collectives\"\n[collectives]\nsizes_kb = [4, 64]\n"
+                                            "[run]\nsteps = 3\n");
+        CHECK(std::string(e.what()).find("steps = 3 but [collectives] sizes_kb has only 2 sizes") != std::string::npos);
+    }
+
+    SECTION("a collectives backend named twice is refused") {
+        UsageError e = parseError(kHeader + "[strategy]\nkind = \"collectives\"\n[collectives]\n"
+                                            "backends = [\"gloo\", \"gloo\"]\n[run]\nsteps = 1\n");
+        CHECK(std::string(e.what()).find("backends names \"gloo\" twice") != std::string::npos);
+    }
+
+    SECTION("a collectives op that does not exist names the accepted ones at its place") {
+        UsageError e = parseError(kHeader + "[strategy]\nkind = \"collectives\"\n[collectives]\n"
+                                            "ops = [\"all_reduce\", \"all_to_all\"]\n");
+        CHECK(e.where().line == 6);
+        CHECK(std::string(e.what()).find("all_to_all") != std::string::npos);
     }
 
     SECTION("[chaos] without fault tolerance is refused") {
@@ -818,7 +850,7 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
         s.strategy.kind = "zero4";
         UsageError e = validateError(s, "--strategy");
         CHECK(std::string(e.what()) ==
-              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", \"pipeline\", \"diloco\", got \"zero4\"");
+              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", \"pipeline\", \"diloco\", \"collectives\", got \"zero4\"");
     }
 
     SECTION("replicas without hsdp, an uneven replica split and an uneven microbatch split are refused") {

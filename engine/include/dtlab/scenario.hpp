@@ -125,7 +125,7 @@ struct NetworkConfig {
 // factor: 2(N-1)/N for all-reduce, (N-1)/N for all-gather / reduce-scatter).
 struct CollectivesConfig {
     std::vector<std::string> ops = {"all_reduce"};       // "all_reduce" | "all_gather" | "reduce_scatter"
-    std::vector<int> sizes_kb = {4, 64, 1024, 16384};     // message sizes (the full tensor), one per step
+    std::vector<int> sizes_kb = {4, 64, 1024, 16384};     // message sizes (the full tensor); step s measures sizes_kb[s]
     std::vector<std::string> backends = {"gloo", "mpi"};  // compared side by side on one timeline
     int repeats = 5;                                      // timed calls per (backend, op, size)
 };

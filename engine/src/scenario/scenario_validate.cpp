@@ -330,9 +330,9 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                 if (c.backends[i] == c.backends[j])
                     return Problem{"collectives", {"backends"}, -1,
                                    "[collectives] backends names \"" + c.backends[i] + "\" twice"};
-        if (c.sizes_kb.size() != size_t(steps))
+        if (size_t(steps) > c.sizes_kb.size())
             return Problem{"run", {"steps"}, -1,
-                           "[run] steps = " + std::to_string(steps) + " but [collectives] sizes_kb has " +
+                           "[run] steps = " + std::to_string(steps) + " but [collectives] sizes_kb has only " +
                                std::to_string(c.sizes_kb.size()) + " sizes (a collectives run measures one size per step)"};
         if (s.fault_tolerance.enabled)
             return Problem{"fault_tolerance", {"enabled"}, -1,
