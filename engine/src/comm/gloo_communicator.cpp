@@ -62,11 +62,14 @@ protected:
     }
 
     void doAllGather(at::Tensor& out, at::Tensor& x) override {
+        // Gloo gathers into one flat buffer, then copies rank i's part into
+        // outputs[0][i]: give it views of `out`, so the bytes are copied once.
         std::vector<at::Tensor> inputs{x};
         std::vector<std::vector<at::Tensor>> outputs(1);
-        for (int i = 0; i < size(); ++i) outputs[0].push_back(at::empty_like(x));
+        const at::Tensor flat = out.view(-1);
+        const int64_t n = x.numel();
+        for (int i = 0; i < size(); ++i) outputs[0].push_back(flat.narrow(0, i * n, n).view_as(x));
         run("all-gather", [&] { return m_pg->allgather(outputs, inputs); });
-        out.copy_(at::cat(outputs[0]).view_as(out));
     }
 
     void doReduceScatter(at::Tensor& out, at::Tensor& x) override {

@@ -1,0 +1,182 @@
+// bench_collectives.cpp: bus bandwidth of dtlab's Gloo and MPI communicators
+// against raw c10d ProcessGroupGloo and raw MPI calls of the same sizes, in
+// the same processes, interleaved (a burst of other work slows all of them).
+//
+//   mpirun -np N bench_collectives PORT [MAX_MB]
+//
+// Per op (all-reduce, all-gather, reduce-scatter) and size S (4 KiB x 4^k up
+// to MAX_MB, default 64 MiB), each implementation is timed in ROUNDS rounds
+// of `iters` back-to-back calls (iters = 256 MiB / S, 3..50), the rounds
+// interleaved between implementations; the time per call is the median round.
+// Bus bandwidth = ring factor x S / time (dtlab/collective_cost.hpp).
+// Rank 0 prints one markdown row per (op, size):
+//   | op | size | N | dtlab gloo | raw c10d gloo | ratio | dtlab mpi | raw MPI | ratio |
+// ratio = dtlab / raw (1.0 = no overhead). LibTorch 1.13's Gloo has no
+// reduce-scatter, so dtlab runs a ring of Gloo sends; there is no raw c10d
+// Gloo call to compare it with (the row says n/a).
+//
+// dtlab's calls go through its communicator thread (queue, CommWork wait);
+// the raw calls are made on the calling thread.
+#include "comm/gloo_communicator.hpp"
+#include "comm/mpi_communicator.hpp"
+#include "dtlab/collective_cost.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kRounds = 5;
+
+double nowSeconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+int envInt(const char* name) {
+    const char* v = std::getenv(name);
+    if (!v) {
+        std::fprintf(stderr, "bench_collectives: %s is not set: run it under mpirun\n", name);
+        std::exit(2);
+    }
+    return std::atoi(v);
+}
+
+struct Buffers {
+    at::Tensor full;                 // S bytes: all-reduce in place, reduce-scatter input, all-gather output
+    at::Tensor chunk;                // S / N: all-gather input, reduce-scatter output
+    std::vector<at::Tensor> chunks;  // views of `full` (raw c10d all-gather outputs)
+};
+
+using Call = std::function<void()>;
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: mpirun -np N bench_collectives PORT [MAX_MB]\n");
+        return 2;
+    }
+    const int port = std::atoi(argv[1]);
+    const int64_t max_bytes = int64_t(argc > 2 ? std::atof(argv[2]) : 64.0) * 1024 * 1024;
+    const int rank = envInt("OMPI_COMM_WORLD_RANK"), n = envInt("OMPI_COMM_WORLD_SIZE");
+    at::set_num_threads(1);
+
+    // dtlab's MPI communicator initialises MPI (MPI_THREAD_MULTIPLE).
+    auto dtlab_mpi = dt::makeMpiCommunicator(0, rank, n, nullptr);
+    MPI_Comm raw_mpi = MPI_COMM_NULL;
+    MPI_Comm_dup(MPI_COMM_WORLD, &raw_mpi);
+
+    c10d::TCPStoreOptions store_options;
+    store_options.port = uint16_t(port);
+    store_options.isServer = rank == 0;
+    store_options.waitWorkers = false;
+    store_options.timeout = std::chrono::seconds(60);
+    auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
+    dt::GlooOptions gloo;
+    gloo.prefix = "bench/dtlab";
+    gloo.timeout = std::chrono::milliseconds(120000);
+    auto dtlab_gloo = dt::makeGlooCommunicator(store, rank, n, gloo, nullptr);
+    // Raw c10d: the same options dtlab uses (one device on 127.0.0.1, one thread).
+    auto raw_options = c10d::ProcessGroupGloo::Options::create(std::chrono::milliseconds(120000));
+    raw_options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    raw_options->threads = 1;
+    auto raw_gloo = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("bench/raw", store), rank, n, raw_options);
+
+    if (rank == 0) {
+        std::printf("| op | size | ranks | dtlab gloo GB/s | raw c10d gloo GB/s | ratio | dtlab mpi GB/s | raw MPI GB/s | ratio |\n");
+        std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    }
+    for (const std::string op : {"all_reduce", "all_gather", "reduce_scatter"}) {
+        for (int64_t size = 4096; size <= max_bytes; size *= 4) {
+            const int64_t floats = std::max<int64_t>(n, size / 4 / n * n);
+            const int64_t bytes = floats * 4;
+            Buffers b;
+            b.full = at::ones({floats}, at::kFloat);
+            b.chunk = at::ones({floats / n}, at::kFloat);
+            for (int r = 0; r < n; ++r) b.chunks.push_back(b.full.narrow(0, r * (floats / n), floats / n));
+            const int count = int(floats / n);
+
+            // The four implementations of this op (empty = none).
+            Call dtlab_g, raw_g, dtlab_m, raw_m;
+            if (op == "all_reduce") {
+                dtlab_g = [&] { dtlab_gloo->allReduce(b.full)->wait(); };
+                raw_g = [&] {
+                    std::vector<at::Tensor> t{b.full};
+                    raw_gloo->allreduce(t)->wait();
+                };
+                dtlab_m = [&] { dtlab_mpi->allReduce(b.full)->wait(); };
+                raw_m = [&] {
+                    MPI_Allreduce(MPI_IN_PLACE, b.full.data_ptr<float>(), int(floats), MPI_FLOAT, MPI_SUM, raw_mpi);
+                };
+            } else if (op == "all_gather") {
+                dtlab_g = [&] { dtlab_gloo->allGather(b.full, b.chunk)->wait(); };
+                raw_g = [&] {
+                    std::vector<at::Tensor> in{b.chunk};
+                    std::vector<std::vector<at::Tensor>> out{b.chunks};
+                    raw_gloo->allgather(out, in)->wait();
+                };
+                dtlab_m = [&] { dtlab_mpi->allGather(b.full, b.chunk)->wait(); };
+                raw_m = [&] {
+                    MPI_Allgather(b.chunk.data_ptr<float>(), count, MPI_FLOAT, b.full.data_ptr<float>(), count,
+                                  MPI_FLOAT, raw_mpi);
+                };
+            } else {
+                dtlab_g = [&] { dtlab_gloo->reduceScatter(b.chunk, b.full)->wait(); };
+                dtlab_m = [&] { dtlab_mpi->reduceScatter(b.chunk, b.full)->wait(); };
+                raw_m = [&] {
+                    MPI_Reduce_scatter_block(b.full.data_ptr<float>(), b.chunk.data_ptr<float>(), count, MPI_FLOAT,
+                                             MPI_SUM, raw_mpi);
+                };
+            }
+            std::vector<Call*> calls{&dtlab_g, &raw_g, &dtlab_m, &raw_m};
+            const int iters = int(std::clamp<int64_t>((int64_t(256) << 20) / bytes, 3, 50));
+            std::vector<std::vector<double>> rounds(calls.size());
+            for (Call* c : calls)
+                if (*c) (*c)(); // warm-up
+            for (int round = 0; round < kRounds; ++round)
+                for (size_t i = 0; i < calls.size(); ++i) {
+                    if (!*calls[i]) continue;
+                    MPI_Barrier(raw_mpi); // start together
+                    const double t0 = nowSeconds();
+                    for (int k = 0; k < iters; ++k) (*calls[i])();
+                    rounds[i].push_back((nowSeconds() - t0) / iters);
+                }
+            if (rank != 0) continue;
+            double gbs[4] = {0, 0, 0, 0};
+            for (size_t i = 0; i < calls.size(); ++i) {
+                if (rounds[i].empty()) continue;
+                std::sort(rounds[i].begin(), rounds[i].end());
+                gbs[i] = dt::busBandwidthGBs(op, double(bytes), n, rounds[i][rounds[i].size() / 2]);
+            }
+            auto cell = [](double v) { return v > 0 ? std::to_string(v).substr(0, 5) : std::string("n/a"); };
+            auto ratio = [](double a, double b) { return b > 0 ? std::to_string(a / b).substr(0, 4) : std::string("n/a"); };
+            const std::string label = bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB"
+                                                         : std::to_string(bytes >> 10) + " KiB";
+            std::printf("| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", op.c_str(), label.c_str(), n,
+                        cell(gbs[0]).c_str(), cell(gbs[1]).c_str(), ratio(gbs[0], gbs[1]).c_str(),
+                        cell(gbs[2]).c_str(), cell(gbs[3]).c_str(), ratio(gbs[2], gbs[3]).c_str());
+            std::fflush(stdout);
+        }
+    }
+    MPI_Barrier(raw_mpi);
+    dtlab_gloo.reset();
+    dtlab_mpi.reset();
+    raw_gloo.reset();
+    MPI_Comm_free(&raw_mpi);
+    dt::finalizeMpi();
+    return 0;
+}
