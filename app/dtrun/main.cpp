@@ -87,6 +87,7 @@ struct RunFlags {
     std::string params_out;
     std::string record_path;
     std::string backend;
+    std::string token_file;
     std::string listen_host = "127.0.0.1";
     int port = 0;
     bool external = false;
@@ -190,6 +191,12 @@ int runCommand(const RunFlags& f) {
     options.worker_executable = selfExecutable();
     options.spawn_ranks = !f.external;
     options.listen_host = f.listen_host;
+    try {
+        options.token = dt::readSessionToken(f.token_file);
+    } catch (const dt::UsageError& e) {
+        std::cerr << "dtrun: " << e.what() << "\n";
+        return dt::kExitUsage;
+    }
     options.store_port = f.port;
     options.params_out_dir = f.params_out;
 
@@ -337,7 +344,10 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--params-out", run.params_out, "each rank writes its final parameters into this directory");
     run_cmd->add_option("--backend", run.backend, "override [topology] backend: gloo, or mpi (ranks started by mpirun)")
         ->check(CLI::IsMember({"gloo", "mpi"}));
-    run_cmd->add_option("--listen", run.listen_host, "address the Session listens on (default 127.0.0.1)");
+    run_cmd->add_option("--listen", run.listen_host,
+                        "address the Session listens on (default 127.0.0.1; another address needs a token)");
+    run_cmd->add_option("--token-file", run.token_file,
+                        "file (mode 600) whose first line is the token every rank must present (or set DTLAB_TOKEN)");
     run_cmd->add_option("--port", run.port, "rendezvous store port (default: any free port)");
     run_cmd->add_flag("--external", run.external, "start no ranks: wait for ranks started by mpirun or torchrun");
     run_cmd->add_flag("--no-telemetry", run.no_telemetry, "send only per-step records (step time, loss, checksum)");
@@ -371,6 +381,7 @@ int main(int argc, char** argv) {
     worker_cmd->add_option("--world", worker.flags.world, "number of ranks");
     worker_cmd->add_option("--join", worker.flags.join, "the Session's store address HOST:PORT");
     worker_cmd->add_option("--params-out", worker.params_out_dir, "write final parameters into this directory");
+    worker_cmd->add_option("--token-file", worker.token_file, "the Session's token (default: DTLAB_TOKEN)");
     worker_cmd->add_option("--incarnation", worker.incarnation, "fault tolerance: restarts of this rank so far (set by the Session)");
 
     try {

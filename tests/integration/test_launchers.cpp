@@ -29,7 +29,7 @@ struct ExternalSession {
     std::string summary;
     std::unique_ptr<it::Process> process;
 
-    ExternalSession(const it::TempDir& dir, int ranks) {
+    ExternalSession(const it::TempDir& dir, int ranks, const std::string& token = "") {
         summary = dir.file("s.json");
         it::ScenarioSpec spec;
         spec.name = "launcher test";
@@ -42,7 +42,9 @@ struct ExternalSession {
             process = std::make_unique<it::Process>(
                 std::vector<std::string>{it::dtrunPath(), "run", scenario, "--external", "--port",
                                          std::to_string(port), "--summary", summary},
-                it::ProcessOptions{{}, kLauncherVariables, 180.0, ""});
+                it::ProcessOptions{token.empty() ? std::vector<std::pair<std::string, std::string>>{}
+                                                 : std::vector<std::pair<std::string, std::string>>{{"DTLAB_TOKEN", token}},
+                                   kLauncherVariables, 180.0, ""});
             const bool listening = it::waitFor(
                 [&] {
                     return contains(process->stderrSoFar(), "waiting for ranks to join at") ||
@@ -151,3 +153,39 @@ TEST_CASE("a worker whose world size differs from the Session's is refused", "[l
     CHECK_FALSE(r.timed_out);
     CHECK(r.exit_code == 1);
 }
+
+TEST_CASE("a Session with a token runs only workers that hold it", "[launch][auth]") {
+    it::TempDir dir;
+    ExternalSession session(dir, 2, "workshop-token-42");
+    auto workerOptions = [&](int rank, const std::string& token) {
+        it::ProcessOptions opts;
+        opts.unset_env = kLauncherVariables;
+        opts.env = {{"RANK", std::to_string(rank)},
+                    {"WORLD_SIZE", "2"},
+                    {"MASTER_ADDR", "127.0.0.1"},
+                    {"MASTER_PORT", std::to_string(session.port)}};
+        if (!token.empty()) opts.env.push_back({"DTLAB_TOKEN", token});
+        else opts.unset_env.push_back("DTLAB_TOKEN");
+        opts.timeout_s = 120;
+        return opts;
+    };
+
+    SECTION("a worker without the token, or with another, is refused with the reason; the right ones train") {
+        for (const std::string token : {"", "guess"}) {
+            const auto w = it::runDtrun({"worker"}, workerOptions(0, token));
+            INFO("worker with token '" << token << "': " << it::describe(w));
+            CHECK(w.exit_code == 2);
+            CHECK(contains(w.err, "not signed with this rank's token"));
+        }
+        it::Process rank1({it::dtrunPath(), "worker"}, workerOptions(1, "workshop-token-42"));
+        const auto w0 = it::runDtrun({"worker"}, workerOptions(0, "workshop-token-42"));
+        INFO("rank 0: " << it::describe(w0));
+        CHECK(w0.exit_code == 0);
+        CHECK(rank1.wait(60.0).exit_code == 0);
+        const auto r = session.process->wait(60.0);
+        INFO("dtrun: " << it::describe(r));
+        CHECK(r.exit_code == 0);
+        checkTwoRankSummary(session.summary);
+    }
+}
+

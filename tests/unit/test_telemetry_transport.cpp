@@ -222,6 +222,8 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
     SECTION("a connection with another wire version is refused through onProtocolError") {
         const int fd = dt::wire::connectTcp("127.0.0.1", collector.port(), 2000);
         REQUIRE(fd >= 0);
+        dt::wire::Challenge challenge{};
+        REQUIRE(dt::wire::recvAll(fd, &challenge, sizeof(challenge)));
         dt::wire::Hello hello{};
         std::memcpy(hello.magic, dt::wire::kMagic, 4);
         hello.version = dt::wire::kWireVersion + 1;
@@ -274,6 +276,92 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
     }
 
     collector.stop();
+}
+
+TEST_CASE("Ranks and Session prove the shared token to each other", "[telemetry][auth]") {
+    TestSink sink;
+    dt::TelemetryCollector collector("127.0.0.1", 0, sink, "s3cret-token");
+    collector.start();
+
+    SECTION("a rank with the token is welcomed and its events arrive") {
+        dt::TelemetrySender sender(2, 64);
+        sender.connect("127.0.0.1", collector.port(), 2000, "s3cret-token");
+        REQUIRE(sink.waitUntil([&] { return !sink.hellos.empty(); }));
+        sender.emit(stepEvent(0));
+        sender.close();
+        REQUIRE(sink.waitUntil([&] { return !sink.disconnects.empty(); }));
+        CHECK(sink.read([&] { return sink.events.size(); }) == 1);
+        CHECK(sink.read([&] { return sink.protocol_errors.size(); }) == 0);
+    }
+
+    SECTION("a rank with a wrong token is refused, told why, and the refusal is logged with its address") {
+        dt::TelemetrySender sender(4, 64);
+        try {
+            sender.connect("127.0.0.1", collector.port(), 2000, "guess");
+            FAIL("connect succeeded with a wrong token");
+        } catch (const std::runtime_error& e) {
+            CHECK_THAT(e.what(), Catch::Matchers::Contains("refused this rank: wrong or missing token"));
+        }
+        REQUIRE(sink.waitUntil([&] { return !sink.protocol_errors.empty(); }));
+        sink.read([&] {
+            CHECK_THAT(sink.protocol_errors[0], Catch::Matchers::Contains("refused a telemetry connection from 127.0.0.1:"));
+            CHECK_THAT(sink.protocol_errors[0], Catch::Matchers::Contains("rank 4"));
+            CHECK_THAT(sink.protocol_errors[0], Catch::Matchers::Contains("did not prove the token"));
+            CHECK(sink.hellos.empty());
+            return 0;
+        });
+    }
+
+    SECTION("a rank without a token is refused the same way") {
+        dt::TelemetrySender sender(0, 64);
+        CHECK_THROWS_AS(sender.connect("127.0.0.1", collector.port(), 2000), std::runtime_error);
+        REQUIRE(sink.waitUntil([&] { return !sink.protocol_errors.empty(); }));
+        CHECK(sink.read([&] { return sink.hellos.empty(); }));
+    }
+
+    SECTION("a client that sends nothing holds no reader: it is refused after the handshake timeout") {
+        // (10 s: only checked to end, not timed)
+        const int fd = dt::wire::connectTcp("127.0.0.1", collector.port(), 2000);
+        REQUIRE(fd >= 0);
+        dt::wire::Challenge challenge{};
+        REQUIRE(dt::wire::recvAll(fd, &challenge, sizeof(challenge)));
+        CHECK(std::memcmp(challenge.magic, dt::wire::kChallengeMagic, 4) == 0);
+        REQUIRE(sink.waitUntil([&] { return !sink.protocol_errors.empty(); }, std::chrono::seconds(15)));
+        CHECK_THAT(sink.read([&] { return sink.protocol_errors[0]; }), Catch::Matchers::Contains("no hello within 10 s"));
+        ::close(fd);
+    }
+    collector.stop();
+}
+
+TEST_CASE("A rank refuses a Session that cannot prove the token", "[telemetry][auth]") {
+    // A fake Session: sends a challenge, then a Welcome whose proof is made
+    // with another token (what a port squatter would have to do).
+    int port = 0;
+    const int fake_fd = dt::wire::listenTcp("127.0.0.1", 0, &port);
+    std::thread fake([fake_fd] {
+        const int fd = ::accept(fake_fd, nullptr, nullptr);
+        dt::wire::Challenge challenge{};
+        std::memcpy(challenge.magic, dt::wire::kChallengeMagic, 4);
+        challenge.version = dt::wire::kWireVersion;
+        dt::wire::sendAll(fd, &challenge, sizeof(challenge));
+        dt::wire::Hello hello{};
+        dt::wire::recvAll(fd, &hello, sizeof(hello));
+        dt::wire::Welcome welcome{};
+        std::memcpy(welcome.magic, dt::wire::kWelcomeMagic, 4);
+        welcome.proof = dt::wire::sessionProof("not-the-token", challenge.session_nonce, hello.rank_nonce);
+        dt::wire::sendAll(fd, &welcome, sizeof(welcome));
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        ::close(fd);
+    });
+    dt::TelemetrySender sender(1, 16);
+    try {
+        sender.connect("127.0.0.1", port, 2000, "the-token");
+        FAIL("the rank accepted a Session without the token");
+    } catch (const std::runtime_error& e) {
+        CHECK_THAT(e.what(), Catch::Matchers::Contains("did not prove it holds the token"));
+    }
+    fake.join();
+    ::close(fake_fd);
 }
 
 TEST_CASE("splitAddress parses HOST:PORT and refuses the rest", "[telemetry]") {

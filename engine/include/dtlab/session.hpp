@@ -25,11 +25,20 @@
 
 namespace dt {
 
+// True for 127.0.0.0/8, ::1 and "localhost": addresses no other host reaches.
+[[nodiscard]] bool isLoopbackAddress(const std::string& host);
+
 struct SessionOptions {
     Scenario scenario;
     std::string worker_executable;      // path of dtrun (spawned as `dtrun worker ...`)
     bool spawn_ranks = true;            // false: wait for ranks started by mpirun/torchrun
+    // Where the store, telemetry/control and lighthouse ports listen. Loopback
+    // by default; any other address needs a `token` (the Session refuses to
+    // start without one), because the control channel can kill processes.
     std::string listen_host = "127.0.0.1";
+    // Shared secret every rank must prove it holds (telemetry_wire.hpp's
+    // handshake); ranks the Session starts get it in DTLAB_TOKEN. "" = none.
+    std::string token;
     int store_port = 0;                 // 0 = pick a free port
     std::string params_out_dir;         // if set, each rank writes its final parameters here
 };

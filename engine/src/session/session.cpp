@@ -45,6 +45,10 @@
 
 namespace dt {
 
+bool isLoopbackAddress(const std::string& host) {
+    return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 std::string_view rankStateLabel(RankState state) {
     switch (state) {
     case RankState::Pending: return "pending";
@@ -96,9 +100,16 @@ struct Session::Impl final : TelemetrySink {
     // under mpirun the pid the rank reported. False if it is not running.
     bool signalRankProcess(int rank, int signo) {
         if (supervisor.signal(rank, signo)) return true;
-        if (!via_mpirun || rank < 0 || rank >= world) return false;
-        const int pid = rank_pids[size_t(rank)].load();
-        return pid > 0 && ::kill(pid, signo) == 0;
+        if (rank < 0 || rank >= world) return false;
+        if (via_mpirun) {
+            const int pid = rank_pids[size_t(rank)].load();
+            return pid > 0 && ::kill(pid, signo) == 0;
+        }
+        // A joined rank (mpirun or torchrun we did not start, maybe on
+        // another host): a kill goes over its authenticated control channel.
+        if (!options.spawn_ranks && signo == SIGKILL)
+            return collector->sendControl(rank, {uint32_t(wire::ControlCommand::KillSelf), 0, 0, 0.0});
+        return false;
     }
     // SIGKILL every process of the run (proc_mutex held): under mpirun the
     // ranks first (they also die with mpirun: PR_SET_PDEATHSIG), then mpirun.
@@ -332,7 +343,7 @@ struct Session::Impl final : TelemetrySink {
     // [SECTION] Fault tolerance: restarts, deferred faults, chaos, the end ----
     // Start (or restart) rank `rank` as `dtrun worker`; proc_mutex held.
     pid_t spawnRank(int rank, int incarnation) {
-        const std::map<std::string, std::string> env = {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"}};
+        const std::map<std::string, std::string> env = rankEnvironment();
         std::vector<std::string> argv = {options.worker_executable, "worker", "--rank", std::to_string(rank),
                                          "--world", std::to_string(world), "--join", storeAddressLocked()};
         if (incarnation > 0) argv.insert(argv.end(), {"--incarnation", std::to_string(incarnation)});
@@ -344,16 +355,21 @@ struct Session::Impl final : TelemetrySink {
         std::vector<std::string> argv = {mpirunPath()};
         if (::geteuid() == 0) argv.push_back("--allow-run-as-root"); // Open MPI refuses root without it
         for (const char* a : {"--oversubscribe", "--bind-to", "none", "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS",
-                              "-np"})
+                              "-x", "DTLAB_TOKEN", "-np"})
             argv.push_back(a);
         argv.push_back(std::to_string(world));
         for (const std::string& a : {options.worker_executable, std::string("worker"), std::string("--join"), storeAddressLocked()})
             argv.push_back(a);
-        const std::map<std::string, std::string> env = {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"}};
-        supervisor.spawn(kMpirunChild, argv, env);
+        supervisor.spawn(kMpirunChild, argv, rankEnvironment());
         std::lock_guard<std::mutex> lock(mutex);
         log(LogLevel::Info, "started " + std::to_string(world) + " ranks through mpirun (backend mpi)");
         for (int r = 0; r < world; ++r) progress[size_t(r)].state = RankState::Starting;
+    }
+
+    // The environment of a rank the Session starts: one BLAS thread, and the
+    // token in the environment (not on the command line, which ps shows).
+    std::map<std::string, std::string> rankEnvironment() const {
+        return {{"OPENBLAS_NUM_THREADS", "1"}, {"OMP_NUM_THREADS", "1"}, {"DTLAB_TOKEN", options.token}};
     }
 
     std::string storeAddressLocked() const {
@@ -722,6 +738,10 @@ void Session::start() {
     s.rank_pids = std::make_unique<std::atomic<int>[]>(size_t(world));
     for (int r = 0; r < world; ++r) s.rank_pids[size_t(r)].store(0);
     s.via_mpirun = s.options.spawn_ranks && scenarioUsesMpi(scenario);
+    if (!isLoopbackAddress(s.options.listen_host) && s.options.token.empty())
+        throw UsageError("listening on " + s.options.listen_host +
+                         " opens the Session's control port, which can kill processes, to the network: give a shared "
+                         "token (dtrun --token-file FILE, or DTLAB_TOKEN) that every worker must also present");
     if (s.via_mpirun) {
         if (!mpiAvailable())
             throw UsageError("this scenario uses the mpi backend, but " + mpiUnavailableReason() +
@@ -753,12 +773,16 @@ void Session::start() {
         throw UsageError("cannot start the rendezvous store on " + s.options.listen_host + ":" +
                          std::to_string(s.options.store_port) + ": " + what.substr(0, what.find('\n')));
     }
-    s.collector = std::make_unique<TelemetryCollector>(s.options.listen_host, 0, s);
+    s.collector = std::make_unique<TelemetryCollector>(s.options.listen_host, 0, s, s.options.token);
     s.collector->start();
     auto put = [&](const std::string& key, const std::string& value) {
         s.store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
     };
-    put("dtlab/scenario", scenarioToJson(scenario));
+    const std::string scenario_json = scenarioToJson(scenario);
+    put("dtlab/scenario", scenario_json);
+    // The store has no authentication of its own: ranks check that the
+    // scenario they read is the one a holder of the token wrote.
+    put("dtlab/scenario_proof", wire::textProofHex(s.options.token, scenario_json));
     put("dtlab/telemetry", s.options.listen_host + ":" + std::to_string(s.collector->port()));
     put("dtlab/world", std::to_string(world));
     if (!s.options.params_out_dir.empty()) put("dtlab/params_out", s.options.params_out_dir);

@@ -1,7 +1,9 @@
 // telemetry_collector.cpp: accept loop + one reader thread per rank.
 //
-// Per connection: read Hello (refuse a wrong magic or version), answer
-// kClockPings pings with the Session clock, then read frames until Bye or EOF.
+// Per connection: send a Challenge, read Hello (refuse a wrong magic, version
+// or token proof, and log who was refused), send Welcome with the Session's
+// own proof, answer kClockPings pings with the Session clock, then read
+// frames until Bye or EOF. The handshake must finish within 10 s.
 // Every Event's rank field is overwritten with the connection's rank, so a
 // confused rank cannot write into another rank's lane.
 #include "telemetry/telemetry_collector.hpp"
@@ -9,14 +11,20 @@
 #include "dtlab/clock.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
+#include "core/sha256.hpp"
+
+#include <arpa/inet.h>
 #include <cstring>
+#include <netinet/in.h>
+#include <sys/time.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 namespace dt {
 
-TelemetryCollector::TelemetryCollector(const std::string& host, int port, TelemetrySink& sink) : m_sink(sink) {
+TelemetryCollector::TelemetryCollector(const std::string& host, int port, TelemetrySink& sink, std::string token)
+    : m_sink(sink), m_token(std::move(token)) {
     m_listen_fd = wire::listenTcp(host, port, &m_port);
 }
 
@@ -59,16 +67,66 @@ void TelemetryCollector::acceptLoop() {
     }
 }
 
+namespace {
+
+std::string peerAddress(int fd) {
+    sockaddr_storage address{};
+    socklen_t length = sizeof(address);
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "an unknown peer";
+    char host[INET6_ADDRSTRLEN] = {0};
+    int port = 0;
+    if (address.ss_family == AF_INET) {
+        const auto* a = reinterpret_cast<const sockaddr_in*>(&address);
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+        port = ntohs(a->sin_port);
+    } else if (address.ss_family == AF_INET6) {
+        const auto* a = reinterpret_cast<const sockaddr_in6*>(&address);
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+        port = ntohs(a->sin6_port);
+    }
+    return std::string(host) + ":" + std::to_string(port);
+}
+
+void setReceiveTimeout(int fd, int seconds) {
+    timeval tv{seconds, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+} // namespace
+
+bool TelemetryCollector::authenticate(int fd, wire::Hello& hello) {
+    setReceiveTimeout(fd, 10); // a peer that never answers does not hold a reader for ever
+    wire::Challenge challenge{};
+    std::memcpy(challenge.magic, wire::kChallengeMagic, 4);
+    challenge.version = wire::kWireVersion;
+    challenge.session_nonce = randomNonce();
+    const auto refuse = [&](const std::string& why) {
+        m_sink.onProtocolError("refused a telemetry connection from " + peerAddress(fd) + ": " + why);
+        ::shutdown(fd, SHUT_RDWR);
+        return false;
+    };
+    if (!wire::sendAll(fd, &challenge, sizeof(challenge))) return false;
+    if (!wire::recvAll(fd, &hello, sizeof(hello))) return refuse("no hello within 10 s (not a dtlab rank?)");
+    if (std::memcmp(hello.magic, wire::kMagic, 4) != 0) return refuse("not a dtlab rank (bad magic)");
+    if (hello.version != wire::kWireVersion)
+        return refuse("wire version " + std::to_string(hello.version) + ", expected " +
+                      std::to_string(wire::kWireVersion) + " (a different dtlab build)");
+    hello.host[sizeof(hello.host) - 1] = 0;
+    const wire::Proof expected = wire::rankProof(m_token, challenge.session_nonce, hello.rank_nonce, hello.rank);
+    if (!wire::proofsEqual(expected, hello.proof))
+        return refuse("rank " + std::to_string(hello.rank) + " on " + hello.host +
+                      " did not prove the token (wrong or missing DTLAB_TOKEN / --token-file)");
+    wire::Welcome welcome{};
+    std::memcpy(welcome.magic, wire::kWelcomeMagic, 4);
+    welcome.proof = wire::sessionProof(m_token, challenge.session_nonce, hello.rank_nonce);
+    if (!wire::sendAll(fd, &welcome, sizeof(welcome))) return false;
+    setReceiveTimeout(fd, 0); // frames may be far apart (a paused run)
+    return true;
+}
+
 void TelemetryCollector::readLoop(int fd) {
     wire::Hello hello{};
-    if (!wire::recvAll(fd, &hello, sizeof(hello))) return;
-    if (std::memcmp(hello.magic, wire::kMagic, 4) != 0 || hello.version != wire::kWireVersion) {
-        m_sink.onProtocolError("refused a telemetry connection: wire version " + std::to_string(hello.version) +
-                               ", expected " + std::to_string(wire::kWireVersion));
-        ::shutdown(fd, SHUT_RDWR);
-        return;
-    }
-    hello.host[sizeof(hello.host) - 1] = 0;
+    if (!authenticate(fd, hello)) return;
     const int rank = hello.rank;
     for (int i = 0; i < wire::kClockPings; ++i) {
         int64_t t_rank = 0;

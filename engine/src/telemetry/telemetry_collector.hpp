@@ -31,7 +31,9 @@ public:
 
 class TelemetryCollector {
 public:
-    TelemetryCollector(const std::string& host, int port, TelemetrySink& sink);
+    // `token`: the shared secret every rank must prove it holds (the
+    // handshake in telemetry_wire.hpp); "" is a valid (loopback) token.
+    TelemetryCollector(const std::string& host, int port, TelemetrySink& sink, std::string token = "");
     ~TelemetryCollector();
     [[nodiscard]] int port() const { return m_port; }
     void start();
@@ -43,7 +45,11 @@ private:
     void acceptLoop();
     void readLoop(int fd);
 
+    // The challenge-response of one connection; false = refused (logged).
+    bool authenticate(int fd, wire::Hello& hello);
+
     TelemetrySink& m_sink;
+    std::string m_token;
     int m_listen_fd = -1;
     int m_port = 0;
     std::atomic<bool> m_stopping{false};

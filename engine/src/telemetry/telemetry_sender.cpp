@@ -6,6 +6,7 @@
 // it as one Events frame -> close(): send what is left, then Bye.
 #include "telemetry/telemetry_sender.hpp"
 
+#include "core/sha256.hpp"
 #include "dtlab/clock.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
@@ -23,18 +24,33 @@ TelemetrySender::TelemetrySender(int rank, size_t queue_capacity) : m_rank(rank)
 
 TelemetrySender::~TelemetrySender() { close(); }
 
-void TelemetrySender::connect(const std::string& host, int port, int timeout_ms) {
+void TelemetrySender::connect(const std::string& host, int port, int timeout_ms, const std::string& token) {
     m_fd = wire::connectTcp(host, port, timeout_ms);
-    if (m_fd < 0)
-        throw std::runtime_error("cannot reach the Session's telemetry collector at " + host + ":" +
-                                 std::to_string(port));
+    const std::string where = host + ":" + std::to_string(port);
+    if (m_fd < 0) throw std::runtime_error("cannot reach the Session's telemetry collector at " + where);
+    wire::Challenge challenge{};
+    if (!wire::recvAll(m_fd, &challenge, sizeof(challenge)) || std::memcmp(challenge.magic, wire::kChallengeMagic, 4) != 0)
+        throw std::runtime_error("the telemetry port " + where + " did not send a dtlab challenge");
+    if (challenge.version != wire::kWireVersion)
+        throw std::runtime_error("the Session at " + where + " speaks wire version " + std::to_string(challenge.version) +
+                                 ", this rank " + std::to_string(wire::kWireVersion) + " (a different dtlab build)");
     wire::Hello hello{};
     std::memcpy(hello.magic, wire::kMagic, 4);
     hello.version = wire::kWireVersion;
     hello.rank = m_rank;
     hello.pid = int32_t(::getpid());
     gethostname(hello.host, sizeof(hello.host) - 1);
+    hello.rank_nonce = randomNonce();
+    hello.proof = wire::rankProof(token, challenge.session_nonce, hello.rank_nonce, m_rank);
     if (!wire::sendAll(m_fd, &hello, sizeof(hello))) throw std::runtime_error("telemetry hello failed");
+    wire::Welcome welcome{};
+    if (!wire::recvAll(m_fd, &welcome, sizeof(welcome)))
+        throw std::runtime_error("the Session at " + where +
+                                 " refused this rank: wrong or missing token (DTLAB_TOKEN or --token-file)");
+    if (std::memcmp(welcome.magic, wire::kWelcomeMagic, 4) != 0 ||
+        !wire::proofsEqual(welcome.proof, wire::sessionProof(token, challenge.session_nonce, hello.rank_nonce)))
+        throw std::runtime_error("the Session at " + where +
+                                 " did not prove it holds the token: refusing its control messages");
 
     int64_t best_rtt = INT64_MAX;
     for (int i = 0; i < wire::kClockPings; ++i) {

@@ -27,7 +27,9 @@ public:
 
     // Connects, says hello, measures the clock offset (least-RTT ping-pong).
     // Throws std::runtime_error if the Session cannot be reached in time.
-    void connect(const std::string& host, int port, int timeout_ms);
+    // Connects and authenticates both ways with `token` (telemetry_wire.hpp);
+    // throws when the Session refuses us or cannot prove the token itself.
+    void connect(const std::string& host, int port, int timeout_ms, const std::string& token = "");
 
     // Session-clock time now (local monotonic + measured offset).
     [[nodiscard]] int64_t now() const override;

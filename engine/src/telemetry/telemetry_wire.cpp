@@ -1,6 +1,7 @@
 // telemetry_wire.cpp: socket helpers for the telemetry wire (format in the header).
 #include "telemetry/telemetry_wire.hpp"
 
+#include "core/sha256.hpp"
 #include "dtlab/errors.hpp"
 
 #include <arpa/inet.h>
@@ -88,6 +89,28 @@ int connectTcp(const std::string& host, int port, int timeout_ms) {
         if (std::chrono::steady_clock::now() >= deadline) return -1;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+}
+
+Proof rankProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce, int32_t rank) {
+    std::string message = "dtlab rank";
+    message.append(reinterpret_cast<const char*>(session_nonce.data()), session_nonce.size());
+    message.append(reinterpret_cast<const char*>(rank_nonce.data()), rank_nonce.size());
+    message.append(reinterpret_cast<const char*>(&rank), sizeof(rank));
+    return hmacSha256(token, message);
+}
+
+Proof sessionProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce) {
+    std::string message = "dtlab session";
+    message.append(reinterpret_cast<const char*>(session_nonce.data()), session_nonce.size());
+    message.append(reinterpret_cast<const char*>(rank_nonce.data()), rank_nonce.size());
+    return hmacSha256(token, message);
+}
+
+bool proofsEqual(const Proof& a, const Proof& b) { return constantTimeEqual(a.data(), b.data(), a.size()); }
+
+std::string textProofHex(const std::string& token, const std::string& text) {
+    const Proof proof = hmacSha256(token, text);
+    return toHex(proof.data(), proof.size());
 }
 
 void splitAddress(const std::string& address, std::string& host, int& port) {

@@ -3,7 +3,17 @@
 // One TCP connection per rank. All integers little-endian (these are the
 // machines' native order; a big-endian host is refused at handshake).
 //
-//   rank -> session   Hello    {magic "DTLT", u32 version, i32 rank, i32 pid, char host[64]}
+//   session -> rank   Challenge {magic "DTLC", u32 version, u8 session_nonce[16]}
+//   rank -> session   Hello    {magic "DTLT", u32 version, i32 rank, i32 pid, char host[64],
+//                               u8 rank_nonce[16], u8 proof[32]}
+//                     proof = HMAC-SHA256(token, "dtlab rank" | session_nonce | rank_nonce | rank)
+//   session -> rank   Welcome  {magic "DTLW", u32 0, u8 proof[32]}
+//                     proof = HMAC-SHA256(token, "dtlab session" | session_nonce | rank_nonce)
+//                     A wrong rank proof: the Session logs the refusal and
+//                     closes. A wrong session proof: the rank refuses the
+//                     Session (its control messages can kill the rank).
+//                     The token (empty on loopback unless given) never
+//                     crosses the wire; nothing is encrypted.
 //   rank -> session   Ping     t_rank (i64)        } repeated kClockPings times;
 //   session -> rank   Pong     t_session (i64)     } offset from the least round trip
 //   rank -> session   frames:  {u32 type, u32 length, payload[length]}
@@ -18,6 +28,7 @@
 
 #include "dtlab/events.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,6 +60,7 @@ enum class ControlCommand : uint32_t {
     TrafficDelayMs = 6,
     JobFinished = 7,
     SetLink = 8,            // the rank's modelled link: delay_ms = latency, allowed_step = bandwidth in kbit/s (0 = no cap)
+    KillSelf = 9,           // SIGKILL yourself: a kill fault for a rank the Session cannot signal (joined from another host)
 };
 struct ControlMessage {
     uint32_t command;
@@ -58,14 +70,43 @@ struct ControlMessage {
 };
 static_assert(sizeof(ControlMessage) == 24);
 
+constexpr char kChallengeMagic[4] = {'D', 'T', 'L', 'C'};
+constexpr char kWelcomeMagic[4] = {'D', 'T', 'L', 'W'};
+using Nonce = std::array<uint8_t, 16>;
+using Proof = std::array<uint8_t, 32>;
+
+struct Challenge {
+    char magic[4];
+    uint32_t version;
+    Nonce session_nonce;
+};
+static_assert(sizeof(Challenge) == 24);
+
 struct Hello {
     char magic[4];
     uint32_t version;
     int32_t rank;
     int32_t pid;
     char host[64];
+    Nonce rank_nonce;
+    Proof proof;
 };
-static_assert(sizeof(Hello) == 80);
+static_assert(sizeof(Hello) == 128);
+
+struct Welcome {
+    char magic[4];
+    uint32_t reserved;
+    Proof proof;
+};
+static_assert(sizeof(Welcome) == 40);
+
+// The two proofs of the handshake (HMAC-SHA256 keyed by the shared token).
+[[nodiscard]] Proof rankProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce, int32_t rank);
+[[nodiscard]] Proof sessionProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce);
+// Constant-time comparison of two proofs.
+[[nodiscard]] bool proofsEqual(const Proof& a, const Proof& b);
+// HMAC of a text (the scenario in the store) as 64 hex digits.
+[[nodiscard]] std::string textProofHex(const std::string& token, const std::string& text);
 
 struct FrameHeader {
     uint32_t type;

@@ -40,6 +40,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <dlfcn.h>
 #include <fstream>
 #include <iostream>
@@ -47,6 +49,7 @@
 #include <thread>
 #include <csignal>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace dt {
@@ -351,6 +354,13 @@ int runWorker(const WorkerArgs& args) {
     useOneBlasThread();
     installTrackingAllocator();
 
+    std::string token;
+    try {
+        token = readSessionToken(args.token_file);
+    } catch (const UsageError& e) {
+        std::cerr << "dtrun worker: " << e.what() << "\n";
+        return kExitUsage;
+    }
     c10::intrusive_ptr<c10d::Store> store;
     Scenario scenario;
     std::string telemetry_address;
@@ -362,7 +372,13 @@ int runWorker(const WorkerArgs& args) {
         opts.waitWorkers = false;
         opts.timeout = std::chrono::seconds(60);
         store = c10::make_intrusive<c10d::TCPStore>(env.master_host, opts);
-        scenario = scenarioFromJson(storeGetString(*store, "dtlab/scenario"));
+        const std::string scenario_json = storeGetString(*store, "dtlab/scenario");
+        // The store is not authenticated: only run a scenario a token holder wrote.
+        if (storeGetString(*store, "dtlab/scenario_proof") != wire::textProofHex(token, scenario_json))
+            throw UsageError("the scenario in the store at " + env.master_host + ":" + std::to_string(env.master_port) +
+                             " is not signed with this rank's token (wrong or missing DTLAB_TOKEN / --token-file, "
+                             "or someone else wrote it)");
+        scenario = scenarioFromJson(scenario_json);
         telemetry_address = storeGetString(*store, "dtlab/telemetry");
         if (params_out_dir.empty() && store->check({"dtlab/params_out"}))
             params_out_dir = storeGetString(*store, "dtlab/params_out");
@@ -396,13 +412,14 @@ int runWorker(const WorkerArgs& args) {
         case ControlCommand::TrafficDelayMs: ft_faults.traffic_delay_ms = m.delay_ms; break;
         case ControlCommand::JobFinished: ft_faults.job_finished = true; break;
         case ControlCommand::SetLink: link.set(double(m.allowed_step) / 1000.0, m.delay_ms); break;
+        case ControlCommand::KillSelf: ::raise(SIGKILL); break; // only ever from the authenticated Session
         }
     });
     try {
         std::string host;
         int port = 0;
         wire::splitAddress(telemetry_address, host, port);
-        sender.connect(host, port, 30000);
+        sender.connect(host, port, 30000, token);
     } catch (const std::exception& e) {
         std::cerr << "dtrun worker (rank " << env.rank << "): " << e.what() << "\n";
         return kExitRankFailed;
@@ -469,6 +486,26 @@ int runWorker(const WorkerArgs& args) {
     // destructor; everything worth keeping has been sent.
     std::fflush(nullptr);
     std::_Exit(code);
+}
+
+std::string readSessionToken(const std::string& token_file) {
+    if (token_file.empty()) {
+        const char* value = std::getenv("DTLAB_TOKEN");
+        return value ? value : "";
+    }
+    struct stat st{};
+    if (::stat(token_file.c_str(), &st) != 0)
+        throw UsageError("--token-file: cannot read '" + token_file + "': " + std::strerror(errno));
+    if (st.st_mode & (S_IRWXG | S_IRWXO))
+        throw UsageError("--token-file: '" + token_file + "' can be read by other users; chmod 600 it");
+    std::ifstream in(token_file);
+    std::string token;
+    std::getline(in, token);
+    const auto first = token.find_first_not_of(" \t\r");
+    const auto last = token.find_last_not_of(" \t\r");
+    token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
+    if (token.empty()) throw UsageError("--token-file: '" + token_file + "' holds no token on its first line");
+    return token;
 }
 
 } // namespace dt
