@@ -76,7 +76,7 @@ const char* TopologyView::helpText() const {
            "  Slow: adds a stated delay to each of its steps; every other rank waits for it at the all-reduce.\n"
            "  Restart: needs a fault-tolerant strategy (a quorum of replicas); plain DDP cannot take a rank back.\n\n"
            "Click a tile to select the rank: the timeline and event log follow, and the details below show its "
-           "pid, host, delay and the errors it logged.";
+           "pid, host, process groups with their backend (gloo or mpi), delay and the errors it logged.";
 }
 
 bool TopologyView::isEmpty(const AppContext& context) const { return context.facts().ranks.empty(); }
@@ -85,6 +85,30 @@ void TopologyView::drawEmptyState(AppContext&) {
     emptyState("No run yet", "Open a scenario (File > Open scenario, Ctrl+O, or drop a .toml file on the window) "
                              "to start its ranks.");
 }
+
+namespace {
+
+// The process groups of `rank` and the library that moves their bytes, e.g.
+// "world, shard 0, replicate 1: mpi" or "cross-replica (quorum): gloo".
+std::string rankGroupsLabel(const Scenario& s, int rank) {
+    const std::string& backend = s.topology.backend;
+    if (s.strategy.kind == "collectives") {
+        std::string names;
+        for (const std::string& b : s.collectives.backends) names += (names.empty() ? "" : " and ") + b;
+        return "world on " + names + " (compared)";
+    }
+    if (s.fault_tolerance.enabled) return "cross-replica (quorum): gloo, rebuilt per quorum";
+    if (s.strategy.kind == "hsdp") {
+        const int shards = std::max(1, s.topology.ranks / std::max(1, s.topology.replicas));
+        return "world, shard " + std::to_string(rank / shards) + ", replicate " + std::to_string(rank % shards) + ": " +
+               backend;
+    }
+    if (s.strategy.kind == "pipeline" && s.topology.ranks > s.topology.stages)
+        return "world, stage " + std::to_string(rank % std::max(1, s.topology.stages)) + " data-parallel: " + backend;
+    return "world: " + backend;
+}
+
+} // namespace
 
 float& TopologyView::slowMs(int rank) {
     if (int(m_slow_ms.size()) <= rank) m_slow_ms.resize(size_t(rank) + 1, 200.0f);
@@ -175,7 +199,11 @@ void TopologyView::drawTile(AppContext& context, const RankProgress& p, float wi
         if (std::isnan(p.last_loss)) ImGui::TextDisabled("no loss here"); // a pipeline stage before the last
         else ImGui::Text("loss %.3f", p.last_loss);
     }
-    if (p.pid > 0) ImGui::TextDisabled("%s  pid %d", p.host.empty() ? "localhost" : p.host.c_str(), p.pid);
+    if (p.pid > 0)
+        ImGui::TextDisabled("%s  pid %d  %s", p.host.empty() ? "localhost" : p.host.c_str(), p.pid,
+                            context.scenario().fault_tolerance.enabled ? "gloo"
+                            : context.scenario().strategy.kind == "collectives" ? "gloo+mpi"
+                                                                                 : context.scenario().topology.backend.c_str());
     else ImGui::TextDisabled("not started");
     if (p.step >= 0) {
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
@@ -271,6 +299,7 @@ void TopologyView::drawDetails(AppContext& context, int rank) {
         char buf[64];
         cell("pid", p.pid > 0 ? std::to_string(p.pid) : "-");
         cell("host", p.host.empty() ? "-" : p.host);
+        cell("groups", rankGroupsLabel(context.scenario(), rank));
         cell("steps done", std::to_string(std::max(0, p.step + 1)) + " / " + std::to_string(context.scenario().run.steps));
         std::snprintf(buf, sizeof(buf), "%.0f ms", p.last_step_ms);
         cell("last step", p.step >= 0 ? buf : "-");
