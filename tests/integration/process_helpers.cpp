@@ -1,6 +1,8 @@
 // process_helpers.cpp: fork/exec with a timeout, temp dirs, JSON, ports, /proc.
 #include "process_helpers.hpp"
 
+#include "comm/mpi_communicator.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -67,6 +69,12 @@ std::string dtrunPath() {
 std::string sourceDir() {
     return DTLAB_SOURCE_DIR;
 }
+std::string mpiSkipReason() {
+    if (!dt::mpiAvailable()) return "dtlab was built without MPI (libopenmpi-dev not found by CMake)";
+    if (findInPath("mpirun").empty()) return "mpirun is not on PATH (install openmpi-bin)";
+    return "";
+}
+
 std::string findInPath(const std::string& program) {
     const char* path = std::getenv("PATH");
     const std::string dirs = path ? path : "/usr/bin:/bin";

@@ -25,6 +25,9 @@ namespace it {
 [[nodiscard]] std::string scenarioPath(const std::string& file_name); // sourceDir()/scenarios/NAME
 // The first executable PROGRAM on $PATH, or "" (for tools such as mpirun).
 [[nodiscard]] std::string findInPath(const std::string& program);
+// Why tests that start ranks with mpirun cannot run here ("" when they can):
+// dtlab built without MPI, or no mpirun on PATH.
+[[nodiscard]] std::string mpiSkipReason();
 
 struct ProcessOptions {
     std::vector<std::pair<std::string, std::string>> env; // set (or replace) in the child

@@ -8,20 +8,12 @@
 // communicator itself).
 #include "process_helpers.hpp"
 
-#include "comm/mpi_communicator.hpp"
-
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <string>
 
 namespace {
-
-std::string skipReason() {
-    if (!dt::mpiAvailable()) return "dtlab was built without MPI (libopenmpi-dev not found by CMake)";
-    if (it::findInPath("mpirun").empty()) return "mpirun is not on PATH (install openmpi-bin)";
-    return "";
-}
 
 bool contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;
@@ -36,26 +28,31 @@ it::ProcessResult runScenario(const std::string& scenario, const std::vector<std
     return it::runDtrun(args, options);
 }
 
+// The same scenario on Gloo and on MPI (--backend mpi): both summaries.
+std::pair<nlohmann::json, nlohmann::json> runOnBothBackends(const it::TempDir& dir, const std::string& scenario,
+                                                            int steps) {
+    const std::vector<std::string> common{"--steps", std::to_string(steps), "--batch-per-rank", "4"};
+    std::vector<std::string> with_mpi = common;
+    with_mpi.insert(with_mpi.end(), {"--backend", "mpi"});
+    const auto gloo = runScenario(scenario, common, dir.file(scenario + ".gloo.json"));
+    const auto mpi = runScenario(scenario, with_mpi, dir.file(scenario + ".mpi.json"));
+    INFO("gloo: " << it::describe(gloo) << "\nmpi: " << it::describe(mpi));
+    REQUIRE(gloo.exit_code == 0);
+    REQUIRE(mpi.exit_code == 0);
+    return {it::readJsonFile(dir.file(scenario + ".gloo.json")), it::readJsonFile(dir.file(scenario + ".mpi.json"))};
+}
+
 } // namespace
 
 TEST_CASE("The mpi backend trains through mpirun as Gloo does and dies as one job", "[mpi][backends]") {
-    if (const std::string why = skipReason(); !why.empty()) {
+    if (const std::string why = it::mpiSkipReason(); !why.empty()) {
         WARN("skipped: " << why);
         return;
     }
     it::TempDir dir;
 
     SECTION("ddp on MPI groups ends with the loss and parameters of ddp on Gloo") {
-        const std::vector<std::string> common{"--steps", "4", "--batch-per-rank", "4"};
-        const auto gloo = runScenario("ddp_basics.toml", common, dir.file("gloo.json"));
-        std::vector<std::string> with_mpi = common;
-        with_mpi.insert(with_mpi.end(), {"--backend", "mpi"});
-        const auto mpi = runScenario("ddp_basics.toml", with_mpi, dir.file("mpi.json"));
-        INFO("gloo: " << it::describe(gloo) << "\nmpi: " << it::describe(mpi));
-        REQUIRE(gloo.exit_code == 0);
-        REQUIRE(mpi.exit_code == 0);
-        const auto g = it::readJsonFile(dir.file("gloo.json"));
-        const auto m = it::readJsonFile(dir.file("mpi.json"));
+        const auto [g, m] = runOnBothBackends(dir, "ddp_basics.toml", 4);
         CHECK(m["backend"] == "mpi");
         CHECK(m["steps"] == 4);
         // The sums run in another order, so the float bits may differ; the
@@ -67,16 +64,8 @@ TEST_CASE("The mpi backend trains through mpirun as Gloo does and dies as one jo
     }
 
     SECTION("hsdp's shard and replicate groups split from MPI_COMM_WORLD train as on Gloo") {
-        const std::vector<std::string> common{"--steps", "3", "--batch-per-rank", "4"};
-        const auto gloo = runScenario("hsdp_basics.toml", common, dir.file("hg.json"));
-        std::vector<std::string> with_mpi = common;
-        with_mpi.insert(with_mpi.end(), {"--backend", "mpi"});
-        const auto mpi = runScenario("hsdp_basics.toml", with_mpi, dir.file("hm.json"));
-        INFO("gloo: " << it::describe(gloo) << "\nmpi: " << it::describe(mpi));
-        REQUIRE(gloo.exit_code == 0);
-        REQUIRE(mpi.exit_code == 0);
-        CHECK(it::readJsonFile(dir.file("hm.json"))["final_loss"].get<double>() ==
-              Approx(it::readJsonFile(dir.file("hg.json"))["final_loss"].get<double>()).epsilon(1e-5));
+        const auto [g, m] = runOnBothBackends(dir, "hsdp_basics.toml", 3);
+        CHECK(m["final_loss"].get<double>() == Approx(g["final_loss"].get<double>()).epsilon(1e-5));
     }
 
     SECTION("killing one MPI rank ends the whole job with a reason and no process left") {

@@ -19,8 +19,7 @@ namespace {
 
 // Why these tests cannot run here ("" when they can).
 std::string skipReason() {
-    if (!dt::mpiAvailable()) return "dtlab was built without MPI (libopenmpi-dev not found by CMake)";
-    if (it::findInPath("mpirun").empty()) return "mpirun is not on PATH (install openmpi-bin)";
+    if (std::string why = it::mpiSkipReason(); !why.empty()) return why;
     if (std::string(MPI_COMM_CHECK_PATH).empty()) return "mpi_comm_check was not built";
     return "";
 }

@@ -163,14 +163,14 @@ Json busBandwidthJson(const RunRecord& record) {
         int ranks = 0;
     };
     std::map<std::tuple<int, int, int64_t>, Cell> cells; // (backend, op, size)
-    int group = 0;
+    int ranks = 0;
     for (const Event& e : record.events) {
         if (e.kind != EventKind::BusBandwidth || e.unit < 0 || e.unit > 2) continue;
         Cell& c = cells[{int(e.backend), int(e.unit), e.bytes}];
         c.seconds += double(e.dur_ns) / 1e9;
         c.gbs += e.value;
         c.ranks += 1;
-        group = e.group_size;
+        ranks = e.group_size;
     }
     Json points = Json::array();
     std::map<std::pair<int, int>, std::pair<std::vector<double>, std::vector<double>>> series;
@@ -183,7 +183,7 @@ Json busBandwidthJson(const RunRecord& record) {
                               {"time_us", seconds * 1e6},
                               {"bus_bandwidth_gbs", c.gbs / c.ranks}});
         auto& [wire, times] = series[{backend, op}];
-        wire.push_back(ringFactor(kOps[op], group) * double(size));
+        wire.push_back(ringFactor(kOps[op], ranks) * double(size));
         times.push_back(seconds);
     }
     Json model = Json::array();
@@ -195,7 +195,7 @@ Json busBandwidthJson(const RunRecord& record) {
                              {"alpha_us", fit.alpha_s * 1e6},
                              {"bandwidth_gbs", fit.bandwidth_bytes_s / 1e9}});
     }
-    return Json{{"ranks", group}, {"points", points}, {"cost_model", model}};
+    return Json{{"ranks", ranks}, {"points", points}, {"cost_model", model}};
 }
 
 // Committed vs attempted steps and one entry per fault (recovery_measure.hpp).
