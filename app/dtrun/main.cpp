@@ -17,6 +17,7 @@
 #include "progress_line.hpp"
 
 #include "dtlab/checkpoint.hpp"
+#include "dtlab/closing_check.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "dtlab/recording.hpp"
@@ -36,6 +37,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <sys/stat.h>
@@ -93,6 +95,7 @@ struct RunFlags {
     bool external = false;
     bool no_telemetry = false;
     bool quiet = false;
+    bool check = false;
     double pace = 0.0;
     int64_t chaos_seed = -1;
 };
@@ -160,6 +163,38 @@ void printBusBandwidth(const dt::RunRecord& record) {
                      m.at("alpha_us").get<double>(), m.at("bandwidth_gbs").get<double>());
 }
 
+// Starts a Session and waits for its end, with the progress line on a
+// terminal; the record goes to `out`. Returns 0, or 2 when the Session refused
+// to start (usage error; the message is printed).
+int runToEnd(const dt::SessionOptions& options, const RunFlags& f, const std::string& label, dt::RunRecord& out) {
+    const dt::Scenario& scenario = options.scenario;
+    dt::Session session(options);
+    try {
+        session.start();
+    } catch (const dt::UsageError& e) {
+        std::cerr << "dtrun: " << e.what() << "\n";
+        return dt::kExitUsage;
+    }
+    if (f.pace > 0) session.setPace(f.pace);
+    if (f.external && !f.quiet) std::cerr << "dtrun: waiting for ranks to join at " << session.storeAddress() << "\n";
+    const bool tty = isatty(STDERR_FILENO) && !f.quiet;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    while (!session.finished()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (const int signo = g_interrupt.load()) session.stop(std::string("interrupted by ") + strsignal(signo));
+        if (tty)
+            std::cerr << "\r\033[K" << label << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed())
+                      << std::flush;
+    }
+    if (tty) std::cerr << "\r\033[K";
+    out = session.snapshot();
+    if (!f.quiet && out.ok)
+        std::cerr << "dtrun: " << label << "done: " << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed())
+                  << ", " << int(elapsed() * 10) / 10.0 << " s\n";
+    return 0;
+}
+
 int runCommand(const RunFlags& f) {
     dt::Scenario scenario;
     try {
@@ -173,6 +208,9 @@ int runCommand(const RunFlags& f) {
             scenario.run.resume_from = choice.step_dir;
             dt::checkCheckpointsNotOverwritten(scenario, choice.step + 1);
         }
+        if (f.check && f.external)
+            throw dt::UsageError("--check starts baseline runs whose ranks dtrun starts itself; it cannot be combined "
+                                 "with --external");
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
         checkOutputPath("--record", f.record_path);
@@ -204,21 +242,11 @@ int runCommand(const RunFlags& f) {
     std::signal(SIGTERM, onSignal);
     std::signal(SIGHUP, onSignal);
 
-    dt::Session session(options);
-    try {
-        session.start();
-    } catch (const dt::UsageError& e) {
-        std::cerr << "dtrun: " << e.what() << "\n";
-        return dt::kExitUsage;
-    }
-    if (f.pace > 0) session.setPace(f.pace);
-    const bool tty = isatty(STDERR_FILENO) && !f.quiet;
     if (!f.quiet) {
         std::cerr << "dtrun: " << scenario.name << ": " << scenario.topology.ranks << " ranks, " << scenario.run.steps
                   << " steps, " << scenario.strategy.kind << " over "
                   << (scenario.strategy.kind == "collectives" ? "the backends compared" : scenario.topology.backend);
         if (!f.external && dt::scenarioUsesMpi(scenario)) std::cerr << " (ranks started by mpirun)";
-        if (f.external) std::cerr << "; waiting for ranks to join at " << session.storeAddress();
         if (f.pace > 0) std::cerr << "; paced at " << f.pace << " steps/s";
         if (scenario.fault_tolerance.enabled)
             std::cerr << "; fault tolerant (restart " << scenario.fault_tolerance.restart << ")";
@@ -226,22 +254,35 @@ int runCommand(const RunFlags& f) {
                                               << scenario.chaos.seed << ")";
         std::cerr << "\n";
     }
-    const auto t0 = std::chrono::steady_clock::now();
-    while (!session.finished()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (const int signo = g_interrupt.load()) session.stop(std::string("interrupted by ") + strsignal(signo));
-        if (tty) {
-            const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            std::cerr << "\r\033[K" << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed)
-                      << std::flush;
+    dt::RunRecord record;
+    if (const int code = runToEnd(options, f, "", record); code != 0) return code;
+
+    // Closing checks: the baselines run only with --check (each is a whole run more).
+    std::map<std::string, std::string> baseline_summaries;
+    if (f.check && record.ok) {
+        for (const dt::ClosingCheck& check : scenario.checks) {
+            const std::string key = check.baseline.describe();
+            if (check.baseline.empty() || baseline_summaries.count(key)) continue;
+            dt::SessionOptions baseline_options = options;
+            baseline_options.scenario = dt::scenarioForBaseline(scenario, check.baseline);
+            baseline_options.params_out_dir.clear();
+            if (!f.quiet) std::cerr << "dtrun: closing checks: baseline run { " << key << " }\n";
+            dt::RunRecord baseline;
+            if (const int code = runToEnd(baseline_options, f, "baseline: ", baseline); code != 0) return code;
+            if (!baseline.ok) {
+                std::cerr << "dtrun: the baseline run { " << key << " } failed: " << baseline.failure_reason << "\n";
+                return 1;
+            }
+            baseline_summaries[key] = dt::summaryJson(baseline);
         }
     }
-    if (tty) std::cerr << "\r\033[K";
-    const dt::RunRecord record = session.snapshot();
+    std::string summary = dt::summaryJson(record);
+    const auto results = dt::evaluateClosingChecks(scenario.checks, summary, baseline_summaries);
+    if (!results.empty()) summary = dt::summaryWithChecks(summary, results);
 
     int code = record.ok ? 0 : 1;
     try {
-        if (!f.summary_path.empty()) dt::writeFileAtomically(f.summary_path, dt::summaryJson(record));
+        if (!f.summary_path.empty()) dt::writeFileAtomically(f.summary_path, summary);
         if (!f.record_path.empty()) dt::writeRecording(record, f.record_path);
         if (!f.trace_path.empty()) {
             std::ostringstream trace;
@@ -253,10 +294,7 @@ int runCommand(const RunFlags& f) {
         code = 1;
     }
     if (!f.quiet || !record.ok) {
-        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (record.ok) {
-            std::cerr << "dtrun: done: " << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed)
-                      << ", " << int(elapsed * 10) / 10.0 << " s\n";
             if (scenario.strategy.kind == "collectives") printBusBandwidth(record);
         } else {
             std::cerr << "dtrun: the run failed: " << record.failure_reason << "\n";
@@ -265,6 +303,19 @@ int runCommand(const RunFlags& f) {
                     std::cerr << "  " << (log.rank >= 0 ? "rank " + std::to_string(log.rank) : "session") << ": "
                               << log.text << "\n";
         }
+    }
+    // Every check is printed; with --check a failed one fails the command.
+    int failed = 0;
+    for (const auto& r : results) {
+        if (r.evaluated && !r.passed) ++failed;
+        if (f.quiet && r.passed) continue;
+        const char* mark = !r.evaluated ? "skipped" : r.passed ? "passed " : "FAILED ";
+        std::cerr << "dtrun: check " << mark << ": " << r.claim << "\n    " << r.detail << "\n";
+    }
+    if (f.check && failed > 0) {
+        std::cerr << "dtrun: " << failed << " of " << results.size()
+                  << " closing check(s) failed: the run did not show what the scenario claims\n";
+        code = 1;
     }
     return code;
 }
@@ -352,6 +403,8 @@ int main(int argc, char** argv) {
     run_cmd->add_flag("--external", run.external, "start no ranks: wait for ranks started by mpirun or torchrun");
     run_cmd->add_flag("--no-telemetry", run.no_telemetry, "send only per-step records (step time, loss, checksum)");
     run_cmd->add_flag("--quiet,-q", run.quiet, "no progress line");
+    run_cmd->add_flag("--check", run.check,
+                      "evaluate the scenario's closing checks, running their baseline runs, and exit 1 if one fails");
     run_cmd->add_option("--pace", run.pace, "presentation pace: at most this many steps per second")
         ->check(CLI::PositiveNumber);
     run_cmd->add_option("--chaos-seed", run.chaos_seed, "turn [chaos] on with this seed (replays a chaos run)")

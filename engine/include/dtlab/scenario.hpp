@@ -217,6 +217,35 @@ struct NarrationCondition {
 // Parses an `until` text; false when it is none of the accepted forms.
 [[nodiscard]] bool parseNarrationCondition(const std::string& text, NarrationCondition& out);
 
+// What a closing check's baseline run changes ([[checks]] baseline = { ... }):
+// the same scenario run again with these fields replaced; "" / 0 / -1 = unchanged.
+struct CheckBaseline {
+    std::string strategy;                // [strategy] kind
+    int microbatches = 0;                // [strategy] microbatches
+    std::string schedule;                // [strategy] schedule
+    int overlap = -1;                    // [strategy] overlap: 0 off, 1 on
+    int activation_checkpointing = -1;   // [strategy] activation_checkpointing: 0 off, 1 on
+    [[nodiscard]] bool empty() const {
+        return strategy.empty() && microbatches == 0 && schedule.empty() && overlap < 0 && activation_checkpointing < 0;
+    }
+    [[nodiscard]] std::string describe() const; // "strategy = ddp, microbatches = 8"
+};
+
+// A closing check ([[checks]]): what the run must have shown for the scenario
+// to have taught its point, decided by an expression over the run summary
+// (grammar in dtlab/closing_check.hpp). `dtrun run --check` evaluates them
+// and fails when one does not hold; the test suite runs it for every scenario.
+struct ClosingCheck {
+    std::string claim;                  // required: the sentence the presenter can say
+    std::string expect;                 // required: e.g. "max(peak_memory.optimizer_state) <= 1.05 * theory.optimizer_state"
+    CheckBaseline baseline;             // empty = no baseline run
+    SourceLocation where;               // for error messages
+};
+
+// The scenario that a check's baseline run trains: `scenario` with the
+// baseline's fields replaced, validated (UsageError naming the check).
+[[nodiscard]] struct Scenario scenarioForBaseline(const struct Scenario& scenario, const CheckBaseline& baseline);
+
 struct Scenario {
     std::string name;
     std::string description;
@@ -235,6 +264,7 @@ struct Scenario {
     ChaosConfig chaos;
     std::vector<FaultConfig> faults;
     std::vector<NarrationStep> steps;   // narration; empty = none
+    std::vector<ClosingCheck> checks;   // closing checks; empty = none
 };
 
 // True when some process group of the run uses Open MPI ([topology] backend

@@ -34,6 +34,17 @@ std::string scenarioToJson(const Scenario& s) {
             {"where", {{"file", n.where.file}, {"line", n.where.line}, {"column", n.where.column}}},
         });
     }
+    json checks = json::array();
+    for (const ClosingCheck& c : s.checks) {
+        const CheckBaseline& b = c.baseline;
+        checks.push_back({
+            {"claim", c.claim},
+            {"expect", c.expect},
+            {"baseline", {{"strategy", b.strategy}, {"microbatches", b.microbatches}, {"schedule", b.schedule},
+                          {"overlap", b.overlap}, {"activation_checkpointing", b.activation_checkpointing}}},
+            {"where", {{"file", c.where.file}, {"line", c.where.line}, {"column", c.where.column}}},
+        });
+    }
     json j = {
         {"name", s.name},
         {"description", s.description},
@@ -90,6 +101,7 @@ std::string scenarioToJson(const Scenario& s) {
         {"telemetry", {{"enabled", s.telemetry.enabled}, {"queue_capacity", s.telemetry.queue_capacity}}},
         {"faults", faults},
         {"steps", steps},
+        {"checks", checks},
         {"fault_tolerance",
          {{"enabled", s.fault_tolerance.enabled},
           {"lighthouse", s.fault_tolerance.lighthouse},
@@ -223,6 +235,25 @@ Scenario scenarioFromJson(const std::string& text) {
                 w.at("line").get_to(n.where.line);
                 w.at("column").get_to(n.where.column);
                 s.steps.push_back(n);
+            }
+        }
+        // "checks" arrived with recording version 4's later files: older ones have none.
+        if (j.contains("checks")) {
+            for (const json& jc : j.at("checks")) {
+                ClosingCheck c;
+                jc.at("claim").get_to(c.claim);
+                jc.at("expect").get_to(c.expect);
+                const json& b = jc.at("baseline");
+                b.at("strategy").get_to(c.baseline.strategy);
+                b.at("microbatches").get_to(c.baseline.microbatches);
+                b.at("schedule").get_to(c.baseline.schedule);
+                b.at("overlap").get_to(c.baseline.overlap);
+                b.at("activation_checkpointing").get_to(c.baseline.activation_checkpointing);
+                const json& w = jc.at("where");
+                w.at("file").get_to(c.where.file);
+                w.at("line").get_to(c.where.line);
+                w.at("column").get_to(c.where.column);
+                s.checks.push_back(c);
             }
         }
         if (j.contains("fault_tolerance")) {

@@ -5,6 +5,8 @@
 #include "dtlab/scenario.hpp"
 #include "scenario/scenario_rules.hpp"
 
+#include "dtlab/closing_check.hpp"
+
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -22,7 +24,7 @@ using scenario_rules::tableLabel;
 
 const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
                                           "optimizer", "run",      "telemetry", "faults", "steps",
-                                          "fault_tolerance", "chaos", "diloco", "network", "collectives"};
+                                          "fault_tolerance", "chaos", "diloco", "network", "collectives", "checks"};
 const std::vector<std::string> kScenarioKeys = {"name", "description"};
 const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages", "backend"};
 const std::vector<std::string> kCollectivesKeys = {"ops", "sizes_kb", "backends", "repeats"};
@@ -49,6 +51,9 @@ const std::vector<std::string> kDilocoKeys = {"inner_steps", "outer_lr",   "oute
                                               "fragments",   "sync_delay", "alpha",          "pseudo_gradient"};
 const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"};
 const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
+const std::vector<std::string> kCheckKeys = {"claim", "expect", "baseline"};
+const std::vector<std::string> kBaselineKeys = {"strategy", "microbatches", "schedule", "overlap",
+                                                "activation_checkpointing"};
 
 std::string joinNames(const std::vector<std::string>& names) {
     std::string out;
@@ -104,6 +109,10 @@ public:
                 readSteps(*e.node, s.steps);
                 continue;
             }
+            if (e.key == "checks") {
+                readChecks(*e.node, s.checks);
+                continue;
+            }
             const toml::table& t = tableOf(e);
             if (e.key == "scenario") haveName = readScenarioTable(t, s);
             else if (e.key == "topology") readTopology(t, s.topology);
@@ -126,6 +135,15 @@ public:
                              "missing table [scenario]; every scenario needs at least [scenario] name = \"...\"");
         }
         if (auto problem = scenario_rules::findCrossFieldProblem(s)) fail(locate(root, *problem), problem->message);
+        // A baseline must make a valid scenario too, or --check would fail late.
+        for (const ClosingCheck& check : s.checks) {
+            if (check.baseline.empty()) continue;
+            try {
+                (void)scenarioForBaseline(s, check.baseline);
+            } catch (const UsageError& e) {
+                throw UsageError(check.where, e.what());
+            }
+        }
         return s;
     }
 
@@ -440,6 +458,54 @@ private:
             if (!haveText) fail(where, "[[steps]]: missing key 'text' (what the presenter says at this step)");
             out.push_back(step);
         }
+    }
+
+    // [[checks]]: claim and expect are required; expect is parsed here so a
+    // mistake points at its column inside the string.
+    void readChecks(const toml::node& node, std::vector<ClosingCheck>& out) const {
+        const char* expected = "checks: expected an array of tables ([[checks]]), got ";
+        if (!node.is_array()) fail(node.source(), expected + typeName(node));
+        for (const toml::node& item : *node.as_array()) {
+            if (!item.is_table()) fail(item.source(), expected + ("an array holding " + typeName(item)));
+            ClosingCheck check;
+            const toml::source_region& where = item.source();
+            check.where = SourceLocation{m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
+            const toml::node* expectNode = nullptr;
+            for (const Entry& e : checkedEntries(*item.as_table(), "checks", kCheckKeys)) {
+                if (e.key == "claim") check.claim = readString("checks", e.key, *e.node);
+                else if (e.key == "expect") {
+                    check.expect = readString("checks", e.key, *e.node);
+                    expectNode = e.node;
+                } else if (e.key == "baseline") readBaseline(*e.node, check.baseline);
+            }
+            if (check.claim.empty())
+                fail(where, "[[checks]]: missing key 'claim' (the sentence the run must show, for the presenter)");
+            if (!expectNode) fail(where, "[[checks]]: missing key 'expect' (a comparison over the run summary, "
+                                         "e.g. \"final_loss < initial_loss\")");
+            if (auto problem = findCheckSyntaxProblem(check.expect, !check.baseline.empty())) {
+                // Point into a one-line "..." string: its column + the quote + the offset.
+                toml::source_region at = expectNode->source();
+                if (at.begin.line == at.end.line && check.expect.find('\n') == std::string::npos)
+                    at.begin.column += static_cast<toml::source_index>(1 + problem->offset);
+                fail(at, "[[checks]] expect: " + problem->message);
+            }
+            out.push_back(check);
+        }
+    }
+
+    void readBaseline(const toml::node& node, CheckBaseline& b) const {
+        if (!node.is_table())
+            fail(node.source(), "[[checks]] baseline: expected a table such as { strategy = \"ddp\" }, got " + typeName(node));
+        for (const Entry& e : checkedEntries(*node.as_table(), "checks.baseline", kBaselineKeys)) {
+            if (e.key == "strategy") b.strategy = readString("strategy", "kind", *e.node);
+            else if (e.key == "microbatches") b.microbatches = readInt("strategy", e.key, *e.node);
+            else if (e.key == "schedule") b.schedule = readString("strategy", e.key, *e.node);
+            else if (e.key == "overlap") b.overlap = readBool("strategy", e.key, *e.node) ? 1 : 0;
+            else if (e.key == "activation_checkpointing")
+                b.activation_checkpointing = readBool("strategy", e.key, *e.node) ? 1 : 0;
+        }
+        if (b.empty()) fail(node.source(), "[[checks]] baseline: empty; name what the baseline run changes, e.g. "
+                                           "{ strategy = \"ddp\" }");
     }
 
     // Where to point for a cross-field problem: the first of its keys that is

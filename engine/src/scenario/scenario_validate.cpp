@@ -132,7 +132,8 @@ std::string prefix(const std::string& table, const std::string& key) {
 } // namespace
 
 std::string tableLabel(const std::string& table) {
-    return table == "faults" || table == "steps" ? "[[" + table + "]]" : "[" + table + "]";
+    if (table == "checks.baseline") return "[[checks]] baseline";
+    return table == "faults" || table == "steps" || table == "checks" ? "[[" + table + "]]" : "[" + table + "]";
 }
 
 std::string checkInt(const std::string& table, const std::string& key, int64_t value) {
@@ -583,6 +584,37 @@ bool scenarioUsesMpi(const Scenario& s) {
     if (s.topology.backend == "mpi") return true;
     if (s.strategy.kind != "collectives") return false;
     return std::find(s.collectives.backends.begin(), s.collectives.backends.end(), "mpi") != s.collectives.backends.end();
+}
+
+} // namespace dt
+
+namespace dt {
+
+std::string CheckBaseline::describe() const {
+    std::string out;
+    auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
+    if (!strategy.empty()) add("strategy = " + strategy);
+    if (microbatches > 0) add("microbatches = " + std::to_string(microbatches));
+    if (!schedule.empty()) add("schedule = " + schedule);
+    if (overlap >= 0) add(std::string("overlap = ") + (overlap ? "true" : "false"));
+    if (activation_checkpointing >= 0)
+        add(std::string("activation_checkpointing = ") + (activation_checkpointing ? "true" : "false"));
+    return out;
+}
+
+Scenario scenarioForBaseline(const Scenario& scenario, const CheckBaseline& baseline) {
+    Scenario s = scenario;
+    if (!baseline.strategy.empty()) s.strategy.kind = baseline.strategy;
+    if (baseline.microbatches > 0) s.strategy.microbatches = baseline.microbatches;
+    if (!baseline.schedule.empty()) s.strategy.schedule = baseline.schedule;
+    if (baseline.overlap >= 0) s.strategy.overlap = baseline.overlap == 1;
+    if (baseline.activation_checkpointing >= 0) s.strategy.activation_checkpointing = baseline.activation_checkpointing == 1;
+    // The baseline is a measurement: no narration, no checks of its own, no faults.
+    s.steps.clear();
+    s.checks.clear();
+    s.faults.clear();
+    validateScenario(s, "[[checks]] baseline { " + baseline.describe() + " }");
+    return s;
 }
 
 } // namespace dt

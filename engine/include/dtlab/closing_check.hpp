@@ -1,0 +1,83 @@
+// closing_check.hpp: a scenario's closing checks ([[checks]] in the TOML file).
+//
+// A closing check states what the run must have shown for the scenario to
+// have taught its point ("each rank holds a quarter of the AdamW state") and
+// an expression over the run's summary JSON (docs/summary.md) that decides it:
+//
+//   expect = "max(peak_memory.optimizer_state) <= 1.05 * theory.optimizer_state"
+//   expect = "baseline.pipeline.bubble_measured < pipeline.bubble_measured"
+//
+// Grammar (spaces anywhere between tokens):
+//   check      := comparison ("and" comparison)*
+//   comparison := sum ("<" | "<=" | ">" | ">=" | "==" | "!=") sum
+//   sum        := product (("+" | "-") product)*
+//   product    := unary (("*" | "/") unary)*
+//   unary      := "-" unary | primary
+//   primary    := NUMBER | path | FUNCTION "(" sum ")" | "(" sum ")"
+//   path       := NAME ("." NAME | "[" INTEGER "]")*     (a negative index counts from the end)
+//   FUNCTION   := max | min | mean | sum | count | distinct | abs
+// A path walks the summary JSON; a name applied to an array of objects takes
+// that field of every element (peak_memory.parameters = one number per rank).
+// `baseline.` walks the summary of the baseline run: the same scenario run
+// again with the check's `baseline` overrides (dtrun run --check runs it).
+// Arrays combine element by element (a scalar is used for every element), and
+// a comparison of arrays holds when it holds for every element. true is 1,
+// false is 0, null is NaN, and every comparison with NaN fails.
+#pragma once
+
+#include "dtlab/scenario.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dt {
+
+// A syntax problem in an `expect` text: offset is 0-based into the text.
+struct CheckSyntaxProblem {
+    size_t offset = 0;
+    std::string message;
+};
+
+// Parses `expect` without evaluating it; nullopt when it is well formed.
+// Unknown functions, a path whose first name is not a summary field, a
+// missing comparison, and `baseline.` without a baseline are problems.
+[[nodiscard]] std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect, bool has_baseline);
+
+// The top-level summary field names a path may start with (for messages and checks).
+[[nodiscard]] const std::vector<std::string>& checkSummaryRoots();
+
+struct CheckOutcome {
+    bool passed = false;
+    std::string detail;   // the values compared: "max(peak_memory.optimizer_state) = 2.1e+05 <= 2.2e+05"
+};
+
+// Evaluates `expect` against a summary JSON text. baseline_summary is the
+// baseline run's summary JSON ("" when the check has no baseline or it did
+// not run). A path missing from the summary fails the check and says which.
+[[nodiscard]] CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary_json,
+                                         const std::string& baseline_summary_json);
+
+// One check's result, as dtrun prints it and the summary's `checks` array holds it.
+struct ClosingCheckResult {
+    std::string claim;
+    std::string expect;
+    std::string baseline;   // CheckBaseline::describe(); "" without one
+    bool evaluated = false; // false: its baseline run did not run
+    bool passed = false;
+    std::string detail;     // the values compared, or why it could not be evaluated
+};
+
+// Evaluates every check of a scenario. baseline_summaries maps
+// CheckBaseline::describe() to that baseline run's summary JSON; a check whose
+// baseline is missing is reported as not evaluated.
+[[nodiscard]] std::vector<ClosingCheckResult> evaluateClosingChecks(
+    const std::vector<ClosingCheck>& checks, const std::string& summary_json,
+    const std::map<std::string, std::string>& baseline_summaries);
+
+// The summary JSON with a `checks` array added (docs/summary.md).
+[[nodiscard]] std::string summaryWithChecks(const std::string& summary_json,
+                                            const std::vector<ClosingCheckResult>& results);
+
+} // namespace dt

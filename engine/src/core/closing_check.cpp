@@ -1,0 +1,587 @@
+// closing_check.cpp: parse and evaluate a closing check's `expect` text
+// against a run summary (grammar in dtlab/closing_check.hpp).
+//
+// Steps: 1. tokenize (numbers, names, operators, parentheses, brackets);
+// 2. recursive descent into a small tree (comparisons joined by "and");
+// 3. evaluate each comparison's two sides over the summary JSON, where a
+// path yields one number or one number per array element; 4. report the
+// values compared, so a failed check says by how much it missed.
+#include "dtlab/closing_check.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+namespace dt {
+
+namespace {
+
+using Json = nlohmann::json;
+
+const std::vector<std::string> kFunctions = {"max", "min", "mean", "sum", "count", "distinct", "abs"};
+
+struct Token {
+    enum class Kind { Number, Name, Op, LParen, RParen, LBracket, RBracket, Dot, End };
+    Kind kind = Kind::End;
+    std::string text;
+    double number = 0.0;
+    size_t offset = 0;
+};
+
+struct SyntaxError : std::runtime_error {
+    SyntaxError(size_t at, const std::string& message) : std::runtime_error(message), offset(at) {}
+    size_t offset;
+};
+
+struct EvalError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+std::vector<Token> tokenize(const std::string& text) {
+    std::vector<Token> tokens;
+    size_t i = 0;
+    while (i < text.size()) {
+        const char c = text[i];
+        if (std::isspace(static_cast<unsigned char>(c))) {
+            ++i;
+            continue;
+        }
+        Token t;
+        t.offset = i;
+        if (std::isdigit(static_cast<unsigned char>(c))) {
+            size_t used = 0;
+            t.kind = Token::Kind::Number;
+            t.number = std::stod(text.substr(i), &used);
+            t.text = text.substr(i, used);
+            i += used;
+        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            size_t j = i;
+            while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+            t.kind = Token::Kind::Name;
+            t.text = text.substr(i, j - i);
+            i = j;
+        } else if (c == '(' || c == ')' || c == '[' || c == ']' || c == '.') {
+            t.kind = c == '(' ? Token::Kind::LParen
+                   : c == ')' ? Token::Kind::RParen
+                   : c == '[' ? Token::Kind::LBracket
+                   : c == ']' ? Token::Kind::RBracket
+                              : Token::Kind::Dot;
+            t.text = std::string(1, c);
+            ++i;
+        } else if (c == '<' || c == '>' || c == '=' || c == '!') {
+            const bool two = i + 1 < text.size() && text[i + 1] == '=';
+            t.kind = Token::Kind::Op;
+            t.text = text.substr(i, two ? 2 : 1);
+            if (t.text == "=" || t.text == "!") throw SyntaxError(i, "'" + t.text + "' is not an operator; use == or !=");
+            i += t.text.size();
+        } else if (c == '+' || c == '-' || c == '*' || c == '/') {
+            t.kind = Token::Kind::Op;
+            t.text = std::string(1, c);
+            ++i;
+        } else {
+            throw SyntaxError(i, std::string("unexpected character '") + c + "'");
+        }
+        tokens.push_back(t);
+    }
+    Token end;
+    end.offset = text.size();
+    tokens.push_back(end);
+    return tokens;
+}
+
+// One segment of a path: a field name, or an array index.
+struct PathSegment {
+    std::string name;   // "" for an index
+    long index = 0;
+};
+
+struct Node {
+    enum class Kind { Number, Path, Function, Negate, Arithmetic, Compare };
+    Kind kind = Kind::Number;
+    double number = 0.0;
+    std::vector<PathSegment> path;
+    std::string op;     // function name, arithmetic or comparison operator
+    std::unique_ptr<Node> left, right;
+    std::string source; // the text this node was parsed from, for details
+};
+
+class Parser {
+public:
+    Parser(const std::string& text, bool has_baseline) : m_text(text), m_tokens(tokenize(text)), m_has_baseline(has_baseline) {}
+
+    std::vector<std::unique_ptr<Node>> parseCheck() {
+        std::vector<std::unique_ptr<Node>> comparisons;
+        comparisons.push_back(parseComparison());
+        while (peek().kind == Token::Kind::Name && peek().text == "and") {
+            next();
+            comparisons.push_back(parseComparison());
+        }
+        if (peek().kind != Token::Kind::End)
+            throw SyntaxError(peek().offset, "unexpected '" + peek().text + "' (comparisons are joined with 'and')");
+        return comparisons;
+    }
+
+private:
+    const Token& peek() const { return m_tokens[m_pos]; }
+    const Token& next() { return m_tokens[m_pos++]; }
+
+    std::unique_ptr<Node> parseComparison() {
+        const size_t start = peek().offset;
+        auto left = parseSum();
+        const Token& t = peek();
+        static const std::set<std::string> kComparisons = {"<", "<=", ">", ">=", "==", "!="};
+        if (t.kind != Token::Kind::Op || !kComparisons.count(t.text))
+            throw SyntaxError(t.offset, "expected a comparison (<, <=, >, >=, ==, !=) after '" +
+                                            trimmed(m_text.substr(start, t.offset - start)) + "'");
+        next();
+        auto node = std::make_unique<Node>();
+        node->kind = Node::Kind::Compare;
+        node->op = t.text;
+        node->left = std::move(left);
+        node->right = parseSum();
+        return node;
+    }
+
+    std::unique_ptr<Node> parseSum() {
+        const size_t start = peek().offset;
+        auto left = parseProduct();
+        while (peek().kind == Token::Kind::Op && (peek().text == "+" || peek().text == "-")) {
+            auto node = std::make_unique<Node>();
+            node->kind = Node::Kind::Arithmetic;
+            node->op = next().text;
+            node->left = std::move(left);
+            node->right = parseProduct();
+            left = std::move(node);
+        }
+        left->source = trimmed(m_text.substr(start, peek().offset - start));
+        return left;
+    }
+
+    std::unique_ptr<Node> parseProduct() {
+        const size_t start = peek().offset;
+        auto left = parseUnary();
+        while (peek().kind == Token::Kind::Op && (peek().text == "*" || peek().text == "/")) {
+            auto node = std::make_unique<Node>();
+            node->kind = Node::Kind::Arithmetic;
+            node->op = next().text;
+            node->left = std::move(left);
+            node->right = parseUnary();
+            left = std::move(node);
+        }
+        left->source = trimmed(m_text.substr(start, peek().offset - start));
+        return left;
+    }
+
+    std::unique_ptr<Node> parseUnary() {
+        if (peek().kind == Token::Kind::Op && peek().text == "-") {
+            const size_t start = next().offset;
+            auto node = std::make_unique<Node>();
+            node->kind = Node::Kind::Negate;
+            node->left = parseUnary();
+            node->source = trimmed(m_text.substr(start, peek().offset - start));
+            return node;
+        }
+        return parsePrimary();
+    }
+
+    std::unique_ptr<Node> parsePrimary() {
+        const Token t = next();
+        auto node = std::make_unique<Node>();
+        if (t.kind == Token::Kind::Number) {
+            node->kind = Node::Kind::Number;
+            node->number = t.number;
+            node->source = t.text;
+            return node;
+        }
+        if (t.kind == Token::Kind::LParen) {
+            node = parseSum();
+            expect(Token::Kind::RParen, "')'");
+            return node;
+        }
+        if (t.kind != Token::Kind::Name)
+            throw SyntaxError(t.offset, t.kind == Token::Kind::End ? "the expression ends too early"
+                                                                   : "unexpected '" + t.text + "'");
+        if (peek().kind == Token::Kind::LParen) {
+            if (std::find(kFunctions.begin(), kFunctions.end(), t.text) == kFunctions.end())
+                throw SyntaxError(t.offset, "unknown function '" + t.text +
+                                                "'; expected max, min, mean, sum, count, distinct or abs");
+            next();
+            node->kind = Node::Kind::Function;
+            node->op = t.text;
+            node->left = parseSum();
+            expect(Token::Kind::RParen, "')'");
+            node->source = trimmed(m_text.substr(t.offset, m_tokens[m_pos - 1].offset + 1 - t.offset));
+            return node;
+        }
+        return parsePath(t, std::move(node));
+    }
+
+    std::unique_ptr<Node> parsePath(const Token& first, std::unique_ptr<Node> node) {
+        const auto& roots = checkSummaryRoots();
+        if (first.text == "baseline") {
+            if (!m_has_baseline)
+                throw SyntaxError(first.offset, "'baseline' needs a baseline run: add baseline = { strategy = \"ddp\" } "
+                                                "(or microbatches, schedule, overlap, activation_checkpointing) to this check");
+        } else if (first.text == "and") {
+            throw SyntaxError(first.offset, "'and' joins two comparisons; a value is missing before it");
+        } else if (std::find(roots.begin(), roots.end(), first.text) == roots.end()) {
+            std::string names;
+            for (const auto& r : roots) names += (names.empty() ? "" : ", ") + r;
+            throw SyntaxError(first.offset, "unknown summary field '" + first.text + "'; expected one of: " + names +
+                                                " (or baseline.<field>)");
+        }
+        node->kind = Node::Kind::Path;
+        node->path.push_back(PathSegment{first.text, 0});
+        for (;;) {
+            if (peek().kind == Token::Kind::Dot) {
+                next();
+                const Token name = next();
+                if (name.kind != Token::Kind::Name) throw SyntaxError(name.offset, "expected a field name after '.'");
+                node->path.push_back(PathSegment{name.text, 0});
+            } else if (peek().kind == Token::Kind::LBracket) {
+                next();
+                bool negative = false;
+                if (peek().kind == Token::Kind::Op && peek().text == "-") {
+                    next();
+                    negative = true;
+                }
+                const Token index = next();
+                if (index.kind != Token::Kind::Number || index.number != std::floor(index.number))
+                    throw SyntaxError(index.offset, "expected an integer index inside [ ]");
+                expect(Token::Kind::RBracket, "']'");
+                node->path.push_back(PathSegment{"", negative ? -long(index.number) : long(index.number)});
+            } else {
+                break;
+            }
+        }
+        node->source = trimmed(m_text.substr(first.offset, peek().offset - first.offset));
+        return node;
+    }
+
+    void expect(Token::Kind kind, const char* what) {
+        if (peek().kind != kind)
+            throw SyntaxError(peek().offset, std::string("expected ") + what +
+                                                 (peek().kind == Token::Kind::End ? " before the end" : " here"));
+        next();
+    }
+
+    static std::string trimmed(const std::string& s) {
+        const auto b = s.find_first_not_of(" \t\n");
+        if (b == std::string::npos) return "";
+        return s.substr(b, s.find_last_not_of(" \t\n") - b + 1);
+    }
+
+    const std::string& m_text;
+    std::vector<Token> m_tokens;
+    size_t m_pos = 0;
+    bool m_has_baseline;
+};
+
+// A value during evaluation: one number, or one per element of an array, or strings.
+struct Value {
+    bool is_array = false;
+    std::vector<double> numbers;
+    std::vector<std::string> strings; // only from a path to strings; only count/distinct take them
+};
+
+std::string formatNumber(double v) {
+    if (std::isnan(v)) return "null";
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.4g", v);
+    return buf;
+}
+
+std::string formatValue(const Value& v) {
+    if (!v.strings.empty()) return "[" + std::to_string(v.strings.size()) + " strings]";
+    if (!v.is_array) return v.numbers.empty() ? "null" : formatNumber(v.numbers[0]);
+    std::string out = "[";
+    for (size_t i = 0; i < v.numbers.size(); ++i) {
+        if (i == 8) {
+            out += ", ...";
+            break;
+        }
+        out += (i ? ", " : "") + formatNumber(v.numbers[i]);
+    }
+    return out + "]";
+}
+
+bool compare(double a, double b, const std::string& op) {
+    if (std::isnan(a) || std::isnan(b)) return false;
+    if (op == "<") return a < b;
+    if (op == "<=") return a <= b;
+    if (op == ">") return a > b;
+    if (op == ">=") return a >= b;
+    if (op == "==") return a == b;
+    return a != b;
+}
+
+class Evaluator {
+public:
+    Evaluator(const Json& summary, const Json* baseline) : m_summary(summary), m_baseline(baseline) {}
+
+    Value eval(const Node& n) const {
+        switch (n.kind) {
+        case Node::Kind::Number: return Value{false, {n.number}, {}};
+        case Node::Kind::Path: return evalPath(n);
+        case Node::Kind::Function: return evalFunction(n.op, eval(*n.left), n.left->source);
+        case Node::Kind::Negate: {
+            Value v = numeric(eval(*n.left), n.left->source);
+            for (double& x : v.numbers) x = -x;
+            return v;
+        }
+        case Node::Kind::Arithmetic:
+            return combine(numeric(eval(*n.left), n.left->source), numeric(eval(*n.right), n.right->source),
+                           n.op, [&](double a, double b) {
+                               if (n.op == "+") return a + b;
+                               if (n.op == "-") return a - b;
+                               if (n.op == "*") return a * b;
+                               return a / b;
+                           });
+        case Node::Kind::Compare: break;
+        }
+        throw EvalError("a comparison cannot be used as a value");
+    }
+
+    // One comparison; detail shows both sides' values, e.g. "max(x) = 3 <= 4".
+    bool holds(const Node& c, std::string& detail) const {
+        const Value a = numeric(eval(*c.left), c.left->source);
+        const Value b = numeric(eval(*c.right), c.right->source);
+        bool ok = true;
+        combine(a, b, c.op, [&](double x, double y) {
+            ok = ok && compare(x, y, c.op);
+            return 0.0;
+        });
+        if (a.numbers.empty() || b.numbers.empty()) ok = false;
+        auto side = [](const Node& n, const Value& v) {
+            const std::string value = formatValue(v);
+            return n.kind == Node::Kind::Number ? value : n.source + " = " + value;
+        };
+        detail = side(*c.left, a) + " " + c.op + " " + side(*c.right, b);
+        return ok;
+    }
+
+private:
+    Value evalPath(const Node& n) const {
+        const Json* root = &m_summary;
+        size_t first = 0;
+        if (n.path[0].name == "baseline") {
+            if (!m_baseline) throw EvalError("'" + n.source + "': the baseline run did not run (dtrun run --check runs it)");
+            root = m_baseline;
+            first = 1;
+            if (n.path.size() == 1) throw EvalError("'baseline' alone is not a value; name a summary field after it");
+        }
+        // Walk with a list of current nodes: a name on an array maps over its elements.
+        std::vector<const Json*> current{root};
+        bool is_array = false;
+        std::string walked = first ? "baseline" : "";
+        for (size_t i = first; i < n.path.size(); ++i) {
+            const PathSegment& seg = n.path[i];
+            std::vector<const Json*> nextNodes;
+            if (!seg.name.empty()) {
+                walked += (walked.empty() ? "" : ".") + seg.name;
+                for (const Json* j : current) {
+                    if (j->is_array()) {
+                        is_array = true;
+                        for (const Json& element : *j) {
+                            if (!element.is_object() || !element.contains(seg.name))
+                                throw EvalError("the summary has no field '" + walked + "'");
+                            nextNodes.push_back(&element.at(seg.name));
+                        }
+                    } else if (j->is_object() && j->contains(seg.name)) {
+                        nextNodes.push_back(&j->at(seg.name));
+                    } else {
+                        throw EvalError("the summary has no field '" + walked + "'" +
+                                        (j->is_null() ? " (its parent is null)" : ""));
+                    }
+                }
+            } else {
+                walked += "[" + std::to_string(seg.index) + "]";
+                for (const Json* j : current) {
+                    if (!j->is_array()) throw EvalError("'" + walked + "': not an array");
+                    const long size = long(j->size());
+                    const long index = seg.index < 0 ? size + seg.index : seg.index;
+                    if (index < 0 || index >= size)
+                        throw EvalError("'" + walked + "': index out of range (the array has " + std::to_string(size) +
+                                        " elements)");
+                    nextNodes.push_back(&(*j)[size_t(index)]);
+                }
+            }
+            current = std::move(nextNodes);
+        }
+        // A final array of scalars is an array value.
+        if (current.size() == 1 && current[0]->is_array()) {
+            is_array = true;
+            std::vector<const Json*> elements;
+            for (const Json& e : *current[0]) elements.push_back(&e);
+            current = std::move(elements);
+        }
+        Value v;
+        v.is_array = is_array;
+        for (const Json* j : current) {
+            if (j->is_number()) v.numbers.push_back(j->get<double>());
+            else if (j->is_boolean()) v.numbers.push_back(j->get<bool>() ? 1.0 : 0.0);
+            else if (j->is_null()) v.numbers.push_back(std::nan(""));
+            else if (j->is_string()) v.strings.push_back(j->get<std::string>());
+            else {
+                std::string fields;
+                if (j->is_object())
+                    for (auto it = j->begin(); it != j->end(); ++it) fields += (fields.empty() ? "" : ", ") + it.key();
+                throw EvalError("'" + walked + "' is " + (j->is_object() ? "an object; name one of its fields: " + fields
+                                                                          : "not a number"));
+            }
+        }
+        if (!v.strings.empty() && !v.numbers.empty()) throw EvalError("'" + walked + "' mixes numbers and strings");
+        return v;
+    }
+
+    static Value numeric(const Value& v, const std::string& source) {
+        if (!v.strings.empty())
+            throw EvalError("'" + source + "' holds strings; only count() and distinct() take strings");
+        return v;
+    }
+
+    template <typename F>
+    static Value combine(const Value& a, const Value& b, const std::string& op, F f) {
+        if (a.is_array && b.is_array && a.numbers.size() != b.numbers.size())
+            throw EvalError("'" + op + "' of arrays of different lengths (" + std::to_string(a.numbers.size()) + " and " +
+                            std::to_string(b.numbers.size()) + ")");
+        Value out;
+        out.is_array = a.is_array || b.is_array;
+        const size_t n = std::max(a.numbers.size(), b.numbers.size());
+        for (size_t i = 0; i < n; ++i)
+            out.numbers.push_back(f(a.numbers[a.is_array ? i : 0], b.numbers[b.is_array ? i : 0]));
+        return out;
+    }
+
+    static Value evalFunction(const std::string& name, const Value& arg, const std::string& source) {
+        if (name == "count") return Value{false, {double(arg.strings.empty() ? arg.numbers.size() : arg.strings.size())}, {}};
+        if (name == "distinct") {
+            if (!arg.strings.empty()) return Value{false, {double(std::set<std::string>(arg.strings.begin(), arg.strings.end()).size())}, {}};
+            return Value{false, {double(std::set<double>(arg.numbers.begin(), arg.numbers.end()).size())}, {}};
+        }
+        const Value v = numeric(arg, source);
+        if (name == "abs") {
+            Value out = v;
+            for (double& x : out.numbers) x = std::fabs(x);
+            return out;
+        }
+        if (v.numbers.empty()) throw EvalError(name + "(" + source + "): the array is empty");
+        double acc = v.numbers[0];
+        for (size_t i = 1; i < v.numbers.size(); ++i) {
+            const double x = v.numbers[i];
+            if (std::isnan(x) || std::isnan(acc)) acc = std::nan("");
+            else if (name == "max") acc = std::max(acc, x);
+            else if (name == "min") acc = std::min(acc, x);
+            else acc += x; // sum, mean
+        }
+        if (name == "mean") acc /= double(v.numbers.size());
+        return Value{false, {acc}, {}};
+    }
+
+    const Json& m_summary;
+    const Json* m_baseline;
+};
+
+} // namespace
+
+const std::vector<std::string>& checkSummaryRoots() {
+    static const std::vector<std::string> roots = {
+        "ok",           "ranks",          "steps_requested", "steps",           "initial_loss",     "final_loss",
+        "loss_by_step", "step_end_s_by_step", "step_ms_median", "bytes_sent",    "bytes_sent_measured",
+        "bytes_received", "peak_memory",  "pipeline",        "theory",          "fault_tolerance",  "params_checksum",
+        "dropped_events", "dropped_events_total", "collectives", "failed_collectives", "hung_collectives", "exit",
+        "wall_time_s",  "bus_bandwidth"};
+    return roots;
+}
+
+std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect, bool has_baseline) {
+    try {
+        if (expect.find_first_not_of(" \t\n") == std::string::npos)
+            return CheckSyntaxProblem{0, "empty; write a comparison such as \"final_loss < initial_loss\""};
+        Parser(expect, has_baseline).parseCheck();
+        return std::nullopt;
+    } catch (const SyntaxError& e) {
+        return CheckSyntaxProblem{e.offset, e.what()};
+    } catch (const std::exception& e) { // a number too large for stod
+        return CheckSyntaxProblem{0, e.what()};
+    }
+}
+
+CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary_json,
+                           const std::string& baseline_summary_json) {
+    CheckOutcome outcome;
+    try {
+        const auto comparisons = Parser(expect, true).parseCheck();
+        const Json summary = Json::parse(summary_json);
+        Json baseline;
+        if (!baseline_summary_json.empty()) baseline = Json::parse(baseline_summary_json);
+        const Evaluator evaluator(summary, baseline_summary_json.empty() ? nullptr : &baseline);
+        outcome.passed = true;
+        for (const auto& c : comparisons) {
+            std::string detail;
+            if (!evaluator.holds(*c, detail)) outcome.passed = false;
+            outcome.detail += (outcome.detail.empty() ? "" : "; ") + detail;
+        }
+    } catch (const EvalError& e) {
+        outcome.passed = false;
+        outcome.detail = std::string("cannot evaluate: ") + e.what();
+    } catch (const std::exception& e) { // a syntax error (validated at load) or a summary that is not JSON
+        outcome.passed = false;
+        outcome.detail = std::string("cannot evaluate: ") + e.what();
+    }
+    return outcome;
+}
+
+} // namespace dt
+
+namespace dt {
+
+std::vector<ClosingCheckResult> evaluateClosingChecks(const std::vector<ClosingCheck>& checks,
+                                                      const std::string& summary_json,
+                                                      const std::map<std::string, std::string>& baseline_summaries) {
+    std::vector<ClosingCheckResult> results;
+    for (const ClosingCheck& c : checks) {
+        ClosingCheckResult r;
+        r.claim = c.claim;
+        r.expect = c.expect;
+        r.baseline = c.baseline.describe();
+        std::string baseline_json;
+        if (!c.baseline.empty()) {
+            const auto it = baseline_summaries.find(r.baseline);
+            if (it == baseline_summaries.end()) {
+                r.detail = "not evaluated: needs the baseline run { " + r.baseline + " } (dtrun run --check runs it)";
+                results.push_back(r);
+                continue;
+            }
+            baseline_json = it->second;
+        }
+        const CheckOutcome outcome = evaluateCheck(c.expect, summary_json, baseline_json);
+        r.evaluated = true;
+        r.passed = outcome.passed;
+        r.detail = outcome.detail;
+        results.push_back(r);
+    }
+    return results;
+}
+
+std::string summaryWithChecks(const std::string& summary_json, const std::vector<ClosingCheckResult>& results) {
+    Json j = Json::parse(summary_json);
+    Json checks = Json::array();
+    for (const ClosingCheckResult& r : results)
+        checks.push_back({{"claim", r.claim},
+                          {"expect", r.expect},
+                          {"baseline", r.baseline},
+                          {"evaluated", r.evaluated},
+                          {"passed", r.passed},
+                          {"detail", r.detail}});
+    j["checks"] = checks;
+    return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+}
+
+} // namespace dt
