@@ -8,6 +8,7 @@
 //  - overlapping the bucket all-reduces with backward or not changes nothing,
 //    bit for bit.
 //  - the traffic matches the ring all-reduce cost model.
+#include "param_compare.hpp"
 #include "process_helpers.hpp"
 #include "worker/params_io.hpp"
 
@@ -21,23 +22,7 @@ namespace {
 
 constexpr int kSteps = 3;
 
-// The largest |a - b| over every element of every parameter; the lists must match in names and shapes.
-double maxAbsDifference(const std::vector<dt::NamedParameter>& a, const std::vector<dt::NamedParameter>& b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        if (a[i].name != b[i].name || a[i].tensor.sizes() != b[i].tensor.sizes())
-            FAIL("parameter " << i << " differs in name or shape: " << a[i].name << " " << a[i].tensor.sizes()
-                              << " vs " << b[i].name << " " << b[i].tensor.sizes());
-        const auto ta = a[i].tensor.contiguous();
-        const auto tb = b[i].tensor.contiguous();
-        const float* pa = ta.data_ptr<float>();
-        const float* pb = tb.data_ptr<float>();
-        for (int64_t k = 0; k < ta.numel(); ++k)
-            worst = std::max(worst, double(std::fabs(pa[k] - pb[k])));
-    }
-    return worst;
-}
+using it::maxAbsDifference;
 
 int64_t parameterCount(const std::vector<dt::NamedParameter>& params) {
     int64_t n = 0;

@@ -14,6 +14,7 @@
 //    is skipped.
 // Checks are blocks with an INFO sentence rather than SECTIONs (a SECTION
 // re-runs the test case, which would start every process again).
+#include "param_compare.hpp"
 #include "process_helpers.hpp"
 #include "worker/params_io.hpp"
 
@@ -56,15 +57,7 @@ Run run(const it::TempDir& dir, const std::string& tag, const it::ScenarioSpec& 
     return out;
 }
 
-double maxAbsDifference(const std::vector<dt::NamedParameter>& a, const std::vector<dt::NamedParameter>& b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        REQUIRE(a[i].name == b[i].name);
-        worst = std::max(worst, (a[i].tensor - b[i].tensor).abs().max().item<double>());
-    }
-    return worst;
-}
+using it::maxAbsDifference;
 
 it::ScenarioSpec spec(const std::string& name, const std::string& strategy, int steps) {
     it::ScenarioSpec s;

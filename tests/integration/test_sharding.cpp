@@ -13,6 +13,7 @@
 // The checks are blocks with an INFO sentence rather than SECTIONs: Catch2
 // re-runs a test case from the top for every SECTION, which would start every
 // process again.
+#include "param_compare.hpp"
 #include "process_helpers.hpp"
 #include "worker/params_io.hpp"
 
@@ -37,20 +38,7 @@ namespace fs = std::filesystem;
 constexpr double kTolerance = 1e-5;
 constexpr int kGlobalBatch = 16;
 
-double maxAbsDifference(const std::vector<dt::NamedParameter>& a, const std::vector<dt::NamedParameter>& b) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0.0;
-    for (size_t i = 0; i < a.size(); ++i) {
-        REQUIRE(a[i].name == b[i].name);
-        REQUIRE(a[i].tensor.sizes() == b[i].tensor.sizes());
-        const auto ta = a[i].tensor.contiguous();
-        const auto tb = b[i].tensor.contiguous();
-        const float* pa = ta.data_ptr<float>();
-        const float* pb = tb.data_ptr<float>();
-        for (int64_t k = 0; k < ta.numel(); ++k) worst = std::max(worst, double(std::fabs(pa[k] - pb[k])));
-    }
-    return worst;
-}
+using it::maxAbsDifference;
 
 struct Run {
     nlohmann::json summary;

@@ -19,6 +19,7 @@ const std::string kSummary = R"({
   "theory": {"parameters": 100, "optimizer_state": 200},
   "pipeline": {"bubble_measured": 0.6, "bubble_theory": 0.5},
   "params_checksum": ["aa", "aa"],
+  "collectives": {"all-reduce": {"count": 8}},
   "final_loss_null": null,
   "fault_tolerance": null
 })";
@@ -73,6 +74,15 @@ TEST_CASE("A closing check compares values taken from the run summary", "[checks
         const auto o = check("loss_by_step[3] == 0");
         CHECK_FALSE(o.passed);
         CHECK(o.detail.find("index out of range (the array has 3 elements)") != std::string::npos);
+    }
+    SECTION("a quoted name in brackets reads a field that is not a plain word") {
+        const auto o = check("collectives[\"all-reduce\"].count == 8");
+        CHECK(o.passed);
+        CHECK(o.detail == "collectives[\"all-reduce\"].count = 8 == 8");
+        CHECK(check("collectives['all-reduce'].count == 8").passed);
+        CHECK(check("collectives[\"all-gather\"].count == 0").detail ==
+              "cannot evaluate: the summary has no field 'collectives[\"all-gather\"]'");
+        CHECK(syntaxProblem("collectives[\"all-reduce].count == 8") == "12: this quoted field name is never closed");
     }
     SECTION("distinct counts different strings, so equal checksums give 1") {
         CHECK(check("distinct(params_checksum) == 1").passed);

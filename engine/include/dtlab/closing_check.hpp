@@ -14,7 +14,9 @@
 //   product    := unary (("*" | "/") unary)*
 //   unary      := "-" unary | primary
 //   primary    := NUMBER | path | FUNCTION "(" sum ")" | "(" sum ")"
-//   path       := NAME ("." NAME | "[" INTEGER "]")*     (a negative index counts from the end)
+//   path       := NAME ("." NAME | "[" INTEGER "]" | "[" QUOTED "]")*
+//                 (a negative index counts from the end; collectives["all-reduce"]
+//                 names a field that is not a plain word)
 //   FUNCTION   := max | min | mean | sum | count | distinct | abs
 // A path walks the summary JSON; a name applied to an array of objects takes
 // that field of every element (peak_memory.parameters = one number per rank).

@@ -20,6 +20,8 @@
 //   hsdp   as fsdp with N = ranks / replicas
 //   pipeline  each stage its own blocks, whole: about 16 Psi / p (the first
 //          stage adds the embeddings, the last the head)
+//   tensor_parallel  16 bytes x (root + per block: ln1, ln2, proj and fc2
+//          biases whole + qkv, proj weight, fc1, fc2 weight / N)
 // Bytes sent per rank and step (ring algorithms, cost model of communicator.cpp):
 //   ddp          all-reduce                    2 (N-1)/N x 4 Psi
 //   zero1/zero2  reduce-scatter + all-gather   2 (N-1)/N x 4 Psi
@@ -30,6 +32,8 @@
 //   pipeline     an inner stage sends every microbatch's activation forward and
 //                its gradient back: 2 v x B x T x d_model x 4, plus 2 (d-1)/d x 4 Psi / p
 //                to average its gradients over d pipelines side by side
+//   tensor_parallel  4 all-reduces of the activations per block (2 forward, 2 backward):
+//                L x 4 x 2 (N-1)/N x 4 B T d_model
 // With M microbatches the forward/backward all-gathers repeat per microbatch,
 // and so do the gradient collectives when sync_every_microbatch is on.
 #pragma once

@@ -27,7 +27,7 @@ using Json = nlohmann::json;
 const std::vector<std::string> kFunctions = {"max", "min", "mean", "sum", "count", "distinct", "abs"};
 
 struct Token {
-    enum class Kind { Number, Name, Op, LParen, RParen, LBracket, RBracket, Dot, End };
+    enum class Kind { Number, Name, String, Op, LParen, RParen, LBracket, RBracket, Dot, End };
     Kind kind = Kind::End;
     std::string text;
     double number = 0.0;
@@ -66,6 +66,12 @@ std::vector<Token> tokenize(const std::string& text) {
             t.kind = Token::Kind::Name;
             t.text = text.substr(i, j - i);
             i = j;
+        } else if (c == '"' || c == '\'') {
+            const size_t close = text.find(c, i + 1);
+            if (close == std::string::npos) throw SyntaxError(i, "this quoted field name is never closed");
+            t.kind = Token::Kind::String;
+            t.text = text.substr(i + 1, close - i - 1);
+            i = close + 1;
         } else if (c == '(' || c == ')' || c == '[' || c == ']' || c == '.') {
             t.kind = c == '(' ? Token::Kind::LParen
                    : c == ')' ? Token::Kind::RParen
@@ -244,6 +250,10 @@ private:
                 const Token name = next();
                 if (name.kind != Token::Kind::Name) throw SyntaxError(name.offset, "expected a field name after '.'");
                 node->path.push_back(PathSegment{name.text, 0});
+            } else if (peek().kind == Token::Kind::LBracket && m_tokens[m_pos + 1].kind == Token::Kind::String) {
+                next(); // ["all-reduce"]: a field whose name is not a plain word
+                node->path.push_back(PathSegment{next().text, 0});
+                expect(Token::Kind::RBracket, "']'");
             } else if (peek().kind == Token::Kind::LBracket) {
                 next();
                 bool negative = false;
@@ -384,7 +394,8 @@ private:
             const PathSegment& seg = n.path[i];
             std::vector<const Json*> nextNodes;
             if (!seg.name.empty()) {
-                walked += (walked.empty() ? "" : ".") + seg.name;
+                const bool plain = seg.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+                walked += plain ? (walked.empty() ? "" : ".") + seg.name : "[\"" + seg.name + "\"]";
                 for (const Json* j : current) {
                     if (j->is_array()) {
                         is_array = true;

@@ -64,6 +64,16 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
         t.optimizer_state = 8 * stage;
         return t;
     }
+    if (k == "tensor_parallel") { // Megatron: each block's Linear weights split N ways, the rest whole
+        const int64_t C = s.model.d_model, R = s.model.mlp_ratio, W = std::max(1, s.topology.ranks);
+        const int64_t split = (3 * C * C + 3 * C) + C * C + (R * C * C + R * C) + R * C * C; // qkv, proj W, fc1, fc2 W
+        const int64_t whole = 2 * C + C + 2 * C + C;                                          // ln1, proj b, ln2, fc2 b
+        const int64_t per_rank = layout.root_numel + int64_t(s.model.layers) * (whole + split / W);
+        t.parameters = 4 * per_rank;
+        t.gradients = 4 * per_rank;
+        t.optimizer_state = 8 * per_rank;
+        return t;
+    }
     if (k == "diloco") { // local and global copies; inner optimizer state and the outer momentum
         t.parameters = 8 * layout.total();
         t.gradients = 4 * layout.total();
@@ -101,6 +111,10 @@ int64_t bytesPerStepTheory(const Scenario& s) {
     const int M = s.strategy.microbatches;
     const int grad_syncs = s.strategy.sync_every_microbatch ? M : 1;
     if (k == "ddp") return grad_syncs * (2 * int64_t(W - 1) * 4 * layout.total() / W);
+    if (k == "tensor_parallel") { // 4 all-reduces of (B/M) x T x C fp32 per block and microbatch
+        const int64_t call = 4 * int64_t(s.data.batch_per_rank / M) * s.model.context * s.model.d_model;
+        return int64_t(M) * s.model.layers * 4 * (2 * int64_t(W - 1) * call / W);
+    }
     if (k == "diloco") { // the average over H steps (diloco_theory.hpp has the per-sync figures)
         return dilocoTheory(s).bytes_per_period / std::max(1, s.diloco.inner_steps);
     }
@@ -144,6 +158,8 @@ std::string modelStateFormula(const std::string& k) {
     if (k == "fsdp") return "ZeRO-3 / FSDP: 16 Psi / N + root + largest unit materialized";
     if (k == "hsdp") return "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit";
     if (k == "pipeline") return "Pipeline: each stage holds its blocks whole, about 16 Psi / p";
+    if (k == "tensor_parallel")
+        return "Tensor parallel: embeddings, norms and head whole + 1/N of each block's Linear weights, x 16 bytes";
     if (k == "diloco") return "DiLoCo: local 4 Psi + global 4 Psi + grads 4 Psi + inner AdamW 8 Psi + outer momentum 4 Psi = 24 Psi";
     return "";
 }

@@ -104,7 +104,7 @@ struct EnumRule {
 const EnumRule kEnumRules[] = {
     {"model", "kind", {"tiny_gpt", "mlp"}},
     {"data", "source", {"fortunes", "fashion_mnist"}},
-    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline", "diloco", "collectives"}},
+    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline", "diloco", "tensor_parallel", "collectives"}},
     {"topology", "backend", {"gloo", "mpi"}},
     {"collectives", "ops", {"all_reduce", "all_gather", "reduce_scatter"}},
     {"collectives", "backends", {"gloo", "mpi"}},
@@ -253,6 +253,24 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     } else if (stages > 1) {
         return Problem{"topology", {"stages"}, -1,
                        "[topology] stages = " + std::to_string(stages) + " needs [strategy] kind = \"pipeline\""};
+    }
+    if (st.kind == "tensor_parallel") {
+        if (s.model.kind != "tiny_gpt")
+            return Problem{"strategy", {"kind"}, -1,
+                           "[strategy] kind = \"tensor_parallel\" needs [model] kind = \"tiny_gpt\" (its attention "
+                           "heads and MLP columns are split over the ranks)"};
+        if (s.model.heads % ranks != 0)
+            return Problem{"model", {"heads"}, -1,
+                           "[model] heads " + std::to_string(s.model.heads) + " is not divisible by [topology] ranks " +
+                               std::to_string(ranks) + " (tensor_parallel gives every rank heads / ranks attention heads)"};
+        if ((s.model.mlp_ratio * s.model.d_model) % ranks != 0)
+            return Problem{"model", {"mlp_ratio", "d_model"}, -1,
+                           "[model] mlp_ratio x d_model = " + std::to_string(s.model.mlp_ratio * s.model.d_model) +
+                               " is not divisible by [topology] ranks " + std::to_string(ranks) +
+                               " (tensor_parallel gives every rank an equal slice of the MLP's columns)"};
+        if (st.activation_checkpointing)
+            return Problem{"strategy", {"activation_checkpointing"}, -1,
+                           "[strategy] activation_checkpointing is not supported with kind = \"tensor_parallel\" yet"};
     }
     if (s.data.batch_per_rank % st.microbatches != 0)
         return Problem{"strategy", {"microbatches"}, -1,

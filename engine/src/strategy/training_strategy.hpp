@@ -13,7 +13,8 @@
 //
 // Strategies: ddp (ddp_strategy.cpp), zero1 / zero2 / fsdp / hsdp
 // (sharded_strategy.cpp), pipeline (pipeline_strategy.cpp), diloco
-// (diloco_strategy.cpp). makeStrategy picks
+// (diloco_strategy.cpp), tensor_parallel (tensor_parallel_strategy.cpp).
+// makeStrategy picks
 // one from the scenario.
 #pragma once
 

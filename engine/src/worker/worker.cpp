@@ -25,6 +25,7 @@
 #include "memory/memory_accounting.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "model/model.hpp"
+#include "model/tensor_parallel_model.hpp"
 #include "strategy/sharded_checkpoint.hpp"
 #include "strategy/training_strategy.hpp"
 #include "telemetry/telemetry_sender.hpp"
@@ -178,7 +179,11 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
 
     RankGroups groups = makeGroups(env, scenario, store, sink);
     Communicator& comm = *groups.world;
-    {   // every replica starts from rank 0's parameters
+    if (scenario.strategy.kind == "tensor_parallel") {
+        // Each rank keeps its shards of the same seeded model (nothing to broadcast).
+        model = makeTensorParallelGpt(scenario.model, scenario.run.seed, comm);
+        if (rank == 0) sender.log(LogLevel::Info, model->describe());
+    } else {   // every replica starts from rank 0's parameters
         at::NoGradGuard no_grad;
         for (const auto& p : model->trainableParameters()) comm.broadcast(p.tensor, 0)->wait();
     }
@@ -255,7 +260,10 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     const int B = scenario.data.batch_per_rank;
     // Every stage of a pipeline reads the same batch (stage 0 its tokens, the
     // last stage its targets); the pipelines side by side read different shards.
-    const int stages = scenario.strategy.kind == "pipeline" ? scenario.topology.stages : 1;
+    // Tensor parallel ranks all read the same batch: they split the model, not the data.
+    const int stages = scenario.strategy.kind == "pipeline"          ? scenario.topology.stages
+                       : scenario.strategy.kind == "tensor_parallel" ? world
+                                                                     : 1;
     const int data_rank = rank / stages, data_world = world / stages;
     const int M = scenario.strategy.microbatches;
     for (int step = first_step; step < scenario.run.steps; ++step) {
