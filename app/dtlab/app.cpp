@@ -11,6 +11,8 @@
 // [SECTION] Presentation: theme, font, full screen
 #include "app.hpp"
 
+#include "dtlab/summary.hpp"
+
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/sharding_theory.hpp"
@@ -139,6 +141,7 @@ void AppContext::resetRunState() {
     m_start_ns = monotonicNowNs();
     m_end_ns = 0;
     m_layout_dirty = true;
+    m_checks.clear();
 }
 
 void AppContext::openScenario(const Scenario& scenario) {
@@ -199,6 +202,7 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     m_model.ingestLogs(m_replay->logs.data(), m_replay->logs.size());
     m_failure_reason = m_replay->ok ? "" : m_replay->failure_reason;
     computeReplayProgress();
+    evaluateChecks(*m_replay);
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
@@ -299,6 +303,14 @@ void AppContext::ingestNew() {
     if (!m_log_buffer.empty()) m_model.ingestLogs(m_log_buffer.data(), m_log_buffer.size());
 }
 
+// The scenario's closing checks on the finished run (baselines are dtrun run
+// --check's: the narration panel lists those as not evaluated).
+void AppContext::evaluateChecks(const RunRecord& record) {
+    m_checks.clear();
+    if (m_scenario.checks.empty()) return;
+    m_checks = evaluateClosingChecks(m_scenario.checks, summaryJson(record), {});
+}
+
 void AppContext::gatherFacts() {
     if (!m_session) return; // a replay's facts are computed once, at load
     m_facts.ranks = m_session->progress();
@@ -312,6 +324,7 @@ void AppContext::gatherFacts() {
         m_end_ns = monotonicNowNs();
         const RunRecord record = m_session->snapshot(); // once, at the end of the run
         m_failure_reason = record.ok ? "" : record.failure_reason;
+        evaluateChecks(record);
         say(record.ok ? "the run finished: every rank completed " + std::to_string(m_scenario.run.steps) + " steps"
                       : "the run failed: " + record.failure_reason);
     }

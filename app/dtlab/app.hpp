@@ -17,6 +17,7 @@
 // ("dtlab: killed rank 1"), so tests and demos can read what the app did.
 #pragma once
 
+#include "dtlab/closing_check.hpp"
 #include "dtlab/recording.hpp"
 #include "dtlab/session.hpp"
 #include "model/run_model.hpp"
@@ -105,6 +106,8 @@ public:
     [[nodiscard]] ThemeKind theme() const { return m_theme; }
     [[nodiscard]] float fontPixels() const { return m_fonts.pixels(); }
     [[nodiscard]] const std::string& failureReason() const { return m_failure_reason; }
+    // The closing checks ([[checks]]) once the run has finished; empty before.
+    [[nodiscard]] const std::vector<ClosingCheckResult>& closingChecks() const { return m_checks; }
     // Errors and warnings the ranks and the Session logged about `rank`.
     [[nodiscard]] std::vector<const LogRecord*> rankErrors(int rank) const;
     void setNavigator(TimelineNavigator* navigator) { m_navigator = navigator; }
@@ -187,6 +190,7 @@ private:
     void resetRunState();
     void ingestNew();
     void gatherFacts();
+    void evaluateChecks(const RunRecord& record);
     void computeReplayProgress();
     void runScript();
     void handleShortcuts();
@@ -211,6 +215,7 @@ private:
     Scenario m_scenario;
     std::unique_ptr<Session> m_session;
     std::optional<RunRecord> m_replay;
+    std::vector<ClosingCheckResult> m_checks;
     std::string m_replay_path;
     std::string m_replay_problem;
     std::string m_failure_reason;

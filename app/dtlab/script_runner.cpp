@@ -234,8 +234,9 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     case Verb::WaitSeconds: return now_s - m_started_s >= c.number;
     case Verb::WaitFrames: return m_frames >= int(c.number);
     case Verb::WaitFinished:
-        if (!f.live && !f.replay) fail(c, "wait_finished: no run is loaded");
-        return f.finished;
+        if (f.finished) return true; // a live run that has ended, or a replay
+        if (!f.live) fail(c, "wait_finished: no run is loaded");
+        return false;
     case Verb::WaitDead:
         if (f.rankGone(c.rank)) return true;
         if (f.finished) fail(c, "wait_dead " + std::to_string(c.rank) + ": the run ended and the rank did not die");

@@ -238,7 +238,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().column == 2);
         CHECK(std::string(e.what()) ==
               "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], [data], "
-              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], [chaos], [diloco], [network], [collectives]");
+              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], [chaos], [diloco], [network], [collectives], [[checks]]");
     }
 
     SECTION("a key in [[faults]] that does not exist is reported") {
@@ -850,7 +850,7 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
         s.strategy.kind = "zero4";
         UsageError e = validateError(s, "--strategy");
         CHECK(std::string(e.what()) ==
-              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", \"pipeline\", \"diloco\", \"collectives\", got \"zero4\"");
+              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", \"hsdp\", \"pipeline\", \"diloco\", \"tensor_parallel\", \"collectives\", got \"zero4\"");
     }
 
     SECTION("replicas without hsdp, an uneven replica split and an uneven microbatch split are refused") {

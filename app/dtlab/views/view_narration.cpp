@@ -40,12 +40,46 @@ const char* viewTitle(const std::string& id) {
     return id.c_str();
 }
 
+// The scenario's closing checks ([[checks]]) under the last step: what the
+// run has shown, each claim marked passed or failed once the run is over.
+void drawClosingChecks(AppContext& context) {
+    const std::vector<ClosingCheck>& checks = context.scenario().checks;
+    if (checks.empty()) return;
+    const ThemeKind theme = context.theme();
+    ImGui::Spacing();
+    ImGui::Separator();
+    ImGui::TextColored(ImColor(accentColor(theme)), "Closing checks: what this run showed");
+    const std::vector<ClosingCheckResult>& results = context.closingChecks();
+    if (results.empty()) {
+        ImGui::TextDisabled("They are evaluated when the run ends (%d claim%s).", int(checks.size()),
+                            checks.size() == 1 ? "" : "s");
+        for (const ClosingCheck& c : checks) ImGui::BulletText("%s", c.claim.c_str());
+        return;
+    }
+    for (const ClosingCheckResult& r : results) {
+        const char* mark = !r.evaluated ? "[needs dtrun]" : r.passed ? "[shown]" : "[NOT shown]";
+        const ImU32 color = !r.evaluated ? ImGui::GetColorU32(ImGuiCol_TextDisabled)
+                            : r.passed   ? rankStateColor(RankState::Running, theme)
+                                         : warningColor(theme);
+        ImGui::TextColored(ImColor(color), "%s", mark);
+        ImGui::SameLine();
+        ImGui::TextWrapped("%s", r.claim.c_str());
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s\n%s", r.expect.c_str(),
+                              r.evaluated ? r.detail.c_str()
+                                          : ("compared with a baseline run { " + r.baseline +
+                                             " }: dtrun run " + context.scenario().path + " --check").c_str());
+    }
+}
+
 } // namespace
 
 const char* NarrationView::helpText() const {
     return "The scenario's narrated steps ([[steps]] in its TOML file). Each step says something, points at a view "
            "(its border flashes) and may wait for a real event in the run: a step count, the first all-reduce, a "
-           "rank dying, the end of the run. Next unlocks when that event has happened.\n\n"
+           "rank dying, the end of the run. Next unlocks when that event has happened. The last step lists the "
+           "scenario's closing checks ([[checks]]): once the run ends, each claim is marked shown or not shown "
+           "by this run's numbers (hover for the values).\n\n"
            "Keys: Space or Right arrow = Next, Left arrow = Back.";
 }
 
@@ -83,14 +117,15 @@ void NarrationView::drawContent(AppContext& context) {
     }
     ImGui::Separator();
 
+    const bool last = index + 1 >= int(steps.size());
     // The text, in the space left above the condition line and the buttons.
     const float footer = ImGui::GetFrameHeightWithSpacing() * 2.0f + style.ItemSpacing.y;
     ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f, ImGui::GetContentRegionAvail().y - footer)));
     ImGui::TextWrapped("%s", step.text.c_str());
+    if (last) drawClosingChecks(context);
     ImGui::EndChild();
 
     const bool ready = context.narrationCanNext();
-    const bool last = index + 1 >= int(steps.size());
     ImGui::AlignTextToFramePadding();
     if (step.until.empty() || last) {
         ImGui::TextDisabled(last ? "Last step." : "Nothing to wait for.");

@@ -225,8 +225,10 @@ struct CheckBaseline {
     std::string schedule;                // [strategy] schedule
     int overlap = -1;                    // [strategy] overlap: 0 off, 1 on
     int activation_checkpointing = -1;   // [strategy] activation_checkpointing: 0 off, 1 on
+    std::string pseudo_gradient;         // [diloco] pseudo_gradient
     [[nodiscard]] bool empty() const {
-        return strategy.empty() && microbatches == 0 && schedule.empty() && overlap < 0 && activation_checkpointing < 0;
+        return strategy.empty() && microbatches == 0 && schedule.empty() && overlap < 0 && activation_checkpointing < 0 &&
+               pseudo_gradient.empty();
     }
     [[nodiscard]] std::string describe() const; // "strategy = ddp, microbatches = 8"
 };

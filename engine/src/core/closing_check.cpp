@@ -233,7 +233,7 @@ private:
         if (first.text == "baseline") {
             if (!m_has_baseline)
                 throw SyntaxError(first.offset, "'baseline' needs a baseline run: add baseline = { strategy = \"ddp\" } "
-                                                "(or microbatches, schedule, overlap, activation_checkpointing) to this check");
+                                                "(or microbatches, schedule, overlap, activation_checkpointing, pseudo_gradient) to this check");
         } else if (first.text == "and") {
             throw SyntaxError(first.offset, "'and' joins two comparisons; a value is missing before it");
         } else if (std::find(roots.begin(), roots.end(), first.text) == roots.end()) {

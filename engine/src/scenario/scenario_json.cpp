@@ -41,7 +41,8 @@ std::string scenarioToJson(const Scenario& s) {
             {"claim", c.claim},
             {"expect", c.expect},
             {"baseline", {{"strategy", b.strategy}, {"microbatches", b.microbatches}, {"schedule", b.schedule},
-                          {"overlap", b.overlap}, {"activation_checkpointing", b.activation_checkpointing}}},
+                          {"overlap", b.overlap}, {"activation_checkpointing", b.activation_checkpointing},
+                          {"pseudo_gradient", b.pseudo_gradient}}},
             {"where", {{"file", c.where.file}, {"line", c.where.line}, {"column", c.where.column}}},
         });
     }
@@ -249,6 +250,7 @@ Scenario scenarioFromJson(const std::string& text) {
                 b.at("schedule").get_to(c.baseline.schedule);
                 b.at("overlap").get_to(c.baseline.overlap);
                 b.at("activation_checkpointing").get_to(c.baseline.activation_checkpointing);
+                b.at("pseudo_gradient").get_to(c.baseline.pseudo_gradient);
                 const json& w = jc.at("where");
                 w.at("file").get_to(c.where.file);
                 w.at("line").get_to(c.where.line);

@@ -53,7 +53,7 @@ const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"}
 const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
 const std::vector<std::string> kCheckKeys = {"claim", "expect", "baseline"};
 const std::vector<std::string> kBaselineKeys = {"strategy", "microbatches", "schedule", "overlap",
-                                                "activation_checkpointing"};
+                                                "activation_checkpointing", "pseudo_gradient"};
 
 std::string joinNames(const std::vector<std::string>& names) {
     std::string out;
@@ -503,6 +503,7 @@ private:
             else if (e.key == "overlap") b.overlap = readBool("strategy", e.key, *e.node) ? 1 : 0;
             else if (e.key == "activation_checkpointing")
                 b.activation_checkpointing = readBool("strategy", e.key, *e.node) ? 1 : 0;
+            else if (e.key == "pseudo_gradient") b.pseudo_gradient = readString("diloco", e.key, *e.node);
         }
         if (b.empty()) fail(node.source(), "[[checks]] baseline: empty; name what the baseline run changes, e.g. "
                                            "{ strategy = \"ddp\" }");

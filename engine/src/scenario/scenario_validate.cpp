@@ -617,6 +617,7 @@ std::string CheckBaseline::describe() const {
     if (overlap >= 0) add(std::string("overlap = ") + (overlap ? "true" : "false"));
     if (activation_checkpointing >= 0)
         add(std::string("activation_checkpointing = ") + (activation_checkpointing ? "true" : "false"));
+    if (!pseudo_gradient.empty()) add("pseudo_gradient = " + pseudo_gradient);
     return out;
 }
 
@@ -627,6 +628,7 @@ Scenario scenarioForBaseline(const Scenario& scenario, const CheckBaseline& base
     if (!baseline.schedule.empty()) s.strategy.schedule = baseline.schedule;
     if (baseline.overlap >= 0) s.strategy.overlap = baseline.overlap == 1;
     if (baseline.activation_checkpointing >= 0) s.strategy.activation_checkpointing = baseline.activation_checkpointing == 1;
+    if (!baseline.pseudo_gradient.empty()) s.diloco.pseudo_gradient = baseline.pseudo_gradient;
     // The baseline is a measurement: no narration, no checks of its own, no faults.
     s.steps.clear();
     s.checks.clear();
