@@ -55,10 +55,12 @@ struct RunFacts {
     }
 };
 
-// Whether a narration step's condition holds. In a replay every condition
-// holds: the run is over, and the presenter walks through it at will.
+// Whether a narration step's condition holds. In a replay, and once a live
+// run has ended, every condition holds: nothing more can happen, and the
+// presenter walks through the rest at will (a "step >= 5" after every rank
+// was killed at step 3 would otherwise lock Next for good).
 [[nodiscard]] inline bool narrationConditionHolds(const NarrationCondition& c, const RunFacts& f) {
-    if (f.replay) return true;
+    if (f.replay || f.finished) return true;
     switch (c.kind) {
     case NarrationCondition::Kind::None: return true;
     case NarrationCondition::Kind::StepAtLeast: return f.stepsCompletedByAlive() >= c.value;

@@ -233,6 +233,16 @@ TEST_CASE("Narration conditions are read from the run's facts", "[script][narrat
         f.finished = true;
         CHECK(holds(Kind::RunFinished));
     }
+    SECTION("once the live run has ended every condition holds, so Next never locks for good") {
+        f.ranks[0].state = RankState::Killed;
+        f.ranks[1].state = RankState::Killed;
+        f.ranks[2].state = RankState::Failed;
+        CHECK_FALSE(holds(Kind::FirstAllReduceEnds));
+        f.finished = true;
+        f.live = false;
+        CHECK(holds(Kind::StepAtLeast, 1000));
+        CHECK(holds(Kind::FirstAllReduceEnds));
+    }
     SECTION("in a replay every condition holds") {
         f.replay = true;
         f.live = false;
