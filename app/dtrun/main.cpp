@@ -1,8 +1,10 @@
 // dtrun: dtlab's command line.
 //
-//   dtrun run SCENARIO.toml [--ranks N] [--steps N] [--trace FILE] [--summary FILE] ...
+//   dtrun run SCENARIO.toml [--ranks N] [--steps N] [--trace FILE] [--summary FILE] [--check] ...
 //       Runs a scenario headless: starts a Session with N rank processes,
-//       shows a progress line, writes the trace and the summary.
+//       shows a progress line, writes the trace and the summary, and prints
+//       the scenario's closing checks (--check also runs their baselines and
+//       exits 1 when one fails).
 //   dtrun check SCENARIO.toml
 //       Parses and validates a scenario; prints what it would run.
 //   dtrun lighthouse [--listen HOST] [--port P] [--min-replicas N] ...
@@ -384,10 +386,10 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--batch-per-rank", run.batch_per_rank, "override the batch size per rank");
     run_cmd->add_option("--overlap", run.overlap, "DDP: all-reduce during backward (on) or after it (off)")
         ->check(CLI::IsMember({"on", "off"}));
-    run_cmd->add_option("--strategy", run.strategy, "override [strategy] kind: ddp, zero1, zero2, fsdp or hsdp");
+    run_cmd->add_option("--strategy", run.strategy, "override [strategy] kind: ddp, zero1, zero2, fsdp, hsdp, pipeline, diloco or tensor_parallel");
     run_cmd->add_option("--replicas", run.replicas, "hsdp: override [topology] replicas");
     run_cmd->add_option("--microbatches", run.microbatches, "override [strategy] microbatches (gradient accumulation)");
-    run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "save sharded checkpoints into DIR/step-<S>");
+    run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "save checkpoints into DIR/step-<S> (sharded strategies, diloco, ddp under [fault_tolerance])");
     run_cmd->add_option("--resume", run.resume_from, "load a checkpoint before training: DIR/step-<S>, or DIR for its newest valid one");
     run_cmd->add_option("--trace", run.trace_path, "write a Chrome trace (Perfetto) JSON file");
     run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
