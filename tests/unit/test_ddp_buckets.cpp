@@ -3,7 +3,7 @@
 // group: gradients live in the buckets, and after a step they are the mean over
 // ranks of each rank's local gradient, with and without overlap.
 #include "strategy/ddp.hpp"
-#include "strategy/ddp_buckets.hpp"
+#include "dtlab/ddp_buckets.hpp"
 
 #include "inprocess_gloo.hpp"
 

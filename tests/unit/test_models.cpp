@@ -3,6 +3,7 @@
 // in forward and backward; the MLP classifier's shapes and initial loss.
 #include "model/model.hpp"
 
+#include "dtlab/ddp_buckets.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 
@@ -117,6 +118,21 @@ TEST_CASE("TinyGPT has the parameters its header formula says", "[models]") {
         }
     }
 
+    SECTION("parameterLayout, which the GUI draws DDP's buckets from, names every parameter in order") {
+        for (const dt::ModelConfig& config : {smallGpt(), dt::ModelConfig{}}) {
+            const auto params = dt::makeModel(config, 1)->trainableParameters();
+            const auto layout = dt::parameterLayout(config);
+            const auto units = dt::makeModel(config, 1)->parameterUnits();
+            REQUIRE(layout.size() == params.size());
+            for (size_t i = 0; i < params.size(); ++i) {
+                CAPTURE(i, params[i].name);
+                CHECK(layout[i].name == params[i].name);
+                CHECK(layout[i].numel == params[i].tensor.numel());
+                CHECK(layout[i].unit == units[i]);
+            }
+        }
+    }
+
     SECTION("an unknown model kind is a UsageError") {
         ModelConfig c = smallGpt();
         c.kind = "resnet";
@@ -219,6 +235,16 @@ TEST_CASE("The MLP classifier maps 784 pixels to 10 classes", "[models]") {
             {"fc1.bias", {16}},        {"out.weight", {10, 16}}, {"out.bias", {10}}};
         CHECK(got == expected);
         CHECK(countParameters(*model) == 784 * 32 + 32 + 32 * 16 + 16 + 16 * 10 + 10);
+        // parameterLayout (the GUI's DDP bucket view) says the same, with each layer its unit.
+        const auto layout = dt::parameterLayout(c);
+        REQUIRE(layout.size() == expected.size());
+        for (size_t i = 0; i < layout.size(); ++i) {
+            CHECK(layout[i].name == expected[i].first);
+            int64_t numel = 1;
+            for (int64_t d : expected[i].second) numel *= d;
+            CHECK(layout[i].numel == numel);
+            CHECK(layout[i].unit == model->parameterUnits()[i]);
+        }
     }
 
     SECTION("the loss at init is within 0.3 of ln(10), and gradients reach every layer") {

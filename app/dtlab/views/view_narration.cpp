@@ -37,6 +37,7 @@ const char* viewTitle(const std::string& id) {
     if (id == "events") return "Event log";
     if (id == "controls") return "Controls (top bar)";
     if (id == "narration") return "Narration";
+    if (id == "ddp") return "DDP buckets";
     return id.c_str();
 }
 

@@ -14,7 +14,7 @@
 #pragma once
 
 #include "comm/communicator.hpp"
-#include "strategy/ddp_buckets.hpp"
+#include "dtlab/ddp_buckets.hpp"
 
 #include <ATen/Tensor.h>
 

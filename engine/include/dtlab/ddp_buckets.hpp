@@ -7,7 +7,10 @@
 // so the all-reduce runs on the gradients themselves with no copy.
 #pragma once
 
+#include "dtlab/scenario.hpp"
+
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dt {
@@ -26,5 +29,19 @@ struct BucketPlan {
 // param_numel[i] = elements of parameter i; element_bytes = 4 for float32.
 [[nodiscard]] std::vector<BucketPlan> planBuckets(const std::vector<int64_t>& param_numel, int64_t element_bytes,
                                                   int64_t cap_bytes);
+
+// One trainable parameter as the model registers it (the order DDP buckets
+// and checksums use), computed from the config alone so the GUI can draw the
+// buckets without LibTorch. tests/unit/test_models.cpp checks it against the
+// real models.
+struct ParameterShape {
+    std::string name;     // "block0.qkv.weight", "tok_emb.weight", "fc0.bias", ...
+    int64_t numel = 0;
+    int unit = -1;        // block / layer index, -1 = root (embeddings, final norm, head)
+};
+[[nodiscard]] std::vector<ParameterShape> parameterLayout(const ModelConfig& model);
+
+// The buckets DDP builds for this scenario ([strategy] bucket_mb over parameterLayout).
+[[nodiscard]] std::vector<BucketPlan> ddpBucketPlan(const Scenario& scenario);
 
 } // namespace dt
