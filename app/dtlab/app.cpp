@@ -18,6 +18,7 @@
 #include "dtlab/ddp_buckets.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "screenshot.hpp"
+#include "views/view_bandwidth.hpp"
 #include "views/view_ddp_buckets.hpp"
 #include "views/view_diloco.hpp"
 #include "views/view_event_log.hpp"
@@ -120,6 +121,8 @@ AppContext::AppContext(AppOptions options) : m_options(std::move(options)) {
     add("fsdp", std::make_unique<FsdpFlowView>());
     add("ddp", std::make_unique<DdpBucketsView>());
     m_views.back().view->open = false; // opened for plain ddp scenarios
+    add("bandwidth", std::make_unique<BandwidthView>());
+    m_views.back().view->open = false; // opened for the backend comparison (kind = "collectives")
     add("pipeline", std::make_unique<PipelineView>());
     m_views.back().view->open = false; // opened for pipeline scenarios (openScenario, openRecording) or from the View menu
     add("quorum", std::make_unique<QuorumView>());
@@ -173,6 +176,7 @@ void AppContext::openScenario(const Scenario& scenario) {
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* buckets = findView("ddp"))
         buckets->view->open = m_scenario.strategy.kind == "ddp" && !m_scenario.fault_tolerance.enabled;
+    if (ViewSlot* bandwidth = findView("bandwidth")) bandwidth->view->open = m_scenario.strategy.kind == "collectives";
     if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
     if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
     if (ViewSlot* diloco = findView("diloco")) // DiLoCo runs, and runs on a modelled link (its control is in the view)
@@ -213,6 +217,7 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* buckets = findView("ddp"))
         buckets->view->open = m_scenario.strategy.kind == "ddp" && !m_scenario.fault_tolerance.enabled;
+    if (ViewSlot* bandwidth = findView("bandwidth")) bandwidth->view->open = m_scenario.strategy.kind == "collectives";
     if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
     if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
     if (ViewSlot* diloco = findView("diloco")) // DiLoCo runs, and runs on a modelled link (its control is in the view)
@@ -750,7 +755,7 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const float left_w = std::round(std::clamp(d.x * 0.32f, std::min(d.x * 0.5f, ImGui::GetFontSize() * 24.0f), d.x * 0.45f));
     const float right_w = d.x - left_w;
     bool narration_open = false, flow_open = false, pipe_open = false, quorum_open = false, diloco_open = false,
-         buckets_open = false;
+         buckets_open = false, bandwidth_open = false;
     for (const ViewSlot& slot : m_views) {
         if (slot.id == "narration") narration_open = slot.view->open;
         if (slot.id == "fsdp") flow_open = slot.view->open;
@@ -758,6 +763,7 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
         if (slot.id == "quorum") quorum_open = slot.view->open;
         if (slot.id == "diloco") diloco_open = slot.view->open;
         if (slot.id == "ddp") buckets_open = slot.view->open;
+        if (slot.id == "bandwidth") bandwidth_open = slot.view->open;
     }
     const float topo_h = std::round(narration_open ? body_h * 0.66f : body_h);
     // The FSDP flow view (open for fsdp/hsdp) and the pipeline view (open for
@@ -766,7 +772,8 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const float flow_h = flow_open      ? std::round(std::min(FsdpFlowView::preferredHeight(), body_h * 0.4f))
                          : buckets_open ? std::round(std::min(DdpBucketsView::preferredHeight(int(ddpBucketPlan(m_scenario).size())),
                                                               body_h * 0.36f))
-                                        : 0.0f;
+                         : bandwidth_open ? std::round(body_h * 0.42f)
+                                          : 0.0f;
     // The quorum view (open for fault-tolerant runs) and the DiLoCo view (open
     // for diloco runs and runs on a modelled link) take the pipeline's band,
     // stacked when both are open (fault-tolerant DiLoCo). On a run that is not
@@ -786,7 +793,7 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     const float tl_h = std::round(diloco_open && diloco_run && quorum_open ? body_h * 0.18f
                                   : diloco_open && diloco_run              ? body_h * 0.24f
                                   : pipe_open || quorum_open               ? body_h * 0.30f
-                                  : flow_open || diloco_open || buckets_open ? body_h * 0.40f
+                                  : flow_open || diloco_open || buckets_open || bandwidth_open ? body_h * 0.40f
                                                                            : body_h * 0.52f);
     const float y1 = y0 + tl_h + flow_h + pipe_h;
     const float low_h = std::max(60.0f, body_h - tl_h - flow_h - pipe_h);
@@ -796,7 +803,7 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     if (id == "topology") return ImVec4(0, y0, left_w, topo_h);
     if (id == "narration") return ImVec4(0, y0 + topo_h, left_w, body_h - topo_h);
     if (id == "timeline") return ImVec4(left_w, y0, right_w, tl_h);
-    if (id == "fsdp" || id == "ddp") return ImVec4(left_w, y0 + tl_h, right_w, flow_h > 0.0f ? flow_h : body_h * 0.3f);
+    if (id == "fsdp" || id == "ddp" || id == "bandwidth") return ImVec4(left_w, y0 + tl_h, right_w, flow_h > 0.0f ? flow_h : body_h * 0.3f);
     if (id == "pipeline") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, pipe_h > 0.0f ? pipe_h : body_h * 0.4f);
     if (id == "quorum") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, quorum_h > 0.0f ? quorum_h : body_h * 0.4f);
     if (id == "diloco")

@@ -49,3 +49,36 @@ TEST_CASE("The collective cost model gives ring factors, bus bandwidth and a fit
         CHECK_FALSE(dt::fitAlphaBeta({}, {}).ok);
     }
 }
+
+TEST_CASE("The backend comparison's points are averaged over ranks and fitted per backend and op", "[backends]") {
+    // Two ranks time an all-reduce of 1 MB and 4 MB on Gloo; rank 1 is 10% slower.
+    auto counter = [](int rank, dt::CommBackend backend, int64_t size, double seconds) {
+        dt::Event e;
+        e.kind = dt::EventKind::BusBandwidth;
+        e.phase = dt::EventPhase::Counter;
+        e.rank = rank;
+        e.unit = 0; // all_reduce
+        e.backend = backend;
+        e.bytes = size;
+        e.dur_ns = int64_t(seconds * 1e9);
+        e.value = dt::busBandwidthGBs("all_reduce", double(size), 2, seconds);
+        e.group_size = 2;
+        return e;
+    };
+    const double alpha = 100e-6, bandwidth = 1e9; // 2 ranks: factor 1, so t = alpha + S / B
+    std::vector<dt::Event> events;
+    for (int64_t size : {1'000'000, 4'000'000}) {
+        events.push_back(counter(0, dt::CommBackend::Gloo, size, alpha + double(size) / bandwidth));
+        events.push_back(counter(1, dt::CommBackend::Gloo, size, 1.1 * (alpha + double(size) / bandwidth)));
+    }
+    const dt::BusBandwidthMeasure m = dt::measureBusBandwidth(events);
+    CHECK(m.ranks == 2);
+    REQUIRE(m.points.size() == 2);
+    CHECK(m.points[0].size_bytes == 1'000'000);
+    CHECK(m.points[0].seconds == Approx(1.05 * (alpha + 1e-3)));
+    CHECK(m.points[1].op == "all_reduce");
+    REQUIRE(m.models.size() == 1);
+    CHECK(m.models[0].backend == dt::CommBackend::Gloo);
+    CHECK(m.models[0].fit.alpha_s == Approx(1.05 * alpha).epsilon(1e-6));
+    CHECK(m.models[0].fit.bandwidth_bytes_s == Approx(bandwidth / 1.05).epsilon(1e-6));
+}

@@ -85,10 +85,10 @@ TEST_CASE("Shipped scenario files load", "[scenario]") {
         CHECK(s.faults.empty());
     }
 
-    SECTION("ddp_basics narrates DDP in 4 to 6 steps that wait for real events") {
+    SECTION("ddp_basics narrates DDP in 4 to 8 steps that wait for real events") {
         Scenario s = dt::loadScenarioFile(scenarioPath("ddp_basics.toml"));
         REQUIRE(s.steps.size() >= 4);
-        REQUIRE(s.steps.size() <= 6);
+        REQUIRE(s.steps.size() <= 8);
         bool waitsForAllReduce = false;
         bool waitsForDeath = false;
         for (const dt::NarrationStep& step : s.steps) {

@@ -109,6 +109,7 @@ void RunModel::reset(const Scenario& scenario, int world) {
     m_logs.clear();
     m_notable.clear();
     m_ft_events.clear();
+    m_bus_bandwidth.clear();
     m_t_begin = m_t_end = 0;
     m_event_count = 0;
     m_open_collectives = 0;
@@ -291,6 +292,8 @@ void RunModel::ingestWork(int rank, const Event& e) {
 // -----------------------------------------------------------------------------
 
 void RunModel::ingestCounter(RankLane& lane, const Event& e) {
+    // The backend comparison's counters carry backend, op and size: kept whole for the bandwidth view.
+    if (e.kind == EventKind::BusBandwidth) m_bus_bandwidth.push_back(e);
     auto& points = lane.counters[size_t(e.kind)];
     double& m = lane.counter_max[size_t(e.kind)];
     m = points.empty() ? e.value : std::max(m, e.value);

@@ -142,6 +142,8 @@ public:
     [[nodiscard]] const std::vector<Event>& notable() const { return m_notable; }
     // Fault-tolerance instants of every rank and of the Session (isFtEvent), in time order.
     [[nodiscard]] const std::vector<Event>& ftEvents() const { return m_ft_events; }
+    // Every BusBandwidth counter (the backend comparison), in arrival order, whole (backend, op, size).
+    [[nodiscard]] const std::vector<Event>& busBandwidthEvents() const { return m_bus_bandwidth; }
     // Bumped by every reset/ingest: views cache derived data against it.
     [[nodiscard]] uint64_t generation() const { return m_generation; }
     // Collectives that started and have not completed or failed (a hang shows here).
@@ -177,6 +179,7 @@ private:
     std::vector<LogRecord> m_logs;
     std::vector<Event> m_notable;
     std::vector<Event> m_ft_events;
+    std::vector<Event> m_bus_bandwidth;
     int64_t m_t_begin = 0;
     int64_t m_t_end = 0;
     size_t m_event_count = 0;

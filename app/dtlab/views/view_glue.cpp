@@ -7,6 +7,7 @@
 // empty state inside draw() (the tests check it), so isEmpty() says false and
 // drawEmptyState() simply draws too.
 #include "app.hpp"
+#include "views/view_bandwidth.hpp"
 #include "views/view_ddp_buckets.hpp"
 #include "views/view_diloco.hpp"
 #include "views/view_event_log.hpp"
@@ -37,6 +38,9 @@ void EventLogView::drawContent(AppContext& context) { draw(context.viewInputs())
 
 void FsdpFlowView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
 void FsdpFlowView::drawContent(AppContext& context) { draw(context.viewInputs()); }
+
+void BandwidthView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
+void BandwidthView::drawContent(AppContext& context) { draw(context.viewInputs()); }
 
 void DdpBucketsView::drawEmptyState(AppContext& context) { draw(context.viewInputs()); }
 void DdpBucketsView::drawContent(AppContext& context) { draw(context.viewInputs()); }

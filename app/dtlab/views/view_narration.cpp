@@ -38,6 +38,7 @@ const char* viewTitle(const std::string& id) {
     if (id == "controls") return "Controls (top bar)";
     if (id == "narration") return "Narration";
     if (id == "ddp") return "DDP buckets";
+    if (id == "bandwidth") return "Bandwidth";
     return id.c_str();
 }
 

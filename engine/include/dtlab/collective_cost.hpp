@@ -11,6 +11,9 @@
 // link carried, comparable across N and ops; it approaches B for large S.
 #pragma once
 
+#include "dtlab/events.hpp"
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,5 +36,29 @@ struct AlphaBetaFit {
 // Least-squares fit of t = alpha + wire_bytes / B to measured points
 // (wire_bytes = ringFactor x size). alpha is clamped at 0.
 [[nodiscard]] AlphaBetaFit fitAlphaBeta(const std::vector<double>& wire_bytes, const std::vector<double>& seconds);
+
+// The backend comparison's measurement, from the ranks' BusBandwidth
+// counters (unit = op 0/1/2, backend, bytes = message size, dur_ns = the
+// rank's median time, value = its bus GB/s): one point per (backend, op,
+// size), averaged over the ranks, and the cost model fitted per (backend, op).
+// The summary's bus_bandwidth object and the GUI's bandwidth view both use it.
+struct BusBandwidthPoint {
+    CommBackend backend = CommBackend::Gloo;
+    std::string op;                 // "all_reduce", "all_gather", "reduce_scatter"
+    int64_t size_bytes = 0;
+    double seconds = 0.0;           // mean over ranks of each rank's median
+    double gbs = 0.0;               // mean over ranks of the bus bandwidth
+};
+struct BusBandwidthModel {
+    CommBackend backend = CommBackend::Gloo;
+    std::string op;
+    AlphaBetaFit fit;
+};
+struct BusBandwidthMeasure {
+    int ranks = 0;
+    std::vector<BusBandwidthPoint> points;  // sorted by backend, op, size
+    std::vector<BusBandwidthModel> models;  // the fits that worked
+};
+[[nodiscard]] BusBandwidthMeasure measureBusBandwidth(const std::vector<Event>& events);
 
 } // namespace dt

@@ -193,7 +193,7 @@ struct FaultConfig {
 // and enables Next only once `until` holds in the live run.
 struct NarrationStep {
     std::string text;                   // required, not empty
-    std::string highlight;              // "" or a view: topology, timeline, memory, metrics, events, controls, narration, fsdp, ddp, pipeline, quorum, diloco
+    std::string highlight;              // "" or a view: topology, timeline, memory, metrics, events, controls, narration, fsdp, ddp, pipeline, quorum, diloco, bandwidth
     std::string until;                  // "" (no wait) or a condition, see NarrationCondition
     SourceLocation where;               // for error messages
 };

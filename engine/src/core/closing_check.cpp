@@ -154,30 +154,19 @@ private:
         return node;
     }
 
-    std::unique_ptr<Node> parseSum() {
-        const size_t start = peek().offset;
-        auto left = parseProduct();
-        while (peek().kind == Token::Kind::Op && (peek().text == "+" || peek().text == "-")) {
-            auto node = std::make_unique<Node>();
-            node->kind = Node::Kind::Arithmetic;
-            node->op = next().text;
-            node->left = std::move(left);
-            node->right = parseProduct();
-            left = std::move(node);
-        }
-        left->source = trimmed(m_text.substr(start, peek().offset - start));
-        return left;
-    }
+    std::unique_ptr<Node> parseSum() { return parseLeftAssociative("+", "-", &Parser::parseProduct); }
+    std::unique_ptr<Node> parseProduct() { return parseLeftAssociative("*", "/", &Parser::parseUnary); }
 
-    std::unique_ptr<Node> parseProduct() {
+    // operand ((op_a | op_b) operand)*, folded to the left: a - b - c = (a - b) - c.
+    std::unique_ptr<Node> parseLeftAssociative(const char* op_a, const char* op_b, std::unique_ptr<Node> (Parser::*operand)()) {
         const size_t start = peek().offset;
-        auto left = parseUnary();
-        while (peek().kind == Token::Kind::Op && (peek().text == "*" || peek().text == "/")) {
+        auto left = (this->*operand)();
+        while (peek().kind == Token::Kind::Op && (peek().text == op_a || peek().text == op_b)) {
             auto node = std::make_unique<Node>();
             node->kind = Node::Kind::Arithmetic;
             node->op = next().text;
             node->left = std::move(left);
-            node->right = parseUnary();
+            node->right = (this->*operand)();
             left = std::move(node);
         }
         left->source = trimmed(m_text.substr(start, peek().offset - start));

@@ -6,6 +6,9 @@
 // an unweighted fit would let the 16 MiB point decide everything.
 #include "dtlab/collective_cost.hpp"
 
+#include <map>
+#include <tuple>
+
 #include <algorithm>
 #include <cmath>
 
@@ -50,6 +53,43 @@ AlphaBetaFit fitAlphaBeta(const std::vector<double>& wire_bytes, const std::vect
     fit.bandwidth_bytes_s = 1.0 / b;
     fit.ok = true;
     return fit;
+}
+
+BusBandwidthMeasure measureBusBandwidth(const std::vector<Event>& events) {
+    static const char* kOps[] = {"all_reduce", "all_gather", "reduce_scatter"};
+    struct Cell {
+        double seconds = 0, gbs = 0;
+        int ranks = 0;
+    };
+    std::map<std::tuple<int, int, int64_t>, Cell> cells; // (backend, op, size)
+    BusBandwidthMeasure m;
+    for (const Event& e : events) {
+        if (e.kind != EventKind::BusBandwidth || e.unit < 0 || e.unit > 2) continue;
+        Cell& c = cells[{int(e.backend), int(e.unit), e.bytes}];
+        c.seconds += double(e.dur_ns) / 1e9;
+        c.gbs += e.value;
+        c.ranks += 1;
+        m.ranks = e.group_size;
+    }
+    std::map<std::pair<int, int>, std::pair<std::vector<double>, std::vector<double>>> series;
+    for (const auto& [key, c] : cells) {
+        const auto [backend, op, size] = key;
+        BusBandwidthPoint p;
+        p.backend = CommBackend(backend);
+        p.op = kOps[op];
+        p.size_bytes = size;
+        p.seconds = c.seconds / c.ranks;
+        p.gbs = c.gbs / c.ranks;
+        m.points.push_back(p);
+        auto& [wire, times] = series[{backend, op}];
+        wire.push_back(ringFactor(p.op, m.ranks) * double(size));
+        times.push_back(p.seconds);
+    }
+    for (const auto& [key, s] : series) {
+        const AlphaBetaFit fit = fitAlphaBeta(s.first, s.second);
+        if (fit.ok) m.models.push_back(BusBandwidthModel{CommBackend(key.first), kOps[key.second], fit});
+    }
+    return m;
 }
 
 } // namespace dt

@@ -41,11 +41,7 @@ public:
             h = layers[i]->forward(input);
             if (i + 1 < layers.size()) h = at::relu(h);
             markForward(timer, unit, false);
-            if (timer.backward && h.requires_grad()) {
-                auto mark = timer.backward; // copied: the hooks run after loss() returns
-                h.register_hook([mark, unit](const at::Tensor&) { mark(unit, true); });
-                if (input.requires_grad()) input.register_hook([mark, unit](const at::Tensor&) { mark(unit, false); });
-            }
+            markBackwardWithHooks(timer, unit, input, h);
         }
         markForward(timer, -1, true);
         auto loss = at::cross_entropy_loss(h, labels);

@@ -37,6 +37,17 @@ inline void markForward(const UnitTimer& timer, int unit, bool begin) {
     if (timer.forward) timer.forward(unit, begin);
 }
 
+// Marks a unit's backward with autograd hooks (when timer.backward is set and
+// the output needs a gradient): the gradient w.r.t. the unit's output arrives
+// first (its backward begins), the gradient w.r.t. its input leaves last (it
+// ends; the first layer's input needs none, so it has no end mark).
+inline void markBackwardWithHooks(const UnitTimer& timer, int unit, const at::Tensor& input, const at::Tensor& output) {
+    if (!timer.backward || !output.requires_grad()) return;
+    auto mark = timer.backward; // copied: the hooks run after loss() returns
+    output.register_hook([mark, unit](const at::Tensor&) { mark(unit, true); });
+    if (input.requires_grad()) input.register_hook([mark, unit](const at::Tensor&) { mark(unit, false); });
+}
+
 struct NamedParameter {
     std::string name;
     at::Tensor tensor;

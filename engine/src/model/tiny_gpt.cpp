@@ -152,13 +152,7 @@ public:
                               ? CheckpointedBlock::apply(input, mask, blocks[i].get(), unit, &m_timer_copy)
                               : blocks[i]->forward(input, mask);
             markForward(timer, unit, false);
-            if (timer.backward && output.requires_grad()) {
-                // grad w.r.t. the block output arrives first (backward of this block begins),
-                // grad w.r.t. its input leaves last (backward of this block ends).
-                auto mark = timer.backward; // copied: the hooks run after loss() returns
-                output.register_hook([mark, unit](const at::Tensor&) { mark(unit, true); });
-                input.register_hook([mark, unit](const at::Tensor&) { mark(unit, false); });
-            }
+            markBackwardWithHooks(timer, unit, input, output);
             x = output;
         }
 

@@ -142,11 +142,7 @@ public:
             const at::Tensor input = x;
             const at::Tensor output = block(i, input, mask);
             markForward(timer, i, false);
-            if (timer.backward && output.requires_grad()) {
-                auto mark = timer.backward; // copied: the hooks run after loss() returns
-                output.register_hook([mark, i](const at::Tensor&) { mark(i, true); });
-                input.register_hook([mark, i](const at::Tensor&) { mark(i, false); });
-            }
+            markBackwardWithHooks(timer, i, input, output);
             x = output;
         }
 

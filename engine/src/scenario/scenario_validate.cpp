@@ -116,7 +116,7 @@ const EnumRule kEnumRules[] = {
     {"faults", "when", {"allreduce", "step", "time"}},
     {"fault_tolerance", "restart", {"auto", "manual", "never"}},
     {"chaos", "actions", {"kill", "hang", "slow", "fail_collective", "nan_gradients", "partition"}},
-    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "ddp", "pipeline", "quorum", "diloco"}},
+    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "ddp", "pipeline", "quorum", "diloco", "bandwidth"}},
 };
 
 std::string formatNumber(double value) {

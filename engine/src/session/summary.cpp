@@ -157,45 +157,21 @@ void tallyCounter(RankTally& tally, const Event& e) {
 // ranks of each rank's median call time and bus bandwidth, and the
 // alpha-beta cost model fitted per (backend, op) (collective_cost.hpp).
 Json busBandwidthJson(const RunRecord& record) {
-    static const char* kOps[] = {"all_reduce", "all_gather", "reduce_scatter"};
-    struct Cell {
-        double seconds = 0, gbs = 0;
-        int ranks = 0;
-    };
-    std::map<std::tuple<int, int, int64_t>, Cell> cells; // (backend, op, size)
-    int ranks = 0;
-    for (const Event& e : record.events) {
-        if (e.kind != EventKind::BusBandwidth || e.unit < 0 || e.unit > 2) continue;
-        Cell& c = cells[{int(e.backend), int(e.unit), e.bytes}];
-        c.seconds += double(e.dur_ns) / 1e9;
-        c.gbs += e.value;
-        c.ranks += 1;
-        ranks = e.group_size;
-    }
+    const BusBandwidthMeasure m = measureBusBandwidth(record.events);
     Json points = Json::array();
-    std::map<std::pair<int, int>, std::pair<std::vector<double>, std::vector<double>>> series;
-    for (const auto& [key, c] : cells) {
-        const auto [backend, op, size] = key;
-        const double seconds = c.seconds / c.ranks;
-        points.push_back(Json{{"backend", std::string(commBackendLabel(CommBackend(backend)))},
-                              {"op", kOps[op]},
-                              {"size_bytes", size},
-                              {"time_us", seconds * 1e6},
-                              {"bus_bandwidth_gbs", c.gbs / c.ranks}});
-        auto& [wire, times] = series[{backend, op}];
-        wire.push_back(ringFactor(kOps[op], ranks) * double(size));
-        times.push_back(seconds);
-    }
+    for (const BusBandwidthPoint& p : m.points)
+        points.push_back(Json{{"backend", std::string(commBackendLabel(p.backend))},
+                              {"op", p.op},
+                              {"size_bytes", p.size_bytes},
+                              {"time_us", p.seconds * 1e6},
+                              {"bus_bandwidth_gbs", p.gbs}});
     Json model = Json::array();
-    for (const auto& [key, s] : series) {
-        const AlphaBetaFit fit = fitAlphaBeta(s.first, s.second);
-        if (!fit.ok) continue;
-        model.push_back(Json{{"backend", std::string(commBackendLabel(CommBackend(key.first)))},
-                             {"op", kOps[key.second]},
-                             {"alpha_us", fit.alpha_s * 1e6},
-                             {"bandwidth_gbs", fit.bandwidth_bytes_s / 1e9}});
-    }
-    return Json{{"ranks", ranks}, {"points", points}, {"cost_model", model}};
+    for (const BusBandwidthModel& f : m.models)
+        model.push_back(Json{{"backend", std::string(commBackendLabel(f.backend))},
+                             {"op", f.op},
+                             {"alpha_us", f.fit.alpha_s * 1e6},
+                             {"bandwidth_gbs", f.fit.bandwidth_bytes_s / 1e9}});
+    return Json{{"ranks", m.ranks}, {"points", points}, {"cost_model", model}};
 }
 
 // Committed vs attempted steps and one entry per fault (recovery_measure.hpp).
