@@ -28,4 +28,8 @@ void writeChromeTrace(const RunRecord& record, std::ostream& out);
 // the directory does not exist or is not writable.
 void writeFileAtomically(const std::string& path, const std::string& text);
 
+// fsync a directory, so that a rename into it (a checkpoint's step-<S>) is
+// durable; best effort (a directory that cannot be opened is left alone).
+void syncDirectory(const std::string& dir);
+
 } // namespace dt

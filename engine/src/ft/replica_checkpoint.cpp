@@ -1,5 +1,6 @@
 // replica_checkpoint.cpp: durable checkpoints of a fault-tolerant run (layout in the header).
 #include "ft/replica_checkpoint.hpp"
+#include "dtlab/summary.hpp"
 #include "session/checkpoint_meta.hpp"
 
 #include "dtlab/errors.hpp"
@@ -86,14 +87,11 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
     meta["model"] = scenario.model.kind;
     meta["written_by_replica"] = replica;
     const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
-    {
-        std::ofstream out(meta_path);
-        out << meta.dump(2) << "\n";
-        if (!out) throw UsageError("cannot write '" + meta_path + "'");
-    }
+    writeFileAtomically(meta_path, meta.dump(2) + "\n");
     const int64_t written = int64_t(fs::file_size(state_path, ec)) + int64_t(fs::file_size(meta_path, ec));
     fs::rename(partial, step_dir, ec);
     if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+    syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
     return written;
 }
 

@@ -69,7 +69,11 @@ void writeFileAtomically(const std::string& path, const std::string& text) {
         fail(path, tempPath, -1, errno);
 
     // Make the rename itself durable; a failure here does not undo the write.
-    const int dirFd = ::open(directoryOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    syncDirectory(directoryOf(path));
+}
+
+void syncDirectory(const std::string& dir) {
+    const int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirFd >= 0) {
         ::fsync(dirFd);
         ::close(dirFd);

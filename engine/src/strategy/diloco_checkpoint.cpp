@@ -1,5 +1,6 @@
 // diloco_checkpoint.cpp: DiLoCo checkpoints (layout in the header).
 #include "strategy/diloco_checkpoint.hpp"
+#include "dtlab/summary.hpp"
 #include "session/checkpoint_meta.hpp"
 
 #include "dtlab/diloco_theory.hpp"
@@ -154,15 +155,12 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
         meta["inner_optimizer"] = scenario.optimizer.kind;
         meta["model"] = scenario.model.kind;
         const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
-        {
-            std::ofstream out(meta_path);
-            out << meta.dump(2) << "\n";
-            if (!out) throw UsageError("cannot write '" + meta_path + "'");
-        }
+        writeFileAtomically(meta_path, meta.dump(2) + "\n");
         written += int64_t(fs::file_size(outerFile(partial), ec)) + int64_t(fs::file_size(meta_path, ec));
         if (fs::exists(step_dir, ec)) throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
         fs::rename(partial, step_dir, ec);
         if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+        syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
     }
     comm.barrier()->wait(); // the checkpoint is complete before anyone goes on
     return written;

@@ -1,5 +1,6 @@
 // sharded_checkpoint.cpp: sharded checkpoints and resharding (layout in the header).
 #include "strategy/sharded_checkpoint.hpp"
+#include "dtlab/summary.hpp"
 #include "session/checkpoint_meta.hpp"
 
 #include "dtlab/errors.hpp"
@@ -135,16 +136,12 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
         for (const auto& u : units) list.push_back({{"id", u.id}, {"numel", u.numel}, {"padded", u.padded}});
         meta["units"] = list;
         const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
-        {
-            std::ofstream out(meta_path + ".tmp");
-            out << meta.dump(2) << "\n";
-            if (!out) throw UsageError("cannot write '" + meta_path + "'");
-        }
-        fs::rename(meta_path + ".tmp", meta_path);
+        writeFileAtomically(meta_path, meta.dump(2) + "\n");
         std::error_code ec;
         if (fs::exists(step_dir, ec)) throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
         fs::rename(partial, step_dir, ec);
         if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+        syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
         written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
     }
     comm.barrier()->wait(); // the checkpoint is complete before anyone goes on

@@ -1,6 +1,8 @@
 // params_io.cpp: parameter files and checksums (format in the header).
 #include "worker/params_io.hpp"
 
+#include "dtlab/summary.hpp"
+
 #include "dtlab/errors.hpp"
 
 #include <cstdio>
@@ -67,20 +69,8 @@ void saveParameters(const std::string& path, const std::vector<NamedParameter>& 
         w.put(t.data_ptr(), t.nbytes());
     }
     w.put(fnv1a(kFnvOffset, w.bytes.data(), w.bytes.size()));
-    const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw UsageError("cannot write '" + path + "': " + std::strerror(errno));
-        out.write(w.bytes.data(), std::streamsize(w.bytes.size()));
-        if (!out) {
-            std::remove(tmp.c_str());
-            throw UsageError("cannot write '" + path + "'");
-        }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw UsageError("cannot write '" + path + "': " + std::strerror(errno));
-    }
+    // temp file, fsync, rename, fsync of the directory: a crash leaves the old file or the new one.
+    writeFileAtomically(path, w.bytes);
 }
 
 std::vector<NamedParameter> loadParameters(const std::string& path) {
