@@ -154,7 +154,13 @@ void DdpBucketsView::draw(const ViewInputs& inputs) {
     if (rank >= model.world()) rank = 0;
     std::optional<int64_t> at;
     if (inputs.cursor_ns && inputs.cursor_ns->has_value()) at = **inputs.cursor_ns;
-    m_picture = computeBucketPicture(model, rank, at);
+    // Recomputed only when events arrived, or the rank or the cursor moved (it walks the rank's comm spans).
+    if (model.generation() != m_generation || rank != m_rank || at != m_at) {
+        m_picture = computeBucketPicture(model, rank, at);
+        m_generation = model.generation();
+        m_rank = rank;
+        m_at = at;
+    }
     const BucketPicture& pic = m_picture;
 
     helpMarker(helpText());

@@ -71,6 +71,9 @@ public:
 
 private:
     BucketPicture m_picture;
+    uint64_t m_generation = ~uint64_t(0); // the model generation, rank and cursor m_picture was computed for
+    int m_rank = -1;
+    std::optional<int64_t> m_at;
 };
 
 } // namespace dt::app

@@ -513,29 +513,39 @@ std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expe
     }
 }
 
-CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary_json,
-                           const std::string& baseline_summary_json) {
+namespace {
+
+// One check over already parsed summaries (baseline = nullptr without one).
+CheckOutcome evaluateParsed(const std::string& expect, const Json& summary, const Json* baseline) {
     CheckOutcome outcome;
     try {
         const auto comparisons = Parser(expect, true).parseCheck();
-        const Json summary = Json::parse(summary_json);
-        Json baseline;
-        if (!baseline_summary_json.empty()) baseline = Json::parse(baseline_summary_json);
-        const Evaluator evaluator(summary, baseline_summary_json.empty() ? nullptr : &baseline);
+        const Evaluator evaluator(summary, baseline);
         outcome.passed = true;
         for (const auto& c : comparisons) {
             std::string detail;
             if (!evaluator.holds(*c, detail)) outcome.passed = false;
             outcome.detail += (outcome.detail.empty() ? "" : "; ") + detail;
         }
-    } catch (const EvalError& e) {
-        outcome.passed = false;
-        outcome.detail = std::string("cannot evaluate: ") + e.what();
-    } catch (const std::exception& e) { // a syntax error (validated at load) or a summary that is not JSON
+    } catch (const std::exception& e) { // EvalError, or a syntax error (validated at load)
         outcome.passed = false;
         outcome.detail = std::string("cannot evaluate: ") + e.what();
     }
     return outcome;
+}
+
+} // namespace
+
+CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary_json,
+                           const std::string& baseline_summary_json) {
+    Json summary, baseline;
+    try {
+        summary = Json::parse(summary_json);
+        if (!baseline_summary_json.empty()) baseline = Json::parse(baseline_summary_json);
+    } catch (const std::exception& e) {
+        return CheckOutcome{false, std::string("cannot evaluate: ") + e.what()};
+    }
+    return evaluateParsed(expect, summary, baseline_summary_json.empty() ? nullptr : &baseline);
 }
 
 } // namespace dt
@@ -545,23 +555,27 @@ namespace dt {
 std::vector<ClosingCheckResult> evaluateClosingChecks(const std::vector<ClosingCheck>& checks,
                                                       const std::string& summary_json,
                                                       const std::map<std::string, std::string>& baseline_summaries) {
+    // Each summary is parsed once, however many checks read it (summaryJson always writes valid JSON).
+    const Json summary = Json::parse(summary_json);
+    std::map<std::string, Json> baselines;
+    for (const auto& [key, text] : baseline_summaries) baselines[key] = Json::parse(text);
     std::vector<ClosingCheckResult> results;
     for (const ClosingCheck& c : checks) {
         ClosingCheckResult r;
         r.claim = c.claim;
         r.expect = c.expect;
         r.baseline = c.baseline.describe();
-        std::string baseline_json;
+        const Json* baseline = nullptr;
         if (!c.baseline.empty()) {
-            const auto it = baseline_summaries.find(r.baseline);
-            if (it == baseline_summaries.end()) {
+            const auto it = baselines.find(r.baseline);
+            if (it == baselines.end()) {
                 r.detail = "not evaluated: needs the baseline run { " + r.baseline + " } (dtrun run --check runs it)";
                 results.push_back(r);
                 continue;
             }
-            baseline_json = it->second;
+            baseline = &it->second;
         }
-        const CheckOutcome outcome = evaluateCheck(c.expect, summary_json, baseline_json);
+        const CheckOutcome outcome = evaluateParsed(c.expect, summary, baseline);
         r.evaluated = true;
         r.passed = outcome.passed;
         r.detail = outcome.detail;

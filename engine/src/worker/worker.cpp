@@ -173,20 +173,19 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     EventSink* sink = telemetry.detailed() ? &sender : nullptr;
 
     auto data = makeDataSource(scenario.data, scenario.model, scenario.run.seed);
-    auto model = makeModel(scenario.model, scenario.run.seed);
-    model->setActivationCheckpointing(scenario.strategy.activation_checkpointing);
-    if (rank == 0) sender.log(LogLevel::Info, model->describe() + "; " + data->describe());
-
     RankGroups groups = makeGroups(env, scenario, store, sink);
     Communicator& comm = *groups.world;
+    std::unique_ptr<TrainableModel> model;
     if (scenario.strategy.kind == "tensor_parallel") {
         // Each rank keeps its shards of the same seeded model (nothing to broadcast).
         model = makeTensorParallelGpt(scenario.model, scenario.run.seed, comm);
-        if (rank == 0) sender.log(LogLevel::Info, model->describe());
     } else {   // every replica starts from rank 0's parameters
+        model = makeModel(scenario.model, scenario.run.seed);
         at::NoGradGuard no_grad;
         for (const auto& p : model->trainableParameters()) comm.broadcast(p.tensor, 0)->wait();
     }
+    model->setActivationCheckpointing(scenario.strategy.activation_checkpointing);
+    if (rank == 0) sender.log(LogLevel::Info, model->describe() + "; " + data->describe());
     // The modelled link ([network]) shapes training traffic, not the start-up broadcast.
     for (Communicator* group : {groups.world.get(), groups.shard.get(), groups.replicate.get(), groups.data_parallel.get()})
         if (group) group->shareLink(&link);
