@@ -36,6 +36,7 @@
 #include "model/model.hpp"
 #include "strategy/outer_optimizer.hpp"
 #include "telemetry/telemetry_sender.hpp"
+#include "worker/rank_groups.hpp"
 #include "worker/params_io.hpp"
 #include "worker/step_gate.hpp"
 
@@ -105,7 +106,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
     telemetry.instant(EventKind::RankReady, -1);
 
     GlooOptions gloo;
-    gloo.interface_host = "127.0.0.1";
+    gloo.interface_host = glooInterfaceFor(c.env);
     gloo.timeout = std::chrono::milliseconds(int64_t(ftc.collective_timeout_ms));
     UnitTimer timer;
     timer.forward = [](int, bool) {};

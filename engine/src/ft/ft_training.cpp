@@ -43,6 +43,7 @@
 #include "model/model.hpp"
 #include "telemetry/telemetry_sender.hpp"
 #include "worker/params_io.hpp"
+#include "worker/rank_groups.hpp"
 #include "worker/step_gate.hpp"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -113,7 +114,7 @@ int trainFaultTolerant(const FtRankContext& c) {
     telemetry.instant(EventKind::RankReady, -1);
 
     GlooOptions gloo;
-    gloo.interface_host = "127.0.0.1";
+    gloo.interface_host = glooInterfaceFor(c.env);
     gloo.timeout = std::chrono::milliseconds(int64_t(ftc.collective_timeout_ms));
 
     UnitTimer timer;

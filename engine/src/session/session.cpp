@@ -83,7 +83,8 @@ struct Session::Impl final : TelemetrySink {
     int64_t first_failure_ns = 0;
     int64_t give_up_ns = 0;                 // external ranks: stop waiting for them after this
     bool grace_logged = false;
-    int64_t last_event_ns = 0;
+    std::vector<int64_t> last_heard_ns;     // per rank: its last telemetry frame (0 = no hello yet)
+    std::vector<bool> silent;               // per rank: no frame for wire::kSilentNs (logged once)
 
     std::mutex proc_mutex;                  // guards supervisor
     Supervisor supervisor;
@@ -217,6 +218,74 @@ struct Session::Impl final : TelemetrySink {
         if (state != RankState::Pending) progress[size_t(rank)].state = state;
     }
 
+    // [SECTION] Silent ranks ------------------------------------------------
+    // Every rank's sender sends at least one frame per wire::kHeartbeatNs. A
+    // rank that has said hello and not finished, and that the Session did not
+    // stop itself (hang), yet sends nothing for wire::kSilentNs, is "silent":
+    // its process is stopped, or its host or the link to it is down. That is
+    // logged once, and again when it is heard from; it is not a failure by
+    // itself (a link may come back), but it is named in the failure reason.
+    void heardFrom(int rank) { // mutex held
+        const int64_t now = monotonicNowNs();
+        if (silent[size_t(rank)]) {
+            silent[size_t(rank)] = false;
+            record.logs.push_back({now, -1, LogLevel::Info,
+                                   "rank " + std::to_string(rank) + " is heard from again after " +
+                                       formatSeconds(now - last_heard_ns[size_t(rank)]) + " of silence"});
+        }
+        last_heard_ns[size_t(rank)] = now;
+    }
+
+    void checkSilentRanks(int64_t now) { // mutex held
+        for (int r = 0; r < world; ++r) {
+            const size_t i = size_t(r);
+            const RankState state = progress[i].state;
+            const bool alive = state == RankState::Starting || state == RankState::Running ||
+                               state == RankState::Paused || state == RankState::Healing; // not hung by us
+            const bool watched = alive && last_heard_ns[i] != 0 && !rank_gone[i] && !rank_finished[i] && !silent[i];
+            if (!watched || now - last_heard_ns[i] < wire::kSilentNs) continue;
+            silent[i] = true;
+            const std::string& host = record.ranks[i].host;
+            record.logs.push_back({now, -1, LogLevel::Warning,
+                                   "no word from rank " + std::to_string(r) + (host.empty() ? "" : " on " + host) +
+                                       " for " + formatSeconds(now - last_heard_ns[i]) +
+                                       ": its process is stopped, or its host or the link to it is down"});
+        }
+    }
+
+    // " (ranks 2, 3 on hostB silent since 6.1 s into the run)" or "".
+    std::string silentRanksNote() const { // mutex held
+        std::string ranks, hosts;
+        int64_t since = 0;
+        for (int r = 0; r < world; ++r) {
+            if (!silent[size_t(r)]) continue;
+            ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+            const std::string& host = record.ranks[size_t(r)].host;
+            if (!host.empty() && hosts.find(host) == std::string::npos) hosts += (hosts.empty() ? "" : ", ") + host;
+            if (since == 0 || last_heard_ns[size_t(r)] < since) since = last_heard_ns[size_t(r)];
+        }
+        if (ranks.empty()) return "";
+        return " (no word from rank" + std::string(ranks.find(',') == std::string::npos ? " " : "s ") + ranks +
+               (hosts.empty() ? "" : " on " + hosts) + " since " + formatSeconds(since - record.t_start_ns) +
+               " into the run: a host or link down?)";
+    }
+
+    // " (ranks 2, 3 never joined)" or "": joined ranks the Session waited for in vain.
+    std::string neverJoinedNote() const { // mutex held
+        if (options.spawn_ranks) return "";
+        std::string ranks;
+        for (int r = 0; r < world; ++r)
+            if (!record.ranks[size_t(r)].started) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+        if (ranks.empty()) return "";
+        return " (rank" + std::string(ranks.find(',') == std::string::npos ? " " : "s ") + ranks + " never joined)";
+    }
+
+    static std::string formatSeconds(int64_t ns) {
+        char text[32];
+        std::snprintf(text, sizeof(text), "%.1f s", double(ns) / 1e9);
+        return text;
+    }
+
     // [SECTION] Telemetry sink ----------------------------------------------
     bool onHello(int rank, int pid, const std::string& host) override {
         std::lock_guard<std::mutex> lock(mutex);
@@ -235,6 +304,7 @@ struct Session::Impl final : TelemetrySink {
         RankState& state = progress[size_t(rank)].state;
         if (state == RankState::Pending || state == RankState::Restarting) state = RankState::Starting;
         progress[size_t(rank)].host = host;
+        heardFrom(rank);
         pending_hello_sync.push_back(rank);
         return true;
     }
@@ -282,7 +352,7 @@ struct Session::Impl final : TelemetrySink {
 
     void onEvents(int rank, const Event* events, size_t count) override {
         std::lock_guard<std::mutex> lock(mutex);
-        last_event_ns = monotonicNowNs();
+        heardFrom(rank);
         auto& p = progress[size_t(rank)];
         for (size_t i = 0; i < count; ++i) {
             const Event& e = events[i];
@@ -312,6 +382,7 @@ struct Session::Impl final : TelemetrySink {
 
     void onLog(int rank, LogLevel level, const std::string& text) override {
         std::lock_guard<std::mutex> lock(mutex);
+        if (rank >= 0 && rank < world) heardFrom(rank);
         record.logs.push_back({monotonicNowNs(), rank, level, text});
         if (level == LogLevel::Error && rank >= 0 && rank < world) {
             record.ranks[size_t(rank)].error = text;
@@ -601,6 +672,7 @@ struct Session::Impl final : TelemetrySink {
             }
             syncNewRanksAndPace();
             std::lock_guard<std::mutex> lock(mutex);
+            checkSilentRanks(monotonicNowNs());
             for (const auto& x : exits) {
                 if (x.rank == kMpirunChild) {
                     onMpirunExited(x);
@@ -677,6 +749,7 @@ struct Session::Impl final : TelemetrySink {
                     for (const auto& info : record.ranks) ok = ok && (!options.spawn_ranks || info.exit_code == 0);
                 if (stop_requested && record.failure_reason.empty()) record.failure_reason = stop_reason;
                 if (!ok && record.failure_reason.empty()) record.failure_reason = "a rank did not finish";
+                if (!ok) record.failure_reason += silentRanksNote() + neverJoinedNote();
                 record.ok = ok;
                 record.t_end_ns = now;
                 finished = true;
@@ -732,6 +805,8 @@ void Session::start() {
     }
     s.rank_finished.assign(size_t(world), false);
     s.rank_gone.assign(size_t(world), false);
+    s.last_heard_ns.assign(size_t(world), 0);
+    s.silent.assign(size_t(world), false);
     s.fault_fired.assign(scenario.faults.size(), false);
     s.ft_enabled = scenario.fault_tolerance.enabled;
     s.sigkill_sent.assign(size_t(world), false);

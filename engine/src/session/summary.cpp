@@ -415,6 +415,7 @@ std::string summaryJson(const RunRecord& record) {
     for (const RankInfo& info : record.ranks) {
         Json ex;
         ex["pid"] = info.pid;
+        ex["host"] = info.host;
         ex["exited"] = info.exited;
         ex["exit_code"] = (info.exited && info.term_signal == 0) ? Json(info.exit_code) : Json(nullptr);
         ex["signal"] = info.term_signal;

@@ -3,7 +3,10 @@
 // Steps: connect -> Hello -> kClockPings ping-pongs, keep the offset of the
 // one with the least round trip (offset = t_session - (t_send + t_recv) / 2)
 // -> loop: every 20 ms or when 1024 events wait, swap the queue out and send
-// it as one Events frame -> close(): send what is left, then Bye.
+// it as one Events frame; after kHeartbeatNs with nothing to send, an empty
+// Events frame says "still here" (the Session notices a rank that goes
+// silent: a stopped process, a host or link that is down)
+// -> close(): send what is left, then Bye.
 #include "telemetry/telemetry_sender.hpp"
 
 #include "core/sha256.hpp"
@@ -114,6 +117,7 @@ void TelemetrySender::senderLoop() {
     std::vector<Event> batch;
     std::vector<std::pair<LogLevel, std::string>> logs;
     bool connected = true;
+    int64_t last_sent_ns = monotonicNowNs();
     while (true) {
         bool closing = false;
         {
@@ -126,12 +130,16 @@ void TelemetrySender::senderLoop() {
         }
         if (connected) {
             std::lock_guard<std::mutex> lock(m_send_mutex);
+            const int64_t now = monotonicNowNs();
             for (const auto& [level, text] : logs) connected = connected && sendLog(level, text);
-            if (!batch.empty()) {
+            if (!logs.empty()) last_sent_ns = now;
+            if (!batch.empty() || now - last_sent_ns >= wire::kHeartbeatNs) {
+                // An empty batch is the heartbeat.
                 wire::FrameHeader header{uint32_t(wire::FrameType::Events), uint32_t(batch.size() * sizeof(Event))};
                 m_bytes_written += sizeof(header) + header.length;
                 connected = connected && wire::sendAll(m_fd, &header, sizeof(header)) &&
                             wire::sendAll(m_fd, batch.data(), batch.size() * sizeof(Event));
+                last_sent_ns = now;
             }
         }
         batch.clear();

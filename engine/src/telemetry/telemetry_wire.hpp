@@ -39,6 +39,10 @@ constexpr uint32_t kWireVersion = 5; // 2: Event::group, FSDP unit and checkpoin
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
+// A rank with nothing to send sends an empty Events frame this often; the
+// Session calls a rank silent after kSilentNs without a frame.
+constexpr int64_t kHeartbeatNs = 1'000'000'000;
+constexpr int64_t kSilentNs = 3'000'000'000;
 
 enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3, Control = 4 };
 

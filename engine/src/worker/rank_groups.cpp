@@ -3,23 +3,21 @@
 
 #include "comm/mpi_communicator.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/local_address.hpp"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include <unistd.h>
-
 namespace dt {
+
+std::string glooInterfaceFor(const LaunchEnv& env) {
+    const bool loopback = env.master_host == "127.0.0.1" || env.master_host == "localhost" || env.master_host.empty();
+    return loopback ? "127.0.0.1" : localAddressTowards(env.master_host, env.master_port);
+}
 
 GlooOptions glooOptionsFor(const LaunchEnv& env, const Scenario& scenario) {
     GlooOptions gloo;
     gloo.timeout = std::chrono::milliseconds(int64_t(scenario.run.timeout_s * 1000));
-    const bool loopback = env.master_host == "127.0.0.1" || env.master_host == "localhost" || env.master_host.empty();
-    gloo.interface_host = "127.0.0.1";
-    if (!loopback) {
-        char host[256] = {0};
-        gethostname(host, sizeof(host) - 1);
-        gloo.interface_host = host;
-    }
+    gloo.interface_host = glooInterfaceFor(env);
     return gloo;
 }
 

@@ -35,8 +35,12 @@ struct GroupSpec {
     uint8_t group_id = kGroupWorld; // Event::group of its Work records
 };
 
-// Gloo options for this rank: bind to loopback when the Session is on this
-// host, else to the host name (multi-host runs); timeout = [run] timeout_s.
+// The address this rank's Gloo device binds to: loopback when the Session is on
+// this host, else this host's address on the route to the Session
+// (localAddressTowards), so ranks in other hosts or network namespaces reach it.
+[[nodiscard]] std::string glooInterfaceFor(const LaunchEnv& env);
+
+// Gloo options for this rank: glooInterfaceFor(env); timeout = [run] timeout_s.
 [[nodiscard]] GlooOptions glooOptionsFor(const LaunchEnv& env, const Scenario& scenario);
 
 [[nodiscard]] std::unique_ptr<Communicator> makeGroupCommunicator(const GroupSpec& spec,
