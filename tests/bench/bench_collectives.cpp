@@ -6,17 +6,23 @@
 //
 // Per op (all-reduce, all-gather, reduce-scatter) and size S (4 KiB x 4^k up
 // to MAX_MB, default 64 MiB), each implementation is timed in ROUNDS rounds
-// of `iters` back-to-back calls (iters = 256 MiB / S, 3..50), the rounds
-// interleaved between implementations; the time per call is the median round.
+// of `iters` back-to-back calls, the rounds interleaved between
+// implementations; the time per call is the median round. iters makes a round
+// last about kRoundSeconds (3..20000 calls) for the slowest of the
+// implementations compared with each other (a round of small calls must last
+// milliseconds, or one scheduler tick decides it; and a fixed count made 4 KiB
+// Gloo calls at 4 ranks take minutes).
 // Bus bandwidth = ring factor x S / time (dtlab/collective_cost.hpp).
 // Rank 0 prints one markdown row per (op, size):
-//   | op | size | N | dtlab gloo | raw c10d gloo | ratio | dtlab mpi | raw MPI | ratio |
+//   | op | size | N | dtlab gloo | raw c10d gloo | ratio | dtlab mpi | raw MPI | ratio | dtlab mpi async | ratio |
 // ratio = dtlab / raw (1.0 = no overhead). LibTorch 1.13's Gloo has no
 // reduce-scatter, so dtlab runs a ring of Gloo sends; there is no raw c10d
 // Gloo call to compare it with (the row says n/a).
 //
-// dtlab's calls go through its communicator thread (queue, CommWork wait);
-// the raw calls are made on the calling thread.
+// dtlab's calls are its blocking forms (allReduceNow, ...), which run on the
+// calling thread when nothing is queued, as the raw calls do. "async" is the
+// form an overlapping strategy uses, allReduce(x)->wait(): the call may be
+// handed to the communicator thread, which costs the thread wake-ups.
 #include "comm/gloo_communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "dtlab/collective_cost.hpp"
@@ -40,6 +46,7 @@
 namespace {
 
 constexpr int kRounds = 5;
+constexpr double kRoundSeconds = 0.1;
 
 double nowSeconds() {
     return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -97,8 +104,9 @@ int main(int argc, char** argv) {
         c10::make_intrusive<c10d::PrefixStore>("bench/raw", store), rank, n, raw_options);
 
     if (rank == 0) {
-        std::printf("| op | size | ranks | dtlab gloo GB/s | raw c10d gloo GB/s | ratio | dtlab mpi GB/s | raw MPI GB/s | ratio |\n");
-        std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+        std::printf("| op | size | ranks | dtlab gloo GB/s | raw c10d gloo GB/s | ratio | dtlab mpi GB/s | raw MPI GB/s | "
+                    "ratio | dtlab mpi async GB/s | ratio |\n");
+        std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     }
     for (const std::string op : {"all_reduce", "all_gather", "reduce_scatter"}) {
         for (int64_t size = 4096; size <= max_bytes; size *= 4) {
@@ -111,52 +119,73 @@ int main(int argc, char** argv) {
             const int count = int(floats / n);
 
             // The four implementations of this op (empty = none).
-            Call dtlab_g, raw_g, dtlab_m, raw_m;
+            Call dtlab_g, raw_g, dtlab_m, raw_m, dtlab_m_async;
             if (op == "all_reduce") {
-                dtlab_g = [&] { dtlab_gloo->allReduce(b.full)->wait(); };
+                dtlab_g = [&] { dtlab_gloo->allReduceNow(b.full); };
                 raw_g = [&] {
                     std::vector<at::Tensor> t{b.full};
                     raw_gloo->allreduce(t)->wait();
                 };
-                dtlab_m = [&] { dtlab_mpi->allReduce(b.full)->wait(); };
+                dtlab_m = [&] { dtlab_mpi->allReduceNow(b.full); };
+                dtlab_m_async = [&] { dtlab_mpi->allReduce(b.full)->wait(); };
                 raw_m = [&] {
                     MPI_Allreduce(MPI_IN_PLACE, b.full.data_ptr<float>(), int(floats), MPI_FLOAT, MPI_SUM, raw_mpi);
                 };
             } else if (op == "all_gather") {
-                dtlab_g = [&] { dtlab_gloo->allGather(b.full, b.chunk)->wait(); };
+                dtlab_g = [&] { dtlab_gloo->allGatherNow(b.full, b.chunk); };
                 raw_g = [&] {
                     std::vector<at::Tensor> in{b.chunk};
                     std::vector<std::vector<at::Tensor>> out{b.chunks};
                     raw_gloo->allgather(out, in)->wait();
                 };
-                dtlab_m = [&] { dtlab_mpi->allGather(b.full, b.chunk)->wait(); };
+                dtlab_m = [&] { dtlab_mpi->allGatherNow(b.full, b.chunk); };
+                dtlab_m_async = [&] { dtlab_mpi->allGather(b.full, b.chunk)->wait(); };
                 raw_m = [&] {
                     MPI_Allgather(b.chunk.data_ptr<float>(), count, MPI_FLOAT, b.full.data_ptr<float>(), count,
                                   MPI_FLOAT, raw_mpi);
                 };
             } else {
-                dtlab_g = [&] { dtlab_gloo->reduceScatter(b.chunk, b.full)->wait(); };
-                dtlab_m = [&] { dtlab_mpi->reduceScatter(b.chunk, b.full)->wait(); };
+                dtlab_g = [&] { dtlab_gloo->reduceScatterNow(b.chunk, b.full); };
+                dtlab_m = [&] { dtlab_mpi->reduceScatterNow(b.chunk, b.full); };
+                dtlab_m_async = [&] { dtlab_mpi->reduceScatter(b.chunk, b.full)->wait(); };
                 raw_m = [&] {
                     MPI_Reduce_scatter_block(b.full.data_ptr<float>(), b.chunk.data_ptr<float>(), count, MPI_FLOAT,
                                              MPI_SUM, raw_mpi);
                 };
             }
-            std::vector<Call*> calls{&dtlab_g, &raw_g, &dtlab_m, &raw_m};
-            const int iters = int(std::clamp<int64_t>((int64_t(256) << 20) / bytes, 3, 50));
+            std::vector<Call*> calls{&dtlab_g, &raw_g, &raw_m, &dtlab_m, &dtlab_m_async};
+            // Calls per round: enough for a round of ~kRoundSeconds, from the
+            // slowest of the implementations compared with each other (the Gloo
+            // pair; the MPI three), timed after a warm-up and agreed on by all
+            // ranks (the max over ranks), so both sides of a ratio do the same work.
+            std::vector<double> call_s(calls.size(), 0.0);
+            for (size_t i = 0; i < calls.size(); ++i) {
+                if (!*calls[i]) continue;
+                (*calls[i])(); // warm-up
+                MPI_Barrier(raw_mpi);
+                const double t0 = nowSeconds();
+                for (int k = 0; k < 3; ++k) (*calls[i])();
+                call_s[i] = (nowSeconds() - t0) / 3;
+            }
+            MPI_Allreduce(MPI_IN_PLACE, call_s.data(), int(call_s.size()), MPI_DOUBLE, MPI_MAX, raw_mpi);
+            const auto itersFor = [&](std::initializer_list<size_t> family) {
+                double slowest = 1e-9;
+                for (size_t i : family) slowest = std::max(slowest, call_s[i]);
+                return int(std::clamp<double>(kRoundSeconds / slowest, 3, 20000));
+            };
+            const int gloo_iters = itersFor({0, 1}), mpi_iters = itersFor({2, 3, 4});
             std::vector<std::vector<double>> rounds(calls.size());
-            for (Call* c : calls)
-                if (*c) (*c)(); // warm-up
             for (int round = 0; round < kRounds; ++round)
                 for (size_t i = 0; i < calls.size(); ++i) {
                     if (!*calls[i]) continue;
+                    const int iters = i < 2 ? gloo_iters : mpi_iters;
                     MPI_Barrier(raw_mpi); // start together
                     const double t0 = nowSeconds();
                     for (int k = 0; k < iters; ++k) (*calls[i])();
                     rounds[i].push_back((nowSeconds() - t0) / iters);
                 }
             if (rank != 0) continue;
-            double gbs[4] = {0, 0, 0, 0};
+            double gbs[5] = {0, 0, 0, 0, 0};
             for (size_t i = 0; i < calls.size(); ++i) {
                 if (rounds[i].empty()) continue;
                 std::sort(rounds[i].begin(), rounds[i].end());
@@ -166,9 +195,10 @@ int main(int argc, char** argv) {
             auto ratio = [](double a, double b) { return b > 0 ? std::to_string(a / b).substr(0, 4) : std::string("n/a"); };
             const std::string label = bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB"
                                                          : std::to_string(bytes >> 10) + " KiB";
-            std::printf("| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", op.c_str(), label.c_str(), n,
+            std::printf("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", op.c_str(), label.c_str(), n,
                         cell(gbs[0]).c_str(), cell(gbs[1]).c_str(), ratio(gbs[0], gbs[1]).c_str(),
-                        cell(gbs[2]).c_str(), cell(gbs[3]).c_str(), ratio(gbs[2], gbs[3]).c_str());
+                        cell(gbs[3]).c_str(), cell(gbs[2]).c_str(), ratio(gbs[3], gbs[2]).c_str(),
+                        cell(gbs[4]).c_str(), ratio(gbs[4], gbs[2]).c_str());
             std::fflush(stdout);
         }
     }

@@ -232,6 +232,86 @@ TEST_CASE("Every rank records the same Work records for one collective", "[comm]
     }
 }
 
+TEST_CASE("The blocking forms run in issue order, behind queued async calls, with the same records", "[comm]") {
+    const int world = GENERATE(1, 2, 3);
+    CAPTURE(world);
+    std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;
+    dttest::GroupOptions options;
+    for (int r = 0; r < world; ++r) {
+        sinks.push_back(std::make_unique<dt::RecordingEventSink>());
+        options.sinks.push_back(sinks.back().get());
+    }
+    const int64_t chunk = 3, n = chunk * world;
+    const auto ranks = static_cast<size_t>(world);
+    std::vector<at::Tensor> reduced_async(ranks), reduced_now(ranks), gathered(ranks), scattered(ranks),
+        broadcast(ranks);
+    dttest::runGlooRanks(
+        world, "blocking",
+        [&](int r, std::unique_ptr<Communicator>& comm) {
+            // An async all-reduce left queued, then the blocking forms: each must
+            // wait its turn behind it (seq 0), then run in the order called.
+            auto a = payload(r, n);
+            auto queued = comm->allReduce(a);                                    // seq 0
+            auto b = wavyPayload(r, n);
+            comm->allReduceNow(b);                                               // seq 1
+            auto out = at::empty({world * n}, at::kFloat);
+            comm->allGatherNow(out, payload(r, n));                              // seq 2
+            auto part = at::empty({chunk}, at::kFloat);
+            comm->reduceScatterNow(part, payload(r, n));                         // seq 3
+            auto c = payload(r, n);
+            comm->broadcastNow(c, world - 1);                                    // seq 4
+            comm->barrierNow();                                                  // seq 5
+            if (!queued->isCompleted()) throw std::runtime_error("a later blocking call finished before seq 0");
+            queued->wait();
+            reduced_async[size_t(r)] = a;
+            reduced_now[size_t(r)] = b;
+            gathered[size_t(r)] = out;
+            scattered[size_t(r)] = part;
+            broadcast[size_t(r)] = c;
+        },
+        options);
+
+    auto sum = [&](auto make) {
+        auto s = at::zeros({n}, at::kFloat);
+        for (int r = 0; r < world; ++r) s += make(r, n);
+        return s;
+    };
+    std::vector<at::Tensor> parts;
+    for (int r = 0; r < world; ++r) parts.push_back(payload(r, n));
+    for (int r = 0; r < world; ++r) {
+        CAPTURE(r);
+        CHECK(at::equal(reduced_async[size_t(r)], sum(payload)));
+        CHECK((reduced_now[size_t(r)] - sum(wavyPayload)).abs().max().item<double>() < 1e-5);
+        CHECK(at::equal(gathered[size_t(r)], at::cat(parts)));
+        CHECK(at::equal(scattered[size_t(r)], sum(payload).narrow(0, r * chunk, chunk)));
+        CHECK(at::equal(broadcast[size_t(r)], payload(world - 1, n)));
+
+        // Scheduled, Started, Completed for seq 0..5, and each starts only
+        // after the one before it completed (one job at a time, in order).
+        std::vector<Event> records;
+        for (const auto& e : sinks[size_t(r)]->events())
+            if (dt::isWorkPhase(e.phase)) records.push_back(e);
+        REQUIRE(records.size() == 6 * 3);
+        for (uint64_t seq = 0; seq < 6; ++seq) {
+            CAPTURE(seq);
+            std::vector<Event> mine;
+            for (const auto& e : records)
+                if (e.seq == seq) mine.push_back(e);
+            REQUIRE(mine.size() == 3);
+            CHECK(mine[0].phase == EventPhase::WorkScheduled);
+            CHECK(mine[1].phase == EventPhase::WorkStarted);
+            CHECK(mine[2].phase == EventPhase::WorkCompleted);
+            if (seq > 0) {
+                const Event* previous_done = nullptr;
+                for (const auto& e : records)
+                    if (e.seq == seq - 1 && e.phase == EventPhase::WorkCompleted) previous_done = &e;
+                REQUIRE(previous_done != nullptr);
+                CHECK(previous_done->t_ns <= mine[1].t_ns);
+            }
+        }
+    }
+}
+
 TEST_CASE("Point-to-point Work records are numbered per peer", "[comm]") {
     const int world = 3;
     std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;

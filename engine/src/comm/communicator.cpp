@@ -47,6 +47,7 @@ bool CommWork::isCompleted() const {
 }
 
 void CommWork::wait() {
+    if (m_owner != nullptr && state() == State::Scheduled) m_owner->runInlineIfNext(this);
     std::unique_lock<std::mutex> lock(m_mutex);
     m_done.wait(lock, [this] { return m_state == State::Completed || m_state == State::Failed; });
     if (m_state == State::Failed) throw CommError(m_error_kind, m_error);
@@ -116,8 +117,10 @@ void Communicator::emitWork(const Job& job, EventPhase phase) {
     m_sink->emit(e);
 }
 
-CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer, std::function<void()> run) {
+CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer, std::function<void()> run,
+                                  Dispatch dispatch) {
     auto work = std::make_shared<CommWork>();
+    work->m_owner = this;
     {
         std::lock_guard<std::mutex> lock(m_mutex);
         // Collectives are numbered in issue order, identical on every rank of
@@ -135,8 +138,14 @@ CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, in
         }
         m_queue.push_back(std::move(job));
     }
-    m_wake.notify_one();
+    if (dispatch == Dispatch::WakeThread) m_wake.notify_one();
     return work;
+}
+
+void Communicator::runNow(const CommWorkPtr& work) {
+    runInlineIfNext(work.get());
+    if (!work->isCompleted()) m_wake.notify_one(); // queued behind others: the thread runs it in turn
+    work->wait();
 }
 
 void Communicator::threadLoop() {
@@ -144,18 +153,45 @@ void Communicator::threadLoop() {
         Job job;
         {
             std::unique_lock<std::mutex> lock(m_mutex);
-            m_wake.wait(lock, [this] { return m_stopping || !m_queue.empty(); });
+            m_wake.wait(lock, [this] { return m_stopping || (!m_queue.empty() && !m_running); });
             if (m_stopping) return;
             job = std::move(m_queue.front());
             m_queue.pop_front();
+            m_running = true;
         }
-        {
-            std::lock_guard<std::mutex> lock(job.work->m_mutex);
-            job.work->m_state = CommWork::State::Started;
-        }
-        emitWork(job, EventPhase::WorkStarted);
-        finishJob(job, job.run);
+        runJob(job);
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_running = false;
     }
+}
+
+void Communicator::runInlineIfNext(const CommWork* work) {
+    Job job;
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        if (m_stopping || m_running || m_queue.empty() || m_queue.front().work.get() != work) return;
+        job = std::move(m_queue.front());
+        m_queue.pop_front();
+        m_running = true;
+    }
+    runJob(job);
+    bool more = false;
+    {
+        std::lock_guard<std::mutex> lock(m_mutex);
+        m_running = false;
+        more = !m_queue.empty();
+    }
+    // Only then: waking the thread for nothing costs two context switches.
+    if (more) m_wake.notify_one(); // the thread takes the jobs queued behind it
+}
+
+void Communicator::runJob(Job& job) {
+    {
+        std::lock_guard<std::mutex> lock(job.work->m_mutex);
+        job.work->m_state = CommWork::State::Started;
+    }
+    emitWork(job, EventPhase::WorkStarted);
+    finishJob(job, job.run);
 }
 
 // Runs a job's blocking part, then records the bytes, the telemetry and the
@@ -226,26 +262,61 @@ CommWorkPtr Communicator::postRecv(at::Tensor x, int peer, int tag, CommTag ctag
     return post(EventKind::Recv, std::move(x), peer, tag, ctag);
 }
 
-CommWorkPtr Communicator::allReduce(at::Tensor x, CommTag tag) {
-    return enqueue(EventKind::AllReduce, tag, int64_t(x.nbytes()), -1, [this, x]() mutable { doAllReduce(x); });
+// Each call is defined once, with how it is dispatched; the public async and
+// blocking forms below choose the dispatch.
+CommWorkPtr Communicator::issueAllReduce(at::Tensor x, CommTag tag, Dispatch dispatch) {
+    return enqueue(EventKind::AllReduce, tag, int64_t(x.nbytes()), -1, [this, x]() mutable { doAllReduce(x); },
+                   dispatch);
 }
 
-CommWorkPtr Communicator::allGather(at::Tensor out, at::Tensor x, CommTag tag) {
+CommWorkPtr Communicator::issueAllGather(at::Tensor out, at::Tensor x, CommTag tag, Dispatch dispatch) {
     DT_ENFORCE(out.numel() == x.numel() * m_size, "allGather output must hold group size x input elements");
     return enqueue(EventKind::AllGather, tag, int64_t(x.nbytes()), -1,
-                   [this, out, x]() mutable { doAllGather(out, x); });
+                   [this, out, x]() mutable { doAllGather(out, x); }, dispatch);
 }
 
-CommWorkPtr Communicator::reduceScatter(at::Tensor out, at::Tensor x, CommTag tag) {
+CommWorkPtr Communicator::issueReduceScatter(at::Tensor out, at::Tensor x, CommTag tag, Dispatch dispatch) {
     DT_ENFORCE(x.numel() == out.numel() * m_size, "reduceScatter input must hold group size x output elements");
     return enqueue(EventKind::ReduceScatter, tag, int64_t(x.nbytes()), -1,
-                   [this, out, x]() mutable { doReduceScatter(out, x); });
+                   [this, out, x]() mutable { doReduceScatter(out, x); }, dispatch);
 }
 
-CommWorkPtr Communicator::broadcast(at::Tensor x, int root, CommTag tag) {
+CommWorkPtr Communicator::issueBroadcast(at::Tensor x, int root, CommTag tag, Dispatch dispatch) {
     return enqueue(EventKind::Broadcast, tag, int64_t(x.nbytes()), root,
-                   [this, x, root]() mutable { doBroadcast(x, root); });
+                   [this, x, root]() mutable { doBroadcast(x, root); }, dispatch);
 }
+
+CommWorkPtr Communicator::issueBarrier(CommTag tag, Dispatch dispatch) {
+    return enqueue(EventKind::Barrier, tag, 0, -1, [this]() { doBarrier(); }, dispatch);
+}
+
+CommWorkPtr Communicator::allReduce(at::Tensor x, CommTag tag) {
+    return issueAllReduce(std::move(x), tag, Dispatch::WakeThread);
+}
+CommWorkPtr Communicator::allGather(at::Tensor out, at::Tensor x, CommTag tag) {
+    return issueAllGather(std::move(out), std::move(x), tag, Dispatch::WakeThread);
+}
+CommWorkPtr Communicator::reduceScatter(at::Tensor out, at::Tensor x, CommTag tag) {
+    return issueReduceScatter(std::move(out), std::move(x), tag, Dispatch::WakeThread);
+}
+CommWorkPtr Communicator::broadcast(at::Tensor x, int root, CommTag tag) {
+    return issueBroadcast(std::move(x), root, tag, Dispatch::WakeThread);
+}
+CommWorkPtr Communicator::barrier(CommTag tag) { return issueBarrier(tag, Dispatch::WakeThread); }
+
+void Communicator::allReduceNow(at::Tensor x, CommTag tag) {
+    runNow(issueAllReduce(std::move(x), tag, Dispatch::CallerRuns));
+}
+void Communicator::allGatherNow(at::Tensor out, at::Tensor x, CommTag tag) {
+    runNow(issueAllGather(std::move(out), std::move(x), tag, Dispatch::CallerRuns));
+}
+void Communicator::reduceScatterNow(at::Tensor out, at::Tensor x, CommTag tag) {
+    runNow(issueReduceScatter(std::move(out), std::move(x), tag, Dispatch::CallerRuns));
+}
+void Communicator::broadcastNow(at::Tensor x, int root, CommTag tag) {
+    runNow(issueBroadcast(std::move(x), root, tag, Dispatch::CallerRuns));
+}
+void Communicator::barrierNow(CommTag tag) { runNow(issueBarrier(tag, Dispatch::CallerRuns)); }
 
 CommWorkPtr Communicator::send(at::Tensor x, int peer, CommTag tag) {
     return enqueue(EventKind::Send, tag, int64_t(x.nbytes()), peer, [this, x, peer]() mutable { doSend(x, peer); });
@@ -253,10 +324,6 @@ CommWorkPtr Communicator::send(at::Tensor x, int peer, CommTag tag) {
 
 CommWorkPtr Communicator::recv(at::Tensor x, int peer, CommTag tag) {
     return enqueue(EventKind::Recv, tag, int64_t(x.nbytes()), peer, [this, x, peer]() mutable { doRecv(x, peer); });
-}
-
-CommWorkPtr Communicator::barrier(CommTag tag) {
-    return enqueue(EventKind::Barrier, tag, 0, -1, [this]() { doBarrier(); });
 }
 
 } // namespace dt

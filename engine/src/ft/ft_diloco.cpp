@@ -258,7 +258,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                     abort = AbortReason::CollectiveFailed;
                 } else {
                     try {
-                        group->allReduce(delta, {int(step), 0, -1})->wait();
+                        group->allReduceNow(delta, {int(step), 0, -1});
                         delta.div_(double(std::max(1, role.up_to_date)));
                     } catch (const CommError& e) {
                         abort = AbortReason::CollectiveFailed;

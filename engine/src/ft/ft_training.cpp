@@ -288,7 +288,7 @@ int trainFaultTolerant(const FtRankContext& c) {
                 abort = AbortReason::CollectiveFailed;
             } else {
                 try {
-                    group->allReduce(gradient, {int(step), -1, -1})->wait();
+                    group->allReduceNow(gradient, {int(step), -1, -1});
                     gradient.div_(double(std::max(1, role.up_to_date)));
                 } catch (const CommError& e) {
                     abort = AbortReason::CollectiveFailed;

@@ -51,7 +51,7 @@ struct CopyToTensorParallel : torch::autograd::Function<CopyToTensorParallel> {
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
         auto* group = reinterpret_cast<Communicator*>(ctx->saved_data["group"].toInt());
         at::Tensor g = grads[0].contiguous().clone();
-        group->allReduce(g, CommTag{int(ctx->saved_data["step"].toInt()), int(ctx->saved_data["unit"].toInt())})->wait();
+        group->allReduceNow(g, CommTag{int(ctx->saved_data["step"].toInt()), int(ctx->saved_data["unit"].toInt())});
         return {g, at::Tensor(), at::Tensor(), at::Tensor()};
     }
 };
@@ -61,7 +61,7 @@ struct CopyToTensorParallel : torch::autograd::Function<CopyToTensorParallel> {
 struct ReduceFromTensorParallel : torch::autograd::Function<ReduceFromTensorParallel> {
     static at::Tensor forward(AutogradContext*, at::Tensor x, Communicator* group, int64_t step, int64_t unit) {
         at::Tensor out = x.contiguous().clone();
-        group->allReduce(out, CommTag{int(step), int(unit)})->wait();
+        group->allReduceNow(out, CommTag{int(step), int(unit)});
         return out;
     }
     static variable_list backward(AutogradContext*, variable_list grads) {
@@ -165,7 +165,7 @@ public:
                 continue;
             }
             at::Tensor gathered = at::empty({n * local.numel()}, local.options());
-            m_group.allGather(gathered, local, CommTag{m_step, -1})->wait();
+            m_group.allGatherNow(gathered, local, CommTag{m_step, -1});
             std::vector<int64_t> shape{n};
             for (int64_t s : local.sizes()) shape.push_back(s);
             gathered = gathered.view(shape); // (N, local shape...)

@@ -130,7 +130,7 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
             saveParameters(file, {{"local", flatten(local_params)}});
         written += int64_t(fs::file_size(file, ec));
     }
-    comm.barrier()->wait(); // every replica's file is in place
+    comm.barrierNow(); // every replica's file is in place
     if (comm.rank() == 0) {
         std::vector<NamedParameter> tensors;
         at::Tensor steps = at::zeros({int64_t(outer.outer_steps.size())}, at::kFloat);
@@ -162,7 +162,7 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
         if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
         syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
     }
-    comm.barrier()->wait(); // the checkpoint is complete before anyone goes on
+    comm.barrierNow(); // the checkpoint is complete before anyone goes on
     return written;
 }
 

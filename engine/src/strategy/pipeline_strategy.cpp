@@ -207,7 +207,7 @@ public:
             std::vector<at::Tensor> flat_parts;
             for (auto& g : grads) flat_parts.push_back(g.reshape({-1}));
             at::Tensor flat = at::cat(flat_parts);
-            m_dp->allReduce(flat, CommTag{m_step, -1, -1})->wait();
+            m_dp->allReduceNow(flat, CommTag{m_step, -1, -1});
             flat.div_(double(m_dp->size()));
             int64_t offset = 0;
             for (auto& g : grads) {

@@ -56,10 +56,12 @@ OpTensors makeTensors(const std::string& op, int64_t floats, int rank, int ranks
     return t;
 }
 
-CommWorkPtr issue(Communicator& comm, const std::string& op, OpTensors& t, CommTag tag) {
-    if (op == "all_gather") return comm.allGather(t.out, t.in, tag);
-    if (op == "reduce_scatter") return comm.reduceScatter(t.out, t.in, tag);
-    return comm.allReduce(t.in, tag);
+// One blocking call of `op` (the caller waits at once, as the raw calls it is
+// compared with do).
+void runOp(Communicator& comm, const std::string& op, OpTensors& t, CommTag tag) {
+    if (op == "all_gather") return comm.allGatherNow(t.out, t.in, tag);
+    if (op == "reduce_scatter") return comm.reduceScatterNow(t.out, t.in, tag);
+    comm.allReduceNow(t.in, tag);
 }
 
 // After the warm-up call: every element is what the op must give.
@@ -123,13 +125,13 @@ int runCollectives(const LaunchEnv& env, const Scenario& scenario, TelemetrySend
                 CommTag tag;
                 tag.step = step;
                 tag.unit = opIndex(op);
-                issue(comm, op, t, tag)->wait();
+                runOp(comm, op, t, tag);
                 checkResult(op, t, rank, ranks, c.backends[b]);
-                comm.barrier(tag)->wait(); // start the timed calls together
+                comm.barrierNow(tag); // start the timed calls together
                 std::vector<int64_t> durations;
                 for (int i = 0; i < c.repeats; ++i) {
                     const int64_t t0 = monotonicNowNs();
-                    issue(comm, op, t, tag)->wait();
+                    runOp(comm, op, t, tag);
                     durations.push_back(monotonicNowNs() - t0);
                 }
                 std::sort(durations.begin(), durations.end());
@@ -158,7 +160,7 @@ int runCollectives(const LaunchEnv& env, const Scenario& scenario, TelemetrySend
         span.dur_ns = sender.now() - step_begin;
         sender.emit(span);
     }
-    for (auto& comm : comms) comm->barrier()->wait(); // leave together
+    for (auto& comm : comms) comm->barrierNow(); // leave together
     instant(EventKind::RankFinished, scenario.run.steps - 1);
     return 0;
 }

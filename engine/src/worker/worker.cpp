@@ -182,7 +182,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     } else {   // every replica starts from rank 0's parameters
         model = makeModel(scenario.model, scenario.run.seed);
         at::NoGradGuard no_grad;
-        for (const auto& p : model->trainableParameters()) comm.broadcast(p.tensor, 0)->wait();
+        for (const auto& p : model->trainableParameters()) comm.broadcastNow(p.tensor, 0);
     }
     model->setActivationCheckpointing(scenario.strategy.activation_checkpointing);
     if (rank == 0) sender.log(LogLevel::Info, model->describe() + "; " + data->describe());
@@ -340,7 +340,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         saveParameters(params_out_dir + "/rank" + std::to_string(rank) + ".params", named);
     telemetry.counter(EventKind::DroppedEvents, double(sender.dropped()), scenario.run.steps - 1, true);
     // Leave together: no rank tears down its Gloo pairs while a peer still reads.
-    comm.barrier()->wait();
+    comm.barrierNow();
     telemetry.instant(EventKind::RankFinished, scenario.run.steps - 1);
     return 0;
 }
