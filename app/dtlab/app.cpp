@@ -472,7 +472,8 @@ ViewInputs AppContext::viewInputs() {
         const std::array<int64_t, 5> bytes = {theory.parameters + theory.materialized_peak, theory.gradients,
                                               theory.optimizer_state, 0, 0};
         in.memory_theory = [bytes](int) -> std::optional<std::array<int64_t, 5>> { return bytes; };
-        in.memory_theory_label = modelStateFormula(m_scenario.strategy.kind);
+        in.memory_theory_label = modelStateFormula(m_scenario.strategy);
+        if (m_scenario.strategy.offload_optimizer) in.memory_host_theory = theory.host;
     }
     return in;
 }

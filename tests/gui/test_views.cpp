@@ -495,8 +495,23 @@ TEST_CASE("The views draw a small run and respond to the mouse", "[gui]") {
             return std::optional<std::array<int64_t, 5>>(std::array<int64_t, 5>{1'000'000, 1'000'000, 2'000'000, 0, 0});
         };
         CHECK(memoryBars(in, 0).theory);
+        CHECK(b.host_now == -1); // no offload: no host row
         MemoryView memory;
         CHECK(MemoryView::hasData(in));
+        imgui.mouse(ImVec2(400, 80));
+        CHECK(imgui.frame([&] { memory.draw(in); }).balanced);
+    }
+    SECTION("memory bars: an offloading rank's host bytes, latest and largest, beside the device bars") {
+        const int64_t t = model.tEnd();
+        const Event host[] = {SyntheticRun::counter(0, 50, EventKind::MemHost, 6'000'000, t + 1),
+                              SyntheticRun::counter(0, 51, EventKind::MemHost, 5'000'000, t + 2)};
+        model.ingest(host, 2);
+        const MemoryBars b = memoryBars(in, 0);
+        CHECK(b.host_now == 5'000'000);
+        CHECK(b.host_peak == 6'000'000);
+        CHECK(memoryBars(in, 1).host_now == -1);
+        in.memory_host_theory = 6'000'000;
+        MemoryView memory;
         imgui.mouse(ImVec2(400, 80));
         CHECK(imgui.frame([&] { memory.draw(in); }).balanced);
     }

@@ -8,6 +8,9 @@
 //  - parameters, gradients and optimizer state per rank match the ZeRO formulas;
 //  - microbatches (with and without communication per microbatch) and
 //    activation checkpointing change memory, not the result;
+//  - offloading the optimizer (ZeRO-Offload) leaves every bit of the training
+//    as it was, takes the optimizer state off the device and holds 16 Psi / N
+//    on the host; a checkpoint written with it resumes without it, and back;
 //  - a sharded checkpoint resumes on another shard count; a corrupt or
 //    incomplete one, or one that would be overwritten, is refused with exit 2.
 // The checks are blocks with an INFO sentence rather than SECTIONs: Catch2
@@ -195,6 +198,89 @@ TEST_CASE("Microbatches and activation checkpointing change memory, not the resu
         const double act_ckpt = checkpointed.summary["peak_memory"][0]["activations"].get<double>();
         CAPTURE(act_plain, act_ckpt);
         CHECK(act_ckpt < 0.8 * act_plain);
+    }
+}
+
+TEST_CASE("Offloading the optimizer moves its state to the host and changes nothing else", "[sharding][offload][slow]") {
+    it::TempDir dir;
+    for (const std::string kind : {"zero1", "zero2", "fsdp"}) {
+        CAPTURE(kind);
+        const it::ScenarioSpec plain_spec = spec(kind, 2);
+        it::ScenarioSpec offload_spec = plain_spec;
+        offload_spec.strategy_toml = "offload_optimizer = true\n";
+        const Run plain = run(dir, kind + "_plain", plain_spec);
+        const Run offloaded = run(dir, kind + "_offload", offload_spec);
+        const dt::ModelStateTheory theory = dt::modelStateTheory(parsed(offload_spec));
+        const auto& peak = offloaded.summary["peak_memory"][0];
+        const auto& plain_peak = plain.summary["peak_memory"][0];
+        CAPTURE(peak.dump(), plain_peak.dump());
+        {
+            INFO("AdamW on the host copy computes exactly what it computes on the device: the same bits");
+            CHECK(maxAbsDifference(offloaded.rank0, plain.rank0) == 0.0);
+            CHECK(offloaded.summary["params_checksum"][0] == plain.summary["params_checksum"][0]);
+        }
+        {
+            INFO("the device holds no optimizer state; the host holds AdamW + fp32 shard + its gradient = 16 Psi / N");
+            CHECK(peak["optimizer_state"] == 0);
+            CHECK(plain_peak["host"] == 0);
+            CHECK(theory.host == 2 * plain_peak["optimizer_state"].get<int64_t>()); // 16 Psi / N = 2 x 8 Psi / N
+            CHECK(peak["host"].get<int64_t>() == theory.host);
+            CHECK(peak["gradients"] == plain_peak["gradients"]);
+            CHECK(peak["parameters"].get<double>() - peak["params_materialized"].get<double>() ==
+                  plain_peak["parameters"].get<double>() - plain_peak["params_materialized"].get<double>());
+            // The live peak (counted device bytes) falls by about the state it no longer holds.
+            const double saved = plain_peak["live_peak"].get<double>() - peak["live_peak"].get<double>();
+            CAPTURE(saved, plain_peak["optimizer_state"].get<double>());
+            CHECK(saved > 0.5 * plain_peak["optimizer_state"].get<double>());
+        }
+        {
+            INFO("each step copies 4 Psi / N down and 4 Psi / N up, and the copies are timed");
+            const auto& o = offloaded.summary["offload"];
+            CAPTURE(o.dump());
+            CHECK(o["bytes_each_way_per_step"][0].get<int64_t>() == theory.offload_bytes_each_way);
+            CHECK(theory.offload_bytes_each_way * 2 == plain_peak["optimizer_state"].get<int64_t>());
+            CHECK(o["grads_to_host_ms_median"][0].get<double>() > 0.0);
+            CHECK(o["params_to_device_ms_median"][0].get<double>() > 0.0);
+            CHECK(o["host_optimizer_ms_median"][0].get<double>() > 0.0);
+            CHECK_FALSE(plain.summary.contains("offload"));
+        }
+    }
+
+    {
+        INFO("a checkpoint written with offload resumes without it, and one written without it resumes with it");
+        const std::string with_dir = dir.file("ckpt_with"), without_dir = dir.file("ckpt_without");
+        it::ScenarioSpec s = spec("zero2", 2);
+        s.steps = 4;
+        const Run straight = run(dir, "straight", s);
+        it::ScenarioSpec save_with = s;
+        save_with.strategy_toml = "offload_optimizer = true\n";
+        save_with.steps = 2;
+        save_with.run_toml = "checkpoint_dir = \"" + with_dir + "\"\ncheckpoint_every = 2\n";
+        run(dir, "save_with", save_with);
+        it::ScenarioSpec save_without = s;
+        save_without.steps = 2;
+        save_without.run_toml = "checkpoint_dir = \"" + without_dir + "\"\ncheckpoint_every = 2\n";
+        run(dir, "save_without", save_without);
+        REQUIRE(fs::exists(with_dir + "/step-1/checkpoint.json"));
+        REQUIRE(fs::exists(without_dir + "/step-1/checkpoint.json"));
+
+        const Run resumed_without = run(dir, "resume_without", s, {"--resume", with_dir + "/step-1"});
+        it::ScenarioSpec resume_with = s;
+        resume_with.strategy_toml = "offload_optimizer = true\n";
+        const Run resumed_with = run(dir, "resume_with", resume_with, {"--resume", without_dir + "/step-1"});
+        CHECK(maxAbsDifference(resumed_without.rank0, straight.rank0) == 0.0);
+        CHECK(maxAbsDifference(resumed_with.rank0, straight.rank0) == 0.0);
+    }
+
+    {
+        INFO("offload on a strategy that is not sharded is refused before anything starts, saying why");
+        it::ScenarioSpec ddp = spec("ddp", 2);
+        ddp.strategy_toml = "offload_optimizer = true\n";
+        const auto r = it::runDtrun({"run", dir.write("ddp_offload.toml", it::scenarioToml(ddp)), "--quiet"});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(r.err.find("offload_optimizer needs a sharded kind") != std::string::npos);
+        CHECK(r.err.find("ddp_offload.toml:") != std::string::npos);
     }
 }
 

@@ -249,6 +249,36 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
         CHECK(j["peak_memory"][1]["live_peak"].is_number_integer());
     }
 
+    SECTION("an offloading run gets the host peak and the median copy and host-optimizer times") {
+        CHECK_FALSE(nlohmann::json::parse(dt::summaryJson(record)).contains("offload"));
+        record.scenario.strategy.kind = "zero2";
+        record.scenario.strategy.offload_optimizer = true;
+        const double down_ms[3] = {1.0, 3.0, 2.0}, up_ms[3] = {2.0, 2.0, 5.0};
+        for (int s = 0; s < 3; ++s) {
+            const int64_t t = kStartNs + 500 * kMs + s * 10 * kMs;
+            Event down = makeEvent(0, EventKind::GradsToHost, EventPhase::Span, s, t);
+            down.dur_ns = int64_t(down_ms[s] * double(kMs));
+            down.bytes = 4000; // 2 x 4000 bytes in 2 + 2 ms (the medians): 0.002 GB/s
+            Event up = makeEvent(0, EventKind::ParamsToDevice, EventPhase::Span, s, t + 5 * kMs);
+            up.dur_ns = int64_t(up_ms[s] * double(kMs));
+            up.bytes = 4000;
+            record.events.push_back(down);
+            record.events.push_back(up);
+            record.events.push_back(counter(0, EventKind::MemHost, s, t, 16000.0 - 1000.0 * s));
+        }
+        const auto j = nlohmann::json::parse(dt::summaryJson(record));
+        CHECK(j["peak_memory"][0]["host"] == 16000);
+        CHECK(j["peak_memory"][1]["host"] == 0);
+        const auto& o = j["offload"];
+        CHECK(o["bytes_each_way_per_step"][0] == 4000);
+        CHECK(o["grads_to_host_ms_median"][0].get<double>() == Approx(2.0));
+        CHECK(o["params_to_device_ms_median"][0].get<double>() == Approx(2.0));
+        CHECK(o["copy_gb_s_measured"][0].get<double>() == Approx(2.0 * 4000 / 4e6));
+        CHECK(o["pcie4_x16_ms_each_way_theory"][0].get<double>() == Approx(4000 / 31.5e9 * 1e3));
+        CHECK(o["grads_to_host_ms_median"][1].is_null()); // rank 1 reported no copies
+        CHECK(o["copy_gb_s_measured"][1].is_null());
+    }
+
     SECTION("the parameter checksum is the last one a rank reported, as 16 hex digits") {
         const auto j = nlohmann::json::parse(dt::summaryJson(record));
         CHECK(j["params_checksum"][0] == "00000000000000ab");

@@ -70,6 +70,7 @@ struct ViewInputs {
     TimelineNavigator* navigator = nullptr;
     std::function<std::optional<std::array<int64_t, 5>>(int rank)> memory_theory;
     std::string memory_theory_label;
+    std::optional<int64_t> memory_host_theory; // offload_optimizer: host bytes per rank in theory
     std::optional<int64_t>* cursor_ns = nullptr;
     const std::vector<RankProgress>* ranks = nullptr;
     std::optional<ft::LighthouseStatus> lighthouse;

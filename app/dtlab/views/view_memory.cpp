@@ -46,6 +46,11 @@ MemoryBars memoryBars(const ViewInputs& inputs, int rank) {
     if (model.lastCounter(rank, EventKind::MemLive, v)) bars.allocator_live = v;
     if (!lane.counters[size_t(EventKind::MemPeak)].empty()) bars.allocator_peak = lane.counter_max[size_t(EventKind::MemPeak)];
     if (inputs.memory_theory) bars.theory = inputs.memory_theory(rank);
+    const auto& host = lane.counters[size_t(EventKind::MemHost)];
+    if (!host.empty()) {
+        bars.host_now = int64_t(std::llround(host.back().value));
+        bars.host_peak = int64_t(std::llround(lane.counter_max[size_t(EventKind::MemHost)]));
+    }
     return bars;
 }
 
@@ -69,7 +74,11 @@ const char* MemoryView::helpText() const {
            "plus the units gathered at the moment). When a theory overlay is available it is drawn as an "
            "outlined bar labelled \"theory\", computed from the model's shapes and the strategy's formula "
            "(hover the legend or a theory segment to read it; Psi = parameter count, N = shards). "
-           "Activations and buffers are not modelled: 0 in the theory bar.";
+           "Activations and buffers are not modelled: 0 in the theory bar.\n\n"
+           "With optimizer offload (ZeRO-Offload, [strategy] offload_optimizer) the optimizer state leaves the "
+           "device bar; a row labelled \"host\" shows what the rank keeps in host memory instead (AdamW's moments, "
+           "the fp32 shard it updates and that shard's gradient). On this CPU-only machine host and device are "
+           "the same RAM; dtlab allocates the host part outside the counted device memory to show the move.";
 }
 
 bool MemoryView::hasData(const ViewInputs& inputs) {
@@ -104,6 +113,8 @@ void MemoryView::draw(const ViewInputs& inputs) {
         const MemoryBars& b = bars[size_t(r)];
         scale = std::max({scale, double(MemoryBars::total(b.now)), double(MemoryBars::total(b.peak))});
         if (b.theory) scale = std::max(scale, double(MemoryBars::total(*b.theory)));
+        scale = std::max(scale, double(b.host_now));
+        if (b.host_now >= 0 && inputs.memory_host_theory) scale = std::max(scale, double(*inputs.memory_host_theory));
     }
 
     ImGui::BeginChild("##memory_bars", ImVec2(0.0f, 0.0f), false);
@@ -124,7 +135,7 @@ void MemoryView::draw(const ViewInputs& inputs) {
     auto xOf = [&](double bytes) { return bar_x0 + float(bytes / scale) * bar_w; };
 
     // Hovered segment, reported after the loop.
-    int hover_rank = -1, hover_cat = -1;
+    int hover_rank = -1, hover_cat = -1, hover_host_rank = -1;
     const char* hover_bar = nullptr;
     char buf[64];
 
@@ -134,7 +145,8 @@ void MemoryView::draw(const ViewInputs& inputs) {
         const bool has_theory = b.theory.has_value();
         // Rows: "now" (a full bar), then "peak" and "theory" (thinner bars, each
         // in a row one text line tall so their labels never overlap).
-        const float block_h = now_h + line_h + (has_theory ? line_h : 0.0f);
+        const bool has_host = b.host_now >= 0;
+        const float block_h = now_h + line_h + (has_theory ? line_h : 0.0f) + (has_host ? line_h : 0.0f);
         if (inputs.selected_rank && *inputs.selected_rank == r)
             draw->AddRectFilled(ImVec2(origin.x, y - 2.0f), ImVec2(origin.x + avail_w, y + block_h + 2.0f),
                                 palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Header), 0.45f));
@@ -181,6 +193,19 @@ void MemoryView::draw(const ViewInputs& inputs) {
             stacked(*b.theory, theory_y, theory_h, true, "theory");
             draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, theory_y + (theory_h - line_h) * 0.5f), dim, "theory");
         }
+        if (has_host) { // offloaded: host memory, beside the device bars on the same scale
+            const float host_y = y + now_h + line_h + (has_theory ? line_h : 0.0f) + std::floor((line_h - peak_h) * 0.5f);
+            const float x1 = std::max(xOf(double(b.host_now)), bar_x0 + 1.0f);
+            draw->AddRectFilled(ImVec2(bar_x0, host_y), ImVec2(x1, host_y + peak_h), palette::kindColor(EventKind::MemHost));
+            if (inputs.memory_host_theory)
+                draw->AddRect(ImVec2(bar_x0, host_y), ImVec2(std::max(xOf(double(*inputs.memory_host_theory)), bar_x0 + 1.0f), host_y + peak_h),
+                              palette::kTheory, 0.0f, 0, 1.5f);
+            draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, host_y + (peak_h - line_h) * 0.5f), dim, "host");
+            formatBytes(buf, sizeof(buf), double(b.host_now));
+            draw->AddText(ImVec2(x1 + style.ItemSpacing.x, host_y + (peak_h - line_h) * 0.5f), dim, buf);
+            if (window_hovered && mouse.x >= bar_x0 && mouse.x < bar_x0 + bar_w && mouse.y >= host_y && mouse.y < host_y + peak_h)
+                hover_host_rank = r;
+        }
         // Clicking a rank's block selects the rank (shared with the other views).
         if (window_hovered && inputs.selected_rank && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && mouse.y >= y &&
             mouse.y < y + block_h && mouse.x >= origin.x && mouse.x < origin.x + avail_w)
@@ -202,6 +227,21 @@ void MemoryView::draw(const ViewInputs& inputs) {
     }
     ImGui::Dummy(ImVec2(avail_w, y + line_h * 2.0f + 6.0f - origin.y));
 
+    if (hover_host_rank >= 0) {
+        const MemoryBars& b = bars[size_t(hover_host_rank)];
+        ImGui::BeginTooltip();
+        colorSwatch(palette::kindColor(EventKind::MemHost));
+        ImGui::SameLine();
+        ImGui::Text("rank %d, host memory (optimizer offload)", hover_host_rank);
+        ImGui::Separator();
+        ImGui::Text("now     %s  (%s)", formatBytes(double(b.host_now)).c_str(), formatBytesExact(b.host_now).c_str());
+        ImGui::Text("peak    %s  (%s)", formatBytes(double(b.host_peak)).c_str(), formatBytesExact(b.host_peak).c_str());
+        if (inputs.memory_host_theory)
+            ImGui::Text("theory  %s  (16 Psi / N: AdamW 8 + fp32 shard 4 + its gradient 4)",
+                        formatBytes(double(*inputs.memory_host_theory)).c_str());
+        ImGui::TextDisabled("not part of the device bars: AdamW runs here, on the host");
+        ImGui::EndTooltip();
+    }
     if (hover_rank >= 0) {
         const MemoryBars& b = bars[size_t(hover_rank)];
         const size_t c = size_t(hover_cat);

@@ -5,7 +5,9 @@
 // into one bar per rank for the latest values ("now") and one for each
 // category's largest value so far ("peak"), all on one shared byte scale so
 // ranks compare at a glance. A theory hook (ViewInputs::memory_theory) may add
-// a third, outlined bar labelled "theory" with the expected bytes.
+// a third, outlined bar labelled "theory" with the expected bytes. A rank that
+// offloads its optimizer (ZeRO-Offload) gets a fourth row, "host": the bytes
+// it keeps in host memory, outside the device bars.
 #pragma once
 
 #include "views/view.hpp"
@@ -24,6 +26,8 @@ struct MemoryBars {
     bool any = false;               // the rank reported at least one category
     double allocator_live = -1.0;   // MemLive / MemPeak counters, -1 when not reported
     double allocator_peak = -1.0;
+    int64_t host_now = -1;          // MemHost (offload_optimizer): bytes in host memory, -1 when not reported
+    int64_t host_peak = -1;
 
     [[nodiscard]] static int64_t total(const std::array<int64_t, 5>& parts);
 };

@@ -298,7 +298,7 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
     }
 }
 
-void TimelineView::drawLegend() {
+void TimelineView::drawLegend(const ViewInputs& inputs) {
     static constexpr EventKind kinds[] = {
         EventKind::Step,      EventKind::Data,          EventKind::Forward,   EventKind::Backward,
         EventKind::Recompute, EventKind::Optimizer, EventKind::Wait,          EventKind::Paused,    EventKind::SlowDelay,
@@ -310,6 +310,9 @@ void TimelineView::drawLegend() {
         legendItem(palette::kindColor(kind), kindLabel(kind), first);
         first = false;
     }
+    if (inputs.model && inputs.model->scenario().strategy.offload_optimizer)
+        for (EventKind kind : {EventKind::GradsToHost, EventKind::ParamsToDevice})
+            legendItem(palette::kindColor(kind), kindLabel(kind), false);
     legendItem(palette::kHung, "never completed", false);
 }
 
@@ -409,7 +412,7 @@ void TimelineView::draw(const ViewInputs& inputs) {
     m_item_count = m_fold_count = 0;
 
     drawToolbar(inputs);
-    drawLegend();
+    drawLegend(inputs);
     const RunModel* model = inputs.model;
     if (!model || model->empty() || model->world() == 0) {
         m_initialized = false;

@@ -121,7 +121,7 @@ public:
 
 private:
     void drawToolbar(const ViewInputs& inputs);
-    void drawLegend();
+    void drawLegend(const ViewInputs& inputs); // the offload copies only when the run has them
     void applyPending(const ViewInputs& inputs);
     void handleInput(const ViewInputs& inputs, bool hovered, bool active, bool released, float area_x0);
     void drawAxis(const RunModel& model, ImDrawList* draw, ImVec2 min, ImVec2 max, float area_x0);

@@ -34,6 +34,7 @@ ImU32 kindColor(EventKind kind) {
     case EventKind::MemOptimizer: return IM_COL32(240, 166, 50, 255);   // like optimizer
     case EventKind::MemActivations: return IM_COL32(77, 182, 172, 255); // teal
     case EventKind::MemCommBuffers: return IM_COL32(46, 173, 107, 255); // like all-reduce
+    case EventKind::MemHost: return IM_COL32(190, 130, 40, 255);        // darker amber: optimizer state moved to the host
     // lifecycle markers
     case EventKind::RankStarted:
     case EventKind::RankReady: return IM_COL32(46, 173, 107, 255);
@@ -60,6 +61,9 @@ ImU32 kindColor(EventKind kind) {
     // DiLoCo
     case EventKind::PseudoGradient: return IM_COL32(255, 112, 67, 255);  // deep orange: global - local, encoded, sent
     case EventKind::OuterStep: return IM_COL32(175, 140, 30, 255);       // dark gold: the outer optimizer
+    // optimizer offload
+    case EventKind::GradsToHost: return IM_COL32(255, 138, 101, 255);    // salmon: down to the host
+    case EventKind::ParamsToDevice: return IM_COL32(100, 181, 246, 255); // light blue: back up to the device
     default: return IM_COL32(150, 150, 150, 255);
     }
 }

@@ -72,6 +72,11 @@ struct StrategyConfig {
     int microbatches = 1;
     bool sync_every_microbatch = true; // false = communicate only after the last microbatch (no_sync)
     bool activation_checkpointing = false; // per unit: keep only its input, recompute in backward
+    // zero1/zero2/fsdp/hsdp: ZeRO-Offload. Each rank's AdamW state, and the fp32
+    // copy of its shard that AdamW updates, live in host memory (memory/host_memory.hpp):
+    // every step the shard's gradient goes down to the host, AdamW runs there and
+    // the updated shard comes back up.
+    bool offload_optimizer = false;
 };
 
 // The optimizer of a training step ("sgd": plain SGD with weight decay, no
@@ -225,10 +230,11 @@ struct CheckBaseline {
     std::string schedule;                // [strategy] schedule
     int overlap = -1;                    // [strategy] overlap: 0 off, 1 on
     int activation_checkpointing = -1;   // [strategy] activation_checkpointing: 0 off, 1 on
+    int offload_optimizer = -1;          // [strategy] offload_optimizer: 0 off, 1 on
     std::string pseudo_gradient;         // [diloco] pseudo_gradient
     [[nodiscard]] bool empty() const {
         return strategy.empty() && microbatches == 0 && schedule.empty() && overlap < 0 && activation_checkpointing < 0 &&
-               pseudo_gradient.empty();
+               offload_optimizer < 0 && pseudo_gradient.empty();
     }
     [[nodiscard]] std::string describe() const; // "strategy = ddp, microbatches = 8"
 };

@@ -34,6 +34,10 @@
 //                to average its gradients over d pipelines side by side
 //   tensor_parallel  4 all-reduces of the activations per block (2 forward, 2 backward):
 //                L x 4 x 2 (N-1)/N x 4 B T d_model
+// Optimizer offload (ZeRO-Offload, [strategy] offload_optimizer, sharded kinds):
+//   device: the optimizer state goes (0); host: fp32 shard 4 Psi / N + shard
+//   gradient 4 Psi / N + AdamW 8 Psi / N = 16 Psi / N. Per step, each way over
+//   the host link: the shard gradient down, the updated shard up, 4 Psi / N each.
 // With M microbatches the forward/backward all-gathers repeat per microbatch,
 // and so do the gradient collectives when sync_every_microbatch is on.
 #pragma once
@@ -67,6 +71,8 @@ struct ModelStateTheory {
     int64_t gradients = 0;
     int64_t optimizer_state = 0;
     int64_t materialized_peak = 0;  // fsdp/hsdp: unsharded unit copies alive at peak; 0 otherwise
+    int64_t host = 0;               // offload_optimizer: bytes in host memory (not in the device's total)
+    int64_t offload_bytes_each_way = 0; // offload_optimizer: bytes per step down (gradients) and up (parameters)
     [[nodiscard]] int64_t modelStates() const { return parameters + gradients + optimizer_state; }
 };
 [[nodiscard]] ModelStateTheory modelStateTheory(const Scenario& scenario);
@@ -76,5 +82,7 @@ struct ModelStateTheory {
 
 // One line naming the formula, for summaries and tooltips: "ZeRO-3: 16 Psi / N + root + largest unit".
 [[nodiscard]] std::string modelStateFormula(const std::string& strategy_kind);
+// The same, with the offload clause when the strategy offloads its optimizer.
+[[nodiscard]] std::string modelStateFormula(const StrategyConfig& strategy);
 
 } // namespace dt

@@ -496,7 +496,7 @@ const std::vector<std::string>& checkSummaryRoots() {
         "loss_by_step", "step_end_s_by_step", "step_ms_median", "bytes_sent",    "bytes_sent_measured",
         "bytes_received", "peak_memory",  "pipeline",        "theory",          "fault_tolerance",  "params_checksum",
         "dropped_events", "dropped_events_total", "collectives", "failed_collectives", "hung_collectives", "exit",
-        "wall_time_s",  "bus_bandwidth"};
+        "wall_time_s",  "bus_bandwidth",  "offload"};
     return roots;
 }
 

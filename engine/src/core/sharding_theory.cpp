@@ -100,6 +100,11 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
         const int64_t units_alive = prefetch ? 2 : 1;
         t.materialized_peak = 4 * (root_padded + units_alive * largest_unit);
     }
+    if (s.strategy.offload_optimizer) { // ZeRO-Offload: AdamW and what it reads and writes move to the host
+        t.host = t.optimizer_state + 4 * shard + 4 * shard;
+        t.optimizer_state = 0;
+        t.offload_bytes_each_way = 4 * shard;
+    }
     return t;
 }
 
@@ -162,6 +167,14 @@ std::string modelStateFormula(const std::string& k) {
         return "Tensor parallel: embeddings, norms and head whole + 1/N of each block's Linear weights, x 16 bytes";
     if (k == "diloco") return "DiLoCo: local 4 Psi + global 4 Psi + grads 4 Psi + inner AdamW 8 Psi + outer momentum 4 Psi = 24 Psi";
     return "";
+}
+
+std::string modelStateFormula(const StrategyConfig& strategy) {
+    std::string formula = modelStateFormula(strategy.kind);
+    if (strategy.offload_optimizer)
+        formula += "; offload: AdamW 8 Psi / N leaves the device, and the host holds it with an fp32 shard and its "
+                   "gradient, 16 Psi / N";
+    return formula;
 }
 
 } // namespace dt

@@ -272,6 +272,10 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"strategy", {"activation_checkpointing"}, -1,
                            "[strategy] activation_checkpointing is not supported with kind = \"tensor_parallel\" yet"};
     }
+    if (st.offload_optimizer && st.kind != "zero1" && st.kind != "zero2" && st.kind != "fsdp" && st.kind != "hsdp")
+        return Problem{"strategy", {"offload_optimizer"}, -1,
+                       "[strategy] offload_optimizer needs a sharded kind (zero1, zero2, fsdp or hsdp): ZeRO-Offload "
+                       "moves each rank's optimizer shard to the host; " + st.kind + " is not sharded that way"};
     if (s.data.batch_per_rank % st.microbatches != 0)
         return Problem{"strategy", {"microbatches"}, -1,
                        "[strategy] microbatches " + std::to_string(st.microbatches) + " does not divide [data] batch_per_rank " +
@@ -617,6 +621,7 @@ std::string CheckBaseline::describe() const {
     if (overlap >= 0) add(std::string("overlap = ") + (overlap ? "true" : "false"));
     if (activation_checkpointing >= 0)
         add(std::string("activation_checkpointing = ") + (activation_checkpointing ? "true" : "false"));
+    if (offload_optimizer >= 0) add(std::string("offload_optimizer = ") + (offload_optimizer ? "true" : "false"));
     if (!pseudo_gradient.empty()) add("pseudo_gradient = " + pseudo_gradient);
     return out;
 }
@@ -628,6 +633,7 @@ Scenario scenarioForBaseline(const Scenario& scenario, const CheckBaseline& base
     if (!baseline.schedule.empty()) s.strategy.schedule = baseline.schedule;
     if (baseline.overlap >= 0) s.strategy.overlap = baseline.overlap == 1;
     if (baseline.activation_checkpointing >= 0) s.strategy.activation_checkpointing = baseline.activation_checkpointing == 1;
+    if (baseline.offload_optimizer >= 0) s.strategy.offload_optimizer = baseline.offload_optimizer == 1;
     if (!baseline.pseudo_gradient.empty()) s.diloco.pseudo_gradient = baseline.pseudo_gradient;
     // The baseline is a measurement: no narration, no checks of its own, no faults.
     s.steps.clear();

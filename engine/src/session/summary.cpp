@@ -38,6 +38,7 @@ enum MemSlot {
     kMemCommBuffers,
     kMemLivePeak,
     kMemParamsMaterialized,
+    kMemHost,
     kMemSlots
 };
 
@@ -53,6 +54,9 @@ struct RankTally {
     bool has_checksum = false;
     uint64_t checksum = 0;       // seq of the last ParamsChecksum instant
     double dropped_events = 0.0; // last cumulative DroppedEvents counter
+    // offload_optimizer: each step's copies and host-side AdamW
+    std::vector<double> grads_to_host_ms, params_to_device_ms, optimizer_ms;
+    int64_t offload_bytes = 0; // bytes of one copy (the last seen)
 };
 
 struct CollectiveTally {
@@ -102,6 +106,32 @@ Json meanLoss(const std::vector<RankTally>& tallies, int step) {
     return mean;
 }
 
+// offload_optimizer: per rank, the median time of each step's two copies and of
+// AdamW on the host, the copy rate measured here (one RAM: memcpy speed) and,
+// labelled as theory, what the same bytes take over a PCIe 4.0 x16 link.
+Json offloadJson(const std::vector<RankTally>& tallies) {
+    constexpr double kPcie4x16GBs = 31.5; // theory: 16 GT/s x 16 lanes, 128b/130b, one direction
+    const auto medianOrNull = [](const std::vector<double>& v) { return v.empty() ? Json(nullptr) : Json(median(v)); };
+    Json bytes = Json::array(), down = Json::array(), up = Json::array(), adam = Json::array(), rate = Json::array(),
+         pcie = Json::array();
+    for (const RankTally& t : tallies) {
+        bytes.push_back(t.offload_bytes);
+        down.push_back(medianOrNull(t.grads_to_host_ms));
+        up.push_back(medianOrNull(t.params_to_device_ms));
+        adam.push_back(medianOrNull(t.optimizer_ms));
+        if (t.grads_to_host_ms.empty() || t.params_to_device_ms.empty()) {
+            rate.push_back(nullptr);
+        } else {
+            const double ms = median(t.grads_to_host_ms) + median(t.params_to_device_ms);
+            rate.push_back(ms > 0.0 ? Json(2.0 * double(t.offload_bytes) / (ms * 1e6)) : Json(nullptr));
+        }
+        pcie.push_back(double(t.offload_bytes) / (kPcie4x16GBs * 1e9) * 1e3);
+    }
+    return Json{{"bytes_each_way_per_step", bytes},   {"grads_to_host_ms_median", down},
+                {"params_to_device_ms_median", up},   {"host_optimizer_ms_median", adam},
+                {"copy_gb_s_measured", rate},         {"pcie4_x16_ms_each_way_theory", pcie}};
+}
+
 void raisePeak(RankTally& tally, MemSlot slot, double value) {
     if (value > tally.mem_peak[slot])
         tally.mem_peak[slot] = value; // NaN never raises
@@ -142,6 +172,9 @@ void tallyCounter(RankTally& tally, const Event& e) {
         break;
     case EventKind::MemParamsMaterialized:
         raisePeak(tally, kMemParamsMaterialized, e.value);
+        break;
+    case EventKind::MemHost:
+        raisePeak(tally, kMemHost, e.value);
         break;
     // The peak of live memory: the MemPeak counter, or a higher MemLive sample.
     case EventKind::MemPeak:
@@ -233,6 +266,13 @@ std::string summaryJson(const RunRecord& record) {
             if (e.kind == EventKind::Step && e.step >= 0) {
                 tally.step_dur_ns[e.step] = e.dur_ns;
                 tally.step_end_ns[e.step] = e.t_ns + e.dur_ns;
+            } else if (e.kind == EventKind::GradsToHost) {
+                tally.grads_to_host_ms.push_back(double(e.dur_ns) / 1e6);
+                tally.offload_bytes = e.bytes;
+            } else if (e.kind == EventKind::ParamsToDevice) {
+                tally.params_to_device_ms.push_back(double(e.dur_ns) / 1e6);
+            } else if (e.kind == EventKind::Optimizer) {
+                tally.optimizer_ms.push_back(double(e.dur_ns) / 1e6);
             }
             break;
         case EventPhase::Counter:
@@ -358,6 +398,7 @@ std::string summaryJson(const RunRecord& record) {
         peak["comm_buffers"] = toInteger(tally.mem_peak[kMemCommBuffers]);
         peak["live_peak"] = toInteger(tally.mem_peak[kMemLivePeak]);
         peak["params_materialized"] = toInteger(tally.mem_peak[kMemParamsMaterialized]);
+        peak["host"] = toInteger(tally.mem_peak[kMemHost]);
         peakMemory.push_back(peak);
 
         checksums.push_back(tally.has_checksum ? Json(checksumHex(tally.checksum)) : Json(nullptr));
@@ -388,14 +429,17 @@ std::string summaryJson(const RunRecord& record) {
     }
     { // what the ZeRO / FSDP formulas predict per rank (sharding_theory.hpp), beside the measurement
         const ModelStateTheory t = modelStateTheory(record.scenario);
-        j["theory"] = Json{{"formula", modelStateFormula(record.scenario.strategy.kind)},
+        j["theory"] = Json{{"formula", modelStateFormula(record.scenario.strategy)},
                            {"shards", shardCount(record.scenario)},
                            {"parameters", t.parameters},
                            {"gradients", t.gradients},
                            {"optimizer_state", t.optimizer_state},
                            {"params_materialized_peak", t.materialized_peak},
+                           {"host", t.host},
+                           {"offload_bytes_each_way_per_step", t.offload_bytes_each_way},
                            {"bytes_sent_per_step", bytesPerStepTheory(record.scenario)}};
     }
+    if (record.scenario.strategy.offload_optimizer) j["offload"] = offloadJson(tallies);
     if (record.scenario.fault_tolerance.enabled) j["fault_tolerance"] = faultToleranceJson(record);
     if (record.scenario.strategy.kind == "collectives") j["bus_bandwidth"] = busBandwidthJson(record);
     j["backend"] = record.scenario.topology.backend;

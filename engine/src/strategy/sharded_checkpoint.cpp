@@ -111,7 +111,7 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
         if (ec) throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
         std::vector<NamedParameter> tensors;
         for (auto& u : units) {
-            auto* state = adamState(optimizer, u.shard);
+            auto* state = adamState(optimizer, u.optimizedShard());
             const at::Tensor zeros = at::zeros({u.shard_numel}, at::kFloat);
             tensors.push_back({unitKey(u.id, "param"), u.shard.detach()});
             tensors.push_back({unitKey(u.id, "exp_avg"), state ? state->exp_avg() : zeros});
@@ -122,7 +122,7 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
         saveParameters(file, tensors);
         written = int64_t(fs::file_size(file, ec));
     }
-    comm.barrier()->wait(); // every shard file is in place
+    comm.barrierNow(); // every shard file is in place
     if (writer && comm.rank() == 0) {
         Json meta;
         meta["format"] = "dtlab sharded checkpoint";
@@ -144,7 +144,7 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
         syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
         written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
     }
-    comm.barrier()->wait(); // the checkpoint is complete before anyone goes on
+    comm.barrierNow(); // the checkpoint is complete before anyone goes on
     return written;
 }
 
@@ -187,11 +187,19 @@ int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& un
         const at::Tensor params = whole("param");
         if (whole_params) u.full.copy_(params); // zero1/zero2: u.shard is a view of it
         else u.shard.detach().copy_(mine(params));
+        if (u.host_shard.defined()) u.host_shard.detach().copy_(u.shard.detach()); // offloaded: AdamW's copy too
+        if (auto* existing = adamState(optimizer, u.optimizedShard())) {
+            // Fill the state in place: it may live in host memory (offload_optimizer).
+            existing->step(adam_step);
+            existing->exp_avg().copy_(mine(whole("exp_avg")));
+            existing->exp_avg_sq().copy_(mine(whole("exp_avg_sq")));
+            continue;
+        }
         auto state = std::make_unique<torch::optim::AdamWParamState>();
         state->step(adam_step);
         state->exp_avg(mine(whole("exp_avg")));
         state->exp_avg_sq(mine(whole("exp_avg_sq")));
-        optimizer.state()[c10::guts::to_string(u.shard.unsafeGetTensorImpl())] = std::move(state);
+        optimizer.state()[c10::guts::to_string(u.optimizedShard().unsafeGetTensorImpl())] = std::move(state);
     }
     return step;
 }

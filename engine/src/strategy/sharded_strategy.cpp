@@ -20,6 +20,14 @@
 // hsdp   fsdp inside each replica group (shard group), and each reduce-scattered
 //        shard gradient all-reduced across replica groups (replicate group):
 //        + 2 (R-1)/R 4Psi/N.
+// offload_optimizer (ZeRO-Offload, Ren et al. 2021), any of the above: AdamW's
+//        state and an fp32 copy of the shard (host_shard, with its gradient
+//        host_grad) live in host memory (memory/host_memory.hpp), outside the
+//        device's counted bytes. optimizer step: (1) shard_grad -> host_grad,
+//        4S bytes down ("grads to host"); (2) AdamW on host_shard; (3)
+//        host_shard -> shard, 4S bytes up ("params to device"); then as above.
+//        Device saves 8S (the moments); host holds 16S. On this CPU-only
+//        machine both copies are memcpy in one RAM; a PCIe link is theory.
 // Gradients are summed by the collectives and divided by the world size once,
 // before AdamW; AdamW is elementwise, so updating shards gives the same result
 // as updating the whole model (the padding stays zero: zero gradient, zero value).
@@ -29,6 +37,7 @@
 #include "strategy/training_strategy.hpp"
 
 #include "dtlab/scenario.hpp"
+#include "memory/host_memory.hpp"
 #include "memory/memory_accounting.hpp"
 #include "telemetry/event_sink.hpp"
 
@@ -91,11 +100,31 @@ public:
             u.shard.mutable_grad() = u.shard_grad;
         }
 
+        if (m_config.offload_optimizer) {
+            for (auto& u : m_units) {
+                u.host_shard = hostZeros(u.shard_numel);
+                u.host_shard.copy_(u.shard.detach());
+                u.host_grad = hostZeros(u.shard_numel);
+                u.host_shard.requires_grad_(true);
+                u.host_shard.mutable_grad() = u.host_grad;
+            }
+        }
         std::vector<at::Tensor> shards;
-        for (auto& u : m_units) shards.push_back(u.shard);
+        for (auto& u : m_units) shards.push_back(u.optimizedShard());
         const OptimizerConfig& o = m_scenario.optimizer;
         m_optimizer = std::make_unique<torch::optim::AdamW>(
             shards, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+        if (m_config.offload_optimizer) {
+            // AdamW would create its moments on first use, with zeros_like (device
+            // memory): create them now, in host memory, as it would (step 0, zeros).
+            for (auto& u : m_units) {
+                auto state = std::make_unique<torch::optim::AdamWParamState>();
+                state->step(0);
+                state->exp_avg(hostZeros(u.shard_numel));
+                state->exp_avg_sq(hostZeros(u.shard_numel));
+                m_optimizer->state()[c10::guts::to_string(u.host_shard.unsafeGetTensorImpl())] = std::move(state);
+            }
+        }
 
         for (size_t i = 0; i < m_params.size(); ++i) {
             auto accumulator = torch::autograd::impl::grad_accumulator(m_params[i]);
@@ -182,9 +211,13 @@ public:
             at::NoGradGuard no_grad;
             for (auto& u : m_units) u.shard_grad.mul_(1.0 / double(m_world_size));
         }
-        const int64_t t = now();
-        m_optimizer->step();
-        span(EventKind::Optimizer, t, -1);
+        if (m_config.offload_optimizer) {
+            offloadedOptimizerStep();
+        } else {
+            const int64_t t = now();
+            m_optimizer->step();
+            span(EventKind::Optimizer, t, -1);
+        }
         if (m_stage == Stage::Fsdp) return;
         // zero1/zero2: every rank updated its shard; gather the updated shards
         // back into the whole parameters (the shard is a view of `full`).
@@ -216,7 +249,13 @@ public:
         }
         for (const auto& p : m_pending)
             m.comm_buffers += (m_stage == Stage::Zero1 ? 0 : storageNbytes(p.input)) + storageNbytes(p.output);
-        m.optimizer_state = adamStateBytes(*m_optimizer);
+        if (m_config.offload_optimizer) {
+            std::vector<at::Tensor> host;
+            for (const auto& u : m_units) host.insert(host.end(), {u.host_shard, u.host_grad});
+            m.host = storageBytes(host) + adamStateBytes(*m_optimizer);
+        } else {
+            m.optimizer_state = adamStateBytes(*m_optimizer);
+        }
         return m;
     }
 
@@ -248,6 +287,25 @@ public:
     }
 
 private:
+    // ---- optimizer offload ------------------------------------------------------
+    // Down, AdamW on the host, up: each a span on the timeline, the copies with their bytes.
+    void offloadedOptimizerStep() {
+        at::NoGradGuard no_grad;
+        int64_t bytes = 0;
+        int64_t t = now();
+        for (auto& u : m_units) {
+            u.host_grad.copy_(u.shard_grad);
+            bytes += u.shard_numel * 4;
+        }
+        spanWithBytes(EventKind::GradsToHost, t, bytes);
+        t = now();
+        m_optimizer->step();
+        span(EventKind::Optimizer, t, -1);
+        t = now();
+        for (auto& u : m_units) u.shard.detach().copy_(u.host_shard.detach());
+        spanWithBytes(EventKind::ParamsToDevice, t, bytes);
+    }
+
     // ---- gradients ------------------------------------------------------------
     void onGradientReady(size_t param_index) {
         if (!m_in_backward) return;
@@ -332,6 +390,19 @@ private:
 
     void span(EventKind kind, int64_t begin, int unit) {
         emitSpanUntilNow(m_sink, kind, begin, m_rank, m_step, unit, m_microbatch);
+    }
+
+    void spanWithBytes(EventKind kind, int64_t begin, int64_t bytes) {
+        if (!m_sink) return;
+        Event e;
+        e.kind = kind;
+        e.phase = EventPhase::Span;
+        e.t_ns = begin;
+        e.dur_ns = m_sink->now() - begin;
+        e.rank = m_rank;
+        e.step = m_step;
+        e.bytes = bytes;
+        m_sink->emit(e);
     }
 
     void unitEvent(EventKind kind, const FlatUnit& u, double value) {

@@ -39,6 +39,7 @@ struct StrategyMemory {
     int64_t gradients = 0;
     int64_t optimizer_state = 0;
     int64_t comm_buffers = 0;          // flattened gradients waiting for their reduce-scatter, ...
+    int64_t host = 0;                  // offload_optimizer: bytes in host memory (not in the device's live bytes)
 };
 
 class TrainingStrategy {

@@ -233,6 +233,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         telemetry.counter(EventKind::MemCommBuffers, double(m.comm_buffers), step);
         telemetry.counter(EventKind::MemLive, double(m.live), step);
         telemetry.counter(EventKind::MemPeak, double(m.peak), step);
+        if (scenario.strategy.offload_optimizer) telemetry.counter(EventKind::MemHost, double(sm.host), step);
     };
 
     UnitSpans unit_spans;
