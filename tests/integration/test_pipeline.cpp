@@ -2,8 +2,10 @@
 // Real `dtrun run` processes, real Gloo point-to-point messages.
 //
 //  - after 3 steps every schedule (gpipe, 1f1b, interleaved, zb-h1), on 2 and
-//    4 stages and with 2 pipelines side by side, gives the parameters of a
-//    single rank training the unsplit model on the same global batch;
+//    4 stages and with 2 pipelines side by side (their stages kept equal by an
+//    all-reduce, or by ZeRO-1: reduce-scatter, sharded AdamW, all-gather),
+//    gives the parameters of a single rank training the unsplit model on the
+//    same global batch; ZeRO-1 halves each rank's optimizer state;
 //  - gpipe holds every microbatch's activations on the first stage, 1f1b at
 //    most p of them;
 //  - the summary reports the measured bubble beside the formula.
@@ -24,6 +26,7 @@ constexpr double kTolerance = 1e-5; // as test_ddp_equivalence.cpp: rounding, fa
 struct Pipe {
     std::string schedule = "1f1b";
     int ranks = 2, stages = 2, chunks = 1, microbatches = 4, batch = 8, layers = 4;
+    std::string data_parallel = "ddp"; // [strategy] pipeline_data_parallel
 };
 
 std::string toml(const Pipe& p, const std::string& kind) {
@@ -32,7 +35,8 @@ std::string toml(const Pipe& p, const std::string& kind) {
            std::to_string(p.layers) + "\n[data]\nbatch_per_rank = " + std::to_string(p.batch) +
            "\n[strategy]\nkind = \"" + kind + "\"\n" +
            (kind == "pipeline" ? "schedule = \"" + p.schedule + "\"\nchunks_per_rank = " + std::to_string(p.chunks) +
-                                     "\nmicrobatches = " + std::to_string(p.microbatches) + "\n"
+                                     "\nmicrobatches = " + std::to_string(p.microbatches) +
+                                     "\npipeline_data_parallel = \"" + p.data_parallel + "\"\n"
                                : std::string()) +
            "[run]\nsteps = 3\ntimeout_s = 30\n";
 }
@@ -105,6 +109,12 @@ TEST_CASE("Every pipeline schedule trains like one process on the same global ba
     dp.batch = 4;
     dp.microbatches = 2;
     cases.push_back({"1f1b-2x2", dp});
+    Pipe zero1 = dp;
+    zero1.data_parallel = "zero1";
+    cases.push_back({"1f1b-2x2-zero1", zero1});
+    Pipe zb_zero1 = zero1;
+    zb_zero1.schedule = "zb-h1";
+    cases.push_back({"zb-h1-2x2-zero1", zb_zero1});
 
     for (const auto& [tag, p] : cases) {
         const auto [summary, params] = run(dir, tag, toml(p, "pipeline"), p.ranks);
@@ -117,6 +127,25 @@ TEST_CASE("Every pipeline schedule trains like one process on the same global ba
         CHECK(summary["pipeline"]["bubble_measured"].is_number());
         CHECK(summary["pipeline"]["bubble_theory"].is_number());
         CHECK(summary["ok"] == true);
+    }
+
+    {
+        INFO("ZeRO-1 across the pipelines: each rank keeps AdamW state for half of its stage, and moves "
+             "a reduce-scatter and an all-gather instead of an all-reduce");
+        const auto ddp = it::readJsonFile(dir.file("1f1b-2x2.json"));
+        const auto sharded = it::readJsonFile(dir.file("1f1b-2x2-zero1.json"));
+        for (int rank = 0; rank < 4; ++rank) {
+            CAPTURE(rank);
+            const double whole = ddp["peak_memory"][rank]["optimizer_state"].get<double>();
+            const double half = sharded["peak_memory"][rank]["optimizer_state"].get<double>();
+            CAPTURE(whole, half);
+            CHECK(half <= whole / 2.0 + 8.0); // + at most one padding element's moments
+            CHECK(half >= whole / 2.0);
+        }
+        CHECK(sharded["collectives"]["reduce-scatter"]["count"] == 4 * 3);
+        CHECK(sharded["collectives"]["all-gather"]["count"] == 4 * 3);
+        CHECK_FALSE(sharded["collectives"].contains("all-reduce"));
+        CHECK(ddp["collectives"]["all-reduce"]["count"] == 4 * 3);
     }
 }
 

@@ -308,6 +308,21 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
               std::string::npos);
     }
 
+    SECTION("optimizer offload and pipeline ZeRO-1 are refused where they cannot work, pointing at the key") {
+        UsageError offload = parseError(kHeader + "[strategy]\nkind = \"ddp\"\noffload_optimizer = true\n");
+        CHECK(offload.where().line == 5);
+        CHECK(std::string(offload.what()).find("offload_optimizer needs a sharded kind") != std::string::npos);
+        UsageError one_pipeline = parseError(kHeader + "[topology]\nranks = 2\nstages = 2\n[strategy]\nkind = "
+                                                       "\"pipeline\"\npipeline_data_parallel = \"zero1\"\n");
+        CHECK(one_pipeline.where().line == 8);
+        CHECK(std::string(one_pipeline.what()).find("is one pipeline") != std::string::npos);
+        UsageError not_pipeline = parseError(kHeader + "[strategy]\nkind = \"zero2\"\npipeline_data_parallel = \"zero1\"\n");
+        CHECK(std::string(not_pipeline.what()).find("pipeline_data_parallel is for kind = \"pipeline\"") !=
+              std::string::npos);
+        UsageError unknown = parseError(kHeader + "[strategy]\nkind = \"pipeline\"\npipeline_data_parallel = \"zero3\"\n");
+        CHECK(std::string(unknown.what()).find("expected one of \"ddp\", \"zero1\"") != std::string::npos);
+    }
+
     SECTION("a negative bandwidth is out of range") {
         UsageError e = parseError(kHeader + "[network]\nbandwidth_mbit_s = -1\n");
         CHECK(e.where().line == 4);

@@ -77,6 +77,11 @@ struct StrategyConfig {
     // every step the shard's gradient goes down to the host, AdamW runs there and
     // the updated shard comes back up.
     bool offload_optimizer = false;
+    // pipeline with several pipelines side by side (ranks / stages > 1): how the
+    // copies of a stage in different pipelines stay equal. "ddp": all-reduce
+    // the stage's gradients; "zero1": reduce-scatter them, AdamW on this rank's
+    // shard of the stage (optimizer state / pipelines), all-gather the stage.
+    std::string pipeline_data_parallel = "ddp";
 };
 
 // The optimizer of a training step ("sgd": plain SGD with weight decay, no
@@ -231,10 +236,11 @@ struct CheckBaseline {
     int overlap = -1;                    // [strategy] overlap: 0 off, 1 on
     int activation_checkpointing = -1;   // [strategy] activation_checkpointing: 0 off, 1 on
     int offload_optimizer = -1;          // [strategy] offload_optimizer: 0 off, 1 on
+    std::string pipeline_data_parallel;  // [strategy] pipeline_data_parallel
     std::string pseudo_gradient;         // [diloco] pseudo_gradient
     [[nodiscard]] bool empty() const {
         return strategy.empty() && microbatches == 0 && schedule.empty() && overlap < 0 && activation_checkpointing < 0 &&
-               offload_optimizer < 0 && pseudo_gradient.empty();
+               offload_optimizer < 0 && pipeline_data_parallel.empty() && pseudo_gradient.empty();
     }
     [[nodiscard]] std::string describe() const; // "strategy = ddp, microbatches = 8"
 };

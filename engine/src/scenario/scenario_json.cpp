@@ -42,7 +42,8 @@ std::string scenarioToJson(const Scenario& s) {
             {"expect", c.expect},
             {"baseline", {{"strategy", b.strategy}, {"microbatches", b.microbatches}, {"schedule", b.schedule},
                           {"overlap", b.overlap}, {"activation_checkpointing", b.activation_checkpointing},
-                          {"offload_optimizer", b.offload_optimizer}, {"pseudo_gradient", b.pseudo_gradient}}},
+                          {"offload_optimizer", b.offload_optimizer}, {"pipeline_data_parallel", b.pipeline_data_parallel},
+                          {"pseudo_gradient", b.pseudo_gradient}}},
             {"where", {{"file", c.where.file}, {"line", c.where.line}, {"column", c.where.column}}},
         });
     }
@@ -81,6 +82,7 @@ std::string scenarioToJson(const Scenario& s) {
           {"sync_every_microbatch", s.strategy.sync_every_microbatch},
           {"activation_checkpointing", s.strategy.activation_checkpointing},
           {"offload_optimizer", s.strategy.offload_optimizer},
+          {"pipeline_data_parallel", s.strategy.pipeline_data_parallel},
           {"schedule", s.strategy.schedule},
           {"chunks_per_rank", s.strategy.chunks_per_rank},
           {"slow_stage", s.strategy.slow_stage},
@@ -187,6 +189,7 @@ Scenario scenarioFromJson(const std::string& text) {
         st.at("sync_every_microbatch").get_to(s.strategy.sync_every_microbatch);
         st.at("activation_checkpointing").get_to(s.strategy.activation_checkpointing);
         if (st.contains("offload_optimizer")) st.at("offload_optimizer").get_to(s.strategy.offload_optimizer); // since 2026-11-23
+        if (st.contains("pipeline_data_parallel")) st.at("pipeline_data_parallel").get_to(s.strategy.pipeline_data_parallel);
 
         const json& o = j.at("optimizer");
         o.at("kind").get_to(s.optimizer.kind);
@@ -253,6 +256,8 @@ Scenario scenarioFromJson(const std::string& text) {
                 b.at("overlap").get_to(c.baseline.overlap);
                 b.at("activation_checkpointing").get_to(c.baseline.activation_checkpointing);
                 if (b.contains("offload_optimizer")) b.at("offload_optimizer").get_to(c.baseline.offload_optimizer);
+                if (b.contains("pipeline_data_parallel"))
+                    b.at("pipeline_data_parallel").get_to(c.baseline.pipeline_data_parallel);
                 b.at("pseudo_gradient").get_to(c.baseline.pseudo_gradient);
                 const json& w = jc.at("where");
                 w.at("file").get_to(c.where.file);

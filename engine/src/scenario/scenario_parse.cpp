@@ -35,7 +35,7 @@ const std::vector<std::string> kStrategyKeys = {"kind",           "bucket_mb",  
                                                 "forward_prefetch", "backward_prefetch", "prefetch_limit",
                                                 "microbatches",   "sync_every_microbatch", "activation_checkpointing",
                                                 "schedule",       "chunks_per_rank", "slow_stage",
-                                                "slow_stage_ms",  "offload_optimizer"};
+                                                "slow_stage_ms",  "offload_optimizer", "pipeline_data_parallel"};
 const std::vector<std::string> kOptimizerKeys = {"kind", "lr", "beta1", "beta2", "eps", "weight_decay"};
 const std::vector<std::string> kRunKeys = {"steps",          "seed",             "timeout_s", "step_delay_ms",
                                            "checkpoint_dir", "checkpoint_every", "resume_from"};
@@ -53,7 +53,8 @@ const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"}
 const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
 const std::vector<std::string> kCheckKeys = {"claim", "expect", "baseline"};
 const std::vector<std::string> kBaselineKeys = {"strategy", "microbatches", "schedule", "overlap",
-                                                "activation_checkpointing", "offload_optimizer", "pseudo_gradient"};
+                                                "activation_checkpointing", "offload_optimizer", "pipeline_data_parallel",
+                                                "pseudo_gradient"};
 
 std::string joinNames(const std::vector<std::string>& names) {
     std::string out;
@@ -322,6 +323,7 @@ private:
             else if (e.key == "activation_checkpointing")
                 out.activation_checkpointing = readBool("strategy", e.key, *e.node);
             else if (e.key == "offload_optimizer") out.offload_optimizer = readBool("strategy", e.key, *e.node);
+            else if (e.key == "pipeline_data_parallel") out.pipeline_data_parallel = readString("strategy", e.key, *e.node);
         }
     }
 
@@ -505,6 +507,7 @@ private:
             else if (e.key == "activation_checkpointing")
                 b.activation_checkpointing = readBool("strategy", e.key, *e.node) ? 1 : 0;
             else if (e.key == "offload_optimizer") b.offload_optimizer = readBool("strategy", e.key, *e.node) ? 1 : 0;
+            else if (e.key == "pipeline_data_parallel") b.pipeline_data_parallel = readString("strategy", e.key, *e.node);
             else if (e.key == "pseudo_gradient") b.pseudo_gradient = readString("diloco", e.key, *e.node);
         }
         if (b.empty()) fail(node.source(), "[[checks]] baseline: empty; name what the baseline run changes, e.g. "

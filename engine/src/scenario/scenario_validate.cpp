@@ -109,6 +109,7 @@ const EnumRule kEnumRules[] = {
     {"collectives", "ops", {"all_reduce", "all_gather", "reduce_scatter"}},
     {"collectives", "backends", {"gloo", "mpi"}},
     {"strategy", "schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}},
+    {"strategy", "pipeline_data_parallel", {"ddp", "zero1"}},
     {"optimizer", "kind", {"adamw", "sgd"}},
     {"diloco", "pseudo_gradient", {"fp32", "bf16", "int8", "int4"}},
     {"faults", "action", {"kill", "hang", "resume", "slow", "fail_collective", "nan_gradients", "partition",
@@ -250,6 +251,12 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
         if (st.activation_checkpointing)
             return Problem{"strategy", {"activation_checkpointing"}, -1,
                            "[strategy] activation_checkpointing is not supported with kind = \"pipeline\" yet"};
+        if (st.pipeline_data_parallel == "zero1" && ranks / stages < 2)
+            return Problem{"strategy", {"pipeline_data_parallel"}, -1,
+                           "[strategy] pipeline_data_parallel = \"zero1\" shards each stage's optimizer state over the "
+                           "pipelines side by side, and [topology] ranks / stages = " + std::to_string(ranks / stages) +
+                               " is one pipeline: raise ranks to a multiple of stages (e.g. ranks = " +
+                               std::to_string(2 * stages) + ")"};
     } else if (stages > 1) {
         return Problem{"topology", {"stages"}, -1,
                        "[topology] stages = " + std::to_string(stages) + " needs [strategy] kind = \"pipeline\""};
@@ -272,6 +279,10 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"strategy", {"activation_checkpointing"}, -1,
                            "[strategy] activation_checkpointing is not supported with kind = \"tensor_parallel\" yet"};
     }
+    if (st.pipeline_data_parallel != "ddp" && st.kind != "pipeline")
+        return Problem{"strategy", {"pipeline_data_parallel"}, -1,
+                       "[strategy] pipeline_data_parallel is for kind = \"pipeline\" (how pipelines side by side keep "
+                       "a stage equal); " + st.kind + " has no stages"};
     if (st.offload_optimizer && st.kind != "zero1" && st.kind != "zero2" && st.kind != "fsdp" && st.kind != "hsdp")
         return Problem{"strategy", {"offload_optimizer"}, -1,
                        "[strategy] offload_optimizer needs a sharded kind (zero1, zero2, fsdp or hsdp): ZeRO-Offload "
@@ -512,6 +523,7 @@ std::string findValueProblem(const Scenario& s) {
         checkString("data", "source", s.data.source),
         checkInt("data", "batch_per_rank", s.data.batch_per_rank),
         checkString("strategy", "kind", s.strategy.kind),
+        checkString("strategy", "pipeline_data_parallel", s.strategy.pipeline_data_parallel),
         checkFloat("strategy", "bucket_mb", s.strategy.bucket_mb),
         checkString("optimizer", "kind", s.optimizer.kind),
         checkFloat("optimizer", "lr", s.optimizer.lr),
@@ -622,6 +634,7 @@ std::string CheckBaseline::describe() const {
     if (activation_checkpointing >= 0)
         add(std::string("activation_checkpointing = ") + (activation_checkpointing ? "true" : "false"));
     if (offload_optimizer >= 0) add(std::string("offload_optimizer = ") + (offload_optimizer ? "true" : "false"));
+    if (!pipeline_data_parallel.empty()) add("pipeline_data_parallel = " + pipeline_data_parallel);
     if (!pseudo_gradient.empty()) add("pseudo_gradient = " + pseudo_gradient);
     return out;
 }
@@ -634,6 +647,7 @@ Scenario scenarioForBaseline(const Scenario& scenario, const CheckBaseline& base
     if (baseline.overlap >= 0) s.strategy.overlap = baseline.overlap == 1;
     if (baseline.activation_checkpointing >= 0) s.strategy.activation_checkpointing = baseline.activation_checkpointing == 1;
     if (baseline.offload_optimizer >= 0) s.strategy.offload_optimizer = baseline.offload_optimizer == 1;
+    if (!baseline.pipeline_data_parallel.empty()) s.strategy.pipeline_data_parallel = baseline.pipeline_data_parallel;
     if (!baseline.pseudo_gradient.empty()) s.diloco.pseudo_gradient = baseline.pseudo_gradient;
     // The baseline is a measurement: no narration, no checks of its own, no faults.
     s.steps.clear();

@@ -18,9 +18,17 @@
 //   SendAct / SendGrad  posted at once (asynchronous), waited at the step's end.
 //   RecvAct / RecvGrad  all posted when the step starts; the compute that needs
 //               the data waits for it.
-// Bytes per message: (B/m) x T x C x 4. After the schedule, with several
-// pipelines, each stage's gradients are all-reduced across them (one flat
-// buffer), averaged, and AdamW updates the owned parameters.
+// Bytes per message: (B/m) x T x C x 4. After the schedule, with d pipelines
+// side by side, a stage's copies are kept equal over its data-parallel group
+// (pipeline_data_parallel):
+//   ddp    the stage's gradients, one flat buffer (P_s floats), are all-reduced
+//          and averaged; AdamW updates the owned parameters. 2 (d-1)/d x 4 P_s bytes.
+//   zero1  (pipeline + ZeRO-1) the owned parameters live in one flat vector,
+//          padded to a multiple of d (flat_unit.hpp); the gradients are
+//          flattened and reduce-scattered into this rank's shard (P_s / d),
+//          AdamW updates the shard only (its state is 8 P_s / d bytes instead
+//          of 8 P_s), and the stage is all-gathered back. (d-1)/d x 4 P_s each
+//          way: the same bytes as ddp.
 #include "strategy/flat_unit.hpp"
 #include "strategy/training_strategy.hpp"
 
@@ -84,7 +92,19 @@ public:
             }
         }
         std::vector<at::Tensor> owned;
-        for (const auto& p : m_owned) owned.push_back(p.tensor);
+        if (st.pipeline_data_parallel == "zero1" && m_dp && m_dp->size() > 1) {
+            // One flat unit of the owned parameters, sharded over the pipelines.
+            std::vector<FlatUnit> units =
+                buildFlatUnits(m_owned, std::vector<int>(m_owned.size(), 0), m_dp->size(), m_dp->rank());
+            m_stage_unit = std::make_unique<FlatUnit>(std::move(units.front()));
+            FlatUnit& u = *m_stage_unit;
+            u.shard_grad = at::zeros({u.shard_numel}, at::kFloat);
+            u.shard.requires_grad_(true);
+            u.shard.mutable_grad() = u.shard_grad;
+            owned.push_back(u.shard);
+        } else {
+            for (const auto& p : m_owned) owned.push_back(p.tensor);
+        }
         const OptimizerConfig& o = m_scenario.optimizer;
         m_optimizer = std::make_unique<torch::optim::AdamW>(
             owned, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
@@ -202,6 +222,10 @@ public:
             if (!p.tensor.grad().defined()) p.tensor.mutable_grad() = at::zeros_like(p.tensor);
             grads.push_back(p.tensor.grad());
         }
+        if (m_stage_unit) {
+            shardedOptimizerStep(grads);
+            return;
+        }
         if (m_dp && m_dp->size() > 1) { // average this stage's gradients over the pipelines
             at::NoGradGuard no_grad;
             std::vector<at::Tensor> flat_parts;
@@ -231,6 +255,7 @@ public:
             if (p.tensor.grad().defined()) grads.push_back(p.tensor.grad());
         }
         m.parameters = storageBytes(params);
+        if (m_stage_unit) grads.push_back(m_stage_unit->shard_grad);
         m.gradients = storageBytes(grads);
         m.optimizer_state = adamStateBytes(*m_optimizer);
         return m;
@@ -252,6 +277,21 @@ public:
     }
 
 private:
+    // zero1: reduce-scatter the stage's gradients over the pipelines, AdamW on
+    // this rank's shard, all-gather the updated stage (the parameters are views of it).
+    void shardedOptimizerStep(const std::vector<at::Tensor>& grads) {
+        FlatUnit& u = *m_stage_unit;
+        at::NoGradGuard no_grad;
+        at::Tensor flat = at::zeros({u.padded}, at::kFloat); // the padding stays zero
+        for (size_t k = 0; k < u.params.size(); ++k)
+            flat.narrow(0, u.offsets[k], grads[size_t(u.params[k])].numel()).copy_(grads[size_t(u.params[k])].reshape({-1}));
+        const CommTag tag{m_step, -1, -1};
+        m_dp->reduceScatterNow(u.shard_grad, flat, tag);
+        u.shard_grad.div_(double(m_dp->size()));
+        m_optimizer->step(); // inside the worker's optimizer span
+        m_dp->allGatherNow(u.full, u.shard.detach(), tag);
+    }
+
     void postReceive(const PipeAction& a, std::map<std::pair<int, int>, ChunkState>& state, int64_t rows, int64_t T) {
         const int mb = a.microbatch, g = a.chunk;
         const int64_t C = m_scenario.model.d_model;
@@ -310,6 +350,7 @@ private:
     bool m_split_backward = false;
     std::vector<NamedParameter> m_owned;
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
+    std::unique_ptr<FlatUnit> m_stage_unit; // zero1: the owned parameters, flat and sharded over the pipelines
     int m_step = -1;
     std::function<double()> m_slow_delay_ms;
 
