@@ -196,6 +196,7 @@ TEST_CASE("A scenario's [[checks]] table is read and checked with file:line:colu
                   .find("[strategy] kind: expected one of") != std::string::npos);
         CHECK(errorOf(kHeader + "[[checks]]\nclaim = \"c\"\nexpect = \"ok == 1\"\nbaseline = { steps = 3 }\n") ==
               "t.toml:6:14: error: unknown key 'steps' in [[checks]] baseline; expected one of: strategy, "
-              "microbatches, schedule, overlap, activation_checkpointing, pseudo_gradient");
+              "microbatches, schedule, overlap, activation_checkpointing, offload_optimizer, "
+              "pipeline_data_parallel, pseudo_gradient");
     }
 }

@@ -43,6 +43,15 @@ std::vector<Event> workEvents(const dt::RecordingEventSink& sink, EventKind kind
     return out;
 }
 
+// One recording sink per rank, handed to the group's options.
+void recordEveryRank(int world, std::vector<std::unique_ptr<dt::RecordingEventSink>>& sinks,
+                     dttest::GroupOptions& options) {
+    for (int r = 0; r < world; ++r) {
+        sinks.push_back(std::make_unique<dt::RecordingEventSink>());
+        options.sinks.push_back(sinks.back().get());
+    }
+}
+
 double seconds(std::chrono::steady_clock::time_point since) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
@@ -176,10 +185,7 @@ TEST_CASE("Every rank records the same Work records for one collective", "[comm]
     CAPTURE(world);
     std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;
     dttest::GroupOptions options;
-    for (int r = 0; r < world; ++r) {
-        sinks.push_back(std::make_unique<dt::RecordingEventSink>());
-        options.sinks.push_back(sinks.back().get());
-    }
+    recordEveryRank(world, sinks, options);
     const int64_t chunk = 4, n = chunk * world;
     dttest::runGlooRanks(
         world, "records",
@@ -237,10 +243,7 @@ TEST_CASE("The blocking forms run in issue order, behind queued async calls, wit
     CAPTURE(world);
     std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;
     dttest::GroupOptions options;
-    for (int r = 0; r < world; ++r) {
-        sinks.push_back(std::make_unique<dt::RecordingEventSink>());
-        options.sinks.push_back(sinks.back().get());
-    }
+    recordEveryRank(world, sinks, options);
     const int64_t chunk = 3, n = chunk * world;
     const auto ranks = static_cast<size_t>(world);
     std::vector<at::Tensor> reduced_async(ranks), reduced_now(ranks), gathered(ranks), scattered(ranks),
@@ -316,10 +319,7 @@ TEST_CASE("Point-to-point Work records are numbered per peer", "[comm]") {
     const int world = 3;
     std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;
     dttest::GroupOptions options;
-    for (int r = 0; r < world; ++r) {
-        sinks.push_back(std::make_unique<dt::RecordingEventSink>());
-        options.sinks.push_back(sinks.back().get());
-    }
+    recordEveryRank(world, sinks, options);
     dttest::runGlooRanks(
         world, "p2pseq",
         [&](int r, std::unique_ptr<Communicator>& comm) {

@@ -265,6 +265,14 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
             record.events.push_back(down);
             record.events.push_back(up);
             record.events.push_back(counter(0, EventKind::MemHost, s, t, 16000.0 - 1000.0 * s));
+            // AdamW on the host (value kOptimizerOnHost) inside the worker's whole optimizer span.
+            Event adam = makeEvent(0, EventKind::Optimizer, EventPhase::Span, s, t + 2 * kMs);
+            adam.dur_ns = (3 + s) * kMs; // 3, 4, 5 ms
+            adam.value = dt::kOptimizerOnHost;
+            Event whole = makeEvent(0, EventKind::Optimizer, EventPhase::Span, s, t);
+            whole.dur_ns = 20 * kMs;
+            record.events.push_back(adam);
+            record.events.push_back(whole);
         }
         const auto j = nlohmann::json::parse(dt::summaryJson(record));
         CHECK(j["peak_memory"][0]["host"] == 16000);
@@ -273,6 +281,7 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
         CHECK(o["bytes_each_way_per_step"][0] == 4000);
         CHECK(o["grads_to_host_ms_median"][0].get<double>() == Approx(2.0));
         CHECK(o["params_to_device_ms_median"][0].get<double>() == Approx(2.0));
+        CHECK(o["host_optimizer_ms_median"][0].get<double>() == Approx(4.0)); // not the 20 ms spans around it
         CHECK(o["copy_gb_s_measured"][0].get<double>() == Approx(2.0 * 4000 / 4e6));
         CHECK(o["pcie4_x16_ms_each_way_theory"][0].get<double>() == Approx(4000 / 31.5e9 * 1e3));
         CHECK(o["grads_to_host_ms_median"][1].is_null()); // rank 1 reported no copies

@@ -69,6 +69,11 @@ inline constexpr uint8_t kGroupWorld = 0;
 [[nodiscard]] inline constexpr uint8_t groupIdShard(int replica) { return uint8_t(1 + replica); }      // 1..127
 [[nodiscard]] inline constexpr uint8_t groupIdReplicate(int shard) { return uint8_t(128 + shard); }   // 128..255
 
+// Event::value of an Optimizer span that is AdamW alone, run on the host
+// (offload_optimizer); the worker's Optimizer span around the whole optimizer
+// step (copies and all-gather included) has value 0.
+inline constexpr double kOptimizerOnHost = 1.0;
+
 [[nodiscard]] std::string_view eventKindLabel(EventKind kind);
 [[nodiscard]] EventCategory eventKindCategory(EventKind kind);
 [[nodiscard]] std::string_view eventPhaseLabel(EventPhase phase);

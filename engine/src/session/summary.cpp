@@ -271,7 +271,7 @@ std::string summaryJson(const RunRecord& record) {
                 tally.offload_bytes = e.bytes;
             } else if (e.kind == EventKind::ParamsToDevice) {
                 tally.params_to_device_ms.push_back(double(e.dur_ns) / 1e6);
-            } else if (e.kind == EventKind::Optimizer) {
+            } else if (e.kind == EventKind::Optimizer && e.value == kOptimizerOnHost) {
                 tally.optimizer_ms.push_back(double(e.dur_ns) / 1e6);
             }
             break;

@@ -179,18 +179,7 @@ private:
     }
 
     void emitSpan(EventKind kind, int64_t begin, int step, int fragment, double value, int64_t bytes) const {
-        if (!m_sink) return;
-        Event e;
-        e.kind = kind;
-        e.phase = EventPhase::Span;
-        e.t_ns = begin;
-        e.dur_ns = m_sink->now() - begin;
-        e.rank = m_rank;
-        e.step = step;
-        e.unit = int16_t(fragment);
-        e.value = value;
-        e.bytes = bytes;
-        m_sink->emit(e);
+        emitSpanUntilNow(m_sink, kind, begin, m_rank, step, fragment, -1, bytes, value);
     }
 
     void sendPseudoGradient(int k, int step) {

@@ -300,7 +300,7 @@ private:
         spanWithBytes(EventKind::GradsToHost, t, bytes);
         t = now();
         m_optimizer->step();
-        span(EventKind::Optimizer, t, -1);
+        emitSpanUntilNow(m_sink, EventKind::Optimizer, t, m_rank, m_step, -1, -1, 0, kOptimizerOnHost);
         t = now();
         for (auto& u : m_units) u.shard.detach().copy_(u.host_shard.detach());
         spanWithBytes(EventKind::ParamsToDevice, t, bytes);
@@ -393,16 +393,7 @@ private:
     }
 
     void spanWithBytes(EventKind kind, int64_t begin, int64_t bytes) {
-        if (!m_sink) return;
-        Event e;
-        e.kind = kind;
-        e.phase = EventPhase::Span;
-        e.t_ns = begin;
-        e.dur_ns = m_sink->now() - begin;
-        e.rank = m_rank;
-        e.step = m_step;
-        e.bytes = bytes;
-        m_sink->emit(e);
+        emitSpanUntilNow(m_sink, kind, begin, m_rank, m_step, -1, -1, bytes);
     }
 
     void unitEvent(EventKind kind, const FlatUnit& u, double value) {

@@ -17,10 +17,11 @@ public:
     virtual void emit(const Event& event) = 0;     // thread-safe, never blocks on I/O
 };
 
-// A compute span from `begin` to now (strategies' Wait, Forward, ... spans).
+// A compute span from `begin` to now (strategies' Wait, Forward, ... spans),
+// with the bytes it moved and a value where the kind has them.
 // No-op without a sink (telemetry off).
 inline void emitSpanUntilNow(EventSink* sink, EventKind kind, int64_t begin, int rank, int step, int unit,
-                             int microbatch) {
+                             int microbatch, int64_t bytes = 0, double value = 0.0) {
     if (!sink) return;
     Event e;
     e.kind = kind;
@@ -31,6 +32,8 @@ inline void emitSpanUntilNow(EventSink* sink, EventKind kind, int64_t begin, int
     e.step = step;
     e.unit = int16_t(unit);
     e.microbatch = int16_t(microbatch);
+    e.bytes = bytes;
+    e.value = value;
     sink->emit(e);
 }
 
