@@ -115,6 +115,9 @@ TEST_CASE("Every pipeline schedule trains like one process on the same global ba
     Pipe zb_zero1 = zero1;
     zb_zero1.schedule = "zb-h1";
     cases.push_back({"zb-h1-2x2-zero1", zb_zero1});
+    Pipe fsdp = dp;
+    fsdp.data_parallel = "fsdp";
+    cases.push_back({"1f1b-2x2-fsdp", fsdp});
 
     for (const auto& [tag, p] : cases) {
         const auto [summary, params] = run(dir, tag, toml(p, "pipeline"), p.ranks);
@@ -146,6 +149,30 @@ TEST_CASE("Every pipeline schedule trains like one process on the same global ba
         CHECK(sharded["collectives"]["all-gather"]["count"] == 4 * 3);
         CHECK_FALSE(sharded["collectives"].contains("all-reduce"));
         CHECK(ddp["collectives"]["all-reduce"]["count"] == 4 * 3);
+    }
+
+    {
+        INFO("FSDP across the pipelines: the stage is whole only during a step; between steps each rank keeps "
+             "half of it, and the same collectives as ZeRO-1 move it");
+        const auto ddp = it::readJsonFile(dir.file("1f1b-2x2.json"));
+        const auto zero1 = it::readJsonFile(dir.file("1f1b-2x2-zero1.json"));
+        const auto fsdp_run = it::readJsonFile(dir.file("1f1b-2x2-fsdp.json"));
+        for (int rank = 0; rank < 4; ++rank) {
+            CAPTURE(rank);
+            const auto& p = fsdp_run["peak_memory"][rank];
+            const double whole = ddp["peak_memory"][rank]["parameters"].get<double>();
+            const double materialized = p["params_materialized"].get<double>();
+            CAPTURE(whole, materialized, p.dump());
+            CHECK(materialized >= whole);              // the whole stage (padded), during a step
+            CHECK(materialized <= whole + 4.0);
+            // parameters = shard + the whole stage while it is alive
+            CHECK(p["parameters"].get<double>() - materialized <= whole / 2.0 + 4.0);
+            CHECK(p["parameters"].get<double>() - materialized >= whole / 2.0);
+            CHECK(p["optimizer_state"] == zero1["peak_memory"][rank]["optimizer_state"]);
+        }
+        CHECK(fsdp_run["collectives"]["reduce-scatter"]["count"] == 4 * 3);
+        // one all-gather per step, and one more for the final parameters
+        CHECK(fsdp_run["collectives"]["all-gather"]["count"] == 4 * 3 + 4);
     }
 }
 

@@ -320,7 +320,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(std::string(not_pipeline.what()).find("pipeline_data_parallel is for kind = \"pipeline\"") !=
               std::string::npos);
         UsageError unknown = parseError(kHeader + "[strategy]\nkind = \"pipeline\"\npipeline_data_parallel = \"zero3\"\n");
-        CHECK(std::string(unknown.what()).find("expected one of \"ddp\", \"zero1\"") != std::string::npos);
+        CHECK(std::string(unknown.what()).find("expected one of \"ddp\", \"zero1\", \"fsdp\"") != std::string::npos);
     }
 
     SECTION("a negative bandwidth is out of range") {

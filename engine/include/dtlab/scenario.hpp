@@ -81,6 +81,8 @@ struct StrategyConfig {
     // copies of a stage in different pipelines stay equal. "ddp": all-reduce
     // the stage's gradients; "zero1": reduce-scatter them, AdamW on this rank's
     // shard of the stage (optimizer state / pipelines), all-gather the stage.
+    // "fsdp": as zero1, but only the shard is kept between steps (the stage
+    // is all-gathered when a step starts and freed after its reduce-scatter).
     std::string pipeline_data_parallel = "ddp";
 };
 

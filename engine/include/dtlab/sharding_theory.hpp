@@ -20,7 +20,8 @@
 //   hsdp   as fsdp with N = ranks / replicas
 //   pipeline  each stage its own blocks, whole: about 16 Psi / p (the first
 //          stage adds the embeddings, the last the head); with
-//          pipeline_data_parallel = "zero1" over d pipelines, AdamW 8 Psi / (p d)
+//          pipeline_data_parallel = "zero1" over d pipelines, AdamW 8 Psi / (p d);
+//          "fsdp" also keeps only 4 Psi / (p d) of parameters between steps
 //   tensor_parallel  16 bytes x (root + per block: ln1, ln2, proj and fc2
 //          biases whole + qkv, proj weight, fc1, fc2 weight / N)
 // Bytes sent per rank and step (ring algorithms, cost model of communicator.cpp):

@@ -63,11 +63,15 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
         t.gradients = 4 * stage;
         t.optimizer_state = 8 * stage;
         const int d = s.topology.ranks / std::max(1, s.topology.stages);
-        if (s.strategy.pipeline_data_parallel == "zero1" && d > 1) { // + ZeRO-1 over the pipelines
+        if (s.strategy.pipeline_data_parallel != "ddp" && d > 1) { // + ZeRO-1 / FSDP over the pipelines
             const int64_t padded = paddedNumel(stage, d);
             t.parameters = 4 * padded; // one flat vector, padded
             t.gradients = 4 * stage + 4 * padded / d;
             t.optimizer_state = 8 * padded / d;
+            if (s.strategy.pipeline_data_parallel == "fsdp") { // the shard, + the whole stage during a step
+                t.parameters = 4 * padded / d;
+                t.materialized_peak = 4 * padded;
+            }
         }
         return t;
     }
@@ -171,6 +175,9 @@ std::string modelStateFormula(const std::string& k) {
     if (k == "hsdp") return "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit";
     if (k == "pipeline") return "Pipeline: each stage holds its blocks whole, about 16 Psi / p";
     if (k == "pipeline+zero1") return "Pipeline + ZeRO-1: about (4 + 4) Psi / p + 8 Psi / (p d) over d pipelines";
+    if (k == "pipeline+fsdp")
+        return "Pipeline + FSDP: about 16 Psi / (p d) between steps over d pipelines, + the whole stage (4 Psi / p) "
+               "and its gradients during a step";
     if (k == "tensor_parallel")
         return "Tensor parallel: embeddings, norms and head whole + 1/N of each block's Linear weights, x 16 bytes";
     if (k == "diloco") return "DiLoCo: local 4 Psi + global 4 Psi + grads 4 Psi + inner AdamW 8 Psi + outer momentum 4 Psi = 24 Psi";
@@ -178,8 +185,9 @@ std::string modelStateFormula(const std::string& k) {
 }
 
 std::string modelStateFormula(const StrategyConfig& strategy) {
-    const bool pipeline_zero1 = strategy.kind == "pipeline" && strategy.pipeline_data_parallel == "zero1";
-    std::string formula = modelStateFormula(pipeline_zero1 ? std::string("pipeline+zero1") : strategy.kind);
+    const bool sharded_pipeline = strategy.kind == "pipeline" && strategy.pipeline_data_parallel != "ddp";
+    std::string formula =
+        modelStateFormula(sharded_pipeline ? "pipeline+" + strategy.pipeline_data_parallel : strategy.kind);
     if (strategy.offload_optimizer)
         formula += "; offload: AdamW 8 Psi / N leaves the device, and the host holds it with an fp32 shard and its "
                    "gradient, 16 Psi / N";

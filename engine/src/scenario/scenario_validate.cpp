@@ -109,7 +109,7 @@ const EnumRule kEnumRules[] = {
     {"collectives", "ops", {"all_reduce", "all_gather", "reduce_scatter"}},
     {"collectives", "backends", {"gloo", "mpi"}},
     {"strategy", "schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}},
-    {"strategy", "pipeline_data_parallel", {"ddp", "zero1"}},
+    {"strategy", "pipeline_data_parallel", {"ddp", "zero1", "fsdp"}},
     {"optimizer", "kind", {"adamw", "sgd"}},
     {"diloco", "pseudo_gradient", {"fp32", "bf16", "int8", "int4"}},
     {"faults", "action", {"kill", "hang", "resume", "slow", "fail_collective", "nan_gradients", "partition",
@@ -251,10 +251,11 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
         if (st.activation_checkpointing)
             return Problem{"strategy", {"activation_checkpointing"}, -1,
                            "[strategy] activation_checkpointing is not supported with kind = \"pipeline\" yet"};
-        if (st.pipeline_data_parallel == "zero1" && ranks / stages < 2)
+        if (st.pipeline_data_parallel != "ddp" && ranks / stages < 2)
             return Problem{"strategy", {"pipeline_data_parallel"}, -1,
-                           "[strategy] pipeline_data_parallel = \"zero1\" shards each stage's optimizer state over the "
-                           "pipelines side by side, and [topology] ranks / stages = " + std::to_string(ranks / stages) +
+                           "[strategy] pipeline_data_parallel = \"" + st.pipeline_data_parallel +
+                               "\" shards each stage over the pipelines side by side, and [topology] ranks / stages = " +
+                               std::to_string(ranks / stages) +
                                " is one pipeline: raise ranks to a multiple of stages (e.g. ranks = " +
                                std::to_string(2 * stages) + ")"};
     } else if (stages > 1) {

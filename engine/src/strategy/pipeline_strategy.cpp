@@ -29,6 +29,13 @@
 //          AdamW updates the shard only (its state is 8 P_s / d bytes instead
 //          of 8 P_s), and the stage is all-gathered back. (d-1)/d x 4 P_s each
 //          way: the same bytes as ddp.
+//   fsdp   (pipeline + FSDP, as torchtitan runs it: no resharding between
+//          microbatches) as zero1, but between steps only the shard is kept:
+//          the stage is all-gathered when the step starts, stays whole for
+//          all its microbatches, and after the reduce-scatter its gradients
+//          and its whole vector are freed; AdamW updates the shard (its own
+//          storage). Same bytes as zero1; parameters and gradients are 1/d
+//          between steps.
 #include "strategy/flat_unit.hpp"
 #include "strategy/training_strategy.hpp"
 
@@ -92,12 +99,18 @@ public:
             }
         }
         std::vector<at::Tensor> owned;
-        if (st.pipeline_data_parallel == "zero1" && m_dp && m_dp->size() > 1) {
+        m_fsdp = st.pipeline_data_parallel == "fsdp";
+        if (st.pipeline_data_parallel != "ddp" && m_dp && m_dp->size() > 1) {
             // One flat unit of the owned parameters, sharded over the pipelines.
             std::vector<FlatUnit> units =
                 buildFlatUnits(m_owned, std::vector<int>(m_owned.size(), 0), m_dp->size(), m_dp->rank());
             m_stage_unit = std::make_unique<FlatUnit>(std::move(units.front()));
             FlatUnit& u = *m_stage_unit;
+            if (m_fsdp) { // keep only the shard (its own storage) until the first step gathers the stage
+                u.shard = u.shard.clone();
+                releaseStorage(u.full);
+                u.materialized = false;
+            }
             u.shard_grad = at::zeros({u.shard_numel}, at::kFloat);
             u.shard.requires_grad_(true);
             u.shard.mutable_grad() = u.shard_grad;
@@ -118,6 +131,7 @@ public:
     double runStep(int step, const at::Tensor& inputs, const at::Tensor& targets) override {
         m_step = step;
         for (const auto& p : m_owned) p.tensor.mutable_grad() = at::Tensor();
+        if (m_fsdp && m_stage_unit) gatherStage(/*telemetry=*/true);
         const int m = m_shape.microbatches;
         const int64_t rows = inputs.size(0) / m;
         std::map<std::pair<int, int>, ChunkState> state; // (mb, g)
@@ -255,14 +269,27 @@ public:
             if (p.tensor.grad().defined()) grads.push_back(p.tensor.grad());
         }
         m.parameters = storageBytes(params);
-        if (m_stage_unit) grads.push_back(m_stage_unit->shard_grad);
+        if (m_stage_unit) {
+            grads.push_back(m_stage_unit->shard_grad);
+            if (m_fsdp) { // the shard has its own storage; the whole stage is alive only during a step
+                m.parameters += storageNbytes(m_stage_unit->shard);
+                m.parameters_materialized = storageNbytes(m_stage_unit->full);
+            }
+        }
         m.gradients = storageBytes(grads);
         m.optimizer_state = adamStateBytes(*m_optimizer);
         return m;
     }
 
     // This stage's parameters only (each stage owns a different part of the model).
-    std::vector<NamedParameter> fullParameters() override { return m_owned; }
+    std::vector<NamedParameter> fullParameters() override {
+        if (!m_fsdp || !m_stage_unit) return m_owned;
+        gatherStage(/*telemetry=*/false); // a collective: every rank of the stage's group asks at the end
+        std::vector<NamedParameter> out = m_owned;
+        for (auto& p : out) p.tensor = p.tensor.detach().clone();
+        releaseStage();
+        return out;
+    }
     int64_t modeledBytesSent() const override {
         return m_world.modeledBytesSent() + (m_dp ? m_dp->modeledBytesSent() : 0);
     }
@@ -289,7 +316,42 @@ private:
         m_dp->reduceScatterNow(u.shard_grad, flat, tag);
         u.shard_grad.div_(double(m_dp->size()));
         m_optimizer->step(); // inside the worker's optimizer span
+        if (m_fsdp) { // the whole stage and its gradients go until the next step gathers it
+            for (const auto& p : m_owned) p.tensor.mutable_grad() = at::Tensor();
+            releaseStage();
+            return;
+        }
         m_dp->allGatherNow(u.full, u.shard.detach(), tag);
+    }
+
+    // fsdp: the whole stage back from the shards (the parameters are views of u.full).
+    void gatherStage(bool telemetry) {
+        FlatUnit& u = *m_stage_unit;
+        if (u.materialized) return;
+        allocateStorage(u.full);
+        const int64_t t = now();
+        m_dp->allGatherNow(u.full, u.shard.detach(), CommTag{m_step, -1, -1});
+        u.materialized = true;
+        if (!telemetry || !m_sink) return;
+        span(EventKind::Wait, t, -1, -1);
+        emitCounter(EventKind::MemParamsMaterialized, double(storageNbytes(u.full)));
+        emitCounter(EventKind::MemParameters, double(memory().parameters));
+    }
+
+    void releaseStage() {
+        releaseStorage(m_stage_unit->full);
+        m_stage_unit->materialized = false;
+    }
+
+    void emitCounter(EventKind kind, double value) {
+        Event e;
+        e.kind = kind;
+        e.phase = EventPhase::Counter;
+        e.t_ns = m_sink->now();
+        e.rank = m_rank;
+        e.step = m_step;
+        e.value = value;
+        m_sink->emit(e);
     }
 
     void postReceive(const PipeAction& a, std::map<std::pair<int, int>, ChunkState>& state, int64_t rows, int64_t T) {
@@ -350,7 +412,8 @@ private:
     bool m_split_backward = false;
     std::vector<NamedParameter> m_owned;
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
-    std::unique_ptr<FlatUnit> m_stage_unit; // zero1: the owned parameters, flat and sharded over the pipelines
+    std::unique_ptr<FlatUnit> m_stage_unit; // zero1/fsdp: the owned parameters, flat and sharded over the pipelines
+    bool m_fsdp = false;                    // pipeline_data_parallel = "fsdp": only the shard between steps
     int m_step = -1;
     std::function<double()> m_slow_delay_ms;
 
