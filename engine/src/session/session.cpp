@@ -255,29 +255,36 @@ struct Session::Impl final : TelemetrySink {
 
     // " (ranks 2, 3 on hostB silent since 6.1 s into the run)" or "".
     std::string silentRanksNote() const { // mutex held
-        std::string ranks, hosts;
+        std::vector<int> ranks;
+        std::string hosts;
         int64_t since = 0;
         for (int r = 0; r < world; ++r) {
             if (!silent[size_t(r)]) continue;
-            ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+            ranks.push_back(r);
             const std::string& host = record.ranks[size_t(r)].host;
             if (!host.empty() && hosts.find(host) == std::string::npos) hosts += (hosts.empty() ? "" : ", ") + host;
             if (since == 0 || last_heard_ns[size_t(r)] < since) since = last_heard_ns[size_t(r)];
         }
         if (ranks.empty()) return "";
-        return " (no word from rank" + std::string(ranks.find(',') == std::string::npos ? " " : "s ") + ranks +
-               (hosts.empty() ? "" : " on " + hosts) + " since " + formatSeconds(since - record.t_start_ns) +
-               " into the run: a host or link down?)";
+        return " (no word from " + namedRanks(ranks) + (hosts.empty() ? "" : " on " + hosts) + " since " +
+               formatSeconds(since - record.t_start_ns) + " into the run: a host or link down?)";
     }
 
     // " (ranks 2, 3 never joined)" or "": joined ranks the Session waited for in vain.
     std::string neverJoinedNote() const { // mutex held
         if (options.spawn_ranks) return "";
-        std::string ranks;
+        std::vector<int> ranks;
         for (int r = 0; r < world; ++r)
-            if (!record.ranks[size_t(r)].started) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+            if (!record.ranks[size_t(r)].started) ranks.push_back(r);
         if (ranks.empty()) return "";
-        return " (rank" + std::string(ranks.find(',') == std::string::npos ? " " : "s ") + ranks + " never joined)";
+        return " (" + namedRanks(ranks) + " never joined)";
+    }
+
+    // "rank 2" or "ranks 2, 3"
+    static std::string namedRanks(const std::vector<int>& ranks) {
+        std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+        for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+        return out;
     }
 
     static std::string formatSeconds(int64_t ns) {

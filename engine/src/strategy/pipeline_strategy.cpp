@@ -334,24 +334,13 @@ private:
         u.materialized = true;
         if (!telemetry || !m_sink) return;
         span(EventKind::Wait, t, -1, -1);
-        emitCounter(EventKind::MemParamsMaterialized, double(storageNbytes(u.full)));
-        emitCounter(EventKind::MemParameters, double(memory().parameters));
+        emitCounterNow(m_sink, EventKind::MemParamsMaterialized, double(storageNbytes(u.full)), m_rank, m_step);
+        emitCounterNow(m_sink, EventKind::MemParameters, double(memory().parameters), m_rank, m_step);
     }
 
     void releaseStage() {
         releaseStorage(m_stage_unit->full);
         m_stage_unit->materialized = false;
-    }
-
-    void emitCounter(EventKind kind, double value) {
-        Event e;
-        e.kind = kind;
-        e.phase = EventPhase::Counter;
-        e.t_ns = m_sink->now();
-        e.rank = m_rank;
-        e.step = m_step;
-        e.value = value;
-        m_sink->emit(e);
     }
 
     void postReceive(const PipeAction& a, std::map<std::pair<int, int>, ChunkState>& state, int64_t rows, int64_t T) {
@@ -389,14 +378,7 @@ private:
     void emitActivations() {
         const StrategyMemory sm = memory();
         const MemorySample s = sampleMemory(sm.parameters, sm.gradients, sm.optimizer_state, 0);
-        Event e;
-        e.kind = EventKind::MemActivations;
-        e.phase = EventPhase::Counter;
-        e.t_ns = m_sink->now();
-        e.rank = m_rank;
-        e.step = m_step;
-        e.value = double(s.activations);
-        m_sink->emit(e);
+        emitCounterNow(m_sink, EventKind::MemActivations, double(s.activations), m_rank, m_step);
     }
 
     const Scenario& m_scenario;

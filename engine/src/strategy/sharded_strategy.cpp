@@ -418,18 +418,9 @@ private:
     // waiting for their all-gather included).
     void emitParameterCounters() {
         if (!m_sink) return;
-        Event c;
-        c.phase = EventPhase::Counter;
-        c.t_ns = m_sink->now();
-        c.rank = m_rank;
-        c.step = m_step;
-        c.microbatch = int16_t(m_microbatch);
-        c.kind = EventKind::MemParamsMaterialized;
-        c.value = double(materializedBytes());
-        m_sink->emit(c);
-        c.kind = EventKind::MemParameters;
-        c.value = double(memory().parameters);
-        m_sink->emit(c);
+        emitCounterNow(m_sink, EventKind::MemParamsMaterialized, double(materializedBytes()), m_rank, m_step,
+                       m_microbatch);
+        emitCounterNow(m_sink, EventKind::MemParameters, double(memory().parameters), m_rank, m_step, m_microbatch);
     }
 
     int64_t materializedBytes() const {

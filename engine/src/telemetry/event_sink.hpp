@@ -37,6 +37,20 @@ inline void emitSpanUntilNow(EventSink* sink, EventKind kind, int64_t begin, int
     sink->emit(e);
 }
 
+// A counter sample taken now (strategies' memory counters). No-op without a sink.
+inline void emitCounterNow(EventSink* sink, EventKind kind, double value, int rank, int step, int microbatch = -1) {
+    if (!sink) return;
+    Event e;
+    e.kind = kind;
+    e.phase = EventPhase::Counter;
+    e.t_ns = sink->now();
+    e.rank = rank;
+    e.step = step;
+    e.microbatch = int16_t(microbatch);
+    e.value = value;
+    sink->emit(e);
+}
+
 // Keeps every event in memory (tests, in-process ranks).
 class RecordingEventSink final : public EventSink {
 public:
