@@ -25,6 +25,7 @@
 #include "dtlab/recording.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/session.hpp"
+#include "dtlab/atomic_file.hpp"
 #include "dtlab/summary.hpp"
 #include "dtlab/worker.hpp"
 

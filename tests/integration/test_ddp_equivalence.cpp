@@ -10,7 +10,7 @@
 //  - the traffic matches the ring all-reduce cost model.
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include <catch2/catch.hpp>
 

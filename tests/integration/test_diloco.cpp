@@ -16,7 +16,7 @@
 // re-runs the test case, which would start every process again).
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include "dtlab/diloco_theory.hpp"
 #include "dtlab/sharding_theory.hpp"

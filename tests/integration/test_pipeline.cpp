@@ -11,7 +11,7 @@
 //  - the summary reports the measured bubble beside the formula.
 // Checks are blocks with an INFO sentence (a SECTION would start every process again).
 #include "process_helpers.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include <catch2/catch.hpp>
 

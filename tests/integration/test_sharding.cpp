@@ -18,7 +18,7 @@
 // process again.
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"

@@ -9,7 +9,7 @@
 //    4 all-reduces of the activations per block and step (the cost model).
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 #include "dtlab/diloco_theory.hpp"
 #include "dtlab/pseudo_gradient_format.hpp"
 #include "dtlab/sharding_theory.hpp"
-#include "strategy/diloco_schedule.hpp"
+#include "dtlab/diloco_schedule.hpp"
 
 #include <catch2/catch.hpp>
 

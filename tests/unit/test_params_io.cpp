@@ -1,6 +1,6 @@
 // test_params_io.cpp: parameter files (round trip, corruption and truncation
 // refused with the reason) and the parameters checksum.
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"

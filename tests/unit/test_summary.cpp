@@ -4,6 +4,7 @@
 // broadcast before step 0, then an all-reduce seq 3 that fails on rank 1 and
 // hangs on rank 0. Every expected number below is worked out in a comment.
 #include "dtlab/errors.hpp"
+#include "dtlab/atomic_file.hpp"
 #include "dtlab/summary.hpp"
 
 #include <catch2/catch.hpp>

@@ -14,7 +14,7 @@
 
 // The fragment schedule is the engine's own (a pure header, no LibTorch). It
 // lives under engine/src, which the app does not see on its include path.
-#include "../../../engine/src/strategy/diloco_schedule.hpp"
+#include "dtlab/diloco_schedule.hpp"
 
 #include <imgui.h>
 

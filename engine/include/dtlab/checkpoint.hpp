@@ -1,8 +1,8 @@
 // checkpoint.hpp: what the CLI, the GUI and the Session check about a
 // checkpoint before they start anything. Two kinds share one layout,
 // DIR/step-<S>/checkpoint.json plus data files:
-//   sharded  (zero1/zero2/fsdp/hsdp): engine/src/strategy/sharded_checkpoint.hpp
-//   replica  (ddp under [fault_tolerance]): engine/src/ft/replica_checkpoint.hpp
+//   sharded  (zero1/zero2/fsdp/hsdp): engine/src/checkpoint/sharded_checkpoint.hpp
+//   replica  (ddp under [fault_tolerance]): engine/src/checkpoint/replica_checkpoint.hpp
 #pragma once
 
 #include <string>

@@ -24,12 +24,4 @@ namespace dt {
 // collective across ranks (matched by kind and seq).
 void writeChromeTrace(const RunRecord& record, std::ostream& out);
 
-// Write text to `path` atomically (temp file + rename). Throws UsageError if
-// the directory does not exist or is not writable.
-void writeFileAtomically(const std::string& path, const std::string& text);
-
-// fsync a directory, so that a rename into it (a checkpoint's step-<S>) is
-// durable; best effort (a directory that cannot be opened is left alone).
-void syncDirectory(const std::string& dir);
-
 } // namespace dt

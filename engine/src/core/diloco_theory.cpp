@@ -2,7 +2,7 @@
 #include "dtlab/diloco_theory.hpp"
 
 #include "dtlab/sharding_theory.hpp"
-#include "strategy/diloco_schedule.hpp"
+#include "dtlab/diloco_schedule.hpp"
 #include "dtlab/pseudo_gradient_format.hpp"
 
 #include <algorithm>

@@ -37,7 +37,7 @@
 #include "strategy/outer_optimizer.hpp"
 #include "telemetry/telemetry_sender.hpp"
 #include "worker/rank_groups.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 #include "worker/step_gate.hpp"
 
 #include <torch/optim/adamw.h>

@@ -2,7 +2,7 @@
 // (shared with the TOML parser through scenario_rules.hpp) and validateScenario,
 // which re-checks a whole scenario after command-line overrides.
 #include "scenario/scenario_rules.hpp"
-#include "strategy/diloco_schedule.hpp"
+#include "dtlab/diloco_schedule.hpp"
 
 #include "dtlab/pipeline_schedule.hpp"
 

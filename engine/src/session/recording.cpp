@@ -2,6 +2,7 @@
 #include "dtlab/recording.hpp"
 
 #include "dtlab/errors.hpp"
+#include "dtlab/atomic_file.hpp"
 #include "dtlab/summary.hpp"
 
 #include <cstring>

@@ -26,8 +26,8 @@
 // steps; a streaming sync sends one fragment (about 1/F of the model), times
 // the encoded width. The last step syncs every fragment, so that all replicas
 // end with the same global model (fullParameters returns it).
-#include "strategy/diloco_checkpoint.hpp"
-#include "strategy/diloco_schedule.hpp"
+#include "checkpoint/diloco_checkpoint.hpp"
+#include "dtlab/diloco_schedule.hpp"
 #include "strategy/optimizer_factory.hpp"
 #include "strategy/outer_optimizer.hpp"
 #include "strategy/pseudo_gradient_codec.hpp"

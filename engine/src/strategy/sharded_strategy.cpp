@@ -33,7 +33,7 @@
 // as updating the whole model (the padding stays zero: zero gradient, zero value).
 #include "strategy/flat_unit.hpp"
 #include "strategy/gradient_ready_hook.hpp"
-#include "strategy/sharded_checkpoint.hpp"
+#include "checkpoint/sharded_checkpoint.hpp"
 #include "strategy/training_strategy.hpp"
 
 #include "dtlab/scenario.hpp"

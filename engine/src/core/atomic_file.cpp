@@ -5,7 +5,7 @@
 // (best effort). On any failure the temp file is removed, `path` is left as it
 // was, and dt::UsageError("cannot write '<path>': <strerror>") is thrown.
 #include "dtlab/errors.hpp"
-#include "dtlab/summary.hpp"
+#include "dtlab/atomic_file.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -9,8 +9,8 @@
 
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
-#include "ft/replica_checkpoint.hpp"
-#include "strategy/diloco_checkpoint.hpp"
+#include "checkpoint/replica_checkpoint.hpp"
+#include "checkpoint/diloco_checkpoint.hpp"
 
 #include <nlohmann/json.hpp>
 

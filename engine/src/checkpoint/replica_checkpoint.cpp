@@ -1,13 +1,13 @@
 // replica_checkpoint.cpp: durable checkpoints of a fault-tolerant run (layout in the header).
-#include "ft/replica_checkpoint.hpp"
-#include "dtlab/summary.hpp"
-#include "session/checkpoint_meta.hpp"
+#include "checkpoint/replica_checkpoint.hpp"
+#include "dtlab/atomic_file.hpp"
+#include "checkpoint/checkpoint_meta.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "ft/replica_state.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,5 @@
 // checkpoint_meta.cpp: reading a checkpoint's checkpoint.json (see the header).
-#include "session/checkpoint_meta.hpp"
+#include "checkpoint/checkpoint_meta.hpp"
 
 #include "dtlab/errors.hpp"
 

@@ -1,12 +1,12 @@
 // sharded_checkpoint.cpp: sharded checkpoints and resharding (layout in the header).
-#include "strategy/sharded_checkpoint.hpp"
-#include "dtlab/summary.hpp"
-#include "session/checkpoint_meta.hpp"
+#include "checkpoint/sharded_checkpoint.hpp"
+#include "dtlab/atomic_file.hpp"
+#include "checkpoint/checkpoint_meta.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>

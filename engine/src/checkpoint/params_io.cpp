@@ -1,7 +1,7 @@
 // params_io.cpp: parameter files and checksums (format in the header).
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
-#include "dtlab/summary.hpp"
+#include "dtlab/atomic_file.hpp"
 
 #include "dtlab/errors.hpp"
 

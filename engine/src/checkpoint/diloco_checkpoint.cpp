@@ -1,14 +1,14 @@
 // diloco_checkpoint.cpp: DiLoCo checkpoints (layout in the header).
-#include "strategy/diloco_checkpoint.hpp"
-#include "dtlab/summary.hpp"
-#include "session/checkpoint_meta.hpp"
+#include "checkpoint/diloco_checkpoint.hpp"
+#include "dtlab/atomic_file.hpp"
+#include "checkpoint/checkpoint_meta.hpp"
 
 #include "dtlab/diloco_theory.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "ft/replica_state.hpp"
-#include "worker/params_io.hpp"
+#include "checkpoint/params_io.hpp"
 
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
