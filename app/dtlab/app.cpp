@@ -175,16 +175,16 @@ void AppContext::openScenario(const Scenario& scenario) {
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* buckets = findView("ddp"))
-        buckets->view->open = m_scenario.strategy.kind == "ddp" && !m_scenario.fault_tolerance.enabled;
-    if (ViewSlot* bandwidth = findView("bandwidth")) bandwidth->view->open = m_scenario.strategy.kind == "collectives";
-    if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
+        buckets->view->open = m_scenario.strategy.kind == dt::StrategyKind::Ddp && !m_scenario.fault_tolerance.enabled;
+    if (ViewSlot* bandwidth = findView("bandwidth")) bandwidth->view->open = m_scenario.strategy.kind == dt::StrategyKind::Collectives;
+    if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == dt::StrategyKind::Pipeline;
     if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
     if (ViewSlot* diloco = findView("diloco")) // DiLoCo runs, and runs on a modelled link (its control is in the view)
-        diloco->view->open = m_scenario.strategy.kind == "diloco" || m_scenario.network.bandwidth_mbit_s > 0.0 ||
+        diloco->view->open = m_scenario.strategy.kind == dt::StrategyKind::Diloco || m_scenario.network.bandwidth_mbit_s > 0.0 ||
                              m_scenario.network.latency_ms > 0.0;
     gatherFacts();
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
-        std::to_string(m_scenario.run.steps) + " steps, " + m_scenario.strategy.kind + " (" +
+        std::to_string(m_scenario.run.steps) + " steps, " + strategyKindName(m_scenario.strategy.kind) + " (" +
         (m_scenario.path.empty() ? "built in" : m_scenario.path) + ")");
 }
 
@@ -216,12 +216,12 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
     if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
     if (ViewSlot* buckets = findView("ddp"))
-        buckets->view->open = m_scenario.strategy.kind == "ddp" && !m_scenario.fault_tolerance.enabled;
-    if (ViewSlot* bandwidth = findView("bandwidth")) bandwidth->view->open = m_scenario.strategy.kind == "collectives";
-    if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
+        buckets->view->open = m_scenario.strategy.kind == dt::StrategyKind::Ddp && !m_scenario.fault_tolerance.enabled;
+    if (ViewSlot* bandwidth = findView("bandwidth")) bandwidth->view->open = m_scenario.strategy.kind == dt::StrategyKind::Collectives;
+    if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == dt::StrategyKind::Pipeline;
     if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
     if (ViewSlot* diloco = findView("diloco")) // DiLoCo runs, and runs on a modelled link (its control is in the view)
-        diloco->view->open = m_scenario.strategy.kind == "diloco" || m_scenario.network.bandwidth_mbit_s > 0.0 ||
+        diloco->view->open = m_scenario.strategy.kind == dt::StrategyKind::Diloco || m_scenario.network.bandwidth_mbit_s > 0.0 ||
                              m_scenario.network.latency_ms > 0.0;
     say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
         " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
@@ -779,7 +779,7 @@ ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
     // for diloco runs and runs on a modelled link) take the pipeline's band,
     // stacked when both are open (fault-tolerant DiLoCo). On a run that is not
     // DiLoCo the DiLoCo view only holds the link control and its empty state.
-    const bool diloco_run = m_scenario.strategy.kind == "diloco";
+    const bool diloco_run = m_scenario.strategy.kind == dt::StrategyKind::Diloco;
     const float quorum_h =
         quorum_open ? std::round(std::min(QuorumView::preferredHeight(m_scenario.topology.ranks),
                                           body_h * (diloco_open && diloco_run ? 0.30f : 0.45f)))

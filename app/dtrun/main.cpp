@@ -119,7 +119,7 @@ dt::Scenario resolveScenario(const RunFlags& f) {
     }
     if (!f.overlap.empty()) s.strategy.overlap = f.overlap == "on";
     if (!f.strategy.empty()) {
-        s.strategy.kind = f.strategy;
+        s.strategy.kind = dt::strategyKindFromOverride(f.strategy, "--strategy");
         dt::validateScenario(s, "--strategy");
     }
     if (f.replicas != kNotGiven) {
@@ -247,8 +247,9 @@ int runCommand(const RunFlags& f) {
 
     if (!f.quiet) {
         std::cerr << "dtrun: " << scenario.name << ": " << scenario.topology.ranks << " ranks, " << scenario.run.steps
-                  << " steps, " << scenario.strategy.kind << " over "
-                  << (scenario.strategy.kind == "collectives" ? "the backends compared" : scenario.topology.backend);
+                  << " steps, " << dt::strategyKindName(scenario.strategy.kind) << " over "
+                  << (scenario.strategy.kind == dt::StrategyKind::Collectives ? "the backends compared"
+                                                                              : scenario.topology.backend);
         if (!f.external && dt::scenarioUsesMpi(scenario)) std::cerr << " (ranks started by mpirun)";
         if (f.pace > 0) std::cerr << "; paced at " << f.pace << " steps/s";
         if (scenario.fault_tolerance.enabled)
@@ -298,7 +299,7 @@ int runCommand(const RunFlags& f) {
     }
     if (!f.quiet || !record.ok) {
         if (record.ok) {
-            if (scenario.strategy.kind == "collectives") printBusBandwidth(record);
+            if (scenario.strategy.kind == dt::StrategyKind::Collectives) printBusBandwidth(record);
         } else {
             std::cerr << "dtrun: the run failed: " << record.failure_reason << "\n";
             for (const auto& log : record.logs)
@@ -365,7 +366,7 @@ int checkCommand(const std::string& path) {
     try {
         const dt::Scenario s = dt::loadScenarioFile(path);
         std::cout << path << ": ok: \"" << s.name << "\", " << s.topology.ranks << " ranks, " << s.model.kind << ", "
-                  << s.strategy.kind << ", " << s.run.steps << " steps, " << s.faults.size() << " fault(s)\n";
+                  << dt::strategyKindName(s.strategy.kind) << ", " << s.run.steps << " steps, " << s.faults.size() << " fault(s)\n";
         return 0;
     } catch (const dt::UsageError& e) {
         std::cerr << "dtrun: " << e.what() << "\n";
@@ -374,6 +375,14 @@ int checkCommand(const std::string& path) {
 }
 
 } // namespace
+
+// "override [strategy] kind: ddp, zero1, ..., tensor_parallel or collectives"
+static std::string strategyHelp() {
+    const std::vector<std::string> names = dt::strategyKindNames();
+    std::string help = "override [strategy] kind: ";
+    for (size_t i = 0; i < names.size(); ++i) help += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    return help;
+}
 
 int main(int argc, char** argv) {
     CLI::App app{"dtrun: run dtlab scenarios headless, or be one rank of a run"};
@@ -387,7 +396,7 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--batch-per-rank", run.batch_per_rank, "override the batch size per rank");
     run_cmd->add_option("--overlap", run.overlap, "DDP: all-reduce during backward (on) or after it (off)")
         ->check(CLI::IsMember({"on", "off"}));
-    run_cmd->add_option("--strategy", run.strategy, "override [strategy] kind: ddp, zero1, zero2, fsdp, hsdp, pipeline, diloco or tensor_parallel");
+    run_cmd->add_option("--strategy", run.strategy, strategyHelp());
     run_cmd->add_option("--replicas", run.replicas, "hsdp: override [topology] replicas");
     run_cmd->add_option("--microbatches", run.microbatches, "override [strategy] microbatches (gradient accumulation)");
     run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "save checkpoints into DIR/step-<S> (sharded strategies, diloco, ddp under [fault_tolerance])");

@@ -33,7 +33,7 @@ Scenario comparison() {
     Scenario s;
     s.name = "compare";
     s.topology.ranks = 2;
-    s.strategy.kind = "collectives";
+    s.strategy.kind = StrategyKind::Collectives;
     return s;
 }
 
@@ -47,7 +47,7 @@ TEST_CASE("The bandwidth view says why it is empty", "[gui][backends]") {
     CHECK(imgui.frame([&] { view.draw(in); }).balanced);
     RunModel model;
     Scenario ddp = comparison();
-    ddp.strategy.kind = "ddp";
+    ddp.strategy.kind = StrategyKind::Ddp;
     model.reset(ddp, 2);
     in.model = &model;
     CHECK(bandwidthEmpty(in) == BandwidthEmpty::NotComparison);

@@ -23,7 +23,7 @@ Scenario ddpScenario() {
     Scenario s;
     s.name = "ddp buckets";
     s.topology.ranks = 2;
-    s.strategy.kind = "ddp";
+    s.strategy.kind = StrategyKind::Ddp;
     s.strategy.bucket_mb = 1.0;
     return s;
 }
@@ -59,8 +59,8 @@ TEST_CASE("The DDP bucket view says why it is empty", "[gui][ddp]") {
         CHECK(imgui.frame([&] { view.draw(in); }).balanced);
     }
     SECTION("a strategy other than plain ddp has no buckets") {
-        for (const char* kind : {"fsdp", "pipeline", "tensor_parallel"}) {
-            CAPTURE(kind);
+        for (StrategyKind kind : {StrategyKind::Fsdp, StrategyKind::Pipeline, StrategyKind::TensorParallel}) {
+            CAPTURE(strategyKindName(kind));
             Scenario s = ddpScenario();
             s.strategy.kind = kind;
             RunModel model;

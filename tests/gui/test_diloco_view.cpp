@@ -27,7 +27,7 @@ Scenario dilocoScenario() {
     Scenario s;
     s.name = "diloco";
     s.topology.ranks = 2;
-    s.strategy.kind = "diloco";
+    s.strategy.kind = StrategyKind::Diloco;
     s.diloco.inner_steps = 4;
     s.diloco.fragments = 2;
     s.diloco.sync_delay = 1;
@@ -197,7 +197,7 @@ TEST_CASE("The DiLoCo view draws its empty states and a run", "[gui][diloco]") {
     SECTION("a run of another strategy: its own empty state") {
         RunModel model;
         Scenario s = dilocoScenario();
-        s.strategy.kind = "ddp";
+        s.strategy.kind = StrategyKind::Ddp;
         model.reset(s, 2);
         ViewInputs in;
         in.model = &model;

@@ -220,7 +220,7 @@ struct SyntheticFsdp {
         Scenario s;
         s.topology.ranks = world;
         s.model.layers = layers;
-        s.strategy.kind = kind;
+        if (!parseStrategyKind(kind, s.strategy.kind)) throw std::invalid_argument("no strategy kind " + kind);
         return s;
     }
     static int64_t at(int step, double ticks) { return kT0 + int64_t(step) * kStepNs + int64_t(ticks * double(kTick)); }
@@ -255,7 +255,7 @@ struct SyntheticFsdp {
         const UnitLayout layout = unitLayout(sc.model);
         const int64_t root_bytes = 4 * paddedNumel(layout.root_numel, N);
         const int64_t block_bytes = 4 * paddedNumel(layout.unit_numel[0], N);
-        const uint8_t group = sc.strategy.kind == "hsdp" ? groupIdShard(rank / N) : kGroupWorld;
+        const uint8_t group = sc.strategy.kind == dt::StrategyKind::Hsdp ? groupIdShard(rank / N) : kGroupWorld;
         uint64_t ag = uint64_t(step) * uint64_t(2 * L + 1), rs = uint64_t(step) * uint64_t(L + 1);
         double alive = 0.0;
         auto materialize = [&](int unit, double t, int for_backward) {
@@ -336,7 +336,7 @@ struct SyntheticPipeline {
         Scenario s;
         s.topology.ranks = ranks;
         s.topology.stages = stages;
-        s.strategy.kind = "pipeline";
+        s.strategy.kind = dt::StrategyKind::Pipeline;
         s.strategy.schedule = schedule;
         s.strategy.microbatches = microbatches;
         s.strategy.chunks_per_rank = chunks_per_rank;

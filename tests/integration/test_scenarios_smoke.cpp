@@ -89,7 +89,7 @@ void runScenariosWithChecks(const std::vector<std::string>& prefixes) {
             if (s["ok"] == true) {
                 CHECK(r.exit_code == 0);
                 CHECK(s["steps"] == scenario.run.steps);
-                if (scenario.strategy.kind != "collectives") {
+                if (scenario.strategy.kind != dt::StrategyKind::Collectives) {
                     REQUIRE(s["final_loss"].is_number());
                     CHECK(std::isfinite(s["final_loss"].get<double>()));
                 }
@@ -103,7 +103,7 @@ void runScenariosWithChecks(const std::vector<std::string>& prefixes) {
                 CHECK(names_a_faulted_rank);
                 for (const auto& f : scenario.faults) {
                     CAPTURE(f.rank, f.action);
-                    if (f.action == "kill" || f.action == "hang") CHECK(s["exit"][size_t(f.rank)]["signal"] == 9);
+                    if (f.action == dt::FaultAction::Kill || f.action == dt::FaultAction::Hang) CHECK(s["exit"][size_t(f.rank)]["signal"] == 9);
                 }
             }
             CHECK(it::waitForNoWorkers(2.0).empty());

@@ -156,11 +156,11 @@ TEST_CASE("A scenario's [[checks]] table is read and checked with file:line:colu
         REQUIRE(s.checks.size() == 2);
         CHECK(s.checks[0].claim == "loss falls");
         CHECK(s.checks[0].baseline.empty());
-        CHECK(s.checks[1].baseline.strategy == "ddp");
+        CHECK(s.checks[1].baseline.strategy == dt::StrategyKind::Ddp);
         CHECK(s.checks[1].baseline.microbatches == 2);
         CHECK(s.checks[1].baseline.describe() == "strategy = ddp, microbatches = 2");
         const dt::Scenario baseline = dt::scenarioForBaseline(s, s.checks[1].baseline);
-        CHECK(baseline.strategy.kind == "ddp");
+        CHECK(baseline.strategy.kind == dt::StrategyKind::Ddp);
         CHECK(baseline.strategy.microbatches == 2);
         CHECK(baseline.checks.empty());
         // The checks travel with the scenario (recordings, the ranks' copy).

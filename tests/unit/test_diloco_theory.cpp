@@ -62,7 +62,7 @@ TEST_CASE("DiLoCo's bytes per sync follow the cost model", "[diloco]") {
     dt::Scenario s;
     s.topology.ranks = 4;
     s.model.layers = 4;
-    s.strategy.kind = "diloco";
+    s.strategy.kind = dt::StrategyKind::Diloco;
     const int64_t total = dt::unitLayout(s.model).total();
 
     SECTION("one fp32 fragment sends DDP's bytes of one step") {

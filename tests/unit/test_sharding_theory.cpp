@@ -10,7 +10,7 @@ dt::Scenario scenario(const std::string& kind, int ranks, int replicas = 1) {
     dt::Scenario s;
     s.topology.ranks = ranks;
     s.topology.replicas = replicas;
-    s.strategy.kind = kind;
+    REQUIRE(dt::parseStrategyKind(kind, s.strategy.kind));
     s.model.layers = 4;
     return s;
 }

@@ -61,7 +61,7 @@ dt::RunRecord makeRecord() {
 
     dt::RunRecord record;
     record.scenario.name = "summary test";
-    record.scenario.strategy.kind = "ddp";
+    record.scenario.strategy.kind = dt::StrategyKind::Ddp;
     record.scenario.run.steps = 5;
     record.t_start_ns = kStartNs;
     record.t_end_ns = kStartNs + 2500 * kMs;
@@ -252,7 +252,7 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
 
     SECTION("an offloading run gets the host peak and the median copy and host-optimizer times") {
         CHECK_FALSE(nlohmann::json::parse(dt::summaryJson(record)).contains("offload"));
-        record.scenario.strategy.kind = "zero2";
+        record.scenario.strategy.kind = dt::StrategyKind::Zero2;
         record.scenario.strategy.offload_optimizer = true;
         const double down_ms[3] = {1.0, 3.0, 2.0}, up_ms[3] = {2.0, 2.0, 5.0};
         for (int s = 0; s < 3; ++s) {

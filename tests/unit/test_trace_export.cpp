@@ -57,7 +57,7 @@ Event work(int rank, EventKind kind, EventPhase phase, uint64_t seq, int step, i
 dt::RunRecord makeRecord() {
     dt::RunRecord record;
     record.scenario.name = "trace test";
-    record.scenario.strategy.kind = "ddp";
+    record.scenario.strategy.kind = dt::StrategyKind::Ddp;
     record.t_start_ns = kStartNs;
     record.t_end_ns = kStartNs + 400 * kMs;
     record.ok = false;

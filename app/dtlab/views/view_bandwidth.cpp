@@ -14,7 +14,7 @@ namespace dt::app {
 
 BandwidthEmpty bandwidthEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return BandwidthEmpty::NoRun;
-    if (inputs.model->scenario().strategy.kind != "collectives") return BandwidthEmpty::NotComparison;
+    if (inputs.model->scenario().strategy.kind != dt::StrategyKind::Collectives) return BandwidthEmpty::NotComparison;
     if (inputs.model->busBandwidthEvents().empty()) return BandwidthEmpty::NoPointYet;
     return BandwidthEmpty::None;
 }

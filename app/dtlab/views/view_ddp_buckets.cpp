@@ -16,7 +16,7 @@ namespace dt::app {
 BucketsEmpty ddpBucketsEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return BucketsEmpty::NoRun;
     const Scenario& s = inputs.model->scenario();
-    if (s.strategy.kind != "ddp" || s.fault_tolerance.enabled) return BucketsEmpty::NotDdp;
+    if (s.strategy.kind != dt::StrategyKind::Ddp || s.fault_tolerance.enabled) return BucketsEmpty::NotDdp;
     return BucketsEmpty::None;
 }
 

@@ -68,7 +68,7 @@ std::string linkLabel(double mbit_s, double latency_ms) {
 
 DilocoEmpty dilocoEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return DilocoEmpty::NoRun;
-    if (inputs.model->scenario().strategy.kind != "diloco") return DilocoEmpty::NotDiloco;
+    if (inputs.model->scenario().strategy.kind != dt::StrategyKind::Diloco) return DilocoEmpty::NotDiloco;
     return DilocoEmpty::None;
 }
 
@@ -101,7 +101,7 @@ DilocoViewState dilocoViewState(const RunModel& model, const std::vector<RankPro
                                 int64_t t_ns) {
     DilocoViewState st;
     const Scenario& sc = model.scenario();
-    st.diloco = sc.strategy.kind == "diloco";
+    st.diloco = sc.strategy.kind == dt::StrategyKind::Diloco;
     st.fault_tolerant = sc.fault_tolerance.enabled;
     st.inner_steps = std::max(1, sc.diloco.inner_steps);
     st.fragments = std::max(1, sc.diloco.fragments);

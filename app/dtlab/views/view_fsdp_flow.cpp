@@ -23,7 +23,7 @@ namespace dt::app {
 // [SECTION] Data (pure): the units' state at a moment
 // -----------------------------------------------------------------------------
 
-bool shardsParameters(const std::string& kind) { return kind == "fsdp" || kind == "hsdp"; }
+bool shardsParameters(StrategyKind kind) { return strategyTraits(kind).shards_parameters; }
 
 FlowEmpty fsdpFlowEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return FlowEmpty::NoRun;
@@ -230,7 +230,7 @@ void FsdpFlowView::draw(const ViewInputs& inputs) {
     }
     if (m_empty == FlowEmpty::NotSharded) {
         helpMarker(helpText());
-        const std::string& kind = inputs.model->scenario().strategy.kind;
+        const std::string kind = strategyKindName(inputs.model->scenario().strategy.kind);
         char title[96];
         std::snprintf(title, sizeof(title), "The \"%s\" strategy does not shard parameters: no units to gather",
                       kind.c_str());
@@ -266,7 +266,7 @@ void FsdpFlowView::drawHeader(const ViewInputs& inputs) {
     else if (m_state.step >= 0) ImGui::Text("|  step %d", m_state.step);
     else ImGui::TextDisabled("|  no step yet");
     ImGui::SameLine();
-    ImGui::TextDisabled("|  %s, N = %d shard%s per unit", model.scenario().strategy.kind.c_str(), m_state.shards,
+    ImGui::TextDisabled("|  %s, N = %d shard%s per unit", strategyKindName(model.scenario().strategy.kind), m_state.shards,
                         m_state.shards == 1 ? "" : "s");
 
     // The moment, on the same row: a slider over the run (sets the shared

@@ -33,7 +33,7 @@
 namespace dt::app {
 
 // True for the strategies that shard parameters (and so have units to gather).
-[[nodiscard]] bool shardsParameters(const std::string& strategy_kind);
+[[nodiscard]] bool shardsParameters(StrategyKind strategy_kind);
 
 // Why the view has nothing to draw (pure; tests check it).
 enum class FlowEmpty { None, NoRun, NotSharded };

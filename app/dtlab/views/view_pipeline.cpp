@@ -67,7 +67,7 @@ int stagesOf(const Scenario& scenario) { return std::max(1, scenario.topology.st
 PipeEmpty pipelineEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return PipeEmpty::NoRun;
     const Scenario& scenario = inputs.model->scenario();
-    if (scenario.strategy.kind != "pipeline" || scenario.topology.stages < 2) return PipeEmpty::NotPipeline;
+    if (scenario.strategy.kind != dt::StrategyKind::Pipeline || scenario.topology.stages < 2) return PipeEmpty::NotPipeline;
     return PipeEmpty::None;
 }
 
@@ -375,12 +375,12 @@ void PipelineView::draw(const ViewInputs& inputs) {
         helpMarker(helpText());
         const Scenario& scenario = inputs.model->scenario();
         char title[128];
-        if (scenario.strategy.kind == "pipeline")
+        if (scenario.strategy.kind == dt::StrategyKind::Pipeline)
             std::snprintf(title, sizeof(title), "A pipeline of %d stage has nothing to overlap: no bubble to show",
                           scenario.topology.stages);
         else
             std::snprintf(title, sizeof(title), "The \"%s\" strategy has no pipeline stages",
-                          scenario.strategy.kind.c_str());
+                          strategyKindName(scenario.strategy.kind));
         emptyState(title,
                    "This view needs [strategy] kind = \"pipeline\" and [topology] stages >= 2 in the scenario "
                    "(try scenarios/pipeline_gpipe_vs_1f1b.toml). Then each rank holds a slice of the blocks, "

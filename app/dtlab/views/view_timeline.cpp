@@ -757,8 +757,8 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
     if (s.microbatch >= 0) { ImGui::SameLine(); ImGui::Text("  microbatch %d", s.microbatch); }
     const bool unit_collective = s.kind == EventKind::AllGather || s.kind == EventKind::ReduceScatter;
     if (unit_collective && s.unit >= 0) ImGui::Text("FSDP unit %d (block %d)", s.unit, s.unit);
-    else if (unit_collective && model.scenario().strategy.kind != "ddp") ImGui::Text("FSDP unit root (embeddings, final norm, head)");
-    else if (s.unit >= 0 && model.scenario().strategy.kind == "pipeline") ImGui::Text("pipeline chunk %d", s.unit);
+    else if (unit_collective && model.scenario().strategy.kind != dt::StrategyKind::Ddp) ImGui::Text("FSDP unit root (embeddings, final norm, head)");
+    else if (s.unit >= 0 && model.scenario().strategy.kind == dt::StrategyKind::Pipeline) ImGui::Text("pipeline chunk %d", s.unit);
     else if (s.unit >= 0) ImGui::Text("%s %d", s.depth == RankLane::kCommRow ? "bucket" : "block", s.unit);
     formatDuration(a, sizeof(a), double(s.t0) - origin);
     ImGui::Text("start     +%s", a);

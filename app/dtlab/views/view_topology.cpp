@@ -92,18 +92,18 @@ namespace {
 // "world, shard 0, replicate 1: mpi" or "cross-replica (quorum): gloo".
 std::string rankGroupsLabel(const Scenario& s, int rank) {
     const std::string& backend = s.topology.backend;
-    if (s.strategy.kind == "collectives") {
+    if (s.strategy.kind == dt::StrategyKind::Collectives) {
         std::string names;
         for (const std::string& b : s.collectives.backends) names += (names.empty() ? "" : " and ") + b;
         return "world on " + names + " (compared)";
     }
     if (s.fault_tolerance.enabled) return "cross-replica (quorum): gloo, rebuilt per quorum";
-    if (s.strategy.kind == "hsdp") {
+    if (s.strategy.kind == dt::StrategyKind::Hsdp) {
         const int shards = std::max(1, s.topology.ranks / std::max(1, s.topology.replicas));
         return "world, shard " + std::to_string(rank / shards) + ", replicate " + std::to_string(rank % shards) + ": " +
                backend;
     }
-    if (s.strategy.kind == "pipeline" && s.topology.ranks > s.topology.stages)
+    if (s.strategy.kind == dt::StrategyKind::Pipeline && s.topology.ranks > s.topology.stages)
         return "world, stage " + std::to_string(rank % std::max(1, s.topology.stages)) + " data-parallel: " + backend;
     return "world: " + backend;
 }
@@ -202,7 +202,7 @@ void TopologyView::drawTile(AppContext& context, const RankProgress& p, float wi
     if (p.pid > 0)
         ImGui::TextDisabled("%s  pid %d  %s", p.host.empty() ? "localhost" : p.host.c_str(), p.pid,
                             context.scenario().fault_tolerance.enabled ? "gloo"
-                            : context.scenario().strategy.kind == "collectives" ? "gloo+mpi"
+                            : context.scenario().strategy.kind == dt::StrategyKind::Collectives ? "gloo+mpi"
                                                                                  : context.scenario().topology.backend.c_str());
     else ImGui::TextDisabled("not started");
     if (p.step >= 0) {
@@ -261,7 +261,7 @@ void TopologyView::drawFaultButtons(AppContext& context, const RankProgress& p) 
     drawSlowPopup(context, p.rank);
     place("Restart");
     const std::string restart_why =
-        "needs a fault-tolerant strategy (quorum): not available for " + context.scenario().strategy.kind;
+        std::string("needs a fault-tolerant strategy (quorum): not available for ") + strategyKindName(context.scenario().strategy.kind);
     context.button(("Restart" + tag).c_str(), false, live ? restart_why.c_str() : why);
     after();
     ImGui::PopStyleVar(2);

@@ -56,7 +56,7 @@ struct RecoveryMeasure {
 
 [[nodiscard]] RecoveryMeasure measureRecoveries(const std::vector<Event>& events, int world);
 
-// "kill", "hang", ... for a FaultInjected event (value = signal, or -command).
+// "kill", "hang", ... for a FaultInjected event (its value is the action's event_code, fault_actions.def).
 [[nodiscard]] std::string faultLabel(const Event& fault_injected);
 
 } // namespace dt

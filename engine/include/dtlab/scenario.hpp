@@ -7,8 +7,11 @@
 #pragma once
 
 #include "dtlab/errors.hpp"
+#include "dtlab/fault_action.hpp"
+#include "dtlab/strategy_kind.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +49,7 @@ struct DataConfig {
 };
 
 struct StrategyConfig {
+    // The kinds and their traits are listed in strategy_kinds.def:
     // "ddp"   replicate everything, all-reduce gradients
     // "zero1" shard optimizer state          (ZeRO stage 1)
     // "zero2" ... and gradients              (ZeRO stage 2)
@@ -57,7 +61,7 @@ struct StrategyConfig {
     // "diloco" every rank is a replica that trains on its own for [diloco]
     //          inner_steps, then the replicas average pseudo-gradients
     //          (classic DiLoCo, or Streaming DiLoCo with fragments)
-    std::string kind = "ddp";
+    StrategyKind kind = StrategyKind::Ddp;
     std::string schedule = "1f1b";  // pipeline: "gpipe" | "1f1b" | "interleaved" | "zb-h1"
     int chunks_per_rank = 1;        // pipeline: model chunks per rank (interleaved: >= 2)
     int slow_stage = -1;            // pipeline: a straggler stage (-1 = none) ...
@@ -171,29 +175,21 @@ struct ChaosConfig {
     bool enabled = false;
     uint64_t seed = 1;
     double mean_interval_s = 3.0;
-    std::vector<std::string> actions = {"kill", "hang", "slow"};
+    std::vector<FaultAction> actions = {FaultAction::Kill, FaultAction::Hang, FaultAction::Slow};
     double hang_s = 2.0;                // a hang is resumed after this
     double slow_ms = 100.0;             // a slow-down adds this to each step ...
     double slow_s = 3.0;                // ... for this long
 };
 
 // A fault the Session injects when a condition is seen in the live telemetry.
-//   kill            SIGKILL the rank
-//   hang            SIGSTOP it (resumed after duration_s when > 0)
-//   resume          SIGCONT it
-//   slow            add delay_ms to each of its steps (for duration_s when > 0)
-//   fail_collective its next cross-replica collective fails   (fault tolerance)
-//   nan_gradients   its next gradients are NaN                (fault tolerance)
-//   partition       its heartbeats and quorum requests are lost for duration_s (fault tolerance)
-//   delay_traffic   delay_ms added before each of its collectives (duration_s when > 0)
-//   kill_lighthouse stop the lighthouse; it comes back after duration_s when > 0 (fault tolerance)
+// The actions are listed, with what each does, in fault_actions.def.
 struct FaultConfig {
-    std::string action = "kill";
+    FaultAction action = FaultAction::Kill;
     int rank = 0;
     int step = 0;
-    std::string when = "allreduce";     // "allreduce": when that step's first all-reduce starts
-                                        // "step": when that step starts
-                                        // "time": at_s seconds after the run starts
+    FaultWhen when = FaultWhen::AllReduce; // allreduce: when that step's first all-reduce starts
+                                           // step: when that step starts
+                                           // time: at_s seconds after the run starts
     double at_s = 0.0;                  // when = "time"
     double duration_s = 0.0;            // hang, slow, partition, delay_traffic, kill_lighthouse; 0 = until undone
     double delay_ms = 100.0;            // slow, delay_traffic
@@ -232,7 +228,7 @@ struct NarrationCondition {
 // What a closing check's baseline run changes ([[checks]] baseline = { ... }):
 // the same scenario run again with these fields replaced; "" / 0 / -1 = unchanged.
 struct CheckBaseline {
-    std::string strategy;                // [strategy] kind
+    std::optional<StrategyKind> strategy; // [strategy] kind
     int microbatches = 0;                // [strategy] microbatches
     std::string schedule;                // [strategy] schedule
     int overlap = -1;                    // [strategy] overlap: 0 off, 1 on
@@ -241,7 +237,7 @@ struct CheckBaseline {
     std::string pipeline_data_parallel;  // [strategy] pipeline_data_parallel
     std::string pseudo_gradient;         // [diloco] pseudo_gradient
     [[nodiscard]] bool empty() const {
-        return strategy.empty() && microbatches == 0 && schedule.empty() && overlap < 0 && activation_checkpointing < 0 &&
+        return !strategy && microbatches == 0 && schedule.empty() && overlap < 0 && activation_checkpointing < 0 &&
                offload_optimizer < 0 && pipeline_data_parallel.empty() && pseudo_gradient.empty();
     }
     [[nodiscard]] std::string describe() const; // "strategy = ddp, microbatches = 8"
@@ -296,6 +292,10 @@ struct Scenario {
 // Re-check a scenario after overrides (e.g. --ranks from the command line).
 // `origin` names where the override came from for the message ("--ranks").
 void validateScenario(const Scenario& scenario, const std::string& origin);
+
+// The strategy a command-line override names ("--strategy", "zero2"); throws
+// UsageError "ORIGIN: [strategy] kind: expected one of ..., got ..." otherwise.
+[[nodiscard]] StrategyKind strategyKindFromOverride(const std::string& text, const std::string& origin);
 
 // JSON round trip (how the Session hands the resolved scenario to ranks).
 [[nodiscard]] std::string scenarioToJson(const Scenario& scenario);

@@ -82,9 +82,8 @@ struct ModelStateTheory {
 // Bytes one rank sends per training step by the cost model (see the table above).
 [[nodiscard]] int64_t bytesPerStepTheory(const Scenario& scenario);
 
-// One line naming the formula, for summaries and tooltips: "ZeRO-3: 16 Psi / N + root + largest unit".
-[[nodiscard]] std::string modelStateFormula(const std::string& strategy_kind);
-// The same, with the offload clause when the strategy offloads its optimizer.
+// One line naming the formula, for summaries and tooltips: "ZeRO-3: 16 Psi / N + root + largest unit",
+// with the offload clause when the strategy offloads its optimizer.
 [[nodiscard]] std::string modelStateFormula(const StrategyConfig& strategy);
 
 } // namespace dt

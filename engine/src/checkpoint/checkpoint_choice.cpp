@@ -55,7 +55,7 @@ void verifyCheckpoint(const std::string& step_dir, const Scenario& scenario) {
     }
     // The kind this scenario needs, and the kind on disk.
     const std::string needed = needsReplicaCheckpoint(scenario) ? "dtlab replica checkpoint"
-                               : scenario.strategy.kind == "diloco" ? "dtlab diloco checkpoint"
+                               : scenario.strategy.kind == StrategyKind::Diloco ? "dtlab diloco checkpoint"
                                                                     : "dtlab sharded checkpoint";
     const auto kindName = [](const std::string& f) {
         if (f == "dtlab replica checkpoint") return std::string("a fault-tolerant replica checkpoint");
@@ -66,7 +66,7 @@ void verifyCheckpoint(const std::string& step_dir, const Scenario& scenario) {
                        format == "dtlab sharded checkpoint";
     if (known && format != needed)
         throw UsageError("checkpoint '" + step_dir + "' is " + kindName(format) + "; this run ([strategy] kind = \"" +
-                         scenario.strategy.kind + "\"" + (scenario.fault_tolerance.enabled ? " under [fault_tolerance]" : "") +
+                         strategyKindName(scenario.strategy.kind) + "\"" + (scenario.fault_tolerance.enabled ? " under [fault_tolerance]" : "") +
                          ") needs " + kindName(needed));
     if (needed == "dtlab replica checkpoint") verifyReplicaCheckpoint(step_dir, scenario);
     else if (needed == "dtlab diloco checkpoint") verifyDilocoCheckpoint(step_dir, scenario);

@@ -127,7 +127,7 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
         Json meta;
         meta["format"] = "dtlab sharded checkpoint";
         meta["version"] = 1;
-        meta["strategy"] = scenario.strategy.kind;
+        meta["strategy"] = strategyKindName(scenario.strategy.kind);
         meta["shards"] = comm.size();
         meta["step"] = last_step;
         meta["adam_step"] = adam_step;

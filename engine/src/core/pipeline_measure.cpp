@@ -10,7 +10,7 @@ namespace dt {
 
 PipelineMeasure measurePipeline(const std::vector<Event>& events, const Scenario& s) {
     PipelineMeasure out;
-    if (s.strategy.kind != "pipeline") return out;
+    if (!strategyTraits(s.strategy.kind).uses_stages) return out;
     const int p = s.topology.stages, world = s.topology.ranks;
     struct Window {
         int64_t begin = INT64_MAX, end = INT64_MIN;

@@ -3,26 +3,18 @@
 // ranks interleave, so they are sorted by time first.
 #include "dtlab/recovery_measure.hpp"
 
+#include "dtlab/fault_action.hpp"
+
 #include <algorithm>
-#include <csignal>
 #include <set>
 
 namespace dt {
 
 std::string faultLabel(const Event& e) {
     if (e.kind == EventKind::LighthouseDown) return "lighthouse";
-    const int v = int(e.value);
-    if (v == SIGKILL) return "kill";
-    if (v == SIGSTOP) return "hang";
-    if (v == SIGCONT) return "resume";
-    switch (-v) { // control commands (telemetry_wire.hpp ControlCommand)
-    case 2: return "slow";
-    case 3: return "fail_collective";
-    case 4: return "nan_gradients";
-    case 5: return "partition";
-    case 6: return "delay_traffic";
-    default: return "fault";
-    }
+    FaultAction action = FaultAction::Kill;
+    if (faultActionFromEventCode(int(e.value), action)) return faultActionName(action);
+    return "fault";
 }
 
 RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
@@ -47,7 +39,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
 
     for (size_t i = 0; i < events.size(); ++i) {
         const Event& f = events[i];
-        const bool injected = f.kind == EventKind::FaultInjected && f.rank >= 0 && int(f.value) != SIGCONT;
+        const bool injected = f.kind == EventKind::FaultInjected && f.rank >= 0 && int(f.value) != faultActionTraits(FaultAction::Resume).event_code;
         if (!injected && f.kind != EventKind::LighthouseDown) continue;
         Recovery r;
         r.fault = faultLabel(f);

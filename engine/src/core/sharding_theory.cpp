@@ -37,15 +37,15 @@ int64_t paddedNumel(int64_t numel, int shards) {
 }
 
 int shardCount(const Scenario& s) {
-    const std::string& k = s.strategy.kind;
-    if (k == "ddp" || k == "pipeline" || k == "diloco") return 1;
-    if (k == "hsdp") return s.topology.ranks / std::max(1, s.topology.replicas);
+    const StrategyKind k = s.strategy.kind;
+    if (k == StrategyKind::Ddp || k == StrategyKind::Pipeline || k == StrategyKind::Diloco) return 1;
+    if (k == StrategyKind::Hsdp) return s.topology.ranks / std::max(1, s.topology.replicas);
     return s.topology.ranks;
 }
 
 ModelStateTheory modelStateTheory(const Scenario& s) {
     const UnitLayout layout = unitLayout(s.model);
-    const std::string& k = s.strategy.kind;
+    const StrategyKind k = s.strategy.kind;
     const int N = shardCount(s);
     int64_t padded = 0, largest_unit = 0;
     for (int64_t u : layout.unit_numel) {
@@ -57,7 +57,7 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
     const int64_t shard = padded / N; // every unit's padded size divides by N
 
     ModelStateTheory t;
-    if (k == "pipeline") { // each stage holds about 1/p of the model, whole
+    if (k == StrategyKind::Pipeline) { // each stage holds about 1/p of the model, whole
         const int64_t stage = layout.total() / std::max(1, s.topology.stages);
         t.parameters = 4 * stage;
         t.gradients = 4 * stage;
@@ -75,7 +75,7 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
         }
         return t;
     }
-    if (k == "tensor_parallel") { // Megatron: each block's Linear weights split N ways, the rest whole
+    if (k == StrategyKind::TensorParallel) { // Megatron: each block's Linear weights split N ways, the rest whole
         const int64_t C = s.model.d_model, R = s.model.mlp_ratio, W = std::max(1, s.topology.ranks);
         const int64_t split = (3 * C * C + 3 * C) + C * C + (R * C * C + R * C) + R * C * C; // qkv, proj W, fc1, fc2 W
         const int64_t whole = 2 * C + C + 2 * C + C;                                          // ln1, proj b, ln2, fc2 b
@@ -85,21 +85,21 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
         t.optimizer_state = 8 * per_rank;
         return t;
     }
-    if (k == "diloco") { // local and global copies; inner optimizer state and the outer momentum
+    if (k == StrategyKind::Diloco) { // local and global copies; inner optimizer state and the outer momentum
         t.parameters = 8 * layout.total();
         t.gradients = 4 * layout.total();
         t.optimizer_state = (s.optimizer.kind == "sgd" ? 0 : 8 * layout.total()) + 4 * layout.total();
         return t;
     }
-    if (k == "ddp") {
+    if (k == StrategyKind::Ddp) {
         t.parameters = 4 * layout.total();
         t.gradients = 4 * layout.total();
         t.optimizer_state = 8 * layout.total();
-    } else if (k == "zero1") {
+    } else if (k == StrategyKind::Zero1) {
         t.parameters = 4 * padded;
         t.gradients = 4 * padded;
         t.optimizer_state = 8 * shard;
-    } else if (k == "zero2") {
+    } else if (k == StrategyKind::Zero2) {
         t.parameters = 4 * padded;
         t.gradients = 4 * shard;
         t.optimizer_state = 8 * shard;
@@ -121,20 +121,20 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
 
 int64_t bytesPerStepTheory(const Scenario& s) {
     const UnitLayout layout = unitLayout(s.model);
-    const std::string& k = s.strategy.kind;
+    const StrategyKind k = s.strategy.kind;
     const int W = s.topology.ranks;
     const int N = shardCount(s);
     const int M = s.strategy.microbatches;
     const int grad_syncs = s.strategy.sync_every_microbatch ? M : 1;
-    if (k == "ddp") return grad_syncs * (2 * int64_t(W - 1) * 4 * layout.total() / W);
-    if (k == "tensor_parallel") { // 4 all-reduces of (B/M) x T x C fp32 per block and microbatch
+    if (k == StrategyKind::Ddp) return grad_syncs * (2 * int64_t(W - 1) * 4 * layout.total() / W);
+    if (k == StrategyKind::TensorParallel) { // 4 all-reduces of (B/M) x T x C fp32 per block and microbatch
         const int64_t call = 4 * int64_t(s.data.batch_per_rank / M) * s.model.context * s.model.d_model;
         return int64_t(M) * s.model.layers * 4 * (2 * int64_t(W - 1) * call / W);
     }
-    if (k == "diloco") { // the average over H steps (diloco_theory.hpp has the per-sync figures)
+    if (k == StrategyKind::Diloco) { // the average over H steps (diloco_theory.hpp has the per-sync figures)
         return dilocoTheory(s).bytes_per_period / std::max(1, s.diloco.inner_steps);
     }
-    if (k == "pipeline") { // an inner stage: every microbatch's activation forward and gradient back,
+    if (k == StrategyKind::Pipeline) { // an inner stage: every microbatch's activation forward and gradient back,
                            // once per chunk; plus the all-reduce of its 1/p of the model across pipelines
         const int p = std::max(1, s.topology.stages), d = W / p;
         const int64_t activations = int64_t(s.data.batch_per_rank) * s.model.context * s.model.d_model * 4;
@@ -153,41 +153,45 @@ int64_t bytesPerStepTheory(const Scenario& s) {
         const bool is_root = has_root && i + 1 == units.size();
         const int64_t padded = paddedNumel(units[i], N);
         total += grad_syncs * reduceScatter(padded);
-        if (k == "zero1" || k == "zero2") {
+        if (!strategyTraits(k).shards_parameters) { // zero1, zero2
             total += allGather(padded); // the updated shards, once after the optimizer
         } else {
             total += M * allGather(padded);              // forward
             if (!is_root) total += M * allGather(padded); // backward (the root stays materialized)
         }
     }
-    if (k == "hsdp") {
+    if (k == StrategyKind::Hsdp) {
         const int R = s.topology.replicas;
         for (int64_t u : units) total += grad_syncs * 2 * int64_t(R - 1) * (4 * paddedNumel(u, N) / N) / R;
     }
     return total;
 }
 
-std::string modelStateFormula(const std::string& k) {
-    if (k == "ddp") return "DDP: params 4 Psi + grads 4 Psi + AdamW 8 Psi = 16 Psi per rank";
-    if (k == "zero1") return "ZeRO-1: 4 Psi + 4 Psi + 8 Psi / N";
-    if (k == "zero2") return "ZeRO-2: 4 Psi + (4 + 8) Psi / N";
-    if (k == "fsdp") return "ZeRO-3 / FSDP: 16 Psi / N + root + largest unit materialized";
-    if (k == "hsdp") return "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit";
-    if (k == "pipeline") return "Pipeline: each stage holds its blocks whole, about 16 Psi / p";
-    if (k == "pipeline+zero1") return "Pipeline + ZeRO-1: about (4 + 4) Psi / p + 8 Psi / (p d) over d pipelines";
-    if (k == "pipeline+fsdp")
-        return "Pipeline + FSDP: about 16 Psi / (p d) between steps over d pipelines, + the whole stage (4 Psi / p) "
-               "and its gradients during a step";
-    if (k == "tensor_parallel")
-        return "Tensor parallel: embeddings, norms and head whole + 1/N of each block's Linear weights, x 16 bytes";
-    if (k == "diloco") return "DiLoCo: local 4 Psi + global 4 Psi + grads 4 Psi + inner AdamW 8 Psi + outer momentum 4 Psi = 24 Psi";
-    return "";
-}
-
 std::string modelStateFormula(const StrategyConfig& strategy) {
-    const bool sharded_pipeline = strategy.kind == "pipeline" && strategy.pipeline_data_parallel != "ddp";
-    std::string formula =
-        modelStateFormula(sharded_pipeline ? "pipeline+" + strategy.pipeline_data_parallel : strategy.kind);
+    std::string formula;
+    switch (strategy.kind) {
+    case StrategyKind::Ddp: formula = "DDP: params 4 Psi + grads 4 Psi + AdamW 8 Psi = 16 Psi per rank"; break;
+    case StrategyKind::Zero1: formula = "ZeRO-1: 4 Psi + 4 Psi + 8 Psi / N"; break;
+    case StrategyKind::Zero2: formula = "ZeRO-2: 4 Psi + (4 + 8) Psi / N"; break;
+    case StrategyKind::Fsdp: formula = "ZeRO-3 / FSDP: 16 Psi / N + root + largest unit materialized"; break;
+    case StrategyKind::Hsdp: formula = "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit"; break;
+    case StrategyKind::Pipeline:
+        if (strategy.pipeline_data_parallel == "zero1")
+            formula = "Pipeline + ZeRO-1: about (4 + 4) Psi / p + 8 Psi / (p d) over d pipelines";
+        else if (strategy.pipeline_data_parallel == "fsdp")
+            formula = "Pipeline + FSDP: about 16 Psi / (p d) between steps over d pipelines, + the whole stage (4 Psi / "
+                      "p) and its gradients during a step";
+        else
+            formula = "Pipeline: each stage holds its blocks whole, about 16 Psi / p";
+        break;
+    case StrategyKind::TensorParallel:
+        formula = "Tensor parallel: embeddings, norms and head whole + 1/N of each block's Linear weights, x 16 bytes";
+        break;
+    case StrategyKind::Diloco:
+        formula = "DiLoCo: local 4 Psi + global 4 Psi + grads 4 Psi + inner AdamW 8 Psi + outer momentum 4 Psi = 24 Psi";
+        break;
+    case StrategyKind::Collectives: break;
+    }
     if (strategy.offload_optimizer)
         formula += "; offload: AdamW 8 Psi / N leaves the device, and the host holds it with an fp32 shard and its "
                    "gradient, 16 Psi / N";

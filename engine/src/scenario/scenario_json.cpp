@@ -11,20 +11,48 @@ namespace dt {
 
 using nlohmann::json;
 
+namespace {
+
+// The kinds travel by name, so recordings keep reading the same.
+StrategyKind strategyKindFromJson(const json& j) {
+    const std::string name = j.get<std::string>();
+    StrategyKind kind = StrategyKind::Ddp;
+    if (!parseStrategyKind(name, kind)) throw UsageError("invalid scenario JSON: unknown strategy kind \"" + name + "\"");
+    return kind;
+}
+
+FaultAction faultActionFromJson(const json& j) {
+    const std::string name = j.get<std::string>();
+    FaultAction action = FaultAction::Kill;
+    if (!parseFaultAction(name, action)) throw UsageError("invalid scenario JSON: unknown fault action \"" + name + "\"");
+    return action;
+}
+
+FaultWhen faultWhenFromJson(const json& j) {
+    const std::string name = j.get<std::string>();
+    FaultWhen when = FaultWhen::AllReduce;
+    if (!parseFaultWhen(name, when)) throw UsageError("invalid scenario JSON: unknown fault time \"" + name + "\"");
+    return when;
+}
+
+} // namespace
+
 std::string scenarioToJson(const Scenario& s) {
     json faults = json::array();
     for (const FaultConfig& f : s.faults) {
         faults.push_back({
-            {"action", f.action},
+            {"action", faultActionName(f.action)},
             {"rank", f.rank},
             {"step", f.step},
-            {"when", f.when},
+            {"when", faultWhenName(f.when)},
             {"at_s", f.at_s},
             {"duration_s", f.duration_s},
             {"delay_ms", f.delay_ms},
             {"where", {{"file", f.where.file}, {"line", f.where.line}, {"column", f.where.column}}},
         });
     }
+    json chaos_actions = json::array();
+    for (FaultAction action : s.chaos.actions) chaos_actions.push_back(faultActionName(action));
     json steps = json::array();
     for (const NarrationStep& n : s.steps) {
         steps.push_back({
@@ -40,7 +68,7 @@ std::string scenarioToJson(const Scenario& s) {
         checks.push_back({
             {"claim", c.claim},
             {"expect", c.expect},
-            {"baseline", {{"strategy", b.strategy}, {"microbatches", b.microbatches}, {"schedule", b.schedule},
+            {"baseline", {{"strategy", b.strategy ? strategyKindName(*b.strategy) : ""}, {"microbatches", b.microbatches}, {"schedule", b.schedule},
                           {"overlap", b.overlap}, {"activation_checkpointing", b.activation_checkpointing},
                           {"offload_optimizer", b.offload_optimizer}, {"pipeline_data_parallel", b.pipeline_data_parallel},
                           {"pseudo_gradient", b.pseudo_gradient}}},
@@ -72,7 +100,7 @@ std::string scenarioToJson(const Scenario& s) {
           {"hidden", s.model.hidden}}},
         {"data", {{"source", s.data.source}, {"path", s.data.path}, {"batch_per_rank", s.data.batch_per_rank}}},
         {"strategy",
-         {{"kind", s.strategy.kind},
+         {{"kind", strategyKindName(s.strategy.kind)},
           {"bucket_mb", s.strategy.bucket_mb},
           {"overlap", s.strategy.overlap},
           {"forward_prefetch", s.strategy.forward_prefetch},
@@ -131,7 +159,7 @@ std::string scenarioToJson(const Scenario& s) {
          {{"enabled", s.chaos.enabled},
           {"seed", s.chaos.seed},
           {"mean_interval_s", s.chaos.mean_interval_s},
-          {"actions", s.chaos.actions},
+          {"actions", chaos_actions},
           {"hang_s", s.chaos.hang_s},
           {"slow_ms", s.chaos.slow_ms},
           {"slow_s", s.chaos.slow_s}}},
@@ -179,7 +207,7 @@ Scenario scenarioFromJson(const std::string& text) {
         st.at("chunks_per_rank").get_to(s.strategy.chunks_per_rank);
         st.at("slow_stage").get_to(s.strategy.slow_stage);
         st.at("slow_stage_ms").get_to(s.strategy.slow_stage_ms);
-        st.at("kind").get_to(s.strategy.kind);
+        s.strategy.kind = strategyKindFromJson(st.at("kind"));
         st.at("bucket_mb").get_to(s.strategy.bucket_mb);
         st.at("overlap").get_to(s.strategy.overlap);
         st.at("forward_prefetch").get_to(s.strategy.forward_prefetch);
@@ -214,10 +242,10 @@ Scenario scenarioFromJson(const std::string& text) {
 
         for (const json& jf : j.at("faults")) {
             FaultConfig f;
-            jf.at("action").get_to(f.action);
+            f.action = faultActionFromJson(jf.at("action"));
             jf.at("rank").get_to(f.rank);
             jf.at("step").get_to(f.step);
-            jf.at("when").get_to(f.when);
+            f.when = faultWhenFromJson(jf.at("when"));
             if (jf.contains("at_s")) { // recordings from before fault tolerance have none of these
                 jf.at("at_s").get_to(f.at_s);
                 jf.at("duration_s").get_to(f.duration_s);
@@ -250,7 +278,8 @@ Scenario scenarioFromJson(const std::string& text) {
                 jc.at("claim").get_to(c.claim);
                 jc.at("expect").get_to(c.expect);
                 const json& b = jc.at("baseline");
-                b.at("strategy").get_to(c.baseline.strategy);
+                if (const std::string name = b.at("strategy").get<std::string>(); !name.empty())
+                    c.baseline.strategy = strategyKindFromJson(b.at("strategy"));
                 b.at("microbatches").get_to(c.baseline.microbatches);
                 b.at("schedule").get_to(c.baseline.schedule);
                 b.at("overlap").get_to(c.baseline.overlap);
@@ -301,7 +330,8 @@ Scenario scenarioFromJson(const std::string& text) {
             ch.at("enabled").get_to(s.chaos.enabled);
             ch.at("seed").get_to(s.chaos.seed);
             ch.at("mean_interval_s").get_to(s.chaos.mean_interval_s);
-            ch.at("actions").get_to(s.chaos.actions);
+            s.chaos.actions.clear();
+            for (const json& action : ch.at("actions")) s.chaos.actions.push_back(faultActionFromJson(action));
             ch.at("hang_s").get_to(s.chaos.hang_s);
             ch.at("slow_ms").get_to(s.chaos.slow_ms);
             ch.at("slow_s").get_to(s.chaos.slow_s);

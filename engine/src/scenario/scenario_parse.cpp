@@ -222,6 +222,18 @@ private:
         return node.as_boolean()->get();
     }
 
+    // The kinds: readString has checked the name against the list, so the lookups succeed.
+    StrategyKind readStrategyKind(const toml::node& node) const {
+        StrategyKind kind = StrategyKind::Ddp;
+        (void)parseStrategyKind(readString("strategy", "kind", node), kind);
+        return kind;
+    }
+    FaultAction readFaultAction(const std::string& table, const std::string& key, const toml::node& node) const {
+        FaultAction action = FaultAction::Kill;
+        (void)parseFaultAction(readString(table, key, node), action);
+        return action;
+    }
+
     std::string readString(const std::string& table, const std::string& key, const toml::node& node) const {
         if (!node.is_string()) failType(table, key, node, "a string");
         std::string value = node.as_string()->get();
@@ -308,7 +320,7 @@ private:
 
     void readStrategy(const toml::table& t, StrategyConfig& out) const {
         for (const Entry& e : checkedEntries(t, "strategy", kStrategyKeys)) {
-            if (e.key == "kind") out.kind = readString("strategy", e.key, *e.node);
+            if (e.key == "kind") out.kind = readStrategyKind(*e.node);
             else if (e.key == "bucket_mb") out.bucket_mb = readFloat("strategy", e.key, *e.node);
             else if (e.key == "overlap") out.overlap = readBool("strategy", e.key, *e.node);
             else if (e.key == "forward_prefetch") out.forward_prefetch = readBool("strategy", e.key, *e.node);
@@ -407,10 +419,7 @@ private:
                 out.actions.clear();
                 for (const toml::node& item : *e.node->as_array()) {
                     if (!item.is_string()) failType("chaos", "actions", item, "an array of strings");
-                    const std::string action = item.as_string()->get();
-                    const std::string problem = scenario_rules::checkString("chaos", "actions", action);
-                    if (!problem.empty()) fail(item.source(), problem);
-                    out.actions.push_back(action);
+                    out.actions.push_back(readFaultAction("chaos", "actions", item));
                 }
             }
         }
@@ -425,10 +434,10 @@ private:
             const toml::source_region& where = item.source();
             fault.where = SourceLocation{m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
             for (const Entry& e : checkedEntries(*item.as_table(), "faults", kFaultKeys)) {
-                if (e.key == "action") fault.action = readString("faults", e.key, *e.node);
+                if (e.key == "action") fault.action = readFaultAction("faults", e.key, *e.node);
                 else if (e.key == "rank") fault.rank = readInt("faults", e.key, *e.node);
                 else if (e.key == "step") fault.step = readInt("faults", e.key, *e.node);
-                else if (e.key == "when") fault.when = readString("faults", e.key, *e.node);
+                else if (e.key == "when") (void)parseFaultWhen(readString("faults", e.key, *e.node), fault.when);
                 else if (e.key == "at_s") fault.at_s = readFloat("faults", e.key, *e.node);
                 else if (e.key == "duration_s") fault.duration_s = readFloat("faults", e.key, *e.node);
                 else if (e.key == "delay_ms") fault.delay_ms = readFloat("faults", e.key, *e.node);
@@ -500,7 +509,7 @@ private:
         if (!node.is_table())
             fail(node.source(), "[[checks]] baseline: expected a table such as { strategy = \"ddp\" }, got " + typeName(node));
         for (const Entry& e : checkedEntries(*node.as_table(), "checks.baseline", kBaselineKeys)) {
-            if (e.key == "strategy") b.strategy = readString("strategy", "kind", *e.node);
+            if (e.key == "strategy") b.strategy = readStrategyKind(*e.node);
             else if (e.key == "microbatches") b.microbatches = readInt("strategy", e.key, *e.node);
             else if (e.key == "schedule") b.schedule = readString("strategy", e.key, *e.node);
             else if (e.key == "overlap") b.overlap = readBool("strategy", e.key, *e.node) ? 1 : 0;

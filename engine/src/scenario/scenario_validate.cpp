@@ -104,7 +104,7 @@ struct EnumRule {
 const EnumRule kEnumRules[] = {
     {"model", "kind", {"tiny_gpt", "mlp"}},
     {"data", "source", {"fortunes", "fashion_mnist"}},
-    {"strategy", "kind", {"ddp", "zero1", "zero2", "fsdp", "hsdp", "pipeline", "diloco", "tensor_parallel", "collectives"}},
+    {"strategy", "kind", strategyKindNames()},
     {"topology", "backend", {"gloo", "mpi"}},
     {"collectives", "ops", {"all_reduce", "all_gather", "reduce_scatter"}},
     {"collectives", "backends", {"gloo", "mpi"}},
@@ -112,11 +112,10 @@ const EnumRule kEnumRules[] = {
     {"strategy", "pipeline_data_parallel", {"ddp", "zero1", "fsdp"}},
     {"optimizer", "kind", {"adamw", "sgd"}},
     {"diloco", "pseudo_gradient", {"fp32", "bf16", "int8", "int4"}},
-    {"faults", "action", {"kill", "hang", "resume", "slow", "fail_collective", "nan_gradients", "partition",
-                          "delay_traffic", "kill_lighthouse"}},
-    {"faults", "when", {"allreduce", "step", "time"}},
+    {"faults", "action", faultActionNames()},
+    {"faults", "when", {std::begin(kFaultWhenNames), std::end(kFaultWhenNames)}},
     {"fault_tolerance", "restart", {"auto", "manual", "never"}},
-    {"chaos", "actions", {"kill", "hang", "slow", "fail_collective", "nan_gradients", "partition"}},
+    {"chaos", "actions", faultActionNames(/*chaos_only=*/true)},
     {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "ddp", "pipeline", "quorum", "diloco", "bandwidth"}},
 };
 
@@ -124,6 +123,13 @@ std::string formatNumber(double value) {
     std::ostringstream out;
     out << value;
     return out.str();
+}
+
+// "\"a\", \"b\""
+std::string quotedList(const std::vector<std::string>& names) {
+    std::string list;
+    for (const std::string& name : names) list += (list.empty() ? "\"" : ", \"") + name + "\"";
+    return list;
 }
 
 std::string prefix(const std::string& table, const std::string& key) {
@@ -184,9 +190,7 @@ std::string checkString(const std::string& table, const std::string& key, const 
         if (table != rule.table || key != rule.key) continue;
         for (const std::string& allowed : rule.allowed)
             if (value == allowed) return "";
-        std::string list;
-        for (const std::string& allowed : rule.allowed) list += (list.empty() ? "\"" : ", \"") + allowed + "\"";
-        return prefix(table, key) + (rule.allowed.size() == 1 ? "expected " : "expected one of ") + list +
+        return prefix(table, key) + (rule.allowed.size() == 1 ? "expected " : "expected one of ") + quotedList(rule.allowed) +
                ", got \"" + value + "\"";
     }
     return "";
@@ -217,16 +221,18 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     const int steps = s.run.steps;
     const StrategyConfig& st = s.strategy;
     const int replicas = s.topology.replicas;
-    if (replicas > 1 && st.kind != "hsdp")
+    const StrategyTraits& traits = strategyTraits(st.kind);
+    const std::string kind_name = traits.name;
+    if (replicas > 1 && st.kind != StrategyKind::Hsdp)
         return Problem{"topology", {"replicas"}, -1,
                        "[topology] replicas = " + std::to_string(replicas) + " needs [strategy] kind = \"hsdp\" (" +
-                           st.kind + " uses one group of all ranks)"};
+                           kind_name + " uses one group of all ranks)"};
     if (ranks % replicas != 0)
         return Problem{"topology", {"replicas", "ranks"}, -1,
                        "[topology] ranks " + std::to_string(ranks) + " is not divisible by replicas " +
                            std::to_string(replicas) + " (every replica group shards the model over the same number of ranks)"};
     const int stages = s.topology.stages;
-    if (st.kind == "pipeline") {
+    if (traits.uses_stages) {
         if (ranks % stages != 0)
             return Problem{"topology", {"stages", "ranks"}, -1,
                            "[topology] ranks " + std::to_string(ranks) + " is not divisible by stages " +
@@ -262,7 +268,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
         return Problem{"topology", {"stages"}, -1,
                        "[topology] stages = " + std::to_string(stages) + " needs [strategy] kind = \"pipeline\""};
     }
-    if (st.kind == "tensor_parallel") {
+    if (st.kind == StrategyKind::TensorParallel) {
         if (s.model.kind != "tiny_gpt")
             return Problem{"strategy", {"kind"}, -1,
                            "[strategy] kind = \"tensor_parallel\" needs [model] kind = \"tiny_gpt\" (its attention "
@@ -280,14 +286,14 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"strategy", {"activation_checkpointing"}, -1,
                            "[strategy] activation_checkpointing is not supported with kind = \"tensor_parallel\" yet"};
     }
-    if (st.pipeline_data_parallel != "ddp" && st.kind != "pipeline")
+    if (st.pipeline_data_parallel != "ddp" && !traits.uses_stages)
         return Problem{"strategy", {"pipeline_data_parallel"}, -1,
                        "[strategy] pipeline_data_parallel is for kind = \"pipeline\" (how pipelines side by side keep "
-                       "a stage equal); " + st.kind + " has no stages"};
-    if (st.offload_optimizer && st.kind != "zero1" && st.kind != "zero2" && st.kind != "fsdp" && st.kind != "hsdp")
+                       "a stage equal); " + kind_name + " has no stages"};
+    if (st.offload_optimizer && !traits.shards_optimizer)
         return Problem{"strategy", {"offload_optimizer"}, -1,
                        "[strategy] offload_optimizer needs a sharded kind (zero1, zero2, fsdp or hsdp): ZeRO-Offload "
-                       "moves each rank's optimizer shard to the host; " + st.kind + " is not sharded that way"};
+                       "moves each rank's optimizer shard to the host; " + kind_name + " is not sharded that way"};
     if (s.data.batch_per_rank % st.microbatches != 0)
         return Problem{"strategy", {"microbatches"}, -1,
                        "[strategy] microbatches " + std::to_string(st.microbatches) + " does not divide [data] batch_per_rank " +
@@ -295,11 +301,11 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     if (st.activation_checkpointing && s.model.kind != "tiny_gpt")
         return Problem{"strategy", {"activation_checkpointing"}, -1,
                        "[strategy] activation_checkpointing needs [model] kind = \"tiny_gpt\" (its transformer blocks are the units recomputed)"};
-    if (s.optimizer.kind == "sgd" && st.kind != "ddp" && st.kind != "diloco")
+    if (s.optimizer.kind == "sgd" && st.kind != StrategyKind::Ddp && st.kind != StrategyKind::Diloco)
         return Problem{"optimizer", {"kind"}, -1,
-                       "[optimizer] kind = \"sgd\" works with [strategy] kind = \"ddp\" or \"diloco\"; " + st.kind +
+                       "[optimizer] kind = \"sgd\" works with [strategy] kind = \"ddp\" or \"diloco\"; " + kind_name +
                            " uses AdamW (\"adamw\")"};
-    if (st.kind == "diloco") {
+    if (st.kind == StrategyKind::Diloco) {
         const DilocoConfig& d = s.diloco;
         if (d.inner_steps % d.fragments != 0)
             return Problem{"diloco", {"fragments", "inner_steps"}, -1,
@@ -320,20 +326,20 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             return Problem{"strategy", {"sync_every_microbatch"}, -1,
                            "[strategy] sync_every_microbatch has no meaning under diloco (inner steps never communicate)"};
     }
-    const bool sharded = st.kind == "zero1" || st.kind == "zero2" || st.kind == "fsdp" || st.kind == "hsdp";
+    const bool sharded = traits.shards_optimizer; // writes sharded checkpoints
     const bool wants_checkpoints = !s.run.checkpoint_dir.empty() || !s.run.resume_from.empty();
-    if (st.kind == "diloco" && wants_checkpoints && s.fault_tolerance.enabled)
+    if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.fault_tolerance.enabled)
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
                        "[run] checkpoints of fault-tolerant DiLoCo are not supported yet (a DiLoCo run without "
                        "[fault_tolerance] writes them)"};
-    if (st.kind == "diloco" && wants_checkpoints && s.diloco.sync_delay > 0)
+    if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.diloco.sync_delay > 0)
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
                        "[run] DiLoCo checkpoints need [diloco] sync_delay = 0 (with a delay a pseudo-gradient is always "
                        "in flight, and a checkpoint would miss it)"};
-    if (!sharded && st.kind != "diloco" && !s.fault_tolerance.enabled && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
+    if (!sharded && st.kind != StrategyKind::Diloco && !s.fault_tolerance.enabled && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
         return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
                        "[run] checkpoints need [strategy] kind = zero1, zero2, fsdp or hsdp (sharded), diloco, or ddp under "
-                       "[fault_tolerance] (replica checkpoints); not " + st.kind + " on its own"};
+                       "[fault_tolerance] (replica checkpoints); not " + kind_name + " on its own"};
     if (!s.run.checkpoint_dir.empty() && s.run.resume_from.empty()) {
         // A checkpoint is never overwritten: refuse before anything starts.
         // (When resuming, the steps saved depend on the checkpoint chosen:
@@ -355,7 +361,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            "[run] resume_from: '" + s.run.resume_from +
                                "' is not a directory (expected one checkpoint, DIR/step-<S>, or a checkpoint_dir DIR: its newest valid step)"};
     }
-    if (st.kind == "collectives") {
+    if (st.kind == StrategyKind::Collectives) {
         const CollectivesConfig& c = s.collectives;
         if (c.ops.empty() || c.sizes_kb.empty() || c.backends.empty())
             return Problem{"collectives", {"ops", "sizes_kb", "backends"}, -1,
@@ -382,11 +388,11 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                        "Under [fault_tolerance] each replica group is one rank, so there is no fixed dimension left for "
                        "MPI: set backend = \"gloo\""};
     if (ft.enabled) {
-        if (s.strategy.kind != "ddp" && s.strategy.kind != "diloco")
+        if (!strategyTraits(s.strategy.kind).fault_tolerant)
             return Problem{"fault_tolerance", {"enabled"}, -1,
                            "[fault_tolerance] works with [strategy] kind = \"ddp\" or \"diloco\" (each rank is one "
-                           "replica group); this scenario uses \"" + s.strategy.kind + "\""};
-        if (s.strategy.kind == "diloco" &&
+                           "replica group); this scenario uses \"" + std::string(strategyKindName(s.strategy.kind)) + "\""};
+        if (s.strategy.kind == StrategyKind::Diloco &&
             (s.diloco.fragments != 1 || s.diloco.sync_delay != 0 || s.diloco.alpha != 0.0 || s.diloco.pseudo_gradient != "fp32"))
             return Problem{"diloco", {"fragments", "sync_delay", "alpha", "pseudo_gradient"}, -1,
                            "[fault_tolerance] runs classic DiLoCo only: [diloco] fragments = 1, sync_delay = 0, alpha = 0 "
@@ -409,22 +415,23 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                        "[chaos] needs [fault_tolerance] enabled = true: without it the first fault ends the run"};
     for (size_t i = 0; i < s.faults.size(); ++i) {
         const FaultConfig& f = s.faults[i];
-        const bool needs_ft = f.action == "fail_collective" || f.action == "nan_gradients" || f.action == "delay_traffic" ||
-                              f.action == "partition" || f.action == "kill_lighthouse";
-        if (needs_ft && !ft.enabled)
+        if (faultActionTraits(f.action).needs_fault_tolerance && !ft.enabled)
             return Problem{"faults", {"action"}, static_cast<int>(i),
-                           "[[faults]] action = \"" + f.action + "\" needs [fault_tolerance] enabled = true"};
+                           "[[faults]] action = \"" + std::string(faultActionName(f.action)) +
+                               "\" needs [fault_tolerance] enabled = true"};
         if (f.rank >= ranks)
             return Problem{"faults", {"rank"}, static_cast<int>(i),
                            "[[faults]] rank " + std::to_string(f.rank) + " does not exist: the topology has " +
                                std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " (0.." +
                                std::to_string(ranks - 1) + ")"};
-        const std::string& kind = s.strategy.kind;
-        if (f.when == "allreduce" && (kind == "zero1" || kind == "zero2" || kind == "fsdp"))
+        const StrategyKind kind = s.strategy.kind;
+        // zero1, zero2 and fsdp reduce-scatter gradients; hsdp also all-reduces across replica groups.
+        const bool no_all_reduce = strategyTraits(kind).shards_optimizer && kind != StrategyKind::Hsdp;
+        if (f.when == FaultWhen::AllReduce && no_all_reduce)
             return Problem{"faults", {"when", "action"}, static_cast<int>(i),
-                           "[[faults]] when = \"allreduce\" (the default) never fires under " + kind +
+                           "[[faults]] when = \"allreduce\" (the default) never fires under " + kind_name +
                                ": it has no all-reduce (gradients are reduce-scattered); write when = \"step\""};
-        if (f.when == "allreduce" && kind == "diloco" && f.step < steps) {
+        if (f.when == FaultWhen::AllReduce && kind == StrategyKind::Diloco && f.step < steps) {
             // Only an outer sync communicates (fp32: an all-reduce; quantized: an all-gather).
             const DilocoConfig& d = s.diloco;
             bool syncs = f.step == steps - 1 && d.pseudo_gradient == "fp32";
@@ -435,7 +442,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                                "[[faults]] when = \"allreduce\" (the default) never fires at step " + std::to_string(f.step) +
                                    " under diloco: only an outer sync with fp32 pseudo-gradients all-reduces; write when = \"step\""};
         }
-        if (f.when != "time" && f.step >= steps)
+        if (f.when != FaultWhen::Time && f.step >= steps)
             return Problem{"faults", {"step"}, static_cast<int>(i),
                            "[[faults]] step " + std::to_string(f.step) + " is never reached: the run has " +
                                std::to_string(steps) + (steps == 1 ? " step" : " steps") + " (0.." +
@@ -523,7 +530,6 @@ std::string findValueProblem(const Scenario& s) {
         checkInt("model", "mlp_ratio", s.model.mlp_ratio),
         checkString("data", "source", s.data.source),
         checkInt("data", "batch_per_rank", s.data.batch_per_rank),
-        checkString("strategy", "kind", s.strategy.kind),
         checkString("strategy", "pipeline_data_parallel", s.strategy.pipeline_data_parallel),
         checkFloat("strategy", "bucket_mb", s.strategy.bucket_mb),
         checkString("optimizer", "kind", s.optimizer.kind),
@@ -551,8 +557,7 @@ std::string findValueProblem(const Scenario& s) {
     }
     for (const FaultConfig& f : s.faults) {
         for (const std::string& problem :
-             {checkString("faults", "action", f.action), checkInt("faults", "rank", f.rank),
-              checkInt("faults", "step", f.step), checkString("faults", "when", f.when),
+             {checkInt("faults", "rank", f.rank), checkInt("faults", "step", f.step),
               checkFloat("faults", "at_s", f.at_s), checkFloat("faults", "duration_s", f.duration_s),
               checkFloat("faults", "delay_ms", f.delay_ms)})
             if (!problem.empty()) return problem;
@@ -569,10 +574,10 @@ std::string findValueProblem(const Scenario& s) {
           checkFloat("fault_tolerance", "restart_delay_ms", ft.restart_delay_ms),
           checkFloat("chaos", "mean_interval_s", s.chaos.mean_interval_s)})
         if (!problem.empty()) return problem;
-    for (const std::string& action : s.chaos.actions) {
-        std::string problem = checkString("chaos", "actions", action);
-        if (!problem.empty()) return problem;
-    }
+    for (FaultAction action : s.chaos.actions)
+        if (!faultActionTraits(action).in_chaos)
+            return prefix("chaos", "actions") + "expected one of " + quotedList(faultActionNames(true)) + ", got \"" +
+                   faultActionName(action) + "\"";
     for (const NarrationStep& step : s.steps) {
         for (const std::string& problem : {checkString("steps", "text", step.text),
                                            checkString("steps", "highlight", step.highlight),
@@ -615,9 +620,16 @@ void validateScenario(const Scenario& scenario, const std::string& origin) {
     throw UsageError(origin + ": " + message);
 }
 
+StrategyKind strategyKindFromOverride(const std::string& text, const std::string& origin) {
+    StrategyKind kind = StrategyKind::Ddp;
+    if (!parseStrategyKind(text, kind))
+        throw UsageError(origin + ": " + scenario_rules::checkString("strategy", "kind", text));
+    return kind;
+}
+
 bool scenarioUsesMpi(const Scenario& s) {
     if (s.topology.backend == "mpi") return true;
-    if (s.strategy.kind != "collectives") return false;
+    if (s.strategy.kind != StrategyKind::Collectives) return false;
     return std::find(s.collectives.backends.begin(), s.collectives.backends.end(), "mpi") != s.collectives.backends.end();
 }
 
@@ -628,7 +640,7 @@ namespace dt {
 std::string CheckBaseline::describe() const {
     std::string out;
     auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
-    if (!strategy.empty()) add("strategy = " + strategy);
+    if (strategy) add(std::string("strategy = ") + strategyKindName(*strategy));
     if (microbatches > 0) add("microbatches = " + std::to_string(microbatches));
     if (!schedule.empty()) add("schedule = " + schedule);
     if (overlap >= 0) add(std::string("overlap = ") + (overlap ? "true" : "false"));
@@ -642,7 +654,7 @@ std::string CheckBaseline::describe() const {
 
 Scenario scenarioForBaseline(const Scenario& scenario, const CheckBaseline& baseline) {
     Scenario s = scenario;
-    if (!baseline.strategy.empty()) s.strategy.kind = baseline.strategy;
+    if (baseline.strategy) s.strategy.kind = *baseline.strategy;
     if (baseline.microbatches > 0) s.strategy.microbatches = baseline.microbatches;
     if (!baseline.schedule.empty()) s.strategy.schedule = baseline.schedule;
     if (baseline.overlap >= 0) s.strategy.overlap = baseline.overlap == 1;

@@ -347,7 +347,7 @@ std::string summaryJson(const RunRecord& record) {
     j["ok"] = record.ok;
     j["failure_reason"] = record.failure_reason;
     j["ranks"] = worldSize;
-    j["strategy"] = record.scenario.strategy.kind;
+    j["strategy"] = strategyKindName(record.scenario.strategy.kind);
     j["steps_requested"] = record.scenario.run.steps;
     j["steps"] = static_cast<int64_t>(completedSteps.size());
     j["initial_loss"] = completedSteps.empty() ? Json(nullptr) : meanLoss(tallies, completedSteps.front());
@@ -412,7 +412,7 @@ std::string summaryJson(const RunRecord& record) {
     j["bytes_received"] = bytesReceived;
     j["bytes_sent_measured"] = bytesSentMeasured;
     j["peak_memory"] = peakMemory;
-    if (record.scenario.strategy.kind == "pipeline") { // the bubble, measured and in theory (pipeline_measure.hpp)
+    if (strategyTraits(record.scenario.strategy.kind).uses_stages) { // the bubble, measured and in theory (pipeline_measure.hpp)
         const PipelineMeasure pm = measurePipeline(record.events, record.scenario);
         j["pipeline"] = Json{{"schedule", record.scenario.strategy.schedule},
                              {"stages", record.scenario.topology.stages},
@@ -441,7 +441,7 @@ std::string summaryJson(const RunRecord& record) {
     }
     if (record.scenario.strategy.offload_optimizer) j["offload"] = offloadJson(tallies);
     if (record.scenario.fault_tolerance.enabled) j["fault_tolerance"] = faultToleranceJson(record);
-    if (record.scenario.strategy.kind == "collectives") j["bus_bandwidth"] = busBandwidthJson(record);
+    if (record.scenario.strategy.kind == StrategyKind::Collectives) j["bus_bandwidth"] = busBandwidthJson(record);
     j["backend"] = record.scenario.topology.backend;
     j["params_checksum"] = checksums;
     j["dropped_events"] = dropped;

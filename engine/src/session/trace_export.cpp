@@ -310,7 +310,7 @@ void writeChromeTrace(const RunRecord& record, std::ostream& out) {
     Json other;
     other["generator"] = "dtlab";
     other["scenario"] = record.scenario.name;
-    other["strategy"] = record.scenario.strategy.kind;
+    other["strategy"] = strategyKindName(record.scenario.strategy.kind);
     other["ranks"] = record.ranks.size();
     other["steps_requested"] = record.scenario.run.steps;
     other["ok"] = record.ok;

@@ -66,8 +66,8 @@ public:
         : m_scenario(*c.scenario), m_config(c.scenario->strategy), m_model(*c.model),
           m_comm(c.shard_group ? *c.shard_group : *c.world), m_replicate(c.replicate_group), m_sink(c.sink),
           m_rank(c.rank), m_world_size(c.scenario->topology.ranks) {
-        const std::string& kind = m_config.kind;
-        m_stage = kind == "zero1" ? Stage::Zero1 : kind == "zero2" ? Stage::Zero2 : Stage::Fsdp;
+        const StrategyTraits& traits = strategyTraits(m_config.kind);
+        m_stage = traits.shards_parameters ? Stage::Fsdp : traits.shards_gradients ? Stage::Zero2 : Stage::Zero1;
 
         auto named = m_model.trainableParameters();
         m_units = buildFlatUnits(named, m_model.parameterUnits(), m_comm.size(), m_comm.rank());
@@ -133,7 +133,7 @@ public:
         }
     }
 
-    std::string name() const override { return m_config.kind; }
+    std::string name() const override { return strategyKindName(m_config.kind); }
 
     // ---- unit hooks (fsdp/hsdp) -------------------------------------------------
     void beforeUnitForward(int id) override {

@@ -1,6 +1,7 @@
 // training_strategy.cpp: picks the strategy a scenario names.
 #include "strategy/training_strategy.hpp"
 
+#include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 
 namespace dt {
@@ -12,11 +13,19 @@ std::unique_ptr<TrainingStrategy> makeDilocoStrategy(const StrategyContext& cont
 std::unique_ptr<TrainingStrategy> makeTensorParallelStrategy(const StrategyContext& context); // tensor_parallel_strategy.cpp
 
 std::unique_ptr<TrainingStrategy> makeStrategy(const StrategyContext& context) {
-    if (context.scenario->strategy.kind == "ddp") return makeDdpStrategy(context);
-    if (context.scenario->strategy.kind == "diloco") return makeDilocoStrategy(context);
-    if (context.scenario->strategy.kind == "pipeline") return makePipelineStrategy(context);
-    if (context.scenario->strategy.kind == "tensor_parallel") return makeTensorParallelStrategy(context);
-    return makeShardedStrategy(context); // zero1, zero2, fsdp, hsdp
+    switch (context.scenario->strategy.kind) {
+    case StrategyKind::Ddp: return makeDdpStrategy(context);
+    case StrategyKind::Zero1:
+    case StrategyKind::Zero2:
+    case StrategyKind::Fsdp:
+    case StrategyKind::Hsdp: return makeShardedStrategy(context);
+    case StrategyKind::Pipeline: return makePipelineStrategy(context);
+    case StrategyKind::Diloco: return makeDilocoStrategy(context);
+    case StrategyKind::TensorParallel: return makeTensorParallelStrategy(context);
+    case StrategyKind::Collectives: break; // no model: the worker times collectives (collectives_run.cpp)
+    }
+    throw UsageError(std::string("strategy \"") + strategyKindName(context.scenario->strategy.kind) +
+                     "\" trains no model");
 }
 
 } // namespace dt

@@ -43,7 +43,7 @@ RankGroups makeGroups(const LaunchEnv& env, const Scenario& scenario, c10::intru
     const std::string& backend = scenario.topology.backend;
     RankGroups g;
     g.world = makeGroupCommunicator({backend, "dtlab/world", 0, env.rank, env.world, kGroupWorld}, store, gloo, sink);
-    if (scenario.strategy.kind == "hsdp") {
+    if (scenario.strategy.kind == StrategyKind::Hsdp) {
         const int replicas = scenario.topology.replicas;
         const int shards = env.world / replicas;
         const int replica = env.rank / shards, shard = env.rank % shards;
@@ -55,7 +55,7 @@ RankGroups makeGroups(const LaunchEnv& env, const Scenario& scenario, c10::intru
                                              replica, replicas, groupIdReplicate(shard)},
                                             store, gloo, sink);
     }
-    if (scenario.strategy.kind == "pipeline" && env.world > scenario.topology.stages) {
+    if (strategyTraits(scenario.strategy.kind).uses_stages && env.world > scenario.topology.stages) {
         // Pipelines side by side: the ranks running the same stage average their gradients.
         const int stages = scenario.topology.stages;
         const int stage = env.rank % stages, replica = env.rank / stages;

@@ -176,7 +176,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     RankGroups groups = makeGroups(env, scenario, store, sink);
     Communicator& comm = *groups.world;
     std::unique_ptr<TrainableModel> model;
-    if (scenario.strategy.kind == "tensor_parallel") {
+    if (scenario.strategy.kind == StrategyKind::TensorParallel) {
         // Each rank keeps its shards of the same seeded model (nothing to broadcast).
         model = makeTensorParallelGpt(scenario.model, scenario.run.seed, comm);
     } else {   // every replica starts from rank 0's parameters
@@ -261,9 +261,9 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     // Every stage of a pipeline reads the same batch (stage 0 its tokens, the
     // last stage its targets); the pipelines side by side read different shards.
     // Tensor parallel ranks all read the same batch: they split the model, not the data.
-    const int stages = scenario.strategy.kind == "pipeline"          ? scenario.topology.stages
-                       : scenario.strategy.kind == "tensor_parallel" ? world
-                                                                     : 1;
+    const int stages = strategyTraits(scenario.strategy.kind).uses_stages      ? scenario.topology.stages
+                       : scenario.strategy.kind == StrategyKind::TensorParallel ? world
+                                                                                : 1;
     const int data_rank = rank / stages, data_world = world / stages;
     const int M = scenario.strategy.microbatches;
     for (int step = first_step; step < scenario.run.steps; ++step) {
@@ -456,8 +456,9 @@ int runWorker(const WorkerArgs& args) {
             context.incarnation = args.incarnation;
             context.faults = &ft_faults;
             context.link = &link;
-            code = scenario.strategy.kind == "diloco" ? trainFaultTolerantDiloco(context) : trainFaultTolerant(context);
-        } else if (scenario.strategy.kind == "collectives") {
+            code = scenario.strategy.kind == StrategyKind::Diloco ? trainFaultTolerantDiloco(context)
+                                                                  : trainFaultTolerant(context);
+        } else if (!strategyTraits(scenario.strategy.kind).trains_model) {
             code = runCollectives(env, scenario, sender, gate, store);
         } else {
             code = train(env, scenario, sender, gate, store, params_out_dir, link);

@@ -1,0 +1,185 @@
+// replica_restarts.cpp: the Session's part in fault tolerance ([fault_tolerance]).
+//
+// - The lighthouse: unless the scenario names an external one, the Session
+//   runs the quorum server as a thread, publishes its address in the store
+//   (dtlab/lighthouse), and turns each new quorum and each lost member into an
+//   event and a log line.
+// - A replica whose process died before it finished is restarted per
+//   `restart`: "auto" after restart_delay_ms, "manual" when the GUI asks,
+//   "never" not at all. A restart is a new incarnation (`dtrun worker
+//   --incarnation K`) that heals from a live peer.
+// - The job is done when one replica committed every step: the others are
+//   told to leave (JobFinished), and killed if they have not left after the
+//   collective timeout + 5 s (a stopped one cannot hear it).
+#include "session/session_impl.hpp"
+
+#include "dtlab/errors.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+
+namespace dt {
+
+void Session::Impl::hostLighthouse() {
+    const FaultToleranceConfig& ftc = record.scenario.fault_tolerance;
+    ft::LighthouseOptions lo;
+    lo.host = options.listen_host;
+    lo.min_replicas = ftc.min_replicas;
+    lo.join_timeout_ms = int64_t(ftc.join_timeout_ms);
+    lo.heartbeat_timeout_ms = int64_t(ftc.heartbeat_timeout_ms);
+    lighthouse = std::make_unique<ft::LighthouseServer>(lo);
+    lighthouse->onQuorum([this](const ft::Quorum& quorum, const ft::QuorumDecision& decision) {
+        std::lock_guard<std::mutex> lock(mutex);
+        // The fast path hands out the same quorum every step: only a new id is news.
+        if (quorum.quorum_id == last_quorum_id) return;
+        last_quorum_id = quorum.quorum_id;
+        Event e;
+        e.t_ns = monotonicNowNs();
+        e.kind = EventKind::QuorumFormed;
+        e.phase = EventPhase::Instant;
+        e.value = double(quorum.quorum_id);
+        e.group_size = uint16_t(quorum.members.size());
+        std::string members;
+        for (const auto& m : quorum.members) {
+            if (m.replica >= 0 && m.replica < 64) e.seq |= uint64_t(1) << m.replica;
+            e.bytes = std::max<int64_t>(e.bytes, m.step);
+            members += (members.empty() ? "" : ", ") + m.id() + "@" + std::to_string(m.step);
+        }
+        record.events.push_back(e);
+        log(LogLevel::Info,
+            "lighthouse: quorum " + std::to_string(quorum.quorum_id) + " = {" + members + "}: " + decision.reason);
+    });
+    lighthouse->onMemberLost([this](const ft::QuorumMember& member, const std::string& why) {
+        std::lock_guard<std::mutex> lock(mutex);
+        const bool heartbeat = why.find("heartbeat") != std::string::npos;
+        emitSessionEvent(EventKind::ReplicaLost, member.replica, heartbeat ? 1 : 0);
+        log(LogLevel::Warning, "lighthouse: replica " + member.id() + " lost: " + why);
+    });
+    try {
+        lighthouse->start();
+    } catch (const std::exception& e) {
+        throw UsageError(std::string("cannot start the lighthouse: ") + e.what());
+    }
+}
+
+// A replica's process ended before it finished.
+void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) {
+    auto& p = progress[size_t(x.rank)];
+    const std::string how = x.signal == SIGKILL ? "was killed (SIGKILL)"
+                            : x.signal != 0     ? std::string("died of signal ") + strsignal(x.signal)
+                                                : "exited with code " + std::to_string(x.exit_code) +
+                                                  (error.empty() ? "" : ": " + error);
+    p.state = x.signal == SIGKILL ? RankState::Killed : RankState::Failed;
+    const FaultToleranceConfig& ft = record.scenario.fault_tolerance;
+    if (job_done || stop_requested) { // no restarts once the job is done or the Session stops
+        restart_at_ns[size_t(x.rank)] = 0;
+        rank_gone[size_t(x.rank)] = true;
+        return;
+    }
+    if (ft.restart == "auto") {
+        restart_at_ns[size_t(x.rank)] = monotonicNowNs() + int64_t(ft.restart_delay_ms * 1e6);
+        p.state = RankState::Restarting;
+        rank_gone[size_t(x.rank)] = false;
+        log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + "; restarting it in " +
+                                   std::to_string(int(ft.restart_delay_ms)) + " ms");
+    } else if (ft.restart == "manual") {
+        rank_gone[size_t(x.rank)] = false; // until restarted or the job ends
+        log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + "; press Restart to start it again");
+    } else {
+        log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + " (restart = \"never\")");
+    }
+}
+
+// Some replica committed every step: the others are told to leave; a stopped
+// (SIGSTOP) one cannot hear it and is killed later.
+void Session::Impl::onJobDone() {
+    job_done = true;
+    job_done_ns = monotonicNowNs();
+    log(LogLevel::Info, "a replica committed every step: the job is done; the others leave");
+    for (int r = 0; r < world; ++r) {
+        restart_at_ns[size_t(r)] = 0;
+        if (!rank_finished[size_t(r)])
+            defer(0, [this, r] { collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0}); });
+    }
+    const double wait_s = record.scenario.fault_tolerance.collective_timeout_ms / 1000.0 + 5.0;
+    defer(int64_t(wait_s * 1e9), [this] {
+        std::vector<int> late;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            for (int r = 0; r < world; ++r)
+                if (!rank_gone[size_t(r)] && !rank_finished[size_t(r)]) late.push_back(r);
+            if (!late.empty())
+                log(LogLevel::Warning,
+                    std::to_string(late.size()) + " replica(s) did not leave after the job finished: killing them");
+        }
+        std::lock_guard<std::mutex> plock(proc_mutex);
+        for (int r : late) {
+            supervisor.signal(r, SIGKILL);
+            supervisor.signal(r, SIGCONT);
+        }
+    });
+    // Dead replicas waiting for a restart are not needed any more.
+    std::lock_guard<std::mutex> plock(proc_mutex);
+    for (int r = 0; r < world; ++r)
+        if (supervisor.pidOf(r) == 0 && !rank_finished[size_t(r)]) rank_gone[size_t(r)] = true;
+}
+
+// One monitor tick: start the replicas whose restart time has come.
+void Session::Impl::restartDueReplicas() {
+    std::vector<int> restarts;
+    const int64_t now = monotonicNowNs();
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (int r = 0; r < world; ++r)
+            if (restart_at_ns[size_t(r)] != 0 && restart_at_ns[size_t(r)] <= now && !stop_requested) {
+                restart_at_ns[size_t(r)] = 0;
+                restarts.push_back(r);
+            }
+    }
+    for (int r : restarts) {
+        int incarnation = 0;
+        pid_t pid = 0;
+        {
+            std::lock_guard<std::mutex> plock(proc_mutex);
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                incarnation = ++progress[size_t(r)].incarnation;
+            }
+            pid = spawnRank(r, incarnation);
+        }
+        std::lock_guard<std::mutex> lock(mutex);
+        auto& p = progress[size_t(r)];
+        p.pid = pid;
+        p.state = RankState::Starting;
+        p.delay_ms = 0;
+        p.partitioned = false;
+        record.ranks[size_t(r)].pid = pid;
+        record.ranks[size_t(r)].exited = false;
+        rank_gone[size_t(r)] = false;
+        rank_finished[size_t(r)] = false;
+        emitSessionEvent(EventKind::RankRestarted, r, incarnation);
+        log(LogLevel::Info, "replica " + std::to_string(r) + " restarted (incarnation " + std::to_string(incarnation) +
+                                ", pid " + std::to_string(pid) + ")");
+    }
+}
+
+// [SECTION] Public API ---------------------------------------------------------
+bool Session::faultTolerant() const { return m_impl->ft_enabled; }
+
+void Session::restartRank(int rank) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    if (!m_impl->ft_enabled || rank < 0 || rank >= m_impl->world || m_impl->job_done) return;
+    const RankState state = m_impl->progress[size_t(rank)].state;
+    if (state != RankState::Killed && state != RankState::Failed && state != RankState::Restarting) return;
+    m_impl->restart_at_ns[size_t(rank)] = monotonicNowNs();
+}
+
+bool Session::lighthouseStatus(ft::LighthouseStatus& out) const {
+    std::lock_guard<std::mutex> lock(m_impl->lighthouse_mutex);
+    if (!m_impl->lighthouse) return false;
+    out = m_impl->lighthouse->status();
+    return true;
+}
+
+} // namespace dt

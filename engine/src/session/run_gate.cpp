@@ -1,0 +1,114 @@
+// run_gate.cpp: pause, step and pace, through step gates.
+//
+// The Session sends SetAllowedStep(k) to every rank; a rank starts step s
+// only while s <= k (rank side: step_gate.hpp), and its wait is a `paused`
+// span. Run sends a huge k; Pause sends the step in progress, so ranks finish
+// it and wait; Step adds one; Pace adds one at a capped rate, once every rank
+// still alive has reached the gate. A rank that says hello later (a restarted
+// replica, a late joiner) is greeted with the current gate, its slow-down and
+// its modelled link.
+#include "session/session_impl.hpp"
+
+#include <algorithm>
+
+namespace dt {
+
+// Tell every connected rank the current gate.
+void Session::Impl::broadcastGate(int64_t allowed_step) {
+    wire::ControlMessage message{uint32_t(wire::ControlCommand::SetAllowedStep), 0, allowed_step, 0.0};
+    for (int r = 0; r < world; ++r) collector->sendControl(r, message);
+}
+
+void Session::Impl::setGate(RunMode mode, int64_t allowed_step, double pace) {
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        control.mode = mode;
+        control.allowed_step = allowed_step;
+        control.pace_steps_per_s = pace;
+        last_pace_tick_ns = monotonicNowNs();
+    }
+    broadcastGate(allowed_step);
+}
+
+// One monitor tick: ranks that said hello since the last tick get the gate,
+// delay and link (sent from the monitor thread, never from a reader thread);
+// a paced run lets every rank through one more step when its time has come.
+void Session::Impl::syncNewRanksAndPace() {
+    std::vector<int> hello;
+    RunControl gate;
+    std::vector<double> delays;
+    std::vector<std::pair<double, double>> links; // (mbit/s, latency ms) per rank
+    bool tick = false;
+    bool done = false;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        hello.swap(pending_hello_sync);
+        for (const auto& p : progress) delays.push_back(p.delay_ms);
+        for (const auto& p : progress) links.emplace_back(p.link_mbit_s, p.link_latency_ms);
+        const int64_t now = monotonicNowNs();
+        if (control.mode == RunMode::Paced && control.pace_steps_per_s > 0 &&
+            now - last_pace_tick_ns >= int64_t(1e9 / control.pace_steps_per_s) &&
+            minCompletedStep() >= control.allowed_step) {
+            control.allowed_step += 1;
+            last_pace_tick_ns = now;
+            tick = true;
+        }
+        gate = control;
+        done = job_done;
+    }
+    for (int r : hello) {
+        // A replica restarted just before the job finished is not needed any more.
+        if (done) collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
+        collector->sendControl(r, {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.allowed_step, 0.0});
+        if (delays[size_t(r)] > 0)
+            collector->sendControl(r, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delays[size_t(r)]});
+        const auto [mbit, latency] = links[size_t(r)];
+        collector->sendControl(r, {uint32_t(wire::ControlCommand::SetLink), 0, int64_t(mbit * 1000.0), latency});
+    }
+    if (tick) broadcastGate(gate.allowed_step);
+}
+
+// [SECTION] Public API ---------------------------------------------------------
+void Session::pause() {
+    int64_t allowed = 0;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        // Ranks finish the step they are in, then wait at the next gate.
+        allowed = std::min<int64_t>(m_impl->control.allowed_step, m_impl->maxCompletedStep() + 1);
+    }
+    m_impl->setGate(RunMode::Paused, allowed, 0.0);
+}
+
+void Session::resume() { m_impl->setGate(RunMode::Run, INT64_MAX, 0.0); }
+
+void Session::stepOnce() {
+    int64_t allowed = 0;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        const int64_t current = m_impl->maxCompletedStep() + 1;
+        allowed = m_impl->control.mode == RunMode::Run
+                      ? current
+                      : std::max<int64_t>(m_impl->control.allowed_step, current - 1) + 1;
+    }
+    m_impl->setGate(RunMode::Paused, allowed, 0.0);
+}
+
+void Session::setPace(double steps_per_s) {
+    if (steps_per_s <= 0) {
+        resume();
+        return;
+    }
+    int64_t allowed = 0;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        allowed = std::min<int64_t>(m_impl->control.allowed_step, m_impl->maxCompletedStep() + 1);
+    }
+    m_impl->setGate(RunMode::Paced, allowed, steps_per_s);
+}
+
+RunControl Session::runControl() const {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    return m_impl->control;
+}
+
+} // namespace dt

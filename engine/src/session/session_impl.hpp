@@ -1,0 +1,163 @@
+// session_impl.hpp: the state of one Session and the rooms that work on it.
+//
+// Session::Impl is one object (one mutex, so the rooms see one consistent
+// run), but each concern lives in its own file:
+//
+//   session.cpp           the public API, start() and the monitor tick
+//   rank_table.cpp        telemetry in -> rank progress; silent ranks; failure notes
+//   rank_processes.cpp    spawn, signal, mpirun, kill-all, and what a process exit means
+//   fault_injector.cpp    scenario, timed and chaos faults; deferred undo
+//   replica_restarts.cpp  fault tolerance: dead replicas restarted, the job's end, the lighthouse
+//   run_gate.cpp          pause, step, pace: the step gates the ranks wait at
+//
+// The monitor tick (session.cpp), every 20 ms:
+//   1. fault injector: run deferred actions, fire timed faults and chaos
+//   2. replica restarts: start the replicas whose restart time has come
+//   3. rank processes: reap exited children
+//   4. run gate: greet new ranks with the gate, delay and link; advance the pace
+//   5. rank table: note silent ranks; rank processes: account for the exits
+//   6. decide the end of the run (ok, failed, or still going)
+//
+// Locks: `mutex` guards the run's state; `proc_mutex` guards the supervisor
+// and is taken before `mutex` when both are needed; `lighthouse_mutex` is
+// never taken with `mutex` held. Methods say "(mutex held)" when the caller
+// must hold `mutex`, "(no mutex)" when it must not.
+#pragma once
+
+#include "dtlab/clock.hpp"
+#include "dtlab/session.hpp"
+#include "session/supervisor.hpp"
+#include "telemetry/event_sink.hpp"
+#include "telemetry/telemetry_collector.hpp"
+#include "telemetry/telemetry_wire.hpp"
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace dt {
+
+struct Session::Impl final : TelemetrySink {
+    SessionOptions options;
+    int world = 0;
+    bool ft_enabled = false;
+
+    mutable std::mutex mutex; // guards everything below unless said otherwise
+    std::condition_variable finished_cv;
+    RunRecord record;
+    bool finished = false;
+    bool stop_requested = false;
+    std::string stop_reason;
+    int64_t first_failure_ns = 0;
+    int64_t give_up_ns = 0; // external ranks: stop waiting for them after this
+    bool grace_logged = false;
+
+    std::unique_ptr<c10d::TCPStore> store;
+    std::unique_ptr<TelemetryCollector> collector;
+    std::thread monitor;
+    std::atomic<bool> monitor_stop{false};
+
+    // [rank_table.cpp] ------------------------------------------------------
+    std::vector<RankProgress> progress;
+    std::vector<bool> rank_finished;    // said RankFinished
+    std::vector<bool> rank_gone;        // exited (spawned) or disconnected (joined)
+    std::vector<int64_t> last_heard_ns; // per rank: its last telemetry frame (0 = no hello yet)
+    std::vector<bool> silent;           // per rank: no frame for wire::kSilentNs (logged once)
+    std::vector<int> pending_hello_sync; // said hello since the last tick: the run gate greets them
+
+    bool onHello(int rank, int pid, const std::string& host) override;
+    void onEvents(int rank, const Event* events, size_t count) override;
+    void onLog(int rank, LogLevel level, const std::string& text) override;
+    void onDisconnect(int rank, bool clean) override;
+    void onProtocolError(const std::string& what) override;
+    void heardFrom(int rank);                   // mutex held
+    void checkSilentRanks(int64_t now);         // mutex held
+    std::string silentRanksNote() const;        // mutex held
+    std::string neverJoinedNote() const;        // mutex held
+    int maxCompletedStep() const;               // mutex held
+    int minCompletedStep() const;               // mutex held; over ranks still alive
+    void log(LogLevel level, const std::string& text);           // mutex held
+    void noteFailure(const std::string& reason);                 // mutex held
+    void emitSessionEvent(EventKind kind, int rank, double value); // mutex held
+
+    // [rank_processes.cpp] --------------------------------------------------
+    std::mutex proc_mutex; // guards supervisor
+    Supervisor supervisor;
+    // Backend "mpi": the Session starts one child, mpirun, which starts the
+    // ranks; their pids come from their telemetry hello (same host).
+    static constexpr int kMpirunChild = -1; // the supervisor's key for mpirun
+    bool via_mpirun = false;
+    bool mpirun_exited = false;
+    std::vector<bool> sigkill_sent;
+    std::unique_ptr<std::atomic<int>[]> rank_pids; // from hello; read under proc_mutex without mutex
+
+    bool signalRankProcess(int rank, int signo); // proc_mutex held
+    void killEverything();                       // proc_mutex held
+    pid_t spawnRank(int rank, int incarnation);  // proc_mutex held
+    void spawnMpirun();                          // proc_mutex held
+    std::map<std::string, std::string> rankEnvironment() const;
+    std::string storeAddressLocked() const;
+    // Send a kill, hang or resume to a rank's process and record it (no mutex).
+    void signalRank(int rank, FaultAction action);
+    void onRankExited(const ChildExit& exit); // mutex held
+    void onMpirunExited(const ChildExit& exit); // mutex held
+
+    // [fault_injector.cpp] --------------------------------------------------
+    std::vector<bool> fault_fired; // per scenario fault
+    struct Deferred {
+        int64_t at_ns;
+        std::function<void()> run; // called by the monitor without the mutex
+    };
+    std::vector<Deferred> deferred;
+    std::mt19937_64 chaos_rng;
+    int64_t next_chaos_ns = 0;
+
+    void defer(int64_t delay_ns, std::function<void()> run); // mutex held
+    void maybeInjectFault(const Event& e);                   // mutex held
+    void applyFault(const FaultConfig& f);                   // no mutex
+    void sendRankControl(int rank, wire::ControlCommand command, double value, const std::string& what); // no mutex
+    void setLighthouseRunning(bool running);                 // no mutex
+    void runFaultInjector();                                 // no mutex: one monitor tick
+
+    // [replica_restarts.cpp] ------------------------------------------------
+    std::vector<int64_t> restart_at_ns; // when to start a dead rank again; 0 = not scheduled
+    std::vector<bool> rank_left;        // left because the job finished without it
+    bool job_done = false;              // some replica committed every step
+    int64_t job_done_ns = 0;
+    int64_t last_quorum_id = -1;        // the last quorum id logged
+    mutable std::mutex lighthouse_mutex; // guards lighthouse (never taken with mutex held)
+    std::unique_ptr<ft::LighthouseServer> lighthouse;
+
+    void hostLighthouse(); // start(): the Session's own lighthouse, published in the store
+    void onReplicaDied(const ChildExit& x, const std::string& error); // mutex held
+    void onJobDone();                                               // mutex held
+    void restartDueReplicas();                                      // no mutex: one monitor tick
+
+    // [run_gate.cpp] --------------------------------------------------------
+    RunControl control;
+    int64_t last_pace_tick_ns = 0;
+
+    void broadcastGate(int64_t allowed_step); // no mutex
+    void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex
+    void syncNewRanksAndPace();               // no mutex: one monitor tick
+
+    // [session.cpp] ---------------------------------------------------------
+    void monitorLoop();
+    bool decideEnd(int64_t now); // mutex held: true when the run has ended
+};
+
+// "rank 2" or "ranks 2, 3"
+std::string namedRanks(const std::vector<int>& ranks);
+// "1.5 s"
+std::string formatSeconds(int64_t ns);
+
+} // namespace dt
