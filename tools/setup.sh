@@ -17,7 +17,7 @@ MODE="${1:-run}"
 
 BUILD_PACKAGES=(g++ cmake ninja-build ccache pkg-config)
 LIB_PACKAGES=(libtorch-dev libgloo-dev libopenblas0-pthread libimgui-dev libstb-dev libglfw3-dev libgl-dev
-              libopenmpi-dev openmpi-bin catch2 libtomlplusplus-dev nlohmann-json3-dev libcli11-dev zlib1g-dev)
+              libopenmpi-dev openmpi-bin catch2 libtomlplusplus-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev)
 DATA_PACKAGES=(fortunes dataset-fashion-mnist fonts-dejavu-core)
 TEST_PACKAGES=(xvfb xauth xdotool)
 BENCH_PACKAGES=(python3-torch)

@@ -1,5 +1,5 @@
-// sha256.hpp: SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), written here
-// from the specifications, plus the few helpers an authentication handshake needs.
+// sha256.hpp: SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104) from OpenSSL's
+// libcrypto, plus the few helpers an authentication handshake needs.
 //
 // What it is for: authenticating workers and GUIs to a Session by
 // challenge-response with a shared token.
@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+struct evp_md_ctx_st; // OpenSSL's EVP_MD_CTX (openssl/evp.h)
+
 namespace dt {
 
 // Incremental SHA-256: update() any number of times with any chunk sizes, then
@@ -24,17 +26,15 @@ namespace dt {
 class Sha256 {
 public:
     Sha256();
+    ~Sha256();
+    Sha256(const Sha256&) = delete;
+    Sha256& operator=(const Sha256&) = delete;
     void update(const void* data, size_t n);
-    // Pads, processes the last block(s) and returns the digest. Call once.
+    // Returns the digest. Call once.
     std::array<uint8_t, 32> finish();
 
 private:
-    void processBlock(const uint8_t* block); // one 64-byte block into state_
-
-    std::array<uint32_t, 8> state_;  // H0..H7
-    std::array<uint8_t, 64> buffer_; // bytes waiting for a full block
-    size_t buffered_ = 0;            // how many bytes of buffer_ are used
-    uint64_t total_bytes_ = 0;       // message length so far
+    ::evp_md_ctx_st* m_context;
 };
 
 // SHA-256 of a whole message at once.
@@ -50,7 +50,7 @@ private:
 // Lower-case hexadecimal, two characters per byte.
 [[nodiscard]] std::string toHex(const uint8_t* bytes, size_t n);
 
-// 16 random bytes from the kernel (getrandom(2), i.e. /dev/urandom).
+// 16 random bytes from OpenSSL's CSPRNG (seeded by the kernel).
 // Throws std::runtime_error if they cannot be read.
 [[nodiscard]] std::array<uint8_t, 16> randomNonce();
 
