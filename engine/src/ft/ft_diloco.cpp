@@ -36,9 +36,9 @@
 #include "model/model.hpp"
 #include "strategy/outer_optimizer.hpp"
 #include "telemetry/telemetry_sender.hpp"
-#include "worker/rank_groups.hpp"
+#include "rank/rank_groups.hpp"
 #include "worker/params_io.hpp"
-#include "worker/step_gate.hpp"
+#include "rank/step_gate.hpp"
 
 #include <torch/optim/adamw.h>
 

@@ -43,8 +43,8 @@
 #include "model/model.hpp"
 #include "telemetry/telemetry_sender.hpp"
 #include "worker/params_io.hpp"
-#include "worker/rank_groups.hpp"
-#include "worker/step_gate.hpp"
+#include "rank/rank_groups.hpp"
+#include "rank/step_gate.hpp"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/optim/adamw.h>

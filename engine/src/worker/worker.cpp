@@ -33,8 +33,8 @@
 #include "worker/params_io.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "worker/collectives_run.hpp"
-#include "worker/rank_groups.hpp"
-#include "worker/step_gate.hpp"
+#include "rank/rank_groups.hpp"
+#include "rank/step_gate.hpp"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/optim/adamw.h>
