@@ -96,7 +96,8 @@ private:
 class RankTelemetry {
 public:
     // `sink` may be null (nothing is emitted); `detailed` = [telemetry] enabled.
-    RankTelemetry(EventSink* sink, int rank, bool detailed) : m_sink(sink), m_rank(rank), m_detailed(detailed) {}
+    RankTelemetry(EventSink* sink, int rank, bool detailed)
+        : m_sink(sink), m_rank(rank), m_detailed(detailed) {}
 
     [[nodiscard]] bool detailed() const { return m_detailed && m_sink; }
     [[nodiscard]] int64_t now() const { return m_sink ? m_sink->now() : 0; }
