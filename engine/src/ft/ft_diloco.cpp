@@ -131,6 +131,8 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
             at::Tensor delta = at::zeros({P}, at::kFloat);
             if (manager.abortReason() == ft::AbortReason::None) {
                 const int64_t t = telemetry.now();
+                // (a healer's delta stays zeros: Manager::allReduce zeroes a healer's
+                // contribution, so a NaN fault that lands in its heal round is dropped)
                 if (!manager.healing()) delta = global - flatten(params);
                 if (c.faults->nan_gradients.exchange(false)) {
                     delta.fill_(std::nan(""));
