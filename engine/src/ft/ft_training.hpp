@@ -1,7 +1,9 @@
-// ft_training.hpp: one replica of fault-tolerant DDP (TorchFT's Manager, in
-// C++). The worker calls trainFaultTolerant instead of its usual loop when
-// the scenario has [fault_tolerance] enabled = true. See ft_training.cpp for
-// the steps of one training step.
+// ft_training.hpp: the fault-tolerant training loops, one replica each. The
+// worker calls trainFaultTolerant (DDP, ft_training.cpp) or
+// trainFaultTolerantDiloco (ft_diloco.cpp) instead of its usual loop when the
+// scenario has [fault_tolerance] enabled = true. Both are thin loops over
+// ft::Manager (ft_manager.hpp: quorum, heal, all-reduce, vote), which also
+// reads the fault switches and the context below.
 #pragma once
 
 #include "comm/link_shaper.hpp"

@@ -35,7 +35,7 @@
 
 #include "dtlab/scenario.hpp"
 #include "memory/memory_accounting.hpp"
-#include "telemetry/event_sink.hpp"
+#include "rank/rank_telemetry.hpp"
 
 #include <ATen/ATen.h>
 #include <torch/optim/optimizer.h>
@@ -47,7 +47,8 @@ namespace {
 class DilocoStrategy final : public TrainingStrategy {
 public:
     explicit DilocoStrategy(const StrategyContext& c)
-        : m_scenario(*c.scenario), m_config(c.scenario->diloco), m_model(*c.model), m_comm(*c.world), m_sink(c.sink),
+        : m_scenario(*c.scenario), m_config(c.scenario->diloco), m_model(*c.model), m_comm(*c.world),
+          m_telemetry(c.sink, c.rank, c.sink != nullptr),
           m_rank(c.rank), m_format(parsePseudoGradientFormat(c.scenario->diloco.pseudo_gradient)) {
         at::NoGradGuard no_grad;
         const auto named = m_model.trainableParameters();
@@ -179,13 +180,20 @@ private:
     }
 
     void emitSpan(EventKind kind, int64_t begin, int step, int fragment, double value, int64_t bytes) const {
-        emitSpanUntilNow(m_sink, kind, begin, m_rank, step, fragment, -1, bytes, value);
+        m_telemetry.span(kind)
+            .from(begin)
+            .step(step)
+            .unit(fragment)
+            .microbatch(-1)
+            .bytes(bytes)
+            .value(value)
+            .emit();
     }
 
     void sendPseudoGradient(int k, int step) {
         at::NoGradGuard no_grad;
         Fragment& f = m_fragments[size_t(k)];
-        const int64_t begin = m_sink ? m_sink->now() : 0;
+        const int64_t begin = m_telemetry.now();
         const at::Tensor delta = f.global - flattenLocal(f);
         const CommTag tag{step, k, -1};
         if (m_format == PseudoGradientFormat::Fp32) {
@@ -211,7 +219,7 @@ private:
     void applyOuterStep(int k, int step) {
         at::NoGradGuard no_grad;
         Fragment& f = m_fragments[size_t(k)];
-        const int64_t begin = m_sink ? m_sink->now() : 0;
+        const int64_t begin = m_telemetry.now();
         f.work->wait(); // throws CommError when a peer is gone
         const int N = m_comm.size();
         at::Tensor delta;
@@ -247,7 +255,7 @@ private:
     const DilocoConfig& m_config;
     TrainableModel& m_model;
     Communicator& m_comm;
-    EventSink* m_sink;
+    RankTelemetry m_telemetry; // no sink when telemetry is off: nothing is emitted
     int m_rank;
     int m_step = 0;
     PseudoGradientFormat m_format;

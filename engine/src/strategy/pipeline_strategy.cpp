@@ -42,7 +42,7 @@
 #include "dtlab/pipeline_schedule.hpp"
 #include "dtlab/scenario.hpp"
 #include "memory/memory_accounting.hpp"
-#include "telemetry/event_sink.hpp"
+#include "rank/rank_telemetry.hpp"
 
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/optim/adamw.h>
@@ -71,7 +71,7 @@ class PipelineStrategy final : public TrainingStrategy {
 public:
     explicit PipelineStrategy(const StrategyContext& c)
         : m_scenario(*c.scenario), m_model(*c.model), m_world(*c.world), m_dp(c.data_parallel_group),
-          m_sink(c.sink), m_rank(c.rank), m_slow_delay_ms(c.slow_delay_ms) {
+          m_telemetry(c.sink, c.rank, c.sink != nullptr), m_rank(c.rank), m_slow_delay_ms(c.slow_delay_ms) {
         const StrategyConfig& st = m_scenario.strategy;
         m_shape.stages = m_scenario.topology.stages;
         m_shape.microbatches = st.microbatches;
@@ -220,8 +220,8 @@ public:
                 break;
             case PipeOp::Optimizer: break; // the worker calls optimizerStep()
             }
-            if (m_sink && (a.op == PipeOp::Forward || a.op == PipeOp::Backward || a.op == PipeOp::BackwardWeight))
-                emitActivations();
+            const bool computed = a.op == PipeOp::Forward || a.op == PipeOp::Backward || a.op == PipeOp::BackwardWeight;
+            if (m_telemetry.sink() && computed) emitActivations();
         }
         const int64_t t = now();
         for (auto& w : sends) w->wait();
@@ -332,10 +332,11 @@ private:
         const int64_t t = now();
         m_dp->allGatherNow(u.full, u.shard.detach(), CommTag{m_step, -1, -1});
         u.materialized = true;
-        if (!telemetry || !m_sink) return;
+        if (!telemetry || !m_telemetry.sink()) return;
         span(EventKind::Wait, t, -1, -1);
-        emitCounterNow(m_sink, EventKind::MemParamsMaterialized, double(storageNbytes(u.full)), m_rank, m_step);
-        emitCounterNow(m_sink, EventKind::MemParameters, double(memory().parameters), m_rank, m_step);
+        const double materialized = double(storageNbytes(u.full)), parameters = double(memory().parameters);
+        m_telemetry.counter(EventKind::MemParamsMaterialized).step(m_step).value(materialized).emit();
+        m_telemetry.counter(EventKind::MemParameters).step(m_step).value(parameters).emit();
     }
 
     void releaseStage() {
@@ -363,7 +364,7 @@ private:
         return ((mb * m_shape.chunks() + boundary) * 2 + (grad ? 1 : 0)) + 1;
     }
     CommTag tag(int mb, int g) const { return CommTag{m_step, g, mb}; }
-    int64_t now() const { return m_sink ? m_sink->now() : 0; }
+    int64_t now() const { return m_telemetry.now(); }
 
     void waitFor(const CommWorkPtr& work, int mb, int g) {
         const int64_t t = now();
@@ -372,20 +373,20 @@ private:
     }
 
     void span(EventKind kind, int64_t begin, int mb, int g) {
-        emitSpanUntilNow(m_sink, kind, begin, m_rank, m_step, g, mb);
+        m_telemetry.span(kind).from(begin).step(m_step).unit(g).microbatch(mb).emit();
     }
 
     void emitActivations() {
         const StrategyMemory sm = memory();
         const MemorySample s = sampleMemory(sm.parameters, sm.gradients, sm.optimizer_state, 0);
-        emitCounterNow(m_sink, EventKind::MemActivations, double(s.activations), m_rank, m_step);
+        m_telemetry.counter(EventKind::MemActivations).step(m_step).value(double(s.activations)).emit();
     }
 
     const Scenario& m_scenario;
     TrainableModel& m_model;
     Communicator& m_world;
     Communicator* m_dp;
-    EventSink* m_sink;
+    RankTelemetry m_telemetry; // no sink when telemetry is off: nothing is emitted
     int m_rank;
     PipelineShape m_shape;
     int m_stage = 0, m_replica = 0, m_blocks_per_chunk = 1;

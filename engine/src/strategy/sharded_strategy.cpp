@@ -39,7 +39,7 @@
 #include "dtlab/scenario.hpp"
 #include "memory/host_memory.hpp"
 #include "memory/memory_accounting.hpp"
-#include "telemetry/event_sink.hpp"
+#include "rank/rank_telemetry.hpp"
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
@@ -64,7 +64,8 @@ class ShardedStrategy final : public TrainingStrategy {
 public:
     explicit ShardedStrategy(const StrategyContext& c)
         : m_scenario(*c.scenario), m_config(c.scenario->strategy), m_model(*c.model),
-          m_comm(c.shard_group ? *c.shard_group : *c.world), m_replicate(c.replicate_group), m_sink(c.sink),
+          m_comm(c.shard_group ? *c.shard_group : *c.world), m_replicate(c.replicate_group),
+          m_telemetry(c.sink, c.rank, c.sink != nullptr),
           m_rank(c.rank), m_world_size(c.scenario->topology.ranks) {
         const StrategyTraits& traits = strategyTraits(m_config.kind);
         m_stage = traits.shards_parameters ? Stage::Fsdp : traits.shards_gradients ? Stage::Zero2 : Stage::Zero1;
@@ -300,7 +301,12 @@ private:
         spanWithBytes(EventKind::GradsToHost, t, bytes);
         t = now();
         m_optimizer->step();
-        emitSpanUntilNow(m_sink, EventKind::Optimizer, t, m_rank, m_step, -1, -1, 0, kOptimizerOnHost);
+        m_telemetry.span(EventKind::Optimizer)
+            .from(t)
+            .step(m_step)
+            .microbatch(-1)
+            .value(kOptimizerOnHost)
+            .emit();
         t = now();
         for (auto& u : m_units) u.shard.detach().copy_(u.host_shard.detach());
         spanWithBytes(EventKind::ParamsToDevice, t, bytes);
@@ -386,29 +392,25 @@ private:
 
     // ---- telemetry -------------------------------------------------------------
     CommTag tag(int unit) const { return CommTag{m_step, unit, m_microbatch}; }
-    int64_t now() const { return m_sink ? m_sink->now() : 0; }
+    int64_t now() const { return m_telemetry.now(); }
 
     void span(EventKind kind, int64_t begin, int unit) {
-        emitSpanUntilNow(m_sink, kind, begin, m_rank, m_step, unit, m_microbatch);
+        m_telemetry.span(kind).from(begin).step(m_step).unit(unit).microbatch(m_microbatch).emit();
     }
 
     void spanWithBytes(EventKind kind, int64_t begin, int64_t bytes) {
-        emitSpanUntilNow(m_sink, kind, begin, m_rank, m_step, -1, -1, bytes);
+        m_telemetry.span(kind).from(begin).step(m_step).unit(-1).microbatch(-1).bytes(bytes).emit();
     }
 
     void unitEvent(EventKind kind, const FlatUnit& u, double value) {
-        if (!m_sink) return;
-        Event e;
-        e.kind = kind;
-        e.phase = EventPhase::Instant;
-        e.t_ns = m_sink->now();
-        e.rank = m_rank;
-        e.step = m_step;
-        e.unit = int16_t(u.id);
-        e.microbatch = int16_t(m_microbatch);
-        e.bytes = u.padded * 4;
-        e.value = value;
-        m_sink->emit(e);
+        if (!m_telemetry.sink()) return;
+        m_telemetry.instant(kind)
+            .step(m_step)
+            .unit(u.id)
+            .microbatch(m_microbatch)
+            .bytes(u.padded * 4)
+            .value(value)
+            .emit();
         emitParameterCounters();
     }
 
@@ -417,10 +419,12 @@ private:
     // units (parameters = shards + unsharded copies alive, allocated ones
     // waiting for their all-gather included).
     void emitParameterCounters() {
-        if (!m_sink) return;
-        emitCounterNow(m_sink, EventKind::MemParamsMaterialized, double(materializedBytes()), m_rank, m_step,
-                       m_microbatch);
-        emitCounterNow(m_sink, EventKind::MemParameters, double(memory().parameters), m_rank, m_step, m_microbatch);
+        if (!m_telemetry.sink()) return;
+        const auto counter = [&](EventKind kind, int64_t bytes) {
+            m_telemetry.counter(kind).step(m_step).microbatch(m_microbatch).value(double(bytes)).emit();
+        };
+        counter(EventKind::MemParamsMaterialized, materializedBytes());
+        counter(EventKind::MemParameters, memory().parameters);
     }
 
     int64_t materializedBytes() const {
@@ -434,7 +438,7 @@ private:
     TrainableModel& m_model;
     Communicator& m_comm;
     Communicator* m_replicate;
-    EventSink* m_sink;
+    RankTelemetry m_telemetry; // no sink when telemetry is off: nothing is emitted
     int m_rank;
     int m_world_size;
     Stage m_stage;

@@ -21,8 +21,8 @@
 #include "dtlab/collective_cost.hpp"
 #include "dtlab/errors.hpp"
 #include "telemetry/telemetry_sender.hpp"
-#include "worker/rank_groups.hpp"
-#include "worker/step_gate.hpp"
+#include "rank/rank_groups.hpp"
+#include "rank/step_gate.hpp"
 
 #include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>

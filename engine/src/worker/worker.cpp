@@ -33,8 +33,9 @@
 #include "checkpoint/params_io.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "worker/collectives_run.hpp"
-#include "worker/rank_groups.hpp"
-#include "worker/step_gate.hpp"
+#include "rank/rank_groups.hpp"
+#include "rank/rank_telemetry.hpp"
+#include "rank/step_gate.hpp"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/optim/adamw.h>
@@ -84,58 +85,10 @@ ProcIo readProcIo() {
     return io;
 }
 
-// Emits spans and counters for one rank; `detailed` = false keeps only what
-// the summary needs (step spans, loss, checksum, lifecycle).
-class RankTelemetry {
-public:
-    RankTelemetry(TelemetrySender& sender, int rank, bool detailed)
-        : m_sender(sender), m_rank(rank), m_detailed(detailed) {}
-
-    bool detailed() const { return m_detailed; }
-    int64_t now() const { return m_sender.now(); }
-
-    void span(EventKind kind, int64_t begin, int64_t end, int step, int unit = -1) {
-        if (!m_detailed && kind != EventKind::Step) return;
-        Event e = base(kind, EventPhase::Span, step);
-        e.t_ns = begin;
-        e.dur_ns = end - begin;
-        e.unit = int16_t(unit);
-        m_sender.emit(e);
-    }
-    void counter(EventKind kind, double value, int step, bool essential = false) {
-        if (!m_detailed && !essential) return;
-        Event e = base(kind, EventPhase::Counter, step);
-        e.t_ns = now();
-        e.value = value;
-        m_sender.emit(e);
-    }
-    void instant(EventKind kind, int step, double value = 0, uint64_t seq = 0, int64_t bytes = 0) {
-        Event e = base(kind, EventPhase::Instant, step);
-        e.t_ns = now();
-        e.value = value;
-        e.seq = seq;
-        e.bytes = bytes;
-        m_sender.emit(e);
-    }
-
-private:
-    Event base(EventKind kind, EventPhase phase, int step) const {
-        Event e;
-        e.kind = kind;
-        e.phase = phase;
-        e.rank = m_rank;
-        e.step = step;
-        return e;
-    }
-    TelemetrySender& m_sender;
-    int m_rank;
-    bool m_detailed;
-};
-
 // Forward/backward unit timing -> spans. Backward spans are opened and closed
 // by autograd hooks on the main thread.
 struct UnitSpans {
-    RankTelemetry* telemetry = nullptr;
+    const RankTelemetry* telemetry = nullptr;
     int step = -1;
     std::vector<int64_t> forward_begin = std::vector<int64_t>(256, 0);
     std::vector<int64_t> backward_begin = std::vector<int64_t>(256, 0);
@@ -149,12 +102,14 @@ struct UnitSpans {
             return t;
         }
         t.forward = [this](int unit, bool begin) {
-            if (begin) forward_begin[slot(unit)] = telemetry->now();
-            else telemetry->span(EventKind::Forward, forward_begin[slot(unit)], telemetry->now(), step, unit);
+            int64_t& t0 = forward_begin[slot(unit)];
+            if (begin) t0 = telemetry->now();
+            else telemetry->span(EventKind::Forward).from(t0).step(step).unit(unit).emitIfDetailed();
         };
         t.backward = [this](int unit, bool begin) {
-            if (begin) backward_begin[slot(unit)] = telemetry->now();
-            else telemetry->span(EventKind::Backward, backward_begin[slot(unit)], telemetry->now(), step, unit);
+            int64_t& t0 = backward_begin[slot(unit)];
+            if (begin) t0 = telemetry->now();
+            else telemetry->span(EventKind::Backward).from(t0).step(step).unit(unit).emitIfDetailed();
         };
         return t;
     }
@@ -169,7 +124,7 @@ bool isCheckpointStep(const RunConfig& run, int step) {
 int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sender, StepGate& gate,
           c10::intrusive_ptr<c10d::Store> store, const std::string& params_out_dir, const LinkShaper& link) {
     const int rank = env.rank, world = env.world;
-    RankTelemetry telemetry(sender, rank, scenario.telemetry.enabled);
+    const RankTelemetry telemetry(&sender, rank, scenario.telemetry.enabled);
     EventSink* sink = telemetry.detailed() ? &sender : nullptr;
 
     auto data = makeDataSource(scenario.data, scenario.model, scenario.run.seed);
@@ -209,12 +164,12 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
             throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " + std::to_string(last) +
                              " but the run has only " + std::to_string(scenario.run.steps) +
                              " steps: nothing left to train (raise [run] steps)");
-        telemetry.instant(EventKind::CheckpointLoaded, last, 0, 0, bytes);
+        telemetry.instant(EventKind::CheckpointLoaded).step(last).bytes(bytes).emit();
         if (rank == 0)
             sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " + std::to_string(last) +
                                            ", " + std::to_string(bytes) + " bytes read per rank)");
     }
-    telemetry.instant(EventKind::RankReady, -1);
+    telemetry.instant(EventKind::RankReady).step(-1).emit();
 
     const ProcIo io_start = readProcIo();
     // Count training traffic only: the start-up broadcast is not part of a step.
@@ -224,16 +179,19 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     const auto emitMemory = [&](int step, bool activations_only) {
         const StrategyMemory sm = strategy->memory();
         const MemorySample m = sampleMemory(sm.parameters, sm.gradients, sm.optimizer_state, sm.comm_buffers);
-        telemetry.counter(EventKind::MemActivations, double(m.activations), step);
+        const auto memory = [&](EventKind kind, int64_t bytes) {
+            telemetry.counter(kind).step(step).value(double(bytes)).emitIfDetailed();
+        };
+        memory(EventKind::MemActivations, m.activations);
         if (activations_only) return;
-        telemetry.counter(EventKind::MemParameters, double(m.parameters), step);
-        telemetry.counter(EventKind::MemParamsMaterialized, double(sm.parameters_materialized), step);
-        telemetry.counter(EventKind::MemGradients, double(m.gradients), step);
-        telemetry.counter(EventKind::MemOptimizer, double(m.optimizer_state), step);
-        telemetry.counter(EventKind::MemCommBuffers, double(m.comm_buffers), step);
-        telemetry.counter(EventKind::MemLive, double(m.live), step);
-        telemetry.counter(EventKind::MemPeak, double(m.peak), step);
-        if (scenario.strategy.offload_optimizer) telemetry.counter(EventKind::MemHost, double(sm.host), step);
+        memory(EventKind::MemParameters, m.parameters);
+        memory(EventKind::MemParamsMaterialized, sm.parameters_materialized);
+        memory(EventKind::MemGradients, m.gradients);
+        memory(EventKind::MemOptimizer, m.optimizer_state);
+        memory(EventKind::MemCommBuffers, m.comm_buffers);
+        memory(EventKind::MemLive, m.live);
+        memory(EventKind::MemPeak, m.peak);
+        if (scenario.strategy.offload_optimizer) memory(EventKind::MemHost, sm.host);
     };
 
     UnitSpans unit_spans;
@@ -254,7 +212,12 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     if (telemetry.detailed())
         timer.recompute = [&](int unit, bool begin) {
             if (begin) unit_spans.recompute_begin = telemetry.now();
-            else telemetry.span(EventKind::Recompute, unit_spans.recompute_begin, telemetry.now(), unit_spans.step, unit);
+            else
+                telemetry.span(EventKind::Recompute)
+                    .from(unit_spans.recompute_begin)
+                    .step(unit_spans.step)
+                    .unit(unit)
+                    .emitIfDetailed();
         };
 
     const int B = scenario.data.batch_per_rank;
@@ -268,13 +231,13 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     const int M = scenario.strategy.microbatches;
     for (int step = first_step; step < scenario.run.steps; ++step) {
         const int64_t gate_begin = telemetry.now();
-        if (gate.waitToStart(step)) telemetry.span(EventKind::Paused, gate_begin, telemetry.now(), step);
+        if (gate.waitToStart(step)) telemetry.span(EventKind::Paused).from(gate_begin).step(step).emitIfDetailed();
         const int64_t step_begin = telemetry.now();
         unit_spans.step = step;
 
         int64_t t = telemetry.now();
         const Batch batch = data->batch(step, data_rank, data_world, B);
-        telemetry.span(EventKind::Data, t, telemetry.now(), step);
+        telemetry.span(EventKind::Data).from(t).step(step).emitIfDetailed();
 
         double step_loss = 0.0;
         if (strategy->runsWholeStep()) { // a pipeline: the schedule runs every microbatch
@@ -293,7 +256,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
 
                 t = telemetry.now();
                 loss.backward();
-                telemetry.span(EventKind::Backward, t, telemetry.now(), step, -2); // whole backward, unit -2
+                // The whole backward: unit -2.
+                telemetry.span(EventKind::Backward).from(t).step(step).unit(-2).emitIfDetailed();
                 strategy->finishMicrobatch();
                 // Between microbatches without communication the unsharded gradients are alive.
                 if (telemetry.detailed() && mb + 1 < M) emitMemory(step, false);
@@ -302,13 +266,14 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
 
         t = telemetry.now();
         strategy->optimizerStep();
-        telemetry.span(EventKind::Optimizer, t, telemetry.now(), step);
+        telemetry.span(EventKind::Optimizer).from(t).step(step).emitIfDetailed();
 
         if (isCheckpointStep(scenario.run, step)) {
             t = telemetry.now();
             const int64_t bytes =
                 strategy->saveCheckpoint(checkpointStepDir(scenario.run.checkpoint_dir, step), step);
-            telemetry.instant(EventKind::CheckpointSaved, step, double(telemetry.now() - t) / 1e6 /* ms saving */, 0, bytes);
+            const double ms_saving = double(telemetry.now() - t) / 1e6;
+            telemetry.instant(EventKind::CheckpointSaved).step(step).value(ms_saving).bytes(bytes).emit();
         }
 
         // (a pipeline spends the rank's live slow-down inside its forwards and backwards)
@@ -316,33 +281,40 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         if (delay_ms > 0) {
             t = telemetry.now();
             std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay_ms * 1000)));
-            telemetry.span(EventKind::SlowDelay, t, telemetry.now(), step);
+            telemetry.span(EventKind::SlowDelay).from(t).step(step).emitIfDetailed();
         }
 
         const int64_t step_end = telemetry.now();
-        telemetry.span(EventKind::Step, step_begin, step_end, step);
+        // Kept without detailed telemetry: the Step span and the loss (the summary needs them).
+        telemetry.span(EventKind::Step).from(step_begin).to(step_end).step(step).emit();
         // A pipeline's loss is known on its last stage only.
-        if (!std::isnan(step_loss)) telemetry.counter(EventKind::LossValue, step_loss, step, /*essential=*/true);
-        telemetry.counter(EventKind::StepTimeMs, double(step_end - step_begin) / 1e6, step);
+        if (!std::isnan(step_loss))
+            telemetry.counter(EventKind::LossValue).step(step).value(step_loss).emit();
+        const double step_ms = double(step_end - step_begin) / 1e6;
+        telemetry.counter(EventKind::StepTimeMs).step(step).value(step_ms).emitIfDetailed();
         if (telemetry.detailed()) {
             const ProcIo io = readProcIo();
-            telemetry.counter(EventKind::BytesSent, double(strategy->modeledBytesSent() - modeled_sent_at_start), step);
-            telemetry.counter(EventKind::BytesReceived,
-                              double(strategy->modeledBytesReceived() - modeled_received_at_start), step);
-            telemetry.counter(EventKind::BytesSentMeasured, double(io.written - io_start.written), step);
+            const int64_t sent = strategy->modeledBytesSent() - modeled_sent_at_start;
+            const int64_t received = strategy->modeledBytesReceived() - modeled_received_at_start;
+            telemetry.counter(EventKind::BytesSent).step(step).value(double(sent)).emitIfDetailed();
+            telemetry.counter(EventKind::BytesReceived).step(step).value(double(received)).emitIfDetailed();
+            const double measured = double(io.written - io_start.written);
+            telemetry.counter(EventKind::BytesSentMeasured).step(step).value(measured).emitIfDetailed();
             emitMemory(step, false);
-            telemetry.counter(EventKind::DroppedEvents, double(sender.dropped()), step);
+            const double dropped = double(sender.dropped());
+            telemetry.counter(EventKind::DroppedEvents).step(step).value(dropped).emitIfDetailed();
         }
     }
 
     const auto named = strategy->fullParameters();
-    telemetry.instant(EventKind::ParamsChecksum, scenario.run.steps - 1, 0, parametersChecksum(named));
+    const int last_step = scenario.run.steps - 1;
+    telemetry.instant(EventKind::ParamsChecksum).step(last_step).seq(parametersChecksum(named)).emit();
     if (!params_out_dir.empty())
         saveParameters(params_out_dir + "/rank" + std::to_string(rank) + ".params", named);
-    telemetry.counter(EventKind::DroppedEvents, double(sender.dropped()), scenario.run.steps - 1, true);
+    telemetry.counter(EventKind::DroppedEvents).step(last_step).value(double(sender.dropped())).emit();
     // Leave together: no rank tears down its Gloo pairs while a peer still reads.
     comm.barrierNow();
-    telemetry.instant(EventKind::RankFinished, scenario.run.steps - 1);
+    telemetry.instant(EventKind::RankFinished).step(last_step).emit();
     return 0;
 }
 
@@ -432,15 +404,8 @@ int runWorker(const WorkerArgs& args) {
         std::cerr << "dtrun worker (rank " << env.rank << "): " << e.what() << "\n";
         return kExitRankFailed;
     }
-    {
-        Event started;
-        started.kind = EventKind::RankStarted;
-        started.phase = EventPhase::Instant;
-        started.rank = env.rank;
-        started.t_ns = sender.now();
-        started.value = double(::getpid());
-        sender.emit(started);
-    }
+    const RankTelemetry lifecycle(&sender, env.rank, scenario.telemetry.enabled);
+    lifecycle.instant(EventKind::RankStarted).value(double(::getpid())).emit();
 
     int code = 0;
     std::string error;
@@ -475,12 +440,7 @@ int runWorker(const WorkerArgs& args) {
         error = what.substr(0, what.find('\n'));
     }
     if (code != 0) {
-        Event failed;
-        failed.kind = EventKind::RankFailed;
-        failed.phase = EventPhase::Instant;
-        failed.rank = env.rank;
-        failed.t_ns = sender.now();
-        sender.emit(failed);
+        lifecycle.instant(EventKind::RankFailed).emit();
         sender.log(LogLevel::Error, error);
         // A Session that started this rank prints the error itself; under mpirun
         // or torchrun this line is the only place a person sees it.

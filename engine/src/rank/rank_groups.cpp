@@ -1,5 +1,5 @@
 // rank_groups.cpp: builds a rank's process groups (see rank_groups.hpp).
-#include "worker/rank_groups.hpp"
+#include "rank/rank_groups.hpp"
 
 #include "comm/mpi_communicator.hpp"
 #include "dtlab/errors.hpp"

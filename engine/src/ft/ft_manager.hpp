@@ -1,0 +1,150 @@
+// ft_manager.hpp: one replica group's side of quorum fault tolerance
+// (TorchFT's Manager, torchft/manager.py, in C++). The training loops
+// (ft_training.cpp: DDP, one round per step; ft_diloco.cpp: DiLoCo, one round
+// per outer sync) call it in this order each round:
+//
+//   startQuorum(step, committed)  ask the lighthouse on a helper thread (compute may overlap)
+//   waitQuorum()                  the quorum and this replica's role in it
+//   configure()                   a new quorum id rebuilds the cross-replica group
+//   heal()                        post the state transfers (to healers / from the source)
+//   allReduce(tensor, tag)        sum / up-to-date replicas; a healer sends zeros
+//   shouldCommit()                the vote; on commit a healer adopts the received state
+//   committed(...) / aborted(...) the bookkeeping of the round
+//
+// Steps, bytes and the rules are in ft_manager.cpp's top comment. Today one
+// replica group is one rank (the vote is that rank's alone); the interface
+// names replicas, not ranks, so that a group of several ranks can use it.
+#pragma once
+
+#include "comm/communicator.hpp"
+#include "comm/gloo_communicator.hpp"
+#include "dtlab/lighthouse.hpp"
+#include "ft/ft_training.hpp"
+#include "rank/rank_telemetry.hpp"
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dt::ft {
+
+// Why a round was not committed (the Abort event's value).
+enum class AbortReason {
+    None = 0,
+    CollectiveFailed = 1,
+    NanGradients = 2,
+    TooFewReplicas = 3,
+    HealFailed = 4,
+};
+[[nodiscard]] const char* abortText(AbortReason reason);
+
+// What a healing replica receives from a live peer (TorchFT's state_dict /
+// load_state_dict pair, sent over the process group as its PGTransport does):
+// flat fp32 messages, one point-to-point send each.
+struct ReplicaStateTransfer {
+    std::vector<int64_t> message_numels; // elements of each message
+    // Copies to send, one per message (called once per healer served; safe
+    // while training goes on).
+    std::function<std::vector<at::Tensor>()> save;
+    // The healer adopts the received messages when the round commits; returns
+    // the step this replica is at now (the step of the round's events).
+    std::function<int64_t(const std::vector<at::Tensor>&)> load;
+};
+
+class Manager {
+public:
+    // Connects to the lighthouse ([fault_tolerance] lighthouse, or the
+    // Session's from the store), starts heartbeats, attaches the fault
+    // switches; on a first start waits until every replica is up. Emits RankReady.
+    Manager(const FtRankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state);
+    ~Manager(); // detaches the fault switches, stops the heartbeats
+    Manager(const Manager&) = delete;
+    Manager& operator=(const Manager&) = delete;
+
+    // A restarted replica that has not committed yet will heal: it asks for
+    // the quorum before computing anything (TorchFT's use_async_quorum=False).
+    [[nodiscard]] bool healsBeforeCompute() const;
+
+    // 1. TorchFT's start_quorum: asks on a helper thread, reporting
+    //    `committed_steps` and this replica's commit failures; `step` is the
+    //    step of the round's events.
+    void startQuorum(int64_t step, int64_t committed_steps);
+    // TorchFT's wait_quorum (a QuorumWait span). False: the job finished while
+    // waiting (leave). Throws CommError when no quorum came in quorum_timeout_ms.
+    [[nodiscard]] bool waitQuorum();
+    // 2. QuorumFormed; a new quorum id rebuilds the group (TorchFT's pg.configure).
+    void configure();
+    // 3. Posts the state to each healer this replica serves, and the receive
+    //    when this replica heals (TorchFT's send_checkpoint / recv_checkpoint).
+    void heal();
+    // 4. Averages `tensor` over the replicas up to date, in place (TorchFT's
+    //    allreduce). A healer contributes zeros. A failure aborts the round.
+    void allReduce(at::Tensor& tensor, const CommTag& tag);
+    // 5. The vote (dtlab's rule, see ft_manager.cpp). On commit a healer
+    //    adopts the received state (ReplicaStateTransfer::load) first.
+    [[nodiscard]] bool shouldCommit();
+    // 6. After the round's update was applied: a Commit instant for every step
+    //    in [first_step, last_step]; commit failures back to 0.
+    void committed(int64_t first_step, int64_t last_step);
+    // Or: an Abort instant for each step; commit failures + 1 (the lighthouse
+    // then issues a new quorum id); a broken group is dropped.
+    void aborted(int64_t first_step, int64_t last_step);
+    // On a checkpoint step ([run] checkpoint_dir, checkpoint_every) the lowest
+    // replica of the quorum calls save(step), which returns the bytes written.
+    void checkpointIfDue(int64_t step, const std::function<int64_t(int64_t step)>& save);
+    // The end: a note when leaving early, DroppedEvents and RankFinished.
+    void finish(int64_t step, bool left_early);
+
+    [[nodiscard]] bool healing() const { return m_role.heal; }
+    [[nodiscard]] int upToDate() const { return m_role.up_to_date; }
+    [[nodiscard]] AbortReason abortReason() const { return m_abort; }
+    [[nodiscard]] int64_t modeledBytesSent() const; // over every group this replica built
+
+private:
+    struct HealSend {
+        std::vector<CommWorkPtr> works;
+        std::vector<at::Tensor> messages;
+        int peer_replica = -1;
+        int64_t begin = 0;
+    };
+    void finishHealSends();
+    void dropGroup();
+    void applyHealedState();
+    [[nodiscard]] int memberReplica(int replica_rank) const;
+
+    const FtRankContext& m_context;
+    const FaultToleranceConfig& m_config;
+    const RankTelemetry m_telemetry;
+    TelemetrySender& m_sender;
+    ReplicaStateTransfer m_state;
+    const int m_replica;
+    GlooOptions m_gloo;
+    std::unique_ptr<LighthouseClient> m_client;
+
+    // The cross-replica group of the current quorum.
+    std::unique_ptr<Communicator> m_group;
+    int64_t m_group_quorum_id = -1;
+    int64_t m_bytes_sent_before = 0; // modelled bytes of the groups already dropped
+    int m_commit_failures = 0;
+    bool m_committed_once = false;   // this process committed a round
+
+    // The round in progress.
+    int64_t m_step = 0;
+    int64_t m_quorum_begin = 0;
+    std::future<Quorum> m_quorum_future;
+    Quorum m_quorum;
+    QuorumRole m_role;
+    AbortReason m_abort = AbortReason::None;
+    bool m_finite = true; // every all-reduced tensor of the round was finite
+    std::vector<HealSend> m_heal_sends;
+    std::vector<CommWorkPtr> m_heal_receives;
+    std::vector<at::Tensor> m_heal_received;
+    int64_t m_heal_begin = 0;
+};
+
+} // namespace dt::ft

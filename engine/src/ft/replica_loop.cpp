@@ -1,0 +1,88 @@
+// replica_loop.cpp: the compute side of one fault-tolerant replica (steps in
+// replica_loop.hpp).
+#include "ft/replica_loop.hpp"
+
+#include "rank/step_gate.hpp"
+
+#include <torch/optim/adamw.h>
+
+#include <chrono>
+#include <thread>
+
+namespace dt::ft {
+
+ReplicaModel::ReplicaModel(const Scenario& scenario)
+    : m_scenario(scenario), m_data(makeDataSource(scenario.data, scenario.model, scenario.run.seed)),
+      m_model(makeModel(scenario.model, scenario.run.seed)) { // the same seed: every replica starts identical
+    for (const auto& p : m_model->trainableParameters()) {
+        m_params.push_back(p.tensor);
+        m_numel += p.tensor.numel();
+    }
+    const OptimizerConfig& o = scenario.optimizer;
+    m_optimizer = std::make_unique<torch::optim::AdamW>(
+        m_params,
+        torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+    m_timer.forward = [](int, bool) {};
+}
+
+ReplicaModel::~ReplicaModel() = default;
+
+std::string ReplicaModel::describe() const { return m_model->describe() + "; " + m_data->describe(); }
+
+std::vector<at::Tensor> ReplicaModel::grads() const {
+    std::vector<at::Tensor> grads;
+    for (const auto& p : m_params) grads.push_back(p.grad());
+    return grads;
+}
+
+double ReplicaModel::forwardBackward(int64_t step, int shard, int shards, const RankTelemetry& telemetry) {
+    int64_t t = telemetry.now();
+    const Batch batch = m_data->batch(int(step), shard, shards, m_scenario.data.batch_per_rank);
+    telemetry.span(EventKind::Data).from(t).step(step).emit();
+    for (auto& p : m_params)
+        if (p.grad().defined()) p.mutable_grad().zero_();
+    t = telemetry.now();
+    at::Tensor loss = m_model->loss(batch.inputs, batch.targets, m_timer);
+    telemetry.span(EventKind::Forward).from(t).step(step).unit(-2).emit(); // the whole model: unit -2
+    const double value = loss.item<double>();
+    t = telemetry.now();
+    loss.backward();
+    telemetry.span(EventKind::Backward).from(t).step(step).unit(-2).emit();
+    return value;
+}
+
+int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step) {
+    const int64_t gate_begin = telemetry.now();
+    if (context.gate->waitToStart(step)) telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
+    return telemetry.now();
+}
+
+void endReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
+                    int64_t step_begin, int64_t bytes_sent) {
+    const double slow_ms = context.scenario->run.step_delay_ms + context.gate->delayMs();
+    if (slow_ms > 0) {
+        const int64_t t = telemetry.now();
+        std::this_thread::sleep_for(std::chrono::microseconds(int64_t(slow_ms * 1000)));
+        telemetry.span(EventKind::SlowDelay).from(t).step(step).emit();
+    }
+    telemetry.span(EventKind::Step).from(step_begin).step(step).emit();
+    const double step_ms = double(telemetry.now() - step_begin) / 1e6;
+    telemetry.counter(EventKind::StepTimeMs).step(step).value(step_ms).emit();
+    telemetry.counter(EventKind::BytesSent).step(step).value(double(bytes_sent)).emit();
+}
+
+void emitReplicaMemory(const RankTelemetry& telemetry, int64_t step, const MemorySample& m,
+                       bool comm_buffers) {
+    const auto counter = [&](EventKind kind, int64_t bytes) {
+        telemetry.counter(kind).step(step).value(double(bytes)).emit();
+    };
+    counter(EventKind::MemParameters, m.parameters);
+    counter(EventKind::MemGradients, m.gradients);
+    counter(EventKind::MemOptimizer, m.optimizer_state);
+    counter(EventKind::MemActivations, m.activations);
+    if (comm_buffers) counter(EventKind::MemCommBuffers, m.comm_buffers);
+    counter(EventKind::MemLive, m.live);
+    counter(EventKind::MemPeak, m.peak);
+}
+
+} // namespace dt::ft
