@@ -69,6 +69,15 @@ void FtFaultSwitches::setPartitioned(bool partitioned) {
     if (m_client) m_client->setPartitioned(partitioned);
 }
 
+bool FtFaultSwitches::waitForGreeting(int64_t timeout_ms) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (!greeted.load()) {
+        if (std::chrono::steady_clock::now() > deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return true;
+}
+
 void FtFaultSwitches::attach(ft::LighthouseClient* client) {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_client = client;
@@ -141,6 +150,7 @@ Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, R
     context.faults->attach(m_client.get());
     m_client->startHeartbeats(int64_t(m_config.heartbeat_interval_ms));
     if (context.incarnation == 0) waitForInitialReplicas(*context.store, context.env.world, 60000);
+    else (void)context.faults->waitForGreeting(5000); // then job_finished is known: the loop leaves at once
     m_telemetry.instant(EventKind::RankReady).step(-1).emit();
 
     m_gloo.interface_host = glooInterfaceFor(context.env);
@@ -191,6 +201,10 @@ bool Manager::waitQuorum() {
         if (m_context.faults->job_finished.load()) return false;
         throw; // no lighthouse for quorum_timeout_ms: the rank fails (and the supervisor may restart it)
     }
+    // The others finished every step while this replica waited (it was hung,
+    // say): a quorum of the replicas still here would train on past the end
+    // of the job, diverging from every finished replica. Leave instead.
+    if (m_context.faults->job_finished.load()) return false;
     const double quorum_id = double(m_quorum.quorum_id);
     m_telemetry.span(EventKind::QuorumWait).from(m_quorum_begin).step(m_step).value(quorum_id).emit();
     m_role = computeQuorumRole(m_quorum, m_replica, m_context.incarnation);

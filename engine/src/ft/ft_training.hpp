@@ -36,6 +36,13 @@ public:
     std::atomic<bool> fail_next_collective{false};
     std::atomic<bool> nan_gradients{false};
     std::atomic<bool> job_finished{false};        // the others finished: leave
+    // The Session greets a rank that said hello with JobFinished (when the job
+    // is done) and then its step gate; greeted is set with the gate.
+    std::atomic<bool> greeted{false};
+
+    // A restarted replica waits for the greeting before it asks for a quorum,
+    // so that it never trains alone after the others finished. False on timeout.
+    bool waitForGreeting(int64_t timeout_ms) const;
     std::atomic<double> traffic_delay_ms{0.0};
 
     void setPartitioned(bool partitioned);        // forwards to the client once there is one

@@ -50,7 +50,7 @@ void Session::Impl::maybeInjectFault(const Event& e) {
             continue;
         }
         if (f.action == FaultAction::Hang && f.duration_s > 0)
-            defer(int64_t(f.duration_s * 1e9), [this, rank = f.rank] { signalRank(rank, FaultAction::Resume); });
+            defer(int64_t(f.duration_s * 1e9), [this, rank = f.rank] { endHang(rank); });
         const int signo = faultActionTraits(f.action).event_code; // SIGSTOP or SIGKILL
         bool sent = false;
         {
@@ -84,7 +84,7 @@ void Session::Impl::applyFault(const FaultConfig& f) {
     case FaultAction::Kill: signalRank(r, FaultAction::Kill); break;
     case FaultAction::Hang:
         signalRank(r, FaultAction::Hang);
-        later([this, r] { signalRank(r, FaultAction::Resume); });
+        later([this, r] { endHang(r); });
         break;
     case FaultAction::Resume: signalRank(r, FaultAction::Resume); break;
     case FaultAction::Slow:
@@ -112,6 +112,29 @@ void Session::Impl::applyFault(const FaultConfig& f) {
         later([this] { setLighthouseRunning(true); });
         break;
     }
+}
+
+// The end of a timed hang: SIGCONT, unless the job finished while the rank
+// was stopped. Then it is killed instead, as onJobDone would kill it later:
+// resumed, it would find a quorum of itself alone (the others have left) and
+// train on by itself, past the step every other replica ended at.
+void Session::Impl::endHang(int rank) {
+    bool retire = false;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        retire = job_done;
+        if (retire)
+            log(LogLevel::Warning, "rank " + std::to_string(rank) +
+                                       " was hung when the job finished: killed instead of resumed, so that it "
+                                       "cannot train on alone");
+    }
+    if (!retire) {
+        signalRank(rank, FaultAction::Resume);
+        return;
+    }
+    std::lock_guard<std::mutex> plock(proc_mutex);
+    signalRankProcess(rank, SIGKILL);
+    signalRankProcess(rank, SIGCONT);
 }
 
 // A fault a rank carries out itself, sent over its control channel. Undoing

@@ -124,6 +124,7 @@ struct Session::Impl final : TelemetrySink {
     void defer(int64_t delay_ns, std::function<void()> run); // mutex held
     void maybeInjectFault(const Event& e);                   // mutex held
     void applyFault(const FaultConfig& f);                   // no mutex
+    void endHang(int rank);                                  // no mutex: resume, or kill once the job is done
     void sendRankControl(int rank, wire::ControlCommand command, double value, const std::string& what); // no mutex
     void setLighthouseRunning(bool running);                 // no mutex
     void runFaultInjector();                                 // no mutex: one monitor tick

@@ -384,7 +384,10 @@ int runWorker(const WorkerArgs& args) {
     sender.onControl([&gate, &ft_faults, &link](const wire::ControlMessage& m) {
         using wire::ControlCommand;
         switch (ControlCommand(m.command)) {
-        case ControlCommand::SetAllowedStep: gate.setAllowedStep(m.allowed_step); break;
+        case ControlCommand::SetAllowedStep:
+            gate.setAllowedStep(m.allowed_step);
+            ft_faults.greeted = true;
+            break;
         case ControlCommand::SetDelayMs: gate.setDelayMs(m.delay_ms); break;
         case ControlCommand::FailNextCollective: ft_faults.fail_next_collective = true; break;
         case ControlCommand::NanGradients: ft_faults.nan_gradients = true; break;
