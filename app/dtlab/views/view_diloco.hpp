@@ -34,10 +34,12 @@
 // The shown rank is the selected one, else rank 0. With a time cursor the
 // view shows that moment.
 //
-// Cost per frame: the state is rebuilt only when the model, the moment or the
-// shown rank changed; it walks each rank's phase spans (a few per step) once.
+// The state comes from model/diloco_state.hpp. Cost per frame: it is rebuilt
+// only when the model, the moment or the shown rank changed; it walks each
+// rank's phase spans (a few per step) once.
 #pragma once
 
+#include "model/diloco_state.hpp"
 #include "views/view.hpp"
 #include "views/view_inputs.hpp"
 
@@ -56,66 +58,6 @@ enum class DilocoEmpty {
     NotDiloco,  // [strategy] kind is not "diloco"
 };
 [[nodiscard]] DilocoEmpty dilocoEmpty(const ViewInputs& inputs);
-
-// The steps after which fragment f sends, in [0, steps) (diloco_schedule.hpp's
-// sendsAfterStep), plus the run's last step for every fragment that trained
-// since its previous send (the strategy syncs everything at the end).
-[[nodiscard]] std::vector<int> dilocoTheorySends(int fragment, int inner_steps, int fragments, int steps);
-
-// Cumulative bytes one rank has sent after step s (index s = 0 .. steps-1)
-// under the DiLoCo schedule (bytes_per_sync per fragment send) and under DDP.
-struct DilocoBytesTheory {
-    std::vector<double> diloco;   // index = step
-    std::vector<double> ddp;      // index = step
-};
-[[nodiscard]] DilocoBytesTheory dilocoBytesTheory(const Scenario& scenario, int steps);
-
-// One replica row.
-struct DilocoReplica {
-    int rank = 0;
-    int last_step = -1;                 // last completed step (-1 = none yet)
-    std::vector<int> since_sync;        // per fragment: inner steps since its last send
-    std::vector<int> period;            // per fragment: steps between its last send (or the start) and its next one
-    double link_mbit_s = 0.0;           // 0 = uncapped
-    double link_latency_ms = 0.0;
-};
-
-// One fragment's send (PseudoGradient) and its apply (OuterStep) on the shown rank.
-struct DilocoSync {
-    int fragment = 0;
-    int send_step = -1;
-    int apply_step = -1;                // -1 = not applied yet (in flight)
-    int64_t send_t = 0;                 // ns: end of the PseudoGradient span
-    int64_t apply_t = 0;                // ns: end of the OuterStep span
-    int64_t bytes = 0;                  // encoded bytes of the pseudo-gradient
-};
-
-struct DilocoFragment {
-    int fragment = 0;
-    int64_t numel = 0;                  // parameters (dilocoTheory)
-    int64_t bytes_per_sync = 0;         // bytes one rank sends per sync (theory)
-    int outer_steps = 0;                // OuterStep spans of this fragment on the shown rank (= the latest one's value)
-    bool in_flight = false;             // sent, not applied yet
-    int next_apply_step = -1;           // in flight: send step + tau
-};
-
-struct DilocoViewState {
-    bool diloco = false;
-    bool fault_tolerant = false;        // [fault_tolerance] enabled: heals add to the bytes sent
-    int inner_steps = 1, fragments = 1, sync_delay = 0, steps = 0;
-    int shown_rank = 0;
-    int current_step = -1;              // the shown rank's last completed step
-    std::vector<DilocoReplica> replicas;
-    std::vector<DilocoFragment> frags;
-    std::vector<DilocoSync> syncs;      // the shown rank's, in time order
-    std::vector<double> bytes_x, bytes_y; // the shown rank's cumulative BytesSent against steps done (step + 1)
-    int64_t ddp_bytes_per_step = 0;
-};
-
-// The state at time t_ns from the run (pure; tests check it). `ranks` may be
-// null (a replay: links then come from the scenario's [network]).
-[[nodiscard]] DilocoViewState dilocoViewState(const RunModel& model, const std::vector<RankProgress>* ranks,
-                                              int shown_rank, int64_t t_ns);
 
 // A link the user asked for with the link control.
 struct LinkRequest {
