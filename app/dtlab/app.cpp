@@ -15,29 +15,14 @@
 
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
-#include "dtlab/ddp_buckets.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "screenshot.hpp"
-#include "views/view_bandwidth.hpp"
-#include "views/view_ddp_buckets.hpp"
-#include "views/view_diloco.hpp"
-#include "views/view_event_log.hpp"
-#include "views/view_fsdp_flow.hpp"
-#include "views/view_quorum.hpp"
-#include "views/view_pipeline.hpp"
-#include "views/view_memory.hpp"
-#include "views/view_metrics.hpp"
-#include "views/view_narration.hpp"
-#include "views/view_timeline.hpp"
-#include "views/view_toolbar.hpp"
-#include "views/view_topology.hpp"
-#include "widgets/help.hpp"
+#include "views/view_list.hpp"
 
 #include <GLFW/glfw3.h>
 #include <imgui_internal.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -103,32 +88,9 @@ void AppContext::say(const std::string& line) const {
 
 // [SECTION] Construction, opening and closing a run ---------------------------------
 
-AppContext::AppContext(AppOptions options) : m_options(std::move(options)) {
-    auto add = [this](const char* id, std::unique_ptr<View> view, ImGuiWindowFlags flags = 0) {
-        m_views.push_back(ViewSlot{id, std::move(view), flags | ImGuiWindowFlags_NoCollapse});
-    };
-    add("controls", std::make_unique<ToolbarView>(),
-        ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
-            ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoSavedSettings);
-    add("topology", std::make_unique<TopologyView>());
-    add("narration", std::make_unique<NarrationView>());
-    auto timeline = std::make_unique<TimelineView>();
-    m_navigator = timeline.get();
-    add("timeline", std::move(timeline), ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
-    add("metrics", std::make_unique<MetricsView>());
-    add("memory", std::make_unique<MemoryView>());
-    add("events", std::make_unique<EventLogView>());
-    add("fsdp", std::make_unique<FsdpFlowView>());
-    add("ddp", std::make_unique<DdpBucketsView>());
-    m_views.back().view->open = false; // opened for plain ddp scenarios
-    add("bandwidth", std::make_unique<BandwidthView>());
-    m_views.back().view->open = false; // opened for the backend comparison (kind = "collectives")
-    add("pipeline", std::make_unique<PipelineView>());
-    m_views.back().view->open = false; // opened for pipeline scenarios (openScenario, openRecording) or from the View menu
-    add("quorum", std::make_unique<QuorumView>());
-    m_views.back().view->open = false; // opened for fault-tolerant scenarios
-    add("diloco", std::make_unique<DilocoView>());
-    m_views.back().view->open = false; // opened for diloco scenarios
+AppContext::AppContext(AppOptions options) : m_options(std::move(options)), m_views(makeViews()) {
+    for (const auto& view : m_views)
+        if (TimelineNavigator* navigator = view->navigator()) m_navigator = navigator;
     std::snprintf(m_save_path, sizeof(m_save_path), "dtlab-run.dtrec");
 }
 
@@ -172,20 +134,17 @@ void AppContext::openScenario(const Scenario& scenario) {
         throw;
     }
     m_start_ns = monotonicNowNs();
-    if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
-    if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
-    if (ViewSlot* buckets = findView("ddp"))
-        buckets->view->open = m_scenario.strategy.kind == "ddp" && !m_scenario.fault_tolerance.enabled;
-    if (ViewSlot* bandwidth = findView("bandwidth")) bandwidth->view->open = m_scenario.strategy.kind == "collectives";
-    if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
-    if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
-    if (ViewSlot* diloco = findView("diloco")) // DiLoCo runs, and runs on a modelled link (its control is in the view)
-        diloco->view->open = m_scenario.strategy.kind == "diloco" || m_scenario.network.bandwidth_mbit_s > 0.0 ||
-                             m_scenario.network.latency_ms > 0.0;
+    applyRelevance();
     gatherFacts();
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
         std::to_string(m_scenario.run.steps) + " steps, " + m_scenario.strategy.kind + " (" +
         (m_scenario.path.empty() ? "built in" : m_scenario.path) + ")");
+}
+
+// Each view that has a rule opens or closes for the scenario; the others stay as the user left them.
+void AppContext::applyRelevance() {
+    for (const auto& view : m_views)
+        if (const std::optional<bool> relevant = view->relevantTo(m_scenario)) view->open = *relevant;
 }
 
 bool AppContext::openScenarioFile(const std::string& path, std::string& error) {
@@ -213,16 +172,7 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     m_failure_reason = m_replay->ok ? "" : m_replay->failure_reason;
     computeReplayProgress();
     evaluateChecks(*m_replay);
-    if (ViewSlot* narration = findView("narration")) narration->view->open = !m_scenario.steps.empty();
-    if (ViewSlot* flow = findView("fsdp")) flow->view->open = shardsParameters(m_scenario.strategy.kind);
-    if (ViewSlot* buckets = findView("ddp"))
-        buckets->view->open = m_scenario.strategy.kind == "ddp" && !m_scenario.fault_tolerance.enabled;
-    if (ViewSlot* bandwidth = findView("bandwidth")) bandwidth->view->open = m_scenario.strategy.kind == "collectives";
-    if (ViewSlot* pipe = findView("pipeline")) pipe->view->open = m_scenario.strategy.kind == "pipeline";
-    if (ViewSlot* quorum = findView("quorum")) quorum->view->open = m_scenario.fault_tolerance.enabled;
-    if (ViewSlot* diloco = findView("diloco")) // DiLoCo runs, and runs on a modelled link (its control is in the view)
-        diloco->view->open = m_scenario.strategy.kind == "diloco" || m_scenario.network.bandwidth_mbit_s > 0.0 ||
-                             m_scenario.network.latency_ms > 0.0;
+    applyRelevance();
     say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
         " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
 }
@@ -453,10 +403,17 @@ ViewInputs AppContext::viewInputs() {
     in.model = hasRun() ? &m_model : nullptr;
     in.now_ns = nowNs();
     in.live = live();
+    in.replay = replay();
     in.selected_rank = &m_selected_rank;
     in.navigator = m_navigator;
     in.cursor_ns = &m_cursor_ns;
+    in.facts = &m_facts;
     in.ranks = &m_facts.ranks;
+    in.theme = m_theme;
+    in.failure_reason = m_failure_reason;
+    in.closing_checks = &m_checks;
+    in.narration = NarrationPosition{m_narration_index, narrationCanNext(), narrationCanBack()};
+    in.actions = this;
     if (m_session) {
         ft::LighthouseStatus status;
         if (m_session->lighthouseStatus(status)) in.lighthouse = std::move(status);
@@ -483,20 +440,6 @@ int64_t AppContext::nowNs() const {
     if (m_session && m_facts.finished) return std::max(m_model.tEnd(), m_end_ns);
     if (m_session) return monotonicNowNs();
     return 0;
-}
-
-std::vector<const LogRecord*> AppContext::rankErrors(int rank) const {
-    std::vector<const LogRecord*> out;
-    const std::string name = "rank " + std::to_string(rank);
-    for (const LogRecord& log : m_model.logs()) {
-        if (log.level == LogLevel::Info) continue;
-        // A rank's own lines, and the Session's lines that name it ("SIGKILL sent to rank 1").
-        const size_t at = log.text.find(name);
-        const bool names_it = at != std::string::npos &&
-                              (at + name.size() == log.text.size() || !std::isdigit(static_cast<unsigned char>(log.text[at + name.size()])));
-        if (log.rank == rank || (log.rank < 0 && names_it)) out.push_back(&log);
-    }
-    return out;
 }
 
 // [SECTION] Actions (buttons, shortcuts, script) -----------------------------------------
@@ -615,10 +558,8 @@ const std::string& AppContext::highlightedView() const {
     static const std::string none;
     const auto& steps = m_scenario.steps;
     if (!hasRun() || steps.empty()) return none;
-    const ViewSlot* narration = nullptr;
-    for (const ViewSlot& slot : m_views)
-        if (slot.id == "narration") narration = &slot;
-    if (narration && !narration->view->open) return none;
+    const View* narration = findView("narration");
+    if (narration && !narration->open) return none;
     return steps[size_t(std::clamp(m_narration_index, 0, int(steps.size()) - 1))].highlight;
 }
 
@@ -709,9 +650,9 @@ void AppContext::drawMenuBar() {
         ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("View")) {
-        for (ViewSlot& slot : m_views) {
-            if (slot.id == "controls") continue;
-            if (ImGui::MenuItem(slot.view->name().c_str(), nullptr, &slot.view->open)) m_layout_dirty = true;
+        for (const auto& view : m_views) {
+            if (!view->closable()) continue;
+            if (ImGui::MenuItem(view->name().c_str(), nullptr, &view->open)) m_layout_dirty = true;
         }
         ImGui::Separator();
         if (ImGui::MenuItem("Reset layout")) m_layout_dirty = true;
@@ -737,128 +678,10 @@ void AppContext::drawMenuBar() {
     ImGui::EndMainMenuBar();
 }
 
-AppContext::ViewSlot* AppContext::findView(const std::string& id) {
-    for (ViewSlot& slot : m_views)
-        if (slot.id == id || slot.view->name() == id) return &slot;
+View* AppContext::findView(const std::string& id_or_name) const {
+    for (const auto& view : m_views)
+        if (view->id() == id_or_name || view->name() == id_or_name) return view.get();
     return nullptr;
-}
-
-// The default tiling (x, y, w, h) for a view: the control bar across the top;
-// topology over narration on the left; the timeline top right (over the FSDP
-// flow band and the pipeline band when those views are open) over metrics,
-// memory and the event log.
-ImVec4 AppContext::layoutRect(const std::string& id, float menu_height) const {
-    const ImVec2 d = ImGui::GetIO().DisplaySize;
-    const ImGuiStyle& style = ImGui::GetStyle();
-    const float ctrl_h = ImGui::GetFrameHeight() + style.WindowPadding.y * 2.0f + 2.0f;
-    const float y0 = menu_height + ctrl_h;
-    const float body_h = std::max(100.0f, d.y - y0);
-    const float left_w = std::round(std::clamp(d.x * 0.32f, std::min(d.x * 0.5f, ImGui::GetFontSize() * 24.0f), d.x * 0.45f));
-    const float right_w = d.x - left_w;
-    bool narration_open = false, flow_open = false, pipe_open = false, quorum_open = false, diloco_open = false,
-         buckets_open = false, bandwidth_open = false;
-    for (const ViewSlot& slot : m_views) {
-        if (slot.id == "narration") narration_open = slot.view->open;
-        if (slot.id == "fsdp") flow_open = slot.view->open;
-        if (slot.id == "pipeline") pipe_open = slot.view->open;
-        if (slot.id == "quorum") quorum_open = slot.view->open;
-        if (slot.id == "diloco") diloco_open = slot.view->open;
-        if (slot.id == "ddp") buckets_open = slot.view->open;
-        if (slot.id == "bandwidth") bandwidth_open = slot.view->open;
-    }
-    const float topo_h = std::round(narration_open ? body_h * 0.66f : body_h);
-    // The FSDP flow view (open for fsdp/hsdp) and the pipeline view (open for
-    // pipeline) take bands under the timeline, which gets shorter for them.
-    // The DDP bucket view (open for plain ddp) takes the same band.
-    const float flow_h = flow_open      ? std::round(std::min(FsdpFlowView::preferredHeight(), body_h * 0.4f))
-                         : buckets_open ? std::round(std::min(DdpBucketsView::preferredHeight(int(ddpBucketPlan(m_scenario).size())),
-                                                              body_h * 0.36f))
-                         : bandwidth_open ? std::round(body_h * 0.42f)
-                                          : 0.0f;
-    // The quorum view (open for fault-tolerant runs) and the DiLoCo view (open
-    // for diloco runs and runs on a modelled link) take the pipeline's band,
-    // stacked when both are open (fault-tolerant DiLoCo). On a run that is not
-    // DiLoCo the DiLoCo view only holds the link control and its empty state.
-    const bool diloco_run = m_scenario.strategy.kind == "diloco";
-    const float quorum_h =
-        quorum_open ? std::round(std::min(QuorumView::preferredHeight(m_scenario.topology.ranks),
-                                          body_h * (diloco_open && diloco_run ? 0.30f : 0.45f)))
-                    : 0.0f;
-    const float diloco_h =
-        !diloco_open ? 0.0f
-        : diloco_run ? std::round(std::min(DilocoView::preferredHeight(m_scenario.topology.ranks, m_scenario.diloco.fragments),
-                                           body_h * (quorum_open ? 0.38f : 0.52f)))
-                     : std::round(std::min(ImGui::GetFrameHeightWithSpacing() * 6.0f, body_h * 0.25f));
-    const float pipe_h = pipe_open ? std::round(std::min(PipelineView::preferredHeight(m_scenario.topology.stages), body_h * 0.5f))
-                                   : quorum_h + diloco_h;
-    const float tl_h = std::round(diloco_open && diloco_run && quorum_open ? body_h * 0.18f
-                                  : diloco_open && diloco_run              ? body_h * 0.24f
-                                  : pipe_open || quorum_open               ? body_h * 0.30f
-                                  : flow_open || diloco_open || buckets_open || bandwidth_open ? body_h * 0.40f
-                                                                           : body_h * 0.52f);
-    const float y1 = y0 + tl_h + flow_h + pipe_h;
-    const float low_h = std::max(60.0f, body_h - tl_h - flow_h - pipe_h);
-    const float metrics_w = std::round(right_w * 0.37f);
-    const float memory_w = std::round(right_w * 0.24f);
-    if (id == "controls") return ImVec4(0, menu_height, d.x, ctrl_h);
-    if (id == "topology") return ImVec4(0, y0, left_w, topo_h);
-    if (id == "narration") return ImVec4(0, y0 + topo_h, left_w, body_h - topo_h);
-    if (id == "timeline") return ImVec4(left_w, y0, right_w, tl_h);
-    if (id == "fsdp" || id == "ddp" || id == "bandwidth") return ImVec4(left_w, y0 + tl_h, right_w, flow_h > 0.0f ? flow_h : body_h * 0.3f);
-    if (id == "pipeline") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, pipe_h > 0.0f ? pipe_h : body_h * 0.4f);
-    if (id == "quorum") return ImVec4(left_w, y0 + tl_h + flow_h, right_w, quorum_h > 0.0f ? quorum_h : body_h * 0.4f);
-    if (id == "diloco")
-        return ImVec4(left_w, y0 + tl_h + flow_h + quorum_h, right_w, diloco_h > 0.0f ? diloco_h : body_h * 0.5f);
-    if (id == "metrics") return ImVec4(left_w, y1, metrics_w, low_h);
-    if (id == "memory") return ImVec4(left_w + metrics_w, y1, memory_w, low_h);
-    if (id == "events") return ImVec4(left_w + metrics_w + memory_w, y1, right_w - metrics_w - memory_w, low_h);
-    return ImVec4(d.x * 0.25f, d.y * 0.25f, d.x * 0.5f, d.y * 0.5f);
-}
-
-void AppContext::drawViews() {
-    const float menu_height = ImGui::GetFrameHeight();
-    const ImGuiCond cond = m_layout_dirty ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
-    for (ViewSlot& slot : m_views) {
-        if (!slot.view->open) continue;
-        const ImVec4 r = layoutRect(slot.id, menu_height);
-        ImGui::SetNextWindowPos(ImVec2(r.x, r.y), cond);
-        ImGui::SetNextWindowSize(ImVec2(r.z, r.w), cond);
-        const bool is_controls = slot.id == "controls";
-        const std::string title = slot.view->name() + "###" + slot.id;
-        const bool visible = ImGui::Begin(title.c_str(), is_controls ? nullptr : &slot.view->open, slot.flags);
-        if (visible) {
-            if (!is_controls) {
-                // "(?)" in the title bar, left of the close button: the view's help text.
-                ImGuiWindow* window = ImGui::GetCurrentWindow();
-                const ImRect bar = window->TitleBarRect();
-                const char* marker = "(?)";
-                const ImVec2 size = ImGui::CalcTextSize(marker);
-                const ImVec2 at(bar.Max.x - ImGui::GetFrameHeight() * 1.2f - size.x - 6.0f,
-                                bar.Min.y + (bar.GetHeight() - size.y) * 0.5f);
-                ImDrawList* draw = ImGui::GetWindowDrawList();
-                draw->PushClipRect(bar.Min, bar.Max, false);
-                const bool hover = ImGui::IsMouseHoveringRect(at, ImVec2(at.x + size.x, at.y + size.y), false) &&
-                                   ImGui::IsWindowHovered(ImGuiHoveredFlags_AllowWhenBlockedByActiveItem);
-                draw->AddText(at, ImGui::GetColorU32(hover ? ImGuiCol_Text : ImGuiCol_TextDisabled), marker);
-                draw->PopClipRect();
-                if (hover) {
-                    ImGui::BeginTooltip();
-                    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 36.0f);
-                    ImGui::TextUnformatted(slot.view->helpText());
-                    ImGui::PopTextWrapPos();
-                    ImGui::EndTooltip();
-                }
-            }
-            if (slot.view->isEmpty(*this)) slot.view->drawEmptyState(*this);
-            else slot.view->drawContent(*this);
-        }
-        const ImVec2 pos = ImGui::GetWindowPos();
-        const ImVec2 size = ImGui::GetWindowSize();
-        m_windows_drawn.push_back(
-            WindowRect{slot.id, slot.view->name(), pos, ImVec2(pos.x + size.x, pos.y + size.y), ImGui::GetWindowDrawList()});
-        ImGui::End();
-    }
-    m_layout_dirty = false;
 }
 
 // The narration's highlighted view: a thick pulsing border and a "LOOK HERE"
@@ -1020,12 +843,8 @@ void AppContext::drawSavePopup() {
 
 // [SECTION] Script host: screenshots, clicks, layout -----------------------------------------
 
-bool AppContext::button(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) {
-    if (!enabled) ImGui::BeginDisabled();
-    bool pressed = ImGui::Button(label, size);
-    if (!enabled) ImGui::EndDisabled();
-    if (!enabled && why_disabled && ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-        ImGui::SetTooltip("%s", why_disabled);
+bool AppContext::drawButton(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) {
+    bool pressed = plainButton(label, enabled, why_disabled, size);
     const ImGuiWindow* window = ImGui::GetCurrentWindow();
     m_buttons_drawing.push_back(
         ButtonRect{label, window ? window->Name : "", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), enabled});
@@ -1076,9 +895,9 @@ bool AppContext::setThemeByName(const std::string& name) {
 }
 
 bool AppContext::showView(const std::string& name, bool show) {
-    ViewSlot* slot = findView(name);
-    if (!slot) return false;
-    slot->view->open = show;
+    View* view = findView(name);
+    if (!view) return false;
+    view->open = show;
     m_layout_dirty = true;
     return true;
 }

@@ -5,7 +5,6 @@
 // [SECTION] Drawing: header, link control, replicas, schedule strip, two copies, bytes plot
 #include "views/view_diloco.hpp"
 
-#include "dtlab/diloco_theory.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
@@ -21,7 +20,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 namespace dt::app {
 
@@ -64,11 +62,19 @@ std::string linkLabel(double mbit_s, double latency_ms) {
     return text;
 }
 
+// A DiLoCo run.
+bool isDilocoRun(const Scenario& scenario) { return scenario.strategy.kind == "diloco"; }
+
+// A run on a modelled link ([network]).
+bool hasModelledLink(const Scenario& scenario) {
+    return scenario.network.bandwidth_mbit_s > 0.0 || scenario.network.latency_ms > 0.0;
+}
+
 } // namespace
 
 DilocoEmpty dilocoEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return DilocoEmpty::NoRun;
-    if (inputs.model->scenario().strategy.kind != "diloco") return DilocoEmpty::NotDiloco;
+    if (!isDilocoRun(inputs.model->scenario())) return DilocoEmpty::NotDiloco;
     return DilocoEmpty::None;
 }
 
@@ -76,7 +82,30 @@ DilocoEmpty dilocoEmpty(const ViewInputs& inputs) {
 // [SECTION] Help
 // -----------------------------------------------------------------------------
 
-DilocoView::DilocoView() : View("DiLoCo") {}
+DilocoView::DilocoView() : View("diloco", "DiLoCo") { open = false; }
+
+std::optional<bool> DilocoView::relevantTo(const Scenario& scenario) const {
+    return isDilocoRun(scenario) || hasModelledLink(scenario);
+}
+
+LayoutPlace DilocoView::layoutPlace(const LayoutContext& context) const {
+    LayoutPlace place;
+    place.area = LayoutArea::LowerBand;
+    place.slot = 1;
+    const Scenario& s = context.scenario;
+    if (isDilocoRun(s)) {
+        place.height = std::round(std::min(preferredHeight(s.topology.ranks, s.diloco.fragments),
+                                           context.body_height * (context.crowded ? 0.38f : 0.52f)));
+        place.timeline_share = context.crowded ? 0.18f : 0.24f;
+    } else {
+        place.height = std::round(std::min(ImGui::GetFrameHeightWithSpacing() * 6.0f, context.body_height * 0.25f));
+        place.compact = true;
+        place.timeline_share = 0.40f;
+    }
+    return place;
+}
+
+bool DilocoView::isEmpty(const ViewInputs& inputs) const { return dilocoEmpty(inputs) != DilocoEmpty::None; }
 
 const char* DilocoView::helpText() const {
     return "DiLoCo (Distributed Low-Communication training), drawn from the real events.\n\n"
@@ -109,8 +138,10 @@ float DilocoView::preferredHeight(int ranks, int fragments) {
 // [SECTION] Drawing
 // -----------------------------------------------------------------------------
 
-std::optional<LinkRequest> DilocoView::drawLinkControl(const std::vector<RankProgress>& ranks,
-                                                       const std::function<bool(const char*)>& button) {
+void DilocoView::drawLinkControl(const ViewInputs& inputs) {
+    if (!inputs.live || !inputs.ranks) return;
+    const std::vector<RankProgress>& ranks = *inputs.ranks;
+    ViewActions& act = inputs.act();
     std::optional<LinkRequest> request;
     const double now_mbit = ranks.empty() ? 0.0 : ranks.front().link_mbit_s;
     const double now_latency = ranks.empty() ? 0.0 : ranks.front().link_latency_ms;
@@ -130,7 +161,7 @@ std::optional<LinkRequest> DilocoView::drawLinkControl(const std::vector<RankPro
         ImGui::SameLine();
         const bool active = std::fabs(now_mbit - p.mbit_s) < 1e-6;
         if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetColorU32(ImGuiCol_ButtonActive));
-        if (button(p.label)) request = LinkRequest{p.mbit_s, double(m_latency)};
+        if (act.button(p.label)) request = LinkRequest{p.mbit_s, double(m_latency)};
         if (active) ImGui::PopStyleColor();
     }
     ImGui::SameLine(0.0f, ImGui::GetFontSize());
@@ -152,10 +183,10 @@ std::optional<LinkRequest> DilocoView::drawLinkControl(const std::vector<RankPro
         request = LinkRequest{m_mbit < 0.5f ? 0.0 : double(m_mbit), double(std::max(0.0f, m_latency))};
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Added to every collective (ms)");
     m_link_editing = slider_active || latency_active;
-    return request;
+    if (request) act.setLink(-1, request->bandwidth_mbit_s, request->latency_ms);
 }
 
-void DilocoView::draw(const ViewInputs& inputs, const std::function<void()>& controls) {
+void DilocoView::drawEmptyState(const ViewInputs& inputs) {
     switch (dilocoEmpty(inputs)) {
     case DilocoEmpty::NoRun:
         helpMarker(helpText());
@@ -167,15 +198,18 @@ void DilocoView::draw(const ViewInputs& inputs, const std::function<void()>& con
         return;
     case DilocoEmpty::NotDiloco:
         helpMarker(helpText());
-        if (controls) controls(); // the link control: slow the link and watch every step wait for its all-reduce
+        drawLinkControl(inputs); // slow the link and watch every step wait for its all-reduce
         emptyState("No DiLoCo run: set [strategy] kind = \"diloco\"",
                    "This run communicates every step, so a slower link (the control above, on a live run) stretches "
                    "every step. DiLoCo replicas train alone for H steps, then average pseudo-gradients. Open "
                    "scenarios/diloco_slow_link.toml, diloco_streaming.toml or diloco_quantized.toml.");
         m_state = DilocoViewState{};
         return;
-    case DilocoEmpty::None: break;
+    case DilocoEmpty::None: return;
     }
+}
+
+void DilocoView::drawContent(const ViewInputs& inputs) {
     const RunModel& model = *inputs.model;
     const int64_t t = dilocoMoment(inputs.cursor_ns ? *inputs.cursor_ns : std::nullopt);
     const int shown = dilocoShownRank(inputs.selected_rank ? *inputs.selected_rank : -1);
@@ -202,7 +236,7 @@ void DilocoView::draw(const ViewInputs& inputs, const std::function<void()>& con
                   m_state.fragments > 1 ? " (streaming)" : " (classic)", m_state.sync_delay, d.pseudo_gradient.c_str(),
                   d.outer_lr, d.outer_momentum, d.nesterov && d.outer_momentum > 0 ? " Nesterov" : "", d.alpha);
     ImGui::TextUnformatted(header);
-    if (controls) controls();
+    drawLinkControl(inputs);
 
     if (model.empty() || m_state.current_step < 0) {
         emptyState("DiLoCo run starting: no step finished yet",

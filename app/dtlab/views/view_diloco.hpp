@@ -28,9 +28,12 @@
 //              bytes_per_sync, and DDP (ddp_bytes_per_step x steps; tens of
 //              times steeper, so it does not set the y scale and leaves the
 //              plot at the top; the line above the plot gives its total)
-//   link       (drawn by drawLinkControl, from the app: view_glue.cpp) presets
-//              uncapped / 1 Gbit/s / 100 Mbit/s / 10 Mbit/s, a bandwidth
-//              slider and a latency input; they call Session::setLink(-1, ...)
+//   link       (live runs) presets uncapped / 1 Gbit/s / 100 Mbit/s / 10 Mbit/s,
+//              a bandwidth slider and a latency input; they call
+//              ViewActions::setLink(-1, ...). A run that is not DiLoCo but has a
+//              modelled link (scenarios/ddp_slow_link.toml) opens the view for
+//              this control alone, over the empty state, so the room can watch
+//              DDP stall on a slow link.
 // The shown rank is the selected one, else rank 0. With a time cursor the
 // view shows that moment.
 //
@@ -44,7 +47,6 @@
 #include "views/view_inputs.hpp"
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -70,21 +72,23 @@ public:
     DilocoView();
 
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext&) const override { return false; }
-    void drawEmptyState(AppContext& context) override;   // view_glue.cpp
-    void drawContent(AppContext& context) override;      // view_glue.cpp: the link control, then draw()
+    // Open for DiLoCo runs and for runs on a modelled link (its control is here).
+    [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;
+    // The lower band, under the quorum view: a DiLoCo run as tall as
+    // preferredHeight(), at most 52 % of the body (38 % when crowded); another
+    // run only a compact strip for the link control.
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    // `controls` (may be empty) is drawn under the header line: the app's link control.
-    void draw(const ViewInputs& inputs, const std::function<void()>& controls = {});
-    // The link presets, bandwidth slider and latency input (live runs). `button`
-    // draws a button and says whether it was pressed (the app's button, so a
-    // script can press it). Returns the link the user asked for, if any.
-    std::optional<LinkRequest> drawLinkControl(const std::vector<RankProgress>& ranks,
-                                               const std::function<bool(const char*)>& button);
     [[nodiscard]] const DilocoViewState& lastState() const { return m_state; }
     [[nodiscard]] static float preferredHeight(int ranks, int fragments);
 
 private:
+    // The link presets, bandwidth slider and latency input of a live run; a
+    // choice calls setLink(-1, ...) for every rank.
+    void drawLinkControl(const ViewInputs& inputs);
     void drawReplicas(const ViewInputs& inputs);
     void drawSchedule(const ViewInputs& inputs);
     void drawCopies();

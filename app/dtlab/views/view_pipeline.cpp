@@ -34,12 +34,15 @@ EventKind kindOfOp(PipeOp op) {
     }
 }
 
+// A pipeline run: the scenarios this view belongs to.
+bool isPipelineRun(const Scenario& scenario) { return scenario.strategy.kind == "pipeline"; }
+
 } // namespace
 
 PipeEmpty pipelineEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return PipeEmpty::NoRun;
     const Scenario& scenario = inputs.model->scenario();
-    if (scenario.strategy.kind != "pipeline" || scenario.topology.stages < 2) return PipeEmpty::NotPipeline;
+    if (!isPipelineRun(scenario) || scenario.topology.stages < 2) return PipeEmpty::NotPipeline;
     return PipeEmpty::None;
 }
 
@@ -47,7 +50,18 @@ PipeEmpty pipelineEmpty(const ViewInputs& inputs) {
 // [SECTION] Help
 // -----------------------------------------------------------------------------
 
-PipelineView::PipelineView() : View("Pipeline") {}
+PipelineView::PipelineView() : View("pipeline", "Pipeline") { open = false; }
+
+std::optional<bool> PipelineView::relevantTo(const Scenario& scenario) const { return isPipelineRun(scenario); }
+
+LayoutPlace PipelineView::layoutPlace(const LayoutContext& context) const {
+    LayoutPlace place;
+    place.area = LayoutArea::LowerBand;
+    place.slot = 0;
+    place.height = std::round(std::min(preferredHeight(context.scenario.topology.stages), context.body_height * 0.5f));
+    place.timeline_share = 0.30f;
+    return place;
+}
 
 const char* PipelineView::helpText() const {
     return "One step of one pipeline: the predicted schedule (theory) above what the ranks really did (measured), "
@@ -75,7 +89,7 @@ const char* PipelineView::helpText() const {
            "to pin it. The pipeline: the one of the selected rank.";
 }
 
-bool PipelineView::isEmpty(const AppContext&) const { return false; } // draw() draws its own empty states
+bool PipelineView::isEmpty(const ViewInputs& inputs) const { return pipelineEmpty(inputs) != PipeEmpty::None; }
 
 // -----------------------------------------------------------------------------
 // [SECTION] Caches: what to recompute this frame
@@ -138,7 +152,7 @@ void PipelineView::refresh(const ViewInputs& inputs) {
 // [SECTION] Drawing: header, legend, the two grids, the axis
 // -----------------------------------------------------------------------------
 
-void PipelineView::draw(const ViewInputs& inputs) {
+void PipelineView::drawEmptyState(const ViewInputs& inputs) {
     m_empty = pipelineEmpty(inputs);
     if (m_empty == PipeEmpty::NoRun) {
         helpMarker(helpText());
@@ -152,7 +166,7 @@ void PipelineView::draw(const ViewInputs& inputs) {
         helpMarker(helpText());
         const Scenario& scenario = inputs.model->scenario();
         char title[128];
-        if (scenario.strategy.kind == "pipeline")
+        if (isPipelineRun(scenario))
             std::snprintf(title, sizeof(title), "A pipeline of %d stage has nothing to overlap: no bubble to show",
                           scenario.topology.stages);
         else
@@ -163,8 +177,11 @@ void PipelineView::draw(const ViewInputs& inputs) {
                    "(try scenarios/pipeline_gpipe_vs_1f1b.toml). Then each rank holds a slice of the blocks, "
                    "microbatches flow through the stages, and this view draws the schedule, the messages and the "
                    "bubble.");
-        return;
     }
+}
+
+void PipelineView::drawContent(const ViewInputs& inputs) {
+    m_empty = PipeEmpty::None;
     refresh(inputs);
     drawHeader(inputs);
     drawGrids(inputs);

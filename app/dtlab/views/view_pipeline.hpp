@@ -37,6 +37,7 @@
 #include "views/view_inputs.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,11 +56,14 @@ public:
     PipelineView();
 
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    // Open for pipeline runs ([strategy] kind = "pipeline").
+    [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;
+    // The lower band, as tall as preferredHeight() for the scenario's stages (at most half the body).
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    void draw(const ViewInputs& inputs);
     // Window height that shows both grids of `stages` rows at the current font (the layout uses it).
     [[nodiscard]] static float preferredHeight(int stages);
 
