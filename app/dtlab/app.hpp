@@ -18,7 +18,9 @@
 //
 // The views (views/view_list.cpp) never see this class: each frame the app
 // hands each one a ViewInputs (viewInputs()) and acts for its buttons as
-// their ViewActions; the script drives the app as its ScriptHost.
+// their ViewActions; the script drives the app as its ScriptHost. The member
+// functions are in app.cpp and app_*.cpp, one concern per file (app.cpp's
+// header lists them).
 #pragma once
 
 #include "dtlab/closing_check.hpp"
@@ -182,27 +184,32 @@ private:
         ImVec2 min, max;
         ImDrawList* draw = nullptr;  // the window's draw list (this frame)
     };
-    // [SECTION] helpers (app.cpp)
-    void resetRunState();
+    // app.cpp
     void ingestNew();
     void gatherFacts();
     void evaluateChecks(const RunRecord& record);
     void computeReplayProgress();
     void runScript();
+    [[nodiscard]] View* findView(const std::string& id_or_name) const;
+    void say(const std::string& line) const;
+    // app_lifecycle.cpp
+    void resetRunState();
+    void applyRelevance();
+    void printSummary(const RunRecord& record) const;
+    // app_actions.cpp
+    [[nodiscard]] bool rankValid(int rank) const { return rank >= 0 && rank < int(m_facts.ranks.size()); }
+    // app_narration.cpp
+    void drawHighlight();
+    // app_layout.cpp
+    void drawViews();
+    void drawTitleHelp(const View& view);
+    // app_menus.cpp
     void handleShortcuts();
     void drawMenuBar();
-    void drawViews();
-    void drawHighlight();
     void drawBanner();
     void drawHelpOverlay();
     void drawOpenPopup();
     void drawSavePopup();
-    void applyRelevance();
-    void drawTitleHelp(const View& view);
-    [[nodiscard]] View* findView(const std::string& id_or_name) const;
-    [[nodiscard]] bool rankValid(int rank) const { return rank >= 0 && rank < int(m_facts.ranks.size()); }
-    void printSummary(const RunRecord& record) const;
-    void say(const std::string& line) const;
 
     AppOptions m_options;
     GLFWwindow* m_window = nullptr;
