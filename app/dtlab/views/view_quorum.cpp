@@ -229,17 +229,15 @@ bool QuorumView::isEmpty(const ViewInputs& inputs) const {
 }
 
 void QuorumView::drawEmptyState(const ViewInputs& inputs) {
-    if (!inputs.model) {
-        helpMarker(helpText());
+    helpMarker(helpText());
+    if (!inputs.model)
         emptyState("No run open: start a scenario or open a recording",
                    "With [fault_tolerance] enabled = true this view shows the lighthouse's quorums, each replica's "
                    "heartbeats, heals and commits, and a stopwatch for every recovery. Try scenarios/ft_kill_replica.toml.");
-        return;
-    }
-    helpMarker(helpText());
-    emptyState("This run is not fault tolerant: no quorum, no lighthouse",
-               "Plain DDP stops when one rank dies. Add [fault_tolerance] enabled = true to a ddp scenario "
-               "(or open scenarios/ft_kill_replica.toml) to see replicas form quorums, heal and go on.");
+    else
+        emptyState("This run is not fault tolerant: no quorum, no lighthouse",
+                   "Plain DDP stops when one rank dies. Add [fault_tolerance] enabled = true to a ddp scenario "
+                   "(or open scenarios/ft_kill_replica.toml) to see replicas form quorums, heal and go on.");
 }
 
 float QuorumView::preferredHeight(int replicas) {
