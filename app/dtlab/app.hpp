@@ -15,6 +15,12 @@
 //
 // Every action (kill, hang, pause, ...) also prints one line to stdout
 // ("dtlab: killed rank 1"), so tests and demos can read what the app did.
+//
+// The views (views/view_list.cpp) never see this class: each frame the app
+// hands each one a ViewInputs (viewInputs()) and acts for its buttons as
+// their ViewActions; the script drives the app as its ScriptHost. The member
+// functions are in app.cpp and app_*.cpp, one concern per file (app.cpp's
+// header lists them).
 #pragma once
 
 #include "dtlab/closing_check.hpp"
@@ -25,6 +31,7 @@
 #include "script_runner.hpp"
 #include "theme.hpp"
 #include "views/view.hpp"
+#include "views/view_actions.hpp"
 #include "views/view_inputs.hpp"
 
 #include <imgui.h>
@@ -51,7 +58,7 @@ struct AppOptions {
     std::string screenshot_dir;      // --screenshot-dir; relative script screenshots go here
 };
 
-class AppContext final : public ScriptHost {
+class AppContext final : public ScriptHost, public ViewActions {
 public:
     explicit AppContext(AppOptions options);
     ~AppContext() override;                      // stops the Session: every rank process is killed
@@ -108,28 +115,22 @@ public:
     [[nodiscard]] const std::string& failureReason() const { return m_failure_reason; }
     // The closing checks ([[checks]]) once the run has finished; empty before.
     [[nodiscard]] const std::vector<ClosingCheckResult>& closingChecks() const { return m_checks; }
-    // Errors and warnings the ranks and the Session logged about `rank`.
-    [[nodiscard]] std::vector<const LogRecord*> rankErrors(int rank) const;
-    void setNavigator(TimelineNavigator* navigator) { m_navigator = navigator; }
-
-    // A button that scripts can press (click_button LABEL) and print_layout
-    // lists. Disabled buttons show `why_disabled` as a tooltip.
-    bool button(const char* label, bool enabled = true, const char* why_disabled = nullptr,
-                const ImVec2& size = ImVec2(0, 0));
 
     // ---- actions (buttons, shortcuts and the script) --------------------------
+    // button() (ViewActions) is a button that scripts can press (click_button
+    // LABEL) and print_layout lists; disabled, it shows `why_disabled` as a tooltip.
     void killRank(int rank) override;
     void hangRank(int rank) override;
     void resumeRank(int rank) override;
     void slowRank(int rank, double delay_ms) override;
     // Fault tolerance (a live fault-tolerant run; no-ops otherwise).
-    void restartRank(int rank);
-    void nanGradients(int rank);
-    void failNextCollective(int rank);
-    void partitionRank(int rank, bool on);
-    void setLighthouseRunning(bool running);
+    void restartRank(int rank) override;
+    void nanGradients(int rank) override;
+    void failNextCollective(int rank) override;
+    void partitionRank(int rank, bool on) override;
+    void setLighthouseRunning(bool running) override;
     // The modelled link ([network]) of one rank, or of every rank (rank -1); live runs only.
-    void setLink(int rank, double bandwidth_mbit_s, double latency_ms);
+    void setLink(int rank, double bandwidth_mbit_s, double latency_ms) override;
     [[nodiscard]] bool lighthouseDown() const;
     void pauseRun() override;
     void runFree() override;
@@ -141,8 +142,8 @@ public:
     void setTheme(ThemeKind kind);
     void setFontPixels(float px) override;
     void toggleFullscreen() override;
-    void openScenarioDialog() { m_open_popup_requested = true; }
-    void openSaveDialog() { m_save_popup_requested = true; }
+    void openScenarioDialog() override { m_open_popup_requested = true; }
+    void openSaveDialog() override { m_save_popup_requested = true; }
     void toggleHelp() override { m_show_help = !m_show_help; }
     void requestQuit() override { m_quit = true; }
 
@@ -167,6 +168,9 @@ public:
     bool setThemeByName(const std::string& name) override;
     bool showView(const std::string& name, bool show) override;
 
+protected:
+    bool drawButton(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) override;
+
 private:
     struct ButtonRect {
         std::string label;
@@ -180,33 +184,32 @@ private:
         ImVec2 min, max;
         ImDrawList* draw = nullptr;  // the window's draw list (this frame)
     };
-    struct ViewSlot {
-        std::string id;          // "topology", "timeline", ... (narration highlight names)
-        std::unique_ptr<View> view;
-        ImGuiWindowFlags flags = 0;
-    };
-
-    // [SECTION] helpers (app.cpp)
-    void resetRunState();
+    // app.cpp
     void ingestNew();
     void gatherFacts();
     void evaluateChecks(const RunRecord& record);
     void computeReplayProgress();
     void runScript();
+    [[nodiscard]] View* findView(const std::string& id_or_name) const;
+    void say(const std::string& line) const;
+    // app_lifecycle.cpp
+    void resetRunState();
+    void applyRelevance();
+    void printSummary(const RunRecord& record) const;
+    // app_actions.cpp
+    [[nodiscard]] bool rankValid(int rank) const { return rank >= 0 && rank < int(m_facts.ranks.size()); }
+    // app_narration.cpp
+    void drawHighlight();
+    // app_layout.cpp
+    void drawViews();
+    void drawTitleHelp(const View& view);
+    // app_menus.cpp
     void handleShortcuts();
     void drawMenuBar();
-    void drawViews();
-    void drawHighlight();
     void drawBanner();
     void drawHelpOverlay();
     void drawOpenPopup();
     void drawSavePopup();
-    void applyLayout(float menu_height);
-    [[nodiscard]] ImVec4 layoutRect(const std::string& id, float menu_height) const;
-    [[nodiscard]] ViewSlot* findView(const std::string& id);
-    [[nodiscard]] bool rankValid(int rank) const { return rank >= 0 && rank < int(m_facts.ranks.size()); }
-    void printSummary(const RunRecord& record) const;
-    void say(const std::string& line) const;
 
     AppOptions m_options;
     GLFWwindow* m_window = nullptr;
@@ -230,7 +233,7 @@ private:
     bool m_announced_finish = false;
 
     // Views and selection.
-    std::vector<ViewSlot> m_views;
+    std::vector<std::unique_ptr<View>> m_views; // views/view_list.cpp
     std::vector<WindowRect> m_windows_drawn;
     int m_selected_rank = -1;
     std::optional<int64_t> m_cursor_ns; // the shared time cursor (ViewInputs::cursor_ns)

@@ -1,31 +1,69 @@
-// view.hpp: the base of every dtlab window (one view per file).
+// view.hpp: the contract every dtlab window implements (one view per file).
 //
-// Like ImHex's View::Window: a subclass draws its content and must explain
-// itself (help text shown by the "(?)" marker and in the help overlay) and
-// draw an explicit empty state when there is nothing to show yet.
+// A view says, for the app:
+//   relevantTo(scenario)   whether it belongs on screen for a scenario; opening
+//                          a run or a recording sets `open` from it. nullopt:
+//                          every run has it, it stays as the user left it
+//   windowFlags()          its ImGui window flags (the app adds NoCollapse)
+//   layoutPlace(context)   where the default tiling puts it (layout_place.hpp)
+//   closable()             false: no close button, not in the View menu (the control bar)
+// and draws itself from ViewInputs alone (view_inputs.hpp), acting through
+// inputs.actions (view_actions.hpp):
+//   isEmpty(inputs)        nothing to show: drawEmptyState() is drawn instead
+//                          of drawContent(), an explicit title and hint
+//   helpText()             what it shows, for the "(?)" in its title bar
+// No view includes app.hpp: headless tests draw any view with draw(inputs),
+// from a ViewInputs they fill, and a fake ViewActions when they press buttons.
+//
+// A new view is two files, views/view_NAME.hpp and .cpp (the CMake lists
+// glob them), and one line in views/view_list.cpp.
 #pragma once
 
+#include "dtlab/scenario.hpp"
+#include "views/layout_place.hpp"
+#include "views/view_inputs.hpp"
+
+#include <imgui.h>
+
+#include <optional>
 #include <string>
 
 namespace dt::app {
 
-class AppContext; // app state every view reads (model, session, selection); defined in app.hpp
-
 class View {
-public:
-    explicit View(std::string name) : m_name(std::move(name)) {}
+  public:
+    View(std::string id, std::string name) : m_id(std::move(id)), m_name(std::move(name)) {}
     virtual ~View() = default;
 
+    // "timeline", "quorum", ...: narration highlights, the script's show / hide, print_layout.
+    [[nodiscard]] const std::string& id() const { return m_id; }
+    // "Timeline", "Quorum", ...: the window title and the View menu entry.
     [[nodiscard]] const std::string& name() const { return m_name; }
     [[nodiscard]] virtual const char* helpText() const = 0;
-    // True when there is nothing to draw; drawEmptyState() is called instead of drawContent().
-    [[nodiscard]] virtual bool isEmpty(const AppContext& context) const = 0;
-    virtual void drawEmptyState(AppContext& context) = 0;
-    virtual void drawContent(AppContext& context) = 0;
 
-    bool open = true;          // shown in the View menu
+    [[nodiscard]] virtual std::optional<bool> relevantTo(const Scenario&) const { return std::nullopt; }
+    [[nodiscard]] virtual ImGuiWindowFlags windowFlags() const { return ImGuiWindowFlags_None; }
+    [[nodiscard]] virtual LayoutPlace layoutPlace(const LayoutContext&) const { return {}; }
+    [[nodiscard]] virtual bool closable() const { return true; }
+    // The timeline returns itself, so the app can hand it to other views (ViewInputs::navigator).
+    [[nodiscard]] virtual TimelineNavigator* navigator() { return nullptr; }
 
-private:
+    [[nodiscard]] virtual bool isEmpty(const ViewInputs& inputs) const = 0;
+    virtual void drawEmptyState(const ViewInputs& inputs) = 0;
+    virtual void drawContent(const ViewInputs& inputs) = 0;
+
+    // Draws the view into the current ImGui window: its empty state or its content.
+    void draw(const ViewInputs& inputs) {
+        if (isEmpty(inputs))
+            drawEmptyState(inputs);
+        else
+            drawContent(inputs);
+    }
+
+    bool open = true; // shown (the View menu toggles it)
+
+  private:
+    std::string m_id;
     std::string m_name;
 };
 

@@ -12,9 +12,16 @@
 
 namespace dt::app {
 
+namespace {
+
+// The backend comparison: the scenarios this view belongs to.
+bool isBackendComparison(const Scenario& scenario) { return scenario.strategy.kind == StrategyKind::Collectives; }
+
+} // namespace
+
 BandwidthEmpty bandwidthEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return BandwidthEmpty::NoRun;
-    if (inputs.model->scenario().strategy.kind != dt::StrategyKind::Collectives) return BandwidthEmpty::NotComparison;
+    if (!isBackendComparison(inputs.model->scenario())) return BandwidthEmpty::NotComparison;
     if (inputs.model->busBandwidthEvents().empty()) return BandwidthEmpty::NoPointYet;
     return BandwidthEmpty::None;
 }
@@ -29,7 +36,18 @@ const char* BandwidthView::helpText() const {
            "table lists the fits; dtrun prints the same numbers.";
 }
 
-bool BandwidthView::isEmpty(const AppContext&) const { return false; } // draw() draws its own empty states
+std::optional<bool> BandwidthView::relevantTo(const Scenario& scenario) const { return isBackendComparison(scenario); }
+
+LayoutPlace BandwidthView::layoutPlace(const LayoutContext& context) const {
+    LayoutPlace place;
+    place.area = LayoutArea::Band;
+    place.slot = 2;
+    place.height = std::round(context.body_height * 0.42f);
+    place.timeline_share = 0.40f;
+    return place;
+}
+
+bool BandwidthView::isEmpty(const ViewInputs& inputs) const { return bandwidthEmpty(inputs) != BandwidthEmpty::None; }
 
 namespace {
 
@@ -49,7 +67,7 @@ std::string sizeLabel(double bytes) {
 
 } // namespace
 
-void BandwidthView::draw(const ViewInputs& inputs) {
+void BandwidthView::drawEmptyState(const ViewInputs& inputs) {
     switch (bandwidthEmpty(inputs)) {
     case BandwidthEmpty::NoRun: emptyState("No run", "Open scenarios/backends_compare.toml."); return;
     case BandwidthEmpty::NotComparison:
@@ -61,8 +79,11 @@ void BandwidthView::draw(const ViewInputs& inputs) {
         emptyState("No size measured yet", "Each step times one message size on every backend; the first point "
                                            "appears when step 0 ends.");
         return;
-    case BandwidthEmpty::None: break;
+    case BandwidthEmpty::None: return;
     }
+}
+
+void BandwidthView::drawContent(const ViewInputs& inputs) {
     const RunModel& model = *inputs.model;
     if (model.generation() != m_generation) {
         m_measure = measureBusBandwidth(model.busBandwidthEvents());

@@ -16,6 +16,7 @@
 #include "views/view_inputs.hpp"
 
 #include <cstdint>
+#include <optional>
 
 namespace dt::app {
 
@@ -24,13 +25,16 @@ enum class BandwidthEmpty { None, NoRun, NotComparison, NoPointYet };
 
 class BandwidthView final : public View {
 public:
-    BandwidthView() : View("Bandwidth") {}
+    BandwidthView() : View("bandwidth", "Bandwidth") { open = false; }
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    // Open for the backend comparison ([strategy] kind = "collectives").
+    [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;
+    // The band under the timeline, 42 % of the body.
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    void draw(const ViewInputs& inputs);
     [[nodiscard]] const BusBandwidthMeasure& lastMeasure() const { return m_measure; }
 
 private:

@@ -13,14 +13,10 @@
 
 namespace dt::app {
 
-BucketsEmpty ddpBucketsEmpty(const ViewInputs& inputs) {
-    if (!inputs.model) return BucketsEmpty::NoRun;
-    const Scenario& s = inputs.model->scenario();
-    if (s.strategy.kind != dt::StrategyKind::Ddp || s.fault_tolerance.enabled) return BucketsEmpty::NotDdp;
-    return BucketsEmpty::None;
-}
-
 namespace {
+
+// Plain DDP (no fault tolerance): the runs that have buckets.
+bool isPlainDdp(const Scenario& s) { return s.strategy.kind == StrategyKind::Ddp && !s.fault_tolerance.enabled; }
 
 // The layers in the order backward visits them, and each parameter's layer.
 void backwardNodes(const ModelConfig& m, const std::vector<ParameterShape>& params, std::vector<std::string>& nodes,
@@ -131,7 +127,25 @@ const char* DdpBucketsView::helpText() const {
            "overlap = false every bucket waits for the end of backward.";
 }
 
-bool DdpBucketsView::isEmpty(const AppContext&) const { return false; } // draw() draws its own empty states
+BucketsEmpty ddpBucketsEmpty(const ViewInputs& inputs) {
+    if (!inputs.model) return BucketsEmpty::NoRun;
+    if (!isPlainDdp(inputs.model->scenario())) return BucketsEmpty::NotDdp;
+    return BucketsEmpty::None;
+}
+
+std::optional<bool> DdpBucketsView::relevantTo(const Scenario& scenario) const { return isPlainDdp(scenario); }
+
+LayoutPlace DdpBucketsView::layoutPlace(const LayoutContext& context) const {
+    LayoutPlace place;
+    place.area = LayoutArea::Band;
+    place.slot = 1;
+    const int buckets = int(ddpBucketPlan(context.scenario).size());
+    place.height = std::round(std::min(preferredHeight(buckets), context.body_height * 0.36f));
+    place.timeline_share = 0.40f;
+    return place;
+}
+
+bool DdpBucketsView::isEmpty(const ViewInputs& inputs) const { return ddpBucketsEmpty(inputs) != BucketsEmpty::None; }
 
 float DdpBucketsView::preferredHeight(int buckets) {
     const ImGuiStyle& style = ImGui::GetStyle();
@@ -139,7 +153,7 @@ float DdpBucketsView::preferredHeight(int buckets) {
            style.WindowPadding.y * 2.0f + 60.0f;
 }
 
-void DdpBucketsView::draw(const ViewInputs& inputs) {
+void DdpBucketsView::drawEmptyState(const ViewInputs& inputs) {
     switch (ddpBucketsEmpty(inputs)) {
     case BucketsEmpty::NoRun: emptyState("No run", "Open a DDP scenario (scenarios/ddp_basics.toml)."); return;
     case BucketsEmpty::NotDdp:
@@ -147,8 +161,11 @@ void DdpBucketsView::draw(const ViewInputs& inputs) {
                    "Buckets belong to plain DDP ([strategy] kind = \"ddp\", without [fault_tolerance]). Open "
                    "scenarios/ddp_basics.toml.");
         return;
-    case BucketsEmpty::None: break;
+    case BucketsEmpty::None: return;
     }
+}
+
+void DdpBucketsView::drawContent(const ViewInputs& inputs) {
     const RunModel& model = *inputs.model;
     int rank = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
     if (rank >= model.world()) rank = 0;

@@ -58,13 +58,16 @@ struct BucketPicture {
 
 class DdpBucketsView final : public View {
 public:
-    DdpBucketsView() : View("DDP buckets") {}
+    DdpBucketsView() : View("ddp", "DDP buckets") { open = false; }
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    // Open for plain DDP ([strategy] kind = "ddp" without [fault_tolerance]).
+    [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;
+    // The band under the timeline, as tall as preferredHeight() for the scenario's buckets (at most 36 %).
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    void draw(const ViewInputs& inputs);
     // Window height for the graph, the brackets and one line per bucket (the layout uses it).
     [[nodiscard]] static float preferredHeight(int buckets);
     [[nodiscard]] const BucketPicture& lastPicture() const { return m_picture; }

@@ -1,11 +1,10 @@
 // view_diloco.cpp: the DiLoCo view (see view_diloco.hpp).
 //
-// [SECTION] State (pure): the theory schedule and bytes, replicas, syncs, fragments
-// [SECTION] Help and empty states
+// [SECTION] Helpers and the empty states (the state it draws: model/diloco_state.hpp)
+// [SECTION] Help
 // [SECTION] Drawing: header, link control, replicas, schedule strip, two copies, bytes plot
 #include "views/view_diloco.hpp"
 
-#include "dtlab/diloco_theory.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
@@ -21,12 +20,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 namespace dt::app {
 
 // -----------------------------------------------------------------------------
-// [SECTION] State (pure)
+// [SECTION] Helpers and the empty states
 // -----------------------------------------------------------------------------
 
 namespace {
@@ -64,159 +62,50 @@ std::string linkLabel(double mbit_s, double latency_ms) {
     return text;
 }
 
+// A DiLoCo run.
+bool isDilocoRun(const Scenario& scenario) { return scenario.strategy.kind == StrategyKind::Diloco; }
+
+// A run on a modelled link ([network]).
+bool hasModelledLink(const Scenario& scenario) {
+    return scenario.network.bandwidth_mbit_s > 0.0 || scenario.network.latency_ms > 0.0;
+}
+
 } // namespace
 
 DilocoEmpty dilocoEmpty(const ViewInputs& inputs) {
     if (!inputs.model) return DilocoEmpty::NoRun;
-    if (inputs.model->scenario().strategy.kind != dt::StrategyKind::Diloco) return DilocoEmpty::NotDiloco;
+    if (!isDilocoRun(inputs.model->scenario())) return DilocoEmpty::NotDiloco;
     return DilocoEmpty::None;
 }
 
-std::vector<int> dilocoTheorySends(int fragment, int inner_steps, int fragments, int steps) {
-    std::vector<int> out;
-    const int H = std::max(1, inner_steps), F = std::max(1, fragments);
-    for (int s = 0; s < steps; ++s)
-        if (diloco::sendsAfterStep(s, fragment, H, F) || s == steps - 1) out.push_back(s);
-    return out;
-}
-
-DilocoBytesTheory dilocoBytesTheory(const Scenario& scenario, int steps) {
-    DilocoBytesTheory out;
-    const DilocoTheory theory = dilocoTheory(scenario);
-    const int F = std::max(1, scenario.diloco.fragments);
-    std::vector<double> per_step(size_t(std::max(steps, 0)), 0.0);
-    for (int f = 0; f < F && size_t(f) < theory.bytes_per_sync.size(); ++f)
-        for (int s : dilocoTheorySends(f, scenario.diloco.inner_steps, F, steps))
-            per_step[size_t(s)] += double(theory.bytes_per_sync[size_t(f)]);
-    double diloco = 0.0;
-    for (int s = 0; s < steps; ++s) {
-        diloco += per_step[size_t(s)];
-        out.diloco.push_back(diloco);
-        out.ddp.push_back(double(theory.ddp_bytes_per_step) * double(s + 1));
-    }
-    return out;
-}
-
-DilocoViewState dilocoViewState(const RunModel& model, const std::vector<RankProgress>* ranks, int shown_rank,
-                                int64_t t_ns) {
-    DilocoViewState st;
-    const Scenario& sc = model.scenario();
-    st.diloco = sc.strategy.kind == dt::StrategyKind::Diloco;
-    st.fault_tolerant = sc.fault_tolerance.enabled;
-    st.inner_steps = std::max(1, sc.diloco.inner_steps);
-    st.fragments = std::max(1, sc.diloco.fragments);
-    st.sync_delay = std::max(0, sc.diloco.sync_delay);
-    st.steps = sc.run.steps;
-    const int H = st.inner_steps, F = st.fragments;
-    const int world = model.world();
-    st.shown_rank = std::clamp(shown_rank, 0, std::max(0, world - 1));
-
-    const DilocoTheory theory = dilocoTheory(sc);
-    st.ddp_bytes_per_step = theory.ddp_bytes_per_step;
-    st.frags.resize(size_t(F));
-    for (int f = 0; f < F; ++f) {
-        DilocoFragment& frag = st.frags[size_t(f)];
-        frag.fragment = f;
-        if (size_t(f) < theory.fragment_numel.size()) frag.numel = theory.fragment_numel[size_t(f)];
-        if (size_t(f) < theory.bytes_per_sync.size()) frag.bytes_per_sync = theory.bytes_per_sync[size_t(f)];
-    }
-
-    st.replicas.resize(size_t(world));
-    for (int r = 0; r < world; ++r) {
-        DilocoReplica& row = st.replicas[size_t(r)];
-        row.rank = r;
-        const RankLane& lane = model.lane(r);
-        // The last Step span that ended by t (Step spans are sorted by start).
-        for (auto it = lane.compute[0].rbegin(); it != lane.compute[0].rend(); ++it)
-            if (it->kind == EventKind::Step && it->t1 <= t_ns) {
-                row.last_step = it->step;
-                break;
-            }
-        // Sends and applies, in time order.
-        std::vector<int> last_send(size_t(F), -1);
-        for (const SpanRecord& s : lane.compute[1]) {
-            if (s.t0 > t_ns) break;
-            if (s.t1 > t_ns) continue;
-            if (s.kind == EventKind::Heal && s.unit == 0) {
-                // Received a heal (fault-tolerant DiLoCo): the replica took a live
-                // peer's global copy and state at step s.step, a fresh start for
-                // every fragment.
-                for (int& sent : last_send) sent = std::max(sent, s.step);
-                row.last_step = std::max(row.last_step, s.step);
-                continue;
-            }
-            if (s.unit < 0 || s.unit >= F) continue;
-            const int f = s.unit;
-            if (s.kind == EventKind::PseudoGradient) {
-                last_send[size_t(f)] = std::max(last_send[size_t(f)], s.step);
-                row.last_step = std::max(row.last_step, s.step); // sent in the step's optimizer phase, before its Step span ends
-                if (r == st.shown_rank) {
-                    DilocoSync sync;
-                    sync.fragment = f;
-                    sync.send_step = s.step;
-                    sync.send_t = s.t1;
-                    sync.bytes = s.bytes;
-                    st.syncs.push_back(sync);
-                }
-            } else if (s.kind == EventKind::OuterStep && r == st.shown_rank) {
-                // The event's value is the fragment's outer steps so far; the
-                // run model keeps no span values, and one span per outer step
-                // counts the same.
-                st.frags[size_t(f)].outer_steps += 1;
-                // It applies this fragment's oldest exchange still in flight.
-                for (DilocoSync& sync : st.syncs)
-                    if (sync.fragment == f && sync.apply_step < 0) {
-                        sync.apply_step = s.step;
-                        sync.apply_t = s.t1;
-                        break;
-                    }
-            }
-        }
-        // Per fragment: inner steps since its last send, out of the steps
-        // between that send (or the start) and its next one.
-        for (int f = 0; f < F; ++f) {
-            const int sent = last_send[size_t(f)];
-            int next = -1;
-            for (int s = sent + 1; s < st.steps; ++s)
-                if (diloco::sendsAfterStep(s, f, H, F) || s == st.steps - 1) {
-                    next = s;
-                    break;
-                }
-            row.since_sync.push_back(std::max(0, row.last_step - sent));
-            row.period.push_back(next >= 0 ? next - sent : H);
-        }
-        // The link: live progress, else (a replay) the scenario's [network].
-        if (ranks && size_t(r) < ranks->size()) {
-            row.link_mbit_s = (*ranks)[size_t(r)].link_mbit_s;
-            row.link_latency_ms = (*ranks)[size_t(r)].link_latency_ms;
-        } else {
-            row.link_mbit_s = sc.network.bandwidth_mbit_s;
-            row.link_latency_ms = sc.network.latency_ms;
-        }
-    }
-    if (world > 0) st.current_step = st.replicas[size_t(st.shown_rank)].last_step;
-
-    for (const DilocoSync& sync : st.syncs) {
-        DilocoFragment& frag = st.frags[size_t(sync.fragment)];
-        frag.in_flight = sync.apply_step < 0;
-        frag.next_apply_step = frag.in_flight ? std::min(sync.send_step + st.sync_delay, std::max(0, st.steps - 1)) : -1;
-    }
-
-    if (world > 0)
-        for (const CounterPoint& p : model.lane(st.shown_rank).counters[size_t(EventKind::BytesSent)]) {
-            if (p.t > t_ns) break;
-            if (!st.bytes_x.empty() && double(p.step + 1) <= st.bytes_x.back()) continue; // keep x ascending
-            st.bytes_x.push_back(double(p.step + 1));
-            st.bytes_y.push_back(p.value);
-        }
-    return st;
-}
-
 // -----------------------------------------------------------------------------
-// [SECTION] Help and empty states
+// [SECTION] Help
 // -----------------------------------------------------------------------------
 
-DilocoView::DilocoView() : View("DiLoCo") {}
+DilocoView::DilocoView() : View("diloco", "DiLoCo") { open = false; }
+
+std::optional<bool> DilocoView::relevantTo(const Scenario& scenario) const {
+    return isDilocoRun(scenario) || hasModelledLink(scenario);
+}
+
+LayoutPlace DilocoView::layoutPlace(const LayoutContext& context) const {
+    LayoutPlace place;
+    place.area = LayoutArea::LowerBand;
+    place.slot = 1;
+    const Scenario& s = context.scenario;
+    if (isDilocoRun(s)) {
+        place.height = std::round(std::min(preferredHeight(s.topology.ranks, s.diloco.fragments),
+                                           context.body_height * (context.crowded ? 0.38f : 0.52f)));
+        place.timeline_share = context.crowded ? 0.18f : 0.24f;
+    } else {
+        place.height = std::round(std::min(ImGui::GetFrameHeightWithSpacing() * 6.0f, context.body_height * 0.25f));
+        place.compact = true;
+        place.timeline_share = 0.40f;
+    }
+    return place;
+}
+
+bool DilocoView::isEmpty(const ViewInputs& inputs) const { return dilocoEmpty(inputs) != DilocoEmpty::None; }
 
 const char* DilocoView::helpText() const {
     return "DiLoCo (Distributed Low-Communication training), drawn from the real events.\n\n"
@@ -249,8 +138,10 @@ float DilocoView::preferredHeight(int ranks, int fragments) {
 // [SECTION] Drawing
 // -----------------------------------------------------------------------------
 
-std::optional<LinkRequest> DilocoView::drawLinkControl(const std::vector<RankProgress>& ranks,
-                                                       const std::function<bool(const char*)>& button) {
+void DilocoView::drawLinkControl(const ViewInputs& inputs) {
+    if (!inputs.live || !inputs.ranks) return;
+    const std::vector<RankProgress>& ranks = *inputs.ranks;
+    ViewActions& act = inputs.act();
     std::optional<LinkRequest> request;
     const double now_mbit = ranks.empty() ? 0.0 : ranks.front().link_mbit_s;
     const double now_latency = ranks.empty() ? 0.0 : ranks.front().link_latency_ms;
@@ -270,7 +161,7 @@ std::optional<LinkRequest> DilocoView::drawLinkControl(const std::vector<RankPro
         ImGui::SameLine();
         const bool active = std::fabs(now_mbit - p.mbit_s) < 1e-6;
         if (active) ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetColorU32(ImGuiCol_ButtonActive));
-        if (button(p.label)) request = LinkRequest{p.mbit_s, double(m_latency)};
+        if (act.button(p.label)) request = LinkRequest{p.mbit_s, double(m_latency)};
         if (active) ImGui::PopStyleColor();
     }
     ImGui::SameLine(0.0f, ImGui::GetFontSize());
@@ -292,10 +183,10 @@ std::optional<LinkRequest> DilocoView::drawLinkControl(const std::vector<RankPro
         request = LinkRequest{m_mbit < 0.5f ? 0.0 : double(m_mbit), double(std::max(0.0f, m_latency))};
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Added to every collective (ms)");
     m_link_editing = slider_active || latency_active;
-    return request;
+    if (request) act.setLink(-1, request->bandwidth_mbit_s, request->latency_ms);
 }
 
-void DilocoView::draw(const ViewInputs& inputs, const std::function<void()>& controls) {
+void DilocoView::drawEmptyState(const ViewInputs& inputs) {
     switch (dilocoEmpty(inputs)) {
     case DilocoEmpty::NoRun:
         helpMarker(helpText());
@@ -307,19 +198,22 @@ void DilocoView::draw(const ViewInputs& inputs, const std::function<void()>& con
         return;
     case DilocoEmpty::NotDiloco:
         helpMarker(helpText());
-        if (controls) controls(); // the link control: slow the link and watch every step wait for its all-reduce
+        drawLinkControl(inputs); // slow the link and watch every step wait for its all-reduce
         emptyState("No DiLoCo run: set [strategy] kind = \"diloco\"",
                    "This run communicates every step, so a slower link (the control above, on a live run) stretches "
                    "every step. DiLoCo replicas train alone for H steps, then average pseudo-gradients. Open "
                    "scenarios/diloco_slow_link.toml, diloco_streaming.toml or diloco_quantized.toml.");
         m_state = DilocoViewState{};
         return;
-    case DilocoEmpty::None: break;
+    case DilocoEmpty::None: return;
     }
+}
+
+void DilocoView::drawContent(const ViewInputs& inputs) {
     const RunModel& model = *inputs.model;
-    const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
-    const int64_t t = has_cursor ? **inputs.cursor_ns : std::numeric_limits<int64_t>::max();
-    const int shown = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
+    const int64_t t = dilocoMoment(inputs.cursor_ns ? *inputs.cursor_ns : std::nullopt);
+    const int shown = dilocoShownRank(inputs.selected_rank ? *inputs.selected_rank : -1);
+    // Rebuilt only when the model, the moment or the shown rank changed.
     if (&model != m_model || model.generation() != m_generation || t != m_t || shown != m_shown) {
         m_state = dilocoViewState(model, inputs.ranks, shown, t);
         m_model = &model;
@@ -328,12 +222,7 @@ void DilocoView::draw(const ViewInputs& inputs, const std::function<void()>& con
         m_shown = shown;
     }
     // Links change without events: read them every frame.
-    if (inputs.ranks)
-        for (DilocoReplica& row : m_state.replicas)
-            if (size_t(row.rank) < inputs.ranks->size()) {
-                row.link_mbit_s = (*inputs.ranks)[size_t(row.rank)].link_mbit_s;
-                row.link_latency_ms = (*inputs.ranks)[size_t(row.rank)].link_latency_ms;
-            }
+    if (inputs.ranks) applyLiveLinks(m_state, *inputs.ranks);
 
     // Header: the scenario's DiLoCo settings in one line.
     const DilocoConfig& d = model.scenario().diloco;
@@ -347,7 +236,7 @@ void DilocoView::draw(const ViewInputs& inputs, const std::function<void()>& con
                   m_state.fragments > 1 ? " (streaming)" : " (classic)", m_state.sync_delay, d.pseudo_gradient.c_str(),
                   d.outer_lr, d.outer_momentum, d.nesterov && d.outer_momentum > 0 ? " Nesterov" : "", d.alpha);
     ImGui::TextUnformatted(header);
-    if (controls) controls();
+    drawLinkControl(inputs);
 
     if (model.empty() || m_state.current_step < 0) {
         emptyState("DiLoCo run starting: no step finished yet",

@@ -28,21 +28,25 @@
 //              bytes_per_sync, and DDP (ddp_bytes_per_step x steps; tens of
 //              times steeper, so it does not set the y scale and leaves the
 //              plot at the top; the line above the plot gives its total)
-//   link       (drawn by drawLinkControl, from the app: view_glue.cpp) presets
-//              uncapped / 1 Gbit/s / 100 Mbit/s / 10 Mbit/s, a bandwidth
-//              slider and a latency input; they call Session::setLink(-1, ...)
+//   link       (live runs) presets uncapped / 1 Gbit/s / 100 Mbit/s / 10 Mbit/s,
+//              a bandwidth slider and a latency input; they call
+//              ViewActions::setLink(-1, ...). A run that is not DiLoCo but has a
+//              modelled link (scenarios/ddp_slow_link.toml) opens the view for
+//              this control alone, over the empty state, so the room can watch
+//              DDP stall on a slow link.
 // The shown rank is the selected one, else rank 0. With a time cursor the
 // view shows that moment.
 //
-// Cost per frame: the state is rebuilt only when the model, the moment or the
-// shown rank changed; it walks each rank's phase spans (a few per step) once.
+// The state comes from model/diloco_state.hpp. Cost per frame: it is rebuilt
+// only when the model, the moment or the shown rank changed; it walks each
+// rank's phase spans (a few per step) once.
 #pragma once
 
+#include "model/diloco_state.hpp"
 #include "views/view.hpp"
 #include "views/view_inputs.hpp"
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,66 +61,6 @@ enum class DilocoEmpty {
 };
 [[nodiscard]] DilocoEmpty dilocoEmpty(const ViewInputs& inputs);
 
-// The steps after which fragment f sends, in [0, steps) (diloco_schedule.hpp's
-// sendsAfterStep), plus the run's last step for every fragment that trained
-// since its previous send (the strategy syncs everything at the end).
-[[nodiscard]] std::vector<int> dilocoTheorySends(int fragment, int inner_steps, int fragments, int steps);
-
-// Cumulative bytes one rank has sent after step s (index s = 0 .. steps-1)
-// under the DiLoCo schedule (bytes_per_sync per fragment send) and under DDP.
-struct DilocoBytesTheory {
-    std::vector<double> diloco;   // index = step
-    std::vector<double> ddp;      // index = step
-};
-[[nodiscard]] DilocoBytesTheory dilocoBytesTheory(const Scenario& scenario, int steps);
-
-// One replica row.
-struct DilocoReplica {
-    int rank = 0;
-    int last_step = -1;                 // last completed step (-1 = none yet)
-    std::vector<int> since_sync;        // per fragment: inner steps since its last send
-    std::vector<int> period;            // per fragment: steps between its last send (or the start) and its next one
-    double link_mbit_s = 0.0;           // 0 = uncapped
-    double link_latency_ms = 0.0;
-};
-
-// One fragment's send (PseudoGradient) and its apply (OuterStep) on the shown rank.
-struct DilocoSync {
-    int fragment = 0;
-    int send_step = -1;
-    int apply_step = -1;                // -1 = not applied yet (in flight)
-    int64_t send_t = 0;                 // ns: end of the PseudoGradient span
-    int64_t apply_t = 0;                // ns: end of the OuterStep span
-    int64_t bytes = 0;                  // encoded bytes of the pseudo-gradient
-};
-
-struct DilocoFragment {
-    int fragment = 0;
-    int64_t numel = 0;                  // parameters (dilocoTheory)
-    int64_t bytes_per_sync = 0;         // bytes one rank sends per sync (theory)
-    int outer_steps = 0;                // OuterStep spans of this fragment on the shown rank (= the latest one's value)
-    bool in_flight = false;             // sent, not applied yet
-    int next_apply_step = -1;           // in flight: send step + tau
-};
-
-struct DilocoViewState {
-    bool diloco = false;
-    bool fault_tolerant = false;        // [fault_tolerance] enabled: heals add to the bytes sent
-    int inner_steps = 1, fragments = 1, sync_delay = 0, steps = 0;
-    int shown_rank = 0;
-    int current_step = -1;              // the shown rank's last completed step
-    std::vector<DilocoReplica> replicas;
-    std::vector<DilocoFragment> frags;
-    std::vector<DilocoSync> syncs;      // the shown rank's, in time order
-    std::vector<double> bytes_x, bytes_y; // the shown rank's cumulative BytesSent against steps done (step + 1)
-    int64_t ddp_bytes_per_step = 0;
-};
-
-// The state at time t_ns from the run (pure; tests check it). `ranks` may be
-// null (a replay: links then come from the scenario's [network]).
-[[nodiscard]] DilocoViewState dilocoViewState(const RunModel& model, const std::vector<RankProgress>* ranks,
-                                              int shown_rank, int64_t t_ns);
-
 // A link the user asked for with the link control.
 struct LinkRequest {
     double bandwidth_mbit_s = 0.0;      // 0 = uncapped
@@ -128,21 +72,23 @@ public:
     DilocoView();
 
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext&) const override { return false; }
-    void drawEmptyState(AppContext& context) override;   // view_glue.cpp
-    void drawContent(AppContext& context) override;      // view_glue.cpp: the link control, then draw()
+    // Open for DiLoCo runs and for runs on a modelled link (its control is here).
+    [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;
+    // The lower band, under the quorum view: a DiLoCo run as tall as
+    // preferredHeight(), at most 52 % of the body (38 % when crowded); another
+    // run only a compact strip for the link control.
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    // `controls` (may be empty) is drawn under the header line: the app's link control.
-    void draw(const ViewInputs& inputs, const std::function<void()>& controls = {});
-    // The link presets, bandwidth slider and latency input (live runs). `button`
-    // draws a button and says whether it was pressed (the app's button, so a
-    // script can press it). Returns the link the user asked for, if any.
-    std::optional<LinkRequest> drawLinkControl(const std::vector<RankProgress>& ranks,
-                                               const std::function<bool(const char*)>& button);
     [[nodiscard]] const DilocoViewState& lastState() const { return m_state; }
     [[nodiscard]] static float preferredHeight(int ranks, int fragments);
 
 private:
+    // The link presets, bandwidth slider and latency input of a live run; a
+    // choice calls setLink(-1, ...) for every rank.
+    void drawLinkControl(const ViewInputs& inputs);
     void drawReplicas(const ViewInputs& inputs);
     void drawSchedule(const ViewInputs& inputs);
     void drawCopies();

@@ -94,7 +94,13 @@ std::vector<EventLogRow> buildEventLogRows(const RunModel& model) {
 // [SECTION] Drawing
 // -----------------------------------------------------------------------------
 
-EventLogView::EventLogView() : View("Event log") {}
+EventLogView::EventLogView() : View("events", "Event log") {}
+
+LayoutPlace EventLogView::layoutPlace(const LayoutContext&) const {
+    LayoutPlace place;
+    place.area = LayoutArea::Bottom; // the rest of the row
+    return place;
+}
 
 const char* EventLogView::helpText() const {
     return "What happened to the run, in time order: ranks starting, forming their process group and "
@@ -128,7 +134,9 @@ void EventLogView::refresh(const RunModel& model) {
     m_filter_dirty = false;
 }
 
-void EventLogView::draw(const ViewInputs& inputs) {
+bool EventLogView::isEmpty(const ViewInputs& inputs) const { return !hasData(inputs); }
+
+void EventLogView::drawFilters() {
     helpMarker(helpText());
     ImGui::SameLine();
     m_filter_dirty |= ImGui::Checkbox("Info", &m_show[0]);
@@ -145,13 +153,17 @@ void EventLogView::draw(const ViewInputs& inputs) {
     ImGui::SameLine();
     m_filter_dirty |= m_filter.Draw("##filter", std::max(80.0f, ImGui::GetContentRegionAvail().x));
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Filter by text (\"-word\" excludes, commas separate terms)");
+}
 
-    if (!hasData(inputs)) {
-        m_visible.clear();
-        emptyState("No events yet: start a run or open a recording",
-                   "Ranks starting and finishing, injected faults, process exits and errors are listed here.");
-        return;
-    }
+void EventLogView::drawEmptyState(const ViewInputs&) {
+    drawFilters();
+    m_visible.clear();
+    emptyState("No events yet: start a run or open a recording",
+               "Ranks starting and finishing, injected faults, process exits and errors are listed here.");
+}
+
+void EventLogView::drawContent(const ViewInputs& inputs) {
+    drawFilters();
     const RunModel& model = *inputs.model;
     refresh(model);
 

@@ -33,15 +33,16 @@ public:
     EventLogView();
 
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    void draw(const ViewInputs& inputs);
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
     [[nodiscard]] size_t visibleRowCount() const { return m_visible.size(); } // after filtering, last frame
 
 private:
+    void drawFilters(); // the help marker, the level check boxes and the text filter
     void refresh(const RunModel& model);
 
     std::vector<EventLogRow> m_rows;

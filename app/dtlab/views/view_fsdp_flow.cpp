@@ -174,7 +174,20 @@ FlowState fsdpFlowState(const RunModel& model, int rank, int64_t t) {
 // [SECTION] Help and empty states
 // -----------------------------------------------------------------------------
 
-FsdpFlowView::FsdpFlowView() : View("FSDP flow") {}
+FsdpFlowView::FsdpFlowView() : View("fsdp", "FSDP flow") {}
+
+std::optional<bool> FsdpFlowView::relevantTo(const Scenario& scenario) const {
+    return shardsParameters(scenario.strategy.kind);
+}
+
+LayoutPlace FsdpFlowView::layoutPlace(const LayoutContext& context) const {
+    LayoutPlace place;
+    place.area = LayoutArea::Band;
+    place.slot = 0;
+    place.height = std::round(std::min(preferredHeight(), context.body_height * 0.4f));
+    place.timeline_share = 0.40f;
+    return place;
+}
 
 const char* FsdpFlowView::helpText() const {
     return "How FSDP moves each unit's parameters, for one rank (the selected one, else rank 0).\n\n"
@@ -197,7 +210,7 @@ const char* FsdpFlowView::helpText() const {
            "labelled theory.";
 }
 
-bool FsdpFlowView::isEmpty(const AppContext&) const { return false; } // draw() draws its own empty states
+bool FsdpFlowView::isEmpty(const ViewInputs& inputs) const { return fsdpFlowEmpty(inputs) != FlowEmpty::None; }
 
 // -----------------------------------------------------------------------------
 // [SECTION] Drawing: header, tiles, footer
@@ -219,7 +232,7 @@ const char* unitName(char* out, size_t size, int unit, const std::string& model_
 
 } // namespace
 
-void FsdpFlowView::draw(const ViewInputs& inputs) {
+void FsdpFlowView::drawEmptyState(const ViewInputs& inputs) {
     m_empty = fsdpFlowEmpty(inputs);
     if (m_empty == FlowEmpty::NoRun) {
         helpMarker(helpText());
@@ -239,8 +252,11 @@ void FsdpFlowView::draw(const ViewInputs& inputs) {
                    "back: all-gather, compute, reduce-scatter, free. It needs [strategy] kind = \"fsdp\" or "
                    "\"hsdp\" in the scenario. Under ddp every rank keeps all parameters; zero1 and zero2 shard "
                    "only the optimizer state (and the gradients): compare them in the Memory view.");
-        return;
     }
+}
+
+void FsdpFlowView::drawContent(const ViewInputs& inputs) {
+    m_empty = FlowEmpty::None;
     drawHeader(inputs);
     drawTiles(inputs);
 }

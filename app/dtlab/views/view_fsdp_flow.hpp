@@ -27,6 +27,7 @@
 #include "views/view_inputs.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,11 +88,14 @@ public:
     FsdpFlowView();
 
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    // Open for the strategies that shard parameters (shardsParameters).
+    [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;
+    // The band under the timeline, as tall as preferredHeight() (at most 40 % of the body).
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    void draw(const ViewInputs& inputs);
     // Window height that shows the header, the tiles and the footer at the current font (the layout uses it).
     [[nodiscard]] static float preferredHeight();
     // The state drawn by the last draw() (for tests and the script).

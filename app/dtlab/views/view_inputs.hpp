@@ -1,20 +1,17 @@
-// view_inputs.hpp: everything the timeline, memory, metrics and event log views
-// read from the app, in one small struct.
+// view_inputs.hpp: everything a view reads from the app, in one struct.
 //
-// CONTRACT with the app shell (app.hpp):
-//   AppContext has a method
-//       ViewInputs viewInputs();
-//   that fills this struct each frame. The views' View::drawContent(AppContext&)
-//   overrides (all in view_glue.cpp, the only view file that includes app.hpp)
-//   call `draw(context.viewInputs())`. Everything else in the views sees only
-//   ViewInputs, so headless tests and the frame benchmark call draw(ViewInputs)
-//   directly with a RunModel built from synthetic events, no AppContext needed.
+// AppContext::viewInputs() fills it for each view each frame; a view draws
+// from it alone and acts through `actions` (view_actions.hpp), so no view
+// includes app.hpp. Headless tests and the frame benchmark fill only what the
+// view under test reads (a RunModel built from synthetic events, mostly).
 //
 // Fields:
-//   model          the run being shown; nullptr = nothing opened yet
+//   model          the run being shown (its scenario: model->scenario());
+//                  nullptr = nothing opened yet
 //   now_ns         the live clock (Session clock, ns), or model->tEnd() for a replay;
 //                  open (hung) collectives are drawn up to it
 //   live           true while a Session runs (follow-live and the "now" line)
+//   replay         a recording is shown (nothing runs; fault buttons are disabled)
 //   selected_rank  the rank selected across views (topology, timeline, event log);
 //                  -1 = none; nullptr = the app does not share one
 //   navigator      the timeline's "jump there" interface (the event log calls it);
@@ -24,30 +21,43 @@
 //                  comm buffers; empty function or std::nullopt = draw no theory
 //   memory_theory_label  the formula behind memory_theory, shown with the
 //                  word "theory" ("DDP: params 4 Psi + grads 4 Psi + ...")
-//   ranks          live per-rank state (states, incarnations, commits); nullptr = none
+//   memory_host_theory   offload_optimizer: host bytes per rank in theory
+//   facts          the run's facts (run control, per-rank progress, finished,
+//                  elapsed; run_facts.hpp); nullptr = none
+//   ranks          live per-rank state (states, incarnations, commits, links); nullptr = none
 //   lighthouse     the Session's lighthouse status (live fault-tolerant runs only)
 //   cursor_ns      the shared time cursor (Session clock): set by a click in the
 //                  timeline, the FSDP flow view's slider or the script's
 //                  `cursor`; the flow view shows that moment. nullptr = the app
 //                  does not share one; an empty optional = no cursor (now)
+//   theme          the app's theme (rank-state and accent colours)
+//   failure_reason why the run failed ("" = it did not)
+//   closing_checks the scenario's closing checks once the run has finished; nullptr or empty before
+//   narration      the narration's position and whether Next / Back are possible
+//   actions        the buttons' actions; nullptr = none (buttons draw, nothing happens)
 #pragma once
 
+#include "dtlab/closing_check.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "dtlab/session.hpp"
 #include "model/run_model.hpp"
+#include "run_facts.hpp"
+#include "theme.hpp"
+#include "views/view_actions.hpp"
 
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dt::app {
 
 // Moves the timeline's view. The timeline view implements it; AppContext holds
 // a pointer to it so any view (the event log, the narration) can jump there.
 class TimelineNavigator {
-public:
+  public:
     virtual ~TimelineNavigator() = default;
     // Centre the view on t_ns (Session clock) keeping the zoom, stop following
     // live, and scroll to `rank`'s lane when rank >= 0.
@@ -58,22 +68,42 @@ public:
 
 // Memory categories in the order the memory view and memory_theory use.
 inline constexpr std::array<EventKind, 5> kMemoryCategories = {
-    EventKind::MemParameters, EventKind::MemGradients, EventKind::MemOptimizer,
+    EventKind::MemParameters,  EventKind::MemGradients,   EventKind::MemOptimizer,
     EventKind::MemActivations, EventKind::MemCommBuffers,
+};
+
+// Where the narration is.
+struct NarrationPosition {
+    int index = 0;         // the step shown
+    bool can_next = false; // the step's condition holds and it is not the last
+    bool can_back = false;
 };
 
 struct ViewInputs {
     const RunModel* model = nullptr;
     int64_t now_ns = 0;
     bool live = false;
+    bool replay = false;
     int* selected_rank = nullptr;
     TimelineNavigator* navigator = nullptr;
     std::function<std::optional<std::array<int64_t, 5>>(int rank)> memory_theory;
     std::string memory_theory_label;
-    std::optional<int64_t> memory_host_theory; // offload_optimizer: host bytes per rank in theory
+    std::optional<int64_t> memory_host_theory;
     std::optional<int64_t>* cursor_ns = nullptr;
+    const RunFacts* facts = nullptr;
     const std::vector<RankProgress>* ranks = nullptr;
     std::optional<ft::LighthouseStatus> lighthouse;
+    ThemeKind theme = ThemeKind::Dark;
+    std::string failure_reason;
+    const std::vector<ClosingCheckResult>* closing_checks = nullptr;
+    NarrationPosition narration;
+    ViewActions* actions = nullptr;
+
+    // The actions to call: `actions`, or ones that do nothing.
+    [[nodiscard]] ViewActions& act() const {
+        static NoViewActions none;
+        return actions ? *actions : none;
+    }
 };
 
 } // namespace dt::app

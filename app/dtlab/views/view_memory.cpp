@@ -58,7 +58,14 @@ MemoryBars memoryBars(const ViewInputs& inputs, int rank) {
 // [SECTION] Drawing
 // -----------------------------------------------------------------------------
 
-MemoryView::MemoryView() : View("Memory") {}
+MemoryView::MemoryView() : View("memory", "Memory") {}
+
+LayoutPlace MemoryView::layoutPlace(const LayoutContext&) const {
+    LayoutPlace place;
+    place.area = LayoutArea::Bottom;
+    place.width_share = 0.24f;
+    return place;
+}
 
 const char* MemoryView::helpText() const {
     return "How much memory each rank holds, by category.\n\n"
@@ -88,7 +95,9 @@ bool MemoryView::hasData(const ViewInputs& inputs) {
     return false;
 }
 
-void MemoryView::draw(const ViewInputs& inputs) {
+bool MemoryView::isEmpty(const ViewInputs& inputs) const { return !hasData(inputs); }
+
+void MemoryView::drawLegend(const ViewInputs& inputs) {
     helpMarker(helpText());
     ImGui::SameLine();
     for (size_t c = 0; c < kMemoryCategories.size(); ++c)
@@ -98,12 +107,17 @@ void MemoryView::draw(const ViewInputs& inputs) {
         if (!inputs.memory_theory_label.empty() && ImGui::IsItemHovered())
             ImGui::SetTooltip("theory, not measured: %s", inputs.memory_theory_label.c_str());
     }
-    if (!hasData(inputs)) {
-        emptyState("No events yet: start a run or open a recording",
-                   "Each rank reports its parameters, gradients, optimizer state, activations and communication "
-                   "buffers once per step; they appear here as stacked bars.");
-        return;
-    }
+}
+
+void MemoryView::drawEmptyState(const ViewInputs& inputs) {
+    drawLegend(inputs);
+    emptyState("No events yet: start a run or open a recording",
+               "Each rank reports its parameters, gradients, optimizer state, activations and communication "
+               "buffers once per step; they appear here as stacked bars.");
+}
+
+void MemoryView::drawContent(const ViewInputs& inputs) {
+    drawLegend(inputs);
     const RunModel& model = *inputs.model;
     const int world = model.world();
     std::vector<MemoryBars> bars(static_cast<size_t>(world));

@@ -38,12 +38,15 @@ public:
     MemoryView();
 
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    void draw(const ViewInputs& inputs);
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
+
+private:
+    void drawLegend(const ViewInputs& inputs); // the help marker and the category swatches
 };
 
 } // namespace dt::app

@@ -64,7 +64,14 @@ MetricsSeries buildMetricsSeries(const RunModel& model) {
     return out;
 }
 
-MetricsView::MetricsView() : View("Metrics") {}
+MetricsView::MetricsView() : View("metrics", "Metrics") {}
+
+LayoutPlace MetricsView::layoutPlace(const LayoutContext&) const {
+    LayoutPlace place;
+    place.area = LayoutArea::Bottom;
+    place.width_share = 0.37f;
+    return place;
+}
 
 const char* MetricsView::helpText() const {
     return "Training curves per rank, over steps.\n\n"
@@ -84,15 +91,22 @@ bool MetricsView::hasData(const ViewInputs& inputs) {
     return inputs.model && (inputs.model->hasCounter(EventKind::LossValue) || inputs.model->hasCounter(EventKind::StepTimeMs));
 }
 
-void MetricsView::draw(const ViewInputs& inputs) {
+bool MetricsView::isEmpty(const ViewInputs& inputs) const { return !hasData(inputs); }
+
+void MetricsView::drawHeader() {
     helpMarker(helpText());
     ImGui::SameLine();
     ImGui::TextDisabled("one line per rank; hover a plot to read every rank's value at a step");
-    if (!hasData(inputs)) {
-        emptyState("No events yet: start a run or open a recording",
-                   "Loss, step time, throughput and bytes on the wire appear here after each rank's first step.");
-        return;
-    }
+}
+
+void MetricsView::drawEmptyState(const ViewInputs&) {
+    drawHeader();
+    emptyState("No events yet: start a run or open a recording",
+               "Loss, step time, throughput and bytes on the wire appear here after each rank's first step.");
+}
+
+void MetricsView::drawContent(const ViewInputs& inputs) {
+    drawHeader();
     if (inputs.model != m_model || inputs.model->generation() != m_generation) {
         m_series = buildMetricsSeries(*inputs.model);
         m_model = inputs.model;

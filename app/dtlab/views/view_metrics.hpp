@@ -30,14 +30,16 @@ public:
     MetricsView();
 
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
-    void draw(const ViewInputs& inputs);
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
 
 private:
+    void drawHeader(); // the help marker and the hint line
+
     MetricsSeries m_series;
     const RunModel* m_model = nullptr;
     uint64_t m_generation = ~uint64_t(0);

@@ -1,7 +1,6 @@
 // view_narration.cpp: the narration panel (see view_narration.hpp).
 #include "views/view_narration.hpp"
 
-#include "app.hpp"
 #include "theme.hpp"
 #include "widgets/help.hpp"
 
@@ -44,14 +43,16 @@ const char* viewTitle(const std::string& id) {
 
 // The scenario's closing checks ([[checks]]) under the last step: what the
 // run has shown, each claim marked passed or failed once the run is over.
-void drawClosingChecks(AppContext& context) {
-    const std::vector<ClosingCheck>& checks = context.scenario().checks;
+void drawClosingChecks(const ViewInputs& inputs) {
+    const Scenario& scenario = inputs.model->scenario();
+    const std::vector<ClosingCheck>& checks = scenario.checks;
     if (checks.empty()) return;
-    const ThemeKind theme = context.theme();
+    const ThemeKind theme = inputs.theme;
     ImGui::Spacing();
     ImGui::Separator();
     ImGui::TextColored(ImColor(accentColor(theme)), "Closing checks: what this run showed");
-    const std::vector<ClosingCheckResult>& results = context.closingChecks();
+    static const std::vector<ClosingCheckResult> none;
+    const std::vector<ClosingCheckResult>& results = inputs.closing_checks ? *inputs.closing_checks : none;
     if (results.empty()) {
         ImGui::TextDisabled("They are evaluated when the run ends (%d claim%s).", int(checks.size()),
                             checks.size() == 1 ? "" : "s");
@@ -70,7 +71,7 @@ void drawClosingChecks(AppContext& context) {
             ImGui::SetTooltip("%s\n%s", r.expect.c_str(),
                               r.evaluated ? r.detail.c_str()
                                           : ("compared with a baseline run { " + r.baseline +
-                                             " }: dtrun run " + context.scenario().path + " --check").c_str());
+                                             " }: dtrun run " + scenario.path + " --check").c_str());
     }
 }
 
@@ -85,20 +86,30 @@ const char* NarrationView::helpText() const {
            "Keys: Space or Right arrow = Next, Left arrow = Back.";
 }
 
-bool NarrationView::isEmpty(const AppContext& context) const { return context.scenario().steps.empty(); }
+std::optional<bool> NarrationView::relevantTo(const Scenario& scenario) const { return !scenario.steps.empty(); }
 
-void NarrationView::drawEmptyState(AppContext& context) {
-    if (!context.hasRun()) emptyState("No scenario", "Open a scenario; its narrated steps appear here.");
+LayoutPlace NarrationView::layoutPlace(const LayoutContext&) const {
+    LayoutPlace place;
+    place.area = LayoutArea::LeftBottom;
+    return place;
+}
+
+bool NarrationView::isEmpty(const ViewInputs& inputs) const {
+    return !inputs.model || inputs.model->scenario().steps.empty();
+}
+
+void NarrationView::drawEmptyState(const ViewInputs& inputs) {
+    if (!inputs.model) emptyState("No scenario", "Open a scenario; its narrated steps appear here.");
     else
         emptyState("This scenario has no narrated steps",
                    "Add [[steps]] tables (text, highlight, until) to the scenario file: see docs/scenarios.md.");
 }
 
-void NarrationView::drawContent(AppContext& context) {
-    const std::vector<NarrationStep>& steps = context.scenario().steps;
-    const int index = context.narrationIndex();
+void NarrationView::drawContent(const ViewInputs& inputs) {
+    const std::vector<NarrationStep>& steps = inputs.model->scenario().steps;
+    const int index = std::clamp(inputs.narration.index, 0, int(steps.size()) - 1);
     const NarrationStep& step = steps[size_t(index)];
-    const ThemeKind theme = context.theme();
+    const ThemeKind theme = inputs.theme;
     const ImGuiStyle& style = ImGui::GetStyle();
 
     // Progress: "Step 2 of 6" and one dot per step.
@@ -124,10 +135,10 @@ void NarrationView::drawContent(AppContext& context) {
     const float footer = ImGui::GetFrameHeightWithSpacing() * 2.0f + style.ItemSpacing.y;
     ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f, ImGui::GetContentRegionAvail().y - footer)));
     ImGui::TextWrapped("%s", step.text.c_str());
-    if (last) drawClosingChecks(context);
+    if (last) drawClosingChecks(inputs);
     ImGui::EndChild();
 
-    const bool ready = context.narrationCanNext();
+    const bool ready = inputs.narration.can_next;
     ImGui::AlignTextToFramePadding();
     if (step.until.empty() || last) {
         ImGui::TextDisabled(last ? "Last step." : "Nothing to wait for.");
@@ -140,12 +151,12 @@ void NarrationView::drawContent(AppContext& context) {
                            dots, "...");
     }
 
-    if (context.button("< Back##narration", context.narrationCanBack(), "this is the first step"))
-        context.narrationBack();
+    if (inputs.act().button("< Back##narration", inputs.narration.can_back, "this is the first step"))
+        inputs.act().narrationBack();
     ImGui::SameLine();
     const std::string wait = "waiting for " + describeCondition(step.until);
-    if (context.button("Next >##narration", ready && !last, last ? "this is the last step" : wait.c_str()))
-        context.narrationNext();
+    if (inputs.act().button("Next >##narration", ready && !last, last ? "this is the last step" : wait.c_str()))
+        inputs.act().narrationNext();
     ImGui::SameLine();
     ImGui::TextDisabled("Space / Right = Next, Left = Back");
 }

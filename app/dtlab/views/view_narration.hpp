@@ -19,11 +19,13 @@ namespace dt::app {
 
 class NarrationView final : public View {
 public:
-    NarrationView() : View("Narration") {}
+    NarrationView() : View("narration", "Narration") {}
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 };
 
 } // namespace dt::app

@@ -1,8 +1,8 @@
 // view_quorum.cpp: the quorum view (see view_quorum.hpp).
 //
 // [SECTION] State (pure): replicas, the latest quorum, the latest recovery
-// [SECTION] Help and empty states
-// [SECTION] Drawing: header, replica rows with their sequence strips, stopwatch
+// [SECTION] Help, place and empty states
+// [SECTION] Drawing: fault buttons, header, replica rows with their sequence strips, stopwatch
 #include "views/view_quorum.hpp"
 
 #include "widgets/format.hpp"
@@ -183,10 +183,29 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
 }
 
 // -----------------------------------------------------------------------------
-// [SECTION] Help and empty states
+// [SECTION] Help, place and empty states
 // -----------------------------------------------------------------------------
 
-QuorumView::QuorumView() : View("Quorum") {}
+namespace {
+
+// A fault-tolerant run: the scenarios this view belongs to.
+bool isFaultTolerant(const Scenario& scenario) { return scenario.fault_tolerance.enabled; }
+
+} // namespace
+
+QuorumView::QuorumView() : View("quorum", "Quorum") { open = false; }
+
+std::optional<bool> QuorumView::relevantTo(const Scenario& scenario) const { return isFaultTolerant(scenario); }
+
+LayoutPlace QuorumView::layoutPlace(const LayoutContext& context) const {
+    LayoutPlace place;
+    place.area = LayoutArea::LowerBand;
+    place.slot = 1;
+    place.height = std::round(std::min(preferredHeight(context.scenario.topology.ranks),
+                                       context.body_height * (context.crowded ? 0.30f : 0.45f)));
+    place.timeline_share = 0.30f;
+    return place;
+}
 
 const char* QuorumView::helpText() const {
     return "Quorum fault tolerance (TorchFT style), drawn from the real events.\n\n"
@@ -205,7 +224,21 @@ const char* QuorumView::helpText() const {
            "Try: Kill a replica, NaN its gradients, partition it from the lighthouse, or stop the lighthouse.";
 }
 
-bool QuorumView::isEmpty(const AppContext&) const { return false; }
+bool QuorumView::isEmpty(const ViewInputs& inputs) const {
+    return !inputs.model || !isFaultTolerant(inputs.model->scenario());
+}
+
+void QuorumView::drawEmptyState(const ViewInputs& inputs) {
+    helpMarker(helpText());
+    if (!inputs.model)
+        emptyState("No run open: start a scenario or open a recording",
+                   "With [fault_tolerance] enabled = true this view shows the lighthouse's quorums, each replica's "
+                   "heartbeats, heals and commits, and a stopwatch for every recovery. Try scenarios/ft_kill_replica.toml.");
+    else
+        emptyState("This run is not fault tolerant: no quorum, no lighthouse",
+                   "Plain DDP stops when one rank dies. Add [fault_tolerance] enabled = true to a ddp scenario "
+                   "(or open scenarios/ft_kill_replica.toml) to see replicas form quorums, heal and go on.");
+}
 
 float QuorumView::preferredHeight(int replicas) {
     const float line = ImGui::GetFrameHeightWithSpacing();
@@ -217,21 +250,38 @@ float QuorumView::preferredHeight(int replicas) {
 // [SECTION] Drawing
 // -----------------------------------------------------------------------------
 
-void QuorumView::draw(const ViewInputs& inputs) {
-    if (!inputs.model) {
-        helpMarker(helpText());
-        emptyState("No run open: start a scenario or open a recording",
-                   "With [fault_tolerance] enabled = true this view shows the lighthouse's quorums, each replica's "
-                   "heartbeats, heals and commits, and a stopwatch for every recovery. Try scenarios/ft_kill_replica.toml.");
-        return;
-    }
-    if (!inputs.model->scenario().fault_tolerance.enabled) {
-        helpMarker(helpText());
-        emptyState("This run is not fault tolerant: no quorum, no lighthouse",
-                   "Plain DDP stops when one rank dies. Add [fault_tolerance] enabled = true to a ddp scenario "
-                   "(or open scenarios/ft_kill_replica.toml) to see replicas form quorums, heal and go on.");
-        return;
-    }
+// The fault buttons of a live fault-tolerant run, for the selected replica
+// (rank 0 when none is selected), and the lighthouse's.
+void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
+    if (!inputs.live || !inputs.ranks || inputs.ranks->empty()) return;
+    const std::vector<RankProgress>& ranks = *inputs.ranks;
+    ViewActions& act = inputs.act();
+    int r = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
+    if (r >= int(ranks.size())) r = 0;
+    const RankProgress& p = ranks[size_t(r)];
+    const bool running = p.state == RankState::Running || p.state == RankState::Healing;
+    const bool dead = p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
+    const char* not_running = "the replica is not running";
+    ImGui::AlignTextToFramePadding();
+    ImGui::Text("replica %d:", r);
+    ImGui::SameLine();
+    if (act.button("Kill##q", running, not_running)) act.killRank(r);
+    ImGui::SameLine();
+    if (act.button("NaN gradients##q", running, not_running)) act.nanGradients(r);
+    ImGui::SameLine();
+    if (act.button("Fail collective##q", running, not_running)) act.failNextCollective(r);
+    ImGui::SameLine();
+    if (act.button(p.partitioned ? "End partition##q" : "Partition##q", running || p.partitioned, not_running))
+        act.partitionRank(r, !p.partitioned);
+    ImGui::SameLine();
+    if (act.button("Restart##q", dead, "only a dead replica can be restarted")) act.restartRank(r);
+    ImGui::SameLine();
+    const bool down = inputs.lighthouse && !inputs.lighthouse->running;
+    if (act.button(down ? "Start lighthouse" : "Stop lighthouse", true)) act.setLighthouseRunning(down);
+}
+
+void QuorumView::drawContent(const ViewInputs& inputs) {
+    drawFaultButtons(inputs);
     const RunModel& model = *inputs.model;
     const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
     const int64_t t_end = has_cursor ? **inputs.cursor_ns : std::max(model.tEnd(), inputs.now_ns);

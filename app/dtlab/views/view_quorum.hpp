@@ -65,15 +65,21 @@ public:
     QuorumView();
 
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    // Open for fault-tolerant runs ([fault_tolerance] enabled).
+    [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;
+    // The lower band, stacked over the DiLoCo view: as tall as preferredHeight()
+    // for the scenario's replicas, at most 45 % of the body (30 % when crowded).
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    // The fault buttons of a live run (drawFaultButtons), then the view.
+    void drawContent(const ViewInputs& inputs) override;
 
-    void draw(const ViewInputs& inputs);
     [[nodiscard]] const QuorumViewState& lastState() const { return m_state; }
     [[nodiscard]] static float preferredHeight(int replicas);
 
 private:
+    void drawFaultButtons(const ViewInputs& inputs);
     void drawHeader(const ViewInputs& inputs);
     void drawRows(const ViewInputs& inputs, int64_t t_end);
     void drawStopwatch(const ViewInputs& inputs, int64_t t_end);

@@ -217,7 +217,17 @@ void drawArrow(ImDrawList* draw, ImVec2 from, ImVec2 to, ImU32 color) {
 
 } // namespace
 
-TimelineView::TimelineView() : View("Timeline") {}
+TimelineView::TimelineView() : View("timeline", "Timeline") {}
+
+ImGuiWindowFlags TimelineView::windowFlags() const {
+    return ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse;
+}
+
+LayoutPlace TimelineView::layoutPlace(const LayoutContext&) const {
+    LayoutPlace place;
+    place.area = LayoutArea::Timeline;
+    return place;
+}
 
 const char* TimelineView::helpText() const {
     return "Every rank's work on one shared clock.\n\n"
@@ -406,21 +416,29 @@ void TimelineView::handleInput(const ViewInputs& inputs, bool hovered, bool acti
 // [SECTION] Frame: child window, input, lanes, axis
 // -----------------------------------------------------------------------------
 
-void TimelineView::draw(const ViewInputs& inputs) {
+bool TimelineView::isEmpty(const ViewInputs& inputs) const {
+    return !inputs.model || inputs.model->empty() || inputs.model->world() == 0;
+}
+
+void TimelineView::beginFrame(const ViewInputs& inputs) {
     m_hover.reset();
     m_hover_instant = nullptr;
     m_item_count = m_fold_count = 0;
-
     drawToolbar(inputs);
     drawLegend(inputs);
+}
+
+void TimelineView::drawEmptyState(const ViewInputs& inputs) {
+    beginFrame(inputs);
+    m_initialized = false;
+    emptyState("No events yet: start a run or open a recording",
+               "Each rank gets a lane here: its steps, forward and backward per block and every collective, "
+               "all on one clock.");
+}
+
+void TimelineView::drawContent(const ViewInputs& inputs) {
+    beginFrame(inputs);
     const RunModel* model = inputs.model;
-    if (!model || model->empty() || model->world() == 0) {
-        m_initialized = false;
-        emptyState("No events yet: start a run or open a recording",
-                   "Each rank gets a lane here: its steps, forward and backward per block and every collective, "
-                   "all on one clock.");
-        return;
-    }
 
     const float line_h = ImGui::GetTextLineHeight();
     m_lanes.row_height = std::floor(line_h + 5.0f);

@@ -93,15 +93,15 @@ class TimelineView : public View, public TimelineNavigator {
 public:
     TimelineView();
 
-    // View (the AppContext glue is in view_glue.cpp).
+    // View: draw(inputs) draws the toolbar and legend, then the lanes, axis
+    // and tooltip, or the empty state under them.
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
-
-    // Draws the whole view (toolbar, legend, axis, lanes, tooltip) into the
-    // current ImGui window, or its empty state.
-    void draw(const ViewInputs& inputs);
+    [[nodiscard]] ImGuiWindowFlags windowFlags() const override;
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] TimelineNavigator* navigator() override { return this; }
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
     // TimelineNavigator: applied now if the view has been drawn, else at the next draw.
     void centerOn(int64_t t_ns, int rank = -1) override;
@@ -120,6 +120,7 @@ public:
     [[nodiscard]] size_t lastFoldCount() const { return m_fold_count; }    // of which folded blocks
 
 private:
+    void beginFrame(const ViewInputs& inputs); // per-frame resets, the toolbar and the legend
     void drawToolbar(const ViewInputs& inputs);
     void drawLegend(const ViewInputs& inputs); // the offload copies only when the run has them
     void applyPending(const ViewInputs& inputs);

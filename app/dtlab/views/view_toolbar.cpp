@@ -2,7 +2,6 @@
 // status line and Save recording (see view_toolbar.hpp).
 #include "views/view_toolbar.hpp"
 
-#include "app.hpp"
 #include "theme.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -33,28 +32,40 @@ const char* ToolbarView::helpText() const {
            "Save recording: the whole event stream so far, to open later with dtlab --replay FILE.";
 }
 
-bool ToolbarView::isEmpty(const AppContext& context) const { return !context.hasRun(); }
+ImGuiWindowFlags ToolbarView::windowFlags() const {
+    return ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
+           ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoSavedSettings;
+}
 
-void ToolbarView::drawEmptyState(AppContext& context) {
-    if (context.button("Open scenario...##toolbar")) context.openScenarioDialog();
+LayoutPlace ToolbarView::layoutPlace(const LayoutContext&) const {
+    LayoutPlace place;
+    place.area = LayoutArea::TopBar;
+    return place;
+}
+
+bool ToolbarView::isEmpty(const ViewInputs& inputs) const { return !inputs.model || !inputs.facts; }
+
+void ToolbarView::drawEmptyState(const ViewInputs& inputs) {
+    if (inputs.act().button("Open scenario...##toolbar")) inputs.act().openScenarioDialog();
     ImGui::SameLine();
     ImGui::TextDisabled("No run: open a scenario (Ctrl+O) or drop a .toml or recording file on the window.");
 }
 
-void ToolbarView::drawContent(AppContext& context) {
-    const RunFacts& f = context.facts();
-    const bool live = context.live();
-    const char* why = context.replay() ? "a replay: nothing is running" : "the run is over";
+void ToolbarView::drawContent(const ViewInputs& inputs) {
+    ViewActions& act = inputs.act();
+    const RunFacts& f = *inputs.facts;
+    const bool live = inputs.live;
+    const char* why = inputs.replay ? "a replay: nothing is running" : "the run is over";
     const RunMode mode = f.control.mode;
-    const ThemeKind theme = context.theme();
+    const ThemeKind theme = inputs.theme;
 
-    if (context.button("Run", live && mode != RunMode::Run, why)) context.runFree();
+    if (act.button("Run", live && mode != RunMode::Run, why)) act.runFree();
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Run freely (P toggles pause)");
     ImGui::SameLine();
-    if (context.button("Pause", live && mode != RunMode::Paused, why)) context.pauseRun();
+    if (act.button("Pause", live && mode != RunMode::Paused, why)) act.pauseRun();
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Stop every rank at its next step boundary (P)");
     ImGui::SameLine();
-    if (context.button("Step", live, why)) context.stepOnce();
+    if (act.button("Step", live, why)) act.stepOnce();
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Let every rank through one more step (S)");
 
     // Pace: the slider shows the Session's pace unless it is being dragged.
@@ -68,7 +79,7 @@ void ToolbarView::drawContent(AppContext& context) {
     ImGui::SliderFloat("##pace", &m_pace, 0.0f, 10.0f, m_pace <= 0.0f ? "off" : "%.1f step/s");
     if (!live) ImGui::EndDisabled();
     m_pace_editing = ImGui::IsItemActive();
-    if (ImGui::IsItemDeactivatedAfterEdit()) context.setPace(m_pace < 0.05f ? 0.0 : double(m_pace));
+    if (ImGui::IsItemDeactivatedAfterEdit()) act.setPace(m_pace < 0.05f ? 0.0 : double(m_pace));
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
         ImGui::SetTooltip("At most this many steps per second, for presentations (0 = off)");
 
@@ -100,25 +111,25 @@ void ToolbarView::drawContent(AppContext& context) {
     char status[256];
     char loss[32] = "-";
     if (loss_n > 0) std::snprintf(loss, sizeof(loss), "%.3f", loss_sum / loss_n);
-    std::snprintf(status, sizeof(status), "%s   step %d/%d   loss %s   %.1f s", context.scenario().name.c_str(),
+    std::snprintf(status, sizeof(status), "%s   step %d/%d   loss %s   %.1f s", inputs.model->scenario().name.c_str(),
                   f.stepsCompletedMax(), f.steps_total, loss, f.elapsed_s);
     ImGui::SameLine(0.0f, ImGui::GetFontSize() * 1.5f);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted(status);
 
     ImGui::SameLine();
-    if (context.replay()) {
+    if (inputs.replay) {
         drawBadge("REPLAY", palette::kTheory);
     } else if (f.finished) {
-        const bool ok = context.failureReason().empty();
+        const bool ok = inputs.failure_reason.empty();
         drawBadge(ok ? "FINISHED" : "FAILED", rankStateColor(ok ? RankState::Finished : RankState::Failed, theme));
-        if (!ok && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", context.failureReason().c_str());
+        if (!ok && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", inputs.failure_reason.c_str());
     } else {
         drawBadge("LIVE", rankStateColor(RankState::Running, theme));
     }
 
     ImGui::SameLine(0.0f, ImGui::GetFontSize());
-    if (context.button("Save recording...", context.hasRun())) context.openSaveDialog();
+    if (act.button("Save recording...", inputs.model != nullptr)) act.openSaveDialog();
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("Save the whole event stream (Ctrl+S); open it with dtlab --replay FILE");
     ImGui::SameLine();
     ImGui::AlignTextToFramePadding();

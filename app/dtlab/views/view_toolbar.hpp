@@ -17,11 +17,14 @@ namespace dt::app {
 
 class ToolbarView final : public View {
 public:
-    ToolbarView() : View("Controls") {}
+    ToolbarView() : View("controls", "Controls") {}
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    [[nodiscard]] ImGuiWindowFlags windowFlags() const override;
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool closable() const override { return false; }
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
 private:
     float m_pace = 0.0f;         // slider value (steps per second)

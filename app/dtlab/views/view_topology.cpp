@@ -2,7 +2,6 @@
 // (see view_topology.hpp).
 #include "views/view_topology.hpp"
 
-#include "app.hpp"
 #include "theme.hpp"
 #include "widgets/help.hpp"
 
@@ -79,9 +78,17 @@ const char* TopologyView::helpText() const {
            "pid, host, process groups with their backend (gloo or mpi), delay and the errors it logged.";
 }
 
-bool TopologyView::isEmpty(const AppContext& context) const { return context.facts().ranks.empty(); }
+LayoutPlace TopologyView::layoutPlace(const LayoutContext&) const {
+    LayoutPlace place;
+    place.area = LayoutArea::LeftTop;
+    return place;
+}
 
-void TopologyView::drawEmptyState(AppContext&) {
+bool TopologyView::isEmpty(const ViewInputs& inputs) const {
+    return !inputs.model || !inputs.ranks || inputs.ranks->empty();
+}
+
+void TopologyView::drawEmptyState(const ViewInputs&) {
     emptyState("No run yet", "Open a scenario (File > Open scenario, Ctrl+O, or drop a .toml file on the window) "
                              "to start its ranks.");
 }
@@ -92,38 +99,54 @@ namespace {
 // "world, shard 0, replicate 1: mpi" or "cross-replica (quorum): gloo".
 std::string rankGroupsLabel(const Scenario& s, int rank) {
     const std::string& backend = s.topology.backend;
-    if (s.strategy.kind == dt::StrategyKind::Collectives) {
+    if (s.strategy.kind == StrategyKind::Collectives) {
         std::string names;
         for (const std::string& b : s.collectives.backends) names += (names.empty() ? "" : " and ") + b;
         return "world on " + names + " (compared)";
     }
     if (s.fault_tolerance.enabled) return "cross-replica (quorum): gloo, rebuilt per quorum";
-    if (s.strategy.kind == dt::StrategyKind::Hsdp) {
+    if (s.strategy.kind == StrategyKind::Hsdp) {
         const int shards = std::max(1, s.topology.ranks / std::max(1, s.topology.replicas));
         return "world, shard " + std::to_string(rank / shards) + ", replicate " + std::to_string(rank % shards) + ": " +
                backend;
     }
-    if (s.strategy.kind == dt::StrategyKind::Pipeline && s.topology.ranks > s.topology.stages)
+    if (s.strategy.kind == StrategyKind::Pipeline && s.topology.ranks > s.topology.stages)
         return "world, stage " + std::to_string(rank % std::max(1, s.topology.stages)) + " data-parallel: " + backend;
     return "world: " + backend;
 }
 
 } // namespace
 
+std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank) {
+    std::vector<const LogRecord*> out;
+    const std::string name = "rank " + std::to_string(rank);
+    for (const LogRecord& log : model.logs()) {
+        if (log.level == LogLevel::Info) continue;
+        // A rank's own lines, and the Session's lines that name it ("SIGKILL sent to rank 1").
+        const size_t at = log.text.find(name);
+        const bool names_it = at != std::string::npos &&
+                              (at + name.size() == log.text.size() ||
+                               !std::isdigit(static_cast<unsigned char>(log.text[at + name.size()])));
+        if (log.rank == rank || (log.rank < 0 && names_it)) out.push_back(&log);
+    }
+    return out;
+}
+
 float& TopologyView::slowMs(int rank) {
     if (int(m_slow_ms.size()) <= rank) m_slow_ms.resize(size_t(rank) + 1, 200.0f);
     return m_slow_ms[size_t(rank)];
 }
 
-void TopologyView::drawContent(AppContext& context) {
-    const RunFacts& facts = context.facts();
+void TopologyView::drawContent(const ViewInputs& inputs) {
+    const std::vector<RankProgress>& ranks = *inputs.ranks;
+    const int selected = inputs.selected_rank ? *inputs.selected_rank : -1;
     const ImGuiStyle& style = ImGui::GetStyle();
     const float line = ImGui::GetTextLineHeightWithSpacing();
-    const int world = int(facts.ranks.size());
+    const int world = int(ranks.size());
 
     // Tile geometry: as many columns as fit at a readable width; a tile is a
     // header, three lines of text and one row of compact buttons.
-    const float details_h = context.selectedRank() >= 0 ? line * 9.5f : line * 1.6f;
+    const float details_h = selected >= 0 ? line * 9.5f : line * 1.6f;
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float tiles_h = std::max(line * 6.0f, avail.y - details_h);
     auto columnsFor = [&](float width) {
@@ -157,18 +180,19 @@ void TopologyView::drawContent(AppContext& context) {
     ImGui::BeginChild("tiles", ImVec2(0, tiles_h), false);
     for (int r = 0; r < world; ++r) {
         if (r % columns != 0) ImGui::SameLine();
-        drawTile(context, facts.ranks[size_t(r)], tile_w, tile_h);
+        drawTile(inputs, ranks[size_t(r)], tile_w, tile_h);
     }
     ImGui::EndChild();
 
     ImGui::Separator();
-    if (context.selectedRank() >= 0 && context.selectedRank() < world) drawDetails(context, context.selectedRank());
+    if (selected >= 0 && selected < world) drawDetails(inputs, selected);
     else ImGui::TextDisabled("Click a tile to see a rank's details.");
 }
 
-void TopologyView::drawTile(AppContext& context, const RankProgress& p, float width, float height) {
-    const ThemeKind theme = context.theme();
-    const bool selected = context.selectedRank() == p.rank;
+void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, float width, float height) {
+    const ThemeKind theme = inputs.theme;
+    const bool selected = inputs.selected_rank && *inputs.selected_rank == p.rank;
+    const Scenario& scenario = inputs.model->scenario();
     ImGui::PushID(p.rank);
     ImGui::BeginChild("tile", ImVec2(width, height), true, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
     ImDrawList* draw = ImGui::GetWindowDrawList();
@@ -188,11 +212,11 @@ void TopologyView::drawTile(AppContext& context, const RankProgress& p, float wi
     draw->AddText(ImVec2(h0.x + pad, ty), text, title);
     const std::string state = upper(rankStateLabel(p.state));
     draw->AddText(ImVec2(h1.x - pad - ImGui::CalcTextSize(state.c_str()).x, ty), text, state.c_str());
-    if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f))) context.selectRank(p.rank);
+    if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f))) inputs.act().selectRank(p.rank);
     ImGui::Dummy(ImVec2(0, 2.0f));
 
     // Body: three lines, the same height for every tile.
-    const int total = context.scenario().run.steps;
+    const int total = scenario.run.steps;
     ImGui::Text("step %d / %d", std::max(0, p.step + 1), total);
     if (p.step >= 0) {
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
@@ -201,9 +225,9 @@ void TopologyView::drawTile(AppContext& context, const RankProgress& p, float wi
     }
     if (p.pid > 0)
         ImGui::TextDisabled("%s  pid %d  %s", p.host.empty() ? "localhost" : p.host.c_str(), p.pid,
-                            context.scenario().fault_tolerance.enabled ? "gloo"
-                            : context.scenario().strategy.kind == dt::StrategyKind::Collectives ? "gloo+mpi"
-                                                                                 : context.scenario().topology.backend.c_str());
+                            scenario.fault_tolerance.enabled               ? "gloo"
+                            : scenario.strategy.kind == StrategyKind::Collectives ? "gloo+mpi"
+                                                                      : scenario.topology.backend.c_str());
     else ImGui::TextDisabled("not started");
     if (p.step >= 0) {
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
@@ -213,10 +237,11 @@ void TopologyView::drawTile(AppContext& context, const RankProgress& p, float wi
     else if (p.state == RankState::Hung) ImGui::TextColored(ImColor(warningColor(theme)), "stopped by SIGSTOP");
     else ImGui::TextUnformatted("");
 
-    drawFaultButtons(context, p);
+    drawFaultButtons(inputs, p);
 
     // Clicking the tile's background selects it too.
-    if (ImGui::IsWindowHovered() && ImGui::IsMouseClicked(0) && !ImGui::IsAnyItemHovered()) context.selectRank(p.rank);
+    if (ImGui::IsWindowHovered() && ImGui::IsMouseClicked(0) && !ImGui::IsAnyItemHovered())
+        inputs.act().selectRank(p.rank);
     ImGui::EndChild();
     if (selected) {
         const ImVec2 a = ImGui::GetItemRectMin();
@@ -227,10 +252,11 @@ void TopologyView::drawTile(AppContext& context, const RankProgress& p, float wi
     ImGui::PopID();
 }
 
-void TopologyView::drawFaultButtons(AppContext& context, const RankProgress& p) {
-    const bool live = context.live();
+void TopologyView::drawFaultButtons(const ViewInputs& inputs, const RankProgress& p) {
+    ViewActions& act = inputs.act();
+    const bool live = inputs.live;
     const char* why = live ? nullptr : kReplayTip;
-    if (!live && !context.replay()) why = "the run is over";
+    if (!live && !inputs.replay) why = "the run is over";
     const std::string tag = "##rank" + std::to_string(p.rank);
     const bool is_alive = alive(p.state);
     pushCompactButtons();
@@ -241,54 +267,56 @@ void TopologyView::drawFaultButtons(AppContext& context, const RankProgress& p) 
     auto after = [&] { right = ImGui::GetItemRectMax().x; };
 
     place("Kill");
-    if (context.button(("Kill" + tag).c_str(), live && is_alive, why ? why : "the process has exited"))
-        context.killRank(p.rank);
+    if (act.button(("Kill" + tag).c_str(), live && is_alive, why ? why : "the process has exited")) act.killRank(p.rank);
     after();
     place("Hang");
-    if (context.button(("Hang" + tag).c_str(), live && is_alive && p.state != RankState::Hung,
+    if (act.button(("Hang" + tag).c_str(), live && is_alive && p.state != RankState::Hung,
                        why ? why : (p.state == RankState::Hung ? "already hung: press Resume" : "the process has exited")))
-        context.hangRank(p.rank);
+        act.hangRank(p.rank);
     after();
     place("Resume");
-    if (context.button(("Resume" + tag).c_str(), live && p.state == RankState::Hung,
+    if (act.button(("Resume" + tag).c_str(), live && p.state == RankState::Hung,
                        why ? why : "only a hung rank (SIGSTOP) can be resumed"))
-        context.resumeRank(p.rank);
+        act.resumeRank(p.rank);
     after();
     place("Slow");
-    if (context.button(("Slow" + tag).c_str(), live && is_alive, why ? why : "the process has exited"))
+    if (act.button(("Slow" + tag).c_str(), live && is_alive, why ? why : "the process has exited"))
         ImGui::OpenPopup("slow_popup");
     after();
-    drawSlowPopup(context, p.rank);
+    drawSlowPopup(inputs, p.rank);
     place("Restart");
     const std::string restart_why =
-        std::string("needs a fault-tolerant strategy (quorum): not available for ") + strategyKindName(context.scenario().strategy.kind);
-    context.button(("Restart" + tag).c_str(), false, live ? restart_why.c_str() : why);
+        std::string("needs a fault-tolerant strategy (quorum): not available for ") +
+        strategyKindName(inputs.model->scenario().strategy.kind);
+    act.button(("Restart" + tag).c_str(), false, live ? restart_why.c_str() : why);
     after();
     ImGui::PopStyleVar(2);
 }
 
-void TopologyView::drawSlowPopup(AppContext& context, int rank) {
+void TopologyView::drawSlowPopup(const ViewInputs& inputs, int rank) {
+    ViewActions& act = inputs.act();
     if (!ImGui::BeginPopup("slow_popup")) return;
     ImGui::Text("Delay added to each step of rank %d", rank);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 14.0f);
     ImGui::SliderFloat("##slow_ms", &slowMs(rank), 0.0f, 1000.0f, "%.0f ms per step");
-    if (context.button(("Apply##slowpopup" + std::to_string(rank)).c_str())) {
-        context.slowRank(rank, slowMs(rank));
+    if (act.button(("Apply##slowpopup" + std::to_string(rank)).c_str())) {
+        act.slowRank(rank, slowMs(rank));
         ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (context.button(("Normal speed##slowpopup" + std::to_string(rank)).c_str())) {
-        context.slowRank(rank, 0.0);
+    if (act.button(("Normal speed##slowpopup" + std::to_string(rank)).c_str())) {
+        act.slowRank(rank, 0.0);
         ImGui::CloseCurrentPopup();
     }
     ImGui::EndPopup();
 }
 
-void TopologyView::drawDetails(AppContext& context, int rank) {
-    const RankProgress& p = context.facts().ranks[size_t(rank)];
+void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
+    const RankProgress& p = (*inputs.ranks)[size_t(rank)];
+    const Scenario& scenario = inputs.model->scenario();
     ImGui::Text("Rank %d", rank);
     ImGui::SameLine();
-    ImGui::TextColored(ImColor(rankStateColor(p.state, context.theme())), "%s", std::string(rankStateLabel(p.state)).c_str());
+    ImGui::TextColored(ImColor(rankStateColor(p.state, inputs.theme)), "%s", std::string(rankStateLabel(p.state)).c_str());
     if (ImGui::BeginTable("details", 4, ImGuiTableFlags_SizingStretchProp)) {
         auto cell = [](const char* key, const std::string& value) {
             ImGui::TableNextColumn();
@@ -299,8 +327,8 @@ void TopologyView::drawDetails(AppContext& context, int rank) {
         char buf[64];
         cell("pid", p.pid > 0 ? std::to_string(p.pid) : "-");
         cell("host", p.host.empty() ? "-" : p.host);
-        cell("groups", rankGroupsLabel(context.scenario(), rank));
-        cell("steps done", std::to_string(std::max(0, p.step + 1)) + " / " + std::to_string(context.scenario().run.steps));
+        cell("groups", rankGroupsLabel(scenario, rank));
+        cell("steps done", std::to_string(std::max(0, p.step + 1)) + " / " + std::to_string(scenario.run.steps));
         std::snprintf(buf, sizeof(buf), "%.0f ms", p.last_step_ms);
         cell("last step", p.step >= 0 ? buf : "-");
         std::snprintf(buf, sizeof(buf), "%.4f", p.last_loss);
@@ -310,17 +338,17 @@ void TopologyView::drawDetails(AppContext& context, int rank) {
         ImGui::EndTable();
     }
     // Slow: slider + Apply (the same as the tile's Slow popup).
-    const bool can_slow = context.live() && alive(p.state);
+    const bool can_slow = inputs.live && alive(p.state);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.0f);
     if (!can_slow) ImGui::BeginDisabled();
     ImGui::SliderFloat("##details_slow", &slowMs(rank), 0.0f, 1000.0f, "%.0f ms per step");
     if (!can_slow) ImGui::EndDisabled();
     ImGui::SameLine();
-    if (context.button(("Apply##slow" + std::to_string(rank)).c_str(), can_slow,
-                       context.live() ? "the process has exited" : kReplayTip))
-        context.slowRank(rank, slowMs(rank));
+    if (inputs.act().button(("Apply##slow" + std::to_string(rank)).c_str(), can_slow,
+                            inputs.live ? "the process has exited" : kReplayTip))
+        inputs.act().slowRank(rank, slowMs(rank));
 
-    const std::vector<const LogRecord*> errors = context.rankErrors(rank);
+    const std::vector<const LogRecord*> errors = rankErrors(*inputs.model, rank);
     if (errors.empty()) {
         ImGui::TextDisabled("No errors or warnings logged for this rank.");
         return;
@@ -330,8 +358,8 @@ void TopologyView::drawDetails(AppContext& context, int rank) {
     const size_t first = errors.size() > 6 ? errors.size() - 6 : 0;
     for (size_t i = first; i < errors.size(); ++i) {
         const LogRecord& log = *errors[i];
-        const ImU32 color = log.level == LogLevel::Error ? rankStateColor(RankState::Failed, context.theme())
-                                                         : warningColor(context.theme());
+        const ImU32 color = log.level == LogLevel::Error ? rankStateColor(RankState::Failed, inputs.theme)
+                                                         : warningColor(inputs.theme);
         ImGui::PushStyleColor(ImGuiCol_Text, color);
         ImGui::TextWrapped("%s%s", log.rank < 0 ? "session: " : "", log.text.c_str());
         ImGui::PopStyleColor();

@@ -16,25 +16,31 @@
 #pragma once
 
 #include "dtlab/session.hpp"
+#include "model/run_model.hpp"
 #include "views/view.hpp"
 
 #include <vector>
 
 namespace dt::app {
 
+// Errors and warnings the ranks and the Session logged about `rank`: the
+// rank's own lines and the Session's lines that name it ("SIGKILL sent to rank 1").
+[[nodiscard]] std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank);
+
 class TopologyView final : public View {
 public:
-    TopologyView() : View("Topology") {}
+    TopologyView() : View("topology", "Topology") {}
     [[nodiscard]] const char* helpText() const override;
-    [[nodiscard]] bool isEmpty(const AppContext& context) const override;
-    void drawEmptyState(AppContext& context) override;
-    void drawContent(AppContext& context) override;
+    [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
+    [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
+    void drawEmptyState(const ViewInputs& inputs) override;
+    void drawContent(const ViewInputs& inputs) override;
 
 private:
-    void drawTile(AppContext& context, const RankProgress& p, float width, float height);
-    void drawFaultButtons(AppContext& context, const RankProgress& p);
-    void drawSlowPopup(AppContext& context, int rank);
-    void drawDetails(AppContext& context, int rank);
+    void drawTile(const ViewInputs& inputs, const RankProgress& p, float width, float height);
+    void drawFaultButtons(const ViewInputs& inputs, const RankProgress& p);
+    void drawSlowPopup(const ViewInputs& inputs, int rank);
+    void drawDetails(const ViewInputs& inputs, int rank);
     [[nodiscard]] float& slowMs(int rank);
 
     std::vector<float> m_slow_ms; // the Slow slider value per rank

@@ -1,0 +1,165 @@
+// app_lifecycle.cpp: what the app shows: starting a scenario, opening a
+// recording (replay), the views that belong to it, stopping the run and
+// saving it (see app.hpp).
+#include "app.hpp"
+
+#include "dtlab/clock.hpp"
+#include "dtlab/errors.hpp"
+#include "wall_clock.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <sys/stat.h>
+
+namespace dt::app {
+
+namespace {
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool fileExists(const std::string& path) {
+    struct stat st{};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+} // namespace
+
+void AppContext::resetRunState() {
+    m_events_seen = 0;
+    m_logs_seen = 0;
+    m_facts = RunFacts{};
+    m_failure_reason.clear();
+    m_replay_problem.clear();
+    m_announced_finish = false;
+    m_selected_rank = -1;
+    m_cursor_ns.reset();
+    m_narration_index = 0;
+    m_narration_started_s = wallSeconds();
+    m_start_ns = monotonicNowNs();
+    m_end_ns = 0;
+    m_layout_dirty = true;
+    m_checks.clear();
+}
+
+void AppContext::openScenario(const Scenario& scenario) {
+    validateScenario(scenario, "");
+    if (!fileExists(m_options.worker_executable))
+        throw UsageError("cannot find the worker executable '" + m_options.worker_executable +
+                         "': dtlab starts ranks with the dtrun built next to it (cmake --build build --target dtrun)");
+    closeRun("another run was opened");
+    m_replay.reset();
+    resetRunState();
+    m_scenario = scenario;
+    m_model.reset(m_scenario, m_scenario.topology.ranks);
+    SessionOptions options;
+    options.scenario = m_scenario;
+    options.worker_executable = m_options.worker_executable;
+    m_session = std::make_unique<Session>(options);
+    try {
+        m_session->start();
+    } catch (...) {
+        m_session.reset();
+        throw;
+    }
+    m_start_ns = monotonicNowNs();
+    applyRelevance();
+    gatherFacts();
+    say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
+        std::to_string(m_scenario.run.steps) + " steps, " + strategyKindName(m_scenario.strategy.kind) + " (" +
+        (m_scenario.path.empty() ? "built in" : m_scenario.path) + ")");
+}
+
+// Each view that has a rule opens or closes for the scenario; the others stay as the user left them.
+void AppContext::applyRelevance() {
+    for (const auto& view : m_views)
+        if (const std::optional<bool> relevant = view->relevantTo(m_scenario)) view->open = *relevant;
+}
+
+bool AppContext::openScenarioFile(const std::string& path, std::string& error) {
+    try {
+        openScenario(loadScenarioFile(path));
+        return true;
+    } catch (const std::exception& e) {
+        error = e.what();
+        say("cannot open scenario: " + error);
+        return false;
+    }
+}
+
+void AppContext::openRecording(RecordingLoad load, const std::string& path) {
+    closeRun("a recording was opened");
+    resetRunState();
+    m_replay = std::move(load.record);
+    m_replay_path = path;
+    m_replay_problem = load.complete ? "" : load.problem;
+    m_scenario = m_replay->scenario;
+    const int world = std::max<int>(int(m_replay->ranks.size()), m_scenario.topology.ranks);
+    m_model.reset(m_scenario, world);
+    m_model.ingest(m_replay->events.data(), m_replay->events.size());
+    m_model.ingestLogs(m_replay->logs.data(), m_replay->logs.size());
+    m_failure_reason = m_replay->ok ? "" : m_replay->failure_reason;
+    computeReplayProgress();
+    evaluateChecks(*m_replay);
+    applyRelevance();
+    say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
+        " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
+}
+
+bool AppContext::openRecordingFile(const std::string& path, std::string& error) {
+    try {
+        openRecording(readRecording(path), path);
+        return true;
+    } catch (const std::exception& e) {
+        error = e.what();
+        say("cannot open recording: " + error);
+        return false;
+    }
+}
+
+bool AppContext::openPath(const std::string& path, std::string& error) {
+    return endsWith(path, ".toml") ? openScenarioFile(path, error) : openRecordingFile(path, error);
+}
+
+void AppContext::printSummary(const RunRecord& record) const {
+    for (const RankInfo& info : record.ranks) {
+        std::string what;
+        if (!info.started) what = "never started";
+        else if (!info.exited) what = "still running (stopped now)";
+        else if (info.term_signal != 0)
+            what = std::string(info.term_signal == SIGKILL ? "killed" : "ended") + " by signal " +
+                   std::to_string(info.term_signal) + " (" + strsignal(info.term_signal) + ")";
+        else what = "exited with code " + std::to_string(info.exit_code);
+        if (!info.error.empty()) what += ": " + info.error;
+        say("summary: rank " + std::to_string(info.rank) + " (pid " + std::to_string(info.pid) + "): " + what);
+    }
+}
+
+void AppContext::closeRun(const std::string& reason) {
+    if (!m_session) return;
+    const RunRecord record = m_session->snapshot();
+    printSummary(record);
+    m_session->stop(reason);
+    m_session.reset(); // the destructor waits for the monitor and kills whatever is left
+    say("stopped the run (" + reason + "): every rank process is gone");
+}
+
+bool AppContext::saveRecording(const std::string& path, std::string& error) {
+    if (!hasRun()) {
+        error = "no run to save";
+        return false;
+    }
+    try {
+        const RunRecord record = m_session ? m_session->snapshot() : *m_replay;
+        writeRecording(record, path);
+        say("saved recording " + path + " (" + std::to_string(record.events.size()) + " events)");
+        return true;
+    } catch (const std::exception& e) {
+        error = e.what();
+        return false;
+    }
+}
+
+} // namespace dt::app

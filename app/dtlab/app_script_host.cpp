@@ -1,0 +1,116 @@
+// app_script_host.cpp: AppContext as the script's host (ScriptHost) and the
+// scriptable button every view draws: clicks by label, print_layout,
+// screenshots after the frame is rendered, show / hide views, theme, font
+// size and full screen.
+#include "app.hpp"
+
+#include "screenshot.hpp"
+
+#include <GLFW/glfw3.h>
+#include <imgui_internal.h>
+
+#include <cstdio>
+
+namespace dt::app {
+
+namespace {
+
+// The visible part of an ImGui label ("Kill##rank1" -> "Kill").
+std::string visibleLabel(const std::string& label) {
+    const size_t hashes = label.find("##");
+    return hashes == std::string::npos ? label : label.substr(0, hashes);
+}
+
+} // namespace
+
+bool AppContext::drawButton(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) {
+    bool pressed = plainButton(label, enabled, why_disabled, size);
+    const ImGuiWindow* window = ImGui::GetCurrentWindow();
+    m_buttons_drawing.push_back(
+        ButtonRect{label, window ? window->Name : "", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), enabled});
+    if (!m_click_label.empty() && (m_click_label == label || m_click_label == visibleLabel(label))) {
+        m_click_state = enabled ? ClickState::Pressed : ClickState::Disabled;
+        if (enabled) {
+            pressed = true;
+            say(std::string("clicked '") + label + "'");
+        }
+        m_click_label.clear();
+    }
+    return pressed && enabled;
+}
+
+void AppContext::requestClick(const std::string& label) {
+    m_click_label = label;
+    m_click_state = ClickState::Waiting;
+}
+
+void AppContext::printLayout() {
+    const ImVec2 d = ImGui::GetIO().DisplaySize;
+    std::printf("dtlab: layout display %.0f %.0f\n", d.x, d.y);
+    for (const WindowRect& w : m_windows_drawn)
+        std::printf("dtlab: layout window %s \"%s\" %.0f %.0f %.0f %.0f\n", w.id.c_str(), w.title.c_str(), w.min.x,
+                    w.min.y, w.max.x - w.min.x, w.max.y - w.min.y);
+    for (const ButtonRect& b : m_buttons_drawn)
+        std::printf("dtlab: layout button \"%s\" %.0f %.0f %.0f %.0f %s\n", b.label.c_str(), b.min.x, b.min.y,
+                    b.max.x - b.min.x, b.max.y - b.min.y, b.enabled ? "enabled" : "disabled");
+    std::fflush(stdout);
+}
+
+void AppContext::afterRender(int framebuffer_width, int framebuffer_height) {
+    if (m_screenshot_path.empty()) return;
+    std::string error;
+    if (writeFramebufferPng(framebuffer_width, framebuffer_height, m_screenshot_path, error))
+        say("screenshot " + m_screenshot_path + " (" + std::to_string(framebuffer_width) + "x" +
+            std::to_string(framebuffer_height) + ")");
+    else
+        say("screenshot failed: " + error);
+    m_screenshot_path.clear();
+}
+
+bool AppContext::setThemeByName(const std::string& name) {
+    if (name == "dark") setTheme(ThemeKind::Dark);
+    else if (name == "light") setTheme(ThemeKind::Light);
+    else return false;
+    return true;
+}
+
+bool AppContext::showView(const std::string& name, bool show) {
+    View* view = findView(name);
+    if (!view) return false;
+    view->open = show;
+    m_layout_dirty = true;
+    return true;
+}
+
+void AppContext::setTheme(ThemeKind kind) {
+    m_theme = kind;
+    m_theme_dirty = true;
+    say(std::string("theme ") + themeLabel(kind));
+}
+
+void AppContext::setFontPixels(float px) {
+    m_fonts.request(px);
+    char line[48];
+    std::snprintf(line, sizeof(line), "text size %.0f px", m_fonts.pixels());
+    say(line);
+}
+
+void AppContext::toggleFullscreen() {
+    if (!m_window) return say("full screen: no window");
+    if (!m_fullscreen) {
+        GLFWmonitor* monitor = glfwGetPrimaryMonitor();
+        const GLFWvidmode* mode = monitor ? glfwGetVideoMode(monitor) : nullptr;
+        if (!mode) return say("full screen: no monitor found");
+        glfwGetWindowPos(m_window, &m_windowed_x, &m_windowed_y);
+        glfwGetWindowSize(m_window, &m_windowed_w, &m_windowed_h);
+        glfwSetWindowMonitor(m_window, monitor, 0, 0, mode->width, mode->height, mode->refreshRate);
+        m_fullscreen = true;
+    } else {
+        glfwSetWindowMonitor(m_window, nullptr, m_windowed_x, m_windowed_y, m_windowed_w, m_windowed_h, 0);
+        m_fullscreen = false;
+    }
+    m_layout_dirty = true;
+    say(m_fullscreen ? "full screen on" : "full screen off");
+}
+
+} // namespace dt::app
