@@ -2,7 +2,7 @@
 # tools/setup.sh: the one entry point for a fresh Debian 12 machine.
 #
 #   tools/setup.sh run [SCENARIO]   install what is missing, build, run the main job
-#   tools/setup.sh test             install what is missing, build, run the whole test suite
+#   tools/setup.sh test             install what is missing, build, check the formatting, run the whole test suite
 #   tools/setup.sh build            install what is missing and build
 #   tools/setup.sh bench            also install python3-torch and run tests/bench/bench_ddp.sh
 #
@@ -19,7 +19,7 @@ BUILD_PACKAGES=(g++ cmake ninja-build ccache pkg-config)
 LIB_PACKAGES=(libtorch-dev libgloo-dev libopenblas0-pthread libimgui-dev libstb-dev libglfw3-dev libgl-dev
               libopenmpi-dev openmpi-bin catch2 libtomlplusplus-dev nlohmann-json3-dev libcli11-dev zlib1g-dev libssl-dev)
 DATA_PACKAGES=(fortunes dataset-fashion-mnist fonts-dejavu-core)
-TEST_PACKAGES=(xvfb xauth xdotool)
+TEST_PACKAGES=(xvfb xauth xdotool clang-format)
 BENCH_PACKAGES=(python3-torch)
 
 say() { printf '\033[1mdtlab setup:\033[0m %s\n' "$*" >&2; }
@@ -78,6 +78,8 @@ run)
     ;;
 test)
     build
+    say "checking the formatting (.clang-format)"
+    "$ROOT/tools/check_format.sh" || die "the tree is not formatted: run tools/check_format.sh --fix"
     say "running the test suite"
     cd "$BUILD_DIR"
     ctest --output-on-failure -j "$JOBS" --timeout 900

@@ -457,8 +457,10 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     phase("new quorum", r.new_quorum_ms, "the lighthouse issued a quorum with a new id");
     phase("survivors commit", r.survivors_commit_ms, "another replica committed a step after the new quorum");
     ImGui::Dummy(ImVec2(ImGui::GetFontSize() * 2.0f, 0.0f)); // the replica's own recovery, on a second line
-    if (r.fault == "kill" || r.restarted_ms >= 0) phase("restarted", r.restarted_ms, "the supervisor started the replica again");
-    if (r.heal_ms >= 0 || r.fault == "kill" || r.fault == "hang" || r.fault == "partition") {
+    // r.fault is recovery_measure's label: the fault action's name (fault_actions.def).
+    const auto was = [&](FaultAction action) { return r.fault == faultActionName(action); };
+    if (was(FaultAction::Kill) || r.restarted_ms >= 0) phase("restarted", r.restarted_ms, "the supervisor started the replica again");
+    if (r.heal_ms >= 0 || was(FaultAction::Kill) || was(FaultAction::Hang) || was(FaultAction::Partition)) {
         phase("healed", r.heal_ms, "the replica received parameters, optimizer state and step from a live peer");
         phase("rejoined", r.rejoined_ms, "the replica's first commit after it healed");
     }

@@ -153,7 +153,7 @@ int64_t bytesPerStepTheory(const Scenario& s) {
         const bool is_root = has_root && i + 1 == units.size();
         const int64_t padded = paddedNumel(units[i], N);
         total += grad_syncs * reduceScatter(padded);
-        if (!strategyTraits(k).shards_parameters) { // zero1, zero2
+        if (k == StrategyKind::Zero1 || k == StrategyKind::Zero2) {
             total += allGather(padded); // the updated shards, once after the optimizer
         } else {
             total += M * allGather(padded);              // forward

@@ -122,7 +122,8 @@ void Session::Impl::endHang(int rank) {
     bool retire = false;
     {
         std::lock_guard<std::mutex> lock(mutex);
-        retire = job_done;
+        const bool hung = rank >= 0 && rank < world && progress[size_t(rank)].state == RankState::Hung;
+        retire = job_done && hung && options.spawn_ranks;
         if (retire)
             log(LogLevel::Warning, "rank " + std::to_string(rank) +
                                        " was hung when the job finished: killed instead of resumed, so that it "

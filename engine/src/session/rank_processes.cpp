@@ -104,9 +104,6 @@ void Session::Impl::spawnMpirun() {
          {options.worker_executable, std::string("worker"), std::string("--join"), storeAddressLocked()})
         argv.push_back(a);
     supervisor.spawn(kMpirunChild, argv, rankEnvironment());
-    std::lock_guard<std::mutex> lock(mutex);
-    log(LogLevel::Info, "started " + std::to_string(world) + " ranks through mpirun (backend mpi)");
-    for (int r = 0; r < world; ++r) progress[size_t(r)].state = RankState::Starting;
 }
 
 // A reaped child: its exit recorded, its state set, and (not fault tolerant)

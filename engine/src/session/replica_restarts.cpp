@@ -141,11 +141,11 @@ void Session::Impl::restartDueReplicas() {
         int incarnation = 0;
         pid_t pid = 0;
         {
+            std::lock_guard<std::mutex> lock(mutex);
+            incarnation = ++progress[size_t(r)].incarnation;
+        }
+        {
             std::lock_guard<std::mutex> plock(proc_mutex);
-            {
-                std::lock_guard<std::mutex> lock(mutex);
-                incarnation = ++progress[size_t(r)].incarnation;
-            }
             pid = spawnRank(r, incarnation);
         }
         std::lock_guard<std::mutex> lock(mutex);

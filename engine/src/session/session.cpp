@@ -218,12 +218,20 @@ void Session::start() {
     }
 
     if (s.via_mpirun) {
-        std::lock_guard<std::mutex> plock(s.proc_mutex);
-        s.spawnMpirun();
+        {
+            std::lock_guard<std::mutex> plock(s.proc_mutex);
+            s.spawnMpirun();
+        }
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.log(LogLevel::Info, "started " + std::to_string(world) + " ranks through mpirun (backend mpi)");
+        for (int r = 0; r < world; ++r) s.progress[size_t(r)].state = RankState::Starting;
     } else if (s.options.spawn_ranks) {
-        std::lock_guard<std::mutex> plock(s.proc_mutex);
         for (int r = 0; r < world; ++r) {
-            const pid_t pid = s.spawnRank(r, 0);
+            pid_t pid = 0;
+            {
+                std::lock_guard<std::mutex> plock(s.proc_mutex);
+                pid = s.spawnRank(r, 0);
+            }
             std::lock_guard<std::mutex> lock(s.mutex);
             s.progress[size_t(r)].pid = pid;
             s.progress[size_t(r)].state = RankState::Starting;

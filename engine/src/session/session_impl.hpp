@@ -18,10 +18,12 @@
 //   5. rank table: note silent ranks; rank processes: account for the exits
 //   6. decide the end of the run (ok, failed, or still going)
 //
-// Locks: `mutex` guards the run's state; `proc_mutex` guards the supervisor
-// and is taken before `mutex` when both are needed; `lighthouse_mutex` is
-// never taken with `mutex` held. Methods say "(mutex held)" when the caller
-// must hold `mutex`, "(no mutex)" when it must not.
+// Locks: `mutex` guards the run's state; `proc_mutex` guards the supervisor.
+// Only one order is allowed: `proc_mutex` may be taken while `mutex` is held
+// (a kill decided from telemetry, the end of the job), never the other way
+// round (a spawn holds `proc_mutex` alone, then records the pid under `mutex`).
+// `lighthouse_mutex` is never taken with `mutex` held. Methods say "(mutex
+// held)" when the caller must hold `mutex`, "(no mutex)" when it must not.
 #pragma once
 
 #include "dtlab/clock.hpp"
@@ -103,7 +105,7 @@ struct Session::Impl final : TelemetrySink {
     bool signalRankProcess(int rank, int signo); // proc_mutex held
     void killEverything();                       // proc_mutex held
     pid_t spawnRank(int rank, int incarnation);  // proc_mutex held
-    void spawnMpirun();                          // proc_mutex held
+    void spawnMpirun();                          // proc_mutex held (the caller records the state after)
     std::map<std::string, std::string> rankEnvironment() const;
     std::string storeAddressLocked() const;
     // Send a kill, hang or resume to a rank's process and record it (no mutex).
