@@ -29,11 +29,14 @@ namespace dt::app {
 
 AppContext::AppContext(AppOptions options) : m_options(std::move(options)), m_views(makeViews()) {
     for (const auto& view : m_views)
-        if (TimelineNavigator* navigator = view->navigator()) m_navigator = navigator;
+        if (TimelineNavigator* navigator = view->navigator())
+            m_navigator = navigator;
     std::snprintf(m_save_path, sizeof(m_save_path), "dtlab-run.dtrec");
 }
 
-AppContext::~AppContext() { closeRun("dtlab closed"); }
+AppContext::~AppContext() {
+    closeRun("dtlab closed");
+}
 
 void AppContext::say(const std::string& line) const {
     std::printf("dtlab: %s\n", line.c_str());
@@ -42,7 +45,8 @@ void AppContext::say(const std::string& line) const {
 
 View* AppContext::findView(const std::string& id_or_name) const {
     for (const auto& view : m_views)
-        if (view->id() == id_or_name || view->name() == id_or_name) return view.get();
+        if (view->id() == id_or_name || view->name() == id_or_name)
+            return view.get();
     return nullptr;
 }
 
@@ -80,33 +84,41 @@ void AppContext::prepareFirstFrame() {
 }
 
 void AppContext::ingestNew() {
-    if (!m_session) return;
+    if (!m_session)
+        return;
     m_event_buffer.clear();
     m_events_seen = m_session->copyEventsSince(m_events_seen, m_event_buffer);
     if (!m_event_buffer.empty()) {
         m_model.ingest(m_event_buffer.data(), m_event_buffer.size());
         for (const Event& e : m_event_buffer) {
-            if (e.phase != EventPhase::WorkCompleted) continue;
-            if (e.kind == EventKind::AllReduce) m_facts.first_allreduce_ended = true;
-            if (e.kind == EventKind::AllGather) m_facts.first_allgather_ended = true;
-            if (e.kind == EventKind::ReduceScatter) m_facts.first_reducescatter_ended = true;
+            if (e.phase != EventPhase::WorkCompleted)
+                continue;
+            if (e.kind == EventKind::AllReduce)
+                m_facts.first_allreduce_ended = true;
+            if (e.kind == EventKind::AllGather)
+                m_facts.first_allgather_ended = true;
+            if (e.kind == EventKind::ReduceScatter)
+                m_facts.first_reducescatter_ended = true;
         }
     }
     m_log_buffer.clear();
     m_logs_seen = m_session->copyLogsSince(m_logs_seen, m_log_buffer);
-    if (!m_log_buffer.empty()) m_model.ingestLogs(m_log_buffer.data(), m_log_buffer.size());
+    if (!m_log_buffer.empty())
+        m_model.ingestLogs(m_log_buffer.data(), m_log_buffer.size());
 }
 
 // The scenario's closing checks on the finished run (baselines are dtrun run
 // --check's: the narration panel lists those as not evaluated).
 void AppContext::evaluateChecks(const RunRecord& record) {
     m_checks.clear();
-    if (m_scenario.checks.empty()) return;
+    if (m_scenario.checks.empty())
+        return;
     m_checks = evaluateClosingChecks(m_scenario.checks, summaryJson(record), {});
 }
 
 void AppContext::gatherFacts() {
-    if (!m_session) return; // a replay's facts are computed once, at load
+    if (!m_session)
+        return; // a replay's facts are computed once, at load
     m_facts.ranks = m_session->progress();
     m_facts.control = m_session->runControl();
     m_facts.finished = m_session->finished();
@@ -119,8 +131,9 @@ void AppContext::gatherFacts() {
         const RunRecord record = m_session->snapshot(); // once, at the end of the run
         m_failure_reason = record.ok ? "" : record.failure_reason;
         evaluateChecks(record);
-        say(record.ok ? "the run finished: every rank completed " + std::to_string(m_scenario.run.steps) + " steps"
-                      : "the run failed: " + record.failure_reason);
+        say(record.ok
+                ? "the run finished: every rank completed " + std::to_string(m_scenario.run.steps) + " steps"
+                : "the run failed: " + record.failure_reason);
     }
     m_facts.elapsed_s = double((m_facts.finished ? m_end_ns : monotonicNowNs()) - m_start_ns) / 1e9;
 }
@@ -133,9 +146,11 @@ void AppContext::computeReplayProgress() {
     m_facts.finished = true;
     m_facts.steps_total = m_scenario.run.steps;
     m_facts.ranks.resize(size_t(world));
-    for (int r = 0; r < world; ++r) m_facts.ranks[size_t(r)].rank = r;
+    for (int r = 0; r < world; ++r)
+        m_facts.ranks[size_t(r)].rank = r;
     for (const Event& e : record.events) {
-        if (e.rank < 0 || e.rank >= world) continue;
+        if (e.rank < 0 || e.rank >= world)
+            continue;
         RankProgress& p = m_facts.ranks[size_t(e.rank)];
         if (e.kind == EventKind::Step && e.phase == EventPhase::Span && e.step >= p.step) {
             p.step = e.step;
@@ -143,25 +158,34 @@ void AppContext::computeReplayProgress() {
         } else if (e.kind == EventKind::LossValue && e.step >= p.step) {
             p.last_loss = e.value;
         } else if (e.phase == EventPhase::WorkCompleted) {
-            if (e.kind == EventKind::AllReduce) m_facts.first_allreduce_ended = true;
-            if (e.kind == EventKind::AllGather) m_facts.first_allgather_ended = true;
-            if (e.kind == EventKind::ReduceScatter) m_facts.first_reducescatter_ended = true;
+            if (e.kind == EventKind::AllReduce)
+                m_facts.first_allreduce_ended = true;
+            if (e.kind == EventKind::AllGather)
+                m_facts.first_allgather_ended = true;
+            if (e.kind == EventKind::ReduceScatter)
+                m_facts.first_reducescatter_ended = true;
         }
     }
     for (int r = 0; r < world; ++r) {
         RankProgress& p = m_facts.ranks[size_t(r)];
-        if (size_t(r) >= record.ranks.size()) continue;
+        if (size_t(r) >= record.ranks.size())
+            continue;
         const RankInfo& info = record.ranks[size_t(r)];
         p.pid = info.pid;
         p.host = info.host;
         p.link_mbit_s = m_scenario.network.bandwidth_mbit_s; // changes made live are in the event log
         p.link_latency_ms = m_scenario.network.latency_ms;
         // The state as of the end of the recording.
-        if (!info.started) p.state = RankState::Pending;
-        else if (!info.exited) p.state = RankState::Running;
-        else if (info.term_signal == SIGKILL) p.state = RankState::Killed;
-        else if (info.term_signal != 0) p.state = RankState::Failed;
-        else p.state = info.exit_code == 0 ? RankState::Finished : RankState::Failed;
+        if (!info.started)
+            p.state = RankState::Pending;
+        else if (!info.exited)
+            p.state = RankState::Running;
+        else if (info.term_signal == SIGKILL)
+            p.state = RankState::Killed;
+        else if (info.term_signal != 0)
+            p.state = RankState::Failed;
+        else
+            p.state = info.exit_code == 0 ? RankState::Finished : RankState::Failed;
     }
     const int64_t t0 = record.t_start_ns != 0 ? record.t_start_ns : m_model.tBegin();
     const int64_t t1 = record.t_end_ns != 0 ? record.t_end_ns : m_model.tEnd();
@@ -174,7 +198,8 @@ void AppContext::setScript(ScriptRunner script) {
 }
 
 void AppContext::runScript() {
-    if (!m_script) return;
+    if (!m_script)
+        return;
     const ScriptRunner::Status status = m_script->tick(*this, wallSeconds());
     if (status == ScriptRunner::Status::Failed) {
         std::fprintf(stderr, "dtlab: script failed: %s\n", m_script->failure().c_str());
@@ -189,11 +214,13 @@ void AppContext::runScript() {
 }
 
 void AppContext::onKey(int key, int action, int mods) {
-    if (action == GLFW_PRESS || action == GLFW_REPEAT) m_key_presses.push_back(KeyPress{key, mods});
+    if (action == GLFW_PRESS || action == GLFW_REPEAT)
+        m_key_presses.push_back(KeyPress{key, mods});
 }
 
 void AppContext::onDrop(const std::vector<std::string>& paths) {
-    if (!paths.empty()) m_dropped = paths;
+    if (!paths.empty())
+        m_dropped = paths;
 }
 
 // [SECTION] What the views read ---------------------------------------------------------
@@ -216,7 +243,8 @@ ViewInputs AppContext::viewInputs() {
     in.actions = this;
     if (m_session) {
         ft::LighthouseStatus status;
-        if (m_session->lighthouseStatus(status)) in.lighthouse = std::move(status);
+        if (m_session->lighthouseStatus(status))
+            in.lighthouse = std::move(status);
     }
     // Model-state theory for the scenario's strategy (sharding_theory.hpp):
     // fp32 parameters and gradients (4 B per element), AdamW's two moments
@@ -230,15 +258,19 @@ ViewInputs AppContext::viewInputs() {
                                               theory.optimizer_state, 0, 0};
         in.memory_theory = [bytes](int) -> std::optional<std::array<int64_t, 5>> { return bytes; };
         in.memory_theory_label = modelStateFormula(m_scenario.strategy);
-        if (m_scenario.strategy.offload_optimizer) in.memory_host_theory = theory.host;
+        if (m_scenario.strategy.offload_optimizer)
+            in.memory_host_theory = theory.host;
     }
     return in;
 }
 
 int64_t AppContext::nowNs() const {
-    if (m_replay) return m_model.tEnd();
-    if (m_session && m_facts.finished) return std::max(m_model.tEnd(), m_end_ns);
-    if (m_session) return monotonicNowNs();
+    if (m_replay)
+        return m_model.tEnd();
+    if (m_session && m_facts.finished)
+        return std::max(m_model.tEnd(), m_end_ns);
+    if (m_session)
+        return monotonicNowNs();
     return 0;
 }
 

@@ -54,14 +54,14 @@ struct Shortcut {
 [[nodiscard]] const std::vector<Shortcut>& shortcuts();
 
 struct AppOptions {
-    std::string worker_executable;   // dtrun, found next to dtlab
-    std::string screenshot_dir;      // --screenshot-dir; relative script screenshots go here
+    std::string worker_executable; // dtrun, found next to dtlab
+    std::string screenshot_dir;    // --screenshot-dir; relative script screenshots go here
 };
 
 class AppContext final : public ScriptHost, public ViewActions {
-public:
+  public:
     explicit AppContext(AppOptions options);
-    ~AppContext() override;                      // stops the Session: every rank process is killed
+    ~AppContext() override; // stops the Session: every rank process is killed
     AppContext(const AppContext&) = delete;
     AppContext& operator=(const AppContext&) = delete;
 
@@ -168,10 +168,10 @@ public:
     bool setThemeByName(const std::string& name) override;
     bool showView(const std::string& name, bool show) override;
 
-protected:
+  protected:
     bool drawButton(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) override;
 
-private:
+  private:
     struct ButtonRect {
         std::string label;
         std::string window;
@@ -182,7 +182,7 @@ private:
         std::string id;
         std::string title;
         ImVec2 min, max;
-        ImDrawList* draw = nullptr;  // the window's draw list (this frame)
+        ImDrawList* draw = nullptr; // the window's draw list (this frame)
     };
     // app.cpp
     void ingestNew();
@@ -252,7 +252,7 @@ private:
         int key = 0;
         int mods = 0;
     };
-    std::vector<KeyPress> m_key_presses;         // since the last draw()
+    std::vector<KeyPress> m_key_presses; // since the last draw()
 
     // Popups.
     bool m_open_popup_requested = false;
@@ -273,8 +273,8 @@ private:
     std::string m_screenshot_path;
     std::string m_click_label;
     ClickState m_click_state = ClickState::Waiting;
-    std::vector<ButtonRect> m_buttons_drawing;   // this frame
-    std::vector<ButtonRect> m_buttons_drawn;     // the last complete frame
+    std::vector<ButtonRect> m_buttons_drawing; // this frame
+    std::vector<ButtonRect> m_buttons_drawn;   // the last complete frame
     bool m_quit = false;
     int m_exit_code = 0;
 };

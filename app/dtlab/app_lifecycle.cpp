@@ -21,7 +21,7 @@ bool endsWith(const std::string& s, const std::string& suffix) {
 }
 
 bool fileExists(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -47,8 +47,9 @@ void AppContext::resetRunState() {
 void AppContext::openScenario(const Scenario& scenario) {
     validateScenario(scenario, "");
     if (!fileExists(m_options.worker_executable))
-        throw UsageError("cannot find the worker executable '" + m_options.worker_executable +
-                         "': dtlab starts ranks with the dtrun built next to it (cmake --build build --target dtrun)");
+        throw UsageError(
+            "cannot find the worker executable '" + m_options.worker_executable +
+            "': dtlab starts ranks with the dtrun built next to it (cmake --build build --target dtrun)");
     closeRun("another run was opened");
     m_replay.reset();
     resetRunState();
@@ -68,14 +69,15 @@ void AppContext::openScenario(const Scenario& scenario) {
     applyRelevance();
     gatherFacts();
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
-        std::to_string(m_scenario.run.steps) + " steps, " + strategyKindName(m_scenario.strategy.kind) + " (" +
-        (m_scenario.path.empty() ? "built in" : m_scenario.path) + ")");
+        std::to_string(m_scenario.run.steps) + " steps, " + strategyKindName(m_scenario.strategy.kind) +
+        " (" + (m_scenario.path.empty() ? "built in" : m_scenario.path) + ")");
 }
 
 // Each view that has a rule opens or closes for the scenario; the others stay as the user left them.
 void AppContext::applyRelevance() {
     for (const auto& view : m_views)
-        if (const std::optional<bool> relevant = view->relevantTo(m_scenario)) view->open = *relevant;
+        if (const std::optional<bool> relevant = view->relevantTo(m_scenario))
+            view->open = *relevant;
 }
 
 bool AppContext::openScenarioFile(const std::string& path, std::string& error) {
@@ -104,8 +106,9 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     computeReplayProgress();
     evaluateChecks(*m_replay);
     applyRelevance();
-    say("opened recording " + path + ": \"" + m_scenario.name + "\", " + std::to_string(m_replay->events.size()) +
-        " events, " + std::to_string(world) + " ranks" + (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
+    say("opened recording " + path + ": \"" + m_scenario.name + "\", " +
+        std::to_string(m_replay->events.size()) + " events, " + std::to_string(world) + " ranks" +
+        (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));
 }
 
 bool AppContext::openRecordingFile(const std::string& path, std::string& error) {
@@ -126,19 +129,25 @@ bool AppContext::openPath(const std::string& path, std::string& error) {
 void AppContext::printSummary(const RunRecord& record) const {
     for (const RankInfo& info : record.ranks) {
         std::string what;
-        if (!info.started) what = "never started";
-        else if (!info.exited) what = "still running (stopped now)";
+        if (!info.started)
+            what = "never started";
+        else if (!info.exited)
+            what = "still running (stopped now)";
         else if (info.term_signal != 0)
             what = std::string(info.term_signal == SIGKILL ? "killed" : "ended") + " by signal " +
                    std::to_string(info.term_signal) + " (" + strsignal(info.term_signal) + ")";
-        else what = "exited with code " + std::to_string(info.exit_code);
-        if (!info.error.empty()) what += ": " + info.error;
-        say("summary: rank " + std::to_string(info.rank) + " (pid " + std::to_string(info.pid) + "): " + what);
+        else
+            what = "exited with code " + std::to_string(info.exit_code);
+        if (!info.error.empty())
+            what += ": " + info.error;
+        say("summary: rank " + std::to_string(info.rank) + " (pid " + std::to_string(info.pid) +
+            "): " + what);
     }
 }
 
 void AppContext::closeRun(const std::string& reason) {
-    if (!m_session) return;
+    if (!m_session)
+        return;
     const RunRecord record = m_session->snapshot();
     printSummary(record);
     m_session->stop(reason);

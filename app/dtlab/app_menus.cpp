@@ -40,27 +40,43 @@ void AppContext::handleShortcuts() {
     const bool typing = io.WantTextInput;
     if (!typing)
         for (int i = 0; i < io.InputQueueCharacters.Size; ++i)
-            if (io.InputQueueCharacters[i] == '?') toggleHelp();
-    const bool idle = !typing && !ImGui::IsAnyItemActive() && !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId);
+            if (io.InputQueueCharacters[i] == '?')
+                toggleHelp();
+    const bool idle =
+        !typing && !ImGui::IsAnyItemActive() && !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId);
     for (const KeyPress& k : presses) {
         const bool ctrl = (k.mods & GLFW_MOD_CONTROL) != 0;
-        if (k.key == GLFW_KEY_F1) toggleHelp();
-        else if (k.key == GLFW_KEY_ESCAPE) m_show_help = false;
-        else if (k.key == GLFW_KEY_F11) toggleFullscreen();
+        if (k.key == GLFW_KEY_F1)
+            toggleHelp();
+        else if (k.key == GLFW_KEY_ESCAPE)
+            m_show_help = false;
+        else if (k.key == GLFW_KEY_F11)
+            toggleFullscreen();
         else if (ctrl) {
-            if (k.key == GLFW_KEY_EQUAL || k.key == GLFW_KEY_KP_ADD) setFontPixels(m_fonts.pixels() + 2.0f);
-            else if (k.key == GLFW_KEY_MINUS || k.key == GLFW_KEY_KP_SUBTRACT) setFontPixels(m_fonts.pixels() - 2.0f);
-            else if (k.key == GLFW_KEY_0) setFontPixels(FontManager::kDefaultPx);
-            else if (k.key == GLFW_KEY_T) setTheme(m_theme == ThemeKind::Dark ? ThemeKind::Light : ThemeKind::Dark);
-            else if (k.key == GLFW_KEY_O) openScenarioDialog();
-            else if (k.key == GLFW_KEY_S && hasRun()) openSaveDialog();
-            else if (k.key == GLFW_KEY_Q) requestQuit();
+            if (k.key == GLFW_KEY_EQUAL || k.key == GLFW_KEY_KP_ADD)
+                setFontPixels(m_fonts.pixels() + 2.0f);
+            else if (k.key == GLFW_KEY_MINUS || k.key == GLFW_KEY_KP_SUBTRACT)
+                setFontPixels(m_fonts.pixels() - 2.0f);
+            else if (k.key == GLFW_KEY_0)
+                setFontPixels(FontManager::kDefaultPx);
+            else if (k.key == GLFW_KEY_T)
+                setTheme(m_theme == ThemeKind::Dark ? ThemeKind::Light : ThemeKind::Dark);
+            else if (k.key == GLFW_KEY_O)
+                openScenarioDialog();
+            else if (k.key == GLFW_KEY_S && hasRun())
+                openSaveDialog();
+            else if (k.key == GLFW_KEY_Q)
+                requestQuit();
         } else if (idle) {
-            if (k.key == GLFW_KEY_SPACE || k.key == GLFW_KEY_RIGHT) narrationNext();
-            else if (k.key == GLFW_KEY_LEFT) narrationBack();
+            if (k.key == GLFW_KEY_SPACE || k.key == GLFW_KEY_RIGHT)
+                narrationNext();
+            else if (k.key == GLFW_KEY_LEFT)
+                narrationBack();
             else if (k.key == GLFW_KEY_P && live()) {
-                if (m_facts.control.mode == RunMode::Paused) runFree();
-                else pauseRun();
+                if (m_facts.control.mode == RunMode::Paused)
+                    runFree();
+                else
+                    pauseRun();
             } else if (k.key == GLFW_KEY_S && live()) {
                 stepOnce();
             }
@@ -69,55 +85,74 @@ void AppContext::handleShortcuts() {
 }
 
 void AppContext::drawMenuBar() {
-    if (!ImGui::BeginMainMenuBar()) return;
+    if (!ImGui::BeginMainMenuBar())
+        return;
     if (ImGui::BeginMenu("File")) {
-        if (ImGui::MenuItem("Open scenario or recording...", "Ctrl+O")) openScenarioDialog();
-        if (ImGui::MenuItem("Save recording...", "Ctrl+S", false, hasRun())) openSaveDialog();
+        if (ImGui::MenuItem("Open scenario or recording...", "Ctrl+O"))
+            openScenarioDialog();
+        if (ImGui::MenuItem("Save recording...", "Ctrl+S", false, hasRun()))
+            openSaveDialog();
         ImGui::Separator();
         if (ImGui::MenuItem("Stop the run", nullptr, false, live())) {
             m_session->stop("stopped from the File menu");
             say("stopping the run (File > Stop the run)");
         }
         ImGui::Separator();
-        if (ImGui::MenuItem("Quit", "Ctrl+Q")) requestQuit();
+        if (ImGui::MenuItem("Quit", "Ctrl+Q"))
+            requestQuit();
         ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("Run")) {
-        if (ImGui::MenuItem("Run", nullptr, false, live())) runFree();
-        if (ImGui::MenuItem("Pause at the next step", "P", false, live())) pauseRun();
-        if (ImGui::MenuItem("Step once", "S", false, live())) stepOnce();
+        if (ImGui::MenuItem("Run", nullptr, false, live()))
+            runFree();
+        if (ImGui::MenuItem("Pause at the next step", "P", false, live()))
+            pauseRun();
+        if (ImGui::MenuItem("Step once", "S", false, live()))
+            stepOnce();
         ImGui::Separator();
         for (double pace : {0.5, 1.0, 2.0}) {
             char label[32];
             std::snprintf(label, sizeof(label), "Pace %.1f step/s", pace);
-            if (ImGui::MenuItem(label, nullptr, false, live())) setPace(pace);
+            if (ImGui::MenuItem(label, nullptr, false, live()))
+                setPace(pace);
         }
-        if (ImGui::MenuItem("Pace off", nullptr, false, live())) setPace(0.0);
+        if (ImGui::MenuItem("Pace off", nullptr, false, live()))
+            setPace(0.0);
         ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("View")) {
         for (const auto& view : m_views) {
-            if (!view->closable()) continue;
-            if (ImGui::MenuItem(view->name().c_str(), nullptr, &view->open)) m_layout_dirty = true;
+            if (!view->closable())
+                continue;
+            if (ImGui::MenuItem(view->name().c_str(), nullptr, &view->open))
+                m_layout_dirty = true;
         }
         ImGui::Separator();
-        if (ImGui::MenuItem("Reset layout")) m_layout_dirty = true;
+        if (ImGui::MenuItem("Reset layout"))
+            m_layout_dirty = true;
         ImGui::Separator();
-        if (ImGui::MenuItem("Dark theme", nullptr, m_theme == ThemeKind::Dark)) setTheme(ThemeKind::Dark);
+        if (ImGui::MenuItem("Dark theme", nullptr, m_theme == ThemeKind::Dark))
+            setTheme(ThemeKind::Dark);
         if (ImGui::MenuItem("Light theme (high contrast)", "Ctrl+T", m_theme == ThemeKind::Light))
             setTheme(ThemeKind::Light);
-        if (ImGui::MenuItem("Bigger text", "Ctrl+=")) setFontPixels(m_fonts.pixels() + 2.0f);
-        if (ImGui::MenuItem("Smaller text", "Ctrl+-")) setFontPixels(m_fonts.pixels() - 2.0f);
-        if (ImGui::MenuItem("Full screen", "F11", m_fullscreen)) toggleFullscreen();
+        if (ImGui::MenuItem("Bigger text", "Ctrl+="))
+            setFontPixels(m_fonts.pixels() + 2.0f);
+        if (ImGui::MenuItem("Smaller text", "Ctrl+-"))
+            setFontPixels(m_fonts.pixels() - 2.0f);
+        if (ImGui::MenuItem("Full screen", "F11", m_fullscreen))
+            toggleFullscreen();
         ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("Help")) {
-        if (ImGui::MenuItem("Shortcuts", "F1", m_show_help)) toggleHelp();
+        if (ImGui::MenuItem("Shortcuts", "F1", m_show_help))
+            toggleHelp();
         ImGui::EndMenu();
     }
     // Right side: what is shown.
-    std::string where = m_replay ? "replay: " + m_replay_path : (m_session ? m_scenario.path : std::string("no run"));
-    if (m_fonts.usingFallback()) where += "   (DejaVu Sans not found: install fonts-dejavu-core)";
+    std::string where =
+        m_replay ? "replay: " + m_replay_path : (m_session ? m_scenario.path : std::string("no run"));
+    if (m_fonts.usingFallback())
+        where += "   (DejaVu Sans not found: install fonts-dejavu-core)";
     const float w = ImGui::CalcTextSize(where.c_str()).x;
     ImGui::SameLine(std::max(ImGui::GetCursorPosX() + 20.0f, ImGui::GetWindowWidth() - w - 16.0f));
     ImGui::TextDisabled("%s", where.c_str());
@@ -128,22 +163,26 @@ void AppContext::drawMenuBar() {
 void AppContext::drawBanner() {
     const ImVec2 d = ImGui::GetIO().DisplaySize;
     const bool toast = !m_toast.empty() && wallSeconds() < m_toast_until;
-    if (m_replay_problem.empty() && !toast) return;
+    if (m_replay_problem.empty() && !toast)
+        return;
     ImGui::SetNextWindowPos(ImVec2(d.x * 0.5f, d.y - 12.0f), ImGuiCond_Always, ImVec2(0.5f, 1.0f));
     ImGui::SetNextWindowBgAlpha(0.95f);
     ImGui::PushStyleColor(ImGuiCol_Border, warningColor(m_theme));
     ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 2.0f);
     ImGui::Begin("##banner", nullptr,
-                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings |
-                     ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoNav);
+                 ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
+                     ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoFocusOnAppearing |
+                     ImGuiWindowFlags_NoNav);
     ImGui::PushTextWrapPos(d.x * 0.6f);
     if (!m_replay_problem.empty()) {
         ImGui::TextColored(ImColor(warningColor(m_theme)), "Incomplete recording");
         ImGui::TextWrapped("%s", m_replay_problem.c_str());
         ImGui::TextDisabled("Everything up to the last good chunk is shown.");
-        if (button("Dismiss##banner")) m_replay_problem.clear();
+        if (button("Dismiss##banner"))
+            m_replay_problem.clear();
     }
-    if (toast) ImGui::TextWrapped("%s", m_toast.c_str());
+    if (toast)
+        ImGui::TextWrapped("%s", m_toast.c_str());
     ImGui::PopTextWrapPos();
     ImGui::End();
     ImGui::PopStyleVar();
@@ -151,13 +190,15 @@ void AppContext::drawBanner() {
 }
 
 void AppContext::drawHelpOverlay() {
-    if (!m_show_help) return;
+    if (!m_show_help)
+        return;
     const ImVec2 d = ImGui::GetIO().DisplaySize;
     ImGui::SetNextWindowPos(ImVec2(d.x * 0.5f, d.y * 0.5f), ImGuiCond_Always, ImVec2(0.5f, 0.5f));
     ImGui::SetNextWindowBgAlpha(0.97f);
     ImGui::SetNextWindowFocus();
     if (ImGui::Begin("Keyboard shortcuts (F1 or ? to close)###help", &m_show_help,
-                     ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings)) {
+                     ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoCollapse |
+                         ImGuiWindowFlags_NoSavedSettings)) {
         if (ImGui::BeginTable("shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
             for (const Shortcut& s : shortcuts()) {
                 ImGui::TableNextColumn();
@@ -181,21 +222,26 @@ void AppContext::drawOpenPopup() {
         ImGui::OpenPopup("Open scenario or recording");
     }
     ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 40.0f, 0), ImGuiCond_Appearing);
-    if (!ImGui::BeginPopupModal("Open scenario or recording", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
-    ImGui::TextWrapped("A scenario (.toml) starts a new run and stops the current one. Any other file is opened as a "
-                       "recording (dtrun run ... --record FILE). You can also drop a file on the window.");
-    if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+    if (!ImGui::BeginPopupModal("Open scenario or recording", nullptr, ImGuiWindowFlags_NoSavedSettings))
+        return;
+    ImGui::TextWrapped(
+        "A scenario (.toml) starts a new run and stops the current one. Any other file is opened as a "
+        "recording (dtrun run ... --record FILE). You can also drop a file on the window.");
+    if (ImGui::IsWindowAppearing())
+        ImGui::SetKeyboardFocusHere();
     ImGui::SetNextItemWidth(-1);
-    const bool enter = ImGui::InputTextWithHint("##path", "scenarios/ddp_basics.toml", m_open_path, sizeof(m_open_path),
-                                                ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool enter = ImGui::InputTextWithHint("##path", "scenarios/ddp_basics.toml", m_open_path,
+                                                sizeof(m_open_path), ImGuiInputTextFlags_EnterReturnsTrue);
     // Shipped scenarios, for a quick pick.
     std::error_code ec;
     for (const char* dir : {"scenarios", "../scenarios", "../../scenarios"}) {
-        if (!std::filesystem::is_directory(dir, ec)) continue;
+        if (!std::filesystem::is_directory(dir, ec))
+            continue;
         ImGui::TextDisabled("In %s/:", dir);
         std::vector<std::string> files;
         for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-            if (entry.path().extension() == ".toml") files.push_back(entry.path().string());
+            if (entry.path().extension() == ".toml")
+                files.push_back(entry.path().string());
         std::sort(files.begin(), files.end());
         for (const std::string& f : files) {
             ImGui::SameLine();
@@ -211,10 +257,12 @@ void AppContext::drawOpenPopup() {
     }
     if (button("Open##openpopup") || enter) {
         const std::string path = m_open_path;
-        if (openPath(path, m_popup_error)) ImGui::CloseCurrentPopup();
+        if (openPath(path, m_popup_error))
+            ImGui::CloseCurrentPopup();
     }
     ImGui::SameLine();
-    if (button("Cancel##openpopup") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) ImGui::CloseCurrentPopup();
+    if (button("Cancel##openpopup") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE))
+        ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
 }
 
@@ -225,12 +273,16 @@ void AppContext::drawSavePopup() {
         ImGui::OpenPopup("Save recording");
     }
     ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 36.0f, 0), ImGuiCond_Appearing);
-    if (!ImGui::BeginPopupModal("Save recording", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
-    ImGui::TextWrapped("Saves every event and log line of the run so far (versioned .dtrec format). Open it later "
-                       "with: dtlab --replay FILE");
-    if (ImGui::IsWindowAppearing()) ImGui::SetKeyboardFocusHere();
+    if (!ImGui::BeginPopupModal("Save recording", nullptr, ImGuiWindowFlags_NoSavedSettings))
+        return;
+    ImGui::TextWrapped(
+        "Saves every event and log line of the run so far (versioned .dtrec format). Open it later "
+        "with: dtlab --replay FILE");
+    if (ImGui::IsWindowAppearing())
+        ImGui::SetKeyboardFocusHere();
     ImGui::SetNextItemWidth(-1);
-    const bool enter = ImGui::InputText("##savepath", m_save_path, sizeof(m_save_path), ImGuiInputTextFlags_EnterReturnsTrue);
+    const bool enter = ImGui::InputText("##savepath", m_save_path, sizeof(m_save_path),
+                                        ImGuiInputTextFlags_EnterReturnsTrue);
     if (!m_popup_error.empty()) {
         ImGui::PushStyleColor(ImGuiCol_Text, rankStateColor(RankState::Failed, m_theme));
         ImGui::TextWrapped("%s", m_popup_error.c_str());
@@ -244,7 +296,8 @@ void AppContext::drawSavePopup() {
         }
     }
     ImGui::SameLine();
-    if (button("Cancel##savepopup") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE)) ImGui::CloseCurrentPopup();
+    if (button("Cancel##savepopup") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE))
+        ImGui::CloseCurrentPopup();
     ImGui::EndPopup();
 }
 

@@ -11,46 +11,59 @@ namespace dt::app {
 
 bool AppContext::narrationCanNext() const {
     const auto& steps = m_scenario.steps;
-    if (m_narration_index + 1 >= int(steps.size())) return false;
+    if (m_narration_index + 1 >= int(steps.size()))
+        return false;
     NarrationCondition c;
-    if (!parseNarrationCondition(steps[size_t(m_narration_index)].until, c)) return true;
+    if (!parseNarrationCondition(steps[size_t(m_narration_index)].until, c))
+        return true;
     return narrationConditionHolds(c, m_facts);
 }
 
 void AppContext::narrationNext() {
-    if (!narrationCanNext()) return;
+    if (!narrationCanNext())
+        return;
     ++m_narration_index;
     m_narration_started_s = wallSeconds();
-    say("narration step " + std::to_string(m_narration_index + 1) + " of " + std::to_string(m_scenario.steps.size()));
+    say("narration step " + std::to_string(m_narration_index + 1) + " of " +
+        std::to_string(m_scenario.steps.size()));
 }
 
 void AppContext::narrationBack() {
-    if (m_narration_index <= 0) return;
+    if (m_narration_index <= 0)
+        return;
     --m_narration_index;
     m_narration_started_s = wallSeconds();
-    say("narration step " + std::to_string(m_narration_index + 1) + " of " + std::to_string(m_scenario.steps.size()));
+    say("narration step " + std::to_string(m_narration_index + 1) + " of " +
+        std::to_string(m_scenario.steps.size()));
 }
 
 const std::string& AppContext::highlightedView() const {
     static const std::string none;
     const auto& steps = m_scenario.steps;
-    if (!hasRun() || steps.empty()) return none;
+    if (!hasRun() || steps.empty())
+        return none;
     const View* narration = findView("narration");
-    if (narration && !narration->open) return none;
+    if (narration && !narration->open)
+        return none;
     return steps[size_t(std::clamp(m_narration_index, 0, int(steps.size()) - 1))].highlight;
 }
 
-double AppContext::highlightAge() const { return wallSeconds() - m_narration_started_s; }
+double AppContext::highlightAge() const {
+    return wallSeconds() - m_narration_started_s;
+}
 
 // The narration's highlighted view: a thick pulsing border and a "LOOK HERE"
 // tag for a few seconds after the step begins, then a steady thinner border.
 void AppContext::drawHighlight() {
     const std::string& id = highlightedView();
-    if (id.empty()) return;
+    if (id.empty())
+        return;
     const WindowRect* rect = nullptr;
     for (const WindowRect& w : m_windows_drawn)
-        if (w.id == id) rect = &w;
-    if (!rect) return;
+        if (w.id == id)
+            rect = &w;
+    if (!rect)
+        return;
     const double age = highlightAge();
     const bool flashing = age < 4.0;
     const float pulse = flashing ? 0.5f + 0.5f * float(std::cos(age * 2.0 * M_PI * 1.2)) : 1.0f;
@@ -61,7 +74,8 @@ void AppContext::drawHighlight() {
     ImDrawList* draw = rect->draw ? rect->draw : ImGui::GetForegroundDrawList();
     draw->PushClipRect(rect->min, rect->max, false);
     const float thick = flashing ? 5.0f : 3.0f;
-    draw->AddRect(ImVec2(rect->min.x + 1, rect->min.y + 1), ImVec2(rect->max.x - 1, rect->max.y - 1), color, 4.0f, 0, thick);
+    draw->AddRect(ImVec2(rect->min.x + 1, rect->min.y + 1), ImVec2(rect->max.x - 1, rect->max.y - 1), color,
+                  4.0f, 0, thick);
     if (flashing) {
         const char* tag = "LOOK HERE";
         const ImVec2 size = ImGui::CalcTextSize(tag);
@@ -69,7 +83,8 @@ void AppContext::drawHighlight() {
         const float title_w = ImGui::CalcTextSize(rect->title.c_str()).x;
         const ImVec2 p(rect->min.x + ImGui::GetStyle().FramePadding.x + title_w + 24.0f, rect->min.y + 3.0f);
         const float pad = 6.0f;
-        draw->AddRectFilled(ImVec2(p.x - pad, p.y), ImVec2(p.x + size.x + pad, p.y + size.y + 2.0f), color, 4.0f);
+        draw->AddRectFilled(ImVec2(p.x - pad, p.y), ImVec2(p.x + size.x + pad, p.y + size.y + 2.0f), color,
+                            4.0f);
         draw->AddText(ImVec2(p.x, p.y + 1.0f), IM_COL32(0, 0, 0, 255), tag);
     }
     draw->PopClipRect();

@@ -26,8 +26,8 @@ std::string visibleLabel(const std::string& label) {
 bool AppContext::drawButton(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) {
     bool pressed = plainButton(label, enabled, why_disabled, size);
     const ImGuiWindow* window = ImGui::GetCurrentWindow();
-    m_buttons_drawing.push_back(
-        ButtonRect{label, window ? window->Name : "", ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), enabled});
+    m_buttons_drawing.push_back(ButtonRect{label, window ? window->Name : "", ImGui::GetItemRectMin(),
+                                           ImGui::GetItemRectMax(), enabled});
     if (!m_click_label.empty() && (m_click_label == label || m_click_label == visibleLabel(label))) {
         m_click_state = enabled ? ClickState::Pressed : ClickState::Disabled;
         if (enabled) {
@@ -48,8 +48,8 @@ void AppContext::printLayout() {
     const ImVec2 d = ImGui::GetIO().DisplaySize;
     std::printf("dtlab: layout display %.0f %.0f\n", d.x, d.y);
     for (const WindowRect& w : m_windows_drawn)
-        std::printf("dtlab: layout window %s \"%s\" %.0f %.0f %.0f %.0f\n", w.id.c_str(), w.title.c_str(), w.min.x,
-                    w.min.y, w.max.x - w.min.x, w.max.y - w.min.y);
+        std::printf("dtlab: layout window %s \"%s\" %.0f %.0f %.0f %.0f\n", w.id.c_str(), w.title.c_str(),
+                    w.min.x, w.min.y, w.max.x - w.min.x, w.max.y - w.min.y);
     for (const ButtonRect& b : m_buttons_drawn)
         std::printf("dtlab: layout button \"%s\" %.0f %.0f %.0f %.0f %s\n", b.label.c_str(), b.min.x, b.min.y,
                     b.max.x - b.min.x, b.max.y - b.min.y, b.enabled ? "enabled" : "disabled");
@@ -57,7 +57,8 @@ void AppContext::printLayout() {
 }
 
 void AppContext::afterRender(int framebuffer_width, int framebuffer_height) {
-    if (m_screenshot_path.empty()) return;
+    if (m_screenshot_path.empty())
+        return;
     std::string error;
     if (writeFramebufferPng(framebuffer_width, framebuffer_height, m_screenshot_path, error))
         say("screenshot " + m_screenshot_path + " (" + std::to_string(framebuffer_width) + "x" +
@@ -68,15 +69,19 @@ void AppContext::afterRender(int framebuffer_width, int framebuffer_height) {
 }
 
 bool AppContext::setThemeByName(const std::string& name) {
-    if (name == "dark") setTheme(ThemeKind::Dark);
-    else if (name == "light") setTheme(ThemeKind::Light);
-    else return false;
+    if (name == "dark")
+        setTheme(ThemeKind::Dark);
+    else if (name == "light")
+        setTheme(ThemeKind::Light);
+    else
+        return false;
     return true;
 }
 
 bool AppContext::showView(const std::string& name, bool show) {
     View* view = findView(name);
-    if (!view) return false;
+    if (!view)
+        return false;
     view->open = show;
     m_layout_dirty = true;
     return true;
@@ -96,11 +101,13 @@ void AppContext::setFontPixels(float px) {
 }
 
 void AppContext::toggleFullscreen() {
-    if (!m_window) return say("full screen: no window");
+    if (!m_window)
+        return say("full screen: no window");
     if (!m_fullscreen) {
         GLFWmonitor* monitor = glfwGetPrimaryMonitor();
         const GLFWvidmode* mode = monitor ? glfwGetVideoMode(monitor) : nullptr;
-        if (!mode) return say("full screen: no monitor found");
+        if (!mode)
+            return say("full screen: no monitor found");
         glfwGetWindowPos(m_window, &m_windowed_x, &m_windowed_y);
         glfwGetWindowSize(m_window, &m_windowed_w, &m_windowed_h);
         glfwSetWindowMonitor(m_window, monitor, 0, 0, mode->width, mode->height, mode->refreshRate);

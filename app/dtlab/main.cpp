@@ -10,9 +10,9 @@
 // Exit codes: 0 the window was closed (or the script quit); 1 no display, no
 // dtrun next to dtlab, the Session could not start, or a script command failed
 // at run time; 2 a bad flag, scenario, recording or script (nothing started,
-// no window opened); 128 + N interrupted by signal N (SIGINT: 130). The rank processes are workers `dtrun worker`, started
-// from the dtrun found next to this executable. Closing the window, Ctrl+Q,
-// SIGINT, SIGTERM or SIGHUP stop the Session: every rank process is killed.
+// no window opened); 128 + N interrupted by signal N (SIGINT: 130). The rank processes are workers `dtrun
+// worker`, started from the dtrun found next to this executable. Closing the window, Ctrl+Q, SIGINT, SIGTERM
+// or SIGHUP stop the Session: every rank process is killed.
 //
 // Index of this file
 // [SECTION] Command line
@@ -56,7 +56,8 @@ struct Flags {
 std::string executableDir() {
     char buf[4096];
     const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    if (n <= 0) return ".";
+    if (n <= 0)
+        return ".";
     buf[n] = 0;
     return std::filesystem::path(buf).parent_path().string();
 }
@@ -69,7 +70,9 @@ int usageError(const std::string& message) {
 // [SECTION] Signals and callbacks -------------------------------------------------
 
 std::atomic<int> g_signal{0};
-void onSignal(int signo) { g_signal.store(signo); }
+void onSignal(int signo) {
+    g_signal.store(signo);
+}
 
 void onGlfwError(int code, const char* description) {
     std::fprintf(stderr, "dtlab: GLFW error %d: %s\n", code, description);
@@ -78,13 +81,15 @@ void onGlfwError(int code, const char* description) {
 // Dear ImGui's key callback first, then the app's shortcut queue.
 void onKey(GLFWwindow* window, int key, int scancode, int action, int mods) {
     ImGui_ImplGlfw_KeyCallback(window, key, scancode, action, mods);
-    if (auto* app = static_cast<dt::app::AppContext*>(glfwGetWindowUserPointer(window))) app->onKey(key, action, mods);
+    if (auto* app = static_cast<dt::app::AppContext*>(glfwGetWindowUserPointer(window)))
+        app->onKey(key, action, mods);
 }
 
 void onDrop(GLFWwindow* window, int count, const char** paths) {
     auto* app = static_cast<dt::app::AppContext*>(glfwGetWindowUserPointer(window));
     std::vector<std::string> list(paths, paths + count);
-    if (app) app->onDrop(list);
+    if (app)
+        app->onDrop(list);
 }
 
 } // namespace
@@ -99,8 +104,10 @@ int main(int argc, char** argv) {
     cli.add_option("scenario", flags.scenario_path, "scenario TOML file to run (scenarios/*.toml)");
     cli.add_option("--replay", flags.replay_path, "open a saved run (dtrun run ... --record FILE) instead");
     cli.add_option("--script", flags.script_path, "scripted input: one command per line (see docs/gui.md)");
-    cli.add_option("--screenshot-dir", flags.screenshot_dir, "folder for the script's relative screenshot paths");
-    cli.footer("Shortcuts: F1 help, F11 full screen, Ctrl+= / Ctrl+- text size, Ctrl+T theme, Space/Right next step.\n"
+    cli.add_option("--screenshot-dir", flags.screenshot_dir,
+                   "folder for the script's relative screenshot paths");
+    cli.footer("Shortcuts: F1 help, F11 full screen, Ctrl+= / Ctrl+- text size, Ctrl+T theme, Space/Right "
+               "next step.\n"
                "Without a display, run the same scenario headless: dtrun run SCENARIO.toml");
     try {
         cli.parse(argc, argv);
@@ -117,14 +124,20 @@ int main(int argc, char** argv) {
     std::optional<dt::RecordingLoad> recording;
     std::optional<dt::app::ScriptRunner> script;
     try {
-        if (!flags.scenario_path.empty()) scenario = dt::loadScenarioFile(flags.scenario_path);
-        if (!flags.replay_path.empty()) recording = dt::readRecording(flags.replay_path);
+        if (!flags.scenario_path.empty())
+            scenario = dt::loadScenarioFile(flags.scenario_path);
+        if (!flags.replay_path.empty())
+            recording = dt::readRecording(flags.replay_path);
         if (!flags.script_path.empty()) {
             script = dt::app::ScriptRunner::load(flags.script_path);
             int world = 0;
-            if (scenario) world = scenario->topology.ranks;
-            if (recording) world = std::max<int>(int(recording->record.ranks.size()), recording->record.scenario.topology.ranks);
-            if (scenario || recording) script->checkRanks(world);
+            if (scenario)
+                world = scenario->topology.ranks;
+            if (recording)
+                world = std::max<int>(int(recording->record.ranks.size()),
+                                      recording->record.scenario.topology.ranks);
+            if (scenario || recording)
+                script->checkRanks(world);
         }
     } catch (const dt::UsageError& e) {
         return usageError(e.what());
@@ -132,16 +145,19 @@ int main(int argc, char** argv) {
     if (!flags.screenshot_dir.empty()) {
         std::error_code ec;
         std::filesystem::create_directories(flags.screenshot_dir, ec);
-        if (ec) return usageError("--screenshot-dir: cannot create '" + flags.screenshot_dir + "': " + ec.message());
+        if (ec)
+            return usageError("--screenshot-dir: cannot create '" + flags.screenshot_dir +
+                              "': " + ec.message());
     }
 
     dt::app::AppOptions options;
     options.worker_executable = executableDir() + "/dtrun";
     options.screenshot_dir = flags.screenshot_dir;
     if (scenario && access(options.worker_executable.c_str(), X_OK) != 0) {
-        std::cerr << "dtlab: cannot find the worker executable '" << options.worker_executable
-                  << "': dtlab starts every rank as `dtrun worker`, using the dtrun next to the dtlab binary.\n"
-                     "Build it with: cmake --build build --target dtrun\n";
+        std::cerr
+            << "dtlab: cannot find the worker executable '" << options.worker_executable
+            << "': dtlab starts every rank as `dtrun worker`, using the dtrun next to the dtlab binary.\n"
+               "Build it with: cmake --build build --target dtrun\n";
         return 1;
     }
 
@@ -192,13 +208,16 @@ int main(int argc, char** argv) {
     glfwSetKeyCallback(window, onKey); // replaces ImGui's, which onKey calls
     int exit_code = 0;
     try {
-        if (scenario) app->openScenario(*scenario);
-        if (recording) app->openRecording(std::move(*recording), flags.replay_path);
+        if (scenario)
+            app->openScenario(*scenario);
+        if (recording)
+            app->openRecording(std::move(*recording), flags.replay_path);
     } catch (const std::exception& e) {
         std::cerr << "dtlab: cannot start the run: " << e.what() << "\n";
         exit_code = 1;
     }
-    if (script) app->setScript(std::move(*script));
+    if (script)
+        app->setScript(std::move(*script));
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
     std::signal(SIGHUP, onSignal);
@@ -208,7 +227,8 @@ int main(int argc, char** argv) {
     //    render, screenshot if asked, swap; at most ~60 frames per second so
     //    the GUI leaves the CPU to the ranks (Xvfb has no vsync).
     const auto frame_budget = std::chrono::microseconds(16600);
-    while (exit_code == 0 && !glfwWindowShouldClose(window) && !app->quitRequested() && g_signal.load() == 0) {
+    while (exit_code == 0 && !glfwWindowShouldClose(window) && !app->quitRequested() &&
+           g_signal.load() == 0) {
         const auto frame_start = std::chrono::steady_clock::now();
         glfwPollEvents();
         app->update();
@@ -231,7 +251,8 @@ int main(int argc, char** argv) {
         app->afterRender(width, height);
         glfwSwapBuffers(window);
         const auto spent = std::chrono::steady_clock::now() - frame_start;
-        if (spent < frame_budget) std::this_thread::sleep_for(frame_budget - spent);
+        if (spent < frame_budget)
+            std::this_thread::sleep_for(frame_budget - spent);
     }
 
     // 7. Shut down: the AppContext stops the Session (every rank is killed)
@@ -240,7 +261,8 @@ int main(int argc, char** argv) {
         std::printf("dtlab: interrupted by %s: stopping the run\n", strsignal(signo));
         exit_code = 128 + signo;
     }
-    if (exit_code == 0) exit_code = app->exitCode();
+    if (exit_code == 0)
+        exit_code = app->exitCode();
     app.reset();
     ImGui_ImplOpenGL3_Shutdown();
     ImGui_ImplGlfw_Shutdown();

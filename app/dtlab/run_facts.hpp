@@ -11,21 +11,22 @@
 namespace dt::app {
 
 struct RunFacts {
-    std::vector<RankProgress> ranks;    // index = rank
+    std::vector<RankProgress> ranks; // index = rank
     RunControl control;
-    bool live = false;                  // a Session is running (false: a replay or nothing loaded)
-    bool replay = false;                // a recording is loaded
-    bool finished = false;              // every rank exited (always true in a replay)
-    bool first_allreduce_ended = false; // some rank completed an all-reduce
-    bool first_allgather_ended = false; // ... an all-gather
+    bool live = false;                      // a Session is running (false: a replay or nothing loaded)
+    bool replay = false;                    // a recording is loaded
+    bool finished = false;                  // every rank exited (always true in a replay)
+    bool first_allreduce_ended = false;     // some rank completed an all-reduce
+    bool first_allgather_ended = false;     // ... an all-gather
     bool first_reducescatter_ended = false; // ... a reduce-scatter
-    int steps_total = 0;                // [run] steps
-    double elapsed_s = 0.0;             // since the Session started (or the recording's length)
+    int steps_total = 0;                    // [run] steps
+    double elapsed_s = 0.0;                 // since the Session started (or the recording's length)
 
     // A rank that can no longer make progress: killed, failed (or exited before
     // finishing), or dead and waiting for the supervisor to start it again.
     [[nodiscard]] static bool gone(const RankProgress& p) {
-        return p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
+        return p.state == RankState::Killed || p.state == RankState::Failed ||
+               p.state == RankState::Restarting;
     }
     // Alive but not training now: frozen, or restarted and not yet healed
     // (fault tolerance goes on without it).
@@ -40,9 +41,11 @@ struct RunFacts {
     [[nodiscard]] int stepsCompletedByAlive() const {
         int m = -1;
         bool any_training = false;
-        for (const RankProgress& p : ranks) any_training = any_training || (!gone(p) && !stalled(p));
+        for (const RankProgress& p : ranks)
+            any_training = any_training || (!gone(p) && !stalled(p));
         for (const RankProgress& p : ranks) {
-            if (gone(p) || (any_training && stalled(p))) continue;
+            if (gone(p) || (any_training && stalled(p)))
+                continue;
             m = m < 0 ? p.step + 1 : (p.step + 1 < m ? p.step + 1 : m);
         }
         return m;
@@ -50,7 +53,8 @@ struct RunFacts {
     // Steps completed by the fastest rank (what a progress line shows as "step n/N").
     [[nodiscard]] int stepsCompletedMax() const {
         int m = 0;
-        for (const RankProgress& p : ranks) m = p.step + 1 > m ? p.step + 1 : m;
+        for (const RankProgress& p : ranks)
+            m = p.step + 1 > m ? p.step + 1 : m;
         return m;
     }
 };
@@ -60,15 +64,23 @@ struct RunFacts {
 // presenter walks through the rest at will (a "step >= 5" after every rank
 // was killed at step 3 would otherwise lock Next for good).
 [[nodiscard]] inline bool narrationConditionHolds(const NarrationCondition& c, const RunFacts& f) {
-    if (f.replay || f.finished) return true;
+    if (f.replay || f.finished)
+        return true;
     switch (c.kind) {
-    case NarrationCondition::Kind::None: return true;
-    case NarrationCondition::Kind::StepAtLeast: return f.stepsCompletedByAlive() >= c.value;
-    case NarrationCondition::Kind::FirstAllReduceEnds: return f.first_allreduce_ended;
-    case NarrationCondition::Kind::FirstAllGatherEnds: return f.first_allgather_ended;
-    case NarrationCondition::Kind::FirstReduceScatterEnds: return f.first_reducescatter_ended;
-    case NarrationCondition::Kind::RankDies: return f.rankGone(c.value);
-    case NarrationCondition::Kind::RunFinished: return f.finished;
+    case NarrationCondition::Kind::None:
+        return true;
+    case NarrationCondition::Kind::StepAtLeast:
+        return f.stepsCompletedByAlive() >= c.value;
+    case NarrationCondition::Kind::FirstAllReduceEnds:
+        return f.first_allreduce_ended;
+    case NarrationCondition::Kind::FirstAllGatherEnds:
+        return f.first_allgather_ended;
+    case NarrationCondition::Kind::FirstReduceScatterEnds:
+        return f.first_reducescatter_ended;
+    case NarrationCondition::Kind::RankDies:
+        return f.rankGone(c.value);
+    case NarrationCondition::Kind::RunFinished:
+        return f.finished;
     }
     return false;
 }

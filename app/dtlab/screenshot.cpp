@@ -19,7 +19,8 @@ bool writeFramebufferPng(int width, int height, const std::string& path, std::st
     }
     std::error_code ec;
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (!parent.empty())
+        std::filesystem::create_directories(parent, ec);
     if (ec) {
         error = "cannot create the folder '" + parent.string() + "': " + ec.message();
         return false;

@@ -68,13 +68,15 @@ constexpr int kClickFrames = 30;
 
 std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\r");
-    if (b == std::string::npos) return "";
+    if (b == std::string::npos)
+        return "";
     const size_t e = s.find_last_not_of(" \t\r");
     return s.substr(b, e - b + 1);
 }
 
 bool parseNumber(const std::string& word, double& out) {
-    if (word.empty()) return false;
+    if (word.empty())
+        return false;
     char* end = nullptr;
     errno = 0;
     out = std::strtod(word.c_str(), &end);
@@ -82,9 +84,11 @@ bool parseNumber(const std::string& word, double& out) {
 }
 
 bool parseRank(const std::string& word, int& out) {
-    if (word.empty() || word.size() > 6) return false;
+    if (word.empty() || word.size() > 6)
+        return false;
     for (char c : word)
-        if (c < '0' || c > '9') return false;
+        if (c < '0' || c > '9')
+            return false;
     out = std::stoi(word);
     return true;
 }
@@ -99,7 +103,8 @@ std::string format(double v) {
 
 ScriptRunner ScriptRunner::load(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError("--script: cannot open '" + path + "': " + std::strerror(errno));
+    if (!in)
+        throw UsageError("--script: cannot open '" + path + "': " + std::strerror(errno));
     std::ostringstream text;
     text << in.rdbuf();
     return parse(text.str(), path);
@@ -117,16 +122,19 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
     while (std::getline(in, raw)) {
         ++line;
         const std::string content = trim(raw);
-        if (content.empty() || content[0] == '#') continue;
+        if (content.empty() || content[0] == '#')
+            continue;
         const size_t space = content.find_first_of(" \t");
         const std::string word = content.substr(0, space);
         const std::string rest = space == std::string::npos ? "" : trim(content.substr(space));
         const VerbSpec* spec = nullptr;
         for (const VerbSpec& v : kVerbs)
-            if (word == v.name) spec = &v;
+            if (word == v.name)
+                spec = &v;
         if (!spec) {
             std::string names;
-            for (const VerbSpec& v : kVerbs) names += (names.empty() ? "" : ", ") + std::string(v.name);
+            for (const VerbSpec& v : kVerbs)
+                names += (names.empty() ? "" : ", ") + std::string(v.name);
             fail("unknown command '" + word + "'; expected one of: " + names);
         }
         ScriptCommand c;
@@ -134,11 +142,13 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
         c.line = line;
         std::istringstream words(rest);
         std::vector<std::string> args;
-        for (std::string a; words >> a;) args.push_back(a);
+        for (std::string a; words >> a;)
+            args.push_back(a);
         const std::string usage = std::string("expected '") + spec->usage + "'";
         switch (spec->arg) {
         case Arg::None:
-            if (!args.empty()) fail(std::string(spec->name) + " takes no argument; " + usage);
+            if (!args.empty())
+                fail(std::string(spec->name) + " takes no argument; " + usage);
             break;
         case Arg::Rank:
             if (args.size() != 1 || !parseRank(args[0], c.rank))
@@ -149,21 +159,25 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
                 fail(std::string(spec->name) + ": " + usage + " with a number >= 0, got '" + rest + "'");
             break;
         case Arg::RankNumber:
-            if (args.size() != 2 || !parseRank(args[0], c.rank) || !parseNumber(args[1], c.number) || c.number < 0)
-                fail(std::string(spec->name) + ": " + usage + " (a rank number and milliseconds >= 0), got '" +
-                     rest + "'");
+            if (args.size() != 2 || !parseRank(args[0], c.rank) || !parseNumber(args[1], c.number) ||
+                c.number < 0)
+                fail(std::string(spec->name) + ": " + usage +
+                     " (a rank number and milliseconds >= 0), got '" + rest + "'");
             break;
         case Arg::Text:
-            if (rest.empty()) fail(std::string(spec->name) + ": " + usage);
+            if (rest.empty())
+                fail(std::string(spec->name) + ": " + usage);
             c.text = rest;
             break;
         }
         if (c.verb == Verb::Theme && c.text != "dark" && c.text != "light")
             fail("theme: expected 'dark' or 'light', got '" + c.text + "'");
         if (c.verb == Verb::Cursor) {
-            if (c.text == "off") c.number = -1.0;
+            if (c.text == "off")
+                c.number = -1.0;
             else if (!parseNumber(c.text, c.number) || c.number < 0)
-                fail("cursor: expected seconds >= 0 after the run's first event, or 'off', got '" + c.text + "'");
+                fail("cursor: expected seconds >= 0 after the run's first event, or 'off', got '" + c.text +
+                     "'");
         }
         if (c.verb == Verb::Font && (c.number < 10 || c.number > 48))
             fail("font: expected a size in pixels in 10..48, got " + format(c.number));
@@ -181,7 +195,8 @@ void ScriptRunner::checkRanks(int world) const {
 }
 
 std::string ScriptRunner::resolveScreenshot(const std::string& path) const {
-    if (path.empty() || path[0] == '/' || m_screenshot_dir.empty()) return path;
+    if (path.empty() || path[0] == '/' || m_screenshot_dir.empty())
+        return path;
     return m_screenshot_dir + "/" + path;
 }
 
@@ -204,7 +219,8 @@ ScriptRunner::Status ScriptRunner::tick(ScriptHost& host, double now_s) {
             m_requested = false;
         }
         const bool complete = runCommand(c, host, now_s);
-        if (m_status != Status::Running) break;
+        if (m_status != Status::Running)
+            break;
         if (!complete) {
             ++m_frames;
             break; // wait for the next frame
@@ -231,28 +247,55 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
                         " step(s) completed by every rank still alive");
         return false;
     }
-    case Verb::WaitSeconds: return now_s - m_started_s >= c.number;
-    case Verb::WaitFrames: return m_frames >= int(c.number);
+    case Verb::WaitSeconds:
+        return now_s - m_started_s >= c.number;
+    case Verb::WaitFrames:
+        return m_frames >= int(c.number);
     case Verb::WaitFinished:
-        if (f.finished) return true; // a live run that has ended, or a replay
-        if (!f.live) fail(c, "wait_finished: no run is loaded");
+        if (f.finished)
+            return true; // a live run that has ended, or a replay
+        if (!f.live)
+            fail(c, "wait_finished: no run is loaded");
         return false;
     case Verb::WaitDead:
-        if (f.rankGone(c.rank)) return true;
-        if (f.finished) fail(c, "wait_dead " + std::to_string(c.rank) + ": the run ended and the rank did not die");
+        if (f.rankGone(c.rank))
+            return true;
+        if (f.finished)
+            fail(c, "wait_dead " + std::to_string(c.rank) + ": the run ended and the rank did not die");
         return false;
-    case Verb::Kill: host.killRank(c.rank); return true;
-    case Verb::Hang: host.hangRank(c.rank); return true;
-    case Verb::Resume: host.resumeRank(c.rank); return true;
-    case Verb::Slow: host.slowRank(c.rank, c.number); return true;
-    case Verb::Pause: host.pauseRun(); return true;
-    case Verb::Run: host.runFree(); return true;
-    case Verb::Step: host.stepOnce(); return true;
-    case Verb::Pace: host.setPace(c.number); return true;
-    case Verb::Select: host.selectRank(c.rank); return true;
-    case Verb::Cursor: host.setCursor(c.number); return true;
+    case Verb::Kill:
+        host.killRank(c.rank);
+        return true;
+    case Verb::Hang:
+        host.hangRank(c.rank);
+        return true;
+    case Verb::Resume:
+        host.resumeRank(c.rank);
+        return true;
+    case Verb::Slow:
+        host.slowRank(c.rank, c.number);
+        return true;
+    case Verb::Pause:
+        host.pauseRun();
+        return true;
+    case Verb::Run:
+        host.runFree();
+        return true;
+    case Verb::Step:
+        host.stepOnce();
+        return true;
+    case Verb::Pace:
+        host.setPace(c.number);
+        return true;
+    case Verb::Select:
+        host.selectRank(c.rank);
+        return true;
+    case Verb::Cursor:
+        host.setCursor(c.number);
+        return true;
     case Verb::Screenshot:
-        if (m_frames < kSettleFrames) return false;
+        if (m_frames < kSettleFrames)
+            return false;
         if (!m_requested) {
             host.requestScreenshot(resolveScreenshot(c.text));
             m_requested = true;
@@ -266,7 +309,8 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
             return false;
         }
         switch (host.clickState()) {
-        case ScriptHost::ClickState::Pressed: return true;
+        case ScriptHost::ClickState::Pressed:
+            return true;
         case ScriptHost::ClickState::Disabled:
             host.cancelClick();
             fail(c, "click_button: the button '" + c.text + "' is disabled");
@@ -274,34 +318,53 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
         case ScriptHost::ClickState::Waiting:
             if (m_frames >= kClickFrames) {
                 host.cancelClick();
-                fail(c, "click_button: no button '" + c.text + "' was drawn (print_layout lists the buttons)");
+                fail(c,
+                     "click_button: no button '" + c.text + "' was drawn (print_layout lists the buttons)");
             }
             return false;
         }
         return false;
     case Verb::SaveRecording: {
         std::string error;
-        if (!host.saveRecording(c.text, error)) fail(c, "save_recording: " + error);
+        if (!host.saveRecording(c.text, error))
+            fail(c, "save_recording: " + error);
         return true;
     }
     case Verb::Open: {
         std::string error;
-        if (!host.openPath(c.text, error)) fail(c, "open: " + error);
+        if (!host.openPath(c.text, error))
+            fail(c, "open: " + error);
         return true;
     }
-    case Verb::PrintLayout: host.printLayout(); return true;
-    case Verb::Next: host.narrationNext(); return true;
-    case Verb::Back: host.narrationBack(); return true;
-    case Verb::Theme: host.setThemeByName(c.text); return true;
-    case Verb::Font: host.setFontPixels(float(c.number)); return true;
+    case Verb::PrintLayout:
+        host.printLayout();
+        return true;
+    case Verb::Next:
+        host.narrationNext();
+        return true;
+    case Verb::Back:
+        host.narrationBack();
+        return true;
+    case Verb::Theme:
+        host.setThemeByName(c.text);
+        return true;
+    case Verb::Font:
+        host.setFontPixels(float(c.number));
+        return true;
     case Verb::Show:
     case Verb::Hide:
         if (!host.showView(c.text, c.verb == Verb::Show))
             fail(c, std::string(c.verb == Verb::Show ? "show" : "hide") + ": no view named '" + c.text + "'");
         return true;
-    case Verb::Help: host.toggleHelp(); return true;
-    case Verb::Fullscreen: host.toggleFullscreen(); return true;
-    case Verb::Quit: host.requestQuit(); return true;
+    case Verb::Help:
+        host.toggleHelp();
+        return true;
+    case Verb::Fullscreen:
+        host.toggleFullscreen();
+        return true;
+    case Verb::Quit:
+        host.requestQuit();
+        return true;
     }
     return true;
 }

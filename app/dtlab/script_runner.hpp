@@ -45,7 +45,7 @@ namespace dt::app {
 
 // What a script needs from the app; AppContext implements it, tests fake it.
 class ScriptHost {
-public:
+  public:
     virtual ~ScriptHost() = default;
     [[nodiscard]] virtual const RunFacts& facts() const = 0;
     virtual void killRank(int rank) = 0;
@@ -81,20 +81,45 @@ public:
 
 struct ScriptCommand {
     enum class Verb {
-        WaitStep, WaitSeconds, WaitFrames, WaitFinished, WaitDead,
-        Kill, Hang, Resume, Slow, Pause, Run, Step, Pace, Select, Cursor,
-        Screenshot, ClickButton, SaveRecording, Open, PrintLayout,
-        Next, Back, Theme, Font, Show, Hide, Help, Fullscreen, Quit,
+        WaitStep,
+        WaitSeconds,
+        WaitFrames,
+        WaitFinished,
+        WaitDead,
+        Kill,
+        Hang,
+        Resume,
+        Slow,
+        Pause,
+        Run,
+        Step,
+        Pace,
+        Select,
+        Cursor,
+        Screenshot,
+        ClickButton,
+        SaveRecording,
+        Open,
+        PrintLayout,
+        Next,
+        Back,
+        Theme,
+        Font,
+        Show,
+        Hide,
+        Help,
+        Fullscreen,
+        Quit,
     };
     Verb verb = Verb::Quit;
     int line = 0;
-    int rank = -1;          // kill, hang, resume, slow, select, wait_dead
-    double number = 0.0;    // wait_step, wait_seconds, wait_frames, slow (ms), pace, font, cursor (-1 = off)
-    std::string text;       // screenshot / save_recording path, button label, theme, view
+    int rank = -1;       // kill, hang, resume, slow, select, wait_dead
+    double number = 0.0; // wait_step, wait_seconds, wait_frames, slow (ms), pace, font, cursor (-1 = off)
+    std::string text;    // screenshot / save_recording path, button label, theme, view
 };
 
 class ScriptRunner {
-public:
+  public:
     enum class Status { Running, Done, Failed };
 
     // Parse a whole script; throws UsageError "SOURCE:LINE: what is wrong".
@@ -113,7 +138,7 @@ public:
     [[nodiscard]] const std::vector<ScriptCommand>& commands() const { return m_commands; }
     [[nodiscard]] size_t position() const { return m_next; }
 
-private:
+  private:
     // One command; false while it still waits.
     bool runCommand(const ScriptCommand& c, ScriptHost& host, double now_s);
     void fail(const ScriptCommand& c, const std::string& message);

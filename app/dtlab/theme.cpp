@@ -13,7 +13,7 @@ namespace dt::app {
 namespace {
 
 bool fileExists(const char* path) {
-    struct stat st{};
+    struct stat st {};
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -60,12 +60,16 @@ void lightColors(ImGuiStyle& s) {
 
 } // namespace
 
-const char* themeLabel(ThemeKind kind) { return kind == ThemeKind::Dark ? "dark" : "light (high contrast)"; }
+const char* themeLabel(ThemeKind kind) {
+    return kind == ThemeKind::Dark ? "dark" : "light (high contrast)";
+}
 
 void applyTheme(ThemeKind kind, float font_px) {
     ImGuiStyle style;
-    if (kind == ThemeKind::Dark) darkColors(style);
-    else lightColors(style);
+    if (kind == ThemeKind::Dark)
+        darkColors(style);
+    else
+        lightColors(style);
     style.WindowRounding = 3.0f;
     style.FrameRounding = 3.0f;
     style.GrabRounding = 3.0f;
@@ -81,23 +85,35 @@ void applyTheme(ThemeKind kind, float font_px) {
 ImU32 rankStateColor(RankState state, ThemeKind kind) {
     const bool dark = kind == ThemeKind::Dark;
     switch (state) {
-    case RankState::Pending: return dark ? IM_COL32(90, 94, 104, 255) : IM_COL32(170, 170, 170, 255);
-    case RankState::Starting: return dark ? IM_COL32(70, 110, 170, 255) : IM_COL32(60, 110, 200, 255);
-    case RankState::Running: return dark ? IM_COL32(46, 160, 90, 255) : IM_COL32(0, 130, 60, 255);
-    case RankState::Paused: return dark ? IM_COL32(200, 170, 50, 255) : IM_COL32(190, 140, 0, 255);
-    case RankState::Hung: return dark ? IM_COL32(230, 120, 30, 255) : IM_COL32(210, 90, 0, 255);
-    case RankState::Finished: return dark ? IM_COL32(70, 130, 200, 255) : IM_COL32(20, 70, 160, 255);
-    case RankState::Failed: return dark ? IM_COL32(200, 50, 60, 255) : IM_COL32(190, 0, 20, 255);
-    case RankState::Killed: return dark ? IM_COL32(150, 30, 40, 255) : IM_COL32(120, 0, 10, 255);
-    case RankState::Restarting: return dark ? IM_COL32(150, 80, 170, 255) : IM_COL32(120, 50, 150, 255);
-    case RankState::Healing: return dark ? IM_COL32(40, 170, 170, 255) : IM_COL32(0, 130, 140, 255);
+    case RankState::Pending:
+        return dark ? IM_COL32(90, 94, 104, 255) : IM_COL32(170, 170, 170, 255);
+    case RankState::Starting:
+        return dark ? IM_COL32(70, 110, 170, 255) : IM_COL32(60, 110, 200, 255);
+    case RankState::Running:
+        return dark ? IM_COL32(46, 160, 90, 255) : IM_COL32(0, 130, 60, 255);
+    case RankState::Paused:
+        return dark ? IM_COL32(200, 170, 50, 255) : IM_COL32(190, 140, 0, 255);
+    case RankState::Hung:
+        return dark ? IM_COL32(230, 120, 30, 255) : IM_COL32(210, 90, 0, 255);
+    case RankState::Finished:
+        return dark ? IM_COL32(70, 130, 200, 255) : IM_COL32(20, 70, 160, 255);
+    case RankState::Failed:
+        return dark ? IM_COL32(200, 50, 60, 255) : IM_COL32(190, 0, 20, 255);
+    case RankState::Killed:
+        return dark ? IM_COL32(150, 30, 40, 255) : IM_COL32(120, 0, 10, 255);
+    case RankState::Restarting:
+        return dark ? IM_COL32(150, 80, 170, 255) : IM_COL32(120, 50, 150, 255);
+    case RankState::Healing:
+        return dark ? IM_COL32(40, 170, 170, 255) : IM_COL32(0, 130, 140, 255);
     }
     return IM_COL32(128, 128, 128, 255);
 }
 
 ImU32 rankStateTextColor(RankState state, ThemeKind kind) {
-    if (state == RankState::Paused && kind == ThemeKind::Dark) return IM_COL32(20, 20, 20, 255);
-    if (state == RankState::Pending && kind == ThemeKind::Light) return IM_COL32(0, 0, 0, 255);
+    if (state == RankState::Paused && kind == ThemeKind::Dark)
+        return IM_COL32(20, 20, 20, 255);
+    if (state == RankState::Pending && kind == ThemeKind::Light)
+        return IM_COL32(0, 0, 0, 255);
     return IM_COL32(255, 255, 255, 255);
 }
 
@@ -111,13 +127,15 @@ ImU32 warningColor(ThemeKind kind) {
 
 void FontManager::request(float px) {
     px = std::clamp(px, kMinPx, kMaxPx);
-    if (px == m_px && !m_pending) return;
+    if (px == m_px && !m_pending)
+        return;
     m_px = px;
     m_pending = true;
 }
 
 bool FontManager::applyPending(bool upload) {
-    if (!m_pending) return false;
+    if (!m_pending)
+        return false;
     m_pending = false;
     ImGuiIO& io = ImGui::GetIO();
     io.Fonts->Clear();
@@ -126,7 +144,8 @@ bool FontManager::applyPending(bool upload) {
     config.OversampleV = 1;
     m_mono = nullptr;
     ImFont* font = nullptr;
-    if (fileExists(kFontPath)) font = io.Fonts->AddFontFromFileTTF(kFontPath, m_px, &config);
+    if (fileExists(kFontPath))
+        font = io.Fonts->AddFontFromFileTTF(kFontPath, m_px, &config);
     m_fallback = font == nullptr;
     if (m_fallback) {
         ImFontConfig fallback;

@@ -38,7 +38,7 @@ void applyTheme(ThemeKind kind, float font_px);
 // The UI font at a chosen pixel size. Without the TTF (fonts-dejavu-core not
 // installed) it falls back to ImGui's built-in bitmap font, scaled, and says so.
 class FontManager {
-public:
+  public:
     static constexpr float kDefaultPx = 16.0f;
     static constexpr float kMinPx = 10.0f;
     static constexpr float kMaxPx = 48.0f;
@@ -58,7 +58,7 @@ public:
     // with `upload` the OpenGL texture is recreated as well.
     bool applyPending(bool upload);
 
-private:
+  private:
     float m_px = kDefaultPx;
     bool m_pending = true;
     bool m_fallback = false;

@@ -18,6 +18,7 @@
 // error (bad flag, bad scenario, unwritable output): nothing was started.
 #include "progress_line.hpp"
 
+#include "dtlab/atomic_file.hpp"
 #include "dtlab/checkpoint.hpp"
 #include "dtlab/closing_check.hpp"
 #include "dtlab/errors.hpp"
@@ -25,7 +26,6 @@
 #include "dtlab/recording.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/session.hpp"
-#include "dtlab/atomic_file.hpp"
 #include "dtlab/summary.hpp"
 #include "dtlab/worker.hpp"
 
@@ -35,8 +35,8 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -50,25 +50,30 @@
 namespace {
 
 std::atomic<int> g_interrupt{0};
-void onSignal(int signo) { g_interrupt.store(signo); }
+void onSignal(int signo) {
+    g_interrupt.store(signo);
+}
 
 std::string selfExecutable() {
     char buf[4096];
     const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-    if (n <= 0) return "dtrun";
+    if (n <= 0)
+        return "dtrun";
     buf[n] = 0;
     return buf;
 }
 
 // An output path must be in an existing directory; checked before anything starts.
 void checkOutputPath(const std::string& flag, const std::string& path) {
-    if (path.empty()) return;
+    if (path.empty())
+        return;
     const auto slash = path.rfind('/');
     const std::string dir = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
-    struct stat st{};
+    struct stat st {};
     if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
         throw dt::UsageError(flag + ": the directory '" + dir + "' of '" + path + "' does not exist");
-    if (access(dir.c_str(), W_OK) != 0) throw dt::UsageError(flag + ": the directory '" + dir + "' is not writable");
+    if (access(dir.c_str(), W_OK) != 0)
+        throw dt::UsageError(flag + ": the directory '" + dir + "' is not writable");
     if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         throw dt::UsageError(flag + ": '" + path + "' is a directory, expected a file name");
 }
@@ -117,7 +122,8 @@ dt::Scenario resolveScenario(const RunFlags& f) {
         s.data.batch_per_rank = f.batch_per_rank;
         dt::validateScenario(s, "--batch-per-rank");
     }
-    if (!f.overlap.empty()) s.strategy.overlap = f.overlap == "on";
+    if (!f.overlap.empty())
+        s.strategy.overlap = f.overlap == "on";
     if (!f.strategy.empty()) {
         s.strategy.kind = dt::strategyKindFromOverride(f.strategy, "--strategy");
         dt::validateScenario(s, "--strategy");
@@ -147,7 +153,8 @@ dt::Scenario resolveScenario(const RunFlags& f) {
         s.topology.backend = f.backend;
         dt::validateScenario(s, "--backend");
     }
-    if (f.no_telemetry) s.telemetry.enabled = false;
+    if (f.no_telemetry)
+        s.telemetry.enabled = false;
     return s;
 }
 
@@ -157,9 +164,10 @@ void printBusBandwidth(const dt::RunRecord& record) {
     const nlohmann::json j = nlohmann::json::parse(dt::summaryJson(record)).at("bus_bandwidth");
     std::fprintf(stderr, "  %-6s %-15s %10s %12s %12s\n", "backend", "op", "size", "time", "bus GB/s");
     for (const auto& p : j.at("points"))
-        std::fprintf(stderr, "  %-6s %-15s %8.0f K %9.1f us %12.3f\n", p.at("backend").get<std::string>().c_str(),
-                     p.at("op").get<std::string>().c_str(), p.at("size_bytes").get<double>() / 1024,
-                     p.at("time_us").get<double>(), p.at("bus_bandwidth_gbs").get<double>());
+        std::fprintf(stderr, "  %-6s %-15s %8.0f K %9.1f us %12.3f\n",
+                     p.at("backend").get<std::string>().c_str(), p.at("op").get<std::string>().c_str(),
+                     p.at("size_bytes").get<double>() / 1024, p.at("time_us").get<double>(),
+                     p.at("bus_bandwidth_gbs").get<double>());
     for (const auto& m : j.at("cost_model"))
         std::fprintf(stderr, "  cost model (fit) %s %s: alpha %.1f us, bandwidth %.2f GB/s\n",
                      m.at("backend").get<std::string>().c_str(), m.at("op").get<std::string>().c_str(),
@@ -169,7 +177,8 @@ void printBusBandwidth(const dt::RunRecord& record) {
 // Starts a Session and waits for its end, with the progress line on a
 // terminal; the record goes to `out`. Returns 0, or 2 when the Session refused
 // to start (usage error; the message is printed).
-int runToEnd(const dt::SessionOptions& options, const RunFlags& f, const std::string& label, dt::RunRecord& out) {
+int runToEnd(const dt::SessionOptions& options, const RunFlags& f, const std::string& label,
+             dt::RunRecord& out) {
     const dt::Scenario& scenario = options.scenario;
     dt::Session session(options);
     try {
@@ -178,22 +187,30 @@ int runToEnd(const dt::SessionOptions& options, const RunFlags& f, const std::st
         std::cerr << "dtrun: " << e.what() << "\n";
         return dt::kExitUsage;
     }
-    if (f.pace > 0) session.setPace(f.pace);
-    if (f.external && !f.quiet) std::cerr << "dtrun: waiting for ranks to join at " << session.storeAddress() << "\n";
+    if (f.pace > 0)
+        session.setPace(f.pace);
+    if (f.external && !f.quiet)
+        std::cerr << "dtrun: waiting for ranks to join at " << session.storeAddress() << "\n";
     const bool tty = isatty(STDERR_FILENO) && !f.quiet;
     const auto t0 = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+    auto elapsed = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    };
     while (!session.finished()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        if (const int signo = g_interrupt.load()) session.stop(std::string("interrupted by ") + strsignal(signo));
+        if (const int signo = g_interrupt.load())
+            session.stop(std::string("interrupted by ") + strsignal(signo));
         if (tty)
-            std::cerr << "\r\033[K" << label << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed())
+            std::cerr << "\r\033[K" << label
+                      << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed())
                       << std::flush;
     }
-    if (tty) std::cerr << "\r\033[K";
+    if (tty)
+        std::cerr << "\r\033[K";
     out = session.snapshot();
     if (!f.quiet && out.ok)
-        std::cerr << "dtrun: " << label << "done: " << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed())
+        std::cerr << "dtrun: " << label
+                  << "done: " << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed())
                   << ", " << int(elapsed() * 10) / 10.0 << " s\n";
     return 0;
 }
@@ -205,20 +222,22 @@ int runCommand(const RunFlags& f) {
         if (!scenario.run.resume_from.empty()) {
             // A checkpoint directory resumes from its newest valid checkpoint.
             const dt::CheckpointChoice choice = dt::chooseCheckpoint(scenario.run.resume_from, scenario);
-            for (const std::string& why : choice.skipped) std::cerr << "dtrun: skipped checkpoint " << why << "\n";
+            for (const std::string& why : choice.skipped)
+                std::cerr << "dtrun: skipped checkpoint " << why << "\n";
             if (choice.step_dir != scenario.run.resume_from)
                 std::cerr << "dtrun: resuming from " << choice.step_dir << "\n";
             scenario.run.resume_from = choice.step_dir;
             dt::checkCheckpointsNotOverwritten(scenario, choice.step + 1);
         }
         if (f.check && f.external)
-            throw dt::UsageError("--check starts baseline runs whose ranks dtrun starts itself; it cannot be combined "
-                                 "with --external");
+            throw dt::UsageError(
+                "--check starts baseline runs whose ranks dtrun starts itself; it cannot be combined "
+                "with --external");
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
         checkOutputPath("--record", f.record_path);
         if (!f.params_out.empty()) {
-            struct stat st{};
+            struct stat st {};
             if (stat(f.params_out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
                 throw dt::UsageError("--params-out: '" + f.params_out + "' is not an existing directory");
         }
@@ -246,35 +265,44 @@ int runCommand(const RunFlags& f) {
     std::signal(SIGHUP, onSignal);
 
     if (!f.quiet) {
-        std::cerr << "dtrun: " << scenario.name << ": " << scenario.topology.ranks << " ranks, " << scenario.run.steps
-                  << " steps, " << dt::strategyKindName(scenario.strategy.kind) << " over "
+        std::cerr << "dtrun: " << scenario.name << ": " << scenario.topology.ranks << " ranks, "
+                  << scenario.run.steps << " steps, " << dt::strategyKindName(scenario.strategy.kind)
+                  << " over "
                   << (scenario.strategy.kind == dt::StrategyKind::Collectives ? "the backends compared"
                                                                               : scenario.topology.backend);
-        if (!f.external && dt::scenarioUsesMpi(scenario)) std::cerr << " (ranks started by mpirun)";
-        if (f.pace > 0) std::cerr << "; paced at " << f.pace << " steps/s";
+        if (!f.external && dt::scenarioUsesMpi(scenario))
+            std::cerr << " (ranks started by mpirun)";
+        if (f.pace > 0)
+            std::cerr << "; paced at " << f.pace << " steps/s";
         if (scenario.fault_tolerance.enabled)
             std::cerr << "; fault tolerant (restart " << scenario.fault_tolerance.restart << ")";
-        if (scenario.chaos.enabled) std::cerr << "; chaos seed " << scenario.chaos.seed << " (replay: --chaos-seed "
-                                              << scenario.chaos.seed << ")";
+        if (scenario.chaos.enabled)
+            std::cerr << "; chaos seed " << scenario.chaos.seed << " (replay: --chaos-seed "
+                      << scenario.chaos.seed << ")";
         std::cerr << "\n";
     }
     dt::RunRecord record;
-    if (const int code = runToEnd(options, f, "", record); code != 0) return code;
+    if (const int code = runToEnd(options, f, "", record); code != 0)
+        return code;
 
     // Closing checks: the baselines run only with --check (each is a whole run more).
     std::map<std::string, std::string> baseline_summaries;
     if (f.check && record.ok) {
         for (const dt::ClosingCheck& check : scenario.checks) {
             const std::string key = check.baseline.describe();
-            if (check.baseline.empty() || baseline_summaries.count(key)) continue;
+            if (check.baseline.empty() || baseline_summaries.count(key))
+                continue;
             dt::SessionOptions baseline_options = options;
             baseline_options.scenario = dt::scenarioForBaseline(scenario, check.baseline);
             baseline_options.params_out_dir.clear();
-            if (!f.quiet) std::cerr << "dtrun: closing checks: baseline run { " << key << " }\n";
+            if (!f.quiet)
+                std::cerr << "dtrun: closing checks: baseline run { " << key << " }\n";
             dt::RunRecord baseline;
-            if (const int code = runToEnd(baseline_options, f, "baseline: ", baseline); code != 0) return code;
+            if (const int code = runToEnd(baseline_options, f, "baseline: ", baseline); code != 0)
+                return code;
             if (!baseline.ok) {
-                std::cerr << "dtrun: the baseline run { " << key << " } failed: " << baseline.failure_reason << "\n";
+                std::cerr << "dtrun: the baseline run { " << key << " } failed: " << baseline.failure_reason
+                          << "\n";
                 return 1;
             }
             baseline_summaries[key] = dt::summaryJson(baseline);
@@ -282,12 +310,15 @@ int runCommand(const RunFlags& f) {
     }
     std::string summary = dt::summaryJson(record);
     const auto results = dt::evaluateClosingChecks(scenario.checks, summary, baseline_summaries);
-    if (!results.empty()) summary = dt::summaryWithChecks(summary, results);
+    if (!results.empty())
+        summary = dt::summaryWithChecks(summary, results);
 
     int code = record.ok ? 0 : 1;
     try {
-        if (!f.summary_path.empty()) dt::writeFileAtomically(f.summary_path, summary);
-        if (!f.record_path.empty()) dt::writeRecording(record, f.record_path);
+        if (!f.summary_path.empty())
+            dt::writeFileAtomically(f.summary_path, summary);
+        if (!f.record_path.empty())
+            dt::writeRecording(record, f.record_path);
         if (!f.trace_path.empty()) {
             std::ostringstream trace;
             dt::writeChromeTrace(record, trace);
@@ -299,20 +330,23 @@ int runCommand(const RunFlags& f) {
     }
     if (!f.quiet || !record.ok) {
         if (record.ok) {
-            if (scenario.strategy.kind == dt::StrategyKind::Collectives) printBusBandwidth(record);
+            if (scenario.strategy.kind == dt::StrategyKind::Collectives)
+                printBusBandwidth(record);
         } else {
             std::cerr << "dtrun: the run failed: " << record.failure_reason << "\n";
             for (const auto& log : record.logs)
                 if (log.level != dt::LogLevel::Info)
-                    std::cerr << "  " << (log.rank >= 0 ? "rank " + std::to_string(log.rank) : "session") << ": "
-                              << log.text << "\n";
+                    std::cerr << "  " << (log.rank >= 0 ? "rank " + std::to_string(log.rank) : "session")
+                              << ": " << log.text << "\n";
         }
     }
     // Every check is printed; with --check a failed one fails the command.
     int failed = 0;
     for (const auto& r : results) {
-        if (r.evaluated && !r.passed) ++failed;
-        if (f.quiet && r.passed) continue;
+        if (r.evaluated && !r.passed)
+            ++failed;
+        if (f.quiet && r.passed)
+            continue;
         const char* mark = !r.evaluated ? "skipped" : r.passed ? "passed " : "FAILED ";
         std::cerr << "dtrun: check " << mark << ": " << r.claim << "\n    " << r.detail << "\n";
     }
@@ -336,8 +370,10 @@ int lighthouseCommand(const LighthouseFlags& f) {
     server.onQuorum([&](const dt::ft::Quorum& q, const dt::ft::QuorumDecision& d) {
         std::lock_guard<std::mutex> lock(print_mutex);
         std::string members;
-        for (const auto& m : q.members) members += (members.empty() ? "" : ", ") + m.id() + "@" + std::to_string(m.step);
-        std::cerr << "dtrun lighthouse: quorum " << q.quorum_id << " = {" << members << "}: " << d.reason << "\n";
+        for (const auto& m : q.members)
+            members += (members.empty() ? "" : ", ") + m.id() + "@" + std::to_string(m.step);
+        std::cerr << "dtrun lighthouse: quorum " << q.quorum_id << " = {" << members << "}: " << d.reason
+                  << "\n";
     });
     server.onMemberLost([&](const dt::ft::QuorumMember& m, const std::string& why) {
         std::lock_guard<std::mutex> lock(print_mutex);
@@ -355,9 +391,10 @@ int lighthouseCommand(const LighthouseFlags& f) {
     std::cout << server.address() << std::endl;
     if (!f.quiet)
         std::cerr << "dtrun lighthouse: listening on " << server.address() << ", min_replicas "
-                  << f.options.min_replicas << ", join timeout " << f.options.join_timeout_ms << " ms, heartbeat timeout "
-                  << f.options.heartbeat_timeout_ms << " ms\n";
-    while (g_interrupt.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                  << f.options.min_replicas << ", join timeout " << f.options.join_timeout_ms
+                  << " ms, heartbeat timeout " << f.options.heartbeat_timeout_ms << " ms\n";
+    while (g_interrupt.load() == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     server.stop();
     return 0;
 }
@@ -365,8 +402,9 @@ int lighthouseCommand(const LighthouseFlags& f) {
 int checkCommand(const std::string& path) {
     try {
         const dt::Scenario s = dt::loadScenarioFile(path);
-        std::cout << path << ": ok: \"" << s.name << "\", " << s.topology.ranks << " ranks, " << s.model.kind << ", "
-                  << dt::strategyKindName(s.strategy.kind) << ", " << s.run.steps << " steps, " << s.faults.size() << " fault(s)\n";
+        std::cout << path << ": ok: \"" << s.name << "\", " << s.topology.ranks << " ranks, " << s.model.kind
+                  << ", " << dt::strategyKindName(s.strategy.kind) << ", " << s.run.steps << " steps, "
+                  << s.faults.size() << " fault(s)\n";
         return 0;
     } catch (const dt::UsageError& e) {
         std::cerr << "dtrun: " << e.what() << "\n";
@@ -380,7 +418,8 @@ int checkCommand(const std::string& path) {
 static std::string strategyHelp() {
     const std::vector<std::string> names = dt::strategyKindNames();
     std::string help = "override [strategy] kind: ";
-    for (size_t i = 0; i < names.size(); ++i) help += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+    for (size_t i = 0; i < names.size(); ++i)
+        help += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
     return help;
 }
 
@@ -398,41 +437,60 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"on", "off"}));
     run_cmd->add_option("--strategy", run.strategy, strategyHelp());
     run_cmd->add_option("--replicas", run.replicas, "hsdp: override [topology] replicas");
-    run_cmd->add_option("--microbatches", run.microbatches, "override [strategy] microbatches (gradient accumulation)");
-    run_cmd->add_option("--checkpoint-dir", run.checkpoint_dir, "save checkpoints into DIR/step-<S> (sharded strategies, diloco, ddp under [fault_tolerance])");
-    run_cmd->add_option("--resume", run.resume_from, "load a checkpoint before training: DIR/step-<S>, or DIR for its newest valid one");
+    run_cmd->add_option("--microbatches", run.microbatches,
+                        "override [strategy] microbatches (gradient accumulation)");
+    run_cmd->add_option(
+        "--checkpoint-dir", run.checkpoint_dir,
+        "save checkpoints into DIR/step-<S> (sharded strategies, diloco, ddp under [fault_tolerance])");
+    run_cmd->add_option("--resume", run.resume_from,
+                        "load a checkpoint before training: DIR/step-<S>, or DIR for its newest valid one");
     run_cmd->add_option("--trace", run.trace_path, "write a Chrome trace (Perfetto) JSON file");
     run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
-    run_cmd->add_option("--record", run.record_path, "save the whole event stream (open with dtlab --replay FILE)");
-    run_cmd->add_option("--params-out", run.params_out, "each rank writes its final parameters into this directory");
-    run_cmd->add_option("--backend", run.backend, "override [topology] backend: gloo, or mpi (ranks started by mpirun)")
+    run_cmd->add_option("--record", run.record_path,
+                        "save the whole event stream (open with dtlab --replay FILE)");
+    run_cmd->add_option("--params-out", run.params_out,
+                        "each rank writes its final parameters into this directory");
+    run_cmd
+        ->add_option("--backend", run.backend,
+                     "override [topology] backend: gloo, or mpi (ranks started by mpirun)")
         ->check(CLI::IsMember({"gloo", "mpi"}));
     run_cmd->add_option("--listen", run.listen_host,
                         "address the Session listens on (default 127.0.0.1; another address needs a token)");
-    run_cmd->add_option("--token-file", run.token_file,
-                        "file (mode 600) whose first line is the token every rank must present (or set DTLAB_TOKEN)");
+    run_cmd->add_option(
+        "--token-file", run.token_file,
+        "file (mode 600) whose first line is the token every rank must present (or set DTLAB_TOKEN)");
     run_cmd->add_option("--port", run.port, "rendezvous store port (default: any free port)");
-    run_cmd->add_flag("--external", run.external, "start no ranks: wait for ranks started by mpirun or torchrun");
-    run_cmd->add_flag("--no-telemetry", run.no_telemetry, "send only per-step records (step time, loss, checksum)");
+    run_cmd->add_flag("--external", run.external,
+                      "start no ranks: wait for ranks started by mpirun or torchrun");
+    run_cmd->add_flag("--no-telemetry", run.no_telemetry,
+                      "send only per-step records (step time, loss, checksum)");
     run_cmd->add_flag("--quiet,-q", run.quiet, "no progress line");
-    run_cmd->add_flag("--check", run.check,
-                      "evaluate the scenario's closing checks, running their baseline runs, and exit 1 if one fails");
+    run_cmd->add_flag(
+        "--check", run.check,
+        "evaluate the scenario's closing checks, running their baseline runs, and exit 1 if one fails");
     run_cmd->add_option("--pace", run.pace, "presentation pace: at most this many steps per second")
         ->check(CLI::PositiveNumber);
-    run_cmd->add_option("--chaos-seed", run.chaos_seed, "turn [chaos] on with this seed (replays a chaos run)")
+    run_cmd
+        ->add_option("--chaos-seed", run.chaos_seed, "turn [chaos] on with this seed (replays a chaos run)")
         ->check(CLI::NonNegativeNumber);
 
     LighthouseFlags lighthouse;
-    auto* lighthouse_cmd = app.add_subcommand("lighthouse", "run the quorum server of fault-tolerant training");
-    lighthouse_cmd->add_option("--listen", lighthouse.options.host, "address to listen on (default 127.0.0.1)");
-    lighthouse_cmd->add_option("--port", lighthouse.options.port, "port (default: any free port, printed on stdout)");
-    lighthouse_cmd->add_option("--min-replicas", lighthouse.options.min_replicas, "fewest replicas in a quorum")
+    auto* lighthouse_cmd =
+        app.add_subcommand("lighthouse", "run the quorum server of fault-tolerant training");
+    lighthouse_cmd->add_option("--listen", lighthouse.options.host,
+                               "address to listen on (default 127.0.0.1)");
+    lighthouse_cmd->add_option("--port", lighthouse.options.port,
+                               "port (default: any free port, printed on stdout)");
+    lighthouse_cmd
+        ->add_option("--min-replicas", lighthouse.options.min_replicas, "fewest replicas in a quorum")
         ->check(CLI::PositiveNumber);
-    lighthouse_cmd->add_option("--join-timeout-ms", lighthouse.options.join_timeout_ms,
-                               "how long a quorum waits for a healthy replica that has not asked yet")
+    lighthouse_cmd
+        ->add_option("--join-timeout-ms", lighthouse.options.join_timeout_ms,
+                     "how long a quorum waits for a healthy replica that has not asked yet")
         ->check(CLI::NonNegativeNumber);
-    lighthouse_cmd->add_option("--heartbeat-timeout-ms", lighthouse.options.heartbeat_timeout_ms,
-                               "a replica silent this long is out")
+    lighthouse_cmd
+        ->add_option("--heartbeat-timeout-ms", lighthouse.options.heartbeat_timeout_ms,
+                     "a replica silent this long is out")
         ->check(CLI::PositiveNumber);
     lighthouse_cmd->add_flag("--quiet,-q", lighthouse.quiet, "print only the address");
 
@@ -441,13 +499,16 @@ int main(int argc, char** argv) {
     check_cmd->add_option("scenario", check_path, "scenario TOML file")->required();
 
     dt::WorkerArgs worker;
-    auto* worker_cmd = app.add_subcommand("worker", "run one rank (started by a Session, mpirun or torchrun)");
+    auto* worker_cmd =
+        app.add_subcommand("worker", "run one rank (started by a Session, mpirun or torchrun)");
     worker_cmd->add_option("--rank", worker.flags.rank, "this rank");
     worker_cmd->add_option("--world", worker.flags.world, "number of ranks");
     worker_cmd->add_option("--join", worker.flags.join, "the Session's store address HOST:PORT");
-    worker_cmd->add_option("--params-out", worker.params_out_dir, "write final parameters into this directory");
+    worker_cmd->add_option("--params-out", worker.params_out_dir,
+                           "write final parameters into this directory");
     worker_cmd->add_option("--token-file", worker.token_file, "the Session's token (default: DTLAB_TOKEN)");
-    worker_cmd->add_option("--incarnation", worker.incarnation, "fault tolerance: restarts of this rank so far (set by the Session)");
+    worker_cmd->add_option("--incarnation", worker.incarnation,
+                           "fault tolerance: restarts of this rank so far (set by the Session)");
 
     try {
         app.parse(argc, argv);
@@ -459,9 +520,13 @@ int main(int argc, char** argv) {
         std::cerr << "dtrun: " << e.what() << "\nRun 'dtrun --help' for usage.\n";
         return dt::kExitUsage;
     }
-    if (*run_cmd) return runCommand(run);
-    if (*check_cmd) return checkCommand(check_path);
-    if (*lighthouse_cmd) return lighthouseCommand(lighthouse);
-    if (*worker_cmd) return dt::runWorker(worker);
+    if (*run_cmd)
+        return runCommand(run);
+    if (*check_cmd)
+        return checkCommand(check_path);
+    if (*lighthouse_cmd)
+        return lighthouseCommand(lighthouse);
+    if (*worker_cmd)
+        return dt::runWorker(worker);
     return dt::kExitUsage;
 }

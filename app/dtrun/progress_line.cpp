@@ -2,8 +2,8 @@
 // (a DDP step is as far as its slowest rank); loss = mean over ranks.
 #include "progress_line.hpp"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 
@@ -40,7 +40,8 @@ std::string formatProgressLine(const std::vector<RankProgress>& ranks, int total
         }
     }
     out += "  ranks";
-    for (const auto& [state, n] : states) out += " " + std::to_string(n) + " " + state;
+    for (const auto& [state, n] : states)
+        out += " " + std::to_string(n) + " " + state;
     return out;
 }
 

@@ -14,7 +14,8 @@
 // Gloo calls at 4 ranks take minutes).
 // Bus bandwidth = ring factor x S / time (dtlab/collective_cost.hpp).
 // Rank 0 prints one markdown row per (op, size):
-//   | op | size | N | dtlab gloo | raw c10d gloo | ratio | dtlab mpi | raw MPI | ratio | dtlab mpi async | ratio |
+//   | op | size | N | dtlab gloo | raw c10d gloo | ratio | dtlab mpi | raw MPI | ratio |
+//   | dtlab mpi async | ratio |   (one row; split here to fit the column limit)
 // ratio = dtlab / raw (1.0 = no overhead). LibTorch 1.13's Gloo has no
 // reduce-scatter, so dtlab runs a ring of Gloo sends; there is no raw c10d
 // Gloo call to compare it with (the row says n/a).
@@ -62,9 +63,9 @@ int envInt(const char* name) {
 }
 
 struct Buffers {
-    at::Tensor full;                 // S bytes: all-reduce in place, reduce-scatter input, all-gather output
-    at::Tensor chunk;                // S / N: all-gather input, reduce-scatter output
-    std::vector<at::Tensor> chunks;  // views of `full` (raw c10d all-gather outputs)
+    at::Tensor full;                // S bytes: all-reduce in place, reduce-scatter input, all-gather output
+    at::Tensor chunk;               // S / N: all-gather input, reduce-scatter output
+    std::vector<at::Tensor> chunks; // views of `full` (raw c10d all-gather outputs)
 };
 
 using Call = std::function<void()>;
@@ -104,7 +105,8 @@ int main(int argc, char** argv) {
         c10::make_intrusive<c10d::PrefixStore>("bench/raw", store), rank, n, raw_options);
 
     if (rank == 0) {
-        std::printf("| op | size | ranks | dtlab gloo GB/s | raw c10d gloo GB/s | ratio | dtlab mpi GB/s | raw MPI GB/s | "
+        std::printf("| op | size | ranks | dtlab gloo GB/s | raw c10d gloo GB/s | ratio | dtlab mpi GB/s | "
+                    "raw MPI GB/s | "
                     "ratio | dtlab mpi async GB/s | ratio |\n");
         std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     }
@@ -115,7 +117,8 @@ int main(int argc, char** argv) {
             Buffers b;
             b.full = at::ones({floats}, at::kFloat);
             b.chunk = at::ones({floats / n}, at::kFloat);
-            for (int r = 0; r < n; ++r) b.chunks.push_back(b.full.narrow(0, r * (floats / n), floats / n));
+            for (int r = 0; r < n; ++r)
+                b.chunks.push_back(b.full.narrow(0, r * (floats / n), floats / n));
             const int count = int(floats / n);
 
             // The four implementations of this op (empty = none).
@@ -129,7 +132,8 @@ int main(int argc, char** argv) {
                 dtlab_m = [&] { dtlab_mpi->allReduceNow(b.full); };
                 dtlab_m_async = [&] { dtlab_mpi->allReduce(b.full)->wait(); };
                 raw_m = [&] {
-                    MPI_Allreduce(MPI_IN_PLACE, b.full.data_ptr<float>(), int(floats), MPI_FLOAT, MPI_SUM, raw_mpi);
+                    MPI_Allreduce(MPI_IN_PLACE, b.full.data_ptr<float>(), int(floats), MPI_FLOAT, MPI_SUM,
+                                  raw_mpi);
                 };
             } else if (op == "all_gather") {
                 dtlab_g = [&] { dtlab_gloo->allGatherNow(b.full, b.chunk); };
@@ -141,16 +145,16 @@ int main(int argc, char** argv) {
                 dtlab_m = [&] { dtlab_mpi->allGatherNow(b.full, b.chunk); };
                 dtlab_m_async = [&] { dtlab_mpi->allGather(b.full, b.chunk)->wait(); };
                 raw_m = [&] {
-                    MPI_Allgather(b.chunk.data_ptr<float>(), count, MPI_FLOAT, b.full.data_ptr<float>(), count,
-                                  MPI_FLOAT, raw_mpi);
+                    MPI_Allgather(b.chunk.data_ptr<float>(), count, MPI_FLOAT, b.full.data_ptr<float>(),
+                                  count, MPI_FLOAT, raw_mpi);
                 };
             } else {
                 dtlab_g = [&] { dtlab_gloo->reduceScatterNow(b.chunk, b.full); };
                 dtlab_m = [&] { dtlab_mpi->reduceScatterNow(b.chunk, b.full); };
                 dtlab_m_async = [&] { dtlab_mpi->reduceScatter(b.chunk, b.full)->wait(); };
                 raw_m = [&] {
-                    MPI_Reduce_scatter_block(b.full.data_ptr<float>(), b.chunk.data_ptr<float>(), count, MPI_FLOAT,
-                                             MPI_SUM, raw_mpi);
+                    MPI_Reduce_scatter_block(b.full.data_ptr<float>(), b.chunk.data_ptr<float>(), count,
+                                             MPI_FLOAT, MPI_SUM, raw_mpi);
                 };
             }
             std::vector<Call*> calls{&dtlab_g, &raw_g, &raw_m, &dtlab_m, &dtlab_m_async};
@@ -160,45 +164,54 @@ int main(int argc, char** argv) {
             // ranks (the max over ranks), so both sides of a ratio do the same work.
             std::vector<double> call_s(calls.size(), 0.0);
             for (size_t i = 0; i < calls.size(); ++i) {
-                if (!*calls[i]) continue;
+                if (!*calls[i])
+                    continue;
                 (*calls[i])(); // warm-up
                 MPI_Barrier(raw_mpi);
                 const double t0 = nowSeconds();
-                for (int k = 0; k < 3; ++k) (*calls[i])();
+                for (int k = 0; k < 3; ++k)
+                    (*calls[i])();
                 call_s[i] = (nowSeconds() - t0) / 3;
             }
             MPI_Allreduce(MPI_IN_PLACE, call_s.data(), int(call_s.size()), MPI_DOUBLE, MPI_MAX, raw_mpi);
             const auto itersFor = [&](std::initializer_list<size_t> family) {
                 double slowest = 1e-9;
-                for (size_t i : family) slowest = std::max(slowest, call_s[i]);
+                for (size_t i : family)
+                    slowest = std::max(slowest, call_s[i]);
                 return int(std::clamp<double>(kRoundSeconds / slowest, 3, 20000));
             };
             const int gloo_iters = itersFor({0, 1}), mpi_iters = itersFor({2, 3, 4});
             std::vector<std::vector<double>> rounds(calls.size());
             for (int round = 0; round < kRounds; ++round)
                 for (size_t i = 0; i < calls.size(); ++i) {
-                    if (!*calls[i]) continue;
+                    if (!*calls[i])
+                        continue;
                     const int iters = i < 2 ? gloo_iters : mpi_iters;
                     MPI_Barrier(raw_mpi); // start together
                     const double t0 = nowSeconds();
-                    for (int k = 0; k < iters; ++k) (*calls[i])();
+                    for (int k = 0; k < iters; ++k)
+                        (*calls[i])();
                     rounds[i].push_back((nowSeconds() - t0) / iters);
                 }
-            if (rank != 0) continue;
+            if (rank != 0)
+                continue;
             double gbs[5] = {0, 0, 0, 0, 0};
             for (size_t i = 0; i < calls.size(); ++i) {
-                if (rounds[i].empty()) continue;
+                if (rounds[i].empty())
+                    continue;
                 std::sort(rounds[i].begin(), rounds[i].end());
                 gbs[i] = dt::busBandwidthGBs(op, double(bytes), n, rounds[i][rounds[i].size() / 2]);
             }
             auto cell = [](double v) { return v > 0 ? std::to_string(v).substr(0, 5) : std::string("n/a"); };
-            auto ratio = [](double a, double b) { return b > 0 ? std::to_string(a / b).substr(0, 4) : std::string("n/a"); };
+            auto ratio = [](double a, double b) {
+                return b > 0 ? std::to_string(a / b).substr(0, 4) : std::string("n/a");
+            };
             const std::string label = bytes >= (1 << 20) ? std::to_string(bytes >> 20) + " MiB"
                                                          : std::to_string(bytes >> 10) + " KiB";
-            std::printf("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", op.c_str(), label.c_str(), n,
-                        cell(gbs[0]).c_str(), cell(gbs[1]).c_str(), ratio(gbs[0], gbs[1]).c_str(),
-                        cell(gbs[3]).c_str(), cell(gbs[2]).c_str(), ratio(gbs[3], gbs[2]).c_str(),
-                        cell(gbs[4]).c_str(), ratio(gbs[4], gbs[2]).c_str());
+            std::printf("| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", op.c_str(),
+                        label.c_str(), n, cell(gbs[0]).c_str(), cell(gbs[1]).c_str(),
+                        ratio(gbs[0], gbs[1]).c_str(), cell(gbs[3]).c_str(), cell(gbs[2]).c_str(),
+                        ratio(gbs[3], gbs[2]).c_str(), cell(gbs[4]).c_str(), ratio(gbs[4], gbs[2]).c_str());
             std::fflush(stdout);
         }
     }

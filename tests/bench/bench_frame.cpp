@@ -36,21 +36,24 @@ struct Result {
     size_t items;
 };
 
-Result measure(const char* name, test::HeadlessImGui& imgui, TimelineView& view, const ViewInputs& in, int frames,
-               int64_t range0 = 0, int64_t range1 = 0) {
-    if (range1 > range0) view.showRange(range0, range1);
-    else view.fit();
+Result measure(const char* name, test::HeadlessImGui& imgui, TimelineView& view, const ViewInputs& in,
+               int frames, int64_t range0 = 0, int64_t range1 = 0) {
+    if (range1 > range0)
+        view.showRange(range0, range1);
+    else
+        view.fit();
     std::vector<double> ms;
     test::FrameStats stats;
     for (int f = 0; f < frames + 10; ++f) {
         const auto t0 = Clock::now();
         stats = imgui.frame([&] { view.draw(in); }); // NewFrame, Begin, draw, End, Render
         const double elapsed = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        if (f >= 10) ms.push_back(elapsed);
+        if (f >= 10)
+            ms.push_back(elapsed);
     }
     std::sort(ms.begin(), ms.end());
-    return {name, ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)], ms.back(), stats.vertices,
-            view.lastItemCount()};
+    return {name,      ms[ms.size() / 2], ms[std::min(ms.size() - 1, ms.size() * 9 / 10)],
+            ms.back(), stats.vertices,    view.lastItemCount()};
 }
 
 } // namespace
@@ -59,8 +62,10 @@ int main(int argc, char** argv) {
     int frames = 100;
     long events = 1'000'000;
     for (int i = 1; i < argc; ++i) {
-        if (!std::strcmp(argv[i], "--frames") && i + 1 < argc) frames = std::max(1, std::atoi(argv[++i]));
-        else if (!std::strcmp(argv[i], "--events") && i + 1 < argc) events = std::max(1000L, std::atol(argv[++i]));
+        if (!std::strcmp(argv[i], "--frames") && i + 1 < argc)
+            frames = std::max(1, std::atoi(argv[++i]));
+        else if (!std::strcmp(argv[i], "--events") && i + 1 < argc)
+            events = std::max(1000L, std::atol(argv[++i]));
         else {
             std::fprintf(stderr, "usage: bench_frame [--frames N] [--events N]\n");
             return 2;
@@ -77,8 +82,9 @@ int main(int argc, char** argv) {
     empty.reset(Scenario{}, kWorld);
 
     test::HeadlessImGui imgui;
-    std::printf("bench_frame: %d ranks, %zu events (%d steps of 10 ms), ingested in %.2f s; %d frames per case\n",
-                kWorld, model.eventCount(), steps, ingest_s, frames);
+    std::printf(
+        "bench_frame: %d ranks, %zu events (%d steps of 10 ms), ingested in %.2f s; %d frames per case\n",
+        kWorld, model.eventCount(), steps, ingest_s, frames);
 
     std::vector<Result> results;
     {
@@ -94,11 +100,14 @@ int main(int argc, char** argv) {
     const int64_t mid = test::SyntheticRun::kT0 + int64_t(steps / 2) * test::SyntheticRun::kStepNs;
     results.push_back(measure("zoomed out (whole run)", imgui, view, in, frames));
     results.push_back(measure("mid zoom (1 s)", imgui, view, in, frames, mid, mid + 1'000'000'000));
-    results.push_back(measure("zoomed in (2 steps)", imgui, view, in, frames, mid, mid + 2 * test::SyntheticRun::kStepNs));
+    results.push_back(
+        measure("zoomed in (2 steps)", imgui, view, in, frames, mid, mid + 2 * test::SyntheticRun::kStepNs));
 
-    std::printf("%-24s %10s %10s %10s %10s %10s\n", "case", "median ms", "p90 ms", "max ms", "vertices", "row items");
+    std::printf("%-24s %10s %10s %10s %10s %10s\n", "case", "median ms", "p90 ms", "max ms", "vertices",
+                "row items");
     for (const Result& r : results)
-        std::printf("%-24s %10.3f %10.3f %10.3f %10d %10zu\n", r.name, r.median_ms, r.p90_ms, r.max_ms, r.vertices, r.items);
+        std::printf("%-24s %10.3f %10.3f %10.3f %10d %10zu\n", r.name, r.median_ms, r.p90_ms, r.max_ms,
+                    r.vertices, r.items);
     const bool ok = results[1].median_ms <= 8.0;
     std::printf("goal: median <= 8 ms zoomed out: %s\n", ok ? "ok" : "MISSED");
     return ok ? 0 : 1;

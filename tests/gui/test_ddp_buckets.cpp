@@ -39,11 +39,13 @@ void ingestStep(RunModel& model, const std::vector<int64_t>& launch_ms, int64_t 
     }
     for (size_t b = 0; b < launch_ms.size(); ++b) {
         const int64_t t = launch_ms[b] * kMs;
-        events.push_back(SyntheticRun::work(0, 0, EventKind::AllReduce, EventPhase::WorkScheduled, b, int(b), t, 2));
-        events.push_back(SyntheticRun::work(0, 0, EventKind::AllReduce, EventPhase::WorkStarted, b, int(b), t + kMs, 2));
+        events.push_back(
+            SyntheticRun::work(0, 0, EventKind::AllReduce, EventPhase::WorkScheduled, b, int(b), t, 2));
+        events.push_back(
+            SyntheticRun::work(0, 0, EventKind::AllReduce, EventPhase::WorkStarted, b, int(b), t + kMs, 2));
         if (end_ms > 0)
-            events.push_back(SyntheticRun::work(0, 0, EventKind::AllReduce, EventPhase::WorkCompleted, b, int(b),
-                                                (launch_ms[b] + end_ms) * kMs, 2));
+            events.push_back(SyntheticRun::work(0, 0, EventKind::AllReduce, EventPhase::WorkCompleted, b,
+                                                int(b), (launch_ms[b] + end_ms) * kMs, 2));
     }
     model.ingest(events.data(), events.size());
 }
@@ -93,7 +95,8 @@ TEST_CASE("The DDP bucket view places each bucket's launch in the real backward"
         CHECK(pic.buckets[0].first_node == 0);
         CHECK(pic.buckets.back().last_param == "tok_emb.weight");
         CHECK(pic.buckets.back().last_node == 5);
-        for (const BucketRow& row : pic.buckets) CHECK_FALSE(row.measured);
+        for (const BucketRow& row : pic.buckets)
+            CHECK_FALSE(row.measured);
     }
     SECTION("a launch inside a block's backward names that block, with its delay and hidden time") {
         // Buckets launched at 135 (block 2), 155 (block 1), 175 (block 0) and 200 (after backward).

@@ -37,9 +37,12 @@ Scenario dilocoScenario() {
 
 // The fragments that send after `step` in the scenario above.
 std::vector<int> senders(int step) {
-    if (step == 3) return {0};
-    if (step == 5) return {1};
-    if (step == 7) return {0, 1};
+    if (step == 3)
+        return {0};
+    if (step == 5)
+        return {1};
+    if (step == 7)
+        return {0, 1};
     return {};
 }
 
@@ -51,15 +54,21 @@ std::vector<Event> syntheticDilocoRun() {
         for (int step = 0; step < 8; ++step) {
             const int64_t t = kT0 + step * 100 * kMs;
             // An exchange sent last step is applied at the start of this one's optimizer phase.
-            for (int f : in_flight) ev.push_back(SyntheticRun::span(r, step, EventKind::OuterStep, f, t + 60 * kMs, t + 62 * kMs));
+            for (int f : in_flight)
+                ev.push_back(
+                    SyntheticRun::span(r, step, EventKind::OuterStep, f, t + 60 * kMs, t + 62 * kMs));
             in_flight.clear();
             for (int f : senders(step)) {
-                Event send = SyntheticRun::span(r, step, EventKind::PseudoGradient, f, t + 70 * kMs, t + 80 * kMs);
+                Event send =
+                    SyntheticRun::span(r, step, EventKind::PseudoGradient, f, t + 70 * kMs, t + 80 * kMs);
                 send.bytes = kBytesPerSend;
                 ev.push_back(send);
                 sent += double(kBytesPerSend);
-                if (step == 7) ev.push_back(SyntheticRun::span(r, step, EventKind::OuterStep, f, t + 82 * kMs, t + 84 * kMs));
-                else in_flight.push_back(f);
+                if (step == 7)
+                    ev.push_back(
+                        SyntheticRun::span(r, step, EventKind::OuterStep, f, t + 82 * kMs, t + 84 * kMs));
+                else
+                    in_flight.push_back(f);
             }
             ev.push_back(SyntheticRun::counter(r, step, EventKind::BytesSent, sent, t + 90 * kMs));
             ev.push_back(SyntheticRun::span(r, step, EventKind::Step, -1, t, t + 95 * kMs));
@@ -151,7 +160,8 @@ TEST_CASE("The DiLoCo view reads sends, applies and progress from the events", "
         Event heal = SyntheticRun::span(1, 6, EventKind::Heal, 0, kT0 + 650 * kMs, kT0 + 660 * kMs);
         heal.peer = 0;
         events.push_back(heal);
-        std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
+        std::stable_sort(events.begin(), events.end(),
+                         [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
         RunModel healed;
         healed.reset(dilocoScenario(), 2);
         healed.ingest(events.data(), events.size());
@@ -159,7 +169,7 @@ TEST_CASE("The DiLoCo view reads sends, applies and progress from the events", "
         CHECK(st.replicas[0].since_sync[0] == 3); // sent after step 3, now after step 6
         CHECK(st.replicas[1].since_sync[0] == 0);
         CHECK(st.replicas[1].since_sync[1] == 0);
-        CHECK(st.replicas[1].period[0] == 1);     // its next send is after step 7, the last
+        CHECK(st.replicas[1].period[0] == 1); // its next send is after step 7, the last
     }
 
     SECTION("the bytes plot holds the cumulative bytes the rank sent after each step") {
@@ -229,7 +239,8 @@ TEST_CASE("The DiLoCo view draws its empty states and a run", "[gui][diloco]") {
         std::vector<Event> ev;
         for (int step = 0; step < 3000; ++step) {
             const int64_t t = kT0 + step * kMs;
-            ev.push_back(SyntheticRun::counter(0, step, EventKind::BytesSent, step >= 999 ? 10.0 : 0.0, t + kMs / 2));
+            ev.push_back(
+                SyntheticRun::counter(0, step, EventKind::BytesSent, step >= 999 ? 10.0 : 0.0, t + kMs / 2));
             ev.push_back(SyntheticRun::span(0, step, EventKind::Step, -1, t, t + kMs - 1));
         }
         model.ingest(ev.data(), ev.size());

@@ -12,8 +12,8 @@
 //
 // dtlab's exit codes: 0 closed or quit by the script, 1 no display / script
 // failure at run time, 2 bad flag, scenario, recording or script.
-#include "integration/process_helpers.hpp"
 #include "gui/views_fixture.hpp"
+#include "integration/process_helpers.hpp"
 
 #include "dtlab/recording.hpp"
 
@@ -46,23 +46,28 @@ std::string artifactDir() {
 // helpers exec without a PATH search.
 std::string toolPath(const std::string& tool) {
     const it::ProcessResult r = it::runProcess({"/bin/sh", "-c", "command -v " + tool}, {{}, {}, 10.0, ""});
-    if (r.exit_code != 0) return "";
+    if (r.exit_code != 0)
+        return "";
     return r.out.substr(0, r.out.find('\n'));
 }
-bool onPath(const std::string& tool) { return !toolPath(tool).empty(); }
+bool onPath(const std::string& tool) {
+    return !toolPath(tool).empty();
+}
 
 // An X server of our own on a display number nobody uses.
 class Xvfb {
-public:
+  public:
     Xvfb() {
         for (int n = 91; n < 160; ++n) {
             const std::string lock = "/tmp/.X" + std::to_string(n) + "-lock";
             const std::string socket = "/tmp/.X11-unix/X" + std::to_string(n);
-            if (it::fileExists(lock) || it::fileExists(socket)) continue;
+            if (it::fileExists(lock) || it::fileExists(socket))
+                continue;
             m_display = ":" + std::to_string(n);
-            m_process = std::make_unique<it::Process>(
-                std::vector<std::string>{toolPath("Xvfb"), m_display, "-screen", "0", "1600x900x24", "-nolisten", "tcp"},
-                it::ProcessOptions{{}, {}, 3600.0, ""});
+            m_process = std::make_unique<it::Process>(std::vector<std::string>{toolPath("Xvfb"), m_display,
+                                                                               "-screen", "0", "1600x900x24",
+                                                                               "-nolisten", "tcp"},
+                                                      it::ProcessOptions{{}, {}, 3600.0, ""});
             if (it::waitFor([&] { return it::fileExists(socket) || !m_process->running(); }, 10.0) &&
                 m_process->running())
                 return;
@@ -73,7 +78,8 @@ public:
     // SIGTERM lets Xvfb remove its lock file and socket (SIGKILL would leave
     // them behind and use up display numbers).
     ~Xvfb() {
-        if (!m_process) return;
+        if (!m_process)
+            return;
         m_process->signal(SIGTERM);
         (void)m_process->wait(10.0);
     }
@@ -82,7 +88,7 @@ public:
     [[nodiscard]] bool ok() const { return m_process != nullptr; }
     [[nodiscard]] const std::string& display() const { return m_display; }
 
-private:
+  private:
     std::string m_display;
     std::unique_ptr<it::Process> m_process;
 };
@@ -121,7 +127,7 @@ void checkScreenshot(const std::string& path) {
     char magic[8] = {};
     in.read(magic, 8);
     CHECK(std::string(magic + 1, 3) == "PNG");
-    struct stat st{};
+    struct stat st {};
     REQUIRE(stat(path.c_str(), &st) == 0);
     CHECK(st.st_size > 20000);
 }
@@ -141,14 +147,17 @@ void checkNoWorkerLeft(const std::string& out) {
     CHECK(pids.size() == 3);
     for (pid_t pid : pids) {
         INFO("worker pid " << pid);
-        const bool gone = it::waitFor([&] {
-            if (::kill(pid, 0) != 0) return true;
-            // A zombie awaiting its reaper is gone too.
-            std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-            std::string pid_s, comm, state;
-            stat >> pid_s >> comm >> state;
-            return state == "Z";
-        }, 5.0);
+        const bool gone = it::waitFor(
+            [&] {
+                if (::kill(pid, 0) != 0)
+                    return true;
+                // A zombie awaiting its reaper is gone too.
+                std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+                std::string pid_s, comm, state;
+                stat >> pid_s >> comm >> state;
+                return state == "Z";
+            },
+            5.0);
         CHECK(gone);
     }
     CHECK(it::waitForNoWorkers(5.0).empty());
@@ -168,7 +177,8 @@ void addFinishedRanks(dt::RunRecord& record, int n) {
 }
 
 void requireDtlab() {
-    if (kDtlab.empty()) FAIL("test_gui was built without the dtlab target (DTLAB_PATH unset)");
+    if (kDtlab.empty())
+        FAIL("test_gui was built without the dtlab target (DTLAB_PATH unset)");
 }
 
 } // namespace
@@ -185,7 +195,8 @@ TEST_CASE("dtlab refuses bad input before opening a window", "[e2e]") {
     }
 
     SECTION("a bad scenario is reported as file:line:column (exit 2)") {
-        const std::string path = dir.write("bad.toml", "[scenario]\nname = \"x\"\n[[steps]]\ntext = \"t\"\nuntil = \"soon\"\n");
+        const std::string path =
+            dir.write("bad.toml", "[scenario]\nname = \"x\"\n[[steps]]\ntext = \"t\"\nuntil = \"soon\"\n");
         const it::ProcessResult r = it::runProcess({kDtlab, path}, {{{"DISPLAY", ":0"}}, {}, 30.0, ""});
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
@@ -195,7 +206,8 @@ TEST_CASE("dtlab refuses bad input before opening a window", "[e2e]") {
     SECTION("a bad script line is reported as file:line (exit 2)") {
         const std::string scenario = writeScenario(dir);
         const std::string script = dir.write("bad.script", "wait_step 1\nkil 1\n");
-        const it::ProcessResult r = it::runProcess({kDtlab, scenario, "--script", script}, {{}, {}, 30.0, ""});
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, scenario, "--script", script}, {{}, {}, 30.0, ""});
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
         CHECK(r.err.find(script + ":2: unknown command 'kil'") != std::string::npos);
@@ -204,7 +216,8 @@ TEST_CASE("dtlab refuses bad input before opening a window", "[e2e]") {
     SECTION("a script naming a rank the run does not have is refused (exit 2)") {
         const std::string scenario = writeScenario(dir);
         const std::string script = dir.write("bad.script", "kill 7\n");
-        const it::ProcessResult r = it::runProcess({kDtlab, scenario, "--script", script}, {{}, {}, 30.0, ""});
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, scenario, "--script", script}, {{}, {}, 30.0, ""});
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
         CHECK(r.err.find(":1: rank 7 does not exist") != std::string::npos);
@@ -240,17 +253,19 @@ TEST_CASE("a scripted Kill in dtlab kills rank 1 and the screenshots show it", "
     it::TempDir dir("dtlab-gui");
     const std::string art = artifactDir();
     const std::string recording = dir.file("killed.dtrec");
-    const std::string script = dir.write("kill.script",
-                                         "# scripted Kill: the same path as pressing the button\n"
-                                         "wait_step 2\n"
-                                         "screenshot e2e_running.png\n"
-                                         "select 1\n"
-                                         "kill 1\n"
-                                         "wait_dead 1\n"
-                                         "wait_seconds 1.5\n"
-                                         "screenshot e2e_killed.png\n"
-                                         "save_recording " + recording + "\n"
-                                         "quit\n");
+    const std::string script =
+        dir.write("kill.script", "# scripted Kill: the same path as pressing the button\n"
+                                 "wait_step 2\n"
+                                 "screenshot e2e_running.png\n"
+                                 "select 1\n"
+                                 "kill 1\n"
+                                 "wait_dead 1\n"
+                                 "wait_seconds 1.5\n"
+                                 "screenshot e2e_killed.png\n"
+                                 "save_recording " +
+                                     recording +
+                                     "\n"
+                                     "quit\n");
     const it::ProcessResult r = it::runProcess(
         {kDtlab, writeScenario(dir), "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
     INFO(it::describe(r) << "\nstdout:\n" << r.out);
@@ -273,10 +288,13 @@ TEST_CASE("a scripted Kill in dtlab kills rank 1 and the screenshots show it", "
         checkScreenshot(art + "/e2e_running.png");
         checkScreenshot(art + "/e2e_killed.png");
     }
-    SECTION("no rank process is left") { checkNoWorkerLeft(r.out); }
+    SECTION("no rank process is left") {
+        checkNoWorkerLeft(r.out);
+    }
 }
 
-TEST_CASE("in a fault-tolerant run, Kill in the quorum view is followed by a restart and a heal", "[e2e][ft]") {
+TEST_CASE("in a fault-tolerant run, Kill in the quorum view is followed by a restart and a heal",
+          "[e2e][ft]") {
     requireDtlab();
     if (!onPath("Xvfb")) {
         WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
@@ -297,16 +315,17 @@ TEST_CASE("in a fault-tolerant run, Kill in the quorum view is followed by a res
     spec.run_toml = "step_delay_ms = 40\n";
     spec.extra_toml = "[fault_tolerance]\nenabled = true\nrestart_delay_ms = 300\n";
     const std::string scenario = dir.write("ft.toml", it::scenarioToml(spec));
-    const std::string script = dir.write("ft.script",
-                                         "wait_step 5\n"
-                                         "select 1\n"
-                                         "click_button Kill##q\n"
-                                         "wait_seconds 4\n"
-                                         "screenshot e2e_quorum_healed.png\n"
-                                         "save_recording " + recording + "\n"
-                                         "quit\n");
-    const it::ProcessResult r =
-        it::runProcess({kDtlab, scenario, "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
+    const std::string script = dir.write("ft.script", "wait_step 5\n"
+                                                      "select 1\n"
+                                                      "click_button Kill##q\n"
+                                                      "wait_seconds 4\n"
+                                                      "screenshot e2e_quorum_healed.png\n"
+                                                      "save_recording " +
+                                                          recording +
+                                                          "\n"
+                                                          "quit\n");
+    const it::ProcessResult r = it::runProcess(
+        {kDtlab, scenario, "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
     INFO(it::describe(r) << "\nstdout:\n" << r.out);
     REQUIRE_FALSE(r.timed_out);
     CHECK(r.exit_code == 0);
@@ -336,14 +355,15 @@ TEST_CASE("clicking Kill with xdotool at the printed layout kills rank 1", "[e2e
     it::TempDir dir("dtlab-gui");
     const std::string art = artifactDir();
     const std::string recording = dir.file("clicked.dtrec");
-    const std::string script = dir.write("click.script",
-                                         "wait_step 2\n"
-                                         "print_layout\n"
-                                         "wait_dead 1\n"
-                                         "wait_seconds 1.5\n"
-                                         "screenshot e2e_clicked.png\n"
-                                         "save_recording " + recording + "\n"
-                                         "quit\n");
+    const std::string script = dir.write("click.script", "wait_step 2\n"
+                                                         "print_layout\n"
+                                                         "wait_dead 1\n"
+                                                         "wait_seconds 1.5\n"
+                                                         "screenshot e2e_clicked.png\n"
+                                                         "save_recording " +
+                                                             recording +
+                                                             "\n"
+                                                             "quit\n");
     it::Process dtlab({kDtlab, writeScenario(dir), "--script", script, "--screenshot-dir", art},
                       displayOptions(x, 180.0));
 
@@ -351,10 +371,12 @@ TEST_CASE("clicking Kill with xdotool at the printed layout kills rank 1", "[e2e
     const std::regex kill_line(R"re(dtlab: layout button "Kill##rank1" (\d+) (\d+) (\d+) (\d+) enabled)re");
     std::smatch m;
     std::string out;
-    const bool laid_out = it::waitFor([&] {
-        out = dtlab.stdoutSoFar();
-        return std::regex_search(out, m, kill_line) || !dtlab.running();
-    }, 120.0);
+    const bool laid_out = it::waitFor(
+        [&] {
+            out = dtlab.stdoutSoFar();
+            return std::regex_search(out, m, kill_line) || !dtlab.running();
+        },
+        120.0);
     INFO("stdout so far:\n" << out << "\nstderr:\n" << dtlab.stderrSoFar());
     REQUIRE(laid_out);
     REQUIRE(std::regex_search(out, m, kill_line));
@@ -367,8 +389,9 @@ TEST_CASE("clicking Kill with xdotool at the printed layout kills rank 1", "[e2e
     INFO(it::describe(search) << " " << search.out);
     REQUIRE(search.exit_code == 0);
     const std::string window = search.out.substr(0, search.out.find('\n'));
-    CHECK(it::runProcess({xdotool, "mousemove", "--window", window, std::to_string(cx), std::to_string(cy)}, xo)
-              .exit_code == 0);
+    CHECK(
+        it::runProcess({xdotool, "mousemove", "--window", window, std::to_string(cx), std::to_string(cy)}, xo)
+            .exit_code == 0);
     it::sleepSeconds(0.3); // let a frame see the pointer over the button first
     CHECK(it::runProcess({xdotool, "click", "1"}, xo).exit_code == 0);
 
@@ -403,8 +426,9 @@ TEST_CASE("dtlab --replay opens a recording with no training running", "[e2e]") 
 
     SECTION("a complete recording: every view draws, nothing is started") {
         const std::string script = dir.write("replay.script", "select 0\nscreenshot e2e_replay.png\nquit\n");
-        const it::ProcessResult r = it::runProcess(
-            {kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art}, displayOptions(x, 60.0));
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art},
+                           displayOptions(x, 60.0));
         INFO(it::describe(r) << "\nstdout:\n" << r.out);
         CHECK(r.exit_code == 0);
         CHECK(r.out.find("dtlab: opened recording " + recording) != std::string::npos);
@@ -417,7 +441,8 @@ TEST_CASE("dtlab --replay opens a recording with no training running", "[e2e]") 
     SECTION("a truncated recording opens up to the last good chunk and says what was lost") {
         std::string bytes = it::readTextFile(recording);
         REQUIRE(bytes.size() > 200);
-        std::ofstream(dir.file("cut.dtrec"), std::ios::binary).write(bytes.data(), std::streamsize(bytes.size() * 2 / 3));
+        std::ofstream(dir.file("cut.dtrec"), std::ios::binary)
+            .write(bytes.data(), std::streamsize(bytes.size() * 2 / 3));
         const std::string script = dir.write("cut.script", "screenshot e2e_replay_truncated.png\nquit\n");
         const it::ProcessResult r = it::runProcess(
             {kDtlab, "--replay", dir.file("cut.dtrec"), "--script", script, "--screenshot-dir", art},
@@ -455,7 +480,8 @@ TEST_CASE("dtlab --replay of an FSDP run draws the FSDP flow view at the cursor"
     record.scenario.name = "fsdp flow (synthetic events)";
     record.scenario.run.steps = 3;
     for (int r = 0; r < 4; ++r)
-        for (int s = 0; s < 3; ++s) dt::test::SyntheticFsdp::addStep(record.events, record.scenario, r, s);
+        for (int s = 0; s < 3; ++s)
+            dt::test::SyntheticFsdp::addStep(record.events, record.scenario, r, s);
     addFinishedRanks(record, 4);
     record.t_start_ns = dt::test::SyntheticFsdp::kT0;
     record.t_end_ns = dt::test::SyntheticFsdp::at(3, 0);
@@ -465,10 +491,11 @@ TEST_CASE("dtlab --replay of an FSDP run draws the FSDP flow view at the cursor"
     Xvfb x;
     REQUIRE(x.ok());
     // Step 1, tick 18.5 of the schedule: 10 ms + 1.85 ms after the first event.
-    const std::string script =
-        dir.write("fsdp.script", "select 1\ncursor 0.01185\nwait_frames 3\nscreenshot e2e_fsdp_flow.png\nquit\n");
-    const it::ProcessResult r = it::runProcess(
-        {kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art}, displayOptions(x, 60.0));
+    const std::string script = dir.write(
+        "fsdp.script", "select 1\ncursor 0.01185\nwait_frames 3\nscreenshot e2e_fsdp_flow.png\nquit\n");
+    const it::ProcessResult r =
+        it::runProcess({kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art},
+                       displayOptions(x, 60.0));
     INFO(it::describe(r) << "\nstdout:\n" << r.out);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("dtlab: cursor at +0.012 s") != std::string::npos);
@@ -499,9 +526,11 @@ TEST_CASE("dtlab --replay of a pipeline run opens the pipeline view", "[e2e]") {
     dt::writeRecording(record, recording);
     Xvfb x;
     REQUIRE(x.ok());
-    const std::string script = dir.write("pipeline.script", "wait_frames 3\nprint_layout\nscreenshot e2e_pipeline.png\nquit\n");
-    const it::ProcessResult r = it::runProcess(
-        {kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art}, displayOptions(x, 60.0));
+    const std::string script =
+        dir.write("pipeline.script", "wait_frames 3\nprint_layout\nscreenshot e2e_pipeline.png\nquit\n");
+    const it::ProcessResult r =
+        it::runProcess({kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art},
+                       displayOptions(x, 60.0));
     INFO(it::describe(r) << "\nstdout:\n" << r.out);
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("dtlab: layout window pipeline \"Pipeline\"") != std::string::npos); // opened by itself
@@ -520,9 +549,11 @@ TEST_CASE("SIGTERM or Ctrl+Q closes dtlab and stops every rank process", "[e2e]"
     // The script only waits: the run is left going when the signal or key arrives.
     const std::string script = dir.write("wait.script", "wait_step 1\n");
     it::Process dtlab({kDtlab, writeScenario(dir), "--script", script}, displayOptions(x, 120.0));
-    const bool stepped = it::waitFor([&] {
-        return dtlab.stdoutSoFar().find("dtlab: script done") != std::string::npos || !dtlab.running();
-    }, 90.0);
+    const bool stepped = it::waitFor(
+        [&] {
+            return dtlab.stdoutSoFar().find("dtlab: script done") != std::string::npos || !dtlab.running();
+        },
+        90.0);
     INFO("stdout:\n" << dtlab.stdoutSoFar() << "\nstderr:\n" << dtlab.stderrSoFar());
     REQUIRE(stepped);
     REQUIRE(dtlab.running());
@@ -545,7 +576,8 @@ TEST_CASE("SIGTERM or Ctrl+Q closes dtlab and stops every rank process", "[e2e]"
         }
         const it::ProcessOptions xo = displayOptions(x, 20.0);
         const std::string xdotool = toolPath("xdotool");
-        const it::ProcessResult search = it::runProcess({xdotool, "search", "--sync", "--name", "^dtlab$"}, xo);
+        const it::ProcessResult search =
+            it::runProcess({xdotool, "search", "--sync", "--name", "^dtlab$"}, xo);
         const std::string window = search.out.substr(0, search.out.find('\n'));
         // Without a window manager, keys go to the window under the pointer.
         CHECK(it::runProcess({xdotool, "mousemove", "--window", window, "800", "450"}, xo).exit_code == 0);

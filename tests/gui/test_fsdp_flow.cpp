@@ -39,8 +39,10 @@ TEST_CASE("The parts of a collective are matched by process group, kind and seq"
     std::vector<Event> events;
     for (int r = 0; r < 4; ++r) {
         const uint8_t group = groupIdShard(r / 2);
-        events.push_back(onGroup(SyntheticRun::work(r, 0, EventKind::AllGather, W::WorkStarted, 3, 0, 100 + r, 2), group));
-        events.push_back(onGroup(SyntheticRun::work(r, 0, EventKind::AllGather, W::WorkCompleted, 3, 0, 200 + r, 2), group));
+        events.push_back(
+            onGroup(SyntheticRun::work(r, 0, EventKind::AllGather, W::WorkStarted, 3, 0, 100 + r, 2), group));
+        events.push_back(onGroup(
+            SyntheticRun::work(r, 0, EventKind::AllGather, W::WorkCompleted, 3, 0, 200 + r, 2), group));
     }
     model.ingest(events.data(), events.size());
     const SpanRecord& mine = model.lane(0).comm.at(0);
@@ -56,7 +58,8 @@ TEST_CASE("The parts of a collective are matched by process group, kind and seq"
     SECTION("one rank in two groups keeps two Works with the same seq apart") {
         // Rank 0's replicate group (128 + shard 0) also runs its Work number 3.
         const Event more[] = {
-            onGroup(SyntheticRun::work(0, 0, EventKind::AllGather, W::WorkStarted, 3, 0, 300, 2), groupIdReplicate(0)),
+            onGroup(SyntheticRun::work(0, 0, EventKind::AllGather, W::WorkStarted, 3, 0, 300, 2),
+                    groupIdReplicate(0)),
         };
         model.ingest(more, 1);
         REQUIRE(model.lane(0).comm.size() == 2);
@@ -153,7 +156,8 @@ TEST_CASE("FSDP flow tiles follow the unit events and the spans around the momen
     SECTION("before any event every unit holds only its shard") {
         const FlowState s = fsdpFlowState(model, 0, SyntheticFsdp::kT0 - 1);
         CHECK_FALSE(s.any_unit_events);
-        for (const FlowTile& t : s.tiles) CHECK(t.residency == Residency::Sharded);
+        for (const FlowTile& t : s.tiles)
+            CHECK(t.residency == Residency::Sharded);
         CHECK(s.materialized_bytes < 0.0);
     }
     SECTION("unit 2 is materialized during its forward, then freed") {
@@ -178,7 +182,8 @@ TEST_CASE("FSDP flow tiles follow the unit events and the spans around the momen
         CHECK(after.tile(3)->residency == Residency::Freed);
     }
     SECTION("in backward the root stays materialized and the next all-gather is prefetched") {
-        const FlowState s = fsdpFlowState(model, 0, at(18.5)); // block 3 backward [17, 19], all-gather 2 [18, 19]
+        const FlowState s =
+            fsdpFlowState(model, 0, at(18.5)); // block 3 backward [17, 19], all-gather 2 [18, 19]
         CHECK(s.tile(3)->backward);
         CHECK(s.tile(3)->residency == Residency::Materialized);
         CHECK(s.tile(3)->gathered_for == 1);
@@ -224,7 +229,7 @@ TEST_CASE("An all-gather that started and never completed shows in flight", "[gu
     const FlowState hung = fsdpFlowState(model, 0, 10'000);
     CHECK(hung.tile(1)->all_gather);
     CHECK(hung.tile(1)->all_gather_t0 == 200);
-    CHECK(hung.tile(1)->residency == Residency::Sharded); // never materialized
+    CHECK(hung.tile(1)->residency == Residency::Sharded);             // never materialized
     CHECK_FALSE(fsdpFlowState(model, 1, 10'000).tile(1)->all_gather); // rank 1 never got there
 }
 

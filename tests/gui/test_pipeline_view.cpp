@@ -79,7 +79,8 @@ TEST_CASE("A 2-stage 1F1B step shows its spans, its bubble and the theory beside
         CHECK(step.t1 - step.t0 == 15 * SyntheticPipeline::kUnit);
         CHECK(step.stage_busy[0] == 12 * SyntheticPipeline::kUnit);
         CHECK(step.stage_busy[1] == 12 * SyntheticPipeline::kUnit);
-        for (const PipeBlock& b : step.blocks) CHECK((b.chunk == b.stage)); // v = 1: chunk g on stage g
+        for (const PipeBlock& b : step.blocks)
+            CHECK((b.chunk == b.stage)); // v = 1: chunk g on stage g
     }
     SECTION("the measured bubble is 1 - busy / window per stage, and their mean") {
         const PipeStep step = measurePipelineStep(model, 0, 2);
@@ -155,17 +156,23 @@ TEST_CASE("Messages link a Send's start to the end of the Recv with the same sen
     SECTION("an activation leaves when its forward ends and arrives before the next stage's forward starts") {
         const PipeStep step = measurePipelineStep(model, 0, 1);
         for (const PipeArrow& a : step.arrows) {
-            if (a.gradient) continue;
-            const auto producer = std::find_if(step.blocks.begin(), step.blocks.end(), [&](const PipeBlock& b) {
-                return b.stage == a.from_stage && b.kind == EventKind::Forward && b.microbatch == a.microbatch;
-            });
-            const auto consumer = std::find_if(step.blocks.begin(), step.blocks.end(), [&](const PipeBlock& b) {
-                return b.stage == a.to_stage && b.kind == EventKind::Forward && b.microbatch == a.microbatch;
-            });
+            if (a.gradient)
+                continue;
+            const auto producer =
+                std::find_if(step.blocks.begin(), step.blocks.end(), [&](const PipeBlock& b) {
+                    return b.stage == a.from_stage && b.kind == EventKind::Forward &&
+                           b.microbatch == a.microbatch;
+                });
+            const auto consumer =
+                std::find_if(step.blocks.begin(), step.blocks.end(), [&](const PipeBlock& b) {
+                    return b.stage == a.to_stage && b.kind == EventKind::Forward &&
+                           b.microbatch == a.microbatch;
+                });
             REQUIRE(producer != step.blocks.end());
             REQUIRE(consumer != step.blocks.end());
             CHECK(a.t_send == producer->t1);
-            CHECK(consumer->t0 >= a.t_send); // the synthetic spans come from the simulator, which has no latency
+            CHECK(consumer->t0 >=
+                  a.t_send); // the synthetic spans come from the simulator, which has no latency
         }
     }
     SECTION("the match is by seq, so a Recv that carries another microbatch is flagged, not re-paired") {
@@ -174,7 +181,8 @@ TEST_CASE("Messages link a Send's start to the end of the Recv with the same sen
         std::vector<Event> events = SyntheticPipeline::make(sc, 2, latency);
         const uint64_t first = 1000; // step 1, first message
         for (Event& e : events)
-            if (e.rank == 1 && e.kind == EventKind::Recv && e.peer == 0 && e.seq == first) e.microbatch = 3;
+            if (e.rank == 1 && e.kind == EventKind::Recv && e.peer == 0 && e.seq == first)
+                e.microbatch = 3;
         relabelled.reset(sc, 2);
         relabelled.ingest(events.data(), events.size());
         const PipeStep step = measurePipelineStep(relabelled, 0, 1);
@@ -295,7 +303,8 @@ TEST_CASE("The pipeline view draws the chosen step of the selected rank's pipeli
     SECTION("a frame with nothing new does not measure again") {
         imgui.frame([&] { view.draw(in); });
         const int measured = view.measureCount(), theories = view.theoryCount();
-        for (int i = 0; i < 5; ++i) CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+        for (int i = 0; i < 5; ++i)
+            CHECK(imgui.frame([&] { view.draw(in); }).balanced);
         CHECK(view.measureCount() == measured);
         CHECK(view.theoryCount() == theories);
         const Event late = SyntheticRun::counter(0, 2, EventKind::MemActivations, 1.0, model.tEnd());

@@ -47,7 +47,8 @@ std::vector<Event> syntheticFtRun() {
     for (int step = 0; step < 10; ++step)
         for (int r = 0; r < 3; ++r) {
             const int64_t t = t0 + step * 100 * kMs;
-            if (r == 1 && t > t0 + 450 * kMs && t < t0 + 1100 * kMs) continue; // dead
+            if (r == 1 && t > t0 + 450 * kMs && t < t0 + 1100 * kMs)
+                continue; // dead
             ev.push_back(SyntheticRun::span(r, step, EventKind::QuorumWait, -1, t, t + 20 * kMs));
             ev.push_back(instant(r, EventKind::Heartbeat, t + 5 * kMs));
             ev.push_back(instant(r, EventKind::Commit, t + 90 * kMs, step, 0));

@@ -21,7 +21,7 @@ namespace {
 
 // Records every call as one line ("kill 1", "screenshot out/a.png", ...).
 class FakeHost final : public ScriptHost {
-public:
+  public:
     RunFacts run;
     std::vector<std::string> calls;
     bool screenshot_pending = false;
@@ -32,7 +32,9 @@ public:
     void killRank(int r) override { calls.push_back("kill " + std::to_string(r)); }
     void hangRank(int r) override { calls.push_back("hang " + std::to_string(r)); }
     void resumeRank(int r) override { calls.push_back("resume " + std::to_string(r)); }
-    void slowRank(int r, double ms) override { calls.push_back("slow " + std::to_string(r) + " " + std::to_string(int(ms))); }
+    void slowRank(int r, double ms) override {
+        calls.push_back("slow " + std::to_string(r) + " " + std::to_string(int(ms)));
+    }
     void pauseRun() override { calls.push_back("pause"); }
     void runFree() override { calls.push_back("run"); }
     void stepOnce() override { calls.push_back("step"); }
@@ -102,10 +104,11 @@ std::string parseError(const std::string& text) {
 
 TEST_CASE("Scripts are parsed line by line with file:line errors", "[script]") {
     SECTION("every command parses, comments and blank lines are skipped") {
-        const ScriptRunner s = ScriptRunner::parse("# demo\n\nwait_step 2\nkill 1\nslow 2 150\npace 0.5\n"
-                                                   "screenshot a b.png\nclick_button Kill##rank1\ntheme light\n"
-                                                   "font 24\nshow timeline\nquit\n",
-                                                   "s.txt");
+        const ScriptRunner s =
+            ScriptRunner::parse("# demo\n\nwait_step 2\nkill 1\nslow 2 150\npace 0.5\n"
+                                "screenshot a b.png\nclick_button Kill##rank1\ntheme light\n"
+                                "font 24\nshow timeline\nquit\n",
+                                "s.txt");
         REQUIRE(s.commands().size() == 10);
         CHECK(s.commands()[0].line == 3);
         CHECK(s.commands()[0].number == 2.0);
@@ -124,7 +127,8 @@ TEST_CASE("Scripts are parsed line by line with file:line errors", "[script]") {
         CHECK(parseError("kill\n") == "s.txt:1: kill: expected 'kill RANK' with RANK a rank number, got ''");
         CHECK(parseError("kill -1\n").find("s.txt:1: kill:") == 0);
         CHECK(parseError("slow 1\n").find("s.txt:1: slow: expected 'slow RANK MS'") == 0);
-        CHECK(parseError("wait_seconds soon\n").find("s.txt:1: wait_seconds: expected 'wait_seconds S'") == 0);
+        CHECK(parseError("wait_seconds soon\n").find("s.txt:1: wait_seconds: expected 'wait_seconds S'") ==
+              0);
         CHECK(parseError("pause now\n") == "s.txt:1: pause takes no argument; expected 'pause'");
         CHECK(parseError("screenshot\n") == "s.txt:1: screenshot: expected 'screenshot PATH'");
         CHECK(parseError("theme blue\n") == "s.txt:1: theme: expected 'dark' or 'light', got 'blue'");
@@ -152,7 +156,8 @@ TEST_CASE("A script waits without blocking and acts in order", "[script]") {
     FakeHost host;
     host.run.live = true;
     host.run.ranks = {rank(0, RankState::Running, 0), rank(1, RankState::Running, 0)};
-    ScriptRunner s = ScriptRunner::parse("wait_step 2\nkill 1\nwait_dead 1\nscreenshot k.png\nquit\n", "s.txt");
+    ScriptRunner s =
+        ScriptRunner::parse("wait_step 2\nkill 1\nwait_dead 1\nscreenshot k.png\nquit\n", "s.txt");
     s.setScreenshotDir("out");
 
     // Steps 1 of 2 done: the script waits at line 1.
@@ -164,7 +169,8 @@ TEST_CASE("A script waits without blocking and acts in order", "[script]") {
     CHECK(host.calls == std::vector<std::string>{"kill 1"});
     host.run.ranks[1].state = RankState::Killed;
     // wait_dead passes; the screenshot waits a few frames for the layout, then asks once.
-    for (int frame = 0; frame < 5; ++frame) s.tick(host, 2.0);
+    for (int frame = 0; frame < 5; ++frame)
+        s.tick(host, 2.0);
     REQUIRE(host.calls.size() == 2);
     CHECK(host.calls[1] == "screenshot out/k.png");
     CHECK(s.tick(host, 2.1) == ScriptRunner::Status::Running); // still pending
@@ -193,7 +199,8 @@ TEST_CASE("A script fails at run time when a wait can never be met", "[script]")
     SECTION("a button that is never drawn") {
         ScriptRunner s = ScriptRunner::parse("click_button Nope\n", "s.txt");
         ScriptRunner::Status status = ScriptRunner::Status::Running;
-        for (int frame = 0; frame < 100 && status == ScriptRunner::Status::Running; ++frame) status = s.tick(host, 0.0);
+        for (int frame = 0; frame < 100 && status == ScriptRunner::Status::Running; ++frame)
+            status = s.tick(host, 0.0);
         CHECK(status == ScriptRunner::Status::Failed);
         CHECK(s.failure().find("no button 'Nope' was drawn") != std::string::npos);
     }
@@ -208,10 +215,13 @@ TEST_CASE("Narration conditions are read from the run's facts", "[script][narrat
     using Kind = dt::NarrationCondition::Kind;
     RunFacts f;
     f.live = true;
-    f.ranks = {rank(0, RankState::Running, 2), rank(1, RankState::Running, 4), rank(2, RankState::Starting, -1)};
+    f.ranks = {rank(0, RankState::Running, 2), rank(1, RankState::Running, 4),
+               rank(2, RankState::Starting, -1)};
     auto holds = [&](Kind kind, int value = 0) { return dt::app::narrationConditionHolds({kind, value}, f); };
 
-    SECTION("no condition holds at once") { CHECK(holds(Kind::None)); }
+    SECTION("no condition holds at once") {
+        CHECK(holds(Kind::None));
+    }
     SECTION("step >= N counts the slowest rank still alive") {
         CHECK(holds(Kind::StepAtLeast, 0));
         CHECK_FALSE(holds(Kind::StepAtLeast, 1)); // rank 2 has not completed a step

@@ -62,9 +62,10 @@ TEST_CASE("RunModel pairs the phases of one Work into one comm span", "[gui]") {
     using W = EventPhase;
 
     SECTION("a completed collective has its scheduled, start and end times") {
-        const Event e[] = {SyntheticRun::work(0, 3, EventKind::AllReduce, W::WorkScheduled, 7, 1, 100, 2, 4096),
-                           SyntheticRun::work(0, 3, EventKind::AllReduce, W::WorkStarted, 7, 1, 150, 2, 4096),
-                           SyntheticRun::work(0, 3, EventKind::AllReduce, W::WorkCompleted, 7, 1, 400, 2, 4096)};
+        const Event e[] = {
+            SyntheticRun::work(0, 3, EventKind::AllReduce, W::WorkScheduled, 7, 1, 100, 2, 4096),
+            SyntheticRun::work(0, 3, EventKind::AllReduce, W::WorkStarted, 7, 1, 150, 2, 4096),
+            SyntheticRun::work(0, 3, EventKind::AllReduce, W::WorkCompleted, 7, 1, 400, 2, 4096)};
         model.ingest(e, 3);
         REQUIRE(model.lane(0).comm.size() == 1);
         const SpanRecord& s = model.lane(0).comm[0];
@@ -134,17 +135,19 @@ TEST_CASE("RunModel pairs the phases of one Work into one comm span", "[gui]") {
     }
     SECTION("a queued Work moves to its start time when it starts, keeping the row sorted") {
         // A scheduled at 100 (queued behind B), B scheduled and started at 110..200, A starts at 210.
-        const Event e[] = {SyntheticRun::work(0, 0, EventKind::AllReduce, W::WorkScheduled, 5, 0, 100, 2),
-                           SyntheticRun::work(0, 0, EventKind::Broadcast, W::WorkScheduled, 9, -1, 110, 2, 8, 0),
-                           SyntheticRun::work(0, 0, EventKind::Broadcast, W::WorkStarted, 9, -1, 120, 2, 8, 0)};
+        const Event e[] = {
+            SyntheticRun::work(0, 0, EventKind::AllReduce, W::WorkScheduled, 5, 0, 100, 2),
+            SyntheticRun::work(0, 0, EventKind::Broadcast, W::WorkScheduled, 9, -1, 110, 2, 8, 0),
+            SyntheticRun::work(0, 0, EventKind::Broadcast, W::WorkStarted, 9, -1, 120, 2, 8, 0)};
         model.ingest(e, 3);
         const auto& comm = model.lane(0).comm;
         REQUIRE(comm.size() == 2);
         CHECK(comm[0].kind == EventKind::AllReduce);
         CHECK_FALSE(comm[0].started); // queued: drawn from its scheduled time, outlined
         CHECK(comm[0].t0 == 100);
-        const Event later[] = {SyntheticRun::work(0, 0, EventKind::Broadcast, W::WorkCompleted, 9, -1, 200, 2, 8, 0),
-                               SyntheticRun::work(0, 0, EventKind::AllReduce, W::WorkStarted, 5, 0, 210, 2)};
+        const Event later[] = {
+            SyntheticRun::work(0, 0, EventKind::Broadcast, W::WorkCompleted, 9, -1, 200, 2, 8, 0),
+            SyntheticRun::work(0, 0, EventKind::AllReduce, W::WorkStarted, 5, 0, 210, 2)};
         model.ingest(later, 2);
         CHECK(comm[0].kind == EventKind::Broadcast);
         CHECK(comm[1].kind == EventKind::AllReduce);
@@ -183,12 +186,14 @@ TEST_CASE("RunModel links collectives only within their process group", "[gui]")
 
 TEST_CASE("RunModel sorts spans by start and puts them at the right depth", "[gui]") {
     RunModel model = emptyModel(1);
-    auto sp = [](EventKind k, int unit, int64_t b, int64_t e) { return SyntheticRun::span(0, 0, k, unit, b, e); };
+    auto sp = [](EventKind k, int unit, int64_t b, int64_t e) {
+        return SyntheticRun::span(0, 0, k, unit, b, e);
+    };
     // Emitted when they end: the step (started first) arrives last; one data span is late.
-    const Event e[] = {sp(EventKind::Forward, 0, 200, 300), sp(EventKind::Forward, 1, 300, 400),
-                       sp(EventKind::Backward, 1, 400, 450), sp(EventKind::Backward, 0, 450, 500),
+    const Event e[] = {sp(EventKind::Forward, 0, 200, 300),   sp(EventKind::Forward, 1, 300, 400),
+                       sp(EventKind::Backward, 1, 400, 450),  sp(EventKind::Backward, 0, 450, 500),
                        sp(EventKind::Backward, -2, 400, 510), sp(EventKind::Forward, -1, 150, 200),
-                       sp(EventKind::Data, -1, 100, 150),   sp(EventKind::Optimizer, -1, 510, 600),
+                       sp(EventKind::Data, -1, 100, 150),     sp(EventKind::Optimizer, -1, 510, 600),
                        sp(EventKind::Step, -1, 100, 600)};
     model.ingest(e, sizeof(e) / sizeof(e[0]));
     const RankLane& lane = model.lane(0);
@@ -212,7 +217,8 @@ TEST_CASE("RunModel sorts spans by start and puts them at the right depth", "[gu
             const auto& spans = lane.compute[size_t(d)];
             int64_t m = INT64_MIN;
             for (size_t i = 0; i < spans.size(); ++i) {
-                if (i > 0) CHECK(spans[i - 1].t0 <= spans[i].t0);
+                if (i > 0)
+                    CHECK(spans[i - 1].t0 <= spans[i].t0);
                 m = std::max(m, spans[i].t1);
                 CHECK(lane.compute_end_max[size_t(d)][i] == m);
             }
@@ -228,7 +234,8 @@ TEST_CASE("RunModel sorts spans by start and puts them at the right depth", "[gu
         CHECK(model.eventCount() == 9);
         const Event more[] = {SyntheticRun::counter(0, 0, EventKind::LossValue, 3.5, 700),
                               SyntheticRun::counter(0, 1, EventKind::LossValue, 2.5, 800),
-                              instant(0, EventKind::RankFinished, 900), instant(-1, EventKind::FaultInjected, 650, 9)};
+                              instant(0, EventKind::RankFinished, 900),
+                              instant(-1, EventKind::FaultInjected, 650, 9)};
         model.ingest(more, 4);
         double v = 0;
         REQUIRE(model.lastCounter(0, EventKind::LossValue, v));
@@ -268,8 +275,9 @@ TEST_CASE("The level-of-detail pass folds narrow spans and keeps wide ones", "[g
         w.ns_per_px = 10'000.0; // 10 ms across the width: one step
         buildRowItems(blocks, lane.compute_end_max[2], w, items);
         REQUIRE(items.size() == 8);
-        for (const RowItem& item : items) CHECK(item.count == 1);
-        CHECK(items[0].x0 == Approx(40.0f));  // block 0 forward starts 0.4 ms in
+        for (const RowItem& item : items)
+            CHECK(item.count == 1);
+        CHECK(items[0].x0 == Approx(40.0f)); // block 0 forward starts 0.4 ms in
         CHECK(items[0].x1 == Approx(90.0f));
     }
     SECTION("zoomed out, narrow spans fold and every span is counted once") {
@@ -278,7 +286,8 @@ TEST_CASE("The level-of-detail pass folds narrow spans and keeps wide ones", "[g
         buildRowItems(blocks, lane.compute_end_max[2], w, items);
         CHECK(items.size() < 50);
         size_t total = 0;
-        for (const RowItem& item : items) total += item.count;
+        for (const RowItem& item : items)
+            total += item.count;
         CHECK(total == blocks.size());
         CHECK(items[0].folded());
     }
@@ -372,7 +381,8 @@ TEST_CASE("Every view draws its empty state without a model or events", "[gui]")
     EventLogView log;
     RunModel empty = emptyModel(4);
     int selected = -1;
-    for (const RunModel* model : {static_cast<const RunModel*>(nullptr), static_cast<const RunModel*>(&empty)}) {
+    for (const RunModel* model :
+         {static_cast<const RunModel*>(nullptr), static_cast<const RunModel*>(&empty)}) {
         ViewInputs in;
         in.model = model;
         in.selected_rank = &selected;
@@ -492,7 +502,8 @@ TEST_CASE("The views draw a small run and respond to the mouse", "[gui]") {
         CHECK(b.peak[3] == 502'000);
         CHECK_FALSE(b.theory);
         in.memory_theory = [](int) {
-            return std::optional<std::array<int64_t, 5>>(std::array<int64_t, 5>{1'000'000, 1'000'000, 2'000'000, 0, 0});
+            return std::optional<std::array<int64_t, 5>>(
+                std::array<int64_t, 5>{1'000'000, 1'000'000, 2'000'000, 0, 0});
         };
         CHECK(memoryBars(in, 0).theory);
         CHECK(b.host_now == -1); // no offload: no host row
@@ -545,8 +556,8 @@ TEST_CASE("The views draw a small run and respond to the mouse", "[gui]") {
         CHECK(log.visibleRowCount() == 3);
         // The table's third row: header + 2 rows below the filter line.
         const float row_h = ImGui::GetTextLineHeight() + ImGui::GetStyle().CellPadding.y * 2.0f;
-        const float y = ImGui::GetFrameHeightWithSpacing() + 8.0f /* window padding */ + ImGui::GetFrameHeight() /* title */ +
-                        row_h * 3.5f;
+        const float y = ImGui::GetFrameHeightWithSpacing() + 8.0f /* window padding */ +
+                        ImGui::GetFrameHeight() /* title */ + row_h * 3.5f;
         imgui.mouse(ImVec2(300, y));
         imgui.frame([&] { log.draw(in); });
         imgui.mouse(ImVec2(300, y), true);
@@ -573,7 +584,8 @@ TEST_CASE("The timeline draws 8 ranks x 1,000,000 events at a cost bounded by wh
     REQUIRE(model.eventCount() >= 1'000'000);
     size_t spans = 0;
     for (int r = 0; r < kWorld; ++r) {
-        for (const auto& v : model.lane(r).compute) spans += v.size();
+        for (const auto& v : model.lane(r).compute)
+            spans += v.size();
         spans += model.lane(r).comm.size();
     }
     WARN("ingested " << model.eventCount() << " events into " << spans << " spans in " << ingest_s << " s");
@@ -589,17 +601,20 @@ TEST_CASE("The timeline draws 8 ranks x 1,000,000 events at a cost bounded by wh
     CHECK(out.balanced);
     CHECK(timeline.window().endNs() >= double(model.tEnd()));
     WARN("zoomed out: " << out.vertices << " vertices, " << out.commands << " draw commands, "
-                        << timeline.lastItemCount() << " row items (" << timeline.lastFoldCount() << " folded)");
+                        << timeline.lastItemCount() << " row items (" << timeline.lastFoldCount()
+                        << " folded)");
     CHECK(timeline.lastFoldCount() > 0);
-    CHECK(out.vertices < 100'000);                // vs 1,000,000 events
-    CHECK(timeline.lastItemCount() < 32 * 600);   // 32 rows x (width / 3 px) at most
+    CHECK(out.vertices < 100'000);              // vs 1,000,000 events
+    CHECK(timeline.lastItemCount() < 32 * 600); // 32 rows x (width / 3 px) at most
 
-    timeline.showRange(SyntheticRun::kT0 + 3000 * SyntheticRun::kStepNs, SyntheticRun::kT0 + 3002 * SyntheticRun::kStepNs);
+    timeline.showRange(SyntheticRun::kT0 + 3000 * SyntheticRun::kStepNs,
+                       SyntheticRun::kT0 + 3002 * SyntheticRun::kStepNs);
     const FrameStats in2 = imgui.frame([&] { timeline.draw(in); });
     CHECK(in2.balanced);
     WARN("zoomed in (2 steps): " << in2.vertices << " vertices, " << in2.commands << " draw commands, "
                                  << timeline.lastItemCount() << " row items");
-    CHECK(timeline.lastItemCount() <= size_t(kWorld) * 2 * 17 + 64); // 2 steps x 17 spans per rank, plus edges
+    CHECK(timeline.lastItemCount() <=
+          size_t(kWorld) * 2 * 17 + 64); // 2 steps x 17 spans per rank, plus edges
     CHECK(timeline.lastFoldCount() == 0);
     CHECK(in2.vertices < 100'000);
 }

@@ -34,11 +34,11 @@ struct FrameStats {
     int vertices = 0;
     int indices = 0;
     int commands = 0;
-    bool balanced = true;   // every Begin/Push had its End/Pop inside the view
+    bool balanced = true; // every Begin/Push had its End/Pop inside the view
 };
 
 class HeadlessImGui {
-public:
+  public:
     HeadlessImGui() {
         m_context = ImGui::CreateContext();
         ImGuiIO& io = ImGui::GetIO();
@@ -64,8 +64,7 @@ public:
     }
 
     // One frame: a full-display window named "view" around body().
-    template <typename Body>
-    FrameStats frame(Body&& body) {
+    template <typename Body> FrameStats frame(Body&& body) {
         ImGui::NewFrame();
         ImGui::SetNextWindowPos(ImVec2(0.0f, 0.0f));
         ImGui::SetNextWindowSize(ImGui::GetIO().DisplaySize);
@@ -77,20 +76,21 @@ public:
         const int clips = window->DrawList->_ClipRectStack.Size;
         body();
         FrameStats stats;
-        stats.balanced = g.CurrentWindowStack.Size == windows && g.CurrentWindow == window && g.ColorStack.Size == 0 &&
-                         g.StyleVarStack.Size == 0 && window->IDStack.Size == ids &&
+        stats.balanced = g.CurrentWindowStack.Size == windows && g.CurrentWindow == window &&
+                         g.ColorStack.Size == 0 && g.StyleVarStack.Size == 0 && window->IDStack.Size == ids &&
                          window->DrawList->_ClipRectStack.Size == clips && g.CurrentTable == nullptr;
         ImGui::End();
         ImGui::Render();
         const ImDrawData* data = ImGui::GetDrawData();
         stats.vertices = data->TotalVtxCount;
         stats.indices = data->TotalIdxCount;
-        for (int i = 0; i < data->CmdListsCount; ++i) stats.commands += data->CmdLists[i]->CmdBuffer.Size;
+        for (int i = 0; i < data->CmdListsCount; ++i)
+            stats.commands += data->CmdLists[i]->CmdBuffer.Size;
         ImGui::GetIO().MouseWheel = 0.0f;
         return stats;
     }
 
-private:
+  private:
     ImGuiContext* m_context = nullptr;
 };
 
@@ -98,8 +98,8 @@ private:
 // bucket all-reduces (scheduled, started, completed), i.e. 21 events.
 struct SyntheticRun {
     static constexpr int kEventsPerStep = 21;
-    static constexpr int64_t kStepNs = 10'000'000;    // a step every 10 ms
-    static constexpr int64_t kT0 = 1'000'000'000;     // first step starts at 1 s on the Session clock
+    static constexpr int64_t kStepNs = 10'000'000; // a step every 10 ms
+    static constexpr int64_t kT0 = 1'000'000'000;  // first step starts at 1 s on the Session clock
 
     static Event span(int rank, int step, EventKind kind, int unit, int64_t begin, int64_t end) {
         Event e;
@@ -145,22 +145,29 @@ struct SyntheticRun {
         out.push_back(span(rank, step, EventKind::Data, -1, t, t + 300 * us));
         out.push_back(span(rank, step, EventKind::Forward, -1, t + 300 * us, t + 400 * us));
         for (int b = 0; b < 4; ++b)
-            out.push_back(span(rank, step, EventKind::Forward, b, t + (400 + 500 * b) * us, t + (900 + 500 * b) * us));
+            out.push_back(
+                span(rank, step, EventKind::Forward, b, t + (400 + 500 * b) * us, t + (900 + 500 * b) * us));
         out.push_back(span(rank, step, EventKind::Forward, -1, t + 2400 * us, t + 2600 * us));
         const uint64_t seq = uint64_t(step) * 2;
         for (int b = 3; b >= 0; --b) {
             const int64_t begin = t + (2600 + 1000 * (3 - b)) * us;
             out.push_back(span(rank, step, EventKind::Backward, b, begin, begin + 1000 * us));
             if (b == 2) { // bucket 0 is ready after blocks 3 and 2
-                out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkScheduled, seq, 0, t + 4600 * us, world));
-                out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkStarted, seq, 0, t + 4610 * us, world));
+                out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkScheduled, seq, 0,
+                                   t + 4600 * us, world));
+                out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkStarted, seq, 0,
+                                   t + 4610 * us, world));
             }
         }
         out.push_back(span(rank, step, EventKind::Backward, -2, t + 2600 * us, t + 6700 * us));
-        out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkCompleted, seq, 0, t + 6000 * us, world));
-        out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkScheduled, seq + 1, 1, t + 6700 * us, world));
-        out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkStarted, seq + 1, 1, t + 6710 * us, world));
-        out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkCompleted, seq + 1, 1, t + 7200 * us, world));
+        out.push_back(
+            work(rank, step, EventKind::AllReduce, EventPhase::WorkCompleted, seq, 0, t + 6000 * us, world));
+        out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkScheduled, seq + 1, 1,
+                           t + 6700 * us, world));
+        out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkStarted, seq + 1, 1,
+                           t + 6710 * us, world));
+        out.push_back(work(rank, step, EventKind::AllReduce, EventPhase::WorkCompleted, seq + 1, 1,
+                           t + 7200 * us, world));
         out.push_back(span(rank, step, EventKind::Wait, -1, t + 6700 * us, t + 7200 * us));
         out.push_back(span(rank, step, EventKind::Optimizer, -1, t + 7200 * us, t + 8000 * us));
         out.push_back(span(rank, step, EventKind::Step, -1, t, t + 8000 * us));
@@ -174,7 +181,8 @@ struct SyntheticRun {
         for (int s = 0; s < steps; ++s)
             for (int r = 0; r < world; ++r) {
                 addStep(out, r, s, world);
-                if (!counters) continue;
+                if (!counters)
+                    continue;
                 const int64_t t = kT0 + int64_t(s) * kStepNs + 8'000'000;
                 out.push_back(counter(r, s, EventKind::LossValue, 4.0 - 0.01 * s + 0.001 * r, t));
                 out.push_back(counter(r, s, EventKind::StepTimeMs, 8.0 + 0.1 * r, t));
@@ -212,7 +220,7 @@ struct SyntheticRun {
 //             backward [x+1, x+3], reduce-scatter [x+3, x+4], freed x+4
 //             root reduce-scatter after the last block, root freed after it
 struct SyntheticFsdp {
-    static constexpr int64_t kTick = 100'000;      // 100 us
+    static constexpr int64_t kTick = 100'000; // 100 us
     static constexpr int64_t kStepNs = 100 * kTick;
     static constexpr int64_t kT0 = SyntheticRun::kT0;
 
@@ -220,12 +228,16 @@ struct SyntheticFsdp {
         Scenario s;
         s.topology.ranks = world;
         s.model.layers = layers;
-        if (!parseStrategyKind(kind, s.strategy.kind)) throw std::invalid_argument("no strategy kind " + kind);
+        if (!parseStrategyKind(kind, s.strategy.kind))
+            throw std::invalid_argument("no strategy kind " + kind);
         return s;
     }
-    static int64_t at(int step, double ticks) { return kT0 + int64_t(step) * kStepNs + int64_t(ticks * double(kTick)); }
+    static int64_t at(int step, double ticks) {
+        return kT0 + int64_t(step) * kStepNs + int64_t(ticks * double(kTick));
+    }
 
-    static Event unitEvent(int rank, int step, EventKind kind, int unit, int64_t t, int64_t bytes, double value = 0.0) {
+    static Event unitEvent(int rank, int step, EventKind kind, int unit, int64_t t, int64_t bytes,
+                           double value = 0.0) {
         Event e;
         e.rank = rank;
         e.step = step;
@@ -239,10 +251,11 @@ struct SyntheticFsdp {
         return e;
     }
     // One collective Work (scheduled and started at t0, completed at t1) on a group.
-    static void collective(std::vector<Event>& out, int rank, int step, EventKind kind, uint64_t seq, int unit,
-                           int64_t t0, int64_t t1, int world, int64_t bytes, uint8_t group) {
-        for (auto [phase, t] : {std::pair{EventPhase::WorkScheduled, t0}, std::pair{EventPhase::WorkStarted, t0},
-                                std::pair{EventPhase::WorkCompleted, t1}}) {
+    static void collective(std::vector<Event>& out, int rank, int step, EventKind kind, uint64_t seq,
+                           int unit, int64_t t0, int64_t t1, int world, int64_t bytes, uint8_t group) {
+        for (auto [phase, t] :
+             {std::pair{EventPhase::WorkScheduled, t0}, std::pair{EventPhase::WorkStarted, t0},
+              std::pair{EventPhase::WorkCompleted, t1}}) {
             Event e = SyntheticRun::work(rank, step, kind, phase, seq, unit, t, world, bytes);
             e.group = group;
             e.microbatch = 0;
@@ -255,20 +268,24 @@ struct SyntheticFsdp {
         const UnitLayout layout = unitLayout(sc.model);
         const int64_t root_bytes = 4 * paddedNumel(layout.root_numel, N);
         const int64_t block_bytes = 4 * paddedNumel(layout.unit_numel[0], N);
-        const uint8_t group = sc.strategy.kind == dt::StrategyKind::Hsdp ? groupIdShard(rank / N) : kGroupWorld;
+        const uint8_t group =
+            sc.strategy.kind == dt::StrategyKind::Hsdp ? groupIdShard(rank / N) : kGroupWorld;
         uint64_t ag = uint64_t(step) * uint64_t(2 * L + 1), rs = uint64_t(step) * uint64_t(L + 1);
         double alive = 0.0;
         auto materialize = [&](int unit, double t, int for_backward) {
             const int64_t bytes = unit < 0 ? root_bytes : block_bytes;
-            out.push_back(unitEvent(rank, step, EventKind::UnitMaterialized, unit, at(step, t), bytes, for_backward));
+            out.push_back(
+                unitEvent(rank, step, EventKind::UnitMaterialized, unit, at(step, t), bytes, for_backward));
             alive += double(bytes);
-            out.push_back(SyntheticRun::counter(rank, step, EventKind::MemParamsMaterialized, alive, at(step, t)));
+            out.push_back(
+                SyntheticRun::counter(rank, step, EventKind::MemParamsMaterialized, alive, at(step, t)));
         };
         auto freed = [&](int unit, double t) {
             const int64_t bytes = unit < 0 ? root_bytes : block_bytes;
             out.push_back(unitEvent(rank, step, EventKind::UnitFreed, unit, at(step, t), bytes));
             alive -= double(bytes);
-            out.push_back(SyntheticRun::counter(rank, step, EventKind::MemParamsMaterialized, alive, at(step, t)));
+            out.push_back(
+                SyntheticRun::counter(rank, step, EventKind::MemParamsMaterialized, alive, at(step, t)));
         };
         auto compute = [&](EventKind kind, int unit, double t0, double t1) {
             Event e = SyntheticRun::span(rank, step, kind, unit, at(step, t0), at(step, t1));
@@ -276,12 +293,14 @@ struct SyntheticFsdp {
             out.push_back(e);
         };
         // forward
-        collective(out, rank, step, EventKind::AllGather, ag++, -1, at(step, 0), at(step, 1), W, root_bytes / N, group);
+        collective(out, rank, step, EventKind::AllGather, ag++, -1, at(step, 0), at(step, 1), W,
+                   root_bytes / N, group);
         materialize(-1, 1, 0);
         compute(EventKind::Forward, -1, 1, 2);
         for (int b = 0; b < L; ++b) {
             const double t = 2 + 3 * b;
-            collective(out, rank, step, EventKind::AllGather, ag++, b, at(step, t), at(step, t + 1), W, block_bytes / N, group);
+            collective(out, rank, step, EventKind::AllGather, ag++, b, at(step, t), at(step, t + 1), W,
+                       block_bytes / N, group);
             materialize(b, t + 1, 0);
             compute(EventKind::Forward, b, t + 1, t + 3);
             freed(b, t + 3);
@@ -291,19 +310,21 @@ struct SyntheticFsdp {
         // backward (the first block's all-gather at once, the others prefetched one block ahead)
         compute(EventKind::Backward, -1, head + 1, head + 2);
         double x = head + 2;
-        collective(out, rank, step, EventKind::AllGather, ag++, L - 1, at(step, x), at(step, x + 1), W, block_bytes / N, group);
+        collective(out, rank, step, EventKind::AllGather, ag++, L - 1, at(step, x), at(step, x + 1), W,
+                   block_bytes / N, group);
         for (int b = L - 1; b >= 0; --b) {
             materialize(b, x + 1, 1);
             compute(EventKind::Backward, b, x + 1, x + 3);
             if (b > 0)
-                collective(out, rank, step, EventKind::AllGather, ag++, b - 1, at(step, x + 2), at(step, x + 3), W,
-                           block_bytes / N, group);
-            collective(out, rank, step, EventKind::ReduceScatter, rs++, b, at(step, x + 3), at(step, x + 4), W, block_bytes,
-                       group);
+                collective(out, rank, step, EventKind::AllGather, ag++, b - 1, at(step, x + 2),
+                           at(step, x + 3), W, block_bytes / N, group);
+            collective(out, rank, step, EventKind::ReduceScatter, rs++, b, at(step, x + 3), at(step, x + 4),
+                       W, block_bytes, group);
             freed(b, x + 4);
             x += 2;
         }
-        collective(out, rank, step, EventKind::ReduceScatter, rs++, -1, at(step, x + 2), at(step, x + 3), W, root_bytes, group);
+        collective(out, rank, step, EventKind::ReduceScatter, rs++, -1, at(step, x + 2), at(step, x + 3), W,
+                   root_bytes, group);
         freed(-1, x + 3);
         compute(EventKind::Optimizer, -1, x + 3, x + 4);
         compute(EventKind::Step, -1, 0, x + 4);
@@ -313,7 +334,8 @@ struct SyntheticFsdp {
         model.reset(sc, sc.topology.ranks);
         std::vector<Event> events;
         for (int s = 0; s < steps; ++s)
-            for (int r = 0; r < sc.topology.ranks; ++r) addStep(events, sc, r, s);
+            for (int r = 0; r < sc.topology.ranks; ++r)
+                addStep(events, sc, r, s);
         model.ingest(events.data(), events.size());
     }
 };
@@ -329,7 +351,7 @@ struct SyntheticPipeline {
     static constexpr int64_t kUnit = 1'000'000;     // 1 ms per unit of time
     static constexpr int64_t kStepNs = 100 * kUnit; // a step every 100 ms
     static constexpr int64_t kT0 = SyntheticRun::kT0;
-    static constexpr int64_t kBytes = 196'608;      // one microbatch's activation (4 x 64 x 192 floats)
+    static constexpr int64_t kBytes = 196'608; // one microbatch's activation (4 x 64 x 192 floats)
 
     static Scenario scenario(int ranks, int stages, int microbatches, const std::string& schedule = "1f1b",
                              int chunks_per_rank = 1) {
@@ -354,15 +376,20 @@ struct SyntheticPipeline {
 
     static EventKind kindOf(PipeOp op) {
         switch (op) {
-        case PipeOp::Backward: return EventKind::Backward;
-        case PipeOp::BackwardInput: return EventKind::BackwardInput;
-        case PipeOp::BackwardWeight: return EventKind::BackwardWeight;
-        default: return EventKind::Forward;
+        case PipeOp::Backward:
+            return EventKind::Backward;
+        case PipeOp::BackwardInput:
+            return EventKind::BackwardInput;
+        case PipeOp::BackwardWeight:
+            return EventKind::BackwardWeight;
+        default:
+            return EventKind::Forward;
         }
     }
 
     // One step of one pipeline; messages take `latency` ns.
-    static void addStep(std::vector<Event>& out, const Scenario& sc, int replica, int step, int64_t latency = 0) {
+    static void addStep(std::vector<Event>& out, const Scenario& sc, int replica, int step,
+                        int64_t latency = 0) {
         const PipelineShape sh = shape(sc);
         const int p = sh.stages;
         const PipelineSchedule schedule = makePipelineSchedule(sc.strategy.schedule, sh);
@@ -375,7 +402,8 @@ struct SyntheticPipeline {
         }
         const int64_t t0 = stepStart(step);
         auto at = [&](double units) { return t0 + int64_t(units * double(kUnit)); };
-        auto work = [&](int rank, EventKind kind, EventPhase phase, uint64_t seq, const PipeAction& a, int peer, int64_t t) {
+        auto work = [&](int rank, EventKind kind, EventPhase phase, uint64_t seq, const PipeAction& a,
+                        int peer, int64_t t) {
             Event e = SyntheticRun::work(rank, step, kind, phase, seq, a.chunk, t, 2, kBytes, peer);
             e.microbatch = int16_t(a.microbatch);
             out.push_back(e);
@@ -390,7 +418,8 @@ struct SyntheticPipeline {
                 if (a.op == PipeOp::Forward || a.op == PipeOp::Backward || a.op == PipeOp::BackwardInput ||
                     a.op == PipeOp::BackwardWeight) {
                     const PredictedSlot& slot = slot_of.at({s, a.op, a.microbatch, a.chunk});
-                    Event e = SyntheticRun::span(rank, step, kindOf(a.op), a.chunk, at(slot.start), at(slot.end));
+                    Event e =
+                        SyntheticRun::span(rank, step, kindOf(a.op), a.chunk, at(slot.start), at(slot.end));
                     e.microbatch = int16_t(a.microbatch);
                     out.push_back(e);
                     clock = slot.end;
@@ -404,7 +433,8 @@ struct SyntheticPipeline {
                     work(rank, EventKind::Send, EventPhase::WorkCompleted, seq, a, peer, t + latency);
                 }
             }
-            Event optimizer = SyntheticRun::span(rank, step, EventKind::Optimizer, -1, at(makespan), at(makespan + 1));
+            Event optimizer =
+                SyntheticRun::span(rank, step, EventKind::Optimizer, -1, at(makespan), at(makespan + 1));
             out.push_back(optimizer);
             out.push_back(SyntheticRun::span(rank, step, EventKind::Step, -1, t0, at(makespan + 1)));
         }
@@ -413,12 +443,14 @@ struct SyntheticPipeline {
             const int rank = replica * p + s;
             std::map<int, uint64_t> receives;
             for (const PipeAction& a : schedule[size_t(s)]) {
-                if (a.op != PipeOp::RecvAct && a.op != PipeOp::RecvGrad) continue;
+                if (a.op != PipeOp::RecvAct && a.op != PipeOp::RecvGrad)
+                    continue;
                 const int peer = replica * p + a.peer;
                 const uint64_t seq = uint64_t(step) * 1000 + receives[peer]++;
                 work(rank, EventKind::Recv, EventPhase::WorkScheduled, seq, a, peer, t0);
                 work(rank, EventKind::Recv, EventPhase::WorkStarted, seq, a, peer, t0);
-                work(rank, EventKind::Recv, EventPhase::WorkCompleted, seq, a, peer, sent_at.at({peer, rank, seq}) + latency);
+                work(rank, EventKind::Recv, EventPhase::WorkCompleted, seq, a, peer,
+                     sent_at.at({peer, rank, seq}) + latency);
             }
         }
     }
@@ -427,7 +459,8 @@ struct SyntheticPipeline {
         std::vector<Event> out;
         const int replicas = sc.topology.ranks / sc.topology.stages;
         for (int s = 0; s < steps; ++s)
-            for (int r = 0; r < replicas; ++r) addStep(out, sc, r, s, latency);
+            for (int r = 0; r < replicas; ++r)
+                addStep(out, sc, r, s, latency);
         return out;
     }
     static void fill(app::RunModel& model, const Scenario& sc, int steps, int64_t latency = 0) {

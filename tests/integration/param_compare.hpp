@@ -14,7 +14,8 @@ namespace it {
 
 // The largest |a - b| over every element of every parameter. The lists must
 // match in names and shapes (a mismatch fails the test and names the parameter).
-inline double maxAbsDifference(const std::vector<dt::NamedParameter>& a, const std::vector<dt::NamedParameter>& b) {
+inline double maxAbsDifference(const std::vector<dt::NamedParameter>& a,
+                               const std::vector<dt::NamedParameter>& b) {
     REQUIRE(a.size() == b.size());
     double worst = 0.0;
     for (size_t i = 0; i < a.size(); ++i) {
@@ -25,7 +26,8 @@ inline double maxAbsDifference(const std::vector<dt::NamedParameter>& a, const s
         const auto tb = b[i].tensor.contiguous();
         const float* pa = ta.data_ptr<float>();
         const float* pb = tb.data_ptr<float>();
-        for (int64_t k = 0; k < ta.numel(); ++k) worst = std::max(worst, double(std::fabs(pa[k] - pb[k])));
+        for (int64_t k = 0; k < ta.numel(); ++k)
+            worst = std::max(worst, double(std::fabs(pa[k] - pb[k])));
     }
     return worst;
 }

@@ -70,8 +70,10 @@ std::string sourceDir() {
     return DTLAB_SOURCE_DIR;
 }
 std::string mpiSkipReason() {
-    if (!dt::mpiAvailable()) return "dtlab was built without MPI (libopenmpi-dev not found by CMake)";
-    if (findInPath("mpirun").empty()) return "mpirun is not on PATH (install openmpi-bin)";
+    if (!dt::mpiAvailable())
+        return "dtlab was built without MPI (libopenmpi-dev not found by CMake)";
+    if (findInPath("mpirun").empty())
+        return "mpirun is not on PATH (install openmpi-bin)";
     return "";
 }
 
@@ -81,10 +83,13 @@ std::string findInPath(const std::string& program) {
     size_t start = 0;
     while (start <= dirs.size()) {
         const size_t end = dirs.find(':', start);
-        const std::string dir = dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        const std::string dir =
+            dirs.substr(start, end == std::string::npos ? std::string::npos : end - start);
         const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
-        if (end == std::string::npos) break;
+        if (::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
+        if (end == std::string::npos)
+            break;
         start = end + 1;
     }
     return "";
@@ -402,8 +407,8 @@ std::string scenarioToml(const ScenarioSpec& spec) {
       << "[data]\nsource = \"fortunes\"\nbatch_per_rank = " << spec.batch_per_rank << "\n\n"
       << "[strategy]\nkind = \"" << spec.strategy << "\"\nbucket_mb = " << spec.bucket_mb << "\n"
       << spec.strategy_toml << "\n"
-      << "[run]\nsteps = " << spec.steps << "\nseed = 1\ntimeout_s = " << spec.timeout_s << "\n" << spec.run_toml
-      << "\n"
+      << "[run]\nsteps = " << spec.steps << "\nseed = 1\ntimeout_s = " << spec.timeout_s << "\n"
+      << spec.run_toml << "\n"
       << spec.extra_toml << "\n"
       << spec.faults_toml;
     return s.str();

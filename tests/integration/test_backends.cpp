@@ -29,8 +29,8 @@ it::ProcessResult runScenario(const std::string& scenario, const std::vector<std
 }
 
 // The same scenario on Gloo and on MPI (--backend mpi): both summaries.
-std::pair<nlohmann::json, nlohmann::json> runOnBothBackends(const it::TempDir& dir, const std::string& scenario,
-                                                            int steps) {
+std::pair<nlohmann::json, nlohmann::json> runOnBothBackends(const it::TempDir& dir,
+                                                            const std::string& scenario, int steps) {
     const std::vector<std::string> common{"--steps", std::to_string(steps), "--batch-per-rank", "4"};
     std::vector<std::string> with_mpi = common;
     with_mpi.insert(with_mpi.end(), {"--backend", "mpi"});
@@ -39,7 +39,8 @@ std::pair<nlohmann::json, nlohmann::json> runOnBothBackends(const it::TempDir& d
     INFO("gloo: " << it::describe(gloo) << "\nmpi: " << it::describe(mpi));
     REQUIRE(gloo.exit_code == 0);
     REQUIRE(mpi.exit_code == 0);
-    return {it::readJsonFile(dir.file(scenario + ".gloo.json")), it::readJsonFile(dir.file(scenario + ".mpi.json"))};
+    return {it::readJsonFile(dir.file(scenario + ".gloo.json")),
+            it::readJsonFile(dir.file(scenario + ".mpi.json"))};
 }
 
 } // namespace
@@ -58,8 +59,10 @@ TEST_CASE("The mpi backend trains through mpirun as Gloo does and dies as one jo
         // The sums run in another order, so the float bits may differ; the
         // training must not.
         CHECK(m["final_loss"].get<double>() == Approx(g["final_loss"].get<double>()).epsilon(1e-5));
-        for (size_t r = 1; r < m["params_checksum"].size(); ++r) CHECK(m["params_checksum"][r] == m["params_checksum"][0]);
-        for (const auto& exit : m["exit"]) CHECK(exit["exit_code"] == 0);
+        for (size_t r = 1; r < m["params_checksum"].size(); ++r)
+            CHECK(m["params_checksum"][r] == m["params_checksum"][0]);
+        for (const auto& exit : m["exit"])
+            CHECK(exit["exit_code"] == 0);
         CHECK(it::waitForNoWorkers(5.0).empty());
     }
 

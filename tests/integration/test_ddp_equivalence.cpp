@@ -8,9 +8,9 @@
 //  - overlapping the bucket all-reduces with backward or not changes nothing,
 //    bit for bit.
 //  - the traffic matches the ring all-reduce cost model.
+#include "checkpoint/params_io.hpp"
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
-#include "checkpoint/params_io.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -14,13 +14,13 @@
 //    is skipped.
 // Checks are blocks with an INFO sentence rather than SECTIONs (a SECTION
 // re-runs the test case, which would start every process again).
+#include "checkpoint/params_io.hpp"
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
-#include "checkpoint/params_io.hpp"
 
 #include "dtlab/diloco_theory.hpp"
-#include "dtlab/sharding_theory.hpp"
 #include "dtlab/scenario.hpp"
+#include "dtlab/sharding_theory.hpp"
 
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>
@@ -43,8 +43,8 @@ Run run(const it::TempDir& dir, const std::string& tag, const it::ScenarioSpec& 
     REQUIRE(::mkdir(out_dir.c_str(), 0755) == 0);
     it::ProcessOptions opts;
     opts.timeout_s = 240;
-    const auto r = it::runDtrun({"run", dir.write(tag + ".toml", it::scenarioToml(s)), "--summary", dir.file(tag + ".json"),
-                                 "--params-out", out_dir, "--quiet"},
+    const auto r = it::runDtrun({"run", dir.write(tag + ".toml", it::scenarioToml(s)), "--summary",
+                                 dir.file(tag + ".json"), "--params-out", out_dir, "--quiet"},
                                 opts);
     INFO(tag << ": " << it::describe(r));
     REQUIRE(r.exit_code == 0);
@@ -52,7 +52,8 @@ Run run(const it::TempDir& dir, const std::string& tag, const it::ScenarioSpec& 
     out.summary = it::readJsonFile(dir.file(tag + ".json"));
     REQUIRE(out.summary["ok"] == true);
     const auto& sums = out.summary["params_checksum"];
-    for (const auto& c : sums) CHECK(c == sums[0]); // every replica ends with the same global model
+    for (const auto& c : sums)
+        CHECK(c == sums[0]); // every replica ends with the same global model
     out.rank0 = dt::loadParameters(out_dir + "/rank0.params");
     return out;
 }
@@ -70,11 +71,14 @@ it::ScenarioSpec spec(const std::string& name, const std::string& strategy, int 
     return s;
 }
 
-int64_t bytesSent(const Run& r) { return r.summary["bytes_sent"][0].get<int64_t>(); }
+int64_t bytesSent(const Run& r) {
+    return r.summary["bytes_sent"][0].get<int64_t>();
+}
 
 double median(const nlohmann::json& values) {
     std::vector<double> v;
-    for (const auto& x : values) v.push_back(x.get<double>());
+    for (const auto& x : values)
+        v.push_back(x.get<double>());
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
 }
@@ -99,7 +103,8 @@ TEST_CASE("DiLoCo with H = 1, outer lr 1 and no momentum trains exactly like DDP
     CHECK(a.summary["final_loss"].get<double>() < a.summary["initial_loss"].get<double>());
 }
 
-TEST_CASE("Classic DiLoCo sends DDP's bytes divided by H; a streaming sync sends one fragment", "[diloco][slow]") {
+TEST_CASE("Classic DiLoCo sends DDP's bytes divided by H; a streaming sync sends one fragment",
+          "[diloco][slow]") {
     it::TempDir dir;
     const int steps = 12;
     const Run ddp = run(dir, "ddp", spec("ddp", "ddp", steps));
@@ -113,7 +118,8 @@ TEST_CASE("Classic DiLoCo sends DDP's bytes divided by H; a streaming sync sends
     }
 
     it::ScenarioSpec streaming = spec("streaming", "diloco", steps);
-    streaming.extra_toml = "[diloco]\ninner_steps = 4\nfragments = 2\nsync_delay = 1\npseudo_gradient = \"int8\"\n";
+    streaming.extra_toml =
+        "[diloco]\ninner_steps = 4\nfragments = 2\nsync_delay = 1\npseudo_gradient = \"int8\"\n";
     const Run st = run(dir, "streaming", streaming);
     const dt::Scenario parsed = dt::parseScenarioText(it::scenarioToml(streaming), "streaming.toml");
     const dt::DilocoTheory theory = dt::dilocoTheory(parsed);
@@ -123,7 +129,8 @@ TEST_CASE("Classic DiLoCo sends DDP's bytes divided by H; a streaming sync sends
         CHECK(st.summary["collectives"]["all-gather"]["count"].get<int>() == 2 * 6);
     }
     {
-        INFO("the peak per sync is about half the model (2 fragments), at about 1 byte per value instead of 4");
+        INFO("the peak per sync is about half the model (2 fragments), at about 1 byte per value instead of "
+             "4");
         const int64_t model = dt::unitLayout(parsed.model).total();
         const double peak_per_value = double(theory.peak_bytes_per_sync) / double(model);
         CHECK(peak_per_value > 0.5 * 1.0);   // one of the two halves, 1 byte + scales per value
@@ -150,7 +157,8 @@ TEST_CASE("int8 pseudo-gradients train as far as fp32 ones", "[diloco][slow]") {
     CHECK(std::fabs(loss_int8 - loss_fp32) < 0.05 * loss_fp32);
 }
 
-TEST_CASE("On a 25 Mbit/s link DDP waits for every all-reduce while DiLoCo keeps computing", "[diloco][network][slow]") {
+TEST_CASE("On a 25 Mbit/s link DDP waits for every all-reduce while DiLoCo keeps computing",
+          "[diloco][network][slow]") {
     it::TempDir dir;
     // 25 Mbit/s: a DDP step holds about 1 s on the link, several times a
     // step's compute even on a loaded machine, so the comparison below does
@@ -167,12 +175,14 @@ TEST_CASE("On a 25 Mbit/s link DDP waits for every all-reduce while DiLoCo keeps
     const double link_ms = double(dt::dilocoTheory(parsed).ddp_bytes_per_step) * 8.0 / 25e6 * 1e3;
     const double ddp_ms = median(a.summary["step_ms_median"]);
     const double diloco_ms = median(b.summary["step_ms_median"]);
-    INFO("link time of one DDP step " << link_ms << " ms; median step DDP " << ddp_ms << " ms, DiLoCo " << diloco_ms << " ms");
-    CHECK(ddp_ms >= 0.95 * link_ms);  // every DDP step holds a whole all-reduce on the link
-    CHECK(diloco_ms < 0.5 * ddp_ms);  // most DiLoCo steps send nothing
+    INFO("link time of one DDP step " << link_ms << " ms; median step DDP " << ddp_ms << " ms, DiLoCo "
+                                      << diloco_ms << " ms");
+    CHECK(ddp_ms >= 0.95 * link_ms); // every DDP step holds a whole all-reduce on the link
+    CHECK(diloco_ms < 0.5 * ddp_ms); // most DiLoCo steps send nothing
 }
 
-TEST_CASE("A DiLoCo checkpoint holds both copies and resumes exactly where the run was", "[diloco][checkpoint][slow]") {
+TEST_CASE("A DiLoCo checkpoint holds both copies and resumes exactly where the run was",
+          "[diloco][checkpoint][slow]") {
     namespace fs = std::filesystem;
     it::TempDir dir;
     const std::string diloco = "[diloco]\ninner_steps = 4\n";
@@ -187,7 +197,8 @@ TEST_CASE("A DiLoCo checkpoint holds both copies and resumes exactly where the r
     (void)run(dir, "first", first);
     {
         INFO("the checkpoint holds the outer state once and each replica's inner state");
-        for (const char* f : {"checkpoint.json", "outer.dtparams", "replica-0.dtparams", "replica-1.dtparams"})
+        for (const char* f :
+             {"checkpoint.json", "outer.dtparams", "replica-0.dtparams", "replica-1.dtparams"})
             CHECK(fs::exists(dir.file("ck/step-7/") + f));
         const auto meta = it::readJsonFile(dir.file("ck/step-7/checkpoint.json"));
         CHECK(meta["format"] == "dtlab diloco checkpoint");
@@ -203,9 +214,11 @@ TEST_CASE("A DiLoCo checkpoint holds both copies and resumes exactly where the r
         CHECK(b.summary["steps"] == 4);
     }
     {
-        INFO("a corrupt replica file is detected: the newest checkpoint is skipped and the run resumes from step-3");
+        INFO("a corrupt replica file is detected: the newest checkpoint is skipped and the run resumes from "
+             "step-3");
         {
-            std::fstream f(dir.file("ck/step-7/replica-1.dtparams"), std::ios::in | std::ios::out | std::ios::binary);
+            std::fstream f(dir.file("ck/step-7/replica-1.dtparams"),
+                           std::ios::in | std::ios::out | std::ios::binary);
             f.seekp(200);
             f.put('\x5a');
         }

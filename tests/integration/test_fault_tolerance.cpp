@@ -32,7 +32,8 @@ bool contains(const std::string& haystack, const std::string& needle) {
 // A small fault-tolerant TinyGPT run (3 replicas) with the given faults.
 // Steps are slowed to ~60 ms so that a restarted replica (~1 s to start
 // LibTorch) rejoins well before the others finish.
-std::string ftScenario(int replicas, int steps, const std::string& faults_toml, const std::string& ft_extra = "") {
+std::string ftScenario(int replicas, int steps, const std::string& faults_toml,
+                       const std::string& ft_extra = "") {
     it::ScenarioSpec spec;
     spec.run_toml = "step_delay_ms = 50\n";
     spec.name = "fault tolerance test";
@@ -41,9 +42,10 @@ std::string ftScenario(int replicas, int steps, const std::string& faults_toml, 
     spec.d_model = 32;
     spec.layers = 1;
     spec.heads = 2;
-    spec.extra_toml = "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\ncollective_timeout_ms = 1500\n"
-                      "restart_delay_ms = 300\n" +
-                      ft_extra;
+    spec.extra_toml =
+        "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\ncollective_timeout_ms = 1500\n"
+        "restart_delay_ms = 300\n" +
+        ft_extra;
     spec.faults_toml = faults_toml;
     return it::scenarioToml(spec);
 }
@@ -57,17 +59,19 @@ struct CommitRecord {
 void checkInvariants(const dt::RunRecord& record, int steps) {
     // 1. Within one process (between restarts) a replica's commits go up by
     //    one, or jump forward after it healed; never back, never twice.
-    std::map<int, int> last_commit;       // rank -> last committed step in this incarnation
-    std::map<int, bool> healed_since;     // rank -> a receiving heal since its last commit
+    std::map<int, int> last_commit;   // rank -> last committed step in this incarnation
+    std::map<int, bool> healed_since; // rank -> a receiving heal since its last commit
     std::set<int> committed_somewhere;
     std::map<int, std::map<int, uint64_t>> checksum_by_step; // step -> rank -> checksum
     for (const dt::Event& e : record.events) {
-        if (e.rank < 0) continue;
+        if (e.rank < 0)
+            continue;
         if (e.kind == dt::EventKind::RankStarted) {
             last_commit.erase(e.rank); // a new incarnation starts from scratch
             healed_since[e.rank] = false;
         }
-        if (e.kind == dt::EventKind::Heal && e.value == 0) healed_since[e.rank] = true;
+        if (e.kind == dt::EventKind::Heal && e.value == 0)
+            healed_since[e.rank] = true;
         if (e.kind == dt::EventKind::Commit) {
             CAPTURE(e.rank, e.step);
             auto it = last_commit.find(e.rank);
@@ -83,7 +87,8 @@ void checkInvariants(const dt::RunRecord& record, int steps) {
             healed_since[e.rank] = false;
             committed_somewhere.insert(e.step);
         }
-        if (e.kind == dt::EventKind::ParamsChecksum && e.step >= 0) checksum_by_step[e.step][e.rank] = e.seq;
+        if (e.kind == dt::EventKind::ParamsChecksum && e.step >= 0)
+            checksum_by_step[e.step][e.rank] = e.seq;
     }
     // 2. No committed step is lost: every step was committed by some replica.
     for (int s = 0; s < steps; ++s) {
@@ -105,12 +110,15 @@ void checkInvariants(const dt::RunRecord& record, int steps) {
 
 } // namespace
 
-TEST_CASE("a killed replica is restarted, heals from a live peer, and every replica ends equal", "[ft][slow]") {
+TEST_CASE("a killed replica is restarted, heals from a live peer, and every replica ends equal",
+          "[ft][slow]") {
     it::TempDir dir;
-    const std::string scenario = dir.write("kill.toml", ftScenario(3, 60, "[[faults]]\naction = \"kill\"\nrank = 1\n"
-                                                                          "step = 10\nwhen = \"allreduce\"\n"));
-    const auto r = it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
-                                {{}, {}, 240.0, ""});
+    const std::string scenario = dir.write("kill.toml", ftScenario(3, 60,
+                                                                   "[[faults]]\naction = \"kill\"\nrank = 1\n"
+                                                                   "step = 10\nwhen = \"allreduce\"\n"));
+    const auto r =
+        it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                     {{}, {}, 240.0, ""});
     INFO(it::describe(r));
     REQUIRE_FALSE(r.timed_out);
     CHECK(r.exit_code == 0);
@@ -155,11 +163,12 @@ TEST_CASE("a killed replica is restarted, heals from a live peer, and every repl
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
-TEST_CASE("fault-tolerant DiLoCo: a replica killed mid inner loop heals at the next outer sync", "[ft][diloco][slow]") {
+TEST_CASE("fault-tolerant DiLoCo: a replica killed mid inner loop heals at the next outer sync",
+          "[ft][diloco][slow]") {
     // scenarios/ft_diloco_kill_replica.toml: 3 replicas, H = 10, replica 1 killed as step 14 starts.
     it::TempDir dir;
-    const auto r = it::runDtrun({"run", it::scenarioPath("ft_diloco_kill_replica.toml"), "--summary", dir.file("s.json"),
-                                 "--record", dir.file("r.dtrec"), "--quiet"},
+    const auto r = it::runDtrun({"run", it::scenarioPath("ft_diloco_kill_replica.toml"), "--summary",
+                                 dir.file("s.json"), "--record", dir.file("r.dtrec"), "--quiet"},
                                 {{}, {}, 240.0, ""});
     INFO(it::describe(r));
     REQUIRE_FALSE(r.timed_out);
@@ -195,17 +204,20 @@ TEST_CASE("fault-tolerant DiLoCo: a replica killed mid inner loop heals at the n
     // says how many replicas were up to date.
     int survivors_sync = -1;
     for (const dt::Event& e : load.record.events)
-        if (e.kind == dt::EventKind::Commit && e.rank == 0 && e.step == 19) survivors_sync = e.group_size;
+        if (e.kind == dt::EventKind::Commit && e.rank == 0 && e.step == 19)
+            survivors_sync = e.group_size;
     CHECK(survivors_sync == 2);
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
 TEST_CASE("NaN gradients abort the step on every replica, and the step is retried", "[ft][slow]") {
     it::TempDir dir;
-    const std::string scenario = dir.write("nan.toml", ftScenario(3, 20, "[[faults]]\naction = \"nan_gradients\"\n"
-                                                                         "rank = 0\nstep = 8\nwhen = \"step\"\n"));
-    const auto r = it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
-                                {{}, {}, 240.0, ""});
+    const std::string scenario = dir.write("nan.toml", ftScenario(3, 20,
+                                                                  "[[faults]]\naction = \"nan_gradients\"\n"
+                                                                  "rank = 0\nstep = 8\nwhen = \"step\"\n"));
+    const auto r =
+        it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                     {{}, {}, 240.0, ""});
     INFO(it::describe(r));
     REQUIRE_FALSE(r.timed_out);
     CHECK(r.exit_code == 0);
@@ -220,7 +232,8 @@ TEST_CASE("NaN gradients abort the step on every replica, and the step is retrie
     CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
     CHECK(s["params_checksum"][1] == s["params_checksum"][2]);
     // The loss stayed finite: nothing NaN was applied.
-    for (const auto& loss : s["loss_by_step"]) CHECK(loss.is_number());
+    for (const auto& loss : s["loss_by_step"])
+        CHECK(loss.is_number());
     const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
     REQUIRE(load.complete);
     checkInvariants(load.record, 20);
@@ -231,11 +244,13 @@ TEST_CASE("NaN gradients abort the step on every replica, and the step is retrie
 TEST_CASE("with the lighthouse down, training waits, then goes on when it is back", "[ft][slow]") {
     it::TempDir dir;
     // ~60 ms steps: the run is still going when the lighthouse stops.
-    std::string toml = ftScenario(2, 80, "[[faults]]\naction = \"kill_lighthouse\"\nwhen = \"time\"\nat_s = 3\n"
-                                         "duration_s = 2\n");
+    std::string toml = ftScenario(2, 80,
+                                  "[[faults]]\naction = \"kill_lighthouse\"\nwhen = \"time\"\nat_s = 3\n"
+                                  "duration_s = 2\n");
     const std::string scenario = dir.write("lh.toml", toml);
-    const auto r = it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
-                                {{}, {}, 240.0, ""});
+    const auto r =
+        it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                     {{}, {}, 240.0, ""});
     INFO(it::describe(r));
     REQUIRE_FALSE(r.timed_out);
     CHECK(r.exit_code == 0);
@@ -243,8 +258,10 @@ TEST_CASE("with the lighthouse down, training waits, then goes on when it is bac
     REQUIRE(load.complete);
     int64_t down = 0, up = 0;
     for (const dt::Event& e : load.record.events) {
-        if (e.kind == dt::EventKind::LighthouseDown) down = e.t_ns;
-        if (e.kind == dt::EventKind::LighthouseUp) up = e.t_ns;
+        if (e.kind == dt::EventKind::LighthouseDown)
+            down = e.t_ns;
+        if (e.kind == dt::EventKind::LighthouseUp)
+            up = e.t_ns;
     }
     REQUIRE(down > 0);
     REQUIRE(up > down);
@@ -252,8 +269,10 @@ TEST_CASE("with the lighthouse down, training waits, then goes on when it is bac
     int during = 0, after = 0;
     for (const dt::Event& e : load.record.events)
         if (e.kind == dt::EventKind::Commit) {
-            if (e.t_ns > down + 500000000LL && e.t_ns < up) ++during; // 0.5 s: a step in flight may end
-            if (e.t_ns > up) ++after;
+            if (e.t_ns > down + 500000000LL && e.t_ns < up)
+                ++during; // 0.5 s: a step in flight may end
+            if (e.t_ns > up)
+                ++after;
         }
     CHECK(during == 0);
     CHECK(after > 0);
@@ -299,9 +318,10 @@ TEST_CASE("a seeded chaos run keeps every invariant", "[ft][chaos][slow]") {
     // failure can be replayed: dtrun run scenarios/ft_chaos.toml --chaos-seed SEED
     const uint64_t seed = 7;
     it::TempDir dir;
-    const auto r = it::runDtrun({"run", it::scenarioPath("ft_chaos.toml"), "--chaos-seed", std::to_string(seed),
-                                 "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
-                                {{}, {}, 400.0, ""});
+    const auto r =
+        it::runDtrun({"run", it::scenarioPath("ft_chaos.toml"), "--chaos-seed", std::to_string(seed),
+                      "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                     {{}, {}, 400.0, ""});
     INFO("chaos seed " << seed << " (replay: dtrun run scenarios/ft_chaos.toml --chaos-seed " << seed << ")");
     INFO(it::describe(r));
     REQUIRE_FALSE(r.timed_out);
@@ -318,7 +338,8 @@ TEST_CASE("a seeded chaos run keeps every invariant", "[ft][chaos][slow]") {
     CHECK(it::waitForNoWorkers(10.0).empty()); // no process left running
 }
 
-TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is skipped", "[ft][checkpoint][slow]") {
+TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is skipped",
+          "[ft][checkpoint][slow]") {
     namespace fs = std::filesystem;
     it::TempDir dir;
     std::string toml = ftScenario(3, 12, "");
@@ -334,8 +355,8 @@ TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is
     const auto reference = it::readJsonFile(dir.file("straight.json"));
 
     // The first job: 8 steps, a checkpoint after every 4th (steps 3 and 7).
-    const auto first = it::runDtrun({"run", scenario, "--steps", "8", "--checkpoint-dir", ckpt_dir, "--summary",
-                                     dir.file("first.json"), "--quiet"},
+    const auto first = it::runDtrun({"run", scenario, "--steps", "8", "--checkpoint-dir", ckpt_dir,
+                                     "--summary", dir.file("first.json"), "--quiet"},
                                     {{}, {}, 240.0, ""});
     INFO(it::describe(first));
     REQUIRE(first.exit_code == 0);
@@ -354,9 +375,9 @@ TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is
     {
         INFO("a job resumed from the directory continues from its newest checkpoint, exactly");
         fs::copy(ckpt_dir, dir.file("good"), fs::copy_options::recursive);
-        const auto resumed = it::runDtrun({"run", scenario, "--resume", dir.file("good"), "--summary",
-                                           dir.file("resumed.json"), "--quiet"},
-                                          {{}, {}, 240.0, ""});
+        const auto resumed = it::runDtrun(
+            {"run", scenario, "--resume", dir.file("good"), "--summary", dir.file("resumed.json"), "--quiet"},
+            {{}, {}, 240.0, ""});
         INFO(it::describe(resumed));
         REQUIRE(resumed.exit_code == 0);
         CHECK(contains(resumed.err, "resuming from " + dir.file("good") + "/step-7"));
@@ -370,7 +391,8 @@ TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is
     }
 
     {
-        INFO("a directory with nothing usable, or a checkpoint of the wrong kind, is refused before anything starts");
+        INFO("a directory with nothing usable, or a checkpoint of the wrong kind, is refused before anything "
+             "starts");
         fs::create_directories(dir.file("empty"));
         const auto r = it::runDtrun({"run", scenario, "--resume", dir.file("empty")});
         CHECK(r.exit_code == 2);
@@ -379,7 +401,8 @@ TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is
         CHECK(r2.exit_code == 2);
         CHECK(contains(r2.err, "nothing left to train"));
         // Saving into the directory it resumes from would overwrite step-7.
-        const auto r3 = it::runDtrun({"run", scenario, "--resume", ckpt_dir + "/step-3", "--checkpoint-dir", ckpt_dir});
+        const auto r3 =
+            it::runDtrun({"run", scenario, "--resume", ckpt_dir + "/step-3", "--checkpoint-dir", ckpt_dir});
         CHECK(r3.exit_code == 2);
         CHECK(contains(r3.err, "never overwritten"));
         it::ScenarioSpec sharded;
@@ -388,7 +411,8 @@ TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is
         sharded.layers = 1;
         sharded.heads = 2;
         sharded.steps = 12;
-        const auto r4 = it::runDtrun({"run", dir.write("fsdp.toml", it::scenarioToml(sharded)), "--resume", ckpt_dir + "/step-3"});
+        const auto r4 = it::runDtrun(
+            {"run", dir.write("fsdp.toml", it::scenarioToml(sharded)), "--resume", ckpt_dir + "/step-3"});
         CHECK(r4.exit_code == 2);
         CHECK(contains(r4.err, "is a fault-tolerant replica checkpoint"));
     }
@@ -406,9 +430,10 @@ TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is
         }
         // A crash in the middle of a save leaves a .partial directory: never a candidate.
         fs::create_directories(ckpt_dir + "/step-9.partial-0-0");
-        const auto resumed = it::runDtrun({"run", scenario, "--resume", ckpt_dir, "--checkpoint-dir",
-                                           dir.file("ckpt2"), "--summary", dir.file("resumed.json"), "--quiet"},
-                                          {{}, {}, 240.0, ""});
+        const auto resumed =
+            it::runDtrun({"run", scenario, "--resume", ckpt_dir, "--checkpoint-dir", dir.file("ckpt2"),
+                          "--summary", dir.file("resumed.json"), "--quiet"},
+                         {{}, {}, 240.0, ""});
         INFO(it::describe(resumed));
         REQUIRE(resumed.exit_code == 0);
         CHECK(contains(resumed.err, "skipped checkpoint"));

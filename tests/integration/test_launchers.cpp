@@ -42,9 +42,10 @@ struct ExternalSession {
             process = std::make_unique<it::Process>(
                 std::vector<std::string>{it::dtrunPath(), "run", scenario, "--external", "--port",
                                          std::to_string(port), "--summary", summary},
-                it::ProcessOptions{token.empty() ? std::vector<std::pair<std::string, std::string>>{}
-                                                 : std::vector<std::pair<std::string, std::string>>{{"DTLAB_TOKEN", token}},
-                                   kLauncherVariables, 180.0, ""});
+                it::ProcessOptions{
+                    token.empty() ? std::vector<std::pair<std::string, std::string>>{}
+                                  : std::vector<std::pair<std::string, std::string>>{{"DTLAB_TOKEN", token}},
+                    kLauncherVariables, 180.0, ""});
             const bool listening = it::waitFor(
                 [&] {
                     return contains(process->stderrSoFar(), "waiting for ranks to join at") ||
@@ -75,7 +76,6 @@ void checkTwoRankSummary(const std::string& path) {
     CHECK(s["params_checksum"][0].is_string());
     CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
 }
-
 
 } // namespace
 
@@ -164,8 +164,10 @@ TEST_CASE("a Session with a token runs only workers that hold it", "[launch][aut
                     {"WORLD_SIZE", "2"},
                     {"MASTER_ADDR", "127.0.0.1"},
                     {"MASTER_PORT", std::to_string(session.port)}};
-        if (!token.empty()) opts.env.push_back({"DTLAB_TOKEN", token});
-        else opts.unset_env.push_back("DTLAB_TOKEN");
+        if (!token.empty())
+            opts.env.push_back({"DTLAB_TOKEN", token});
+        else
+            opts.unset_env.push_back("DTLAB_TOKEN");
         opts.timeout_s = 120;
         return opts;
     };
@@ -188,4 +190,3 @@ TEST_CASE("a Session with a token runs only workers that hold it", "[launch][aut
         checkTwoRankSummary(session.summary);
     }
 }
-

@@ -16,18 +16,19 @@
 
 namespace {
 
-
 // Why these tests cannot run here ("" when they can).
 std::string skipReason() {
-    if (std::string why = it::mpiSkipReason(); !why.empty()) return why;
-    if (std::string(MPI_COMM_CHECK_PATH).empty()) return "mpi_comm_check was not built";
+    if (std::string why = it::mpiSkipReason(); !why.empty())
+        return why;
+    if (std::string(MPI_COMM_CHECK_PATH).empty())
+        return "mpi_comm_check was not built";
     return "";
 }
 
 it::ProcessResult mpirun(int ranks, const std::vector<std::string>& program_args) {
     // --allow-run-as-root: CI runs as root; --oversubscribe: more ranks than cores.
     std::vector<std::string> argv{it::findInPath("mpirun"), "--allow-run-as-root", "--oversubscribe", "-np",
-                                  std::to_string(ranks), MPI_COMM_CHECK_PATH};
+                                  std::to_string(ranks),    MPI_COMM_CHECK_PATH};
     argv.insert(argv.end(), program_args.begin(), program_args.end());
     it::ProcessOptions options;
     options.timeout_s = 120;
@@ -42,7 +43,8 @@ TEST_CASE("The MPI communicator's collectives match a local reference on 2 and 4
         WARN("skipped: " << why);
         return;
     }
-    SECTION("2 ranks: all-reduce, all-gather, reduce-scatter, broadcast, send/recv, posted messages, barrier") {
+    SECTION(
+        "2 ranks: all-reduce, all-gather, reduce-scatter, broadcast, send/recv, posted messages, barrier") {
         const it::ProcessResult r = mpirun(2, {});
         INFO(it::describe(r) << "\nstdout:\n" << r.out);
         CHECK(r.exit_code == 0);
@@ -53,30 +55,35 @@ TEST_CASE("The MPI communicator's collectives match a local reference on 2 and 4
         const it::ProcessResult r = mpirun(4, {"1"});
         INFO(it::describe(r) << "\nstdout:\n" << r.out);
         CHECK(r.exit_code == 0);
-        for (int rank = 0; rank < 4; ++rank) CHECK(r.out.find("rank " + std::to_string(rank) + ": ok") != std::string::npos);
+        for (int rank = 0; rank < 4; ++rank)
+            CHECK(r.out.find("rank " + std::to_string(rank) + ": ok") != std::string::npos);
     }
     SECTION("4 ranks split into two groups of 2 by parity: each group sums only its own ranks") {
         const it::ProcessResult r = mpirun(4, {"2"});
         INFO(it::describe(r) << "\nstdout:\n" << r.out);
         CHECK(r.exit_code == 0);
-        for (int rank = 0; rank < 4; ++rank) CHECK(r.out.find("rank " + std::to_string(rank) + ": ok") != std::string::npos);
+        for (int rank = 0; rank < 4; ++rank)
+            CHECK(r.out.find("rank " + std::to_string(rank) + ": ok") != std::string::npos);
     }
 }
 
 TEST_CASE("The MPI communicator refuses to start outside mpirun, saying why", "[mpi]") {
     SECTION("in a process that mpirun did not start, creating one is a usage error naming mpirun") {
-        if (std::getenv("OMPI_COMM_WORLD_RANK")) return; // this test process itself runs under mpirun
+        if (std::getenv("OMPI_COMM_WORLD_RANK"))
+            return; // this test process itself runs under mpirun
         try {
             (void)dt::makeMpiCommunicator(0, 0, 1, nullptr);
             FAIL("expected a UsageError");
         } catch (const dt::UsageError& e) {
             const std::string what = e.what();
             CHECK(what.find("backend \"mpi\"") != std::string::npos);
-            CHECK((what.find("mpirun") != std::string::npos || what.find("without MPI") != std::string::npos));
+            CHECK(
+                (what.find("mpirun") != std::string::npos || what.find("without MPI") != std::string::npos));
         }
     }
     SECTION("the check program run without mpirun exits 2 with the reason") {
-        if (!skipReason().empty()) return;
+        if (!skipReason().empty())
+            return;
         const it::ProcessResult r = it::runProcess({MPI_COMM_CHECK_PATH});
         CHECK(r.exit_code == 2);
         CHECK(r.err.find("start it with mpirun") != std::string::npos);

@@ -74,14 +74,16 @@ class TwoHosts {
             const auto r = ip(step);
             if (r.exit_code != 0) {
                 std::string command = "ip";
-                for (const auto& a : step) command += " " + a;
+                for (const auto& a : step)
+                    command += " " + a;
                 m_skip = "'" + command + "' failed (no permission to create network namespaces?): " + r.err;
                 return;
             }
         }
     }
     ~TwoHosts() {
-        for (const auto& ns : m_ns) (void)ip({"netns", "del", ns}); // also removes the veth pair
+        for (const auto& ns : m_ns)
+            (void)ip({"netns", "del", ns}); // also removes the veth pair
     }
     TwoHosts(const TwoHosts&) = delete;
     TwoHosts& operator=(const TwoHosts&) = delete;
@@ -92,8 +94,16 @@ class TwoHosts {
     // argv that runs `command` inside host `host` with the host name `name`.
     [[nodiscard]] std::vector<std::string> inHost(int host, const std::string& name,
                                                   const std::vector<std::string>& command) const {
-        std::vector<std::string> argv{it::findInPath("ip"), "netns", "exec", m_ns[size_t(host)], "unshare", "--uts",
-                                      "sh", "-c", "hostname \"$0\" && exec \"$@\"", name};
+        std::vector<std::string> argv{it::findInPath("ip"),
+                                      "netns",
+                                      "exec",
+                                      m_ns[size_t(host)],
+                                      "unshare",
+                                      "--uts",
+                                      "sh",
+                                      "-c",
+                                      "hostname \"$0\" && exec \"$@\"",
+                                      name};
         argv.insert(argv.end(), command.begin(), command.end());
         return argv;
     }
@@ -138,11 +148,12 @@ struct SplitRun {
         const int port = 29000 + getpid() % 1000; // the namespace is fresh: nothing else listens there
         session = std::make_unique<it::Process>(
             hosts.inHost(0, "hostA",
-                         {it::dtrunPath(), "run", scenario, "--external", "--listen", hosts.address(0), "--port",
-                          std::to_string(port), "--token-file", token, "--summary", summary}),
+                         {it::dtrunPath(), "run", scenario, "--external", "--listen", hosts.address(0),
+                          "--port", std::to_string(port), "--token-file", token, "--summary", summary}),
             options);
-        REQUIRE(it::waitFor([&] { return contains(session->stderrSoFar(), "waiting for ranks") || !session->running(); },
-                            60.0));
+        REQUIRE(it::waitFor(
+            [&] { return contains(session->stderrSoFar(), "waiting for ranks") || !session->running(); },
+            60.0));
         INFO("dtrun: " << session->stderrSoFar());
         REQUIRE(session->running());
         const std::string join = hosts.address(0) + ":" + std::to_string(port);
@@ -150,8 +161,8 @@ struct SplitRun {
             const int host = rank < 2 ? 0 : 1;
             ranks.push_back(std::make_unique<it::Process>(
                 hosts.inHost(host, host == 0 ? "hostA" : "hostB",
-                             {it::dtrunPath(), "worker", "--rank", std::to_string(rank), "--world", "4", "--join",
-                              join, "--token-file", token}),
+                             {it::dtrunPath(), "worker", "--rank", std::to_string(rank), "--world", "4",
+                              "--join", join, "--token-file", token}),
                 options));
         }
     }
@@ -159,7 +170,8 @@ struct SplitRun {
 
 } // namespace
 
-TEST_CASE("Ranks on two hosts train together, ride out a short link loss and report a long one", "[multihost]") {
+TEST_CASE("Ranks on two hosts train together, ride out a short link loss and report a long one",
+          "[multihost]") {
     TwoHosts hosts;
     if (!hosts.skipReason().empty()) {
         WARN("multi-host test not run: " << hosts.skipReason());
@@ -176,17 +188,21 @@ TEST_CASE("Ranks on two hosts train together, ride out a short link loss and rep
         CHECK(summary["ok"] == true);
         CHECK(summary["steps"] == 5);
         std::vector<std::string> reported;
-        for (const auto& e : summary["exit"]) reported.push_back(e["host"]);
+        for (const auto& e : summary["exit"])
+            reported.push_back(e["host"]);
         CHECK(reported == std::vector<std::string>{"hostA", "hostA", "hostB", "hostB"});
         const auto& checksums = summary["params_checksum"];
-        for (const auto& c : checksums) CHECK(c == checksums[0]);
-        for (auto& rank : run.ranks) CHECK(rank->wait(30.0).exit_code == 0);
+        for (const auto& c : checksums)
+            CHECK(c == checksums[0]);
+        for (auto& rank : run.ranks)
+            CHECK(rank->wait(30.0).exit_code == 0);
         CHECK(hosts.bytesSentByHostB() > 5'000'000); // the Gloo ring really crossed the link
     }
 
     SECTION("A link down for 1.5 s mid-run is ridden out: TCP retransmits and every step completes") {
         SplitRun run(hosts, dir, 40, 10.0);
-        REQUIRE(it::waitFor([&] { return hosts.bytesSentByHostB() > 20'000'000 || !run.session->running(); }, 120.0));
+        REQUIRE(it::waitFor([&] { return hosts.bytesSentByHostB() > 20'000'000 || !run.session->running(); },
+                            120.0));
         REQUIRE(run.session->running());
         hosts.setLinkUp(false);
         it::sleepSeconds(1.5);
@@ -208,7 +224,8 @@ TEST_CASE("Ranks on two hosts train together, ride out a short link loss and rep
 
     SECTION("A link that stays down fails the run, names the silent host, and every rank exits on its own") {
         SplitRun run(hosts, dir, 200, 5.0);
-        REQUIRE(it::waitFor([&] { return hosts.bytesSentByHostB() > 20'000'000 || !run.session->running(); }, 120.0));
+        REQUIRE(it::waitFor([&] { return hosts.bytesSentByHostB() > 20'000'000 || !run.session->running(); },
+                            120.0));
         REQUIRE(run.session->running());
         const double down_at = it::monotonicSeconds();
         hosts.setLinkUp(false);

@@ -10,8 +10,8 @@
 //    most p of them;
 //  - the summary reports the measured bubble beside the formula.
 // Checks are blocks with an INFO sentence (a SECTION would start every process again).
-#include "process_helpers.hpp"
 #include "checkpoint/params_io.hpp"
+#include "process_helpers.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -31,19 +31,21 @@ struct Pipe {
 
 std::string toml(const Pipe& p, const std::string& kind) {
     return "[scenario]\nname = \"pipeline test\"\n[topology]\nranks = " + std::to_string(p.ranks) +
-           "\nstages = " + std::to_string(kind == "pipeline" ? p.stages : 1) + "\n[model]\nlayers = " +
-           std::to_string(p.layers) + "\n[data]\nbatch_per_rank = " + std::to_string(p.batch) +
-           "\n[strategy]\nkind = \"" + kind + "\"\n" +
-           (kind == "pipeline" ? "schedule = \"" + p.schedule + "\"\nchunks_per_rank = " + std::to_string(p.chunks) +
-                                     "\nmicrobatches = " + std::to_string(p.microbatches) +
-                                     "\npipeline_data_parallel = \"" + p.data_parallel + "\"\n"
-                               : std::string()) +
+           "\nstages = " + std::to_string(kind == "pipeline" ? p.stages : 1) +
+           "\n[model]\nlayers = " + std::to_string(p.layers) +
+           "\n[data]\nbatch_per_rank = " + std::to_string(p.batch) + "\n[strategy]\nkind = \"" + kind +
+           "\"\n" +
+           (kind == "pipeline"
+                ? "schedule = \"" + p.schedule + "\"\nchunks_per_rank = " + std::to_string(p.chunks) +
+                      "\nmicrobatches = " + std::to_string(p.microbatches) + "\npipeline_data_parallel = \"" +
+                      p.data_parallel + "\"\n"
+                : std::string()) +
            "[run]\nsteps = 3\ntimeout_s = 30\n";
 }
 
 // Runs and returns the summary and every parameter any rank wrote, by name.
-std::pair<nlohmann::json, std::map<std::string, at::Tensor>> run(const it::TempDir& dir, const std::string& tag,
-                                                                 const std::string& text, int ranks) {
+std::pair<nlohmann::json, std::map<std::string, at::Tensor>>
+run(const it::TempDir& dir, const std::string& tag, const std::string& text, int ranks) {
     const std::string out = dir.file(tag);
     REQUIRE(::mkdir(out.c_str(), 0755) == 0);
     it::ProcessOptions opts;
@@ -61,7 +63,8 @@ std::pair<nlohmann::json, std::map<std::string, at::Tensor>> run(const it::TempD
                 const auto a = it->second.contiguous(), b = p.tensor.contiguous();
                 double worst = 0.0;
                 for (int64_t k = 0; k < a.numel(); ++k)
-                    worst = std::max(worst, double(std::fabs(a.data_ptr<float>()[k] - b.data_ptr<float>()[k])));
+                    worst =
+                        std::max(worst, double(std::fabs(a.data_ptr<float>()[k] - b.data_ptr<float>()[k])));
                 CHECK(worst == 0.0);
             }
             params[p.name] = p.tensor;
@@ -69,7 +72,8 @@ std::pair<nlohmann::json, std::map<std::string, at::Tensor>> run(const it::TempD
     return {it::readJsonFile(dir.file(tag + ".json")), params};
 }
 
-double maxAbsDifference(const std::map<std::string, at::Tensor>& a, const std::map<std::string, at::Tensor>& b) {
+double maxAbsDifference(const std::map<std::string, at::Tensor>& a,
+                        const std::map<std::string, at::Tensor>& b) {
     REQUIRE(a.size() == b.size()); // the stages together hold the whole model
     double worst = 0.0;
     for (const auto& [name, ta_] : a) {
@@ -152,8 +156,9 @@ TEST_CASE("Every pipeline schedule trains like one process on the same global ba
     }
 
     {
-        INFO("FSDP across the pipelines: the stage is whole only during a step; between steps each rank keeps "
-             "half of it, and the same collectives as ZeRO-1 move it");
+        INFO(
+            "FSDP across the pipelines: the stage is whole only during a step; between steps each rank keeps "
+            "half of it, and the same collectives as ZeRO-1 move it");
         const auto ddp = it::readJsonFile(dir.file("1f1b-2x2.json"));
         const auto zero1 = it::readJsonFile(dir.file("1f1b-2x2-zero1.json"));
         const auto fsdp_run = it::readJsonFile(dir.file("1f1b-2x2-fsdp.json"));
@@ -163,7 +168,7 @@ TEST_CASE("Every pipeline schedule trains like one process on the same global ba
             const double whole = ddp["peak_memory"][rank]["parameters"].get<double>();
             const double materialized = p["params_materialized"].get<double>();
             CAPTURE(whole, materialized, p.dump());
-            CHECK(materialized >= whole);              // the whole stage (padded), during a step
+            CHECK(materialized >= whole); // the whole stage (padded), during a step
             CHECK(materialized <= whole + 4.0);
             // parameters = shard + the whole stage while it is alive
             CHECK(p["parameters"].get<double>() - materialized <= whole / 2.0 + 4.0);
@@ -176,7 +181,8 @@ TEST_CASE("Every pipeline schedule trains like one process on the same global ba
     }
 }
 
-TEST_CASE("GPipe holds every microbatch's activations on the first stage, 1F1B at most p", "[pipeline][slow]") {
+TEST_CASE("GPipe holds every microbatch's activations on the first stage, 1F1B at most p",
+          "[pipeline][slow]") {
     it::TempDir dir;
     Pipe p;
     p.microbatches = 8;

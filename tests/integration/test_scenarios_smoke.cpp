@@ -54,7 +54,8 @@ void runScenariosWithChecks(const std::vector<std::string>& prefixes) {
     for (const auto& name : scenarioFiles()) {
         auto starts = [&](const std::string& p) { return name.rfind(p, 0) == 0; };
         const bool in_group = std::any_of(kGroups.begin(), kGroups.end(), starts);
-        if (prefixes.empty() ? !in_group : std::any_of(prefixes.begin(), prefixes.end(), starts)) files.push_back(name);
+        if (prefixes.empty() ? !in_group : std::any_of(prefixes.begin(), prefixes.end(), starts))
+            files.push_back(name);
     }
     REQUIRE_FALSE(files.empty());
     it::TempDir dir;
@@ -62,14 +63,16 @@ void runScenariosWithChecks(const std::vector<std::string>& prefixes) {
         DYNAMIC_SECTION("dtrun run --check " << name) {
             const std::string path = it::scenarioPath(name);
             const dt::Scenario scenario = dt::loadScenarioFile(path);
-            if (scenario.checks.empty()) FAIL(name << " has no [[checks]]: add at least one claim the run must show");
+            if (scenario.checks.empty())
+                FAIL(name << " has no [[checks]]: add at least one claim the run must show");
             if (dt::scenarioUsesMpi(scenario) && !it::mpiSkipReason().empty()) {
                 WARN(name << " skipped: " << it::mpiSkipReason());
                 continue;
             }
             const std::string summary_path = dir.file(name + ".summary.json");
             it::ProcessOptions opts;
-            // Each baseline is a whole run more; a hang is detected after timeout_s plus the Session's 5 s grace.
+            // Each baseline is a whole run more; a hang is detected after timeout_s plus the Session's 5 s
+            // grace.
             opts.timeout_s = 300.0 + 2 * scenario.run.timeout_s;
             const auto r = it::runDtrun({"run", path, "--check", "--summary", summary_path}, opts);
             INFO(name << ": " << it::describe(r) << "\n" << r.err);
@@ -80,7 +83,8 @@ void runScenariosWithChecks(const std::vector<std::string>& prefixes) {
             // The closing checks: the run showed what the scenario claims.
             REQUIRE(s["checks"].size() == scenario.checks.size());
             for (const auto& c : s["checks"]) {
-                CAPTURE(c["claim"].get<std::string>(), c["expect"].get<std::string>(), c["detail"].get<std::string>());
+                CAPTURE(c["claim"].get<std::string>(), c["expect"].get<std::string>(),
+                        c["detail"].get<std::string>());
                 CHECK(c["evaluated"] == true);
                 CHECK(c["passed"] == true);
             }
@@ -93,17 +97,20 @@ void runScenariosWithChecks(const std::vector<std::string>& prefixes) {
                     REQUIRE(s["final_loss"].is_number());
                     CHECK(std::isfinite(s["final_loss"].get<double>()));
                 }
-            } else { // a scenario whose point is a failure (a killed DDP rank) fails with a reason naming the rank
+            } else { // a scenario whose point is a failure (a killed DDP rank) fails with a reason naming the
+                     // rank
                 CHECK(r.exit_code == 1);
                 CHECK_FALSE(scenario.faults.empty());
                 const std::string reason = s["failure_reason"].get<std::string>();
                 bool names_a_faulted_rank = false;
                 for (const auto& f : scenario.faults)
-                    names_a_faulted_rank = names_a_faulted_rank || contains(reason, "rank " + std::to_string(f.rank));
+                    names_a_faulted_rank =
+                        names_a_faulted_rank || contains(reason, "rank " + std::to_string(f.rank));
                 CHECK(names_a_faulted_rank);
                 for (const auto& f : scenario.faults) {
                     CAPTURE(f.rank, f.action);
-                    if (f.action == dt::FaultAction::Kill || f.action == dt::FaultAction::Hang) CHECK(s["exit"][size_t(f.rank)]["signal"] == 9);
+                    if (f.action == dt::FaultAction::Kill || f.action == dt::FaultAction::Hang)
+                        CHECK(s["exit"][size_t(f.rank)]["signal"] == 9);
                 }
             }
             CHECK(it::waitForNoWorkers(2.0).empty());
@@ -123,7 +130,8 @@ TEST_CASE("the diloco scenarios run as written and their closing checks hold", "
 TEST_CASE("the fsdp scenarios run as written and their closing checks hold", "[smoke][checks][slow]") {
     runScenariosWithChecks({"fsdp_"});
 }
-TEST_CASE("the fault tolerance scenarios run as written and their closing checks hold", "[smoke][checks][slow]") {
+TEST_CASE("the fault tolerance scenarios run as written and their closing checks hold",
+          "[smoke][checks][slow]") {
     runScenariosWithChecks({"ft_"});
 }
 TEST_CASE("the pipeline scenarios run as written and their closing checks hold", "[smoke][checks][slow]") {

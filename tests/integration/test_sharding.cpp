@@ -16,9 +16,9 @@
 // The checks are blocks with an INFO sentence rather than SECTIONs: Catch2
 // re-runs a test case from the top for every SECTION, which would start every
 // process again.
+#include "checkpoint/params_io.hpp"
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
-#include "checkpoint/params_io.hpp"
 
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
@@ -60,14 +60,18 @@ it::ScenarioSpec spec(const std::string& strategy, int ranks, int replicas = 1) 
     return s;
 }
 
-dt::Scenario parsed(const it::ScenarioSpec& s) { return dt::parseScenarioText(it::scenarioToml(s), "spec.toml"); }
+dt::Scenario parsed(const it::ScenarioSpec& s) {
+    return dt::parseScenarioText(it::scenarioToml(s), "spec.toml");
+}
 
 Run run(const it::TempDir& dir, const std::string& tag, const it::ScenarioSpec& s,
         const std::vector<std::string>& extra = {}) {
     const std::string out_dir = dir.file(tag);
     REQUIRE(::mkdir(out_dir.c_str(), 0755) == 0);
-    std::vector<std::string> args{"run", dir.write(tag + ".toml", it::scenarioToml(s)), "--summary",
-                                  dir.file(tag + ".json"), "--params-out", out_dir, "--quiet"};
+    std::vector<std::string> args{"run",          dir.write(tag + ".toml", it::scenarioToml(s)),
+                                  "--summary",    dir.file(tag + ".json"),
+                                  "--params-out", out_dir,
+                                  "--quiet"};
     args.insert(args.end(), extra.begin(), extra.end());
     it::ProcessOptions opts;
     opts.timeout_s = 180;
@@ -78,13 +82,16 @@ Run run(const it::TempDir& dir, const std::string& tag, const it::ScenarioSpec& 
     out.summary = it::readJsonFile(dir.file(tag + ".json"));
     REQUIRE(out.summary["ok"] == true);
     const auto& sums = out.summary["params_checksum"];
-    for (const auto& c : sums) CHECK(c == sums[0]); // every rank ends with the same parameters
+    for (const auto& c : sums)
+        CHECK(c == sums[0]); // every rank ends with the same parameters
     out.rank0 = dt::loadParameters(out_dir + "/rank0.params");
     return out;
 }
 
 // |measured / theory - 1|
-double relativeError(double measured, double theory) { return std::fabs(measured / theory - 1.0); }
+double relativeError(double measured, double theory) {
+    return std::fabs(measured / theory - 1.0);
+}
 
 } // namespace
 
@@ -95,14 +102,15 @@ TEST_CASE("Sharded strategies train like DDP and hold what the ZeRO formulas say
     const Run ddp = run(dir, "ddp" + std::to_string(ranks), spec("ddp", ranks));
 
     std::vector<std::pair<std::string, int>> strategies = {{"zero1", 1}, {"zero2", 1}, {"fsdp", 1}};
-    if (ranks == 4) strategies.push_back({"hsdp", 2});
+    if (ranks == 4)
+        strategies.push_back({"hsdp", 2});
     for (const auto& [kind, replicas] : strategies) {
         const it::ScenarioSpec s = spec(kind, ranks, replicas);
         const std::string tag = kind + std::to_string(ranks);
         CAPTURE(kind);
         const Run sharded = run(dir, tag, s);
 
-        { 
+        {
             INFO("the parameters equal DDP's after 3 steps: " + tag);
             const double diff = maxAbsDifference(sharded.rank0, ddp.rank0);
             CAPTURE(diff);
@@ -113,15 +121,17 @@ TEST_CASE("Sharded strategies train like DDP and hold what the ZeRO formulas say
         const dt::ModelStateTheory theory = dt::modelStateTheory(scenario);
         const auto& j = sharded.summary;
         const auto& peak = j["peak_memory"][0];
-        { 
+        {
             INFO("parameters, gradients and optimizer state per rank match the formulas: " + tag);
             CAPTURE(peak.dump(), theory.parameters, theory.gradients, theory.optimizer_state);
             // fsdp: parameters = shards + the unsharded copies alive when sampled, so
             // the peak is the shards plus the materialized peak.
-            const double sharded = peak["parameters"].get<double>() - peak["params_materialized"].get<double>();
+            const double sharded =
+                peak["parameters"].get<double>() - peak["params_materialized"].get<double>();
             CHECK(relativeError(sharded, double(theory.parameters)) < 0.01);
             CHECK(relativeError(peak["gradients"].get<double>(), double(theory.gradients)) < 0.01);
-            CHECK(relativeError(peak["optimizer_state"].get<double>(), double(theory.optimizer_state)) < 0.01);
+            CHECK(relativeError(peak["optimizer_state"].get<double>(), double(theory.optimizer_state)) <
+                  0.01);
             if (kind == "fsdp" || kind == "hsdp") {
                 // root + the unit computing + the prefetched one, at most
                 // root + the unit computing + the prefetched one (backward prefetch is on)
@@ -133,13 +143,15 @@ TEST_CASE("Sharded strategies train like DDP and hold what the ZeRO formulas say
             }
         }
 
-        { 
+        {
             INFO("bytes sent per step match the cost model: " + tag);
             const double per_step = j["bytes_sent"][0].get<double>() / 3.0;
             const double expected = double(dt::bytesPerStepTheory(scenario));
             CAPTURE(per_step, expected);
-            if (ranks == 1) CHECK(per_step == 0.0);
-            else CHECK(relativeError(per_step, expected) < 0.001);
+            if (ranks == 1)
+                CHECK(per_step == 0.0);
+            else
+                CHECK(relativeError(per_step, expected) < 0.001);
         }
     }
 
@@ -149,7 +161,8 @@ TEST_CASE("Sharded strategies train like DDP and hold what the ZeRO formulas say
         // only 2 blocks here, root + 2 blocks is the whole model: FSDP pays off
         // with many units, which fsdp_memory.toml and the benchmark show).
         const auto states = [&](const std::string& kind) {
-            const auto p = it::readJsonFile(dir.file(kind + std::to_string(ranks) + ".json"))["peak_memory"][0];
+            const auto p =
+                it::readJsonFile(dir.file(kind + std::to_string(ranks) + ".json"))["peak_memory"][0];
             return p["parameters"].get<double>() - p["params_materialized"].get<double>() +
                    p["gradients"].get<double>() + p["optimizer_state"].get<double>();
         };
@@ -178,21 +191,22 @@ TEST_CASE("Microbatches and activation checkpointing change memory, not the resu
     ckpt.strategy_toml = "activation_checkpointing = true\n";
     const Run checkpointed = run(dir, "ckpt", ckpt);
 
-    { 
-            INFO("4 microbatches give the parameters of one batch, with or without communication per microbatch");
+    {
+        INFO("4 microbatches give the parameters of one batch, with or without communication per microbatch");
         CHECK(maxAbsDifference(with_sync.rank0, plain.rank0) < kTolerance);
         CHECK(maxAbsDifference(without_sync.rank0, plain.rank0) < kTolerance);
     }
-    { 
-            INFO("communicating per microbatch moves 4x the reduce-scatter bytes; skipping it keeps unsharded gradients");
+    {
+        INFO("communicating per microbatch moves 4x the reduce-scatter bytes; skipping it keeps unsharded "
+             "gradients");
         const auto& c_sync = with_sync.summary["collectives"]["reduce-scatter"];
         const auto& c_nosync = without_sync.summary["collectives"]["reduce-scatter"];
         CHECK(c_sync["count"].get<int64_t>() == 4 * c_nosync["count"].get<int64_t>());
         CHECK(without_sync.summary["peak_memory"][0]["gradients"].get<double>() >
               2.0 * with_sync.summary["peak_memory"][0]["gradients"].get<double>());
     }
-    { 
-            INFO("activation checkpointing recomputes each block and keeps fewer activations");
+    {
+        INFO("activation checkpointing recomputes each block and keeps fewer activations");
         CHECK(maxAbsDifference(checkpointed.rank0, plain.rank0) < kTolerance);
         const double act_plain = plain.summary["peak_memory"][0]["activations"].get<double>();
         const double act_ckpt = checkpointed.summary["peak_memory"][0]["activations"].get<double>();
@@ -201,7 +215,8 @@ TEST_CASE("Microbatches and activation checkpointing change memory, not the resu
     }
 }
 
-TEST_CASE("Offloading the optimizer moves its state to the host and changes nothing else", "[sharding][offload][slow]") {
+TEST_CASE("Offloading the optimizer moves its state to the host and changes nothing else",
+          "[sharding][offload][slow]") {
     it::TempDir dir;
     for (const std::string kind : {"zero1", "zero2", "fsdp"}) {
         CAPTURE(kind);
@@ -220,10 +235,12 @@ TEST_CASE("Offloading the optimizer moves its state to the host and changes noth
             CHECK(offloaded.summary["params_checksum"][0] == plain.summary["params_checksum"][0]);
         }
         {
-            INFO("the device holds no optimizer state; the host holds AdamW + fp32 shard + its gradient = 16 Psi / N");
+            INFO("the device holds no optimizer state; the host holds AdamW + fp32 shard + its gradient = 16 "
+                 "Psi / N");
             CHECK(peak["optimizer_state"] == 0);
             CHECK(plain_peak["host"] == 0);
-            CHECK(theory.host == 2 * plain_peak["optimizer_state"].get<int64_t>()); // 16 Psi / N = 2 x 8 Psi / N
+            CHECK(theory.host ==
+                  2 * plain_peak["optimizer_state"].get<int64_t>()); // 16 Psi / N = 2 x 8 Psi / N
             CHECK(peak["host"].get<int64_t>() == theory.host);
             CHECK(peak["gradients"] == plain_peak["gradients"]);
             CHECK(peak["parameters"].get<double>() - peak["params_materialized"].get<double>() ==
@@ -247,7 +264,8 @@ TEST_CASE("Offloading the optimizer moves its state to the host and changes noth
     }
 
     {
-        INFO("a checkpoint written with offload resumes without it, and one written without it resumes with it");
+        INFO("a checkpoint written with offload resumes without it, and one written without it resumes with "
+             "it");
         const std::string with_dir = dir.file("ckpt_with"), without_dir = dir.file("ckpt_without");
         it::ScenarioSpec s = spec("zero2", 2);
         s.steps = 4;
@@ -284,7 +302,8 @@ TEST_CASE("Offloading the optimizer moves its state to the host and changes noth
     }
 }
 
-TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is refused", "[sharding][checkpoint][slow]") {
+TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is refused",
+          "[sharding][checkpoint][slow]") {
     it::TempDir dir;
     const std::string ckpt_dir = dir.file("ckpt");
     it::ScenarioSpec s = spec("fsdp", 2);
@@ -295,8 +314,8 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
     REQUIRE(fs::exists(ckpt_dir + "/step-1/shard-1-of-2.dtparams"));
     REQUIRE(fs::exists(ckpt_dir + "/step-3/checkpoint.json"));
 
-    { 
-            INFO("resuming step-1 on 4 shards (zero2) and on 1 (fsdp) ends where the straight run ended");
+    {
+        INFO("resuming step-1 on 4 shards (zero2) and on 1 (fsdp) ends where the straight run ended");
         it::ScenarioSpec four = spec("zero2", 4);
         four.steps = 4;
         const Run resumed4 = run(dir, "resumed4", four, {"--resume", ckpt_dir + "/step-1"});
@@ -308,7 +327,8 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
         CHECK(maxAbsDifference(resumed1.rank0, straight.rank0) < kTolerance);
     }
 
-    const auto refused = [&](const std::string& tag, const it::ScenarioSpec& spec_, const std::vector<std::string>& extra) {
+    const auto refused = [&](const std::string& tag, const it::ScenarioSpec& spec_,
+                             const std::vector<std::string>& extra) {
         std::vector<std::string> args{"run", dir.write(tag + ".toml", it::scenarioToml(spec_)), "--summary",
                                       dir.file(tag + ".json"), "--quiet"};
         args.insert(args.end(), extra.begin(), extra.end());
@@ -319,8 +339,8 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
         return r.err;
     };
 
-    { 
-            INFO("a flipped byte in a shard file is refused before anything starts, naming the file");
+    {
+        INFO("a flipped byte in a shard file is refused before anything starts, naming the file");
         const std::string copy = dir.file("corrupt");
         fs::copy(ckpt_dir + "/step-1", copy);
         const std::string victim = copy + "/shard-1-of-2.dtparams";
@@ -338,8 +358,8 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
         CHECK(err.find("checksum") != std::string::npos);
     }
 
-    { 
-            INFO("a missing shard file is refused: the checkpoint says how many shards it was saved with");
+    {
+        INFO("a missing shard file is refused: the checkpoint says how many shards it was saved with");
         const std::string copy = dir.file("incomplete");
         fs::copy(ckpt_dir + "/step-1", copy);
         fs::remove(copy + "/shard-0-of-2.dtparams");
@@ -348,16 +368,16 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
         CHECK(err.find("shard-0-of-2.dtparams") != std::string::npos);
     }
 
-    { 
-            INFO("a checkpoint of another model is refused");
+    {
+        INFO("a checkpoint of another model is refused");
         it::ScenarioSpec other = spec("fsdp", 2);
         other.layers = 3;
         const std::string err = refused("othermodel", other, {"--resume", ckpt_dir + "/step-1"});
         CHECK(err.find("does not fit this model") != std::string::npos);
     }
 
-    { 
-            INFO("a run that would overwrite a checkpoint is refused and the checkpoint is untouched");
+    {
+        INFO("a run that would overwrite a checkpoint is refused and the checkpoint is untouched");
         const auto before = fs::last_write_time(ckpt_dir + "/step-3/checkpoint.json");
         const std::string err = refused("overwrite", s, {});
         CHECK(err.find("exists already") != std::string::npos);

@@ -7,9 +7,9 @@
 //  - every rank gathers the same model (same checksum).
 //  - each rank holds the parameter bytes of the formula and sends the bytes of
 //    4 all-reduces of the activations per block and step (the cost model).
+#include "checkpoint/params_io.hpp"
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
-#include "checkpoint/params_io.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -52,7 +52,8 @@ Run run(const it::TempDir& dir, const std::string& tag, const std::string& strat
 
 } // namespace
 
-TEST_CASE("Tensor-parallel ranks train the same model as one rank of the unsplit model", "[tensor_parallel][slow]") {
+TEST_CASE("Tensor-parallel ranks train the same model as one rank of the unsplit model",
+          "[tensor_parallel][slow]") {
     it::TempDir dir;
     const Run whole = run(dir, "whole", "ddp", 1, kBatch);
     const Run tp2 = run(dir, "tp2", "tensor_parallel", 2, kBatch);
@@ -93,7 +94,8 @@ TEST_CASE("Tensor-parallel ranks train the same model as one rank of the unsplit
     }
     SECTION("every rank gathers the same model") {
         for (const Run* tp : {&tp2, &tp4})
-            for (const auto& sum : tp->summary["params_checksum"]) CHECK(sum == tp->summary["params_checksum"][0]);
+            for (const auto& sum : tp->summary["params_checksum"])
+                CHECK(sum == tp->summary["params_checksum"][0]);
     }
     SECTION("each rank holds the formula's parameter bytes, below the whole model's") {
         for (const Run* tp : {&tp2, &tp4})
@@ -101,7 +103,8 @@ TEST_CASE("Tensor-parallel ranks train the same model as one rank of the unsplit
                 CHECK(peak["parameters"] == tp->summary["theory"]["parameters"]);
         const int64_t whole_bytes = whole.summary["peak_memory"][0]["parameters"].get<int64_t>();
         CHECK(tp2.summary["theory"]["parameters"].get<int64_t>() < whole_bytes);
-        CHECK(tp4.summary["theory"]["parameters"].get<int64_t>() < tp2.summary["theory"]["parameters"].get<int64_t>());
+        CHECK(tp4.summary["theory"]["parameters"].get<int64_t>() <
+              tp2.summary["theory"]["parameters"].get<int64_t>());
     }
     SECTION("each rank sends 4 all-reduces of the activations per block and step, as the cost model says") {
         // 4 blocks x 4 all-reduces x 2 (N-1)/N x 4 bytes x batch 8 x context 64 x d_model 128, per step.
@@ -109,14 +112,18 @@ TEST_CASE("Tensor-parallel ranks train the same model as one rank of the unsplit
         CHECK(tp2.summary["theory"]["bytes_sent_per_step"] == 4 * 4 * (2 * 1 * activation / 2));
         for (const Run* tp : {&tp2, &tp4}) {
             const int64_t per_step = tp->summary["theory"]["bytes_sent_per_step"].get<int64_t>();
-            for (const auto& sent : tp->summary["bytes_sent"]) CHECK(sent.get<int64_t>() == kSteps * per_step);
-            CHECK(tp->summary["collectives"]["all-reduce"]["count"] == 4 * 4 * kSteps * int(tp->params.size()));
-            CHECK_FALSE(tp->summary["collectives"].contains("broadcast")); // each rank slices the seeded model itself
+            for (const auto& sent : tp->summary["bytes_sent"])
+                CHECK(sent.get<int64_t>() == kSteps * per_step);
+            CHECK(tp->summary["collectives"]["all-reduce"]["count"] ==
+                  4 * 4 * kSteps * int(tp->params.size()));
+            CHECK_FALSE(
+                tp->summary["collectives"].contains("broadcast")); // each rank slices the seeded model itself
         }
     }
 }
 
-TEST_CASE("A tensor-parallel scenario that cannot be split is refused before anything starts", "[tensor_parallel]") {
+TEST_CASE("A tensor-parallel scenario that cannot be split is refused before anything starts",
+          "[tensor_parallel]") {
     it::TempDir dir;
     it::ScenarioSpec spec;
     spec.ranks = 3; // 4 heads cannot be split 3 ways

@@ -22,7 +22,8 @@ int g_failures = 0;
 int g_world_rank = 0;
 
 void expectEqual(const char* what, const at::Tensor& got, const at::Tensor& want) {
-    if (got.sizes() == want.sizes() && at::equal(got, want)) return;
+    if (got.sizes() == want.sizes() && at::equal(got, want))
+        return;
     ++g_failures;
     const auto diff = (got.flatten() - want.flatten()).abs();
     std::fprintf(stderr, "rank %d: %s: mismatch (max abs diff %g)\n", g_world_rank, what,
@@ -30,7 +31,9 @@ void expectEqual(const char* what, const at::Tensor& got, const at::Tensor& want
 }
 
 // The payload of group rank r: (r + 1) * 1000 + i.
-at::Tensor payload(int r, int64_t n) { return at::arange(n, at::kFloat) + float((r + 1) * 1000); }
+at::Tensor payload(int r, int64_t n) {
+    return at::arange(n, at::kFloat) + float((r + 1) * 1000);
+}
 
 } // namespace
 
@@ -43,7 +46,8 @@ int main(int argc, char** argv) {
     const char* rank_env = std::getenv("OMPI_COMM_WORLD_RANK");
     const char* size_env = std::getenv("OMPI_COMM_WORLD_SIZE");
     if (!rank_env || !size_env) {
-        std::fprintf(stderr, "mpi_comm_check: start it with mpirun (%s)\n", dt::mpiUnavailableReason().c_str());
+        std::fprintf(stderr, "mpi_comm_check: start it with mpirun (%s)\n",
+                     dt::mpiUnavailableReason().c_str());
         return 2;
     }
     g_world_rank = std::atoi(rank_env);
@@ -62,7 +66,8 @@ int main(int argc, char** argv) {
             expectEqual("all-reduce", x, want_sum);
             // all-gather: the concatenation of every rank's payload
             std::vector<at::Tensor> parts;
-            for (int q = 0; q < n; ++q) parts.push_back(payload(q, numel));
+            for (int q = 0; q < n; ++q)
+                parts.push_back(payload(q, numel));
             at::Tensor gathered = at::empty({numel * n}, at::kFloat);
             comm->allGather(gathered, payload(r, numel))->wait();
             expectEqual("all-gather", gathered, at::cat(parts));
@@ -110,6 +115,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "rank %d: %s\n", g_world_rank, e.what());
         return 1;
     }
-    if (g_failures == 0) std::printf("rank %d: ok\n", g_world_rank);
+    if (g_failures == 0)
+        std::printf("rank %d: ok\n", g_world_rank);
     return g_failures == 0 ? 0 : 1;
 }

@@ -37,7 +37,7 @@ inline std::string uniqueGroupPrefix(const std::string& label) {
 
 // Blocks until `count` threads have arrived (one use).
 class Latch {
-public:
+  public:
     explicit Latch(int count) : m_count(count) {}
     void arriveAndWait() {
         std::unique_lock<std::mutex> lock(m_mutex);
@@ -48,7 +48,7 @@ public:
         m_cv.wait(lock, [this] { return m_count <= 0; });
     }
 
-private:
+  private:
     std::mutex m_mutex;
     std::condition_variable m_cv;
     int m_count;
@@ -86,9 +86,11 @@ inline void runGlooRanks(int world, const std::string& label, const RankBody& bo
             comm.reset();
         });
     }
-    for (auto& t : threads) t.join();
+    for (auto& t : threads)
+        t.join();
     for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
+        if (e)
+            std::rethrow_exception(e);
 }
 
 } // namespace dttest

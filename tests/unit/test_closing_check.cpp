@@ -82,7 +82,8 @@ TEST_CASE("A closing check compares values taken from the run summary", "[checks
         CHECK(check("collectives['all-reduce'].count == 8").passed);
         CHECK(check("collectives[\"all-gather\"].count == 0").detail ==
               "cannot evaluate: the summary has no field 'collectives[\"all-gather\"]'");
-        CHECK(syntaxProblem("collectives[\"all-reduce].count == 8") == "12: this quoted field name is never closed");
+        CHECK(syntaxProblem("collectives[\"all-reduce].count == 8") ==
+              "12: this quoted field name is never closed");
     }
     SECTION("distinct counts different strings, so equal checksums give 1") {
         CHECK(check("distinct(params_checksum) == 1").passed);
@@ -96,7 +97,8 @@ TEST_CASE("A closing check compares values taken from the run summary", "[checks
         CHECK_FALSE(check("final_loss_null >= 0").passed);
     }
     SECTION("several comparisons joined by and must all hold, and each is reported") {
-        const auto o = check("final_loss < initial_loss and pipeline.bubble_measured < pipeline.bubble_theory");
+        const auto o =
+            check("final_loss < initial_loss and pipeline.bubble_measured < pipeline.bubble_theory");
         CHECK_FALSE(o.passed);
         CHECK(o.detail == "final_loss = 3 < initial_loss = 4; pipeline.bubble_measured = 0.6 < "
                           "pipeline.bubble_theory = 0.5");
@@ -116,7 +118,8 @@ TEST_CASE("A closing check compares values taken from the run summary", "[checks
         const auto null_parent = check("fault_tolerance.heals == 1");
         CHECK(null_parent.detail.find("its parent is null") != std::string::npos);
         const auto object = check("theory < 1");
-        CHECK(object.detail.find("an object; name one of its fields: optimizer_state, parameters") != std::string::npos);
+        CHECK(object.detail.find("an object; name one of its fields: optimizer_state, parameters") !=
+              std::string::npos);
     }
 }
 
@@ -128,8 +131,10 @@ TEST_CASE("A closing check's mistakes are found before the run, with where they 
     }
     SECTION("each mistake names its offset and what was expected") {
         CHECK(syntaxProblem("") == "0: empty; write a comparison such as \"final_loss < initial_loss\"");
-        CHECK(syntaxProblem("final_loss") == "10: expected a comparison (<, <=, >, >=, ==, !=) after 'final_loss'");
-        CHECK(syntaxProblem("final_los < 1").rfind("0: unknown summary field 'final_los'; expected one of: ok,", 0) == 0);
+        CHECK(syntaxProblem("final_loss") ==
+              "10: expected a comparison (<, <=, >, >=, ==, !=) after 'final_loss'");
+        CHECK(syntaxProblem("final_los < 1")
+                  .rfind("0: unknown summary field 'final_los'; expected one of: ok,", 0) == 0);
         CHECK(syntaxProblem("median(loss_by_step) < 1") ==
               "0: unknown function 'median'; expected max, min, mean, sum, count, distinct or abs");
         CHECK(syntaxProblem("final_loss = 1") == "11: '=' is not an operator; use == or !=");
@@ -145,14 +150,14 @@ TEST_CASE("A closing check's mistakes are found before the run, with where they 
 
 TEST_CASE("A scenario's [[checks]] table is read and checked with file:line:column", "[checks][scenario]") {
     SECTION("claim, expect and baseline are read") {
-        const dt::Scenario s = dt::parseScenarioText(kHeader +
-                                                         "[[checks]]\nclaim = \"loss falls\"\n"
-                                                         "expect = \"final_loss < initial_loss\"\n"
-                                                         "[[checks]]\nclaim = \"less memory\"\n"
-                                                         "baseline = { strategy = \"ddp\", microbatches = 2 }\n"
-                                                         "expect = \"max(peak_memory.live_peak) < "
-                                                         "max(baseline.peak_memory.live_peak)\"\n",
-                                                     "t.toml");
+        const dt::Scenario s =
+            dt::parseScenarioText(kHeader + "[[checks]]\nclaim = \"loss falls\"\n"
+                                            "expect = \"final_loss < initial_loss\"\n"
+                                            "[[checks]]\nclaim = \"less memory\"\n"
+                                            "baseline = { strategy = \"ddp\", microbatches = 2 }\n"
+                                            "expect = \"max(peak_memory.live_peak) < "
+                                            "max(baseline.peak_memory.live_peak)\"\n",
+                                  "t.toml");
         REQUIRE(s.checks.size() == 2);
         CHECK(s.checks[0].claim == "loss falls");
         CHECK(s.checks[0].baseline.empty());
@@ -171,11 +176,13 @@ TEST_CASE("A scenario's [[checks]] table is read and checked with file:line:colu
     }
     SECTION("a syntax error in expect points at its column inside the string") {
         try {
-            (void)dt::parseScenarioText(kHeader + "[[checks]]\nclaim = \"c\"\nexpect = \"final_loss < loss\"\n", "t.toml");
+            (void)dt::parseScenarioText(
+                kHeader + "[[checks]]\nclaim = \"c\"\nexpect = \"final_loss < loss\"\n", "t.toml");
             FAIL("expected a UsageError");
         } catch (const dt::UsageError& e) {
             // expect = "final_loss < loss": the value's quote is column 10, 'loss' is offset 13.
-            CHECK(std::string(e.what()).rfind("t.toml:5:24: error: [[checks]] expect: unknown summary field 'loss'", 0) == 0);
+            CHECK(std::string(e.what()).rfind(
+                      "t.toml:5:24: error: [[checks]] expect: unknown summary field 'loss'", 0) == 0);
         }
     }
     SECTION("missing keys, unknown keys and bad baselines are errors") {
@@ -188,13 +195,18 @@ TEST_CASE("A scenario's [[checks]] table is read and checked with file:line:colu
             return std::string("no error");
         };
         CHECK(errorOf(kHeader + "[[checks]]\nexpect = \"ok == 1\"\n") ==
-              "t.toml:3:1: error: [[checks]]: missing key 'claim' (the sentence the run must show, for the presenter)");
-        CHECK(errorOf(kHeader + "[[checks]]\nclaim = \"c\"\n").rfind("t.toml:3:1: error: [[checks]]: missing key 'expect'", 0) == 0);
+              "t.toml:3:1: error: [[checks]]: missing key 'claim' (the sentence the run must show, for the "
+              "presenter)");
+        CHECK(errorOf(kHeader + "[[checks]]\nclaim = \"c\"\n")
+                  .rfind("t.toml:3:1: error: [[checks]]: missing key 'expect'", 0) == 0);
         CHECK(errorOf(kHeader + "[[checks]]\nclaim = \"c\"\nexpect = \"ok == 1\"\nwhy = 1\n") ==
               "t.toml:6:1: error: unknown key 'why' in [[checks]]; expected one of: claim, expect, baseline");
-        CHECK(errorOf(kHeader + "[[checks]]\nclaim = \"c\"\nexpect = \"ok == 1\"\nbaseline = { strategy = \"zero9\" }\n")
-                  .find("[strategy] kind: expected one of") != std::string::npos);
-        CHECK(errorOf(kHeader + "[[checks]]\nclaim = \"c\"\nexpect = \"ok == 1\"\nbaseline = { steps = 3 }\n") ==
+        CHECK(
+            errorOf(kHeader +
+                    "[[checks]]\nclaim = \"c\"\nexpect = \"ok == 1\"\nbaseline = { strategy = \"zero9\" }\n")
+                .find("[strategy] kind: expected one of") != std::string::npos);
+        CHECK(errorOf(kHeader +
+                      "[[checks]]\nclaim = \"c\"\nexpect = \"ok == 1\"\nbaseline = { steps = 3 }\n") ==
               "t.toml:6:14: error: unknown key 'steps' in [[checks]] baseline; expected one of: strategy, "
               "microbatches, schedule, overlap, activation_checkpointing, offload_optimizer, "
               "pipeline_data_parallel, pseudo_gradient");

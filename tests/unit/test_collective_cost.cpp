@@ -6,7 +6,8 @@
 
 using dt::AlphaBetaFit;
 
-TEST_CASE("The collective cost model gives ring factors, bus bandwidth and a fitted alpha and B", "[backends]") {
+TEST_CASE("The collective cost model gives ring factors, bus bandwidth and a fitted alpha and B",
+          "[backends]") {
     SECTION("ring factors are 2(N-1)/N for all-reduce and (N-1)/N for all-gather and reduce-scatter") {
         CHECK(dt::ringFactor("all_reduce", 2) == Approx(1.0));
         CHECK(dt::ringFactor("all_reduce", 4) == Approx(1.5));
@@ -36,7 +37,8 @@ TEST_CASE("The collective cost model gives ring factors, bus bandwidth and a fit
     SECTION("a 10% error on one point moves the fit by less than that") {
         const double alpha = 100e-6, bandwidth = 1e9;
         std::vector<double> wire = {4e3, 64e3, 1e6, 16e6}, seconds;
-        for (double w : wire) seconds.push_back(alpha + w / bandwidth);
+        for (double w : wire)
+            seconds.push_back(alpha + w / bandwidth);
         seconds[3] *= 1.1;
         const AlphaBetaFit fit = dt::fitAlphaBeta(wire, seconds);
         REQUIRE(fit.ok);
@@ -50,7 +52,8 @@ TEST_CASE("The collective cost model gives ring factors, bus bandwidth and a fit
     }
 }
 
-TEST_CASE("The backend comparison's points are averaged over ranks and fitted per backend and op", "[backends]") {
+TEST_CASE("The backend comparison's points are averaged over ranks and fitted per backend and op",
+          "[backends]") {
     // Two ranks time an all-reduce of 1 MB and 4 MB on Gloo; rank 1 is 10% slower.
     auto counter = [](int rank, dt::CommBackend backend, int64_t size, double seconds) {
         dt::Event e;

@@ -58,7 +58,9 @@ void checkShardingRule(const dt::DataSource& source) {
     }
 }
 
-std::string missingPath() { return "/nonexistent/dtlab-test-data-" + std::to_string(::getpid()); }
+std::string missingPath() {
+    return "/nonexistent/dtlab-test-data-" + std::to_string(::getpid());
+}
 
 } // namespace
 
@@ -84,7 +86,9 @@ TEST_CASE("Fortunes text batches", "[data]") {
     const auto source = dt::makeDataSource(dataConfig("fortunes"), model, kSeed);
     const int64_t T = model.context;
 
-    SECTION("W ranks of batch B read the rows of one rank of batch W*B") { checkShardingRule(*source); }
+    SECTION("W ranks of batch B read the rows of one rank of batch W*B") {
+        checkShardingRule(*source);
+    }
 
     SECTION("shapes are (B,T) int64, tokens below 128, targets are inputs shifted by one") {
         const auto b = source->batch(3, 1, 2, 8);
@@ -120,7 +124,8 @@ TEST_CASE("Fortunes text batches", "[data]") {
     SECTION("the corpus is 7-bit text and batches are deterministic") {
         const auto corpus = dt::loadFortunesCorpus(dt::defaultFortunesPath());
         bool all_7bit = true;
-        for (uint8_t c : corpus) all_7bit = all_7bit && c < 128;
+        for (uint8_t c : corpus)
+            all_7bit = all_7bit && c < 128;
         CHECK(all_7bit);
         CHECK(at::equal(source->batch(9, 0, 2, 3).inputs, source->batch(9, 0, 2, 3).inputs));
         CHECK_FALSE(at::equal(source->batch(9, 0, 2, 3).inputs, source->batch(10, 0, 2, 3).inputs));
@@ -132,7 +137,9 @@ TEST_CASE("Fortunes text batches", "[data]") {
 TEST_CASE("Fashion-MNIST batches", "[data]") {
     const auto source = dt::makeDataSource(dataConfig("fashion_mnist"), mlpModel(), kSeed);
 
-    SECTION("W ranks of batch B read the rows of one rank of batch W*B") { checkShardingRule(*source); }
+    SECTION("W ranks of batch B read the rows of one rank of batch W*B") {
+        checkShardingRule(*source);
+    }
 
     SECTION("images are (B,784) float in [0,1] in steps of 1/255, labels (B) in 0..9") {
         const auto b = source->batch(1, 0, 1, 64);

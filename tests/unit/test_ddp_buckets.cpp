@@ -2,8 +2,8 @@
 // parameters, contiguous offsets) and DdpGradientSync on a real in-process Gloo
 // group: gradients live in the buckets, and after a step they are the mean over
 // ranks of each rank's local gradient, with and without overlap.
-#include "strategy/ddp.hpp"
 #include "dtlab/ddp_buckets.hpp"
+#include "strategy/ddp.hpp"
 
 #include "inprocess_gloo.hpp"
 
@@ -34,7 +34,8 @@ void checkPlanIsAPartition(const std::vector<BucketPlan>& plan, const std::vecto
         CHECK(bucket.numel == offset);
     }
     std::multiset<int> all;
-    for (int i = 0; i < int(numel.size()); ++i) all.insert(i);
+    for (int i = 0; i < int(numel.size()); ++i)
+        all.insert(i);
     CHECK(seen == all);
 }
 
@@ -42,7 +43,8 @@ void checkPlanIsAPartition(const std::vector<BucketPlan>& plan, const std::vecto
 std::vector<int> planOrder(const std::vector<BucketPlan>& plan) {
     std::vector<int> out;
     for (const auto& b : plan)
-        for (const auto& s : b.slots) out.push_back(s.param_index);
+        for (const auto& s : b.slots)
+            out.push_back(s.param_index);
     return out;
 }
 
@@ -68,7 +70,8 @@ TEST_CASE("planBuckets packs parameters in reverse order under the cap", "[bucke
             std::iota(reversed.rbegin(), reversed.rend(), 0);
             CHECK(order == reversed);
             for (const auto& b : plan)
-                if (b.slots.size() > 1) CHECK(b.numel * 4 <= cap_elems * 4);
+                if (b.slots.size() > 1)
+                    CHECK(b.numel * 4 <= cap_elems * 4);
             // greedy: a bucket is closed only because the next parameter did not fit
             for (size_t i = 0; i + 1 < plan.size(); ++i) {
                 const int64_t next = plan[i + 1].slots.front().numel;
@@ -97,7 +100,9 @@ TEST_CASE("planBuckets packs parameters in reverse order under the cap", "[bucke
         CHECK(planBuckets(numel, 2, 32).size() == 1); // 4 half params fit
     }
 
-    SECTION("no parameters give no buckets") { CHECK(planBuckets({}, 4, 1024).empty()); }
+    SECTION("no parameters give no buckets") {
+        CHECK(planBuckets({}, 4, 1024).empty());
+    }
 }
 
 namespace {
@@ -106,7 +111,8 @@ namespace {
 std::vector<at::Tensor> makeParams() {
     auto make = [](std::vector<int64_t> shape, float phase) {
         int64_t n = 1;
-        for (auto d : shape) n *= d;
+        for (auto d : shape)
+            n *= d;
         auto t = (at::cos(at::arange(n, at::kFloat) * 0.7f + phase) * 0.5f).view(shape).contiguous();
         return t.set_requires_grad(true);
     };
@@ -132,11 +138,13 @@ std::vector<at::Tensor> referenceMeanGradients(int world, int step) {
         auto p = makeParams();
         localLoss(p, rankInput(r, step), r).backward();
         for (size_t i = 0; i < p.size(); ++i) {
-            if (sum.size() <= i) sum.push_back(at::zeros_like(p[i]));
+            if (sum.size() <= i)
+                sum.push_back(at::zeros_like(p[i]));
             sum[i] += p[i].grad();
         }
     }
-    for (auto& s : sum) s /= double(world);
+    for (auto& s : sum)
+        s /= double(world);
     return sum;
 }
 
@@ -150,37 +158,39 @@ struct RankResult {
 // Runs `steps` DDP steps on `world` thread ranks.
 std::vector<RankResult> runDdp(int world, double bucket_mb, bool overlap, int steps) {
     std::vector<RankResult> results(static_cast<size_t>(world));
-    dttest::runGlooRanks(world, overlap ? "ddp-overlap" : "ddp-serial",
-                         [&](int r, std::unique_ptr<dt::Communicator>& comm) {
-        auto params = makeParams();
-        dt::DdpGradientSync sync(params, *comm, bucket_mb, overlap, nullptr);
-        auto& out = results[size_t(r)];
-        out.buckets = sync.plan().size();
-        auto viewsOk = [&] {
-            const auto buffers = sync.bucketBuffers();
-            for (size_t b = 0; b < sync.plan().size(); ++b)
-                for (const auto& slot : sync.plan()[b].slots) {
-                    const auto& g = params[size_t(slot.param_index)].grad();
-                    if (!g.defined() || g.data_ptr<float>() != buffers[b].data_ptr<float>() + slot.offset ||
-                        !g.storage().is_alias_of(buffers[b].storage()) ||
-                        g.sizes() != params[size_t(slot.param_index)].sizes())
-                        return false;
-                }
-            return true;
-        };
-        bool ok = viewsOk();
-        for (int step = 0; step < steps; ++step) {
-            sync.beginStep(step);
-            localLoss(params, rankInput(r, step), r).backward();
-            out.launched_in_backward.push_back(sync.bucketsLaunchedDuringBackward());
-            sync.finishBackward();
-            ok = ok && viewsOk();
-            std::vector<at::Tensor> grads;
-            for (const auto& p : params) grads.push_back(p.grad().clone());
-            out.grads.push_back(grads);
-        }
-        out.grads_are_bucket_views = ok;
-    });
+    dttest::runGlooRanks(
+        world, overlap ? "ddp-overlap" : "ddp-serial", [&](int r, std::unique_ptr<dt::Communicator>& comm) {
+            auto params = makeParams();
+            dt::DdpGradientSync sync(params, *comm, bucket_mb, overlap, nullptr);
+            auto& out = results[size_t(r)];
+            out.buckets = sync.plan().size();
+            auto viewsOk = [&] {
+                const auto buffers = sync.bucketBuffers();
+                for (size_t b = 0; b < sync.plan().size(); ++b)
+                    for (const auto& slot : sync.plan()[b].slots) {
+                        const auto& g = params[size_t(slot.param_index)].grad();
+                        if (!g.defined() ||
+                            g.data_ptr<float>() != buffers[b].data_ptr<float>() + slot.offset ||
+                            !g.storage().is_alias_of(buffers[b].storage()) ||
+                            g.sizes() != params[size_t(slot.param_index)].sizes())
+                            return false;
+                    }
+                return true;
+            };
+            bool ok = viewsOk();
+            for (int step = 0; step < steps; ++step) {
+                sync.beginStep(step);
+                localLoss(params, rankInput(r, step), r).backward();
+                out.launched_in_backward.push_back(sync.bucketsLaunchedDuringBackward());
+                sync.finishBackward();
+                ok = ok && viewsOk();
+                std::vector<at::Tensor> grads;
+                for (const auto& p : params)
+                    grads.push_back(p.grad().clone());
+                out.grads.push_back(grads);
+            }
+            out.grads_are_bucket_views = ok;
+        });
     return results;
 }
 
@@ -195,7 +205,8 @@ TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets
     const double large_mb = 1.0; // one bucket for all four
 
     std::vector<std::vector<at::Tensor>> reference;
-    for (int step = 0; step < steps; ++step) reference.push_back(referenceMeanGradients(world, step));
+    for (int step = 0; step < steps; ++step)
+        reference.push_back(referenceMeanGradients(world, step));
 
     auto checkAgainstReference = [&](const std::vector<RankResult>& results) {
         for (int r = 0; r < world; ++r)
@@ -217,7 +228,8 @@ TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets
             CAPTURE(r);
             CHECK(results[size_t(r)].buckets == 4);
             CHECK(results[size_t(r)].grads_are_bucket_views);
-            for (int launched : results[size_t(r)].launched_in_backward) CHECK(launched == 4);
+            for (int launched : results[size_t(r)].launched_in_backward)
+                CHECK(launched == 4);
         }
         checkAgainstReference(results);
     }
@@ -228,7 +240,8 @@ TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets
             CAPTURE(r);
             CHECK(results[size_t(r)].buckets == 4);
             CHECK(results[size_t(r)].grads_are_bucket_views);
-            for (int launched : results[size_t(r)].launched_in_backward) CHECK(launched == 0);
+            for (int launched : results[size_t(r)].launched_in_backward)
+                CHECK(launched == 0);
         }
         checkAgainstReference(results);
     }
@@ -240,7 +253,8 @@ TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets
             for (int step = 0; step < steps; ++step)
                 for (size_t i = 0; i < on[size_t(r)].grads[size_t(step)].size(); ++i) {
                     CAPTURE(r, step, i);
-                    CHECK(at::equal(on[size_t(r)].grads[size_t(step)][i], off[size_t(r)].grads[size_t(step)][i]));
+                    CHECK(at::equal(on[size_t(r)].grads[size_t(step)][i],
+                                    off[size_t(r)].grads[size_t(step)][i]));
                     // every replica holds the same averaged gradient
                     CHECK(at::equal(on[size_t(r)].grads[size_t(step)][i], on[0].grads[size_t(step)][i]));
                 }
@@ -252,7 +266,8 @@ TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets
             CAPTURE(r);
             CHECK(results[size_t(r)].buckets == 1);
             CHECK(results[size_t(r)].grads_are_bucket_views);
-            for (int launched : results[size_t(r)].launched_in_backward) CHECK(launched == 1);
+            for (int launched : results[size_t(r)].launched_in_backward)
+                CHECK(launched == 1);
         }
         checkAgainstReference(results);
     }

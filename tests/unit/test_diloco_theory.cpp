@@ -1,10 +1,10 @@
 // test_diloco_theory.cpp: the Streaming DiLoCo schedule (diloco_schedule.hpp),
 // the pseudo-gradient sizes (pseudo_gradient_format.hpp) and the bytes per
 // sync (diloco_theory.hpp), against hand computations.
+#include "dtlab/diloco_schedule.hpp"
 #include "dtlab/diloco_theory.hpp"
 #include "dtlab/pseudo_gradient_format.hpp"
 #include "dtlab/sharding_theory.hpp"
-#include "dtlab/diloco_schedule.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,7 +15,8 @@ namespace {
 std::vector<int> sendSteps(int fragment, int inner_steps, int fragments, int steps) {
     std::vector<int> out;
     for (int s = 0; s < steps; ++s)
-        if (dt::diloco::sendsAfterStep(s, fragment, inner_steps, fragments)) out.push_back(s);
+        if (dt::diloco::sendsAfterStep(s, fragment, inner_steps, fragments))
+            out.push_back(s);
     return out;
 }
 
@@ -52,7 +53,8 @@ TEST_CASE("Pseudo-gradient formats have the documented sizes", "[diloco]") {
         CHECK(dt::encodedBytes(257, PseudoGradientFormat::Int4) == 128 + 1 + 8);
     }
     SECTION("names round trip and an unknown one is refused") {
-        for (auto f : {PseudoGradientFormat::Fp32, PseudoGradientFormat::Bf16, PseudoGradientFormat::Int8, PseudoGradientFormat::Int4})
+        for (auto f : {PseudoGradientFormat::Fp32, PseudoGradientFormat::Bf16, PseudoGradientFormat::Int8,
+                       PseudoGradientFormat::Int4})
             CHECK(dt::parsePseudoGradientFormat(dt::pseudoGradientFormatName(f)) == f);
         CHECK_THROWS_AS(dt::parsePseudoGradientFormat("fp8"), dt::UsageError);
     }

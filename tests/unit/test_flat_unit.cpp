@@ -38,11 +38,13 @@ TEST_CASE("unitLayout counts what the real models hold per unit", "[sharding]") 
         const auto units = model->parameterUnits();
         REQUIRE(units.size() == params.size());
         std::map<int, int64_t> real;
-        for (size_t i = 0; i < params.size(); ++i) real[units[i]] += params[i].tensor.numel();
+        for (size_t i = 0; i < params.size(); ++i)
+            real[units[i]] += params[i].tensor.numel();
         const dt::UnitLayout layout = dt::unitLayout(config);
         CHECK(real.size() == layout.unit_numel.size() + (layout.root_numel > 0 ? 1 : 0));
         CHECK(real[-1] == layout.root_numel);
-        for (size_t u = 0; u < layout.unit_numel.size(); ++u) CHECK(real[int(u)] == layout.unit_numel[u]);
+        for (size_t u = 0; u < layout.unit_numel.size(); ++u)
+            CHECK(real[int(u)] == layout.unit_numel[u]);
     }
 }
 
@@ -50,7 +52,8 @@ TEST_CASE("Flat units pad, view the parameters and free their bytes", "[sharding
     auto model = dt::makeModel(gpt(2), 3);
     auto params = model->trainableParameters();
     std::vector<at::Tensor> before;
-    for (const auto& p : params) before.push_back(p.tensor.detach().clone());
+    for (const auto& p : params)
+        before.push_back(p.tensor.detach().clone());
     const int shards = 3, rank = 1;
     auto units = dt::buildFlatUnits(params, model->parameterUnits(), shards, rank);
 
@@ -73,7 +76,8 @@ TEST_CASE("Flat units pad, view the parameters and free their bytes", "[sharding
         for (size_t i = 0; i < params.size(); ++i) {
             CHECK(at::equal(params[i].tensor, before[i]));
             const bool in_a_unit = params[i].tensor.is_alias_of(units[0].full) ||
-                                   params[i].tensor.is_alias_of(units[1].full) || params[i].tensor.is_alias_of(units[2].full);
+                                   params[i].tensor.is_alias_of(units[1].full) ||
+                                   params[i].tensor.is_alias_of(units[2].full);
             CHECK(in_a_unit);
         }
         at::NoGradGuard no_grad;
@@ -104,7 +108,8 @@ TEST_CASE("Activation checkpointing recomputes each block and gives the same gra
     std::vector<int> recomputed;
     dt::UnitTimer timer;
     timer.recompute = [&](int unit, bool begin) {
-        if (begin) recomputed.push_back(unit);
+        if (begin)
+            recomputed.push_back(unit);
     };
     plain->loss(tokens, targets, {}).backward();
     checkpointed->loss(tokens, targets, timer).backward();

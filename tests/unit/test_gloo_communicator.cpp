@@ -39,7 +39,8 @@ at::Tensor wavyPayload(int rank, int64_t numel) {
 std::vector<Event> workEvents(const dt::RecordingEventSink& sink, EventKind kind) {
     std::vector<Event> out;
     for (const auto& e : sink.events())
-        if (e.kind == kind && dt::isWorkPhase(e.phase)) out.push_back(e);
+        if (e.kind == kind && dt::isWorkPhase(e.phase))
+            out.push_back(e);
     return out;
 }
 
@@ -71,7 +72,8 @@ TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
             got[size_t(r)] = x;
         });
         auto expected = at::zeros({n}, at::kFloat);
-        for (int r = 0; r < world; ++r) expected += payload(r, n);
+        for (int r = 0; r < world; ++r)
+            expected += payload(r, n);
         for (int r = 0; r < world; ++r) {
             CAPTURE(r);
             CHECK(at::equal(got[size_t(r)], expected));
@@ -87,7 +89,8 @@ TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
             got[size_t(r)] = out;
         });
         std::vector<at::Tensor> parts;
-        for (int r = 0; r < world; ++r) parts.push_back(payload(r, n));
+        for (int r = 0; r < world; ++r)
+            parts.push_back(payload(r, n));
         const auto expected = at::cat(parts);
         for (int r = 0; r < world; ++r) {
             CAPTURE(r);
@@ -105,10 +108,12 @@ TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
             const auto before = x.clone();
             comm->reduceScatter(out, x)->wait();
             got[size_t(r)] = out;
-            if (!at::equal(x, before)) throw std::runtime_error("reduceScatter modified its input");
+            if (!at::equal(x, before))
+                throw std::runtime_error("reduceScatter modified its input");
         });
         auto sum = at::zeros({n}, at::kFloat);
-        for (int r = 0; r < world; ++r) sum += wavyPayload(r, n);
+        for (int r = 0; r < world; ++r)
+            sum += wavyPayload(r, n);
         for (int r = 0; r < world; ++r) {
             CAPTURE(r);
             const auto expected = sum.narrow(0, r * chunk, chunk);
@@ -147,7 +152,8 @@ TEST_CASE("Gloo collectives match a reference computed by hand", "[comm]") {
             auto work = comm->barrier();
             work->wait();
             left[size_t(r)] = Clock::now();
-            if (work->state() != dt::CommWork::State::Completed) throw std::runtime_error("barrier not completed");
+            if (work->state() != dt::CommWork::State::Completed)
+                throw std::runtime_error("barrier not completed");
         });
         for (int r = 0; r < world; ++r) {
             CAPTURE(r);
@@ -195,12 +201,13 @@ TEST_CASE("Every rank records the same Work records for one collective", "[comm]
             auto scattered = at::empty({chunk}, at::kFloat);
             const dt::CommTag tag{7, 2, -1};
             std::vector<dt::CommWorkPtr> works;
-            works.push_back(comm->allReduce(a, tag));                          // seq 0
-            works.push_back(comm->allGather(gathered, payload(r, n), tag));    // seq 1
+            works.push_back(comm->allReduce(a, tag));                            // seq 0
+            works.push_back(comm->allGather(gathered, payload(r, n), tag));      // seq 1
             works.push_back(comm->reduceScatter(scattered, payload(r, n), tag)); // seq 2
-            works.push_back(comm->broadcast(a, 0, tag));                       // seq 3
-            works.push_back(comm->barrier(tag));                               // seq 4
-            for (auto& w : works) w->wait();
+            works.push_back(comm->broadcast(a, 0, tag));                         // seq 3
+            works.push_back(comm->barrier(tag));                                 // seq 4
+            for (auto& w : works)
+                w->wait();
         },
         options);
 
@@ -238,7 +245,8 @@ TEST_CASE("Every rank records the same Work records for one collective", "[comm]
     }
 }
 
-TEST_CASE("The blocking forms run in issue order, behind queued async calls, with the same records", "[comm]") {
+TEST_CASE("The blocking forms run in issue order, behind queued async calls, with the same records",
+          "[comm]") {
     const int world = GENERATE(1, 2, 3);
     CAPTURE(world);
     std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;
@@ -254,17 +262,18 @@ TEST_CASE("The blocking forms run in issue order, behind queued async calls, wit
             // An async all-reduce left queued, then the blocking forms: each must
             // wait its turn behind it (seq 0), then run in the order called.
             auto a = payload(r, n);
-            auto queued = comm->allReduce(a);                                    // seq 0
+            auto queued = comm->allReduce(a); // seq 0
             auto b = wavyPayload(r, n);
-            comm->allReduceNow(b);                                               // seq 1
+            comm->allReduceNow(b); // seq 1
             auto out = at::empty({world * n}, at::kFloat);
-            comm->allGatherNow(out, payload(r, n));                              // seq 2
+            comm->allGatherNow(out, payload(r, n)); // seq 2
             auto part = at::empty({chunk}, at::kFloat);
-            comm->reduceScatterNow(part, payload(r, n));                         // seq 3
+            comm->reduceScatterNow(part, payload(r, n)); // seq 3
             auto c = payload(r, n);
-            comm->broadcastNow(c, world - 1);                                    // seq 4
-            comm->barrierNow();                                                  // seq 5
-            if (!queued->isCompleted()) throw std::runtime_error("a later blocking call finished before seq 0");
+            comm->broadcastNow(c, world - 1); // seq 4
+            comm->barrierNow();               // seq 5
+            if (!queued->isCompleted())
+                throw std::runtime_error("a later blocking call finished before seq 0");
             queued->wait();
             reduced_async[size_t(r)] = a;
             reduced_now[size_t(r)] = b;
@@ -276,11 +285,13 @@ TEST_CASE("The blocking forms run in issue order, behind queued async calls, wit
 
     auto sum = [&](auto make) {
         auto s = at::zeros({n}, at::kFloat);
-        for (int r = 0; r < world; ++r) s += make(r, n);
+        for (int r = 0; r < world; ++r)
+            s += make(r, n);
         return s;
     };
     std::vector<at::Tensor> parts;
-    for (int r = 0; r < world; ++r) parts.push_back(payload(r, n));
+    for (int r = 0; r < world; ++r)
+        parts.push_back(payload(r, n));
     for (int r = 0; r < world; ++r) {
         CAPTURE(r);
         CHECK(at::equal(reduced_async[size_t(r)], sum(payload)));
@@ -293,13 +304,15 @@ TEST_CASE("The blocking forms run in issue order, behind queued async calls, wit
         // after the one before it completed (one job at a time, in order).
         std::vector<Event> records;
         for (const auto& e : sinks[size_t(r)]->events())
-            if (dt::isWorkPhase(e.phase)) records.push_back(e);
+            if (dt::isWorkPhase(e.phase))
+                records.push_back(e);
         REQUIRE(records.size() == 6 * 3);
         for (uint64_t seq = 0; seq < 6; ++seq) {
             CAPTURE(seq);
             std::vector<Event> mine;
             for (const auto& e : records)
-                if (e.seq == seq) mine.push_back(e);
+                if (e.seq == seq)
+                    mine.push_back(e);
             REQUIRE(mine.size() == 3);
             CHECK(mine[0].phase == EventPhase::WorkScheduled);
             CHECK(mine[1].phase == EventPhase::WorkStarted);
@@ -307,7 +320,8 @@ TEST_CASE("The blocking forms run in issue order, behind queued async calls, wit
             if (seq > 0) {
                 const Event* previous_done = nullptr;
                 for (const auto& e : records)
-                    if (e.seq == seq - 1 && e.phase == EventPhase::WorkCompleted) previous_done = &e;
+                    if (e.seq == seq - 1 && e.phase == EventPhase::WorkCompleted)
+                        previous_done = &e;
                 REQUIRE(previous_done != nullptr);
                 CHECK(previous_done->t_ns <= mine[1].t_ns);
             }
@@ -339,7 +353,8 @@ TEST_CASE("Point-to-point Work records are numbered per peer", "[comm]") {
     auto completed = [&](int rank, EventKind kind) {
         std::vector<std::pair<int, uint64_t>> out; // (peer, seq)
         for (const auto& e : workEvents(*sinks[size_t(rank)], kind))
-            if (e.phase == EventPhase::WorkCompleted) out.emplace_back(e.peer, e.seq);
+            if (e.phase == EventPhase::WorkCompleted)
+                out.emplace_back(e.peer, e.seq);
         return out;
     };
     using P = std::vector<std::pair<int, uint64_t>>;
@@ -363,7 +378,8 @@ TEST_CASE("A failed collective surfaces as CommError from CommWork::wait", "[com
         dttest::runGlooRanks(
             2, "timeout",
             [&](int r, std::unique_ptr<Communicator>& comm) {
-                if (r != 0) return; // rank 1 formed the group but never calls the all-reduce
+                if (r != 0)
+                    return; // rank 1 formed the group but never calls the all-reduce
                 auto x = at::ones({16}, at::kFloat);
                 const auto start = Clock::now();
                 auto work = comm->allReduce(x);
@@ -375,7 +391,8 @@ TEST_CASE("A failed collective surfaces as CommError from CommWork::wait", "[com
                     message = e.what();
                 }
                 elapsed = seconds(start);
-                if (work->state() != dt::CommWork::State::Failed) throw std::runtime_error("work not Failed");
+                if (work->state() != dt::CommWork::State::Failed)
+                    throw std::runtime_error("work not Failed");
             },
             options);
         CAPTURE(message, elapsed);

@@ -34,10 +34,16 @@ std::string usageError(const WorkerFlags& f, const Env& env) {
     return "";
 }
 
-const Env kTorchrun{{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "0"},
-                    {"MASTER_ADDR", "10.0.0.5"}, {"MASTER_PORT", "29500"}};
-const Env kMpi{{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-               {"MASTER_ADDR", "mpi-head"}, {"MASTER_PORT", "4000"}};
+const Env kTorchrun{{"RANK", "2"},
+                    {"WORLD_SIZE", "4"},
+                    {"LOCAL_RANK", "0"},
+                    {"MASTER_ADDR", "10.0.0.5"},
+                    {"MASTER_PORT", "29500"}};
+const Env kMpi{{"OMPI_COMM_WORLD_RANK", "1"},
+               {"OMPI_COMM_WORLD_SIZE", "3"},
+               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+               {"MASTER_ADDR", "mpi-head"},
+               {"MASTER_PORT", "4000"}};
 
 } // namespace
 
@@ -107,7 +113,8 @@ TEST_CASE("resolveLaunchEnv explains what is missing or wrong", "[launch]") {
     SECTION("a rank without a world size names the missing variable") {
         CHECK_THAT(usageError({}, {{"RANK", "0"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}),
                    Catch::Matchers::Contains("WORLD_SIZE"));
-        CHECK_THAT(usageError({}, {{"OMPI_COMM_WORLD_RANK", "0"}}), Catch::Matchers::Contains("OMPI_COMM_WORLD_SIZE"));
+        CHECK_THAT(usageError({}, {{"OMPI_COMM_WORLD_RANK", "0"}}),
+                   Catch::Matchers::Contains("OMPI_COMM_WORLD_SIZE"));
     }
 
     SECTION("no address names --join and MASTER_ADDR/MASTER_PORT") {
@@ -124,11 +131,13 @@ TEST_CASE("resolveLaunchEnv explains what is missing or wrong", "[launch]") {
 
     SECTION("a rank at or beyond the world size is refused") {
         CHECK_THAT(usageError(flags(2, 2, "h:1"), {}), Catch::Matchers::Contains("outside the world of 2"));
-        CHECK_THAT(usageError(flags(-1, -1, ""), {{"RANK", "4"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"},
-                                                   {"MASTER_PORT", "1"}}),
-                   Catch::Matchers::Contains("rank 4"));
-        CHECK_THROWS_AS(dt::resolveLaunchEnv(flags(0, 0, "h:1"), {}), dt::UsageError);  // empty world
-        CHECK_THROWS_AS(dt::resolveLaunchEnv(flags(-1, 3, "h:1"), {}), dt::UsageError); // --world without --rank
+        CHECK_THAT(
+            usageError(flags(-1, -1, ""),
+                       {{"RANK", "4"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}}),
+            Catch::Matchers::Contains("rank 4"));
+        CHECK_THROWS_AS(dt::resolveLaunchEnv(flags(0, 0, "h:1"), {}), dt::UsageError); // empty world
+        CHECK_THROWS_AS(dt::resolveLaunchEnv(flags(-1, 3, "h:1"), {}),
+                        dt::UsageError); // --world without --rank
     }
 
     SECTION("malformed numbers name the variable and the value") {

@@ -50,7 +50,8 @@ Quorum quorumOf(int64_t id, std::vector<QuorumMember> members) {
 
 std::vector<int> replicasOf(const std::vector<QuorumMember>& members) {
     std::vector<int> replicas;
-    for (const auto& m : members) replicas.push_back(m.replica);
+    for (const auto& m : members)
+        replicas.push_back(m.replica);
     return replicas;
 }
 
@@ -60,20 +61,23 @@ int64_t msSince(Clock::time_point t) {
 }
 
 // Every replica asks at once (each on its own thread, as real replicas would).
-std::vector<Quorum> requestAll(const std::vector<LighthouseClient*>& clients, int64_t step, int64_t timeout_ms,
-                               int commit_failures = 0) {
+std::vector<Quorum> requestAll(const std::vector<LighthouseClient*>& clients, int64_t step,
+                               int64_t timeout_ms, int commit_failures = 0) {
     std::vector<std::future<Quorum>> answers;
     for (LighthouseClient* c : clients)
-        answers.push_back(std::async(std::launch::async, [=] { return c->requestQuorum(step, commit_failures, "", timeout_ms); }));
+        answers.push_back(std::async(
+            std::launch::async, [=] { return c->requestQuorum(step, commit_failures, "", timeout_ms); }));
     std::vector<Quorum> quorums;
-    for (auto& a : answers) quorums.push_back(a.get());
+    for (auto& a : answers)
+        quorums.push_back(a.get());
     return quorums;
 }
 
 bool waitUntil(const std::function<bool()>& condition, int64_t timeout_ms) {
     const auto start = Clock::now();
     while (msSince(start) < timeout_ms) {
-        if (condition()) return true;
+        if (condition())
+            return true;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return condition();
@@ -81,7 +85,8 @@ bool waitUntil(const std::function<bool()>& condition, int64_t timeout_ms) {
 
 bool isWaiting(const LighthouseServer& server, int replica) {
     for (const auto& m : server.status().members)
-        if (m.member.replica == replica && m.waiting) return true;
+        if (m.member.replica == replica && m.waiting)
+            return true;
     return false;
 }
 
@@ -103,7 +108,8 @@ struct LossLog {
     }
 };
 
-std::unique_ptr<LighthouseClient> startClient(const LighthouseServer& server, int replica, int incarnation = 0) {
+std::unique_ptr<LighthouseClient> startClient(const LighthouseServer& server, int replica,
+                                              int incarnation = 0) {
     auto client = std::make_unique<LighthouseClient>(server.address(), replica, incarnation);
     client->startHeartbeats(50);
     return client;
@@ -130,29 +136,32 @@ TEST_CASE("computeQuorum follows the lighthouse's rules in order", "[lighthouse]
 
     SECTION("the split-brain guard needs more than half of the healthy replicas") {
         options.min_replicas = 1;
-        const auto one_of_three = computeQuorum(0, {member(0, true), member(1, false), member(2, false)}, none, options);
+        const auto one_of_three =
+            computeQuorum(0, {member(0, true), member(1, false), member(2, false)}, none, options);
         CHECK_FALSE(one_of_three.issue);
         CHECK(one_of_three.reason ==
               "waiting: 1 of 3 healthy replicas joined; a quorum needs more than half (split-brain guard)");
-        const auto two_of_four =
-            computeQuorum(0, {member(0, true), member(1, true), member(2, false), member(3, false)}, none, options);
+        const auto two_of_four = computeQuorum(
+            0, {member(0, true), member(1, true), member(2, false), member(3, false)}, none, options);
         CHECK_FALSE(two_of_four.issue);
         CHECK_THAT(two_of_four.reason, Catch::Contains("split-brain guard"));
         // An unhealthy member does not count among the healthy ones.
-        const auto one_of_one_healthy = computeQuorum(0, {member(0, true), member(1, false, 5000)}, none, options);
+        const auto one_of_one_healthy =
+            computeQuorum(0, {member(0, true), member(1, false, 5000)}, none, options);
         CHECK(one_of_one_healthy.issue);
     }
 
     SECTION("a healthy straggler is waited for until the join timeout, then left out") {
-        const std::vector<MemberHealth> members = {member(0, true, 0, true, 0, 0), member(1, true, 0, true, 0, 100),
-                                                   member(2, false)};
+        const std::vector<MemberHealth> members = {member(0, true, 0, true, 0, 0),
+                                                   member(1, true, 0, true, 0, 100), member(2, false)};
         const auto early = computeQuorum(360, members, none, options);
         CHECK_FALSE(early.issue);
         CHECK(early.reason == "waiting for replica 2 to join (join timeout in 640 ms) [2/3 joined]");
         const auto late = computeQuorum(1000, members, none, options);
         REQUIRE(late.issue);
         CHECK(replicasOf(late.participants) == std::vector<int>{0, 1});
-        CHECK(late.reason == "issued: 2 of 3 replicas (replica 2 did not join within the 1000 ms join timeout)");
+        CHECK(late.reason ==
+              "issued: 2 of 3 replicas (replica 2 did not join within the 1000 ms join timeout)");
         // Everyone healthy joined: no waiting at all.
         const auto all = computeQuorum(0, {member(0, true), member(1, true)}, none, options);
         CHECK(all.issue);
@@ -162,13 +171,14 @@ TEST_CASE("computeQuorum follows the lighthouse's rules in order", "[lighthouse]
 
     SECTION("an unhealthy member is left out: an old heartbeat or a closed connection") {
         const Quorum previous = quorumOf(5, {quorumMember(0), quorumMember(1), quorumMember(2)});
-        const auto stale = computeQuorum(0, {member(0, true), member(1, true), member(2, true, 1200)}, previous, options);
+        const auto stale =
+            computeQuorum(0, {member(0, true), member(1, true), member(2, true, 1200)}, previous, options);
         REQUIRE(stale.issue);
         CHECK(replicasOf(stale.participants) == std::vector<int>{0, 1});
         CHECK(stale.reason == "issued: 2 of 3 replicas (replica 2 not healthy: heartbeat 1200 ms old)");
         CHECK(stale.membership_changed);
-        const auto closed =
-            computeQuorum(0, {member(0, true), member(1, true), member(2, false, 0, false)}, previous, options);
+        const auto closed = computeQuorum(0, {member(0, true), member(1, true), member(2, false, 0, false)},
+                                          previous, options);
         REQUIRE(closed.issue);
         CHECK(replicasOf(closed.participants) == std::vector<int>{0, 1});
         CHECK(closed.reason == "issued: 2 of 3 replicas (replica 2 not connected)");
@@ -177,8 +187,8 @@ TEST_CASE("computeQuorum follows the lighthouse's rules in order", "[lighthouse]
     SECTION("the fast path issues at once when every previous member is back, with a waiting newcomer") {
         const Quorum previous = quorumOf(3, {quorumMember(0), quorumMember(1), quorumMember(2)});
         // Replica 3 is healthy but has not asked: the fast path does not wait for it.
-        const auto d = computeQuorum(0, {member(0, true), member(1, true), member(2, true), member(3, false)}, previous,
-                                     options);
+        const auto d = computeQuorum(0, {member(0, true), member(1, true), member(2, true), member(3, false)},
+                                     previous, options);
         REQUIRE(d.issue);
         CHECK(replicasOf(d.participants) == std::vector<int>{0, 1, 2});
         CHECK(d.reason == "fast path: every member of quorum 3 is healthy and waiting [3/4 joined] "
@@ -189,14 +199,15 @@ TEST_CASE("computeQuorum follows the lighthouse's rules in order", "[lighthouse]
             0, {member(0, true), member(1, true), member(2, true), member(3, true)}, previous, options);
         REQUIRE(with_newcomer.issue);
         CHECK(replicasOf(with_newcomer.participants) == std::vector<int>{0, 1, 2, 3});
-        CHECK(with_newcomer.reason ==
-              "fast path: every member of quorum 3 is healthy and waiting, with newcomer replica 3 [4/4 joined]");
+        CHECK(with_newcomer.reason == "fast path: every member of quorum 3 is healthy and waiting, with "
+                                      "newcomer replica 3 [4/4 joined]");
         CHECK(with_newcomer.membership_changed);
     }
 
     SECTION("a restarted replica (new incarnation) is not the previous member: no fast path") {
         const Quorum previous = quorumOf(3, {quorumMember(0), quorumMember(1), quorumMember(2)});
-        const std::vector<MemberHealth> members = {member(0, true), member(1, true, 0, true, 1), member(2, false)};
+        const std::vector<MemberHealth> members = {member(0, true), member(1, true, 0, true, 1),
+                                                   member(2, false)};
         const auto d = computeQuorum(0, members, previous, options);
         CHECK_FALSE(d.issue);
         CHECK_THAT(d.reason, Catch::StartsWith("waiting for replica 2 to join"));
@@ -246,7 +257,9 @@ TEST_CASE("computeQuorumRole gives ranks, max_step and round-robin healing", "[l
     // Listed out of order: the role sorts by replica.
     const Quorum quorum = quorumOf(7, {quorumMember(5, 0, 3), quorumMember(1, 0, 7), quorumMember(0, 0, 10),
                                        quorumMember(4, 2, 7), quorumMember(2, 0, 10)});
-    const auto role = [&](int replica, int incarnation = 0) { return computeQuorumRole(quorum, replica, incarnation); };
+    const auto role = [&](int replica, int incarnation = 0) {
+        return computeQuorumRole(quorum, replica, incarnation);
+    };
 
     SECTION("every replica learns its rank among the participants, the world and max_step") {
         CHECK(role(0).replica_rank == 0);
@@ -276,12 +289,14 @@ TEST_CASE("computeQuorumRole gives ranks, max_step and round-robin healing", "[l
     SECTION("every destination a sender lists names that sender as its source") {
         const std::vector<std::pair<int, int>> everyone = {{0, 0}, {1, 0}, {2, 0}, {4, 2}, {5, 0}};
         std::vector<QuorumRole> roles;
-        for (const auto& [replica, incarnation] : everyone) roles.push_back(role(replica, incarnation));
+        for (const auto& [replica, incarnation] : everyone)
+            roles.push_back(role(replica, incarnation));
         int healers = 0, destinations = 0;
         for (const QuorumRole& r : roles) {
             healers += r.heal ? 1 : 0;
             destinations += int(r.heal_destinations.size());
-            for (int d : r.heal_destinations) CHECK(roles[size_t(d)].heal_source == r.replica_rank);
+            for (int d : r.heal_destinations)
+                CHECK(roles[size_t(d)].heal_source == r.replica_rank);
             if (r.heal) {
                 const auto& sender = roles[size_t(r.heal_source)].heal_destinations;
                 CHECK(std::count(sender.begin(), sender.end(), r.replica_rank) == 1);
@@ -381,7 +396,8 @@ TEST_CASE("Three replicas form a quorum through a lighthouse on loopback", "[lig
     REQUIRE(server.port() > 0);
 
     std::vector<std::unique_ptr<LighthouseClient>> clients;
-    for (int r = 0; r < 3; ++r) clients.push_back(startClient(server, r));
+    for (int r = 0; r < 3; ++r)
+        clients.push_back(startClient(server, r));
     const std::vector<LighthouseClient*> all = {clients[0].get(), clients[1].get(), clients[2].get()};
 
     SECTION("every replica gets the same quorum; the same group keeps its id until a commit fails") {
@@ -397,7 +413,8 @@ TEST_CASE("Three replicas form a quorum through a lighthouse on loopback", "[lig
         }
         CHECK_THAT(server.status().last_reason, Catch::StartsWith("fast path: every member of quorum 1"));
         const auto after_failure = requestAll(all, 1, 3000, /*commit_failures=*/1);
-        for (const Quorum& q : after_failure) CHECK(q.quorum_id == 2);
+        for (const Quorum& q : after_failure)
+            CHECK(q.quorum_id == 2);
 
         const LighthouseStatus status = clients[0]->status(1000); // over the wire
         CHECK(status.running);
@@ -420,7 +437,8 @@ TEST_CASE("A replica whose connection closes is left out of the next quorum at o
     losses.attach(server);
     server.start();
     std::vector<std::unique_ptr<LighthouseClient>> clients;
-    for (int r = 0; r < 3; ++r) clients.push_back(startClient(server, r));
+    for (int r = 0; r < 3; ++r)
+        clients.push_back(startClient(server, r));
     // With min_replicas 2, two early requests would otherwise form quorum 1 before the third HELLO is read.
     REQUIRE(waitUntil([&] { return server.status().members.size() == 3; }, 2000));
     REQUIRE(requestAll({clients[0].get(), clients[1].get(), clients[2].get()}, 0, 3000)[0].quorum_id == 1);
@@ -446,7 +464,8 @@ TEST_CASE("A replica whose connection closes is left out of the next quorum at o
 
         // The replica restarts as incarnation 1, asks first and joins through the fast path.
         clients[2] = startClient(server, 2, /*incarnation=*/1);
-        auto newcomer = std::async(std::launch::async, [&] { return clients[2]->requestQuorum(0, 0, "", 3000); });
+        auto newcomer =
+            std::async(std::launch::async, [&] { return clients[2]->requestQuorum(0, 0, "", 3000); });
         REQUIRE(waitUntil([&] { return isWaiting(server, 2); }, 2000));
         const auto again = requestAll({clients[0].get(), clients[1].get()}, 2, 3000);
         const Quorum joined = newcomer.get();
@@ -471,7 +490,8 @@ TEST_CASE("A replica that stops heartbeating is left out after heartbeat_timeout
     losses.attach(server);
     server.start();
     std::vector<std::unique_ptr<LighthouseClient>> clients;
-    for (int r = 0; r < 3; ++r) clients.push_back(startClient(server, r));
+    for (int r = 0; r < 3; ++r)
+        clients.push_back(startClient(server, r));
     // With min_replicas 2, two early requests would otherwise form quorum 1 before the third HELLO is read.
     REQUIRE(waitUntil([&] { return server.status().members.size() == 3; }, 2000));
     REQUIRE(requestAll({clients[0].get(), clients[1].get(), clients[2].get()}, 0, 3000)[0].quorum_id == 1);
@@ -521,7 +541,9 @@ TEST_CASE("A restarted lighthouse listens on the same port and continues the quo
     SECTION("the replicas keep asking while it is down and get a larger quorum id after the restart") {
         server.stop();
         CHECK_FALSE(server.running());
-        auto answers = std::async(std::launch::async, [&] { return requestAll({a.get(), b.get()}, 1, 5000); });
+        auto answers = std::async(std::launch::async, [&] {
+            return requestAll({a.get(), b.get()}, 1, 5000);
+        });
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         server.start();
         const auto restarted_at = Clock::now();
@@ -547,7 +569,8 @@ TEST_CASE("requestQuorum throws CommError(Timeout) when no quorum comes in time"
             const int64_t waited_ms = msSince(start);
             CAPTURE(e.what(), waited_ms);
             CHECK(e.kind() == dt::CommErrorKind::Timeout);
-            CHECK_THAT(e.what(), Catch::Contains("no quorum within 300 ms") && Catch::Contains(expected_text));
+            CHECK_THAT(e.what(),
+                       Catch::Contains("no quorum within 300 ms") && Catch::Contains(expected_text));
             CHECK(waited_ms >= 290);
             CHECK(waited_ms < 1000);
         }
@@ -580,7 +603,8 @@ TEST_CASE("requestQuorum throws CommError(Timeout) when no quorum comes in time"
         auto restarted = startClient(server, 0, /*incarnation=*/1);
         REQUIRE(waitUntil([&] { return server.status().members.size() == 1; }, 2000));
         LighthouseClient stale(server.address(), 0, 0);
-        expectTimeout(stale, "last answered 'ERROR replica 0 incarnation 0 is stale: incarnation 1 has joined'");
+        expectTimeout(stale,
+                      "last answered 'ERROR replica 0 incarnation 0 is stale: incarnation 1 has joined'");
         REQUIRE(server.status().members.size() == 1);
         CHECK(server.status().members[0].member.incarnation == 1);
     }

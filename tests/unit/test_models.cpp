@@ -34,7 +34,8 @@ ModelConfig smallGpt() {
 
 int64_t countParameters(const dt::TrainableModel& m) {
     int64_t n = 0;
-    for (const auto& p : m.trainableParameters()) n += p.tensor.numel();
+    for (const auto& p : m.trainableParameters())
+        n += p.tensor.numel();
     return n;
 }
 
@@ -48,15 +49,18 @@ int64_t gptFormula(const ModelConfig& c) {
 // ln2 2C, fc1 R*C^2+R*C, fc2 R*C^2+C.
 int64_t gptByLayer(const ModelConfig& c) {
     const int64_t V = c.vocab, T = c.context, C = c.d_model, L = c.layers, R = c.mlp_ratio;
-    const int64_t block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (R * C * C + R * C) + (R * C * C + C);
+    const int64_t block =
+        2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (R * C * C + R * C) + (R * C * C + C);
     return V * C + T * C + L * block + 2 * C + C * V;
 }
 
 bool sameParameters(const dt::TrainableModel& a, const dt::TrainableModel& b) {
     const auto pa = a.trainableParameters(), pb = b.trainableParameters();
-    if (pa.size() != pb.size()) return false;
+    if (pa.size() != pb.size())
+        return false;
     for (size_t i = 0; i < pa.size(); ++i)
-        if (pa[i].name != pb[i].name || !at::equal(pa[i].tensor, pb[i].tensor)) return false;
+        if (pa[i].name != pb[i].name || !at::equal(pa[i].tensor, pb[i].tensor))
+            return false;
     return true;
 }
 
@@ -99,7 +103,8 @@ TEST_CASE("TinyGPT has the parameters its header formula says", "[models]") {
     SECTION("parameters come in a fixed order with the expected shapes") {
         const auto params = dt::makeModel(smallGpt(), 1)->trainableParameters();
         std::map<std::string, std::vector<int64_t>> shape;
-        for (const auto& p : params) shape[p.name] = p.tensor.sizes().vec();
+        for (const auto& p : params)
+            shape[p.name] = p.tensor.sizes().vec();
         REQUIRE(params.size() == 2 + 2 * 12 + 2 + 1);
         CHECK(params.front().name == "tok_emb.weight");
         CHECK(params.back().name == "head.weight");
@@ -186,7 +191,7 @@ TEST_CASE("TinyGPT calls the UnitTimer around every block", "[models]") {
     auto loss = model->loss(tokens, tokens, timer);
 
     SECTION("forward marks the embedding, each block in order, then the head") {
-        const std::vector<Mark> expected{{-1, true}, {-1, false}, {0, true}, {0, false},
+        const std::vector<Mark> expected{{-1, true}, {-1, false}, {0, true},  {0, false},
                                          {1, true},  {1, false},  {-1, true}, {-1, false}};
         CHECK(forward == expected);
         CHECK(backward.empty()); // nothing before backward runs
@@ -229,9 +234,10 @@ TEST_CASE("The MLP classifier maps 784 pixels to 10 classes", "[models]") {
     SECTION("layer shapes follow the hidden widths") {
         const auto params = model->trainableParameters();
         std::vector<std::pair<std::string, std::vector<int64_t>>> got;
-        for (const auto& p : params) got.emplace_back(p.name, p.tensor.sizes().vec());
+        for (const auto& p : params)
+            got.emplace_back(p.name, p.tensor.sizes().vec());
         const std::vector<std::pair<std::string, std::vector<int64_t>>> expected{
-            {"fc0.weight", {32, 784}}, {"fc0.bias", {32}}, {"fc1.weight", {16, 32}},
+            {"fc0.weight", {32, 784}}, {"fc0.bias", {32}},       {"fc1.weight", {16, 32}},
             {"fc1.bias", {16}},        {"out.weight", {10, 16}}, {"out.bias", {10}}};
         CHECK(got == expected);
         CHECK(countParameters(*model) == 784 * 32 + 32 + 32 * 16 + 16 + 16 * 10 + 10);
@@ -241,7 +247,8 @@ TEST_CASE("The MLP classifier maps 784 pixels to 10 classes", "[models]") {
         for (size_t i = 0; i < layout.size(); ++i) {
             CHECK(layout[i].name == expected[i].first);
             int64_t numel = 1;
-            for (int64_t d : expected[i].second) numel *= d;
+            for (int64_t d : expected[i].second)
+                numel *= d;
             CHECK(layout[i].numel == numel);
             CHECK(layout[i].unit == model->parameterUnits()[i]);
         }
@@ -257,7 +264,7 @@ TEST_CASE("The MLP classifier maps 784 pixels to 10 classes", "[models]") {
         auto loss = model->loss(images, labels, timer);
         CHECK(loss.dim() == 0);
         CHECK(loss.item<double>() == Approx(std::log(10.0)).margin(0.3));
-        const std::vector<Mark> expected{{0, true}, {0, false}, {1, true}, {1, false},
+        const std::vector<Mark> expected{{0, true}, {0, false}, {1, true},  {1, false},
                                          {2, true}, {2, false}, {-1, true}, {-1, false}};
         CHECK(forward == expected);
         loss.backward();

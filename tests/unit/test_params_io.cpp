@@ -25,7 +25,8 @@ namespace {
 // A file path under the temp directory, removed when the test ends.
 struct TempFile {
     explicit TempFile(const std::string& name)
-        : path((fs::temp_directory_path() / ("dtlab-test-" + std::to_string(::getpid()) + "-" + name)).string()) {}
+        : path((fs::temp_directory_path() / ("dtlab-test-" + std::to_string(::getpid()) + "-" + name))
+                   .string()) {}
     ~TempFile() {
         std::error_code ec;
         fs::remove(path, ec);
@@ -82,7 +83,8 @@ TEST_CASE("Parameter files round-trip and refuse damage", "[params]") {
 
     SECTION("the file has the documented size: header, records, checksum") {
         size_t expected = 8 + 4 + 4 + 8;
-        for (const auto& p : params) expected += 4 + p.name.size() + 4 + 8 * p.tensor.dim() + 4 * p.tensor.numel();
+        for (const auto& p : params)
+            expected += 4 + p.name.size() + 4 + 8 * p.tensor.dim() + 4 * p.tensor.numel();
         CHECK(readBytes(file.path).size() == expected);
         CHECK(readBytes(file.path).substr(0, 8) == "DTPARAMS");
     }
@@ -99,7 +101,8 @@ TEST_CASE("Parameter files round-trip and refuse damage", "[params]") {
         const auto loaded = dt::loadParameters(model_file.path);
         REQUIRE(loaded.size() == model_params.size());
         CHECK(dt::parametersChecksum(loaded) == dt::parametersChecksum(model_params));
-        for (size_t i = 0; i < loaded.size(); ++i) CHECK(loaded[i].name == model_params[i].name);
+        for (size_t i = 0; i < loaded.size(); ++i)
+            CHECK(loaded[i].name == model_params[i].name);
     }
 
     SECTION("one flipped byte anywhere is refused as corrupt") {
@@ -147,7 +150,8 @@ TEST_CASE("parametersChecksum sees every value", "[params]") {
     SECTION("equal parameters give equal checksums") {
         CHECK(dt::parametersChecksum(someParameters()) == before);
         std::vector<dt::NamedParameter> copy;
-        for (const auto& p : params) copy.push_back({p.name, p.tensor.clone()});
+        for (const auto& p : params)
+            copy.push_back({p.name, p.tensor.clone()});
         CHECK(dt::parametersChecksum(copy) == before);
     }
 

@@ -8,8 +8,8 @@
 #include <catch2/catch.hpp>
 
 using dt::PipeAction;
-using dt::PipeOp;
 using dt::PipelineShape;
+using dt::PipeOp;
 
 namespace {
 
@@ -24,8 +24,10 @@ PipelineShape shape(int p, int m, int v = 1) {
 int peakInFlight(const dt::PipelineSchedule& sched, int rank) {
     int alive = 0, peak = 0; // forwards whose backward has not run yet on this rank
     for (const auto& a : sched[size_t(rank)]) {
-        if (a.op == PipeOp::Forward) peak = std::max(peak, ++alive);
-        if (a.op == PipeOp::Backward || a.op == PipeOp::BackwardInput) --alive;
+        if (a.op == PipeOp::Forward)
+            peak = std::max(peak, ++alive);
+        if (a.op == PipeOp::Backward || a.op == PipeOp::BackwardInput)
+            --alive;
     }
     return peak;
 }
@@ -43,7 +45,8 @@ TEST_CASE("Every generated schedule passes the validator", "[pipeline]") {
                 CHECK_FALSE(problem.has_value());
             }
             for (int v : {2, 3}) {
-                if (m % p != 0) continue;
+                if (m % p != 0)
+                    continue;
                 CAPTURE(p, m, v);
                 const auto sched = dt::makePipelineSchedule("interleaved", shape(p, m, v));
                 const auto problem = dt::validatePipelineSchedule(sched, shape(p, m, v));
@@ -78,8 +81,10 @@ TEST_CASE("The simulated schedules have the papers' bubbles and memory", "[pipel
                 CAPTURE(p, m);
                 const auto s = shape(p, m);
                 dt::PipeDurations d{1.0, 2.0, 1.0, 1.0};
-                const double one = dt::simulatedBubble(dt::simulatePipelineSchedule(dt::makePipelineSchedule("1f1b", s), s, d), p);
-                const double zb = dt::simulatedBubble(dt::simulatePipelineSchedule(dt::makePipelineSchedule("zb-h1", s), s, d), p);
+                const double one = dt::simulatedBubble(
+                    dt::simulatePipelineSchedule(dt::makePipelineSchedule("1f1b", s), s, d), p);
+                const double zb = dt::simulatedBubble(
+                    dt::simulatePipelineSchedule(dt::makePipelineSchedule("zb-h1", s), s, d), p);
                 CHECK(zb < one - 0.02);
                 // equal F, Bi and W: the paper's (p-1)(t_f + t_b - t_w) bubble exactly
                 CHECK(zb == Approx(dt::bubbleTheory("zb-h1", s)).epsilon(1e-9));
@@ -102,7 +107,8 @@ TEST_CASE("Broken schedules are refused with the rank, the action and the reason
     SECTION("a missing backward") {
         auto broken = sched;
         auto& list = broken[1];
-        auto b = std::find_if(list.begin(), list.end(), [](const PipeAction& a) { return a.op == PipeOp::Backward; });
+        auto b = std::find_if(list.begin(), list.end(),
+                              [](const PipeAction& a) { return a.op == PipeOp::Backward; });
         list.erase(b, b + 2); // the backward and the send of its input gradient
         const auto problem = dt::validatePipelineSchedule(broken, s);
         REQUIRE(problem);
@@ -112,7 +118,8 @@ TEST_CASE("Broken schedules are refused with the rank, the action and the reason
     SECTION("a send to the wrong rank") {
         auto broken = dt::makePipelineSchedule("1f1b", shape(3, 2));
         for (auto& a : broken[0])
-            if (a.op == PipeOp::SendAct) a.peer = 2;
+            if (a.op == PipeOp::SendAct)
+                a.peer = 2;
         const auto problem = dt::validatePipelineSchedule(broken, shape(3, 2));
         REQUIRE(problem);
         CHECK(problem->rank == 0);
@@ -130,12 +137,14 @@ TEST_CASE("Broken schedules are refused with the rank, the action and the reason
         // rank 0 wants mb 0's gradient before it sends mb 1's activation;
         // rank 1 wants mb 1's activation before it computes mb 0's backward.
         dt::PipelineSchedule dead(2);
-        dead[0] = {{PipeOp::Forward, 0, 0, -1}, {PipeOp::SendAct, 0, 0, 1}, {PipeOp::RecvGrad, 0, 0, 1},
-                   {PipeOp::Backward, 0, 0, -1}, {PipeOp::Forward, 1, 0, -1}, {PipeOp::SendAct, 1, 0, 1},
-                   {PipeOp::RecvGrad, 1, 0, 1}, {PipeOp::Backward, 1, 0, -1}, {PipeOp::Optimizer, -1, -1, -1}};
-        dead[1] = {{PipeOp::RecvAct, 1, 1, 0}, {PipeOp::Forward, 1, 1, -1}, {PipeOp::Backward, 1, 1, -1},
-                   {PipeOp::SendGrad, 1, 1, 0}, {PipeOp::RecvAct, 0, 1, 0}, {PipeOp::Forward, 0, 1, -1},
-                   {PipeOp::Backward, 0, 1, -1}, {PipeOp::SendGrad, 0, 1, 0}, {PipeOp::Optimizer, -1, -1, -1}};
+        dead[0] = {
+            {PipeOp::Forward, 0, 0, -1},  {PipeOp::SendAct, 0, 0, 1},   {PipeOp::RecvGrad, 0, 0, 1},
+            {PipeOp::Backward, 0, 0, -1}, {PipeOp::Forward, 1, 0, -1},  {PipeOp::SendAct, 1, 0, 1},
+            {PipeOp::RecvGrad, 1, 0, 1},  {PipeOp::Backward, 1, 0, -1}, {PipeOp::Optimizer, -1, -1, -1}};
+        dead[1] = {
+            {PipeOp::RecvAct, 1, 1, 0},   {PipeOp::Forward, 1, 1, -1}, {PipeOp::Backward, 1, 1, -1},
+            {PipeOp::SendGrad, 1, 1, 0},  {PipeOp::RecvAct, 0, 1, 0},  {PipeOp::Forward, 0, 1, -1},
+            {PipeOp::Backward, 0, 1, -1}, {PipeOp::SendGrad, 0, 1, 0}, {PipeOp::Optimizer, -1, -1, -1}};
         const auto problem = dt::validatePipelineSchedule(dead, s);
         REQUIRE(problem);
         CHECK(problem->message().find("deadlock") != std::string::npos);

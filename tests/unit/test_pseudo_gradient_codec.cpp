@@ -29,7 +29,8 @@ double worstErrorOverBound(const at::Tensor& x, const at::Tensor& y, PseudoGradi
     for (int64_t begin = 0; begin < x.numel(); begin += dt::kQuantBlock) {
         const int64_t end = std::min(x.numel(), begin + dt::kQuantBlock);
         double block_max = 0.0;
-        for (int64_t i = begin; i < end; ++i) block_max = std::max(block_max, double(std::fabs(a[i])));
+        for (int64_t i = begin; i < end; ++i)
+            block_max = std::max(block_max, double(std::fabs(a[i])));
         for (int64_t i = begin; i < end; ++i) {
             const double error = std::fabs(double(a[i]) - double(b[i]));
             const double bound = dt::roundTripErrorBound(a[i], block_max, format) * (1 + 1e-6) + 1e-12;
@@ -49,9 +50,12 @@ TEST_CASE("Pseudo-gradients survive the wire within the documented error", "[dil
     x.narrow(0, 256, 256).mul_(100.0);
     x.narrow(0, 512, 256).zero_();
 
-    SECTION("fp32 is exact") { CHECK(at::equal(roundTrip(x, PseudoGradientFormat::Fp32), x)); }
+    SECTION("fp32 is exact") {
+        CHECK(at::equal(roundTrip(x, PseudoGradientFormat::Fp32), x));
+    }
     SECTION("bf16 is within 2^-8 of each value") {
-        CHECK(worstErrorOverBound(x, roundTrip(x, PseudoGradientFormat::Bf16), PseudoGradientFormat::Bf16) <= 1.0);
+        CHECK(worstErrorOverBound(x, roundTrip(x, PseudoGradientFormat::Bf16), PseudoGradientFormat::Bf16) <=
+              1.0);
     }
     SECTION("int8 is within max|block| / 254, and a zero block stays zero") {
         const at::Tensor y = roundTrip(x, PseudoGradientFormat::Int8);
@@ -59,7 +63,8 @@ TEST_CASE("Pseudo-gradients survive the wire within the documented error", "[dil
         CHECK(y.narrow(0, 512, 256).abs().max().item<float>() == 0.0f);
     }
     SECTION("int4 is within max|block| / 14") {
-        CHECK(worstErrorOverBound(x, roundTrip(x, PseudoGradientFormat::Int4), PseudoGradientFormat::Int4) <= 1.0);
+        CHECK(worstErrorOverBound(x, roundTrip(x, PseudoGradientFormat::Int4), PseudoGradientFormat::Int4) <=
+              1.0);
     }
     SECTION("the bounds are tight enough to mean something: int8's real error is well below int4's") {
         const double e8 = (roundTrip(x, PseudoGradientFormat::Int8) - x).abs().max().item<double>();
@@ -76,6 +81,7 @@ TEST_CASE("Pseudo-gradients survive the wire within the documented error", "[dil
         at::Tensor sum = at::zeros({1001});
         dt::decodeAddPseudoGradient(bx.data(), PseudoGradientFormat::Int8, sum);
         dt::decodeAddPseudoGradient(by.data(), PseudoGradientFormat::Int8, sum);
-        CHECK(at::allclose(sum, roundTrip(x, PseudoGradientFormat::Int8) + roundTrip(y, PseudoGradientFormat::Int8)));
+        CHECK(at::allclose(sum, roundTrip(x, PseudoGradientFormat::Int8) +
+                                    roundTrip(y, PseudoGradientFormat::Int8)));
     }
 }

@@ -11,7 +11,7 @@ namespace {
 
 // A sink whose clock the test sets.
 class FixedClockSink final : public EventSink {
-public:
+  public:
     int64_t now() const override { return t; }
     void emit(const Event& event) override { events.push_back(event); }
     int64_t t = 1000;

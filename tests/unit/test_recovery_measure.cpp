@@ -27,23 +27,26 @@ Event at(int rank, EventKind kind, int64_t ms, double value = 0, EventPhase phas
 TEST_CASE("A kill's recovery is timed phase by phase", "[recovery]") {
     std::vector<Event> ev = {
         at(-1, EventKind::QuorumFormed, 0, 1),
-        at(0, EventKind::Commit, 50), at(1, EventKind::Commit, 50), at(2, EventKind::Commit, 50),
+        at(0, EventKind::Commit, 50),
+        at(1, EventKind::Commit, 50),
+        at(2, EventKind::Commit, 50),
         at(1, EventKind::FaultInjected, 100, SIGKILL),
         at(1, EventKind::ReplicaLost, 101),
         at(0, EventKind::Abort, 103, 1),
         at(-1, EventKind::QuorumFormed, 110, 2),
-        at(0, EventKind::Commit, 180),   // the survivors' next commit
+        at(0, EventKind::Commit, 180), // the survivors' next commit
         at(2, EventKind::Commit, 181),
         at(1, EventKind::RankRestarted, 600, 1),
         at(-1, EventKind::QuorumFormed, 1500, 3),
-        at(1, EventKind::Commit, 1700),  // after its heal
+        at(1, EventKind::Commit, 1700), // after its heal
     };
     Event heal = at(1, EventKind::Heal, 1600, 0, EventPhase::Span);
     heal.dur_ns = 20 * kMs;
     heal.bytes = 4 * (3 * 100 + 2);
     heal.peer = 2;
     ev.push_back(heal);
-    Event send = at(2, EventKind::Heal, 1600, 1, EventPhase::Span); // the sender's span is not a heal of replica 2
+    Event send =
+        at(2, EventKind::Heal, 1600, 1, EventPhase::Span); // the sender's span is not a heal of replica 2
     send.dur_ns = 20 * kMs;
     ev.push_back(send);
 
@@ -78,7 +81,7 @@ TEST_CASE("A kill's recovery is timed phase by phase", "[recovery]") {
 TEST_CASE("A fault that changes no quorum is timed to the survivors' next commit", "[recovery]") {
     const std::vector<Event> ev = {
         at(-1, EventKind::QuorumFormed, 0, 1),
-        at(2, EventKind::FaultInjected, 100, -2.0),   // slow (SetDelayMs)
+        at(2, EventKind::FaultInjected, 100, -2.0), // slow (SetDelayMs)
         at(0, EventKind::Commit, 130),
     };
     const RecoveryMeasure m = measureRecoveries(ev, 3);
@@ -91,10 +94,8 @@ TEST_CASE("A fault that changes no quorum is timed to the survivors' next commit
 
 TEST_CASE("The lighthouse going down is a recovery of replica -1", "[recovery]") {
     const std::vector<Event> ev = {
-        at(-1, EventKind::QuorumFormed, 0, 1),
-        at(-1, EventKind::LighthouseDown, 100),
-        at(-1, EventKind::LighthouseUp, 3100),
-        at(-1, EventKind::QuorumFormed, 3150, 2),
+        at(-1, EventKind::QuorumFormed, 0, 1), at(-1, EventKind::LighthouseDown, 100),
+        at(-1, EventKind::LighthouseUp, 3100), at(-1, EventKind::QuorumFormed, 3150, 2),
         at(0, EventKind::Commit, 3200),
     };
     const RecoveryMeasure m = measureRecoveries(ev, 2);

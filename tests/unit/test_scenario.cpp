@@ -18,7 +18,9 @@ namespace {
 
 const std::string kSourceDir = DTLAB_SOURCE_DIR;
 
-std::string scenarioPath(const std::string& name) { return kSourceDir + "/scenarios/" + name; }
+std::string scenarioPath(const std::string& name) {
+    return kSourceDir + "/scenarios/" + name;
+}
 
 // The UsageError that parsing `text` as "t.toml" throws (the test fails if none).
 UsageError parseError(const std::string& text, const std::string& sourceName = "t.toml") {
@@ -39,7 +41,8 @@ TEST_CASE("Shipped scenario files load", "[scenario]") {
     SECTION("every file in scenarios/ loads without error") {
         int count = 0;
         for (const auto& entry : std::filesystem::directory_iterator(kSourceDir + "/scenarios")) {
-            if (entry.path().extension() != ".toml") continue;
+            if (entry.path().extension() != ".toml")
+                continue;
             INFO(entry.path().string());
             Scenario s = dt::loadScenarioFile(entry.path().string());
             CHECK(!s.name.empty());
@@ -176,8 +179,8 @@ TEST_CASE("Keys left out take the struct defaults", "[scenario]") {
     }
 
     SECTION("keys that are written override the defaults") {
-        Scenario o = dt::parseScenarioText(kHeader + "[run]\nsteps = 7\nseed = 99\n[telemetry]\nenabled = false\n",
-                                           "inline.toml");
+        Scenario o = dt::parseScenarioText(
+            kHeader + "[run]\nsteps = 7\nseed = 99\n[telemetry]\nenabled = false\n", "inline.toml");
         CHECK(o.run.steps == 7);
         CHECK(o.run.seed == 99);
         CHECK_FALSE(o.telemetry.enabled);
@@ -186,10 +189,9 @@ TEST_CASE("Keys left out take the struct defaults", "[scenario]") {
 }
 
 TEST_CASE("Integers are accepted where a float is expected", "[scenario]") {
-    Scenario s = dt::parseScenarioText(kHeader +
-                                           "[strategy]\nbucket_mb = 2\n"
-                                           "[optimizer]\nlr = 1\nweight_decay = 0\n"
-                                           "[run]\ntimeout_s = 5\nstep_delay_ms = 250\n",
+    Scenario s = dt::parseScenarioText(kHeader + "[strategy]\nbucket_mb = 2\n"
+                                                 "[optimizer]\nlr = 1\nweight_decay = 0\n"
+                                                 "[run]\ntimeout_s = 5\nstep_delay_ms = 250\n",
                                        "t.toml");
     CHECK(s.strategy.bucket_mb == 2.0);
     CHECK(s.optimizer.lr == 1.0);
@@ -211,9 +213,9 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         UsageError e = parseError(kHeader + "[model]\nkind = \"mlp\"\n  foo = 3\n");
         CHECK(e.where().line == 5);
         CHECK(e.where().column == 3);
-        CHECK(std::string(e.what()) ==
-              "t.toml:5:3: error: unknown key 'foo' in [model]; expected one of: kind, vocab, context, d_model, "
-              "layers, heads, mlp_ratio, hidden");
+        CHECK(std::string(e.what()) == "t.toml:5:3: error: unknown key 'foo' in [model]; expected one of: "
+                                       "kind, vocab, context, d_model, "
+                                       "layers, heads, mlp_ratio, hidden");
     }
 
     SECTION("the first unknown key in the file is the one reported") {
@@ -227,28 +229,33 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().line == 4);
         CHECK(e.where().column == 2);
         CHECK(std::string(e.what()) ==
-              "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], [data], "
-              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], [chaos], [diloco], [network], [collectives], [[checks]]");
+              "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], "
+              "[data], "
+              "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], "
+              "[chaos], [diloco], [network], [collectives], [[checks]]");
     }
 
     SECTION("a key in [[faults]] that does not exist is reported") {
         UsageError e = parseError(kHeader + "[[faults]]\nrank = 1\nsignal = 9\n");
         CHECK(e.where().line == 5);
         CHECK(e.where().column == 1);
-        CHECK(std::string(e.what()).find("unknown key 'signal' in [[faults]]; expected one of: action, rank, step, "
-                                         "when, at_s, duration_s, delay_ms") != std::string::npos);
+        CHECK(std::string(e.what()).find(
+                  "unknown key 'signal' in [[faults]]; expected one of: action, rank, step, "
+                  "when, at_s, duration_s, delay_ms") != std::string::npos);
     }
 
     SECTION("a fault-tolerance fault without [fault_tolerance] points at the fault") {
         UsageError e = parseError(kHeader + "[[faults]]\naction = \"nan_gradients\"\nrank = 1\n");
         CHECK(e.where().line == 4);
-        CHECK(std::string(e.what()).find("action = \"nan_gradients\" needs [fault_tolerance] enabled = true") !=
-              std::string::npos);
+        CHECK(std::string(e.what()).find(
+                  "action = \"nan_gradients\" needs [fault_tolerance] enabled = true") != std::string::npos);
     }
 
     SECTION("[fault_tolerance] on a strategy it does not support is refused") {
-        UsageError e = parseError(kHeader + "[strategy]\nkind = \"fsdp\"\n[fault_tolerance]\nenabled = true\n");
-        CHECK(std::string(e.what()).find("[fault_tolerance] works with [strategy] kind = \"ddp\"") != std::string::npos);
+        UsageError e =
+            parseError(kHeader + "[strategy]\nkind = \"fsdp\"\n[fault_tolerance]\nenabled = true\n");
+        CHECK(std::string(e.what()).find("[fault_tolerance] works with [strategy] kind = \"ddp\"") !=
+              std::string::npos);
     }
 
     SECTION("a heartbeat timeout not longer than the interval is refused with the reason") {
@@ -268,22 +275,27 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
     }
 
     SECTION("diloco fragments that do not divide inner_steps are refused with the reason") {
-        UsageError e = parseError(kHeader + "[strategy]\nkind = \"diloco\"\n[diloco]\ninner_steps = 10\nfragments = 3\n");
+        UsageError e = parseError(
+            kHeader + "[strategy]\nkind = \"diloco\"\n[diloco]\ninner_steps = 10\nfragments = 3\n");
         CHECK(e.where().line == 7);
-        CHECK(std::string(e.what()).find("[diloco] fragments 3 does not divide inner_steps 10") != std::string::npos);
+        CHECK(std::string(e.what()).find("[diloco] fragments 3 does not divide inner_steps 10") !=
+              std::string::npos);
     }
 
     SECTION("a diloco sync delay as long as the fragment period is refused") {
-        UsageError e = parseError(kHeader + "[strategy]\nkind = \"diloco\"\n[diloco]\ninner_steps = 10\nfragments = 2\n"
-                                            "sync_delay = 5\n");
+        UsageError e =
+            parseError(kHeader + "[strategy]\nkind = \"diloco\"\n[diloco]\ninner_steps = 10\nfragments = 2\n"
+                                 "sync_delay = 5\n");
         CHECK(e.where().line == 8);
-        CHECK(std::string(e.what()).find("sync_delay 5 must be below inner_steps / fragments = 5") != std::string::npos);
+        CHECK(std::string(e.what()).find("sync_delay 5 must be below inner_steps / fragments = 5") !=
+              std::string::npos);
     }
 
     SECTION("more diloco fragments than blocks are refused") {
         UsageError e = parseError(kHeader + "[model]\nlayers = 2\n[strategy]\nkind = \"diloco\"\n[diloco]\n"
                                             "inner_steps = 12\nfragments = 4\n");
-        CHECK(std::string(e.what()).find("fragments 4 is more than the model's 2 blocks") != std::string::npos);
+        CHECK(std::string(e.what()).find("fragments 4 is more than the model's 2 blocks") !=
+              std::string::npos);
     }
 
     SECTION("an unknown pseudo-gradient format lists the accepted ones") {
@@ -294,23 +306,29 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
 
     SECTION("sgd with a strategy that holds AdamW state is refused") {
         UsageError e = parseError(kHeader + "[strategy]\nkind = \"fsdp\"\n[optimizer]\nkind = \"sgd\"\n");
-        CHECK(std::string(e.what()).find("[optimizer] kind = \"sgd\" works with [strategy] kind = \"ddp\" or \"diloco\"") !=
+        CHECK(std::string(e.what()).find(
+                  "[optimizer] kind = \"sgd\" works with [strategy] kind = \"ddp\" or \"diloco\"") !=
               std::string::npos);
     }
 
     SECTION("optimizer offload and pipeline ZeRO-1 are refused where they cannot work, pointing at the key") {
         UsageError offload = parseError(kHeader + "[strategy]\nkind = \"ddp\"\noffload_optimizer = true\n");
         CHECK(offload.where().line == 5);
-        CHECK(std::string(offload.what()).find("offload_optimizer needs a sharded kind") != std::string::npos);
-        UsageError one_pipeline = parseError(kHeader + "[topology]\nranks = 2\nstages = 2\n[strategy]\nkind = "
-                                                       "\"pipeline\"\npipeline_data_parallel = \"zero1\"\n");
+        CHECK(std::string(offload.what()).find("offload_optimizer needs a sharded kind") !=
+              std::string::npos);
+        UsageError one_pipeline =
+            parseError(kHeader + "[topology]\nranks = 2\nstages = 2\n[strategy]\nkind = "
+                                 "\"pipeline\"\npipeline_data_parallel = \"zero1\"\n");
         CHECK(one_pipeline.where().line == 8);
         CHECK(std::string(one_pipeline.what()).find("is one pipeline") != std::string::npos);
-        UsageError not_pipeline = parseError(kHeader + "[strategy]\nkind = \"zero2\"\npipeline_data_parallel = \"zero1\"\n");
+        UsageError not_pipeline =
+            parseError(kHeader + "[strategy]\nkind = \"zero2\"\npipeline_data_parallel = \"zero1\"\n");
         CHECK(std::string(not_pipeline.what()).find("pipeline_data_parallel is for kind = \"pipeline\"") !=
               std::string::npos);
-        UsageError unknown = parseError(kHeader + "[strategy]\nkind = \"pipeline\"\npipeline_data_parallel = \"zero3\"\n");
-        CHECK(std::string(unknown.what()).find("expected one of \"ddp\", \"zero1\", \"fsdp\"") != std::string::npos);
+        UsageError unknown =
+            parseError(kHeader + "[strategy]\nkind = \"pipeline\"\npipeline_data_parallel = \"zero3\"\n");
+        CHECK(std::string(unknown.what()).find("expected one of \"ddp\", \"zero1\", \"fsdp\"") !=
+              std::string::npos);
     }
 
     SECTION("a negative bandwidth is out of range") {
@@ -320,7 +338,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
     }
 
     SECTION("fault tolerance on the mpi backend is refused with the reason") {
-        UsageError e = parseError(kHeader + "[topology]\nbackend = \"mpi\"\n[fault_tolerance]\nenabled = true\n");
+        UsageError e =
+            parseError(kHeader + "[topology]\nbackend = \"mpi\"\n[fault_tolerance]\nenabled = true\n");
         CHECK(e.where().line == 4);
         CHECK(std::string(e.what()).find("backend = \"mpi\" cannot be fault tolerant") != std::string::npos);
         CHECK(std::string(e.what()).find("Open MPI aborts the whole job") != std::string::npos);
@@ -333,9 +352,11 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
     }
 
     SECTION("a collectives run with more steps than sizes is refused") {
-        UsageError e = parseError(kHeader + "[strategy]\nkind = \"collectives\"\n[collectives]\nsizes_kb = [4, 64]\n"
-                                            "[run]\nsteps = 3\n");
-        CHECK(std::string(e.what()).find("steps = 3 but [collectives] sizes_kb has only 2 sizes") != std::string::npos);
+        UsageError e =
+            parseError(kHeader + "[strategy]\nkind = \"collectives\"\n[collectives]\nsizes_kb = [4, 64]\n"
+                                 "[run]\nsteps = 3\n");
+        CHECK(std::string(e.what()).find("steps = 3 but [collectives] sizes_kb has only 2 sizes") !=
+              std::string::npos);
     }
 
     SECTION("a collectives backend named twice is refused") {
@@ -353,21 +374,24 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
 
     SECTION("[chaos] without fault tolerance is refused") {
         UsageError e = parseError(kHeader + "[chaos]\nenabled = true\n");
-        CHECK(std::string(e.what()).find("[chaos] needs [fault_tolerance] enabled = true") != std::string::npos);
+        CHECK(std::string(e.what()).find("[chaos] needs [fault_tolerance] enabled = true") !=
+              std::string::npos);
     }
 
     SECTION("a string where an integer is expected is a wrong type") {
         UsageError e = parseError(kHeader + "[model]\nlayers = \"four\"\n");
         CHECK(e.where().line == 4);
         CHECK(e.where().column == 10);
-        CHECK(std::string(e.what()) == "t.toml:4:10: error: [model] layers: expected an integer, got a string");
+        CHECK(std::string(e.what()) ==
+              "t.toml:4:10: error: [model] layers: expected an integer, got a string");
     }
 
     SECTION("a float where an integer is expected is a wrong type") {
         UsageError e = parseError(kHeader + "[topology]\nranks = 2.0\n");
         CHECK(e.where().line == 4);
         CHECK(e.where().column == 9);
-        CHECK(std::string(e.what()) == "t.toml:4:9: error: [topology] ranks: expected an integer, got a float");
+        CHECK(std::string(e.what()) ==
+              "t.toml:4:9: error: [topology] ranks: expected an integer, got a float");
     }
 
     SECTION("a string where a float is expected is a wrong type") {
@@ -381,14 +405,16 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         UsageError e = parseError(kHeader + "[model]\nhidden = [64,\n   \"x\"]\n");
         CHECK(e.where().line == 5);
         CHECK(e.where().column == 4);
-        CHECK(std::string(e.what()).find("[model] hidden: expected an integer, got a string") != std::string::npos);
+        CHECK(std::string(e.what()).find("[model] hidden: expected an integer, got a string") !=
+              std::string::npos);
     }
 
     SECTION("a table written as a plain value is a wrong type") {
         UsageError e = parseError("model = 3\n" + kHeader);
         CHECK(e.where().line == 1);
         CHECK(e.where().column == 9);
-        CHECK(std::string(e.what()).find("model: expected a table [model], got an integer") != std::string::npos);
+        CHECK(std::string(e.what()).find("model: expected a table [model], got an integer") !=
+              std::string::npos);
     }
 
     SECTION("an integer out of range gives the range") {
@@ -402,7 +428,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
     SECTION("an integer too large for the field is out of range, not truncated") {
         UsageError e = parseError(kHeader + "[model]\nheads = 4294967300\n");
         CHECK(e.where().line == 4);
-        CHECK(std::string(e.what()).find("[model] heads: expected an integer in 1..2147483647") != std::string::npos);
+        CHECK(std::string(e.what()).find("[model] heads: expected an integer in 1..2147483647") !=
+              std::string::npos);
     }
 
     SECTION("a negative seed is out of range") {
@@ -416,7 +443,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         UsageError e = parseError(kHeader + "[optimizer]\nbeta2 = 1\n");
         CHECK(e.where().line == 4);
         CHECK(e.where().column == 9);
-        CHECK(std::string(e.what()) == "t.toml:4:9: error: [optimizer] beta2: expected a number in [0, 1), got 1");
+        CHECK(std::string(e.what()) ==
+              "t.toml:4:9: error: [optimizer] beta2: expected a number in [0, 1), got 1");
         UsageError lr = parseError(kHeader + "[optimizer]\nlr = -0.5\n");
         CHECK(std::string(lr.what()) == "t.toml:4:6: error: [optimizer] lr: expected a number > 0, got -0.5");
         UsageError inf = parseError(kHeader + "[run]\ntimeout_s = inf\n");
@@ -431,8 +459,10 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
               "t.toml:4:8: error: [model] kind: expected one of \"tiny_gpt\", \"mlp\", got \"gpt5\"");
         UsageError when = parseError(kHeader + "[[faults]]\nwhen = \"later\"\n");
         CHECK(when.where().line == 4);
-        CHECK(std::string(when.what()).find("[[faults]] when: expected one of \"allreduce\", \"step\", \"time\", got \"later\"") !=
-              std::string::npos);
+        CHECK(
+            std::string(when.what())
+                .find("[[faults]] when: expected one of \"allreduce\", \"step\", \"time\", got \"later\"") !=
+            std::string::npos);
     }
 
     SECTION("a missing name points at the [scenario] table") {
@@ -453,7 +483,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         UsageError e = parseError(kHeader + "[model]\nheads = 3\nd_model = 128\n");
         CHECK(e.where().line == 5);
         CHECK(e.where().column == 11);
-        CHECK(std::string(e.what()).find("[model] d_model 128 is not divisible by heads 3") != std::string::npos);
+        CHECK(std::string(e.what()).find("[model] d_model 128 is not divisible by heads 3") !=
+              std::string::npos);
     }
 
     SECTION("d_model not divisible by heads points at heads when d_model is left out") {
@@ -466,7 +497,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         UsageError e = parseError(kHeader + "[model]\nhidden = []\n");
         CHECK(e.where().line == 4);
         CHECK(e.where().column == 10);
-        CHECK(std::string(e.what()).find("[model] hidden: expected at least one layer width") != std::string::npos);
+        CHECK(std::string(e.what()).find("[model] hidden: expected at least one layer width") !=
+              std::string::npos);
     }
 
     SECTION("a fault on a rank that does not exist names the topology") {
@@ -478,11 +510,12 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
     }
 
     SECTION("the second fault is the one located when only it is wrong") {
-        UsageError e = parseError(kHeader + "[run]\nsteps = 10\n[[faults]]\nstep = 9\n[[faults]]\nstep = 10\n");
+        UsageError e =
+            parseError(kHeader + "[run]\nsteps = 10\n[[faults]]\nstep = 9\n[[faults]]\nstep = 10\n");
         CHECK(e.where().line == 8);
         CHECK(e.where().column == 8);
-        CHECK(std::string(e.what()).find("[[faults]] step 10 is never reached: the run has 10 steps (0..9)") !=
-              std::string::npos);
+        CHECK(std::string(e.what()).find(
+                  "[[faults]] step 10 is never reached: the run has 10 steps (0..9)") != std::string::npos);
     }
 
     SECTION("a missing data path points at the path") {
@@ -512,7 +545,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
 
 TEST_CASE("Data paths are checked and resolved", "[scenario]") {
     SECTION("fortunes accepts an existing file or directory") {
-        Scenario dir = dt::parseScenarioText(kHeader + "[data]\npath = \"" + kSourceDir + "/scenarios\"\n", "t.toml");
+        Scenario dir =
+            dt::parseScenarioText(kHeader + "[data]\npath = \"" + kSourceDir + "/scenarios\"\n", "t.toml");
         CHECK(dir.data.path == kSourceDir + "/scenarios");
         Scenario file = dt::parseScenarioText(
             kHeader + "[data]\npath = \"" + scenarioPath("ddp_basics.toml") + "\"\n", "t.toml");
@@ -521,7 +555,8 @@ TEST_CASE("Data paths are checked and resolved", "[scenario]") {
 
     SECTION("a relative path is relative to the scenario file's folder") {
         const std::string source = kSourceDir + "/scenarios/inline.toml";
-        Scenario s = dt::parseScenarioText(kHeader + "[data]\npath = \"../scenarios/ddp_basics.toml\"\n", source);
+        Scenario s =
+            dt::parseScenarioText(kHeader + "[data]\npath = \"../scenarios/ddp_basics.toml\"\n", source);
         CHECK(std::filesystem::path(s.data.path) ==
               std::filesystem::path(scenarioPath("ddp_basics.toml")).lexically_normal());
     }
@@ -529,10 +564,10 @@ TEST_CASE("Data paths are checked and resolved", "[scenario]") {
 
 TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
     SECTION("text, highlight and until are read in order with each entry's location") {
-        Scenario s = dt::parseScenarioText(kHeader +
-                                               "[[steps]]\ntext = \"Ranks start.\"\nhighlight = \"topology\"\n"
-                                               "[[steps]]\ntext = \"Overlap.\"\nuntil = \"first all-reduce ends\"\n",
-                                           "t.toml");
+        Scenario s = dt::parseScenarioText(
+            kHeader + "[[steps]]\ntext = \"Ranks start.\"\nhighlight = \"topology\"\n"
+                      "[[steps]]\ntext = \"Overlap.\"\nuntil = \"first all-reduce ends\"\n",
+            "t.toml");
         REQUIRE(s.steps.size() == 2);
         CHECK(s.steps[0].text == "Ranks start.");
         CHECK(s.steps[0].highlight == "topology");
@@ -569,8 +604,9 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
 
     SECTION("texts that are none of the forms do not parse") {
         dt::NarrationCondition c;
-        for (const char* bad : {"step > 3", "step >= -1", "step >= x", "after step 3", "rank dies", "rank 1 died",
-                                "first allreduce ends", "Run finished", "step >= 99999999999"}) {
+        for (const char* bad :
+             {"step > 3", "step >= -1", "step >= x", "after step 3", "rank dies", "rank 1 died",
+              "first allreduce ends", "Run finished", "step >= 99999999999"}) {
             INFO(bad);
             CHECK_FALSE(dt::parseNarrationCondition(bad, c));
         }
@@ -582,7 +618,8 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
         CHECK(e.where().column == 9);
         CHECK(std::string(e.what()) ==
               "t.toml:5:9: error: [[steps]] until: expected one of \"\" (no wait), \"step >= N\", "
-              "\"first all-reduce ends\", \"first all-gather ends\", \"first reduce-scatter ends\", \"rank R dies\", "
+              "\"first all-reduce ends\", \"first all-gather ends\", \"first reduce-scatter ends\", \"rank R "
+              "dies\", "
               "\"run finished\", got \"after step 3\"");
     }
 
@@ -608,26 +645,32 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
     SECTION("an unknown key in [[steps]] lists the keys") {
         UsageError e = parseError(kHeader + "[[steps]]\ntext = \"x\"\nsay = \"y\"\n");
         CHECK(e.where().line == 5);
-        CHECK(std::string(e.what()).find("unknown key 'say' in [[steps]]; expected one of: text, highlight, until") !=
+        CHECK(std::string(e.what()).find(
+                  "unknown key 'say' in [[steps]]; expected one of: text, highlight, until") !=
               std::string::npos);
     }
 
     SECTION("a step count the run never reaches points at until") {
-        UsageError e = parseError(kHeader + "[run]\nsteps = 5\n[[steps]]\ntext = \"x\"\nuntil = \"step >= 6\"\n");
+        UsageError e =
+            parseError(kHeader + "[run]\nsteps = 5\n[[steps]]\ntext = \"x\"\nuntil = \"step >= 6\"\n");
         CHECK(e.where().line == 7);
-        CHECK(std::string(e.what()).find("[[steps]] until \"step >= 6\" is never reached: the run has 5 steps") !=
+        CHECK(std::string(e.what()).find(
+                  "[[steps]] until \"step >= 6\" is never reached: the run has 5 steps") !=
               std::string::npos);
     }
 
     SECTION("a rank that does not exist points at the second step when only it is wrong") {
-        UsageError e = parseError(kHeader + "[topology]\nranks = 2\n[[steps]]\ntext = \"a\"\nuntil = \"rank 1 dies\"\n"
-                                            "[[steps]]\ntext = \"b\"\nuntil = \"rank 2 dies\"\n");
+        UsageError e =
+            parseError(kHeader + "[topology]\nranks = 2\n[[steps]]\ntext = \"a\"\nuntil = \"rank 1 dies\"\n"
+                                 "[[steps]]\ntext = \"b\"\nuntil = \"rank 2 dies\"\n");
         CHECK(e.where().line == 10);
-        CHECK(std::string(e.what()).find("rank 2 does not exist: the topology has 2 ranks (0..1)") != std::string::npos);
+        CHECK(std::string(e.what()).find("rank 2 does not exist: the topology has 2 ranks (0..1)") !=
+              std::string::npos);
     }
 
     SECTION("validateScenario after an override leaves narration alone (it only paces the GUI)") {
-        Scenario s = dt::parseScenarioText(kHeader + "[[steps]]\ntext = \"a\"\nuntil = \"rank 3 dies\"\n", "t.toml");
+        Scenario s =
+            dt::parseScenarioText(kHeader + "[[steps]]\ntext = \"a\"\nuntil = \"rank 3 dies\"\n", "t.toml");
         s.topology.ranks = 2;
         CHECK_NOTHROW(dt::validateScenario(s, "--ranks"));
         s.topology.ranks = 0;

@@ -16,7 +16,9 @@ namespace {
 
 const std::string kSourceDir = DTLAB_SOURCE_DIR;
 
-std::string scenarioPath(const std::string& name) { return kSourceDir + "/scenarios/" + name; }
+std::string scenarioPath(const std::string& name) {
+    return kSourceDir + "/scenarios/" + name;
+}
 
 } // namespace
 
@@ -80,9 +82,12 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
     s.diloco.pseudo_gradient = "int4";
     s.network.bandwidth_mbit_s = 100;
     s.network.latency_ms = 50;
-    s.faults.push_back({dt::FaultAction::Hang, 5, 11, dt::FaultWhen::Step, 0.0, 2.5, 100.0, {"/tmp/x.toml", 40, 1}});
-    s.faults.push_back({dt::FaultAction::Kill, 2, 3, dt::FaultWhen::AllReduce, 0.0, 0.0, 100.0, {"/tmp/x.toml", 46, 2}});
-    s.steps.push_back({"Watch the \"ranks\" start.\nTwo lines.", "topology", "step >= 1", {"/tmp/x.toml", 50, 1}});
+    s.faults.push_back(
+        {dt::FaultAction::Hang, 5, 11, dt::FaultWhen::Step, 0.0, 2.5, 100.0, {"/tmp/x.toml", 40, 1}});
+    s.faults.push_back(
+        {dt::FaultAction::Kill, 2, 3, dt::FaultWhen::AllReduce, 0.0, 0.0, 100.0, {"/tmp/x.toml", 46, 2}});
+    s.steps.push_back(
+        {"Watch the \"ranks\" start.\nTwo lines.", "topology", "step >= 1", {"/tmp/x.toml", 50, 1}});
     s.steps.push_back({"Kill one.", "", "rank 3 dies", {"/tmp/x.toml", 54, 1}});
 
     Scenario r = dt::scenarioFromJson(dt::scenarioToJson(s));
@@ -181,7 +186,8 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
     SECTION("a loaded scenario survives the round trip too") {
         for (const char* name : {"ddp_kill_rank.toml", "ddp_basics.toml"}) {
             Scenario loaded = dt::loadScenarioFile(scenarioPath(name));
-            CHECK(dt::scenarioToJson(dt::scenarioFromJson(dt::scenarioToJson(loaded))) == dt::scenarioToJson(loaded));
+            CHECK(dt::scenarioToJson(dt::scenarioFromJson(dt::scenarioToJson(loaded))) ==
+                  dt::scenarioToJson(loaded));
         }
     }
 
@@ -193,6 +199,7 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
 
     SECTION("broken JSON is a UsageError") {
         CHECK_THROWS_AS(dt::scenarioFromJson("{\"name\": 1"), UsageError);
-        CHECK_THROWS_WITH(dt::scenarioFromJson("{\"name\": \"x\"}"), Catch::Contains("invalid scenario JSON"));
+        CHECK_THROWS_WITH(dt::scenarioFromJson("{\"name\": \"x\"}"),
+                          Catch::Contains("invalid scenario JSON"));
     }
 }

@@ -12,7 +12,9 @@ using namespace dt;
 
 namespace {
 
-std::string hex(const std::array<uint8_t, 32>& digest) { return toHex(digest.data(), digest.size()); }
+std::string hex(const std::array<uint8_t, 32>& digest) {
+    return toHex(digest.data(), digest.size());
+}
 
 } // namespace
 
@@ -59,19 +61,22 @@ TEST_CASE("SHA-256 and HMAC-SHA256 match the published test vectors", "[auth]") 
 
     SECTION("RFC 4231 test case 4: 50 bytes of 0xcd under the key 0x01..0x19") {
         std::string key;
-        for (int i = 1; i <= 25; ++i) key += char(i);
+        for (int i = 1; i <= 25; ++i)
+            key += char(i);
         CHECK(hex(hmacSha256(key, std::string(50, '\xcd'))) ==
               "82558a389a443c0ea4cc819899f2083a85f0faa3e578f8077a2e3ff46729665b");
     }
 
     SECTION("RFC 4231 test case 6: a key longer than the block size is hashed first") {
-        CHECK(hex(hmacSha256(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First")) ==
+        CHECK(hex(hmacSha256(std::string(131, '\xaa'),
+                             "Test Using Larger Than Block-Size Key - Hash Key First")) ==
               "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
     }
 
     SECTION("RFC 4231 test case 7: both key and message longer than the block size") {
-        const std::string message = "This is a test using a larger than block-size key and a larger than block-size "
-                                    "data. The key needs to be hashed before being used by the HMAC algorithm.";
+        const std::string message =
+            "This is a test using a larger than block-size key and a larger than block-size "
+            "data. The key needs to be hashed before being used by the HMAC algorithm.";
         CHECK(hex(hmacSha256(std::string(131, '\xaa'), message)) ==
               "9b09ffa71b942fcb27635fbcd5b0e944bfdc63644f0713938a7f51535c3a35e2");
     }

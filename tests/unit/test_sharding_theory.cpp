@@ -21,7 +21,9 @@ TEST_CASE("Model states per rank follow the ZeRO ladder", "[sharding]") {
     const int N = GENERATE(1, 2, 4, 8);
     CAPTURE(N);
     const double psi = double(dt::unitLayout(scenario("ddp", N).model).total());
-    const auto states = [&](const std::string& kind) { return double(dt::modelStateTheory(scenario(kind, N)).modelStates()); };
+    const auto states = [&](const std::string& kind) {
+        return double(dt::modelStateTheory(scenario(kind, N)).modelStates());
+    };
     // fp32 weights and gradients, two fp32 AdamW moments: DDP holds 16 bytes per parameter.
     CHECK(states("ddp") == 16 * psi);
     // Padding adds fewer than N elements per unit (5 units).
@@ -57,7 +59,8 @@ TEST_CASE("Bytes per step: DDP and ZeRO-1/2 move 2(N-1)/N of the model, FSDP abo
         const dt::Scenario h = scenario("hsdp", N, 2);
         const int S = N / 2; // ranks per replica group
         const dt::Scenario inner = scenario("fsdp", S);
-        const double across = 2.0 * (2 - 1) / 2 * model_bytes / S; // ring all-reduce of 1/S of the model, R = 2
+        const double across =
+            2.0 * (2 - 1) / 2 * model_bytes / S; // ring all-reduce of 1/S of the model, R = 2
         CHECK(double(dt::bytesPerStepTheory(h)) ==
               Approx(double(dt::bytesPerStepTheory(inner)) + across).epsilon(1e-3));
     }

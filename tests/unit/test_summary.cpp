@@ -3,8 +3,8 @@
 // The record: 2 ranks, 3 steps of DDP, one all-reduce per step (seq = step), a
 // broadcast before step 0, then an all-reduce seq 3 that fails on rank 1 and
 // hangs on rank 0. Every expected number below is worked out in a comment.
-#include "dtlab/errors.hpp"
 #include "dtlab/atomic_file.hpp"
+#include "dtlab/errors.hpp"
 #include "dtlab/summary.hpp"
 
 #include <catch2/catch.hpp>

@@ -30,7 +30,7 @@ namespace {
 
 // Records everything the collector hands over; waitUntil polls with a deadline.
 class TestSink final : public dt::TelemetrySink {
-public:
+  public:
     struct Hello {
         int rank;
         int pid;
@@ -79,7 +79,8 @@ public:
     }
 
     // True if `done` became true within the timeout (evaluated under the lock).
-    bool waitUntil(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    bool waitUntil(const std::function<bool()>& done,
+                   std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
         std::unique_lock<std::mutex> lock(m_mutex);
         return m_cv.wait_for(lock, timeout, done);
     }
@@ -99,7 +100,7 @@ public:
     std::vector<std::string> protocol_errors;
     std::vector<std::string> order;
 
-private:
+  private:
     std::mutex m_mutex;
     std::condition_variable m_cv;
 };
@@ -130,7 +131,8 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
         dt::TelemetrySender sender(3, 65536);
         sender.connect("127.0.0.1", collector.port(), 2000);
         CHECK(sink.waitUntil([&] { return !sink.hellos.empty(); }));
-        for (int i = 0; i < n; ++i) sender.emit(stepEvent(i));
+        for (int i = 0; i < n; ++i)
+            sender.emit(stepEvent(i));
         sender.log(LogLevel::Warning, "rank 3 says hi");
         sender.close();
         REQUIRE(sink.waitUntil([&] { return !sink.disconnects.empty(); }));
@@ -159,7 +161,8 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
             CHECK(in_order);
             CHECK(rank_stamped);
             CHECK(payload_intact);
-            for (int r : sink.event_frame_ranks) CHECK(r == 3);
+            for (int r : sink.event_frame_ranks)
+                CHECK(r == 3);
 
             REQUIRE(sink.logs.size() == 1);
             CHECK(sink.logs[0].rank == 3);
@@ -193,7 +196,8 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
         const int emitted = 1000;
         dt::TelemetrySender sender(1, 4);
         sender.connect("127.0.0.1", collector.port(), 2000);
-        for (int i = 0; i < emitted; ++i) sender.emit(stepEvent(i)); // far faster than the 20 ms drain
+        for (int i = 0; i < emitted; ++i)
+            sender.emit(stepEvent(i)); // far faster than the 20 ms drain
         sender.close();
         REQUIRE(sink.waitUntil([&] { return !sink.disconnects.empty(); }));
         const size_t delivered = sink.read([&] { return sink.events.size(); });
@@ -203,7 +207,8 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
         CHECK(delivered >= 4); // the first 4 fit the queue
         // what got through is still in emit order
         sink.read([&] {
-            for (size_t i = 1; i < sink.events.size(); ++i) CHECK(sink.events[i - 1].step < sink.events[i].step);
+            for (size_t i = 1; i < sink.events.size(); ++i)
+                CHECK(sink.events[i - 1].step < sink.events[i].step);
             return 0;
         });
     }
@@ -237,8 +242,9 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
         CHECK_FALSE(dt::wire::recvAll(fd, &ping, 8));
         ::close(fd);
         sink.read([&] {
-            CHECK_THAT(sink.protocol_errors[0], Catch::Matchers::Contains("wire version " +
-                                                                          std::to_string(dt::wire::kWireVersion + 1)));
+            CHECK_THAT(
+                sink.protocol_errors[0],
+                Catch::Matchers::Contains("wire version " + std::to_string(dt::wire::kWireVersion + 1)));
             CHECK(sink.hellos.empty());
             return 0;
         });
@@ -304,7 +310,8 @@ TEST_CASE("Ranks and Session prove the shared token to each other", "[telemetry]
         }
         REQUIRE(sink.waitUntil([&] { return !sink.protocol_errors.empty(); }));
         sink.read([&] {
-            CHECK_THAT(sink.protocol_errors[0], Catch::Matchers::Contains("refused a telemetry connection from 127.0.0.1:"));
+            CHECK_THAT(sink.protocol_errors[0],
+                       Catch::Matchers::Contains("refused a telemetry connection from 127.0.0.1:"));
             CHECK_THAT(sink.protocol_errors[0], Catch::Matchers::Contains("rank 4"));
             CHECK_THAT(sink.protocol_errors[0], Catch::Matchers::Contains("did not prove the token"));
             CHECK(sink.hellos.empty());
@@ -327,7 +334,8 @@ TEST_CASE("Ranks and Session prove the shared token to each other", "[telemetry]
         REQUIRE(dt::wire::recvAll(fd, &challenge, sizeof(challenge)));
         CHECK(std::memcmp(challenge.magic, dt::wire::kChallengeMagic, 4) == 0);
         REQUIRE(sink.waitUntil([&] { return !sink.protocol_errors.empty(); }, std::chrono::seconds(15)));
-        CHECK_THAT(sink.read([&] { return sink.protocol_errors[0]; }), Catch::Matchers::Contains("no hello within 10 s"));
+        CHECK_THAT(sink.read([&] { return sink.protocol_errors[0]; }),
+                   Catch::Matchers::Contains("no hello within 10 s"));
         ::close(fd);
     }
     collector.stop();
@@ -380,8 +388,8 @@ TEST_CASE("splitAddress parses HOST:PORT and refuses the rest", "[telemetry]") {
     }
 
     SECTION("bad addresses are UsageErrors that quote the address") {
-        for (const std::string bad : {"", "localhost", "localhost:", ":29500", "h:0", "h:65536", "h:-1", "h:12ab",
-                                      "h:29500 ", "h:80x"}) {
+        for (const std::string bad : {"", "localhost", "localhost:", ":29500", "h:0", "h:65536", "h:-1",
+                                      "h:12ab", "h:29500 ", "h:80x"}) {
             CAPTURE(bad);
             try {
                 dt::wire::splitAddress(bad, host, port);

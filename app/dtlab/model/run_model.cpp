@@ -48,7 +48,8 @@ void refreshEndMax(const std::vector<SpanRecord>& spans, std::vector<int64_t>& e
     int64_t m = from > 0 ? end_max[from - 1] : std::numeric_limits<int64_t>::min();
     for (size_t i = from; i < spans.size(); ++i) {
         m = std::max(m, spans[i].t1);
-        if (i > from && end_max[i] == m) break;
+        if (i > from && end_max[i] == m)
+            break;
         end_max[i] = m;
     }
 }
@@ -63,10 +64,14 @@ uint64_t commKey(uint8_t group, EventKind kind, int peer, uint64_t seq) {
     return (uint64_t(uint8_t(kind)) << 56) | (uint64_t(group) << 48) | (uint64_t(uint16_t(peer + 1)) << 32) |
            (seq & 0xFFFFFFFFull);
 }
-uint64_t commKey(const SpanRecord& s) { return commKey(s.group, s.kind, s.peer, s.seq); }
+uint64_t commKey(const SpanRecord& s) {
+    return commKey(s.group, s.kind, s.peer, s.seq);
+}
 static_assert(size_t(EventKind::Count) <= 256, "commKey packs the kind into 8 bits");
 
-bool isUnitEvent(EventKind kind) { return kind == EventKind::UnitMaterialized || kind == EventKind::UnitFreed; }
+bool isUnitEvent(EventKind kind) {
+    return kind == EventKind::UnitMaterialized || kind == EventKind::UnitFreed;
+}
 
 // Fault-tolerance instants that come every step (or every 100 ms): kept for
 // the quorum view, out of the lifecycle markers and the event log. The
@@ -74,27 +79,37 @@ bool isUnitEvent(EventKind kind) { return kind == EventKind::UnitMaterialized ||
 bool isFrequentFtEvent(const Event& e, bool fault_tolerant) {
     switch (e.kind) {
     case EventKind::Heartbeat:
-    case EventKind::Commit: return true;
-    case EventKind::QuorumFormed: return e.rank >= 0;
-    case EventKind::ParamsChecksum: return fault_tolerant; // one per commit
-    default: return false;
+    case EventKind::Commit:
+        return true;
+    case EventKind::QuorumFormed:
+        return e.rank >= 0;
+    case EventKind::ParamsChecksum:
+        return fault_tolerant; // one per commit
+    default:
+        return false;
     }
 }
 
-bool isHungState(const SpanRecord& s) { return s.started && s.open(); }
+bool isHungState(const SpanRecord& s) {
+    return s.started && s.open();
+}
 
 } // namespace
 
 int spanDepth(EventKind kind, int unit) {
     switch (kind) {
-    case EventKind::Step: return 0;                       // the whole step
+    case EventKind::Step:
+        return 0; // the whole step
     case EventKind::Forward:
     case EventKind::Backward:
-    case EventKind::BackwardInput:                        // pipeline: unit = chunk, beside its F and B
+    case EventKind::BackwardInput: // pipeline: unit = chunk, beside its F and B
     case EventKind::BackwardWeight:
-    case EventKind::Recompute: return unit >= 0 ? 2 : 1;  // per block (or pipeline chunk) : embed/head (-1) or whole backward (-2)
-    case EventKind::QuorumWait: return 2;                 // fault tolerance: overlaps forward and backward (depth 1)
-    default: return 1;                                    // data, loss, optimizer, wait, paused, slow delay
+    case EventKind::Recompute:
+        return unit >= 0 ? 2 : 1; // per block (or pipeline chunk) : embed/head (-1) or whole backward (-2)
+    case EventKind::QuorumWait:
+        return 2; // fault tolerance: overlaps forward and backward (depth 1)
+    default:
+        return 1; // data, loss, optimizer, wait, paused, slow delay
     }
 }
 
@@ -128,7 +143,8 @@ void RunModel::ingest(const Event* events, size_t count) {
     constexpr int kMaxRank = 1 << 15;
     for (size_t i = 0; i < count; ++i) {
         const Event& e = events[i];
-        if (e.rank < -1 || e.rank >= kMaxRank) continue; // not a rank we can draw
+        if (e.rank < -1 || e.rank >= kMaxRank)
+            continue; // not a rank we can draw
         const int64_t end = e.phase == EventPhase::Span ? e.t_ns + std::max<int64_t>(e.dur_ns, 0) : e.t_ns;
         if (m_event_count == 0) {
             m_t_begin = e.t_ns;
@@ -140,20 +156,30 @@ void RunModel::ingest(const Event* events, size_t count) {
         ++m_event_count;
 
         if (e.rank < 0) { // the Session itself: only instants mean something
-            if (e.phase == EventPhase::Instant) ingestInstant(e);
+            if (e.phase == EventPhase::Instant)
+                ingestInstant(e);
             continue;
         }
         switch (e.phase) {
-        case EventPhase::Span: ingestSpan(laneFor(e.rank), e); break;
-        case EventPhase::Counter: ingestCounter(laneFor(e.rank), e); break;
-        case EventPhase::Instant: ingestInstant(e); break;
+        case EventPhase::Span:
+            ingestSpan(laneFor(e.rank), e);
+            break;
+        case EventPhase::Counter:
+            ingestCounter(laneFor(e.rank), e);
+            break;
+        case EventPhase::Instant:
+            ingestInstant(e);
+            break;
         case EventPhase::WorkScheduled:
         case EventPhase::WorkStarted:
         case EventPhase::WorkCompleted:
-        case EventPhase::WorkFailed: ingestWork(e.rank, e); break;
+        case EventPhase::WorkFailed:
+            ingestWork(e.rank, e);
+            break;
         }
     }
-    if (count > 0) ++m_generation;
+    if (count > 0)
+        ++m_generation;
 }
 
 // -----------------------------------------------------------------------------
@@ -208,7 +234,8 @@ void RunModel::ingestWork(int rank, const Event& e) {
     // pointed at that record: an older incarnation of a key keeps its slot).
     auto moved = [&](size_t from, size_t to) {
         auto it = index.comm_by_key.find(commKey(comm[to]));
-        if (it != index.comm_by_key.end() && it->second == from) it->second = uint32_t(to);
+        if (it != index.comm_by_key.end() && it->second == from)
+            it->second = uint32_t(to);
     };
 
     auto found = index.comm_by_key.find(key);
@@ -218,9 +245,15 @@ void RunModel::ingestWork(int rank, const Event& e) {
         // key (a restarted rank numbers its collectives from 0 again).
         const SpanRecord& r = comm[found->second];
         switch (e.phase) {
-        case EventPhase::WorkScheduled: fresh = r.t_scheduled != 0; break;
-        case EventPhase::WorkStarted: fresh = r.started; break;
-        default: fresh = !r.open(); break;
+        case EventPhase::WorkScheduled:
+            fresh = r.t_scheduled != 0;
+            break;
+        case EventPhase::WorkStarted:
+            fresh = r.started;
+            break;
+        default:
+            fresh = !r.open();
+            break;
         }
     }
 
@@ -229,18 +262,25 @@ void RunModel::ingestWork(int rank, const Event& e) {
         s.t1 = SpanRecord::kOpen;
         s.depth = uint8_t(RankLane::kCommRow);
         s.started = e.phase != EventPhase::WorkScheduled;
-        if (e.phase == EventPhase::WorkScheduled) s.t_scheduled = e.t_ns;
+        if (e.phase == EventPhase::WorkScheduled)
+            s.t_scheduled = e.t_ns;
         if (e.phase == EventPhase::WorkCompleted || e.phase == EventPhase::WorkFailed) {
             s.t1 = e.t_ns;
             s.failed = e.phase == EventPhase::WorkFailed;
         }
         const size_t pos = insertSorted(comm, s, s.t0, spanStart);
-        for (size_t i = comm.size() - 1; i > pos; --i) moved(i - 1, i); // records after pos shifted by one
+        for (size_t i = comm.size() - 1; i > pos; --i)
+            moved(i - 1, i); // records after pos shifted by one
         index.comm_by_key[key] = uint32_t(pos);
         lane.comm_end_max.insert(lane.comm_end_max.begin() + ptrdiff_t(pos), 0);
         refreshEndMax(comm, lane.comm_end_max, pos);
-        if (isHungState(s)) ++m_open_collectives;
-        if (s.failed) m_notable.insert(m_notable.begin() + ptrdiff_t(sortedPosition(m_notable, e.t_ns, [](const Event& x) { return x.t_ns; })), e);
+        if (isHungState(s))
+            ++m_open_collectives;
+        if (s.failed)
+            m_notable.insert(
+                m_notable.begin() +
+                    ptrdiff_t(sortedPosition(m_notable, e.t_ns, [](const Event& x) { return x.t_ns; })),
+                e);
         return;
     }
 
@@ -258,8 +298,8 @@ void RunModel::ingestWork(int rank, const Event& e) {
         // Keep the vector sorted by t0: bubble the record to its new place.
         while (idx + 1 < comm.size() && comm[idx + 1].t0 < comm[idx].t0) {
             std::swap(comm[idx], comm[idx + 1]);
-            moved(idx + 1, idx);  // its neighbour first (safe if both share a key)
-            moved(idx, idx + 1);  // then the Work we are updating
+            moved(idx + 1, idx); // its neighbour first (safe if both share a key)
+            moved(idx, idx + 1); // then the Work we are updating
             ++idx;
         }
         while (idx > 0 && comm[idx - 1].t0 > comm[idx].t0) {
@@ -275,14 +315,20 @@ void RunModel::ingestWork(int rank, const Event& e) {
         r.t1 = std::max(e.t_ns, r.t0);
         r.failed = e.phase == EventPhase::WorkFailed;
         if (r.failed)
-            m_notable.insert(m_notable.begin() + ptrdiff_t(sortedPosition(m_notable, e.t_ns, [](const Event& x) { return x.t_ns; })), e);
+            m_notable.insert(
+                m_notable.begin() +
+                    ptrdiff_t(sortedPosition(m_notable, e.t_ns, [](const Event& x) { return x.t_ns; })),
+                e);
         break;
-    default: break;
+    default:
+        break;
     }
     const SpanRecord& now = comm[idx];
     const bool is_hung = isHungState(now);
-    if (is_hung && !was_hung) ++m_open_collectives;
-    if (!is_hung && was_hung) --m_open_collectives;
+    if (is_hung && !was_hung)
+        ++m_open_collectives;
+    if (!is_hung && was_hung)
+        --m_open_collectives;
     // Start from the first position this update can have changed.
     refreshEndMax(comm, lane.comm_end_max, std::min(idx, original));
 }
@@ -293,55 +339,68 @@ void RunModel::ingestWork(int rank, const Event& e) {
 
 void RunModel::ingestCounter(RankLane& lane, const Event& e) {
     // The backend comparison's counters carry backend, op and size: kept whole for the bandwidth view.
-    if (e.kind == EventKind::BusBandwidth) m_bus_bandwidth.push_back(e);
+    if (e.kind == EventKind::BusBandwidth)
+        m_bus_bandwidth.push_back(e);
     auto& points = lane.counters[size_t(e.kind)];
     double& m = lane.counter_max[size_t(e.kind)];
     m = points.empty() ? e.value : std::max(m, e.value);
-    insertSorted(points, CounterPoint{e.t_ns, e.step, e.value}, e.t_ns, [](const CounterPoint& p) { return p.t; });
+    insertSorted(points, CounterPoint{e.t_ns, e.step, e.value}, e.t_ns,
+                 [](const CounterPoint& p) { return p.t; });
 }
 
 void RunModel::ingestInstant(const Event& e) {
     const auto timeOf = [](const Event& x) { return x.t_ns; };
     if (isUnitEvent(e.kind)) { // frequent: for the FSDP flow view only (see run_model.hpp)
-        if (e.rank >= 0) insertSorted(laneFor(e.rank).unit_events, e, e.t_ns, timeOf);
+        if (e.rank >= 0)
+            insertSorted(laneFor(e.rank).unit_events, e, e.t_ns, timeOf);
         return;
     }
-    if (m_scenario.fault_tolerance.enabled && isFtEvent(e.kind)) insertSorted(m_ft_events, e, e.t_ns, timeOf);
-    if (isFrequentFtEvent(e, m_scenario.fault_tolerance.enabled)) return;
-    if (e.rank >= 0) insertSorted(laneFor(e.rank).instants, e, e.t_ns, timeOf);
+    if (m_scenario.fault_tolerance.enabled && isFtEvent(e.kind))
+        insertSorted(m_ft_events, e, e.t_ns, timeOf);
+    if (isFrequentFtEvent(e, m_scenario.fault_tolerance.enabled))
+        return;
+    if (e.rank >= 0)
+        insertSorted(laneFor(e.rank).instants, e, e.t_ns, timeOf);
     insertSorted(m_notable, e, e.t_ns, timeOf);
 }
 
 void RunModel::ingestLogs(const LogRecord* logs, size_t count) {
     for (size_t i = 0; i < count; ++i)
         insertSorted(m_logs, logs[i], logs[i].t_ns, [](const LogRecord& l) { return l.t_ns; });
-    if (count > 0) ++m_generation;
+    if (count > 0)
+        ++m_generation;
 }
 
 // -----------------------------------------------------------------------------
 // [SECTION] Queries
 // -----------------------------------------------------------------------------
 
-size_t RunModel::openCollectives() const { return m_open_collectives; }
+size_t RunModel::openCollectives() const {
+    return m_open_collectives;
+}
 
 const SpanRecord* RunModel::findComm(int rank, uint8_t group, EventKind kind, int peer, uint64_t seq) const {
-    if (rank < 0 || size_t(rank) >= m_lanes.size()) return nullptr;
+    if (rank < 0 || size_t(rank) >= m_lanes.size())
+        return nullptr;
     const auto& map = m_index[size_t(rank)].comm_by_key;
     auto it = map.find(commKey(group, kind, peer, seq));
     return it == map.end() ? nullptr : &m_lanes[size_t(rank)].comm[it->second];
 }
 
 bool RunModel::lastCounter(int rank, EventKind kind, double& value) const {
-    if (rank < 0 || size_t(rank) >= m_lanes.size()) return false;
+    if (rank < 0 || size_t(rank) >= m_lanes.size())
+        return false;
     const auto& points = m_lanes[size_t(rank)].counters[size_t(kind)];
-    if (points.empty()) return false;
+    if (points.empty())
+        return false;
     value = points.back().value;
     return true;
 }
 
 bool RunModel::hasCounter(EventKind kind) const {
     for (const auto& lane : m_lanes)
-        if (!lane.counters[size_t(kind)].empty()) return true;
+        if (!lane.counters[size_t(kind)].empty())
+            return true;
     return false;
 }
 

@@ -55,8 +55,8 @@ namespace dt::app {
 
 struct SpanRecord {
     int64_t t0 = 0;
-    int64_t t1 = 0;              // == kOpen while a collective has not completed
-    int64_t t_scheduled = 0;     // collectives: when it was queued
+    int64_t t1 = 0;          // == kOpen while a collective has not completed
+    int64_t t_scheduled = 0; // collectives: when it was queued
     int64_t bytes = 0;
     uint64_t seq = 0;
     int32_t step = -1;
@@ -65,10 +65,10 @@ struct SpanRecord {
     int16_t peer = -1;
     uint16_t group_size = 0;
     EventKind kind = EventKind::Step;
-    uint8_t group = 0;           // collectives: process group id (Event::group; kGroupWorld = 0)
-    uint8_t depth = 0;           // compute: 0..2; comm spans: RankLane::kCommRow
+    uint8_t group = 0; // collectives: process group id (Event::group; kGroupWorld = 0)
+    uint8_t depth = 0; // compute: 0..2; comm spans: RankLane::kCommRow
     bool failed = false;
-    bool started = true;         // collectives: false while only scheduled (queued)
+    bool started = true; // collectives: false while only scheduled (queued)
     static constexpr int64_t kOpen = INT64_MAX;
 
     [[nodiscard]] bool open() const { return t1 == kOpen; }
@@ -84,18 +84,20 @@ struct CounterPoint {
 
 struct RankLane {
     static constexpr int kDepths = 3;
-    static constexpr int kCommRow = kDepths;                 // row index of the comm spans
-    std::array<std::vector<SpanRecord>, kDepths> compute; // each sorted by t0
+    static constexpr int kCommRow = kDepths;                   // row index of the comm spans
+    std::array<std::vector<SpanRecord>, kDepths> compute;      // each sorted by t0
     std::array<std::vector<int64_t>, kDepths> compute_end_max; // prefix max of t1 (see top)
-    std::vector<SpanRecord> comm;                         // sorted by t0 (start, or scheduled while queued)
-    std::vector<int64_t> comm_end_max;                    // prefix max of t1; kOpen after an open span
+    std::vector<SpanRecord> comm;      // sorted by t0 (start, or scheduled while queued)
+    std::vector<int64_t> comm_end_max; // prefix max of t1; kOpen after an open span
     std::array<std::vector<CounterPoint>, size_t(EventKind::Count)> counters;
     std::array<double, size_t(EventKind::Count)> counter_max{}; // largest value seen per counter kind
-    std::vector<Event> instants;                          // lifecycle, sorted by t
-    std::vector<Event> unit_events;                       // UnitMaterialized / UnitFreed, sorted by t
+    std::vector<Event> instants;                                // lifecycle, sorted by t
+    std::vector<Event> unit_events;                             // UnitMaterialized / UnitFreed, sorted by t
 
     // Row r: 0..kDepths-1 = compute depth, kCommRow = comm.
-    [[nodiscard]] const std::vector<SpanRecord>& row(int r) const { return r == kCommRow ? comm : compute[size_t(r)]; }
+    [[nodiscard]] const std::vector<SpanRecord>& row(int r) const {
+        return r == kCommRow ? comm : compute[size_t(r)];
+    }
     [[nodiscard]] const std::vector<int64_t>& rowEndMax(int r) const {
         return r == kCommRow ? comm_end_max : compute_end_max[size_t(r)];
     }
@@ -113,8 +115,10 @@ struct RankLane {
     case EventKind::LighthouseDown:
     case EventKind::LighthouseUp:
     case EventKind::FaultInjected:
-    case EventKind::ProcessExited: return true;
-    default: return false;
+    case EventKind::ProcessExited:
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -122,17 +126,17 @@ struct RankLane {
 [[nodiscard]] int spanDepth(EventKind kind, int unit);
 
 class RunModel {
-public:
+  public:
     void reset(const Scenario& scenario, int world);
-    void ingest(const Event* events, size_t count);      // any order per rank; cheap when nearly sorted
+    void ingest(const Event* events, size_t count); // any order per rank; cheap when nearly sorted
     void ingestLogs(const LogRecord* logs, size_t count);
 
     [[nodiscard]] int world() const { return int(m_lanes.size()); }
     [[nodiscard]] const Scenario& scenario() const { return m_scenario; }
     [[nodiscard]] const RankLane& lane(int rank) const { return m_lanes[size_t(rank)]; }
-    [[nodiscard]] const std::vector<LogRecord>& logs() const { return m_logs; }   // sorted by t
-    [[nodiscard]] int64_t tBegin() const { return m_t_begin; }   // earliest event time, 0 if none
-    [[nodiscard]] int64_t tEnd() const { return m_t_end; }       // latest event time
+    [[nodiscard]] const std::vector<LogRecord>& logs() const { return m_logs; } // sorted by t
+    [[nodiscard]] int64_t tBegin() const { return m_t_begin; } // earliest event time, 0 if none
+    [[nodiscard]] int64_t tEnd() const { return m_t_end; }     // latest event time
     [[nodiscard]] size_t eventCount() const { return m_event_count; }
     [[nodiscard]] bool empty() const { return m_event_count == 0; }
 
@@ -151,7 +155,8 @@ public:
     // The comm span of `rank` for one Work, or nullptr. group is the process
     // group id (Event::group); peer is -1 for group collectives, the root for
     // broadcast, the other rank for send/recv.
-    [[nodiscard]] const SpanRecord* findComm(int rank, uint8_t group, EventKind kind, int peer, uint64_t seq) const;
+    [[nodiscard]] const SpanRecord* findComm(int rank, uint8_t group, EventKind kind, int peer,
+                                             uint64_t seq) const;
     // The part of the same Work as `s` on another rank (same group, kind, peer, seq).
     [[nodiscard]] const SpanRecord* findPart(int rank, const SpanRecord& s) const {
         return findComm(rank, s.group, s.kind, s.peer, s.seq);
@@ -161,7 +166,7 @@ public:
     // True when any rank reported this counter kind.
     [[nodiscard]] bool hasCounter(EventKind kind) const;
 
-private:
+  private:
     struct LaneIndex {
         // (group, kind, peer, seq) -> position in RankLane::comm, for pairing the
         // Work phases and for linking the parts of one collective across ranks.

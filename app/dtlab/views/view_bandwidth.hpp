@@ -24,7 +24,7 @@ enum class BandwidthEmpty { None, NoRun, NotComparison, NoPointYet };
 [[nodiscard]] BandwidthEmpty bandwidthEmpty(const ViewInputs& inputs);
 
 class BandwidthView final : public View {
-public:
+  public:
     BandwidthView() : View("bandwidth", "Bandwidth") { open = false; }
     [[nodiscard]] const char* helpText() const override;
     // Open for the backend comparison ([strategy] kind = "collectives").
@@ -37,7 +37,7 @@ public:
 
     [[nodiscard]] const BusBandwidthMeasure& lastMeasure() const { return m_measure; }
 
-private:
+  private:
     BusBandwidthMeasure m_measure;
     uint64_t m_generation = ~uint64_t(0);
 };

@@ -16,26 +16,34 @@ namespace dt::app {
 namespace {
 
 // Plain DDP (no fault tolerance): the runs that have buckets.
-bool isPlainDdp(const Scenario& s) { return s.strategy.kind == StrategyKind::Ddp && !s.fault_tolerance.enabled; }
+bool isPlainDdp(const Scenario& s) {
+    return s.strategy.kind == StrategyKind::Ddp && !s.fault_tolerance.enabled;
+}
 
 // The layers in the order backward visits them, and each parameter's layer.
-void backwardNodes(const ModelConfig& m, const std::vector<ParameterShape>& params, std::vector<std::string>& nodes,
-                   std::vector<int>& node_of_param) {
+void backwardNodes(const ModelConfig& m, const std::vector<ParameterShape>& params,
+                   std::vector<std::string>& nodes, std::vector<int>& node_of_param) {
     nodes.clear();
     node_of_param.clear();
     if (m.kind == "tiny_gpt") {
         nodes.push_back("head");
-        for (int b = m.layers - 1; b >= 0; --b) nodes.push_back("block " + std::to_string(b));
+        for (int b = m.layers - 1; b >= 0; --b)
+            nodes.push_back("block " + std::to_string(b));
         nodes.push_back("embeddings");
         for (const ParameterShape& p : params) {
-            if (p.unit >= 0) node_of_param.push_back(1 + (m.layers - 1 - p.unit));
-            else if (p.name.rfind("tok_emb", 0) == 0 || p.name.rfind("pos_emb", 0) == 0) node_of_param.push_back(int(nodes.size()) - 1);
-            else node_of_param.push_back(0); // ln_f, head
+            if (p.unit >= 0)
+                node_of_param.push_back(1 + (m.layers - 1 - p.unit));
+            else if (p.name.rfind("tok_emb", 0) == 0 || p.name.rfind("pos_emb", 0) == 0)
+                node_of_param.push_back(int(nodes.size()) - 1);
+            else
+                node_of_param.push_back(0); // ln_f, head
         }
     } else {
         const int layers = int(m.hidden.size()) + 1;
-        for (int u = layers - 1; u >= 0; --u) nodes.push_back(u == layers - 1 ? "out" : "fc" + std::to_string(u));
-        for (const ParameterShape& p : params) node_of_param.push_back(layers - 1 - p.unit);
+        for (int u = layers - 1; u >= 0; --u)
+            nodes.push_back(u == layers - 1 ? "out" : "fc" + std::to_string(u));
+        for (const ParameterShape& p : params)
+            node_of_param.push_back(layers - 1 - p.unit);
     }
 }
 
@@ -65,25 +73,30 @@ BucketPicture computeBucketPicture(const RunModel& model, int rank, std::optiona
         row.last_param = params[size_t(plan[b].slots.back().param_index)].name;
         pic.buckets.push_back(row);
     }
-    if (rank < 0 || rank >= model.world()) return pic;
+    if (rank < 0 || rank >= model.world())
+        return pic;
 
     // The step: the latest whole-backward span (unit -2) at or before the
     // moment whose every bucket all-reduce has completed on this rank.
     const RankLane& lane = model.lane(rank);
     const std::vector<SpanRecord>& phases = lane.compute[1];
     for (auto it = phases.rbegin(); it != phases.rend(); ++it) {
-        if (it->kind != EventKind::Backward || it->unit != -2) continue;
-        if (at_ns && it->t0 > *at_ns) continue;
+        if (it->kind != EventKind::Backward || it->unit != -2)
+            continue;
+        if (at_ns && it->t0 > *at_ns)
+            continue;
         const SpanRecord& backward = *it;
         // The last launch of each bucket in this step (with microbatches, the last microbatch's).
         std::vector<const SpanRecord*> works(plan.size(), nullptr);
         for (const SpanRecord& c : lane.comm)
-            if (c.kind == EventKind::AllReduce && c.step == backward.step && c.unit >= 0 && size_t(c.unit) < plan.size() &&
-                c.t_scheduled >= backward.t0 && (!works[size_t(c.unit)] || c.t0 >= works[size_t(c.unit)]->t0))
+            if (c.kind == EventKind::AllReduce && c.step == backward.step && c.unit >= 0 &&
+                size_t(c.unit) < plan.size() && c.t_scheduled >= backward.t0 &&
+                (!works[size_t(c.unit)] || c.t0 >= works[size_t(c.unit)]->t0))
                 works[size_t(c.unit)] = &c;
         const bool complete = std::all_of(works.begin(), works.end(),
                                           [](const SpanRecord* w) { return w && !w->open() && !w->failed; });
-        if (!complete) continue;
+        if (!complete)
+            continue;
         pic.step = backward.step;
         pic.backward_ms = double(backward.t1 - backward.t0) / 1e6;
         // Block backward spans inside this backward, for "which block was running".
@@ -107,7 +120,8 @@ BucketPicture computeBucketPicture(const RunModel& model, int rank, std::optiona
                         const int node = s.model.kind == "tiny_gpt" ? 1 + (s.model.layers - 1 - blk->unit)
                                                                     : int(pic.nodes.size()) - 1 - blk->unit;
                         // Past this block's end: the next node (the embeddings after block 0) was running.
-                        row.launched_during_node = launched <= blk->t1 ? node : std::min(node + 1, int(pic.nodes.size()) - 1);
+                        row.launched_during_node =
+                            launched <= blk->t1 ? node : std::min(node + 1, int(pic.nodes.size()) - 1);
                     }
             }
         }
@@ -117,23 +131,32 @@ BucketPicture computeBucketPicture(const RunModel& model, int rank, std::optiona
 }
 
 const char* DdpBucketsView::helpText() const {
-    return "Why DDP all-reduces during backward. Backward visits the model from the loss to the first layer, so the "
-           "last layers' gradients are ready first. DDP packs the parameters in that order into buckets of about "
+    return "Why DDP all-reduces during backward. Backward visits the model from the loss to the first layer, "
+           "so the "
+           "last layers' gradients are ready first. DDP packs the parameters in that order into buckets of "
+           "about "
            "[strategy] bucket_mb; a hook on each gradient launches a bucket's all-reduce as soon as its last "
            "gradient is ready, while backward goes on with the earlier layers.\n\n"
-           "Top: the layers in backward order. Brackets: the parameters each bucket holds. Triangles: where each "
-           "bucket's all-reduce was really launched in one step of the selected rank (the time cursor's step, else "
-           "the latest). The table gives when, for how long, and how much of it was hidden behind backward. With "
+           "Top: the layers in backward order. Brackets: the parameters each bucket holds. Triangles: where "
+           "each "
+           "bucket's all-reduce was really launched in one step of the selected rank (the time cursor's "
+           "step, else "
+           "the latest). The table gives when, for how long, and how much of it was hidden behind backward. "
+           "With "
            "overlap = false every bucket waits for the end of backward.";
 }
 
 BucketsEmpty ddpBucketsEmpty(const ViewInputs& inputs) {
-    if (!inputs.model) return BucketsEmpty::NoRun;
-    if (!isPlainDdp(inputs.model->scenario())) return BucketsEmpty::NotDdp;
+    if (!inputs.model)
+        return BucketsEmpty::NoRun;
+    if (!isPlainDdp(inputs.model->scenario()))
+        return BucketsEmpty::NotDdp;
     return BucketsEmpty::None;
 }
 
-std::optional<bool> DdpBucketsView::relevantTo(const Scenario& scenario) const { return isPlainDdp(scenario); }
+std::optional<bool> DdpBucketsView::relevantTo(const Scenario& scenario) const {
+    return isPlainDdp(scenario);
+}
 
 LayoutPlace DdpBucketsView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
@@ -145,32 +168,40 @@ LayoutPlace DdpBucketsView::layoutPlace(const LayoutContext& context) const {
     return place;
 }
 
-bool DdpBucketsView::isEmpty(const ViewInputs& inputs) const { return ddpBucketsEmpty(inputs) != BucketsEmpty::None; }
+bool DdpBucketsView::isEmpty(const ViewInputs& inputs) const {
+    return ddpBucketsEmpty(inputs) != BucketsEmpty::None;
+}
 
 float DdpBucketsView::preferredHeight(int buckets) {
     const ImGuiStyle& style = ImGui::GetStyle();
-    return ImGui::GetFrameHeightWithSpacing() * 2.0f + ImGui::GetTextLineHeightWithSpacing() * (5.5f + float(buckets)) +
-           style.WindowPadding.y * 2.0f + 60.0f;
+    return ImGui::GetFrameHeightWithSpacing() * 2.0f +
+           ImGui::GetTextLineHeightWithSpacing() * (5.5f + float(buckets)) + style.WindowPadding.y * 2.0f +
+           60.0f;
 }
 
 void DdpBucketsView::drawEmptyState(const ViewInputs& inputs) {
     switch (ddpBucketsEmpty(inputs)) {
-    case BucketsEmpty::NoRun: emptyState("No run", "Open a DDP scenario (scenarios/ddp_basics.toml)."); return;
+    case BucketsEmpty::NoRun:
+        emptyState("No run", "Open a DDP scenario (scenarios/ddp_basics.toml).");
+        return;
     case BucketsEmpty::NotDdp:
         emptyState("Not a DDP run",
                    "Buckets belong to plain DDP ([strategy] kind = \"ddp\", without [fault_tolerance]). Open "
                    "scenarios/ddp_basics.toml.");
         return;
-    case BucketsEmpty::None: return;
+    case BucketsEmpty::None:
+        return;
     }
 }
 
 void DdpBucketsView::drawContent(const ViewInputs& inputs) {
     const RunModel& model = *inputs.model;
     int rank = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
-    if (rank >= model.world()) rank = 0;
+    if (rank >= model.world())
+        rank = 0;
     std::optional<int64_t> at;
-    if (inputs.cursor_ns && inputs.cursor_ns->has_value()) at = **inputs.cursor_ns;
+    if (inputs.cursor_ns && inputs.cursor_ns->has_value())
+        at = **inputs.cursor_ns;
     // Recomputed only when events arrived, or the rank or the cursor moved (it walks the rank's comm spans).
     if (model.generation() != m_generation || rank != m_rank || at != m_at) {
         m_picture = computeBucketPicture(model, rank, at);
@@ -185,8 +216,8 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
     if (pic.step < 0)
         ImGui::TextDisabled("rank %d: waiting for a step whose all-reduces have all completed", rank);
     else
-        ImGui::Text("rank %d, step %d%s: backward %.1f ms, %d buckets of <= %.1f MiB, overlap %s", rank, pic.step,
-                    at ? " (at the time cursor)" : "", pic.backward_ms, int(pic.buckets.size()),
+        ImGui::Text("rank %d, step %d%s: backward %.1f ms, %d buckets of <= %.1f MiB, overlap %s", rank,
+                    pic.step, at ? " (at the time cursor)" : "", pic.backward_ms, int(pic.buckets.size()),
                     model.scenario().strategy.bucket_mb, pic.overlap ? "on" : "off");
 
     // The layers in backward order, as boxes in a row, and the bucket brackets under them.
@@ -208,14 +239,17 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
     dl->AddText(ImVec2(origin.x + 4.0f, origin.y + line * 0.3f), text, "loss");
     for (int i = 0; i < n; ++i) {
         const float x = boxX(i);
-        dl->AddRectFilled(ImVec2(x, origin.y), ImVec2(x + box_w, origin.y + box_h), (backward_color & 0x00FFFFFF) | 0x60000000, 3.0f);
+        dl->AddRectFilled(ImVec2(x, origin.y), ImVec2(x + box_w, origin.y + box_h),
+                          (backward_color & 0x00FFFFFF) | 0x60000000, 3.0f);
         dl->AddRect(ImVec2(x, origin.y), ImVec2(x + box_w, origin.y + box_h), frame, 3.0f);
         dl->PushClipRect(ImVec2(x, origin.y), ImVec2(x + box_w, origin.y + box_h), true);
         dl->AddText(ImVec2(x + 4.0f, origin.y + line * 0.3f), text, pic.nodes[size_t(i)].c_str());
         dl->PopClipRect();
         const float ax = x - gap;
-        dl->AddLine(ImVec2(ax + 1.0f, origin.y + box_h * 0.5f), ImVec2(x - 2.0f, origin.y + box_h * 0.5f), frame, 1.5f);
-        dl->AddTriangleFilled(ImVec2(x - 2.0f, origin.y + box_h * 0.5f), ImVec2(x - 7.0f, origin.y + box_h * 0.5f - 3.5f),
+        dl->AddLine(ImVec2(ax + 1.0f, origin.y + box_h * 0.5f), ImVec2(x - 2.0f, origin.y + box_h * 0.5f),
+                    frame, 1.5f);
+        dl->AddTriangleFilled(ImVec2(x - 2.0f, origin.y + box_h * 0.5f),
+                              ImVec2(x - 7.0f, origin.y + box_h * 0.5f - 3.5f),
                               ImVec2(x - 7.0f, origin.y + box_h * 0.5f + 3.5f), frame);
     }
     dl->AddText(ImVec2(origin.x, origin.y + box_h + 2.0f), ImGui::GetColorU32(ImGuiCol_TextDisabled),
@@ -233,8 +267,8 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
         if (row.measured) {
             const float mx = row.launched_during_node < 0 ? boxX(n - 1) + box_w + gap * 0.5f
                                                           : boxX(row.launched_during_node) + box_w * 0.5f;
-            dl->AddTriangleFilled(ImVec2(mx, y - 6.0f), ImVec2(mx - 5.0f, y - 14.0f), ImVec2(mx + 5.0f, y - 14.0f),
-                                  ImGui::GetColorU32(ImGuiCol_PlotHistogram));
+            dl->AddTriangleFilled(ImVec2(mx, y - 6.0f), ImVec2(mx - 5.0f, y - 14.0f),
+                                  ImVec2(mx + 5.0f, y - 14.0f), ImGui::GetColorU32(ImGuiCol_PlotHistogram));
         }
         y += line * 1.3f;
     }
@@ -243,7 +277,8 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
     // One line per bucket: what it holds and what its all-reduce did in this step.
     if (ImGui::BeginTable("buckets", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
         ImGui::TableSetupColumn("bucket");
-        ImGui::TableSetupColumn("holds (first ready .. launching gradient)", ImGuiTableColumnFlags_WidthStretch);
+        ImGui::TableSetupColumn("holds (first ready .. launching gradient)",
+                                ImGuiTableColumnFlags_WidthStretch);
         ImGui::TableSetupColumn("MiB");
         ImGui::TableSetupColumn("launched");
         ImGui::TableSetupColumn("all-reduce (hidden behind backward)");
@@ -257,12 +292,18 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
             ImGui::TableNextColumn();
             ImGui::Text("%.2f", double(row.bytes) / (1024.0 * 1024.0));
             ImGui::TableNextColumn();
-            if (!row.measured) ImGui::TextDisabled("-");
-            else if (row.launched_during_node < 0) ImGui::Text("+%.1f ms, after backward", row.launched_ms);
-            else ImGui::Text("+%.1f ms, during %s", row.launched_ms, pic.nodes[size_t(row.launched_during_node)].c_str());
+            if (!row.measured)
+                ImGui::TextDisabled("-");
+            else if (row.launched_during_node < 0)
+                ImGui::Text("+%.1f ms, after backward", row.launched_ms);
+            else
+                ImGui::Text("+%.1f ms, during %s", row.launched_ms,
+                            pic.nodes[size_t(row.launched_during_node)].c_str());
             ImGui::TableNextColumn();
-            if (!row.measured) ImGui::TextDisabled("-");
-            else ImGui::Text("%.1f ms (%.1f ms hidden)", row.allreduce_ms, row.hidden_ms);
+            if (!row.measured)
+                ImGui::TextDisabled("-");
+            else
+                ImGui::Text("%.1f ms (%.1f ms hidden)", row.allreduce_ms, row.hidden_ms);
         }
         ImGui::EndTable();
     }

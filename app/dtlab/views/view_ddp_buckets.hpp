@@ -34,30 +34,33 @@ enum class BucketsEmpty { None, NoRun, NotDdp };
 struct BucketRow {
     int bucket = 0;
     int64_t bytes = 0;
-    int first_node = 0, last_node = 0;   // the layers (nodes, backward order) its parameters come from
-    std::string first_param, last_param; // in backward order: the first gradient ready, the one that launches it
+    int first_node = 0, last_node = 0; // the layers (nodes, backward order) its parameters come from
+    std::string first_param,
+        last_param; // in backward order: the first gradient ready, the one that launches it
     // Measured in the picture's step (false while none is found):
     bool measured = false;
-    double launched_ms = 0.0;            // after backward began
-    int launched_during_node = -1;       // the node whose backward was running; -1 = after backward ended
-    double allreduce_ms = 0.0;           // scheduled -> completed
-    double hidden_ms = 0.0;              // the part of it before backward ended
+    double launched_ms = 0.0;      // after backward began
+    int launched_during_node = -1; // the node whose backward was running; -1 = after backward ended
+    double allreduce_ms = 0.0;     // scheduled -> completed
+    double hidden_ms = 0.0;        // the part of it before backward ended
 };
 
 struct BucketPicture {
-    std::vector<std::string> nodes;      // backward order: "head", "block 3", ..., "embeddings"
-    std::vector<BucketRow> buckets;      // bucket 0 first (the first launched)
+    std::vector<std::string> nodes; // backward order: "head", "block 3", ..., "embeddings"
+    std::vector<BucketRow> buckets; // bucket 0 first (the first launched)
     int rank = 0;
-    int step = -1;                       // -1 = no step measured yet
+    int step = -1; // -1 = no step measured yet
     double backward_ms = 0.0;
-    bool overlap = true;                 // [strategy] overlap
+    bool overlap = true; // [strategy] overlap
 };
 
-// The picture for `rank` at `at_ns` (nullopt = the latest complete step). Pure: tests build it from synthetic events.
-[[nodiscard]] BucketPicture computeBucketPicture(const RunModel& model, int rank, std::optional<int64_t> at_ns);
+// The picture for `rank` at `at_ns` (nullopt = the latest complete step). Pure: tests build it from synthetic
+// events.
+[[nodiscard]] BucketPicture computeBucketPicture(const RunModel& model, int rank,
+                                                 std::optional<int64_t> at_ns);
 
 class DdpBucketsView final : public View {
-public:
+  public:
     DdpBucketsView() : View("ddp", "DDP buckets") { open = false; }
     [[nodiscard]] const char* helpText() const override;
     // Open for plain DDP ([strategy] kind = "ddp" without [fault_tolerance]).
@@ -72,7 +75,7 @@ public:
     [[nodiscard]] static float preferredHeight(int buckets);
     [[nodiscard]] const BucketPicture& lastPicture() const { return m_picture; }
 
-private:
+  private:
     BucketPicture m_picture;
     uint64_t m_generation = ~uint64_t(0); // the model generation, rank and cursor m_picture was computed for
     int m_rank = -1;

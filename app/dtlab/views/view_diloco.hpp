@@ -56,19 +56,19 @@ namespace dt::app {
 // Why the view has nothing to draw (pure; tests check it).
 enum class DilocoEmpty {
     None,
-    NoRun,      // nothing opened
-    NotDiloco,  // [strategy] kind is not "diloco"
+    NoRun,     // nothing opened
+    NotDiloco, // [strategy] kind is not "diloco"
 };
 [[nodiscard]] DilocoEmpty dilocoEmpty(const ViewInputs& inputs);
 
 // A link the user asked for with the link control.
 struct LinkRequest {
-    double bandwidth_mbit_s = 0.0;      // 0 = uncapped
+    double bandwidth_mbit_s = 0.0; // 0 = uncapped
     double latency_ms = 0.0;
 };
 
 class DilocoView : public View {
-public:
+  public:
     DilocoView();
 
     [[nodiscard]] const char* helpText() const override;
@@ -85,7 +85,7 @@ public:
     [[nodiscard]] const DilocoViewState& lastState() const { return m_state; }
     [[nodiscard]] static float preferredHeight(int ranks, int fragments);
 
-private:
+  private:
     // The link presets, bandwidth slider and latency input of a live run; a
     // choice calls setLink(-1, ...) for every rank.
     void drawLinkControl(const ViewInputs& inputs);
@@ -95,12 +95,12 @@ private:
     void drawBytes();
 
     DilocoViewState m_state;
-    const RunModel* m_model = nullptr;  // the cache key: model, generation, moment, shown rank
+    const RunModel* m_model = nullptr; // the cache key: model, generation, moment, shown rank
     uint64_t m_generation = ~uint64_t(0);
     int64_t m_t = -1;
     int m_shown = -1;
     // link control
-    float m_mbit = 0.0f;                // slider value (0 = uncapped)
+    float m_mbit = 0.0f; // slider value (0 = uncapped)
     float m_latency = 0.0f;
     bool m_link_editing = false;
 };

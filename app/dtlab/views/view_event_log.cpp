@@ -22,15 +22,24 @@ namespace {
 
 const char* signalName(int signo) {
     switch (signo) {
-    case SIGKILL: return "SIGKILL";
-    case SIGSTOP: return "SIGSTOP";
-    case SIGCONT: return "SIGCONT";
-    case SIGTERM: return "SIGTERM";
-    case SIGINT: return "SIGINT";
-    case SIGABRT: return "SIGABRT";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    default: return "signal";
+    case SIGKILL:
+        return "SIGKILL";
+    case SIGSTOP:
+        return "SIGSTOP";
+    case SIGCONT:
+        return "SIGCONT";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGINT:
+        return "SIGINT";
+    case SIGABRT:
+        return "SIGABRT";
+    case SIGSEGV:
+        return "SIGSEGV";
+    case SIGBUS:
+        return "SIGBUS";
+    default:
+        return "signal";
     }
 }
 
@@ -44,15 +53,21 @@ EventLogRow describeNotable(const Event& e) {
     const int value = int(std::lround(e.value));
     if (e.phase == EventPhase::WorkFailed) {
         row.level = LogLevel::Error;
-        std::snprintf(buf, sizeof(buf), "%s #%llu failed (step %d, %s)", kindLabel(e.kind), (unsigned long long)e.seq,
-                      e.step, formatBytes(double(e.bytes)).c_str());
+        std::snprintf(buf, sizeof(buf), "%s #%llu failed (step %d, %s)", kindLabel(e.kind),
+                      (unsigned long long)e.seq, e.step, formatBytes(double(e.bytes)).c_str());
         row.text = buf;
         return row;
     }
     switch (e.kind) {
-    case EventKind::RankStarted: std::snprintf(buf, sizeof(buf), "rank started (pid %d)", value); break;
-    case EventKind::RankReady: std::snprintf(buf, sizeof(buf), "rank ready: process group formed"); break;
-    case EventKind::RankFinished: std::snprintf(buf, sizeof(buf), "rank finished (last step %d)", e.step); break;
+    case EventKind::RankStarted:
+        std::snprintf(buf, sizeof(buf), "rank started (pid %d)", value);
+        break;
+    case EventKind::RankReady:
+        std::snprintf(buf, sizeof(buf), "rank ready: process group formed");
+        break;
+    case EventKind::RankFinished:
+        std::snprintf(buf, sizeof(buf), "rank finished (last step %d)", e.step);
+        break;
     case EventKind::RankFailed:
         row.level = LogLevel::Error;
         std::snprintf(buf, sizeof(buf), "rank failed at step %d", e.step);
@@ -73,7 +88,9 @@ EventLogRow describeNotable(const Event& e) {
             std::snprintf(buf, sizeof(buf), "process exited with status %d", value);
         }
         break;
-    default: std::snprintf(buf, sizeof(buf), "%s", kindLabel(e.kind)); break;
+    default:
+        std::snprintf(buf, sizeof(buf), "%s", kindLabel(e.kind));
+        break;
     }
     row.text = buf;
     return row;
@@ -82,8 +99,10 @@ EventLogRow describeNotable(const Event& e) {
 std::vector<EventLogRow> buildEventLogRows(const RunModel& model) {
     std::vector<EventLogRow> rows;
     rows.reserve(model.logs().size() + model.notable().size());
-    for (const LogRecord& log : model.logs()) rows.push_back({log.t_ns, log.rank, log.level, log.text});
-    for (const Event& e : model.notable()) rows.push_back(describeNotable(e));
+    for (const LogRecord& log : model.logs())
+        rows.push_back({log.t_ns, log.rank, log.level, log.text});
+    for (const Event& e : model.notable())
+        rows.push_back(describeNotable(e));
     // Both sources are sorted: one merge puts them in time order (logs first on ties).
     std::inplace_merge(rows.begin(), rows.begin() + ptrdiff_t(model.logs().size()), rows.end(),
                        [](const EventLogRow& a, const EventLogRow& b) { return a.t_ns < b.t_ns; });
@@ -117,24 +136,30 @@ bool EventLogView::hasData(const ViewInputs& inputs) {
 }
 
 void EventLogView::refresh(const RunModel& model) {
-    if (&model == m_model && model.generation() == m_generation && !m_filter_dirty) return;
+    if (&model == m_model && model.generation() == m_generation && !m_filter_dirty)
+        return;
     if (&model != m_model || model.generation() != m_generation) {
         m_rows = buildEventLogRows(model);
         m_model = &model;
         m_generation = model.generation();
-        if (m_selected >= int(m_rows.size())) m_selected = -1;
+        if (m_selected >= int(m_rows.size()))
+            m_selected = -1;
     }
     m_visible.clear();
     for (size_t i = 0; i < m_rows.size(); ++i) {
         const EventLogRow& row = m_rows[i];
-        if (!m_show[size_t(row.level)]) continue;
-        if (m_filter.IsActive() && !m_filter.PassFilter(row.text.c_str())) continue;
+        if (!m_show[size_t(row.level)])
+            continue;
+        if (m_filter.IsActive() && !m_filter.PassFilter(row.text.c_str()))
+            continue;
         m_visible.push_back(i);
     }
     m_filter_dirty = false;
 }
 
-bool EventLogView::isEmpty(const ViewInputs& inputs) const { return !hasData(inputs); }
+bool EventLogView::isEmpty(const ViewInputs& inputs) const {
+    return !hasData(inputs);
+}
 
 void EventLogView::drawFilters() {
     helpMarker(helpText());
@@ -152,7 +177,8 @@ void EventLogView::drawFilters() {
     ImGui::Checkbox("Auto-scroll", &m_auto_scroll);
     ImGui::SameLine();
     m_filter_dirty |= m_filter.Draw("##filter", std::max(80.0f, ImGui::GetContentRegionAvail().x));
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Filter by text (\"-word\" excludes, commas separate terms)");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Filter by text (\"-word\" excludes, commas separate terms)");
 }
 
 void EventLogView::drawEmptyState(const ViewInputs&) {
@@ -167,9 +193,11 @@ void EventLogView::drawContent(const ViewInputs& inputs) {
     const RunModel& model = *inputs.model;
     refresh(model);
 
-    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV |
-                                  ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingFixedFit;
-    if (!ImGui::BeginTable("##event_log", 4, flags, ImVec2(0.0f, 0.0f))) return;
+    const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
+                                  ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable |
+                                  ImGuiTableFlags_SizingFixedFit;
+    if (!ImGui::BeginTable("##event_log", 4, flags, ImVec2(0.0f, 0.0f)))
+        return;
     ImGui::TableSetupScrollFreeze(0, 1);
     ImGui::TableSetupColumn("time", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("+0000.000 s").x);
     ImGui::TableSetupColumn("rank", ImGuiTableColumnFlags_WidthFixed, ImGui::CalcTextSize("session").x);
@@ -191,14 +219,19 @@ void EventLogView::drawContent(const ViewInputs& inputs) {
             ImGui::PushID(int(i));
             if (ImGui::Selectable(time, m_selected == int(i), ImGuiSelectableFlags_SpanAllColumns)) {
                 m_selected = int(i);
-                if (inputs.navigator) inputs.navigator->centerOn(row.t_ns, row.rank);
-                if (inputs.selected_rank && row.rank >= 0) *inputs.selected_rank = row.rank;
+                if (inputs.navigator)
+                    inputs.navigator->centerOn(row.t_ns, row.rank);
+                if (inputs.selected_rank && row.rank >= 0)
+                    *inputs.selected_rank = row.rank;
             }
-            if (ImGui::IsItemHovered()) ImGui::SetTooltip("Click to show this moment in the timeline");
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("Click to show this moment in the timeline");
             ImGui::PopID();
             ImGui::TableNextColumn();
-            if (row.rank >= 0) ImGui::Text("%d", row.rank);
-            else ImGui::TextDisabled("session");
+            if (row.rank >= 0)
+                ImGui::Text("%d", row.rank);
+            else
+                ImGui::TextDisabled("session");
             ImGui::TableNextColumn();
             static const char* const level_names[] = {"info", "warning", "error"};
             const ImU32 color = palette::levelColor(row.level);
@@ -210,7 +243,8 @@ void EventLogView::drawContent(const ViewInputs& inputs) {
         }
     }
     // Keep the newest row in view while it was already at the bottom.
-    if (m_auto_scroll && m_visible.size() != m_last_count && ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4.0f)
+    if (m_auto_scroll && m_visible.size() != m_last_count &&
+        ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4.0f)
         ImGui::SetScrollHereY(1.0f);
     m_last_count = m_visible.size();
     ImGui::EndTable();

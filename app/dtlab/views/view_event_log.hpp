@@ -19,7 +19,7 @@ namespace dt::app {
 
 struct EventLogRow {
     int64_t t_ns = 0;
-    int rank = -1;               // -1 = the Session
+    int rank = -1; // -1 = the Session
     LogLevel level = LogLevel::Info;
     std::string text;
 };
@@ -29,7 +29,7 @@ struct EventLogRow {
 [[nodiscard]] EventLogRow describeNotable(const Event& e);
 
 class EventLogView : public View {
-public:
+  public:
     EventLogView();
 
     [[nodiscard]] const char* helpText() const override;
@@ -41,19 +41,19 @@ public:
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
     [[nodiscard]] size_t visibleRowCount() const { return m_visible.size(); } // after filtering, last frame
 
-private:
+  private:
     void drawFilters(); // the help marker, the level check boxes and the text filter
     void refresh(const RunModel& model);
 
     std::vector<EventLogRow> m_rows;
-    std::vector<size_t> m_visible;   // indices into m_rows that pass the filters
+    std::vector<size_t> m_visible; // indices into m_rows that pass the filters
     const RunModel* m_model = nullptr;
     uint64_t m_generation = ~uint64_t(0);
     bool m_show[3] = {true, true, true}; // Info, Warning, Error
     bool m_filter_dirty = true;
     bool m_auto_scroll = true;
     size_t m_last_count = 0;
-    int m_selected = -1;             // index into m_rows
+    int m_selected = -1; // index into m_rows
     ImGuiTextFilter m_filter;
 };
 

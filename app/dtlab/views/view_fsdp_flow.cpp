@@ -23,17 +23,22 @@ namespace dt::app {
 // [SECTION] Data (pure): the units' state at a moment
 // -----------------------------------------------------------------------------
 
-bool shardsParameters(StrategyKind kind) { return strategyTraits(kind).shards_parameters; }
+bool shardsParameters(StrategyKind kind) {
+    return strategyTraits(kind).shards_parameters;
+}
 
 FlowEmpty fsdpFlowEmpty(const ViewInputs& inputs) {
-    if (!inputs.model) return FlowEmpty::NoRun;
-    if (!shardsParameters(inputs.model->scenario().strategy.kind)) return FlowEmpty::NotSharded;
+    if (!inputs.model)
+        return FlowEmpty::NoRun;
+    if (!shardsParameters(inputs.model->scenario().strategy.kind))
+        return FlowEmpty::NotSharded;
     return FlowEmpty::None;
 }
 
 const FlowTile* FlowState::tile(int unit) const {
     for (const FlowTile& t : tiles)
-        if (t.unit == unit) return &t;
+        if (t.unit == unit)
+            return &t;
     return nullptr;
 }
 
@@ -45,13 +50,15 @@ namespace {
 // last span starting at or before t can stop at the first i whose end_max is
 // already <= t: nothing before it reaches t.
 template <typename Fn>
-void forEachSpanAt(const std::vector<SpanRecord>& spans, const std::vector<int64_t>& end_max, int64_t t, Fn&& fn) {
+void forEachSpanAt(const std::vector<SpanRecord>& spans, const std::vector<int64_t>& end_max, int64_t t,
+                   Fn&& fn) {
     size_t i = size_t(std::upper_bound(spans.begin(), spans.end(), t,
                                        [](int64_t value, const SpanRecord& s) { return value < s.t0; }) -
                       spans.begin());
     while (i > 0 && end_max[i - 1] > t) {
         --i;
-        if (spans[i].t1 > t) fn(spans[i]);
+        if (spans[i].t1 > t)
+            fn(spans[i]);
     }
 }
 
@@ -59,7 +66,8 @@ void forEachSpanAt(const std::vector<SpanRecord>& spans, const std::vector<int64
 int tileIndex(const FlowState& state, int unit) {
     const bool has_root = !state.tiles.empty() && state.tiles.front().unit == -1;
     const int index = unit + (has_root ? 1 : 0);
-    if (unit < -1 || (unit == -1 && !has_root) || index >= int(state.tiles.size())) return -1;
+    if (unit < -1 || (unit == -1 && !has_root) || index >= int(state.tiles.size()))
+        return -1;
     return index;
 }
 
@@ -86,7 +94,8 @@ FlowState fsdpFlowState(const RunModel& model, int rank, int64_t t) {
         tile.theory_full_bytes = 4 * paddedNumel(layout.unit_numel[u], state.shards);
         state.tiles.push_back(tile);
     }
-    if (rank < 0 || rank >= model.world()) return state;
+    if (rank < 0 || rank >= model.world())
+        return state;
     const RankLane& lane = model.lane(rank);
 
     // Residency: the latest UnitMaterialized / UnitFreed per unit at or before t.
@@ -99,9 +108,11 @@ FlowState fsdpFlowState(const RunModel& model, int rank, int64_t t) {
     const Event* latest = nullptr;
     while (i > 0 && left > 0) {
         const Event& e = events[--i];
-        if (!latest) latest = &e;
+        if (!latest)
+            latest = &e;
         const int k = tileIndex(state, e.unit);
-        if (k < 0 || resolved[size_t(k)]) continue;
+        if (k < 0 || resolved[size_t(k)])
+            continue;
         resolved[size_t(k)] = true;
         --left;
         FlowTile& tile = state.tiles[size_t(k)];
@@ -118,21 +129,28 @@ FlowState fsdpFlowState(const RunModel& model, int rank, int64_t t) {
 
     // Compute in progress: per-block spans (depth 2) and the root's forward/backward (depth 1, unit -1).
     for (int depth : {1, 2}) {
-        forEachSpanAt(lane.compute[size_t(depth)], lane.compute_end_max[size_t(depth)], t, [&](const SpanRecord& s) {
-            const int k = tileIndex(state, s.unit);
-            if (k < 0) return; // unit -2 = the whole backward, or not a unit span
-            FlowTile& tile = state.tiles[size_t(k)];
-            if (s.kind == EventKind::Forward) tile.forward = true;
-            else if (s.kind == EventKind::Backward) tile.backward = true;
-            else if (s.kind == EventKind::Recompute) tile.recompute = true;
-        });
+        forEachSpanAt(lane.compute[size_t(depth)], lane.compute_end_max[size_t(depth)], t,
+                      [&](const SpanRecord& s) {
+                          const int k = tileIndex(state, s.unit);
+                          if (k < 0)
+                              return; // unit -2 = the whole backward, or not a unit span
+                          FlowTile& tile = state.tiles[size_t(k)];
+                          if (s.kind == EventKind::Forward)
+                              tile.forward = true;
+                          else if (s.kind == EventKind::Backward)
+                              tile.backward = true;
+                          else if (s.kind == EventKind::Recompute)
+                              tile.recompute = true;
+                      });
     }
 
     // Collectives in flight: started at or before t and not completed by t.
     auto unitCollective = [&](const SpanRecord& s, bool queued) {
-        if (s.kind != EventKind::AllGather && s.kind != EventKind::ReduceScatter) return;
+        if (s.kind != EventKind::AllGather && s.kind != EventKind::ReduceScatter)
+            return;
         const int k = tileIndex(state, s.unit);
-        if (k < 0) return;
+        if (k < 0)
+            return;
         FlowTile& tile = state.tiles[size_t(k)];
         if (s.kind == EventKind::AllGather) {
             (queued ? tile.all_gather_queued : tile.all_gather) = true;
@@ -144,7 +162,8 @@ FlowState fsdpFlowState(const RunModel& model, int rank, int64_t t) {
             tile.reduce_scatter_t0 = queued ? s.t_scheduled : s.t0;
         }
     };
-    forEachSpanAt(lane.comm, lane.comm_end_max, t, [&](const SpanRecord& s) { unitCollective(s, !s.started); });
+    forEachSpanAt(lane.comm, lane.comm_end_max, t,
+                  [&](const SpanRecord& s) { unitCollective(s, !s.started); });
     // Queued at t but started later: the record sits after t (sorted by start). A
     // prefetched all-gather waits at most a few Works, so a short look ahead finds it.
     const auto& comm = lane.comm;
@@ -152,11 +171,13 @@ FlowState fsdpFlowState(const RunModel& model, int rank, int64_t t) {
                                        [](int64_t value, const SpanRecord& s) { return value < s.t0; }) -
                       comm.begin());
     for (size_t n = 0; j < comm.size() && n < 16; ++j, ++n)
-        if (comm[j].t_scheduled != 0 && comm[j].t_scheduled <= t) unitCollective(comm[j], true);
+        if (comm[j].t_scheduled != 0 && comm[j].t_scheduled <= t)
+            unitCollective(comm[j], true);
 
     // Step and microbatch: the step span around t, else the latest unit event's step.
     forEachSpanAt(lane.compute[0], lane.compute_end_max[0], t, [&](const SpanRecord& s) {
-        if (s.kind == EventKind::Step) state.step = std::max(state.step, s.step);
+        if (s.kind == EventKind::Step)
+            state.step = std::max(state.step, s.step);
     });
     if (latest && (state.step < 0 || latest->step == state.step)) {
         state.step = latest->step;
@@ -165,8 +186,10 @@ FlowState fsdpFlowState(const RunModel& model, int rank, int64_t t) {
 
     // Unsharded bytes alive, as the rank's counter said at or before t.
     const auto& points = lane.counters[size_t(EventKind::MemParamsMaterialized)];
-    auto p = std::upper_bound(points.begin(), points.end(), t, [](int64_t value, const CounterPoint& c) { return value < c.t; });
-    if (p != points.begin()) state.materialized_bytes = std::prev(p)->value;
+    auto p = std::upper_bound(points.begin(), points.end(), t,
+                              [](int64_t value, const CounterPoint& c) { return value < c.t; });
+    if (p != points.begin())
+        state.materialized_bytes = std::prev(p)->value;
     return state;
 }
 
@@ -210,7 +233,9 @@ const char* FsdpFlowView::helpText() const {
            "labelled theory.";
 }
 
-bool FsdpFlowView::isEmpty(const ViewInputs& inputs) const { return fsdpFlowEmpty(inputs) != FlowEmpty::None; }
+bool FsdpFlowView::isEmpty(const ViewInputs& inputs) const {
+    return fsdpFlowEmpty(inputs) != FlowEmpty::None;
+}
 
 // -----------------------------------------------------------------------------
 // [SECTION] Drawing: header, tiles, footer
@@ -225,8 +250,10 @@ struct Chip {
 };
 
 const char* unitName(char* out, size_t size, int unit, const std::string& model_kind) {
-    if (unit < 0) std::snprintf(out, size, "root");
-    else std::snprintf(out, size, "%s %d", model_kind == "mlp" ? "layer" : "block", unit);
+    if (unit < 0)
+        std::snprintf(out, size, "root");
+    else
+        std::snprintf(out, size, "%s %d", model_kind == "mlp" ? "layer" : "block", unit);
     return out;
 }
 
@@ -245,13 +272,14 @@ void FsdpFlowView::drawEmptyState(const ViewInputs& inputs) {
         helpMarker(helpText());
         const std::string kind = strategyKindName(inputs.model->scenario().strategy.kind);
         char title[96];
-        std::snprintf(title, sizeof(title), "The \"%s\" strategy does not shard parameters: no units to gather",
-                      kind.c_str());
-        emptyState(title,
-                   "This view shows FSDP's units (root and blocks) going from a 1/N shard to full parameters and "
-                   "back: all-gather, compute, reduce-scatter, free. It needs [strategy] kind = \"fsdp\" or "
-                   "\"hsdp\" in the scenario. Under ddp every rank keeps all parameters; zero1 and zero2 shard "
-                   "only the optimizer state (and the gradients): compare them in the Memory view.");
+        std::snprintf(title, sizeof(title),
+                      "The \"%s\" strategy does not shard parameters: no units to gather", kind.c_str());
+        emptyState(
+            title,
+            "This view shows FSDP's units (root and blocks) going from a 1/N shard to full parameters and "
+            "back: all-gather, compute, reduce-scatter, free. It needs [strategy] kind = \"fsdp\" or "
+            "\"hsdp\" in the scenario. Under ddp every rank keeps all parameters; zero1 and zero2 shard "
+            "only the optimizer state (and the gradients): compare them in the Memory view.");
     }
 }
 
@@ -264,7 +292,8 @@ void FsdpFlowView::drawContent(const ViewInputs& inputs) {
 void FsdpFlowView::drawHeader(const ViewInputs& inputs) {
     const RunModel& model = *inputs.model;
     int rank = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
-    if (rank >= model.world()) rank = 0;
+    if (rank >= model.world())
+        rank = 0;
 
     // The moment shown: the cursor, else now (live) or the end (replay).
     const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
@@ -276,14 +305,18 @@ void FsdpFlowView::drawHeader(const ViewInputs& inputs) {
     ImGui::SameLine();
     ImGui::AlignTextToFramePadding();
     ImGui::Text("rank %d", rank);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Select another rank in the Topology view or the timeline.");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Select another rank in the Topology view or the timeline.");
     ImGui::SameLine();
-    if (m_state.step >= 0 && m_state.microbatch >= 0) ImGui::Text("|  step %d, microbatch %d", m_state.step, m_state.microbatch);
-    else if (m_state.step >= 0) ImGui::Text("|  step %d", m_state.step);
-    else ImGui::TextDisabled("|  no step yet");
+    if (m_state.step >= 0 && m_state.microbatch >= 0)
+        ImGui::Text("|  step %d, microbatch %d", m_state.step, m_state.microbatch);
+    else if (m_state.step >= 0)
+        ImGui::Text("|  step %d", m_state.step);
+    else
+        ImGui::TextDisabled("|  no step yet");
     ImGui::SameLine();
-    ImGui::TextDisabled("|  %s, N = %d shard%s per unit", strategyKindName(model.scenario().strategy.kind), m_state.shards,
-                        m_state.shards == 1 ? "" : "s");
+    ImGui::TextDisabled("|  %s, N = %d shard%s per unit", strategyKindName(model.scenario().strategy.kind),
+                        m_state.shards, m_state.shards == 1 ? "" : "s");
 
     // The moment, on the same row: a slider over the run (sets the shared
     // cursor) and a button back to now / the end. No legend: every lit phase
@@ -300,19 +333,22 @@ void FsdpFlowView::drawHeader(const ViewInputs& inputs) {
     const double zero = 0.0;
     const char* back = inputs.live ? "Now" : "End";
     const ImGuiStyle& style = ImGui::GetStyle();
-    ImGui::SetNextItemWidth(std::max(ImGui::GetFontSize() * 6.0f, ImGui::GetContentRegionAvail().x -
-                                                                     ImGui::CalcTextSize(back).x -
-                                                                     style.FramePadding.x * 2.0f - style.ItemSpacing.x));
-    if (ImGui::SliderScalar("##moment", ImGuiDataType_Double, &at_s, &zero, &span_s, "+%.4f s") && inputs.cursor_ns)
+    ImGui::SetNextItemWidth(
+        std::max(ImGui::GetFontSize() * 6.0f, ImGui::GetContentRegionAvail().x - ImGui::CalcTextSize(back).x -
+                                                  style.FramePadding.x * 2.0f - style.ItemSpacing.x));
+    if (ImGui::SliderScalar("##moment", ImGuiDataType_Double, &at_s, &zero, &span_s, "+%.4f s") &&
+        inputs.cursor_ns)
         *inputs.cursor_ns = model.tBegin() + int64_t(std::llround(std::clamp(at_s, 0.0, span_s) * 1e9));
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("The moment shown, from the run's first event. Drag it, or click in the timeline.");
     ImGui::SameLine();
     ImGui::BeginDisabled(!has_cursor);
-    if (ImGui::Button(back) && inputs.cursor_ns) inputs.cursor_ns->reset();
+    if (ImGui::Button(back) && inputs.cursor_ns)
+        inputs.cursor_ns->reset();
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-        ImGui::SetTooltip(inputs.live ? "Clear the cursor: show what happens now." : "Clear the cursor: show the end of the run.");
+        ImGui::SetTooltip(inputs.live ? "Clear the cursor: show what happens now."
+                                      : "Clear the cursor: show the end of the run.");
 }
 
 namespace {
@@ -349,11 +385,13 @@ void FsdpFlowView::drawTiles(const ViewInputs& inputs) {
     const std::string& model_kind = model.scenario().model.kind;
     const ImGuiStyle& style = ImGui::GetStyle();
     const TileMetrics m = tileMetrics();
-    const float line_h = m.line_h, pad = m.pad, gap = m.gap, chip_h = m.chip_h, bar_h = m.bar_h, tile_h = m.tile_h;
+    const float line_h = m.line_h, pad = m.pad, gap = m.gap, chip_h = m.chip_h, bar_h = m.bar_h,
+                tile_h = m.tile_h;
     const int n = int(state.tiles.size());
     const float min_w = std::floor(ImGui::CalcTextSize("reduce-scatter").x + pad * 4.0f);
     const float avail_w = ImGui::GetContentRegionAvail().x;
-    const float tile_w = n > 0 ? std::max(min_w, std::floor((avail_w - gap * float(n - 1)) / float(n))) : min_w;
+    const float tile_w =
+        n > 0 ? std::max(min_w, std::floor((avail_w - gap * float(n - 1)) / float(n))) : min_w;
     const float row_w = float(n) * tile_w + float(std::max(n - 1, 0)) * gap;
     const float scroll_h = row_w > avail_w ? style.ScrollbarSize : 0.0f;
 
@@ -378,11 +416,16 @@ void FsdpFlowView::drawTiles(const ViewInputs& inputs) {
         const ImVec2 b(a.x + tile_w, a.y + tile_h);
         // The phase that lights the border: compute first, then the collectives.
         ImU32 lit = 0;
-        if (tile.recompute) lit = palette::kindColor(EventKind::Recompute);
-        else if (tile.backward) lit = palette::kindColor(EventKind::Backward);
-        else if (tile.forward) lit = palette::kindColor(EventKind::Forward);
-        else if (tile.all_gather) lit = palette::kindColor(EventKind::AllGather);
-        else if (tile.reduce_scatter) lit = palette::kindColor(EventKind::ReduceScatter);
+        if (tile.recompute)
+            lit = palette::kindColor(EventKind::Recompute);
+        else if (tile.backward)
+            lit = palette::kindColor(EventKind::Backward);
+        else if (tile.forward)
+            lit = palette::kindColor(EventKind::Forward);
+        else if (tile.all_gather)
+            lit = palette::kindColor(EventKind::AllGather);
+        else if (tile.reduce_scatter)
+            lit = palette::kindColor(EventKind::ReduceScatter);
         draw->AddRectFilled(a, b, lit ? palette::withAlpha(lit, 0.18f) : frame, 4.0f);
         draw->AddRect(a, b, lit ? lit : border, 4.0f, 0, lit ? 3.0f : 1.0f);
 
@@ -394,11 +437,14 @@ void FsdpFlowView::drawTiles(const ViewInputs& inputs) {
         // the latest unit event, else theory).
         const int64_t full = tile.full_bytes > 0 ? tile.full_bytes : tile.theory_full_bytes;
         formatBytes(bytes, sizeof(bytes), double(whole ? full : full / state.shards));
-        if (tile.full_bytes > 0) std::snprintf(buf, sizeof(buf), "%s", bytes);
-        else std::snprintf(buf, sizeof(buf), "%s theory", bytes);
+        if (tile.full_bytes > 0)
+            std::snprintf(buf, sizeof(buf), "%s", bytes);
+        else
+            std::snprintf(buf, sizeof(buf), "%s theory", bytes);
         const float bytes_w = ImGui::CalcTextSize(buf).x;
         const float name_w = ImGui::CalcTextSize(unitName(bytes, sizeof(bytes), tile.unit, model_kind)).x;
-        if (x1 - bytes_w > x0 + name_w + 6.0f) draw->AddText(ImVec2(x1 - bytes_w, y), dim, buf);
+        if (x1 - bytes_w > x0 + name_w + 6.0f)
+            draw->AddText(ImVec2(x1 - bytes_w, y), dim, buf);
         y += line_h + 3.0f;
 
         // The parameters this rank holds: the whole unit (materialized) or its 1/N slice.
@@ -414,21 +460,30 @@ void FsdpFlowView::drawTiles(const ViewInputs& inputs) {
 
         char residency[48];
         if (tile.residency == Residency::Materialized)
-            std::snprintf(residency, sizeof(residency), "materialized (%s)", tile.gathered_for == 1 ? "bwd" : "fwd");
-        else if (tile.residency == Residency::Freed) std::snprintf(residency, sizeof(residency), "freed: 1/%d shard", state.shards);
-        else std::snprintf(residency, sizeof(residency), "sharded: 1/%d", state.shards);
+            std::snprintf(residency, sizeof(residency), "materialized (%s)",
+                          tile.gathered_for == 1 ? "bwd" : "fwd");
+        else if (tile.residency == Residency::Freed)
+            std::snprintf(residency, sizeof(residency), "freed: 1/%d shard", state.shards);
+        else
+            std::snprintf(residency, sizeof(residency), "sharded: 1/%d", state.shards);
         draw->AddText(ImVec2(x0, y), tile.residency == Residency::Materialized ? text : dim, residency);
         y += line_h + 3.0f;
 
         // Phase chips, wrapping to a second row.
         Chip chips[7];
         int count = 0;
-        if (tile.all_gather) chips[count++] = {"all-gather", EventKind::AllGather, false};
-        if (tile.all_gather_queued && !tile.all_gather) chips[count++] = {"all-gather queued", EventKind::AllGather, true};
-        if (tile.forward) chips[count++] = {"forward", EventKind::Forward, false};
-        if (tile.recompute) chips[count++] = {"recompute", EventKind::Recompute, false};
-        if (tile.backward) chips[count++] = {"backward", EventKind::Backward, false};
-        if (tile.reduce_scatter) chips[count++] = {"reduce-scatter", EventKind::ReduceScatter, false};
+        if (tile.all_gather)
+            chips[count++] = {"all-gather", EventKind::AllGather, false};
+        if (tile.all_gather_queued && !tile.all_gather)
+            chips[count++] = {"all-gather queued", EventKind::AllGather, true};
+        if (tile.forward)
+            chips[count++] = {"forward", EventKind::Forward, false};
+        if (tile.recompute)
+            chips[count++] = {"recompute", EventKind::Recompute, false};
+        if (tile.backward)
+            chips[count++] = {"backward", EventKind::Backward, false};
+        if (tile.reduce_scatter)
+            chips[count++] = {"reduce-scatter", EventKind::ReduceScatter, false};
         if (tile.reduce_scatter_queued && !tile.reduce_scatter)
             chips[count++] = {"reduce-scatter queued", EventKind::ReduceScatter, true};
         float cx = x0;
@@ -440,16 +495,21 @@ void FsdpFlowView::drawTiles(const ViewInputs& inputs) {
             }
             const ImU32 color = palette::kindColor(chips[c].kind);
             const ImVec2 ca(cx, y), cb(cx + w, y + chip_h);
-            if (chips[c].queued) draw->AddRect(ca, cb, color, 3.0f, 0, 1.5f);
-            else draw->AddRectFilled(ca, cb, color, 3.0f);
+            if (chips[c].queued)
+                draw->AddRect(ca, cb, color, 3.0f, 0, 1.5f);
+            else
+                draw->AddRectFilled(ca, cb, color, 3.0f);
             const ImVec4 clip(ca.x, ca.y, cb.x, cb.y);
             draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(cx + 4.0f, y + 2.0f),
-                          chips[c].queued ? text : palette::textOn(color), chips[c].label, nullptr, 0.0f, &clip);
+                          chips[c].queued ? text : palette::textOn(color), chips[c].label, nullptr, 0.0f,
+                          &clip);
             cx += w + 4.0f;
         }
-        if (count == 0) draw->AddText(ImVec2(x0, y + 2.0f), dim, "idle");
+        if (count == 0)
+            draw->AddText(ImVec2(x0, y + 2.0f), dim, "idle");
 
-        if (window_hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= a.y && mouse.y < b.y) hovered = k;
+        if (window_hovered && mouse.x >= a.x && mouse.x < b.x && mouse.y >= a.y && mouse.y < b.y)
+            hovered = k;
     }
     ImGui::Dummy(ImVec2(row_w, tile_h + 8.0f));
 
@@ -457,7 +517,8 @@ void FsdpFlowView::drawTiles(const ViewInputs& inputs) {
         const FlowTile& tile = state.tiles[size_t(hovered)];
         const double origin_ns = double(model.tBegin());
         ImGui::BeginTooltip();
-        ImGui::Text("%s (unit %d) on rank %d", unitName(buf, sizeof(buf), tile.unit, model_kind), tile.unit, state.rank);
+        ImGui::Text("%s (unit %d) on rank %d", unitName(buf, sizeof(buf), tile.unit, model_kind), tile.unit,
+                    state.rank);
         ImGui::Separator();
         if (tile.residency == Residency::Sharded) {
             ImGui::TextUnformatted("sharded: no unit event from this rank yet");
@@ -487,14 +548,18 @@ void FsdpFlowView::drawTiles(const ViewInputs& inputs) {
 
     // Footer: the measured counter and, next to it, the theory peak.
     if (!state.any_unit_events)
-        ImGui::TextDisabled("No unit events from rank %d by this moment: every unit holds only its shard.", state.rank);
+        ImGui::TextDisabled("No unit events from rank %d by this moment: every unit holds only its shard.",
+                            state.rank);
     if (state.materialized_bytes >= 0.0)
-        ImGui::Text("unsharded copies alive: %s (measured at the last unit event)", formatBytes(state.materialized_bytes).c_str());
-    else ImGui::TextDisabled("unsharded copies alive: not reported yet");
+        ImGui::Text("unsharded copies alive: %s (measured at the last unit event)",
+                    formatBytes(state.materialized_bytes).c_str());
+    else
+        ImGui::TextDisabled("unsharded copies alive: not reported yet");
     ImGui::SameLine();
     const ModelStateTheory theory = modelStateTheory(model.scenario());
     const StrategyConfig& strategy = model.scenario().strategy;
-    ImGui::TextDisabled("|  theory peak %s: root + largest unit%s", formatBytes(double(theory.materialized_peak)).c_str(),
+    ImGui::TextDisabled("|  theory peak %s: root + largest unit%s",
+                        formatBytes(double(theory.materialized_peak)).c_str(),
                         strategy.forward_prefetch || strategy.backward_prefetch ? " + one prefetched" : "");
 }
 

@@ -42,21 +42,21 @@ enum class FlowEmpty { None, NoRun, NotSharded };
 
 // Where a unit's parameters are on this rank at the moment.
 enum class Residency : uint8_t {
-    Sharded,       // only this rank's 1/N (no unit event yet)
-    Materialized,  // full parameters alive (the latest event is UnitMaterialized)
-    Freed,         // back to the shard (the latest event is UnitFreed)
+    Sharded,      // only this rank's 1/N (no unit event yet)
+    Materialized, // full parameters alive (the latest event is UnitMaterialized)
+    Freed,        // back to the shard (the latest event is UnitFreed)
 };
 
 struct FlowTile {
-    int unit = -1;                   // -1 root, 0.. blocks
+    int unit = -1; // -1 root, 0.. blocks
     Residency residency = Residency::Sharded;
-    int gathered_for = -1;           // Materialized: 0 forward, 1 backward (the event's value)
-    int64_t full_bytes = 0;          // unsharded bytes from the latest unit event (measured); 0 = none yet
-    int64_t theory_full_bytes = 0;   // 4 B x padded numel (sharding_theory.hpp), shown as theory
-    int64_t since_ns = 0;            // time of the latest unit event
+    int gathered_for = -1;         // Materialized: 0 forward, 1 backward (the event's value)
+    int64_t full_bytes = 0;        // unsharded bytes from the latest unit event (measured); 0 = none yet
+    int64_t theory_full_bytes = 0; // 4 B x padded numel (sharding_theory.hpp), shown as theory
+    int64_t since_ns = 0;          // time of the latest unit event
     // Phases in progress at the moment (from spans that contain it).
-    bool all_gather = false;         // a Work started and not completed
-    bool all_gather_queued = false;  // issued (prefetch) and waiting for the communicator
+    bool all_gather = false;        // a Work started and not completed
+    bool all_gather_queued = false; // issued (prefetch) and waiting for the communicator
     bool reduce_scatter = false;
     bool reduce_scatter_queued = false;
     bool forward = false;
@@ -70,13 +70,13 @@ struct FlowTile {
 
 struct FlowState {
     int rank = 0;
-    int shards = 1;                  // N: ranks one unit is sharded over
-    int64_t t_ns = 0;                // the moment shown
-    int step = -1;                   // the step span containing the moment, else the latest unit event's
-    int microbatch = -1;             // from the latest unit event of that step
-    std::vector<FlowTile> tiles;     // root first (when the model has one), then units 0..
-    double materialized_bytes = -1;  // MemParamsMaterialized counter at the moment; -1 = none
-    bool any_unit_events = false;    // the rank reported at least one unit event by the moment
+    int shards = 1;                 // N: ranks one unit is sharded over
+    int64_t t_ns = 0;               // the moment shown
+    int step = -1;                  // the step span containing the moment, else the latest unit event's
+    int microbatch = -1;            // from the latest unit event of that step
+    std::vector<FlowTile> tiles;    // root first (when the model has one), then units 0..
+    double materialized_bytes = -1; // MemParamsMaterialized counter at the moment; -1 = none
+    bool any_unit_events = false;   // the rank reported at least one unit event by the moment
     [[nodiscard]] const FlowTile* tile(int unit) const;
 };
 
@@ -84,7 +84,7 @@ struct FlowState {
 [[nodiscard]] FlowState fsdpFlowState(const RunModel& model, int rank, int64_t t_ns);
 
 class FsdpFlowView : public View {
-public:
+  public:
     FsdpFlowView();
 
     [[nodiscard]] const char* helpText() const override;
@@ -102,7 +102,7 @@ public:
     [[nodiscard]] const FlowState& lastState() const { return m_state; }
     [[nodiscard]] FlowEmpty lastEmpty() const { return m_empty; }
 
-private:
+  private:
     void drawHeader(const ViewInputs& inputs);
     void drawTiles(const ViewInputs& inputs);
 

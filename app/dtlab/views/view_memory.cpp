@@ -22,12 +22,14 @@ namespace dt::app {
 // -----------------------------------------------------------------------------
 
 namespace {
-const char* const kCategoryNames[5] = {"parameters", "gradients", "optimizer state", "activations", "comm buffers"};
+const char* const kCategoryNames[5] = {"parameters", "gradients", "optimizer state", "activations",
+                                       "comm buffers"};
 } // namespace
 
 int64_t MemoryBars::total(const std::array<int64_t, 5>& parts) {
     int64_t sum = 0;
-    for (int64_t p : parts) sum += std::max<int64_t>(p, 0);
+    for (int64_t p : parts)
+        sum += std::max<int64_t>(p, 0);
     return sum;
 }
 
@@ -37,15 +39,19 @@ MemoryBars memoryBars(const ViewInputs& inputs, int rank) {
     const RankLane& lane = model.lane(rank);
     for (size_t c = 0; c < kMemoryCategories.size(); ++c) {
         const auto& points = lane.counters[size_t(kMemoryCategories[c])];
-        if (points.empty()) continue;
+        if (points.empty())
+            continue;
         bars.any = true;
         bars.now[c] = int64_t(std::llround(points.back().value));
         bars.peak[c] = int64_t(std::llround(lane.counter_max[size_t(kMemoryCategories[c])]));
     }
     double v = 0.0;
-    if (model.lastCounter(rank, EventKind::MemLive, v)) bars.allocator_live = v;
-    if (!lane.counters[size_t(EventKind::MemPeak)].empty()) bars.allocator_peak = lane.counter_max[size_t(EventKind::MemPeak)];
-    if (inputs.memory_theory) bars.theory = inputs.memory_theory(rank);
+    if (model.lastCounter(rank, EventKind::MemLive, v))
+        bars.allocator_live = v;
+    if (!lane.counters[size_t(EventKind::MemPeak)].empty())
+        bars.allocator_peak = lane.counter_max[size_t(EventKind::MemPeak)];
+    if (inputs.memory_theory)
+        bars.theory = inputs.memory_theory(rank);
     const auto& host = lane.counters[size_t(EventKind::MemHost)];
     if (!host.empty()) {
         bars.host_now = int64_t(std::llround(host.back().value));
@@ -72,7 +78,8 @@ const char* MemoryView::helpText() const {
            "Each rank has a bar for now (the latest values it reported) and a thinner bar for the peak (each "
            "category's largest value so far, stacked). All ranks share one scale, so equal bars mean equal "
            "bytes. Hover a segment for its exact size.\n\n"
-           "Categories: parameters (the weights this rank keeps), gradients (DDP's bucket buffers), optimizer "
+           "Categories: parameters (the weights this rank keeps), gradients (DDP's bucket buffers), "
+           "optimizer "
            "state (AdamW's two moments: 2x the parameters), activations (what the forward pass keeps for "
            "backward), communication buffers.\n\n"
            "With DDP every rank holds a full copy of everything, so the bars are equal. Sharding strategies "
@@ -82,20 +89,27 @@ const char* MemoryView::helpText() const {
            "outlined bar labelled \"theory\", computed from the model's shapes and the strategy's formula "
            "(hover the legend or a theory segment to read it; Psi = parameter count, N = shards). "
            "Activations and buffers are not modelled: 0 in the theory bar.\n\n"
-           "With optimizer offload (ZeRO-Offload, [strategy] offload_optimizer) the optimizer state leaves the "
-           "device bar; a row labelled \"host\" shows what the rank keeps in host memory instead (AdamW's moments, "
-           "the fp32 shard it updates and that shard's gradient). On this CPU-only machine host and device are "
+           "With optimizer offload (ZeRO-Offload, [strategy] offload_optimizer) the optimizer state leaves "
+           "the "
+           "device bar; a row labelled \"host\" shows what the rank keeps in host memory instead (AdamW's "
+           "moments, "
+           "the fp32 shard it updates and that shard's gradient). On this CPU-only machine host and device "
+           "are "
            "the same RAM; dtlab allocates the host part outside the counted device memory to show the move.";
 }
 
 bool MemoryView::hasData(const ViewInputs& inputs) {
-    if (!inputs.model) return false;
+    if (!inputs.model)
+        return false;
     for (EventKind kind : kMemoryCategories)
-        if (inputs.model->hasCounter(kind)) return true;
+        if (inputs.model->hasCounter(kind))
+            return true;
     return false;
 }
 
-bool MemoryView::isEmpty(const ViewInputs& inputs) const { return !hasData(inputs); }
+bool MemoryView::isEmpty(const ViewInputs& inputs) const {
+    return !hasData(inputs);
+}
 
 void MemoryView::drawLegend(const ViewInputs& inputs) {
     helpMarker(helpText());
@@ -126,9 +140,11 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         bars[size_t(r)] = memoryBars(inputs, r);
         const MemoryBars& b = bars[size_t(r)];
         scale = std::max({scale, double(MemoryBars::total(b.now)), double(MemoryBars::total(b.peak))});
-        if (b.theory) scale = std::max(scale, double(MemoryBars::total(*b.theory)));
+        if (b.theory)
+            scale = std::max(scale, double(MemoryBars::total(*b.theory)));
         scale = std::max(scale, double(b.host_now));
-        if (b.host_now >= 0 && inputs.memory_host_theory) scale = std::max(scale, double(*inputs.memory_host_theory));
+        if (b.host_now >= 0 && inputs.memory_host_theory)
+            scale = std::max(scale, double(*inputs.memory_host_theory));
     }
 
     ImGui::BeginChild("##memory_bars", ImVec2(0.0f, 0.0f), false);
@@ -141,7 +157,8 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
     const float avail_w = ImGui::GetContentRegionAvail().x;
     const float bar_x0 = origin.x + label_w;
     const float bar_w = std::max(40.0f, avail_w - label_w - total_w);
-    const float now_h = std::floor(line_h + 2.0f), peak_h = std::floor(line_h * 0.6f), theory_h = std::floor(line_h * 0.5f);
+    const float now_h = std::floor(line_h + 2.0f), peak_h = std::floor(line_h * 0.6f),
+                theory_h = std::floor(line_h * 0.5f);
     const float gap = std::floor(line_h * 0.7f);
     const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     const ImVec2 mouse = ImGui::GetIO().MousePos;
@@ -172,15 +189,19 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
             continue;
         }
         // Stacked segments of one bar; remembers the hovered one.
-        auto stacked = [&](const std::array<int64_t, 5>& parts, float top, float h, bool outlined, const char* which) {
+        auto stacked = [&](const std::array<int64_t, 5>& parts, float top, float h, bool outlined,
+                           const char* which) {
             double acc = 0.0;
             for (size_t c = 0; c < parts.size(); ++c) {
-                if (parts[c] <= 0) continue;
+                if (parts[c] <= 0)
+                    continue;
                 const float x0 = xOf(acc), x1 = std::max(xOf(acc + double(parts[c])), x0 + 1.0f);
                 acc += double(parts[c]);
                 const ImU32 color = palette::kindColor(kMemoryCategories[c]);
-                if (outlined) draw->AddRect(ImVec2(x0, top), ImVec2(x1, top + h), color, 0.0f, 0, 1.5f);
-                else draw->AddRectFilled(ImVec2(x0, top), ImVec2(x1, top + h), color);
+                if (outlined)
+                    draw->AddRect(ImVec2(x0, top), ImVec2(x1, top + h), color, 0.0f, 0, 1.5f);
+                else
+                    draw->AddRectFilled(ImVec2(x0, top), ImVec2(x1, top + h), color);
                 if (window_hovered && mouse.x >= x0 && mouse.x < x1 && mouse.y >= top && mouse.y < top + h) {
                     hover_rank = r;
                     hover_cat = int(c);
@@ -193,36 +214,46 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         draw->PushClipRect(ImVec2(bar_x0, peak_y), ImVec2(bar_x0 + bar_w + 2.0f, peak_y + peak_h), true);
         stacked(b.peak, peak_y, peak_h, false, "peak");
         draw->PopClipRect();
-        draw->AddRectFilled(ImVec2(bar_x0, peak_y), ImVec2(xOf(double(MemoryBars::total(b.peak))), peak_y + peak_h),
-                            palette::withAlpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.35f)); // lighter: it is not "now"
+        draw->AddRectFilled(
+            ImVec2(bar_x0, peak_y), ImVec2(xOf(double(MemoryBars::total(b.peak))), peak_y + peak_h),
+            palette::withAlpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.35f)); // lighter: it is not "now"
         if (b.allocator_peak > 0.0 && b.allocator_peak <= scale * 1.5) {
             const float x = std::min(xOf(b.allocator_peak), bar_x0 + bar_w);
             draw->AddLine(ImVec2(x, peak_y - 1.0f), ImVec2(x, peak_y + peak_h + 1.0f), text, 2.0f);
         }
         formatBytes(buf, sizeof(buf), double(MemoryBars::total(b.now)));
         draw->AddText(ImVec2(bar_x0 + bar_w + style.ItemSpacing.x, y + (now_h - line_h) * 0.5f), text, buf);
-        draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, peak_y + (peak_h - line_h) * 0.5f), dim, "peak");
+        draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, peak_y + (peak_h - line_h) * 0.5f), dim,
+                      "peak");
         if (has_theory) {
             const float theory_y = y + now_h + line_h + std::floor((line_h - theory_h) * 0.5f);
             stacked(*b.theory, theory_y, theory_h, true, "theory");
-            draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, theory_y + (theory_h - line_h) * 0.5f), dim, "theory");
+            draw->AddText(
+                ImVec2(origin.x + style.ItemSpacing.x + 8.0f, theory_y + (theory_h - line_h) * 0.5f), dim,
+                "theory");
         }
         if (has_host) { // offloaded: host memory, beside the device bars on the same scale
-            const float host_y = y + now_h + line_h + (has_theory ? line_h : 0.0f) + std::floor((line_h - peak_h) * 0.5f);
+            const float host_y =
+                y + now_h + line_h + (has_theory ? line_h : 0.0f) + std::floor((line_h - peak_h) * 0.5f);
             const float x1 = std::max(xOf(double(b.host_now)), bar_x0 + 1.0f);
-            draw->AddRectFilled(ImVec2(bar_x0, host_y), ImVec2(x1, host_y + peak_h), palette::kindColor(EventKind::MemHost));
+            draw->AddRectFilled(ImVec2(bar_x0, host_y), ImVec2(x1, host_y + peak_h),
+                                palette::kindColor(EventKind::MemHost));
             if (inputs.memory_host_theory)
-                draw->AddRect(ImVec2(bar_x0, host_y), ImVec2(std::max(xOf(double(*inputs.memory_host_theory)), bar_x0 + 1.0f), host_y + peak_h),
-                              palette::kTheory, 0.0f, 0, 1.5f);
-            draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, host_y + (peak_h - line_h) * 0.5f), dim, "host");
+                draw->AddRect(
+                    ImVec2(bar_x0, host_y),
+                    ImVec2(std::max(xOf(double(*inputs.memory_host_theory)), bar_x0 + 1.0f), host_y + peak_h),
+                    palette::kTheory, 0.0f, 0, 1.5f);
+            draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, host_y + (peak_h - line_h) * 0.5f),
+                          dim, "host");
             formatBytes(buf, sizeof(buf), double(b.host_now));
             draw->AddText(ImVec2(x1 + style.ItemSpacing.x, host_y + (peak_h - line_h) * 0.5f), dim, buf);
-            if (window_hovered && mouse.x >= bar_x0 && mouse.x < bar_x0 + bar_w && mouse.y >= host_y && mouse.y < host_y + peak_h)
+            if (window_hovered && mouse.x >= bar_x0 && mouse.x < bar_x0 + bar_w && mouse.y >= host_y &&
+                mouse.y < host_y + peak_h)
                 hover_host_rank = r;
         }
         // Clicking a rank's block selects the rank (shared with the other views).
-        if (window_hovered && inputs.selected_rank && ImGui::IsMouseClicked(ImGuiMouseButton_Left) && mouse.y >= y &&
-            mouse.y < y + block_h && mouse.x >= origin.x && mouse.x < origin.x + avail_w)
+        if (window_hovered && inputs.selected_rank && ImGui::IsMouseClicked(ImGuiMouseButton_Left) &&
+            mouse.y >= y && mouse.y < y + block_h && mouse.x >= origin.x && mouse.x < origin.x + avail_w)
             *inputs.selected_rank = r;
         y += block_h + gap;
     }
@@ -248,8 +279,10 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         ImGui::SameLine();
         ImGui::Text("rank %d, host memory (optimizer offload)", hover_host_rank);
         ImGui::Separator();
-        ImGui::Text("now     %s  (%s)", formatBytes(double(b.host_now)).c_str(), formatBytesExact(b.host_now).c_str());
-        ImGui::Text("peak    %s  (%s)", formatBytes(double(b.host_peak)).c_str(), formatBytesExact(b.host_peak).c_str());
+        ImGui::Text("now     %s  (%s)", formatBytes(double(b.host_now)).c_str(),
+                    formatBytesExact(b.host_now).c_str());
+        ImGui::Text("peak    %s  (%s)", formatBytes(double(b.host_peak)).c_str(),
+                    formatBytesExact(b.host_peak).c_str());
         if (inputs.memory_host_theory)
             ImGui::Text("theory  %s  (16 Psi / N: AdamW 8 + fp32 shard 4 + its gradient 4)",
                         formatBytes(double(*inputs.memory_host_theory)).c_str());
@@ -264,11 +297,15 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         ImGui::SameLine();
         ImGui::Text("rank %d, %s (%s bar)", hover_rank, kCategoryNames[c], hover_bar);
         ImGui::Separator();
-        ImGui::Text("now     %s  (%s)", formatBytes(double(b.now[c])).c_str(), formatBytesExact(b.now[c]).c_str());
-        ImGui::Text("peak    %s  (%s)", formatBytes(double(b.peak[c])).c_str(), formatBytesExact(b.peak[c]).c_str());
+        ImGui::Text("now     %s  (%s)", formatBytes(double(b.now[c])).c_str(),
+                    formatBytesExact(b.now[c]).c_str());
+        ImGui::Text("peak    %s  (%s)", formatBytes(double(b.peak[c])).c_str(),
+                    formatBytesExact(b.peak[c]).c_str());
         if (b.theory) {
-            ImGui::Text("theory  %s  (%s)", formatBytes(double((*b.theory)[c])).c_str(), formatBytesExact((*b.theory)[c]).c_str());
-            if (!inputs.memory_theory_label.empty()) ImGui::TextDisabled("theory: %s", inputs.memory_theory_label.c_str());
+            ImGui::Text("theory  %s  (%s)", formatBytes(double((*b.theory)[c])).c_str(),
+                        formatBytesExact((*b.theory)[c]).c_str());
+            if (!inputs.memory_theory_label.empty())
+                ImGui::TextDisabled("theory: %s", inputs.memory_theory_label.c_str());
         }
         ImGui::Text("rank total now %s", formatBytesExact(MemoryBars::total(b.now)).c_str());
         if (b.allocator_live >= 0.0)

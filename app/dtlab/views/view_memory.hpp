@@ -20,13 +20,13 @@ namespace dt::app {
 
 // What the bars of one rank show (pure; tests check it).
 struct MemoryBars {
-    std::array<int64_t, 5> now{};   // latest value per category (kMemoryCategories order)
-    std::array<int64_t, 5> peak{};  // largest value per category
+    std::array<int64_t, 5> now{};  // latest value per category (kMemoryCategories order)
+    std::array<int64_t, 5> peak{}; // largest value per category
     std::optional<std::array<int64_t, 5>> theory;
-    bool any = false;               // the rank reported at least one category
-    double allocator_live = -1.0;   // MemLive / MemPeak counters, -1 when not reported
+    bool any = false;             // the rank reported at least one category
+    double allocator_live = -1.0; // MemLive / MemPeak counters, -1 when not reported
     double allocator_peak = -1.0;
-    int64_t host_now = -1;          // MemHost (offload_optimizer): bytes in host memory, -1 when not reported
+    int64_t host_now = -1; // MemHost (offload_optimizer): bytes in host memory, -1 when not reported
     int64_t host_peak = -1;
 
     [[nodiscard]] static int64_t total(const std::array<int64_t, 5>& parts);
@@ -34,7 +34,7 @@ struct MemoryBars {
 [[nodiscard]] MemoryBars memoryBars(const ViewInputs& inputs, int rank);
 
 class MemoryView : public View {
-public:
+  public:
     MemoryView();
 
     [[nodiscard]] const char* helpText() const override;
@@ -45,7 +45,7 @@ public:
 
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
 
-private:
+  private:
     void drawLegend(const ViewInputs& inputs); // the help marker and the category swatches
 };
 

@@ -17,7 +17,8 @@ MetricsSeries buildMetricsSeries(const RunModel& model) {
     const Scenario& scenario = model.scenario();
     const int world = std::max(1, model.world());
     out.tokens = scenario.model.kind != "mlp";
-    // Items one step processes across the job: every rank takes batch_per_rank sequences (of `context` tokens).
+    // Items one step processes across the job: every rank takes batch_per_rank sequences (of `context`
+    // tokens).
     const double per_step = double(scenario.data.batch_per_rank) * double(world) *
                             (out.tokens ? double(scenario.model.context) : 1.0);
 
@@ -36,7 +37,8 @@ MetricsSeries buildMetricsSeries(const RunModel& model) {
         PlotSeries loss = series(EventKind::LossValue);
         PlotSeries step_ms = series(EventKind::StepTimeMs);
         PlotSeries throughput = step_ms;
-        for (double& y : throughput.y) y = y > 0.0 ? per_step / (y / 1000.0) : std::nan("");
+        for (double& y : throughput.y)
+            y = y > 0.0 ? per_step / (y / 1000.0) : std::nan("");
         // Cumulative bytes -> bytes per step. A drop means the rank restarted
         // and counts from zero again: that step's value is the new count.
         PlotSeries wire = series(EventKind::BytesSent);
@@ -48,12 +50,16 @@ MetricsSeries buildMetricsSeries(const RunModel& model) {
         }
         // Steps may repeat after a restart: keep x ascending for the plot's binary search.
         for (PlotSeries* s : {&loss, &step_ms, &throughput, &wire}) {
-            if (std::is_sorted(s->x.begin(), s->x.end())) continue;
+            if (std::is_sorted(s->x.begin(), s->x.end()))
+                continue;
             std::vector<size_t> order(s->x.size());
-            for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-            std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s->x[a] < s->x[b]; });
+            for (size_t i = 0; i < order.size(); ++i)
+                order[i] = i;
+            std::stable_sort(order.begin(), order.end(),
+                             [&](size_t a, size_t b) { return s->x[a] < s->x[b]; });
             PlotSeries sorted = *s;
-            for (size_t i = 0; i < order.size(); ++i) sorted.x[i] = s->x[order[i]], sorted.y[i] = s->y[order[i]];
+            for (size_t i = 0; i < order.size(); ++i)
+                sorted.x[i] = s->x[order[i]], sorted.y[i] = s->y[order[i]];
             *s = std::move(sorted);
         }
         out.loss.push_back(std::move(loss));
@@ -88,10 +94,13 @@ const char* MetricsView::helpText() const {
 }
 
 bool MetricsView::hasData(const ViewInputs& inputs) {
-    return inputs.model && (inputs.model->hasCounter(EventKind::LossValue) || inputs.model->hasCounter(EventKind::StepTimeMs));
+    return inputs.model && (inputs.model->hasCounter(EventKind::LossValue) ||
+                            inputs.model->hasCounter(EventKind::StepTimeMs));
 }
 
-bool MetricsView::isEmpty(const ViewInputs& inputs) const { return !hasData(inputs); }
+bool MetricsView::isEmpty(const ViewInputs& inputs) const {
+    return !hasData(inputs);
+}
 
 void MetricsView::drawHeader() {
     helpMarker(helpText());
@@ -136,10 +145,12 @@ void MetricsView::drawContent(const ViewInputs& inputs) {
     wire.y_from_zero = true;
 
     linePlot("##loss", ImVec2(w, h), m_series.loss, loss);
-    if (two_columns) ImGui::SameLine();
+    if (two_columns)
+        ImGui::SameLine();
     linePlot("##step_ms", ImVec2(w, h), m_series.step_ms, step);
     linePlot("##throughput", ImVec2(w, h), m_series.throughput, rate);
-    if (two_columns) ImGui::SameLine();
+    if (two_columns)
+        ImGui::SameLine();
     linePlot("##wire", ImVec2(w, h), m_series.wire_bytes, wire);
     ImGui::EndChild();
 }

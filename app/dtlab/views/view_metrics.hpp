@@ -20,13 +20,13 @@ namespace dt::app {
 
 struct MetricsSeries {
     std::vector<PlotSeries> loss, step_ms, throughput, wire_bytes;
-    bool tokens = true;          // throughput unit: tokens/s (tiny_gpt) or samples/s (mlp)
+    bool tokens = true; // throughput unit: tokens/s (tiny_gpt) or samples/s (mlp)
 };
 // The four plots' series from a model (pure; tests check it).
 [[nodiscard]] MetricsSeries buildMetricsSeries(const RunModel& model);
 
 class MetricsView : public View {
-public:
+  public:
     MetricsView();
 
     [[nodiscard]] const char* helpText() const override;
@@ -37,7 +37,7 @@ public:
 
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
 
-private:
+  private:
     void drawHeader(); // the help marker and the hint line
 
     MetricsSeries m_series;

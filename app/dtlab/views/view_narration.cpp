@@ -12,16 +12,23 @@ namespace dt::app {
 
 std::string describeCondition(const std::string& until) {
     NarrationCondition c;
-    if (!parseNarrationCondition(until, c)) return "\"" + until + "\"";
+    if (!parseNarrationCondition(until, c))
+        return "\"" + until + "\"";
     switch (c.kind) {
-    case NarrationCondition::Kind::None: return "nothing";
+    case NarrationCondition::Kind::None:
+        return "nothing";
     case NarrationCondition::Kind::StepAtLeast:
         return std::to_string(c.value) + (c.value == 1 ? " step" : " steps") + " completed by every rank";
-    case NarrationCondition::Kind::FirstAllReduceEnds: return "the first all-reduce to end";
-    case NarrationCondition::Kind::FirstAllGatherEnds: return "the first all-gather to end";
-    case NarrationCondition::Kind::FirstReduceScatterEnds: return "the first reduce-scatter to end";
-    case NarrationCondition::Kind::RankDies: return "rank " + std::to_string(c.value) + " to die";
-    case NarrationCondition::Kind::RunFinished: return "the run to finish";
+    case NarrationCondition::Kind::FirstAllReduceEnds:
+        return "the first all-reduce to end";
+    case NarrationCondition::Kind::FirstAllGatherEnds:
+        return "the first all-gather to end";
+    case NarrationCondition::Kind::FirstReduceScatterEnds:
+        return "the first reduce-scatter to end";
+    case NarrationCondition::Kind::RankDies:
+        return "rank " + std::to_string(c.value) + " to die";
+    case NarrationCondition::Kind::RunFinished:
+        return "the run to finish";
     }
     return until;
 }
@@ -29,15 +36,24 @@ std::string describeCondition(const std::string& until) {
 namespace {
 
 const char* viewTitle(const std::string& id) {
-    if (id == "topology") return "Topology";
-    if (id == "timeline") return "Timeline";
-    if (id == "memory") return "Memory";
-    if (id == "metrics") return "Metrics";
-    if (id == "events") return "Event log";
-    if (id == "controls") return "Controls (top bar)";
-    if (id == "narration") return "Narration";
-    if (id == "ddp") return "DDP buckets";
-    if (id == "bandwidth") return "Bandwidth";
+    if (id == "topology")
+        return "Topology";
+    if (id == "timeline")
+        return "Timeline";
+    if (id == "memory")
+        return "Memory";
+    if (id == "metrics")
+        return "Metrics";
+    if (id == "events")
+        return "Event log";
+    if (id == "controls")
+        return "Controls (top bar)";
+    if (id == "narration")
+        return "Narration";
+    if (id == "ddp")
+        return "DDP buckets";
+    if (id == "bandwidth")
+        return "Bandwidth";
     return id.c_str();
 }
 
@@ -46,7 +62,8 @@ const char* viewTitle(const std::string& id) {
 void drawClosingChecks(const ViewInputs& inputs) {
     const Scenario& scenario = inputs.model->scenario();
     const std::vector<ClosingCheck>& checks = scenario.checks;
-    if (checks.empty()) return;
+    if (checks.empty())
+        return;
     const ThemeKind theme = inputs.theme;
     ImGui::Spacing();
     ImGui::Separator();
@@ -56,7 +73,8 @@ void drawClosingChecks(const ViewInputs& inputs) {
     if (results.empty()) {
         ImGui::TextDisabled("They are evaluated when the run ends (%d claim%s).", int(checks.size()),
                             checks.size() == 1 ? "" : "s");
-        for (const ClosingCheck& c : checks) ImGui::BulletText("%s", c.claim.c_str());
+        for (const ClosingCheck& c : checks)
+            ImGui::BulletText("%s", c.claim.c_str());
         return;
     }
     for (const ClosingCheckResult& r : results) {
@@ -71,22 +89,29 @@ void drawClosingChecks(const ViewInputs& inputs) {
             ImGui::SetTooltip("%s\n%s", r.expect.c_str(),
                               r.evaluated ? r.detail.c_str()
                                           : ("compared with a baseline run { " + r.baseline +
-                                             " }: dtrun run " + scenario.path + " --check").c_str());
+                                             " }: dtrun run " + scenario.path + " --check")
+                                                .c_str());
     }
 }
 
 } // namespace
 
 const char* NarrationView::helpText() const {
-    return "The scenario's narrated steps ([[steps]] in its TOML file). Each step says something, points at a view "
-           "(its border flashes) and may wait for a real event in the run: a step count, the first all-reduce, a "
-           "rank dying, the end of the run. Next unlocks when that event has happened. The last step lists the "
-           "scenario's closing checks ([[checks]]): once the run ends, each claim is marked shown or not shown "
+    return "The scenario's narrated steps ([[steps]] in its TOML file). Each step says something, points at "
+           "a view "
+           "(its border flashes) and may wait for a real event in the run: a step count, the first "
+           "all-reduce, a "
+           "rank dying, the end of the run. Next unlocks when that event has happened. The last step lists "
+           "the "
+           "scenario's closing checks ([[checks]]): once the run ends, each claim is marked shown or not "
+           "shown "
            "by this run's numbers (hover for the values).\n\n"
            "Keys: Space or Right arrow = Next, Left arrow = Back.";
 }
 
-std::optional<bool> NarrationView::relevantTo(const Scenario& scenario) const { return !scenario.steps.empty(); }
+std::optional<bool> NarrationView::relevantTo(const Scenario& scenario) const {
+    return !scenario.steps.empty();
+}
 
 LayoutPlace NarrationView::layoutPlace(const LayoutContext&) const {
     LayoutPlace place;
@@ -99,10 +124,12 @@ bool NarrationView::isEmpty(const ViewInputs& inputs) const {
 }
 
 void NarrationView::drawEmptyState(const ViewInputs& inputs) {
-    if (!inputs.model) emptyState("No scenario", "Open a scenario; its narrated steps appear here.");
+    if (!inputs.model)
+        emptyState("No scenario", "Open a scenario; its narrated steps appear here.");
     else
-        emptyState("This scenario has no narrated steps",
-                   "Add [[steps]] tables (text, highlight, until) to the scenario file: see docs/scenarios.md.");
+        emptyState(
+            "This scenario has no narrated steps",
+            "Add [[steps]] tables (text, highlight, until) to the scenario file: see docs/scenarios.md.");
 }
 
 void NarrationView::drawContent(const ViewInputs& inputs) {
@@ -120,8 +147,10 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     p.y += ImGui::GetTextLineHeight() * 0.5f;
     for (int i = 0; i < int(steps.size()); ++i) {
         const ImVec2 c(p.x + r + float(i) * r * 3.2f, p.y);
-        if (i <= index) ImGui::GetWindowDrawList()->AddCircleFilled(c, r, accentColor(theme));
-        else ImGui::GetWindowDrawList()->AddCircle(c, r, ImGui::GetColorU32(ImGuiCol_TextDisabled), 0, 1.5f);
+        if (i <= index)
+            ImGui::GetWindowDrawList()->AddCircleFilled(c, r, accentColor(theme));
+        else
+            ImGui::GetWindowDrawList()->AddCircle(c, r, ImGui::GetColorU32(ImGuiCol_TextDisabled), 0, 1.5f);
     }
     ImGui::Dummy(ImVec2(float(steps.size()) * r * 3.2f, ImGui::GetTextLineHeight()));
     if (!step.highlight.empty()) {
@@ -133,9 +162,11 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     const bool last = index + 1 >= int(steps.size());
     // The text, in the space left above the condition line and the buttons.
     const float footer = ImGui::GetFrameHeightWithSpacing() * 2.0f + style.ItemSpacing.y;
-    ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f, ImGui::GetContentRegionAvail().y - footer)));
+    ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f,
+                                                 ImGui::GetContentRegionAvail().y - footer)));
     ImGui::TextWrapped("%s", step.text.c_str());
-    if (last) drawClosingChecks(inputs);
+    if (last)
+        drawClosingChecks(inputs);
     ImGui::EndChild();
 
     const bool ready = inputs.narration.can_next;
@@ -147,15 +178,16 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
                            describeCondition(step.until).c_str());
     } else {
         const int dots = int(std::fmod(ImGui::GetTime() * 2.0, 4.0));
-        ImGui::TextColored(ImColor(warningColor(theme)), "Waiting for %s%.*s", describeCondition(step.until).c_str(),
-                           dots, "...");
+        ImGui::TextColored(ImColor(warningColor(theme)), "Waiting for %s%.*s",
+                           describeCondition(step.until).c_str(), dots, "...");
     }
 
     if (inputs.act().button("< Back##narration", inputs.narration.can_back, "this is the first step"))
         inputs.act().narrationBack();
     ImGui::SameLine();
     const std::string wait = "waiting for " + describeCondition(step.until);
-    if (inputs.act().button("Next >##narration", ready && !last, last ? "this is the last step" : wait.c_str()))
+    if (inputs.act().button("Next >##narration", ready && !last,
+                            last ? "this is the last step" : wait.c_str()))
         inputs.act().narrationNext();
     ImGui::SameLine();
     ImGui::TextDisabled("Space / Right = Next, Left = Back");

@@ -18,7 +18,7 @@ namespace dt::app {
 [[nodiscard]] std::string describeCondition(const std::string& until);
 
 class NarrationView final : public View {
-public:
+  public:
     NarrationView() : View("narration", "Narration") {}
     [[nodiscard]] const char* helpText() const override;
     [[nodiscard]] std::optional<bool> relevantTo(const Scenario& scenario) const override;

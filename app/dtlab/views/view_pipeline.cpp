@@ -27,22 +27,30 @@ namespace {
 
 EventKind kindOfOp(PipeOp op) {
     switch (op) {
-    case PipeOp::Backward: return EventKind::Backward;
-    case PipeOp::BackwardInput: return EventKind::BackwardInput;
-    case PipeOp::BackwardWeight: return EventKind::BackwardWeight;
-    default: return EventKind::Forward;
+    case PipeOp::Backward:
+        return EventKind::Backward;
+    case PipeOp::BackwardInput:
+        return EventKind::BackwardInput;
+    case PipeOp::BackwardWeight:
+        return EventKind::BackwardWeight;
+    default:
+        return EventKind::Forward;
     }
 }
 
 // A pipeline run: the scenarios this view belongs to.
-bool isPipelineRun(const Scenario& scenario) { return strategyTraits(scenario.strategy.kind).uses_stages; }
+bool isPipelineRun(const Scenario& scenario) {
+    return strategyTraits(scenario.strategy.kind).uses_stages;
+}
 
 } // namespace
 
 PipeEmpty pipelineEmpty(const ViewInputs& inputs) {
-    if (!inputs.model) return PipeEmpty::NoRun;
+    if (!inputs.model)
+        return PipeEmpty::NoRun;
     const Scenario& scenario = inputs.model->scenario();
-    if (!isPipelineRun(scenario) || scenario.topology.stages < 2) return PipeEmpty::NotPipeline;
+    if (!isPipelineRun(scenario) || scenario.topology.stages < 2)
+        return PipeEmpty::NotPipeline;
     return PipeEmpty::None;
 }
 
@@ -50,46 +58,68 @@ PipeEmpty pipelineEmpty(const ViewInputs& inputs) {
 // [SECTION] Help
 // -----------------------------------------------------------------------------
 
-PipelineView::PipelineView() : View("pipeline", "Pipeline") { open = false; }
+PipelineView::PipelineView() : View("pipeline", "Pipeline") {
+    open = false;
+}
 
-std::optional<bool> PipelineView::relevantTo(const Scenario& scenario) const { return isPipelineRun(scenario); }
+std::optional<bool> PipelineView::relevantTo(const Scenario& scenario) const {
+    return isPipelineRun(scenario);
+}
 
 LayoutPlace PipelineView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
     place.area = LayoutArea::LowerBand;
     place.slot = 0;
-    place.height = std::round(std::min(preferredHeight(context.scenario.topology.stages), context.body_height * 0.5f));
+    place.height =
+        std::round(std::min(preferredHeight(context.scenario.topology.stages), context.body_height * 0.5f));
     place.timeline_share = 0.30f;
     return place;
 }
 
 const char* PipelineView::helpText() const {
-    return "One step of one pipeline: the predicted schedule (theory) above what the ranks really did (measured), "
+    return "One step of one pipeline: the predicted schedule (theory) above what the ranks really did "
+           "(measured), "
            "on the same time scale.\n\n"
-           "Pipeline parallelism gives each of p ranks (stages) a slice of the model's blocks and splits the batch "
-           "into m microbatches. Stage s runs F (forward) of a microbatch when stage s-1 has sent its activation, "
-           "and B (backward) when stage s+1 has sent the gradient back. At the start only stage 0 has work and at "
-           "the end only stage 0 still has backwards to do: the idle time in between is the pipeline BUBBLE.\n"
+           "Pipeline parallelism gives each of p ranks (stages) a slice of the model's blocks and splits the "
+           "batch "
+           "into m microbatches. Stage s runs F (forward) of a microbatch when stage s-1 has sent its "
+           "activation, "
+           "and B (backward) when stage s+1 has sent the gradient back. At the start only stage 0 has work "
+           "and at "
+           "the end only stage 0 still has backwards to do: the idle time in between is the pipeline "
+           "BUBBLE.\n"
            "  bubble = (p-1) / (m + p-1)  for GPipe and 1F1B (more microbatches: a smaller bubble)\n\n"
-           "GPipe runs all m forwards, then all backwards: every stage holds m microbatches' activations. 1F1B "
-           "starts backwards as soon as it can and then alternates one forward, one backward, so stage s holds at "
+           "GPipe runs all m forwards, then all backwards: every stage holds m microbatches' activations. "
+           "1F1B "
+           "starts backwards as soon as it can and then alternates one forward, one backward, so stage s "
+           "holds at "
            "most p - s: the same bubble, far less memory.\n"
-           "Interleaved 1F1B gives each rank v chunks (rank r holds chunks r, r+p, ...): a microbatch visits every "
+           "Interleaved 1F1B gives each rank v chunks (rank r holds chunks r, r+p, ...): a microbatch visits "
+           "every "
            "rank v times with 1/v of the work each time, so the ramp is v times shorter:\n"
            "  bubble = (p-1) / (v m + p-1)  (more messages, same memory per microbatch)\n"
-           "Zero bubble (zb-h1) splits B into Bi (the input gradient, what the previous stage waits for) and W (the "
+           "Zero bubble (zb-h1) splits B into Bi (the input gradient, what the previous stage waits for) and "
+           "W (the "
            "weight gradient, which nobody waits for). W runs later and fills the holes:\n"
            "  bubble = (p-1)(F + Bi - W) / (m (F + Bi + W) + (p-1)(F + Bi - W))\n\n"
-           "Theory: the schedule executed with fixed durations, the run's measured mean F, B (or Bi, W) per chunk "
-           "(F = 1, B = 2 units before a step was measured), no communication time. Measured: the real spans; an "
-           "arrow goes from a Send's start to the end of the matching Recv on the other stage (the data arrived), "
-           "matched by sender, receiver and sequence number. Measured bubble: window = first F to last B of the "
-           "step over the pipeline's stages; per stage 1 - busy / window; overall the mean over the stages.\n\n"
-           "The step: the latest completed one, or the step at the time cursor (click the timeline); type a step "
+           "Theory: the schedule executed with fixed durations, the run's measured mean F, B (or Bi, W) per "
+           "chunk "
+           "(F = 1, B = 2 units before a step was measured), no communication time. Measured: the real "
+           "spans; an "
+           "arrow goes from a Send's start to the end of the matching Recv on the other stage (the data "
+           "arrived), "
+           "matched by sender, receiver and sequence number. Measured bubble: window = first F to last B of "
+           "the "
+           "step over the pipeline's stages; per stage 1 - busy / window; overall the mean over the "
+           "stages.\n\n"
+           "The step: the latest completed one, or the step at the time cursor (click the timeline); type a "
+           "step "
            "to pin it. The pipeline: the one of the selected rank.";
 }
 
-bool PipelineView::isEmpty(const ViewInputs& inputs) const { return pipelineEmpty(inputs) != PipeEmpty::None; }
+bool PipelineView::isEmpty(const ViewInputs& inputs) const {
+    return pipelineEmpty(inputs) != PipeEmpty::None;
+}
 
 // -----------------------------------------------------------------------------
 // [SECTION] Caches: what to recompute this frame
@@ -117,7 +147,8 @@ void PipelineView::refresh(const ViewInputs& inputs) {
     // Theory: when the durations or the scenario change.
     const PipelineShape shape = pipelineShapeOf(scenario);
     const bool same_theory = m_theory_valid && m_theory_schedule == scenario.strategy.schedule &&
-                             m_theory_shape.stages == shape.stages && m_theory_shape.microbatches == shape.microbatches &&
+                             m_theory_shape.stages == shape.stages &&
+                             m_theory_shape.microbatches == shape.microbatches &&
                              m_theory_shape.chunks_per_rank == shape.chunks_per_rank &&
                              m_theory_means.forward_ns == m_means.forward_ns &&
                              m_theory_means.backward_ns == m_means.backward_ns &&
@@ -137,7 +168,8 @@ void PipelineView::refresh(const ViewInputs& inputs) {
     const std::optional<int64_t> cursor = inputs.cursor_ns ? *inputs.cursor_ns : std::nullopt;
     const int step = pipelineShownStep(model, replica, m_range, pinned, cursor);
     m_shown_step = step;
-    if (new_model || m_step_generation != model.generation() || m_step_key != step || m_replica_key != replica) {
+    if (new_model || m_step_generation != model.generation() || m_step_key != step ||
+        m_replica_key != replica) {
         measurePipelineStep(model, replica, step, m_step);
         m_step_generation = model.generation();
         m_step_key = step;
@@ -156,10 +188,11 @@ void PipelineView::drawEmptyState(const ViewInputs& inputs) {
     m_empty = pipelineEmpty(inputs);
     if (m_empty == PipeEmpty::NoRun) {
         helpMarker(helpText());
-        emptyState("No run open: start a scenario or open a recording",
-                   "With [strategy] kind = \"pipeline\" this view shows one step of the pipeline: the predicted "
-                   "schedule (theory) above the measured forward and backward spans, the messages between the "
-                   "stages and the bubble.");
+        emptyState(
+            "No run open: start a scenario or open a recording",
+            "With [strategy] kind = \"pipeline\" this view shows one step of the pipeline: the predicted "
+            "schedule (theory) above the measured forward and backward spans, the messages between the "
+            "stages and the bubble.");
         return;
     }
     if (m_empty == PipeEmpty::NotPipeline) {
@@ -167,16 +200,18 @@ void PipelineView::drawEmptyState(const ViewInputs& inputs) {
         const Scenario& scenario = inputs.model->scenario();
         char title[128];
         if (isPipelineRun(scenario))
-            std::snprintf(title, sizeof(title), "A pipeline of %d stage has nothing to overlap: no bubble to show",
+            std::snprintf(title, sizeof(title),
+                          "A pipeline of %d stage has nothing to overlap: no bubble to show",
                           scenario.topology.stages);
         else
             std::snprintf(title, sizeof(title), "The \"%s\" strategy has no pipeline stages",
                           strategyKindName(scenario.strategy.kind));
-        emptyState(title,
-                   "This view needs [strategy] kind = \"pipeline\" and [topology] stages >= 2 in the scenario "
-                   "(try scenarios/pipeline_gpipe_vs_1f1b.toml). Then each rank holds a slice of the blocks, "
-                   "microbatches flow through the stages, and this view draws the schedule, the messages and the "
-                   "bubble.");
+        emptyState(
+            title,
+            "This view needs [strategy] kind = \"pipeline\" and [topology] stages >= 2 in the scenario "
+            "(try scenarios/pipeline_gpipe_vs_1f1b.toml). Then each rank holds a slice of the blocks, "
+            "microbatches flow through the stages, and this view draws the schedule, the messages and the "
+            "bubble.");
     }
 }
 
@@ -196,16 +231,19 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
     ImGui::SameLine();
     ImGui::AlignTextToFramePadding();
     if (shape.chunks_per_rank > 1)
-        ImGui::Text("%s: p = %d stages, m = %d microbatches, v = %d chunks per rank", scenario.strategy.schedule.c_str(),
-                    p, shape.microbatches, shape.chunks_per_rank);
+        ImGui::Text("%s: p = %d stages, m = %d microbatches, v = %d chunks per rank",
+                    scenario.strategy.schedule.c_str(), p, shape.microbatches, shape.chunks_per_rank);
     else
-        ImGui::Text("%s: p = %d stages, m = %d microbatches", scenario.strategy.schedule.c_str(), p, shape.microbatches);
+        ImGui::Text("%s: p = %d stages, m = %d microbatches", scenario.strategy.schedule.c_str(), p,
+                    shape.microbatches);
     ImGui::SameLine();
     const int pipelines = std::max(1, inputs.model->world() / p);
-    ImGui::TextDisabled("|  pipeline %d of %d: ranks %d-%d", m_replica, pipelines, m_replica * p, m_replica * p + p - 1);
+    ImGui::TextDisabled("|  pipeline %d of %d: ranks %d-%d", m_replica, pipelines, m_replica * p,
+                        m_replica * p + p - 1);
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("World rank = pipeline x p + stage. Select a rank of another pipeline (Topology or timeline) "
-                          "to show its pipeline.");
+        ImGui::SetTooltip(
+            "World rank = pipeline x p + stage. Select a rank of another pipeline (Topology or timeline) "
+            "to show its pipeline.");
 
     ImGui::SameLine();
     ImGui::TextUnformatted("|  step");
@@ -216,19 +254,26 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
         const int lo = std::max(m_range.first, 0), hi = std::max(m_range.last, lo);
         pinStep(std::clamp(value, lo, hi));
     }
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Type or step through the steps; Latest follows the run again.");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Type or step through the steps; Latest follows the run again.");
     ImGui::SameLine();
     const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
     ImGui::BeginDisabled(m_follow);
-    if (ImGui::Button(has_cursor ? "Cursor" : "Latest")) followLatest();
+    if (ImGui::Button(has_cursor ? "Cursor" : "Latest"))
+        followLatest();
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
-        ImGui::SetTooltip(has_cursor ? "Follow the time cursor's step again." : "Follow the latest completed step again.");
+        ImGui::SetTooltip(has_cursor ? "Follow the time cursor's step again."
+                                     : "Follow the latest completed step again.");
     ImGui::SameLine();
-    if (m_shown_step < 0) ImGui::TextDisabled("no step yet");
-    else if (!m_follow) ImGui::TextDisabled("pinned%s", m_step.complete ? "" : ", in progress");
-    else if (has_cursor) ImGui::TextDisabled("at the time cursor%s", m_step.complete ? "" : ", in progress");
-    else ImGui::TextDisabled("%s", m_step.complete ? "latest completed" : "in progress");
+    if (m_shown_step < 0)
+        ImGui::TextDisabled("no step yet");
+    else if (!m_follow)
+        ImGui::TextDisabled("pinned%s", m_step.complete ? "" : ", in progress");
+    else if (has_cursor)
+        ImGui::TextDisabled("at the time cursor%s", m_step.complete ? "" : ", in progress");
+    else
+        ImGui::TextDisabled("%s", m_step.complete ? "latest completed" : "in progress");
 
     // Legend: the kinds this schedule uses, then how to read shades and arrows.
     const bool zb = scenario.strategy.schedule == "zb-h1";
@@ -242,7 +287,8 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
     legendItem(palette::kindColor(EventKind::Send), "activation sent -> arrived", false);
     legendItem(ImGui::GetColorU32(ImGuiCol_Text, 0.75f), "gradient sent -> arrived", false);
     ImGui::SameLine(0.0f, ImGui::GetStyle().ItemSpacing.x * 2.0f);
-    ImGui::TextDisabled(shape.chunks_per_rank > 1 ? "number = microbatch, darker = later chunk" : "number = microbatch");
+    ImGui::TextDisabled(shape.chunks_per_rank > 1 ? "number = microbatch, darker = later chunk"
+                                                  : "number = microbatch");
 }
 
 namespace {
@@ -261,31 +307,43 @@ RowMetrics rowMetrics() {
 
 // One block: the kind's colour, shaded by chunk tier (interleaved) or by
 // microbatch parity, the microbatch number when it fits.
-void drawBlock(ImDrawList* draw, ImVec2 a, ImVec2 b, EventKind kind, int microbatch, int chunk, const PipelineShape& shape) {
+void drawBlock(ImDrawList* draw, ImVec2 a, ImVec2 b, EventKind kind, int microbatch, int chunk,
+               const PipelineShape& shape) {
     ImU32 color = palette::kindColor(kind);
-    if (shape.chunks_per_rank > 1) color = palette::shade(color, chunk / shape.stages > 0 ? 0.7f : 1.0f);
-    else if (microbatch % 2 == 1) color = palette::shade(color, 0.82f);
-    if (b.x - a.x < 1.0f) b.x = a.x + 1.0f;
+    if (shape.chunks_per_rank > 1)
+        color = palette::shade(color, chunk / shape.stages > 0 ? 0.7f : 1.0f);
+    else if (microbatch % 2 == 1)
+        color = palette::shade(color, 0.82f);
+    if (b.x - a.x < 1.0f)
+        b.x = a.x + 1.0f;
     draw->AddRectFilled(a, b, color, 2.0f);
-    if (b.x - a.x >= 4.0f) draw->AddRect(a, b, IM_COL32(0, 0, 0, 90), 2.0f);
+    if (b.x - a.x >= 4.0f)
+        draw->AddRect(a, b, IM_COL32(0, 0, 0, 90), 2.0f);
     char label[16];
     std::snprintf(label, sizeof(label), "%d", microbatch);
     const ImVec2 size = ImGui::CalcTextSize(label);
     if (size.x + 4.0f <= b.x - a.x)
-        draw->AddText(ImVec2(std::floor((a.x + b.x - size.x) * 0.5f), std::floor((a.y + b.y - size.y) * 0.5f)),
-                      palette::textOn(color), label);
+        draw->AddText(
+            ImVec2(std::floor((a.x + b.x - size.x) * 0.5f), std::floor((a.y + b.y - size.y) * 0.5f)),
+            palette::textOn(color), label);
 }
 
 const char* opName(EventKind kind) {
     switch (kind) {
-    case EventKind::Backward: return "B";
-    case EventKind::BackwardInput: return "Bi";
-    case EventKind::BackwardWeight: return "W";
-    default: return "F";
+    case EventKind::Backward:
+        return "B";
+    case EventKind::BackwardInput:
+        return "Bi";
+    case EventKind::BackwardWeight:
+        return "W";
+    default:
+        return "F";
     }
 }
 
-void percent(char* out, size_t size, double fraction) { std::snprintf(out, size, "%.1f %%", fraction * 100.0); }
+void percent(char* out, size_t size, double fraction) {
+    std::snprintf(out, size, "%.1f %%", fraction * 100.0);
+}
 
 } // namespace
 
@@ -294,8 +352,8 @@ float PipelineView::preferredHeight(int stages) {
     const RowMetrics m = rowMetrics();
     const float rows = float(std::max(stages, 1)) * (m.row_h + m.gap);
     // title bar, header, legend, two section titles, two grids, axis, paddings
-    return ImGui::GetFrameHeight() * 2.0f + m.line_h * 4.0f + rows * 2.0f + m.gap * 4.0f + style.ItemSpacing.y * 7.0f +
-           style.WindowPadding.y * 2.0f + 8.0f;
+    return ImGui::GetFrameHeight() * 2.0f + m.line_h * 4.0f + rows * 2.0f + m.gap * 4.0f +
+           style.ItemSpacing.y * 7.0f + style.WindowPadding.y * 2.0f + 8.0f;
 }
 
 void PipelineView::drawGrids(const ViewInputs& inputs) {
@@ -312,8 +370,8 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     char buf[160], a_buf[32], b_buf[32], c_buf[32];
 
     if (!theory.problem.empty()) {
-        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::kWarning), "The schedule cannot run this shape: %s",
-                           theory.problem.c_str());
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::kWarning),
+                           "The schedule cannot run this shape: %s", theory.problem.c_str());
         return;
     }
 
@@ -342,16 +400,21 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     auto rowLabel = [&](float y, int s, bool with_rank) {
         const float ty = y + std::floor((m.row_h - m.line_h) * 0.5f);
         const ImVec2 origin = ImGui::GetCursorScreenPos();
-        if (with_rank) std::snprintf(buf, sizeof(buf), "stage %d (rank %d)", s, m_replica * p + s);
-        else std::snprintf(buf, sizeof(buf), "stage %d", s);
+        if (with_rank)
+            std::snprintf(buf, sizeof(buf), "stage %d (rank %d)", s, m_replica * p + s);
+        else
+            std::snprintf(buf, sizeof(buf), "stage %d", s);
         draw->AddText(ImVec2(origin.x, ty), text, buf);
     };
     auto idleLabel = [&](float y, double fraction, bool measured_value) {
         const ImVec2 origin = ImGui::GetCursorScreenPos();
         const float ty = y + std::floor((m.row_h - m.line_h) * 0.5f);
-        if (fraction < 0) std::snprintf(buf, sizeof(buf), "-");
-        else std::snprintf(buf, sizeof(buf), "%.1f %% idle", fraction * 100.0);
-        draw->AddText(ImVec2(origin.x + label_w + plot_w + m.gap * 2.0f, ty), measured_value ? text : dim, buf);
+        if (fraction < 0)
+            std::snprintf(buf, sizeof(buf), "-");
+        else
+            std::snprintf(buf, sizeof(buf), "%.1f %% idle", fraction * 100.0);
+        draw->AddText(ImVec2(origin.x + label_w + plot_w + m.gap * 2.0f, ty), measured_value ? text : dim,
+                      buf);
     };
 
     // ---- theory ----------------------------------------------------------------
@@ -362,11 +425,12 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
         if (scenario.strategy.schedule == "zb-h1") {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward_input);
             formatDuration(c_buf, sizeof(c_buf), theory.durations.backward_weight);
-            ImGui::TextDisabled("the schedule with the measured means F %s, Bi %s, W %s; no communication", a_buf, b_buf,
-                                c_buf);
+            ImGui::TextDisabled("the schedule with the measured means F %s, Bi %s, W %s; no communication",
+                                a_buf, b_buf, c_buf);
         } else {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward);
-            ImGui::TextDisabled("the schedule with the measured means F %s, B %s; no communication", a_buf, b_buf);
+            ImGui::TextDisabled("the schedule with the measured means F %s, B %s; no communication", a_buf,
+                                b_buf);
         }
     } else {
         ImGui::TextDisabled("the schedule in unit time (F = 1, B = 2, Bi = W = 1): no step measured yet");
@@ -376,10 +440,13 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     percent(b_buf, sizeof(b_buf), theory.simulated_bubble);
     const bool zb = scenario.strategy.schedule == "zb-h1";
     const char* formula = scenario.strategy.schedule == "interleaved" ? "(p-1)/(v m+p-1)"
-                          : zb                                        ? "(p-1)(F+Bi-W) / (m(F+Bi+W) + (p-1)(F+Bi-W))"
-                                                                      : "(p-1)/(m+p-1)";
-    if (zb) ImGui::Text("|  bubble %s by the formula, %s simulated", a_buf, b_buf); // the formula is long: on hover
-    else ImGui::Text("|  bubble %s = %s, simulated %s", formula, a_buf, b_buf);
+                          : zb ? "(p-1)(F+Bi-W) / (m(F+Bi+W) + (p-1)(F+Bi-W))"
+                               : "(p-1)/(m+p-1)";
+    if (zb)
+        ImGui::Text("|  bubble %s by the formula, %s simulated", a_buf,
+                    b_buf); // the formula is long: on hover
+    else
+        ImGui::Text("|  bubble %s = %s, simulated %s", formula, a_buf, b_buf);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("theory: bubble = %s\nwith p = %d, m = %d, v = %d and the durations above = %s.\n"
                           "Simulated: 1 - busy / (p x makespan) of the grid below = %s.",
@@ -390,16 +457,19 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     int hovered_slot = -1;
     for (int s = 0; s < p; ++s) {
         const float y = theory_origin.y + float(s) * (m.row_h + m.gap);
-        draw->AddRectFilled(ImVec2(plot_x0, y), ImVec2(plot_x0 + float(theory.makespan * theory_scale), y + m.row_h), frame);
+        draw->AddRectFilled(ImVec2(plot_x0, y),
+                            ImVec2(plot_x0 + float(theory.makespan * theory_scale), y + m.row_h), frame);
         rowLabel(y, s, false);
         idleLabel(y, s < int(theory.stage_bubble.size()) ? theory.stage_bubble[size_t(s)] : -1.0, false);
     }
     for (size_t i = 0; i < theory.slots.size(); ++i) {
         const PredictedSlot& slot = theory.slots[i];
         const float y = theory_origin.y + float(slot.rank) * (m.row_h + m.gap);
-        const ImVec2 a(plot_x0 + float(slot.start * theory_scale), y), b(plot_x0 + float(slot.end * theory_scale), y + m.row_h);
+        const ImVec2 a(plot_x0 + float(slot.start * theory_scale), y),
+            b(plot_x0 + float(slot.end * theory_scale), y + m.row_h);
         drawBlock(draw, a, b, kindOfOp(slot.action.op), slot.action.microbatch, slot.action.chunk, shape);
-        if (inside(a, b)) hovered_slot = int(i);
+        if (inside(a, b))
+            hovered_slot = int(i);
     }
     ImGui::Dummy(ImVec2(avail_w, float(p) * (m.row_h + m.gap)));
     if (hovered_slot >= 0) {
@@ -421,8 +491,10 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     ImGui::TextUnformatted("measured");
     ImGui::SameLine();
     if (!has_measured) {
-        if (m_shown_step >= 0) ImGui::TextDisabled("step %d: no forward or backward span from this pipeline", m_shown_step);
-        else ImGui::TextDisabled("waiting for the first step's forward and backward spans");
+        if (m_shown_step >= 0)
+            ImGui::TextDisabled("step %d: no forward or backward span from this pipeline", m_shown_step);
+        else
+            ImGui::TextDisabled("waiting for the first step's forward and backward spans");
         return;
     }
     formatDuration(a_buf, sizeof(a_buf), window_ns);
@@ -435,7 +507,8 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     ImGui::TextDisabled("|  %d messages", int(measured.arrows.size()));
     if (measured.open_sends > 0 || measured.mismatched > 0) {
         ImGui::SameLine();
-        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::kWarning), "%d not arrived%s", measured.open_sends,
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::kWarning), "%d not arrived%s",
+                           measured.open_sends,
                            measured.mismatched > 0 ? ", some link different microbatches" : "");
     }
 
@@ -444,7 +517,8 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     auto xOf = [&](int64_t t) { return plot_x0 + float(double(t - measured.t0) * measured_scale); };
     for (int s = 0; s < p; ++s) {
         const float y = rowY(s);
-        draw->AddRectFilled(ImVec2(plot_x0, y), ImVec2(plot_x0 + float(window_ns * measured_scale), y + m.row_h), frame);
+        draw->AddRectFilled(ImVec2(plot_x0, y),
+                            ImVec2(plot_x0 + float(window_ns * measured_scale), y + m.row_h), frame);
         rowLabel(y, s, true);
         idleLabel(y, measured.stage_bubble[size_t(s)], true);
     }
@@ -454,7 +528,8 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
         const float y = rowY(block.stage);
         const ImVec2 a(xOf(block.t0), y), b(xOf(block.t1), y + m.row_h);
         drawBlock(draw, a, b, block.kind, block.microbatch, block.chunk, shape);
-        if (inside(a, b)) hovered_block = int(i);
+        if (inside(a, b))
+            hovered_block = int(i);
     }
     // Arrows on top: from the Send's start on one row to the data's arrival on the other.
     const ImU32 arrow = palette::withAlpha(palette::kindColor(EventKind::Send), 0.9f);
@@ -466,15 +541,15 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
         const ImU32 color = !a.same_microbatch ? palette::kWarning : a.gradient ? gradient_arrow : arrow;
         draw->AddLine(from, to, color, 1.5f);
         const float head = std::floor(m.line_h * 0.3f), dir = down ? -1.0f : 1.0f;
-        draw->AddTriangleFilled(to, ImVec2(to.x - head * 0.6f, to.y + dir * head), ImVec2(to.x + head * 0.6f, to.y + dir * head),
-                                color);
+        draw->AddTriangleFilled(to, ImVec2(to.x - head * 0.6f, to.y + dir * head),
+                                ImVec2(to.x + head * 0.6f, to.y + dir * head), color);
     }
     ImGui::Dummy(ImVec2(avail_w, float(p) * (m.row_h + m.gap)));
     if (hovered_block >= 0) {
         const PipeBlock& block = measured.blocks[size_t(hovered_block)];
         ImGui::BeginTooltip();
-        ImGui::Text("%s of microbatch %d, chunk %d, on stage %d (rank %d), step %d", opName(block.kind), block.microbatch,
-                    block.chunk, block.stage, m_replica * p + block.stage, measured.step);
+        ImGui::Text("%s of microbatch %d, chunk %d, on stage %d (rank %d), step %d", opName(block.kind),
+                    block.microbatch, block.chunk, block.stage, m_replica * p + block.stage, measured.step);
         formatDuration(a_buf, sizeof(a_buf), double(block.t0 - measured.t0));
         formatDuration(b_buf, sizeof(b_buf), double(block.t1 - block.t0));
         ImGui::TextDisabled("starts at +%s, lasts %s (measured)", a_buf, b_buf);

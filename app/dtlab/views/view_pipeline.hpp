@@ -46,13 +46,13 @@ namespace dt::app {
 // Why the view has nothing to draw (pure; tests check it).
 enum class PipeEmpty {
     None,
-    NoRun,        // nothing opened
-    NotPipeline,  // [strategy] kind is not "pipeline", or [topology] stages < 2
+    NoRun,       // nothing opened
+    NotPipeline, // [strategy] kind is not "pipeline", or [topology] stages < 2
 };
 [[nodiscard]] PipeEmpty pipelineEmpty(const ViewInputs& inputs);
 
 class PipelineView : public View {
-public:
+  public:
     PipelineView();
 
     [[nodiscard]] const char* helpText() const override;
@@ -72,13 +72,16 @@ public:
     [[nodiscard]] const PipeStep& lastStep() const { return m_step; }
     [[nodiscard]] const PipeTheory& lastTheory() const { return m_theory; }
     // Show one step (false: follow the cursor's step, else the latest completed one).
-    void pinStep(int step) { m_pinned = step; m_follow = false; }
+    void pinStep(int step) {
+        m_pinned = step;
+        m_follow = false;
+    }
     void followLatest() { m_follow = true; }
     // How often the step was measured and the theory simulated (tests check the caches).
     [[nodiscard]] int measureCount() const { return m_measure_count; }
     [[nodiscard]] int theoryCount() const { return m_theory_count; }
 
-private:
+  private:
     void refresh(const ViewInputs& inputs);
     void drawHeader(const ViewInputs& inputs);
     void drawGrids(const ViewInputs& inputs);

@@ -23,13 +23,20 @@ namespace dt::app {
 
 const char* replicaHealthLabel(ReplicaHealth health) {
     switch (health) {
-    case ReplicaHealth::Healthy: return "healthy";
-    case ReplicaHealth::Healing: return "healing";
-    case ReplicaHealth::Hung: return "hung";
-    case ReplicaHealth::Dead: return "dead";
-    case ReplicaHealth::Restarting: return "restarting";
-    case ReplicaHealth::Finished: return "finished";
-    case ReplicaHealth::Starting: return "starting";
+    case ReplicaHealth::Healthy:
+        return "healthy";
+    case ReplicaHealth::Healing:
+        return "healing";
+    case ReplicaHealth::Hung:
+        return "hung";
+    case ReplicaHealth::Dead:
+        return "dead";
+    case ReplicaHealth::Restarting:
+        return "restarting";
+    case ReplicaHealth::Finished:
+        return "finished";
+    case ReplicaHealth::Starting:
+        return "starting";
     }
     return "?";
 }
@@ -39,28 +46,42 @@ namespace {
 ReplicaHealth healthOf(RankState state) {
     switch (state) {
     case RankState::Running:
-    case RankState::Paused: return ReplicaHealth::Healthy;
-    case RankState::Healing: return ReplicaHealth::Healing;
-    case RankState::Hung: return ReplicaHealth::Hung;
+    case RankState::Paused:
+        return ReplicaHealth::Healthy;
+    case RankState::Healing:
+        return ReplicaHealth::Healing;
+    case RankState::Hung:
+        return ReplicaHealth::Hung;
     case RankState::Killed:
-    case RankState::Failed: return ReplicaHealth::Dead;
-    case RankState::Restarting: return ReplicaHealth::Restarting;
-    case RankState::Finished: return ReplicaHealth::Finished;
+    case RankState::Failed:
+        return ReplicaHealth::Dead;
+    case RankState::Restarting:
+        return ReplicaHealth::Restarting;
+    case RankState::Finished:
+        return ReplicaHealth::Finished;
     case RankState::Pending:
-    case RankState::Starting: return ReplicaHealth::Starting;
+    case RankState::Starting:
+        return ReplicaHealth::Starting;
     }
     return ReplicaHealth::Starting;
 }
 
 ImU32 healthColor(ReplicaHealth health) {
     switch (health) {
-    case ReplicaHealth::Healthy: return IM_COL32(46, 160, 90, 255);
-    case ReplicaHealth::Healing: return palette::kindColor(EventKind::Heal);
-    case ReplicaHealth::Hung: return IM_COL32(230, 120, 30, 255);
-    case ReplicaHealth::Dead: return palette::kFailed;
-    case ReplicaHealth::Restarting: return palette::kindColor(EventKind::RankRestarted);
-    case ReplicaHealth::Finished: return IM_COL32(70, 130, 200, 255);
-    case ReplicaHealth::Starting: return IM_COL32(120, 130, 140, 255);
+    case ReplicaHealth::Healthy:
+        return IM_COL32(46, 160, 90, 255);
+    case ReplicaHealth::Healing:
+        return palette::kindColor(EventKind::Heal);
+    case ReplicaHealth::Hung:
+        return IM_COL32(230, 120, 30, 255);
+    case ReplicaHealth::Dead:
+        return palette::kFailed;
+    case ReplicaHealth::Restarting:
+        return palette::kindColor(EventKind::RankRestarted);
+    case ReplicaHealth::Finished:
+        return IM_COL32(70, 130, 200, 255);
+    case ReplicaHealth::Starting:
+        return IM_COL32(120, 130, 140, 255);
     }
     return IM_COL32(128, 128, 128, 255);
 }
@@ -72,7 +93,8 @@ std::vector<Event> recoveryEvents(const RunModel& model) {
     for (int r = 0; r < model.world(); ++r) {
         const RankLane& lane = model.lane(r);
         for (const SpanRecord& s : lane.compute[1]) {
-            if (s.kind != EventKind::Heal) continue;
+            if (s.kind != EventKind::Heal)
+                continue;
             Event e;
             e.kind = EventKind::Heal;
             e.phase = EventPhase::Span;
@@ -107,11 +129,13 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
     const int world = model.world();
     st.rows.resize(size_t(world));
     std::vector<int64_t> last_heartbeat(size_t(world), 0);
-    for (int r = 0; r < world; ++r) st.rows[size_t(r)].replica = r;
+    for (int r = 0; r < world; ++r)
+        st.rows[size_t(r)].replica = r;
     // Walk the fault-tolerance instants up to the moment.
     std::vector<bool> dead(size_t(world), false), hung(size_t(world), false), finished(size_t(world), false);
     for (const Event& e : model.ftEvents()) {
-        if (e.t_ns > t_ns) break;
+        if (e.t_ns > t_ns)
+            break;
         const bool on_rank = e.rank >= 0 && e.rank < world;
         ReplicaRow* row = on_rank ? &st.rows[size_t(e.rank)] : nullptr;
         switch (e.kind) {
@@ -124,41 +148,55 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
             }
             break;
         case EventKind::Commit:
-            if (row) row->committed += 1;
+            if (row)
+                row->committed += 1;
             break;
         case EventKind::Abort:
-            if (row) row->aborted += 1;
+            if (row)
+                row->aborted += 1;
             break;
         case EventKind::Heartbeat:
-            if (on_rank) last_heartbeat[size_t(e.rank)] = e.t_ns;
+            if (on_rank)
+                last_heartbeat[size_t(e.rank)] = e.t_ns;
             break;
         case EventKind::RankRestarted:
-            if (row) row->incarnation = int(e.value);
-            if (on_rank) dead[size_t(e.rank)] = false;
+            if (row)
+                row->incarnation = int(e.value);
+            if (on_rank)
+                dead[size_t(e.rank)] = false;
             break;
         case EventKind::ProcessExited:
-            if (on_rank) dead[size_t(e.rank)] = e.value != 0;
+            if (on_rank)
+                dead[size_t(e.rank)] = e.value != 0;
             break;
         case EventKind::FaultInjected:
-            if (on_rank && int(e.value) == 19) hung[size_t(e.rank)] = true;  // SIGSTOP
-            if (on_rank && int(e.value) == 18) hung[size_t(e.rank)] = false; // SIGCONT
+            if (on_rank && int(e.value) == 19)
+                hung[size_t(e.rank)] = true; // SIGSTOP
+            if (on_rank && int(e.value) == 18)
+                hung[size_t(e.rank)] = false; // SIGCONT
             break;
-        case EventKind::LighthouseDown: st.lighthouse_down = true; break;
-        case EventKind::LighthouseUp: st.lighthouse_down = false; break;
-        default: break;
+        case EventKind::LighthouseDown:
+            st.lighthouse_down = true;
+            break;
+        case EventKind::LighthouseUp:
+            st.lighthouse_down = false;
+            break;
+        default:
+            break;
         }
     }
     for (int r = 0; r < world; ++r) {
         ReplicaRow& row = st.rows[size_t(r)];
         row.in_quorum = r < 64 && (st.members >> r) & 1;
-        if (last_heartbeat[size_t(r)] > 0) row.heartbeat_age_ms = double(t_ns - last_heartbeat[size_t(r)]) / 1e6;
+        if (last_heartbeat[size_t(r)] > 0)
+            row.heartbeat_age_ms = double(t_ns - last_heartbeat[size_t(r)]) / 1e6;
         if (ranks && size_t(r) < ranks->size()) {
             const RankProgress& p = (*ranks)[size_t(r)];
             row.health = healthOf(p.state);
             row.incarnation = std::max(row.incarnation, p.incarnation);
             row.partitioned = p.partitioned;
         } else {
-            row.health = dead[size_t(r)] ? ReplicaHealth::Dead
+            row.health = dead[size_t(r)]   ? ReplicaHealth::Dead
                          : hung[size_t(r)] ? ReplicaHealth::Hung
                                            : ReplicaHealth::Healthy;
         }
@@ -172,7 +210,8 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
                 st.rows[size_t(m.member.replica)].heartbeat_age_ms = double(m.heartbeat_age_ms);
     } else { // replay: the reason from the lighthouse's logged decisions
         for (const LogRecord& log : model.logs()) {
-            if (log.t_ns > t_ns) break;
+            if (log.t_ns > t_ns)
+                break;
             if (log.rank < 0 && log.text.rfind("lighthouse: quorum ", 0) == 0) {
                 const size_t colon = log.text.find("}: ");
                 st.reason = colon == std::string::npos ? log.text : log.text.substr(colon + 3);
@@ -189,13 +228,19 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
 namespace {
 
 // A fault-tolerant run: the scenarios this view belongs to.
-bool isFaultTolerant(const Scenario& scenario) { return scenario.fault_tolerance.enabled; }
+bool isFaultTolerant(const Scenario& scenario) {
+    return scenario.fault_tolerance.enabled;
+}
 
 } // namespace
 
-QuorumView::QuorumView() : View("quorum", "Quorum") { open = false; }
+QuorumView::QuorumView() : View("quorum", "Quorum") {
+    open = false;
+}
 
-std::optional<bool> QuorumView::relevantTo(const Scenario& scenario) const { return isFaultTolerant(scenario); }
+std::optional<bool> QuorumView::relevantTo(const Scenario& scenario) const {
+    return isFaultTolerant(scenario);
+}
 
 LayoutPlace QuorumView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
@@ -209,19 +254,25 @@ LayoutPlace QuorumView::layoutPlace(const LayoutContext& context) const {
 
 const char* QuorumView::helpText() const {
     return "Quorum fault tolerance (TorchFT style), drawn from the real events.\n\n"
-           "Each replica group (here one rank) asks the lighthouse for a quorum every step, while its forward "
-           "and backward run. The lighthouse answers with the replicas that are healthy and asking: its reason "
-           "is in the header. A new quorum id means a new cross-replica process group (reconfigure). A replica "
+           "Each replica group (here one rank) asks the lighthouse for a quorum every step, while its "
+           "forward "
+           "and backward run. The lighthouse answers with the replicas that are healthy and asking: its "
+           "reason "
+           "is in the header. A new quorum id means a new cross-replica process group (reconfigure). A "
+           "replica "
            "behind the others heals: a live peer sends it parameters, optimizer state and step. Then the "
            "replicas average their gradients (all-reduce) and commit the step only if everything worked "
            "(green tick); otherwise they abort it (red cross) and nothing is applied.\n\n"
-           "Rows: one per replica with its state, incarnation (restarts), steps committed / aborted, heartbeat "
+           "Rows: one per replica with its state, incarnation (restarts), steps committed / aborted, "
+           "heartbeat "
            "age and quorum membership. The strip shows the last seconds (or those before the time cursor): "
-           "orange = quorum request, purple = reconfigure, cyan = heal, green bar = all-reduce, vertical lines "
+           "orange = quorum request, purple = reconfigure, cyan = heal, green bar = all-reduce, vertical "
+           "lines "
            "= the lighthouse's quorums.\n\n"
            "The stopwatch times the latest fault: detected, new quorum, the survivors' next commit, restart, "
            "heal and the first commit of the replica that came back.\n\n"
-           "Try: Kill a replica, NaN its gradients, partition it from the lighthouse, or stop the lighthouse.";
+           "Try: Kill a replica, NaN its gradients, partition it from the lighthouse, or stop the "
+           "lighthouse.";
 }
 
 bool QuorumView::isEmpty(const ViewInputs& inputs) const {
@@ -231,13 +282,16 @@ bool QuorumView::isEmpty(const ViewInputs& inputs) const {
 void QuorumView::drawEmptyState(const ViewInputs& inputs) {
     helpMarker(helpText());
     if (!inputs.model)
-        emptyState("No run open: start a scenario or open a recording",
-                   "With [fault_tolerance] enabled = true this view shows the lighthouse's quorums, each replica's "
-                   "heartbeats, heals and commits, and a stopwatch for every recovery. Try scenarios/ft_kill_replica.toml.");
+        emptyState(
+            "No run open: start a scenario or open a recording",
+            "With [fault_tolerance] enabled = true this view shows the lighthouse's quorums, each replica's "
+            "heartbeats, heals and commits, and a stopwatch for every recovery. Try "
+            "scenarios/ft_kill_replica.toml.");
     else
-        emptyState("This run is not fault tolerant: no quorum, no lighthouse",
-                   "Plain DDP stops when one rank dies. Add [fault_tolerance] enabled = true to a ddp scenario "
-                   "(or open scenarios/ft_kill_replica.toml) to see replicas form quorums, heal and go on.");
+        emptyState(
+            "This run is not fault tolerant: no quorum, no lighthouse",
+            "Plain DDP stops when one rank dies. Add [fault_tolerance] enabled = true to a ddp scenario "
+            "(or open scenarios/ft_kill_replica.toml) to see replicas form quorums, heal and go on.");
 }
 
 float QuorumView::preferredHeight(int replicas) {
@@ -253,31 +307,40 @@ float QuorumView::preferredHeight(int replicas) {
 // The fault buttons of a live fault-tolerant run, for the selected replica
 // (rank 0 when none is selected), and the lighthouse's.
 void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
-    if (!inputs.live || !inputs.ranks || inputs.ranks->empty()) return;
+    if (!inputs.live || !inputs.ranks || inputs.ranks->empty())
+        return;
     const std::vector<RankProgress>& ranks = *inputs.ranks;
     ViewActions& act = inputs.act();
     int r = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
-    if (r >= int(ranks.size())) r = 0;
+    if (r >= int(ranks.size()))
+        r = 0;
     const RankProgress& p = ranks[size_t(r)];
     const bool running = p.state == RankState::Running || p.state == RankState::Healing;
-    const bool dead = p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
+    const bool dead =
+        p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
     const char* not_running = "the replica is not running";
     ImGui::AlignTextToFramePadding();
     ImGui::Text("replica %d:", r);
     ImGui::SameLine();
-    if (act.button("Kill##q", running, not_running)) act.killRank(r);
+    if (act.button("Kill##q", running, not_running))
+        act.killRank(r);
     ImGui::SameLine();
-    if (act.button("NaN gradients##q", running, not_running)) act.nanGradients(r);
+    if (act.button("NaN gradients##q", running, not_running))
+        act.nanGradients(r);
     ImGui::SameLine();
-    if (act.button("Fail collective##q", running, not_running)) act.failNextCollective(r);
+    if (act.button("Fail collective##q", running, not_running))
+        act.failNextCollective(r);
     ImGui::SameLine();
-    if (act.button(p.partitioned ? "End partition##q" : "Partition##q", running || p.partitioned, not_running))
+    if (act.button(p.partitioned ? "End partition##q" : "Partition##q", running || p.partitioned,
+                   not_running))
         act.partitionRank(r, !p.partitioned);
     ImGui::SameLine();
-    if (act.button("Restart##q", dead, "only a dead replica can be restarted")) act.restartRank(r);
+    if (act.button("Restart##q", dead, "only a dead replica can be restarted"))
+        act.restartRank(r);
     ImGui::SameLine();
     const bool down = inputs.lighthouse && !inputs.lighthouse->running;
-    if (act.button(down ? "Start lighthouse" : "Stop lighthouse", true)) act.setLighthouseRunning(down);
+    if (act.button(down ? "Start lighthouse" : "Stop lighthouse", true))
+        act.setLighthouseRunning(down);
 }
 
 void QuorumView::drawContent(const ViewInputs& inputs) {
@@ -290,7 +353,8 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
         m_recovery_generation = model.generation();
         const RecoveryMeasure measure = measureRecoveries(recoveryEvents(model), model.world());
         m_recovery.reset();
-        if (!measure.recoveries.empty()) m_recovery = measure.recoveries.back();
+        if (!measure.recoveries.empty())
+            m_recovery = measure.recoveries.back();
     }
     m_state.recovery = m_recovery;
     drawHeader(inputs);
@@ -302,7 +366,8 @@ void QuorumView::drawHeader(const ViewInputs&) {
     helpMarker(helpText());
     ImGui::SameLine();
     if (m_state.lighthouse_down) {
-        ImGui::TextColored(ImColor(palette::kFailed), "LIGHTHOUSE DOWN: no replica can get a quorum; training waits");
+        ImGui::TextColored(ImColor(palette::kFailed),
+                           "LIGHTHOUSE DOWN: no replica can get a quorum; training waits");
         return;
     }
     if (m_state.quorum_id < 0) {
@@ -311,9 +376,11 @@ void QuorumView::drawHeader(const ViewInputs&) {
     }
     std::string members;
     for (int r = 0; r < 64; ++r)
-        if ((m_state.members >> r) & 1) members += (members.empty() ? "" : ", ") + std::to_string(r);
+        if ((m_state.members >> r) & 1)
+            members += (members.empty() ? "" : ", ") + std::to_string(r);
     ImGui::Text("Lighthouse: quorum %lld of replicas {%s}, max step %lld, %lld quorums so far",
-                (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step, (long long)m_state.quorums);
+                (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step,
+                (long long)m_state.quorums);
     if (!m_state.reason.empty()) {
         ImGui::TextDisabled("decision:");
         ImGui::SameLine();
@@ -324,7 +391,8 @@ void QuorumView::drawHeader(const ViewInputs&) {
 namespace {
 
 // One replica's fault-tolerance phases in [t0, t1], drawn in a strip.
-void drawStrip(const RunModel& model, int replica, int64_t t0, int64_t t1, int64_t now, ImVec2 pos, ImVec2 size) {
+void drawStrip(const RunModel& model, int replica, int64_t t0, int64_t t1, int64_t now, ImVec2 pos,
+               ImVec2 size) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     dl->AddRectFilled(pos, ImVec2(pos.x + size.x, pos.y + size.y), IM_COL32(128, 128, 128, 30));
     const double scale = double(size.x) / double(std::max<int64_t>(1, t1 - t0));
@@ -334,36 +402,47 @@ void drawStrip(const RunModel& model, int replica, int64_t t0, int64_t t1, int64
     // A killed incarnation's collective never completes: it ends where the next one started.
     int64_t incarnation_start = 0;
     for (const Event& e : lane.instants)
-        if (e.kind == EventKind::RankStarted && e.t_ns <= t1) incarnation_start = e.t_ns;
+        if (e.kind == EventKind::RankStarted && e.t_ns <= t1)
+            incarnation_start = e.t_ns;
     // spans: quorum request (top third), reconfigure / heal (middle), all-reduce (bottom)
     const auto spans = [&](const std::vector<SpanRecord>& row, float y0, float y1, bool (*want)(EventKind)) {
-        auto it = std::upper_bound(row.begin(), row.end(), t1, [](int64_t t, const SpanRecord& s) { return t < s.t0; });
+        auto it = std::upper_bound(row.begin(), row.end(), t1,
+                                   [](int64_t t, const SpanRecord& s) { return t < s.t0; });
         while (it != row.begin()) {
             --it;
-            if (it->endOr(now) < t0 && it->t0 < t0 - 5'000'000'000LL) break;
-            if (!want(it->kind) || it->endOr(now) < t0) continue;
+            if (it->endOr(now) < t0 && it->t0 < t0 - 5'000'000'000LL)
+                break;
+            if (!want(it->kind) || it->endOr(now) < t0)
+                continue;
             const bool orphan = it->open() && it->t0 < incarnation_start;
             const ImU32 color = it->failed || orphan ? palette::kFailed : palette::kindColor(it->kind);
             const int64_t end = orphan ? it->t0 : it->endOr(now);
-            dl->AddRectFilled(ImVec2(x(it->t0), pos.y + y0 * h), ImVec2(std::max(x(it->t0) + 2.0f, x(end)), pos.y + y1 * h),
-                              color);
+            dl->AddRectFilled(ImVec2(x(it->t0), pos.y + y0 * h),
+                              ImVec2(std::max(x(it->t0) + 2.0f, x(end)), pos.y + y1 * h), color);
         }
     };
     spans(lane.compute[2], 0.05f, 0.35f, [](EventKind k) { return k == EventKind::QuorumWait; });
-    spans(lane.compute[1], 0.35f, 0.65f, [](EventKind k) { return k == EventKind::Reconfigure || k == EventKind::Heal; });
+    spans(lane.compute[1], 0.35f, 0.65f,
+          [](EventKind k) { return k == EventKind::Reconfigure || k == EventKind::Heal; });
     spans(lane.comm, 0.65f, 0.95f, [](EventKind k) { return k == EventKind::AllReduce; });
     // instants
     for (const Event& e : model.ftEvents()) {
-        if (e.t_ns < t0) continue;
-        if (e.t_ns > t1) break;
+        if (e.t_ns < t0)
+            continue;
+        if (e.t_ns > t1)
+            break;
         const float ex = x(e.t_ns);
         if (e.rank < 0 && e.kind == EventKind::QuorumFormed) {
-            dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h), palette::kindColor(EventKind::QuorumFormed), 1.0f);
+            dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h), palette::kindColor(EventKind::QuorumFormed),
+                        1.0f);
             continue;
         }
-        if (e.rank != replica) continue;
+        if (e.rank != replica)
+            continue;
         switch (e.kind) {
-        case EventKind::Heartbeat: dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h * 0.12f), IM_COL32(160, 160, 160, 200)); break;
+        case EventKind::Heartbeat:
+            dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h * 0.12f), IM_COL32(160, 160, 160, 200));
+            break;
         case EventKind::Commit:
             dl->AddRectFilled(ImVec2(ex - 1.5f, pos.y + h * 0.15f), ImVec2(ex + 1.5f, pos.y + h * 0.85f),
                               palette::kindColor(EventKind::Commit));
@@ -380,9 +459,11 @@ void drawStrip(const RunModel& model, int replica, int64_t t0, int64_t t1, int64
             dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h), palette::kFailed, 2.0f);
             break;
         case EventKind::RankRestarted:
-            dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h), palette::kindColor(EventKind::RankRestarted), 2.0f);
+            dl->AddLine(ImVec2(ex, pos.y), ImVec2(ex, pos.y + h),
+                        palette::kindColor(EventKind::RankRestarted), 2.0f);
             break;
-        default: break;
+        default:
+            break;
         }
     }
 }
@@ -393,7 +474,8 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
     const RunModel& model = *inputs.model;
     const int64_t window_ns = 3'000'000'000LL;
     const int64_t t0 = t_end - window_ns;
-    const float label_w = ImGui::CalcTextSize("restarting*  replica 00 [Q]  x00  0000 ok / 000 abort  hb 00000 ms  ").x;
+    const float label_w =
+        ImGui::CalcTextSize("restarting*  replica 00 [Q]  x00  0000 ok / 000 abort  hb 00000 ms  ").x;
     for (const ReplicaRow& row : m_state.rows) {
         ImGui::PushID(row.replica);
         const ImU32 color = healthColor(row.health);
@@ -401,23 +483,29 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
         const float line_h = ImGui::GetFrameHeight();
         ImDrawList* dl = ImGui::GetWindowDrawList();
         char badge[32];
-        std::snprintf(badge, sizeof(badge), "%s%s", replicaHealthLabel(row.health), row.partitioned ? "*" : "");
+        std::snprintf(badge, sizeof(badge), "%s%s", replicaHealthLabel(row.health),
+                      row.partitioned ? "*" : "");
         const ImVec2 badge_size(ImGui::GetFontSize() * 6.2f, line_h - 2.0f);
         dl->AddRectFilled(p, ImVec2(p.x + badge_size.x, p.y + badge_size.y), color, 3.0f);
-        dl->AddText(ImVec2(p.x + 4.0f, p.y + (badge_size.y - ImGui::GetTextLineHeight()) * 0.5f), IM_COL32(255, 255, 255, 255), badge);
+        dl->AddText(ImVec2(p.x + 4.0f, p.y + (badge_size.y - ImGui::GetTextLineHeight()) * 0.5f),
+                    IM_COL32(255, 255, 255, 255), badge);
         ImGui::Dummy(badge_size);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s%s", replicaHealthLabel(row.health),
-                              row.partitioned ? " and partitioned: its heartbeats do not reach the lighthouse" : "");
+                              row.partitioned ? " and partitioned: its heartbeats do not reach the lighthouse"
+                                              : "");
         ImGui::SameLine();
         ImGui::AlignTextToFramePadding();
         char hb[32] = "-";
-        if (row.heartbeat_age_ms >= 0) std::snprintf(hb, sizeof(hb), "%.0f ms", row.heartbeat_age_ms);
-        ImGui::Text("replica %d%s  x%d  %lld ok / %lld abort  hb %s", row.replica, row.in_quorum ? " [Q]" : "",
-                    row.incarnation, (long long)row.committed, (long long)row.aborted, hb);
+        if (row.heartbeat_age_ms >= 0)
+            std::snprintf(hb, sizeof(hb), "%.0f ms", row.heartbeat_age_ms);
+        ImGui::Text("replica %d%s  x%d  %lld ok / %lld abort  hb %s", row.replica,
+                    row.in_quorum ? " [Q]" : "", row.incarnation, (long long)row.committed,
+                    (long long)row.aborted, hb);
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip("[Q] = in the latest quorum; x = incarnation (restarts); steps committed / aborted; "
-                              "age of its last heartbeat at the lighthouse");
+            ImGui::SetTooltip(
+                "[Q] = in the latest quorum; x = incarnation (restarts); steps committed / aborted; "
+                "age of its last heartbeat at the lighthouse");
         ImGui::SameLine(label_w);
         const ImVec2 sp = ImGui::GetCursorScreenPos();
         const ImVec2 size(std::max(40.0f, ImGui::GetContentRegionAvail().x), line_h - 2.0f);
@@ -427,8 +515,9 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
     }
     // axis and legend
     ImGui::TextDisabled("strip: the last %.0f s", double(window_ns) / 1e9);
-    const EventKind legend[] = {EventKind::QuorumWait, EventKind::Reconfigure, EventKind::Heal, EventKind::AllReduce,
-                                EventKind::Commit, EventKind::Abort, EventKind::QuorumFormed};
+    const EventKind legend[] = {EventKind::QuorumWait,  EventKind::Reconfigure, EventKind::Heal,
+                                EventKind::AllReduce,   EventKind::Commit,      EventKind::Abort,
+                                EventKind::QuorumFormed};
     const char* names[] = {"quorum", "reconfigure", "heal", "all-reduce", "commit", "abort", "quorum formed"};
     for (size_t i = 0; i < std::size(legend); ++i) {
         ImGui::SameLine();
@@ -439,34 +528,43 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
 void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     ImGui::Separator();
     if (!m_state.recovery) {
-        ImGui::TextDisabled("Recovery stopwatch: no fault yet. Kill or hang a replica (Topology view, or the buttons above).");
+        ImGui::TextDisabled("Recovery stopwatch: no fault yet. Kill or hang a replica (Topology view, or the "
+                            "buttons above).");
         return;
     }
     const Recovery& r = *m_state.recovery;
     const double since_ms = double(t_end - r.fault_ns) / 1e6;
-    ImGui::Text("Recovery stopwatch: %s %s%s", r.fault.c_str(), r.replica >= 0 ? "replica " : "the lighthouse",
+    ImGui::Text("Recovery stopwatch: %s %s%s", r.fault.c_str(),
+                r.replica >= 0 ? "replica " : "the lighthouse",
                 r.replica >= 0 ? std::to_string(r.replica).c_str() : "");
     const auto phase = [&](const char* name, double ms, const char* tip) {
         ImGui::SameLine();
-        if (ms >= 0) ImGui::Text("| %s +%.0f ms", name, ms);
-        else if (inputs.live) ImGui::TextDisabled("| %s ... (%.1f s)", name, since_ms / 1000.0);
-        else ImGui::TextDisabled("| %s -", name);
-        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
+        if (ms >= 0)
+            ImGui::Text("| %s +%.0f ms", name, ms);
+        else if (inputs.live)
+            ImGui::TextDisabled("| %s ... (%.1f s)", name, since_ms / 1000.0);
+        else
+            ImGui::TextDisabled("| %s -", name);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s", tip);
     };
-    phase("detected", r.detected_ms, "the lighthouse lost the replica, or another replica saw a collective fail or aborted");
+    phase("detected", r.detected_ms,
+          "the lighthouse lost the replica, or another replica saw a collective fail or aborted");
     phase("new quorum", r.new_quorum_ms, "the lighthouse issued a quorum with a new id");
     phase("survivors commit", r.survivors_commit_ms, "another replica committed a step after the new quorum");
     ImGui::Dummy(ImVec2(ImGui::GetFontSize() * 2.0f, 0.0f)); // the replica's own recovery, on a second line
     // r.fault is recovery_measure's label: the fault action's name (fault_actions.def).
     const auto was = [&](FaultAction action) { return r.fault == faultActionName(action); };
-    if (was(FaultAction::Kill) || r.restarted_ms >= 0) phase("restarted", r.restarted_ms, "the supervisor started the replica again");
+    if (was(FaultAction::Kill) || r.restarted_ms >= 0)
+        phase("restarted", r.restarted_ms, "the supervisor started the replica again");
     if (r.heal_ms >= 0 || was(FaultAction::Kill) || was(FaultAction::Hang) || was(FaultAction::Partition)) {
-        phase("healed", r.heal_ms, "the replica received parameters, optimizer state and step from a live peer");
+        phase("healed", r.heal_ms,
+              "the replica received parameters, optimizer state and step from a live peer");
         phase("rejoined", r.rejoined_ms, "the replica's first commit after it healed");
     }
     if (r.heal_bytes > 0)
-        ImGui::TextDisabled("heal: %s from replica %d in %.1f ms", formatBytes(double(r.heal_bytes)).c_str(), r.heal_source,
-                            r.heal_duration_ms);
+        ImGui::TextDisabled("heal: %s from replica %d in %.1f ms", formatBytes(double(r.heal_bytes)).c_str(),
+                            r.heal_source, r.heal_duration_ms);
 }
 
 } // namespace dt::app

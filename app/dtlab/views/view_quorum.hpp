@@ -36,20 +36,20 @@ struct ReplicaRow {
     int replica = 0;
     ReplicaHealth health = ReplicaHealth::Starting;
     int incarnation = 0;
-    int64_t committed = 0;           // Commit events seen
-    int64_t aborted = 0;             // Abort events seen
-    double heartbeat_age_ms = -1;    // -1 = unknown
-    bool in_quorum = false;          // a member of the latest quorum
+    int64_t committed = 0;        // Commit events seen
+    int64_t aborted = 0;          // Abort events seen
+    double heartbeat_age_ms = -1; // -1 = unknown
+    bool in_quorum = false;       // a member of the latest quorum
     bool partitioned = false;
 };
 
 struct QuorumViewState {
     bool fault_tolerant = false;
-    int64_t quorum_id = -1;          // latest quorum issued (-1 = none yet)
-    uint64_t members = 0;            // bit r = replica r is a member
+    int64_t quorum_id = -1; // latest quorum issued (-1 = none yet)
+    uint64_t members = 0;   // bit r = replica r is a member
     int64_t max_step = 0;
-    int64_t quorums = 0;             // quorums issued so far
-    std::string reason;              // of the lighthouse's last decision
+    int64_t quorums = 0; // quorums issued so far
+    std::string reason;  // of the lighthouse's last decision
     bool lighthouse_down = false;
     std::vector<ReplicaRow> rows;
     std::optional<Recovery> recovery; // the latest fault's
@@ -58,10 +58,11 @@ struct QuorumViewState {
 // The state at time t_ns from the run (pure; tests check it). `ranks` may be
 // null (a replay): health then comes from the events.
 [[nodiscard]] QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankProgress>* ranks,
-                                              const std::optional<ft::LighthouseStatus>& lighthouse, int64_t t_ns);
+                                              const std::optional<ft::LighthouseStatus>& lighthouse,
+                                              int64_t t_ns);
 
 class QuorumView : public View {
-public:
+  public:
     QuorumView();
 
     [[nodiscard]] const char* helpText() const override;
@@ -78,7 +79,7 @@ public:
     [[nodiscard]] const QuorumViewState& lastState() const { return m_state; }
     [[nodiscard]] static float preferredHeight(int replicas);
 
-private:
+  private:
     void drawFaultButtons(const ViewInputs& inputs);
     void drawHeader(const ViewInputs& inputs);
     void drawRows(const ViewInputs& inputs, int64_t t_end);

@@ -58,13 +58,15 @@ int64_t clampToTime(double t) {
 
 void buildRowItems(const std::vector<SpanRecord>& spans, const std::vector<int64_t>& end_max,
                    const TimeWindow& window, std::vector<RowItem>& out) {
-    if (spans.empty() || end_max.size() != spans.size() || window.width <= 0.0f || !(window.ns_per_px > 0.0)) return;
+    if (spans.empty() || end_max.size() != spans.size() || window.width <= 0.0f || !(window.ns_per_px > 0.0))
+        return;
     const double view0 = window.start_ns, view1 = window.endNs();
     const int64_t min_ns = std::max<int64_t>(1, int64_t(double(kMinSpanPx) * window.ns_per_px));
     const int64_t now = window.now_ns;
     const double x_lo = -2.0, x_hi = double(window.width) + 2.0;
 
-    size_t i = size_t(std::lower_bound(end_max.begin(), end_max.end(), clampToTime(std::floor(view0))) - end_max.begin());
+    size_t i = size_t(std::lower_bound(end_max.begin(), end_max.end(), clampToTime(std::floor(view0))) -
+                      end_max.begin());
     const size_t last = size_t(std::upper_bound(spans.begin(), spans.end(), clampToTime(std::ceil(view1)),
                                                 [](int64_t t, const SpanRecord& s) { return t < s.t0; }) -
                                spans.begin());
@@ -77,15 +79,23 @@ void buildRowItems(const std::vector<SpanRecord>& spans, const std::vector<int64
         item.t1 = t1;
         item.x0 = float(std::clamp(window.xOf(double(t0)), x_lo, x_hi));
         item.x1 = float(std::clamp(window.xOf(double(t1)), x_lo, x_hi));
-        if (count > 1) item.x1 = std::max(item.x1, item.x0 + kMinSpanPx);
+        if (count > 1)
+            item.x1 = std::max(item.x1, item.x0 + kMinSpanPx);
         out.push_back(item);
     };
 
     while (i < last) {
         const SpanRecord& s = spans[i];
         const int64_t end = s.endOr(now);
-        if (double(end) < view0) { ++i; continue; }          // hidden behind an earlier long span's prefix max
-        if (end - s.t0 >= min_ns) { emit(i, 1, s.t0, end); ++i; continue; }
+        if (double(end) < view0) {
+            ++i;
+            continue;
+        } // hidden behind an earlier long span's prefix max
+        if (end - s.t0 >= min_ns) {
+            emit(i, 1, s.t0, end);
+            ++i;
+            continue;
+        }
 
         // A narrow span: fold it with its narrow neighbours.
         const size_t first = i;
@@ -93,8 +103,9 @@ void buildRowItems(const std::vector<SpanRecord>& spans, const std::vector<int64
         ++i;
         while (i < last) {
             const int64_t reach = fold_end + min_ns;
-            const size_t j = size_t(std::lower_bound(end_max.begin() + ptrdiff_t(i), end_max.begin() + ptrdiff_t(last), reach) -
-                                    end_max.begin());
+            const size_t j = size_t(
+                std::lower_bound(end_max.begin() + ptrdiff_t(i), end_max.begin() + ptrdiff_t(last), reach) -
+                end_max.begin());
             if (j > i) { // spans [i, j) all end before `reach`: swallow them at once
                 fold_end = std::max(fold_end, end_max[j - 1]);
                 i = j;
@@ -102,7 +113,8 @@ void buildRowItems(const std::vector<SpanRecord>& spans, const std::vector<int64
             }
             const SpanRecord& next = spans[i];
             const int64_t next_end = next.endOr(now);
-            if (next_end - next.t0 >= min_ns || next.t0 - fold_end >= min_ns) break; // wide, or a visible gap
+            if (next_end - next.t0 >= min_ns || next.t0 - fold_end >= min_ns)
+                break; // wide, or a visible gap
             fold_end = std::max(fold_end, next_end);
             ++i;
         }
@@ -124,32 +136,38 @@ int hitTestItems(const std::vector<RowItem>& items, float x) {
             a = mid - 0.5f * kMinSpanPx;
             b = mid + 0.5f * kMinSpanPx;
         }
-        if (x >= a && x <= b) hit = int(k); // the last one is drawn on top
-        else if (a > x + kMinSpanPx) break; // items are in start order: nothing further can match
+        if (x >= a && x <= b)
+            hit = int(k); // the last one is drawn on top
+        else if (a > x + kMinSpanPx)
+            break; // items are in start order: nothing further can match
     }
     return hit;
 }
 
 bool LaneLayout::rowAt(float y, int world, int& rank, int& row) const {
     const float rel = y - top;
-    if (rel < 0.0f || laneHeight() <= 0.0f) return false;
+    if (rel < 0.0f || laneHeight() <= 0.0f)
+        return false;
     const int r = int(rel / laneHeight());
     const float within = rel - float(r) * laneHeight();
-    if (r >= world || within >= float(kRows) * row_height) return false;
+    if (r >= world || within >= float(kRows) * row_height)
+        return false;
     rank = r;
     row = std::min(kRows - 1, int(within / row_height));
     return true;
 }
 
-std::optional<TimelineHit> hitTest(const RunModel& model, const LaneLayout& lanes, const TimeWindow& window, float x,
-                                   float y) {
+std::optional<TimelineHit> hitTest(const RunModel& model, const LaneLayout& lanes, const TimeWindow& window,
+                                   float x, float y) {
     int rank = -1, row = -1;
-    if (x < 0.0f || x > window.width || !lanes.rowAt(y, model.world(), rank, row)) return std::nullopt;
+    if (x < 0.0f || x > window.width || !lanes.rowAt(y, model.world(), rank, row))
+        return std::nullopt;
     const RankLane& lane = model.lane(rank);
     std::vector<RowItem> items;
     buildRowItems(lane.row(row), lane.rowEndMax(row), window, items);
     const int k = hitTestItems(items, x);
-    if (k < 0) return std::nullopt;
+    if (k < 0)
+        return std::nullopt;
     return TimelineHit{rank, row, items[size_t(k)]};
 }
 
@@ -163,19 +181,28 @@ const char* const kRowNames[LaneLayout::kRows] = {"steps", "phases", "blocks", "
 // Short label drawn inside a span: "step 12", "forward 3", "all-reduce #17".
 void spanLabel(char* out, size_t size, const SpanRecord& s) {
     const char* name = kindLabel(s.kind);
-    if (s.kind == EventKind::Step) std::snprintf(out, size, "step %d", s.step);
-    else if (s.depth == RankLane::kCommRow) std::snprintf(out, size, "%s #%llu", name, (unsigned long long)s.seq);
-    else if (s.unit >= 0) std::snprintf(out, size, "%s %d", name, s.unit);
-    else if (s.unit == -2) std::snprintf(out, size, "%s (all blocks)", name);
-    else if (s.kind == EventKind::Forward || s.kind == EventKind::Backward) std::snprintf(out, size, "%s (embed/head)", name);
-    else std::snprintf(out, size, "%s", name);
+    if (s.kind == EventKind::Step)
+        std::snprintf(out, size, "step %d", s.step);
+    else if (s.depth == RankLane::kCommRow)
+        std::snprintf(out, size, "%s #%llu", name, (unsigned long long)s.seq);
+    else if (s.unit >= 0)
+        std::snprintf(out, size, "%s %d", name, s.unit);
+    else if (s.unit == -2)
+        std::snprintf(out, size, "%s (all blocks)", name);
+    else if (s.kind == EventKind::Forward || s.kind == EventKind::Backward)
+        std::snprintf(out, size, "%s (embed/head)", name);
+    else
+        std::snprintf(out, size, "%s", name);
 }
 
 // "world", "shard group of replica 1", "replicate group of shard 0" (events.hpp's group ids).
 void groupName(char* out, size_t size, uint8_t group) {
-    if (group == kGroupWorld) std::snprintf(out, size, "world");
-    else if (group < groupIdReplicate(0)) std::snprintf(out, size, "shard group of replica %d", int(group) - 1);
-    else std::snprintf(out, size, "replicate group of shard %d", int(group) - 128);
+    if (group == kGroupWorld)
+        std::snprintf(out, size, "world");
+    else if (group < groupIdReplicate(0))
+        std::snprintf(out, size, "shard group of replica %d", int(group) - 1);
+    else
+        std::snprintf(out, size, "replicate group of shard %d", int(group) - 128);
 }
 
 // Is `rank` in process group `group`? The worker's HSDP layout (engine/src/worker/worker.cpp):
@@ -183,25 +210,34 @@ void groupName(char* out, size_t size, uint8_t group) {
 // is ranks k*shards .. k*shards + shards-1, the replicate group of shard s is
 // ranks s, s + shards, s + 2*shards, ...
 bool inGroup(int rank, uint8_t group, int shards) {
-    if (group == kGroupWorld) return true;
-    if (group < groupIdReplicate(0)) return rank / shards == int(group) - 1;
+    if (group == kGroupWorld)
+        return true;
+    if (group < groupIdReplicate(0))
+        return rank / shards == int(group) - 1;
     return rank % shards == int(group) - 128;
 }
 
-bool isCollective(EventKind kind) { return eventKindCategory(kind) == EventCategory::Comm; }
-bool isPointToPoint(EventKind kind) { return kind == EventKind::Send || kind == EventKind::Recv; }
+bool isCollective(EventKind kind) {
+    return eventKindCategory(kind) == EventCategory::Comm;
+}
+bool isPointToPoint(EventKind kind) {
+    return kind == EventKind::Send || kind == EventKind::Recv;
+}
 
 // The same Work's identity, whatever its times are now.
 bool sameSpan(const SpanRecord& a, const SpanRecord& b) {
-    if (a.kind != b.kind) return false;
-    if (a.depth == RankLane::kCommRow) return a.seq == b.seq && a.peer == b.peer && a.group == b.group;
+    if (a.kind != b.kind)
+        return false;
+    if (a.depth == RankLane::kCommRow)
+        return a.seq == b.seq && a.peer == b.peer && a.group == b.group;
     return a.t0 == b.t0 && a.unit == b.unit;
 }
 
 void drawHatch(ImDrawList* draw, ImVec2 a, ImVec2 b, ImU32 color) {
     draw->PushClipRect(a, b, true);
     const float h = b.y - a.y;
-    for (float x = a.x - h; x < b.x; x += 8.0f) draw->AddLine(ImVec2(x, b.y), ImVec2(x + h, a.y), color, 2.0f);
+    for (float x = a.x - h; x < b.x; x += 8.0f)
+        draw->AddLine(ImVec2(x, b.y), ImVec2(x + h, a.y), color, 2.0f);
     draw->PopClipRect();
 }
 
@@ -209,7 +245,8 @@ void drawArrow(ImDrawList* draw, ImVec2 from, ImVec2 to, ImU32 color) {
     draw->AddLine(from, to, color, 1.5f);
     const float dx = to.x - from.x, dy = to.y - from.y;
     const float len = std::sqrt(dx * dx + dy * dy);
-    if (len < 1.0f) return;
+    if (len < 1.0f)
+        return;
     const float ux = dx / len, uy = dy / len, s = 7.0f;
     draw->AddTriangleFilled(to, ImVec2(to.x - ux * s - uy * s * 0.5f, to.y - uy * s + ux * s * 0.5f),
                             ImVec2(to.x - ux * s + uy * s * 0.5f, to.y - uy * s - ux * s * 0.5f), color);
@@ -256,11 +293,13 @@ void TimelineView::centerOn(int64_t t_ns, int rank) {
     m_pending_center = t_ns;
     m_pending_range.reset();
     m_follow_live = false;
-    if (rank >= 0) m_pending_scroll_rank = rank;
+    if (rank >= 0)
+        m_pending_scroll_rank = rank;
 }
 
 void TimelineView::showRange(int64_t t0_ns, int64_t t1_ns) {
-    if (t1_ns < t0_ns) std::swap(t0_ns, t1_ns);
+    if (t1_ns < t0_ns)
+        std::swap(t0_ns, t1_ns);
     m_pending_range = std::make_pair(t0_ns, t1_ns);
     m_pending_center.reset();
     m_follow_live = false;
@@ -277,13 +316,16 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
     ImGui::SameLine();
     ImGui::BeginDisabled(!inputs.live);
     bool follow = m_follow_live && inputs.live; // a replay has nothing to follow: shown unticked
-    if (ImGui::Checkbox("Follow live", &follow)) m_follow_live = follow;
+    if (ImGui::Checkbox("Follow live", &follow))
+        m_follow_live = follow;
     ImGui::EndDisabled();
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
         ImGui::SetTooltip("Keep the newest events at the right edge (live runs only).");
     ImGui::SameLine();
-    if (ImGui::Button("Fit")) fit();
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Zoom out to show the whole run.");
+    if (ImGui::Button("Fit"))
+        fit();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Zoom out to show the whole run.");
     const RunModel* model = inputs.model;
     if (model && !model->empty()) {
         ImGui::SameLine();
@@ -298,7 +340,8 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
                 ImGui::TextDisabled("%zu collective%s in flight", open, open == 1 ? "" : "s");
                 if (ImGui::IsItemHovered())
                     ImGui::SetTooltip("Started and not completed yet. One open for more than %.0f s is drawn "
-                                      "hatched red: a hung peer looks like that.", double(kStuckAfterNs) / 1e9);
+                                      "hatched red: a hung peer looks like that.",
+                                      double(kStuckAfterNs) / 1e9);
             } else {
                 ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
                 ImGui::Text("%zu collective%s never completed", open, open == 1 ? "" : "s");
@@ -310,10 +353,10 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
 
 void TimelineView::drawLegend(const ViewInputs& inputs) {
     static constexpr EventKind kinds[] = {
-        EventKind::Step,      EventKind::Data,          EventKind::Forward,   EventKind::Backward,
-        EventKind::Recompute, EventKind::Optimizer, EventKind::Wait,          EventKind::Paused,    EventKind::SlowDelay,
-        EventKind::AllReduce, EventKind::AllGather,     EventKind::ReduceScatter, EventKind::Broadcast,
-        EventKind::Send,      EventKind::Recv,          EventKind::Barrier,
+        EventKind::Step,      EventKind::Data,      EventKind::Forward,   EventKind::Backward,
+        EventKind::Recompute, EventKind::Optimizer, EventKind::Wait,      EventKind::Paused,
+        EventKind::SlowDelay, EventKind::AllReduce, EventKind::AllGather, EventKind::ReduceScatter,
+        EventKind::Broadcast, EventKind::Send,      EventKind::Recv,      EventKind::Barrier,
     };
     bool first = true;
     for (EventKind kind : kinds) {
@@ -355,31 +398,38 @@ void TimelineView::applyPending(const ViewInputs& inputs) {
         m_window.start_ns = double(*m_pending_center) - 0.5 * width * m_window.ns_per_px;
         m_pending_center.reset();
     }
-    if (m_follow_live && inputs.live) m_window.start_ns = double(t_end) - 0.97 * width * m_window.ns_per_px;
+    if (m_follow_live && inputs.live)
+        m_window.start_ns = double(t_end) - 0.97 * width * m_window.ns_per_px;
 }
 
-void TimelineView::handleInput(const ViewInputs& inputs, bool hovered, bool active, bool released, float area_x0) {
+void TimelineView::handleInput(const ViewInputs& inputs, bool hovered, bool active, bool released,
+                               float area_x0) {
     ImGuiIO& io = ImGui::GetIO();
     const float width = m_window.width;
-    if (ImGui::IsItemActivated()) m_dragged = false;
+    if (ImGui::IsItemActivated())
+        m_dragged = false;
 
     // Wheel: zoom around the cursor (around the right edge while following live).
     if (hovered && io.MouseWheel != 0.0f) {
         float mx = std::clamp(m_mouse.x - area_x0, 0.0f, width);
-        if (m_follow_live && inputs.live) mx = 0.97f * width;
+        if (m_follow_live && inputs.live)
+            mx = 0.97f * width;
         const double t = m_window.timeAt(mx);
-        m_window.ns_per_px = std::clamp(m_window.ns_per_px * std::pow(1.25, -double(io.MouseWheel)), 0.05, 1e12);
+        m_window.ns_per_px =
+            std::clamp(m_window.ns_per_px * std::pow(1.25, -double(io.MouseWheel)), 0.05, 1e12);
         m_window.start_ns = t - double(mx) * m_window.ns_per_px;
     }
     // Drag with any button: pan in time (and scroll the lanes vertically).
-    if (active && (ImGui::IsMouseDragging(ImGuiMouseButton_Left) || ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
-                   ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
+    if (active &&
+        (ImGui::IsMouseDragging(ImGuiMouseButton_Left) || ImGui::IsMouseDragging(ImGuiMouseButton_Right) ||
+         ImGui::IsMouseDragging(ImGuiMouseButton_Middle))) {
         m_dragged = true;
         if (io.MouseDelta.x != 0.0f) {
             m_window.start_ns -= double(io.MouseDelta.x) * m_window.ns_per_px;
             m_follow_live = false;
         }
-        if (io.MouseDelta.y != 0.0f) ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseDelta.y);
+        if (io.MouseDelta.y != 0.0f)
+            ImGui::SetScrollY(ImGui::GetScrollY() - io.MouseDelta.y);
     }
     const RunModel& model = *inputs.model;
     // Double-click: zoom to the span under the cursor.
@@ -394,11 +444,13 @@ void TimelineView::handleInput(const ViewInputs& inputs, bool hovered, bool acti
     if (released && !m_dragged && ImGui::IsMouseReleased(ImGuiMouseButton_Left)) {
         int rank = -1, row = -1;
         if (m_mouse.x < area_x0) { // the label column selects the rank
-            if (inputs.selected_rank && m_lanes.rowAt(m_mouse.y, model.world(), rank, row)) *inputs.selected_rank = rank;
+            if (inputs.selected_rank && m_lanes.rowAt(m_mouse.y, model.world(), rank, row))
+                *inputs.selected_rank = rank;
             return;
         }
         // A click in the lanes also puts the shared time cursor there (the FSDP flow view shows that moment).
-        if (inputs.cursor_ns) *inputs.cursor_ns = clampToTime(m_window.timeAt(m_mouse.x - area_x0));
+        if (inputs.cursor_ns)
+            *inputs.cursor_ns = clampToTime(m_window.timeAt(m_mouse.x - area_x0));
         auto hit = hitTest(model, m_lanes, m_window, m_mouse.x - area_x0, m_mouse.y);
         if (!hit) {
             m_selection.reset();
@@ -407,7 +459,8 @@ void TimelineView::handleInput(const ViewInputs& inputs, bool hovered, bool acti
         } else {
             const SpanRecord& s = model.lane(hit->rank).row(hit->row)[hit->item.first];
             m_selection = TimelineSelection{hit->rank, hit->row, s};
-            if (inputs.selected_rank) *inputs.selected_rank = hit->rank;
+            if (inputs.selected_rank)
+                *inputs.selected_rank = hit->rank;
         }
     }
 }
@@ -454,7 +507,7 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImVec2 win_pos = ImGui::GetWindowPos();
     const ImVec2 win_size = ImGui::GetWindowSize();
-    const ImVec2 origin = ImGui::GetCursorScreenPos();     // moves with the vertical scroll
+    const ImVec2 origin = ImGui::GetCursorScreenPos(); // moves with the vertical scroll
     const float content_w = ImGui::GetContentRegionAvail().x;
     const float area_x0 = origin.x + label_w;
     const float area_x1 = origin.x + content_w;
@@ -466,17 +519,19 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     m_area_x0 = area_x0;
     applyPending(inputs);
     if (m_pending_scroll_rank >= 0) {
-        ImGui::SetScrollY(std::max(0.0f, float(std::min(m_pending_scroll_rank, world - 1)) * m_lanes.laneHeight() -
-                                             m_lanes.laneHeight()));
+        ImGui::SetScrollY(
+            std::max(0.0f, float(std::min(m_pending_scroll_rank, world - 1)) * m_lanes.laneHeight() -
+                               m_lanes.laneHeight()));
         m_pending_scroll_rank = -1;
     }
 
     // One invisible button over everything receives clicks, drags and the wheel.
     const float lanes_h = float(world) * m_lanes.laneHeight();
     // `released` is true when a button is let go over it (a click, or the end of a drag).
-    const bool released = ImGui::InvisibleButton("##lanes", ImVec2(std::max(1.0f, content_w), axis_h + lanes_h),
-                                                 ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
-                                                     ImGuiButtonFlags_MouseButtonMiddle);
+    const bool released =
+        ImGui::InvisibleButton("##lanes", ImVec2(std::max(1.0f, content_w), axis_h + lanes_h),
+                               ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight |
+                                   ImGuiButtonFlags_MouseButtonMiddle);
     ImGui::SetItemUsingMouseWheel(); // the wheel zooms instead of scrolling the window
     const bool hovered = ImGui::IsItemHovered();
     const bool active = ImGui::IsItemActive();
@@ -486,14 +541,18 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     // Lanes inside the visible part of the child (below the sticky axis).
     const float clip_y0 = win_pos.y + axis_h, clip_y1 = win_pos.y + win_size.y;
     const int first_rank = std::max(0, int(std::floor((clip_y0 - m_lanes.top) / m_lanes.laneHeight())));
-    const int last_rank = std::min(world - 1, int(std::floor((clip_y1 - m_lanes.top) / m_lanes.laneHeight())));
+    const int last_rank =
+        std::min(world - 1, int(std::floor((clip_y1 - m_lanes.top) / m_lanes.laneHeight())));
     draw->PushClipRect(ImVec2(win_pos.x, clip_y0), ImVec2(win_pos.x + win_size.x, clip_y1), true);
-    for (int rank = first_rank; rank <= last_rank; ++rank) drawLane(inputs, draw, rank, area_x0, area_x1, origin.x);
-    draw->AddLine(ImVec2(area_x0 - 1.0f, clip_y0), ImVec2(area_x0 - 1.0f, clip_y1), ImGui::GetColorU32(ImGuiCol_Border));
+    for (int rank = first_rank; rank <= last_rank; ++rank)
+        drawLane(inputs, draw, rank, area_x0, area_x1, origin.x);
+    draw->AddLine(ImVec2(area_x0 - 1.0f, clip_y0), ImVec2(area_x0 - 1.0f, clip_y1),
+                  ImGui::GetColorU32(ImGuiCol_Border));
     draw->PushClipRect(ImVec2(area_x0, clip_y0), ImVec2(area_x1, clip_y1), true);
     if (inputs.live) { // "now"
         const float x = area_x0 + float(m_window.xOf(double(inputs.now_ns)));
-        draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1), palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f));
+        draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1),
+                      palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f));
     }
     if (inputs.cursor_ns && inputs.cursor_ns->has_value()) { // the shared time cursor
         const float x = area_x0 + float(std::clamp(m_window.xOf(double(**inputs.cursor_ns)), -1e5, 1e5));
@@ -504,14 +563,16 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     draw->PopClipRect();
 
     drawAxis(*model, draw, win_pos, ImVec2(win_pos.x + win_size.x, win_pos.y + axis_h), area_x0);
-    if (hovered && !(active && m_dragged)) drawTooltip(inputs);
+    if (hovered && !(active && m_dragged))
+        drawTooltip(inputs);
     ImGui::EndChild();
 }
 
 void TimelineView::drawAxis(const RunModel& model, ImDrawList* draw, ImVec2 min, ImVec2 max, float area_x0) {
     // Drawn last and opaque so the lanes scroll underneath it.
     draw->AddRectFilled(min, max, ImGui::GetColorU32(ImGuiCol_WindowBg));
-    draw->AddLine(ImVec2(min.x, max.y - 1.0f), ImVec2(max.x, max.y - 1.0f), ImGui::GetColorU32(ImGuiCol_Border));
+    draw->AddLine(ImVec2(min.x, max.y - 1.0f), ImVec2(max.x, max.y - 1.0f),
+                  ImGui::GetColorU32(ImGuiCol_Border));
     const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text);
     const ImU32 dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     draw->AddText(ImVec2(min.x + 6.0f, min.y + 4.0f), dim, "time");
@@ -542,17 +603,19 @@ void TimelineView::drawAxis(const RunModel& model, ImDrawList* draw, ImVec2 min,
 // [SECTION] Drawing one lane and one item
 // -----------------------------------------------------------------------------
 
-void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank, float area_x0, float area_x1,
-                            float label_x0) {
+void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank, float area_x0,
+                            float area_x1, float label_x0) {
     const RunModel& model = *inputs.model;
     const RankLane& lane = model.lane(rank);
     const float top = m_lanes.rowTop(rank, 0);
     const float bottom = top + float(LaneLayout::kRows) * m_lanes.row_height;
     const bool selected = inputs.selected_rank && *inputs.selected_rank == rank;
     if (selected)
-        draw->AddRectFilled(ImVec2(label_x0, top), ImVec2(area_x1, bottom), palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Header), 0.45f));
+        draw->AddRectFilled(ImVec2(label_x0, top), ImVec2(area_x1, bottom),
+                            palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Header), 0.45f));
     else if (rank % 2 == 1)
-        draw->AddRectFilled(ImVec2(label_x0, top), ImVec2(area_x1, bottom), ImGui::GetColorU32(ImGuiCol_TableRowBgAlt));
+        draw->AddRectFilled(ImVec2(label_x0, top), ImVec2(area_x1, bottom),
+                            ImGui::GetColorU32(ImGuiCol_TableRowBgAlt));
 
     // Label column: the rank, then the row names.
     const float pad = ImGui::GetStyle().ItemInnerSpacing.x + 2.0f;
@@ -568,7 +631,8 @@ void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank
     int hover_rank = -1, hover_row = -1;
     const float mx = m_mouse.x - area_x0;
     const bool mouse_in_area = ImGui::IsItemHovered() && mx >= 0.0f && mx <= m_window.width &&
-                               m_lanes.rowAt(m_mouse.y, model.world(), hover_rank, hover_row) && hover_rank == rank;
+                               m_lanes.rowAt(m_mouse.y, model.world(), hover_rank, hover_row) &&
+                               hover_rank == rank;
 
     draw->PushClipRect(ImVec2(area_x0, top), ImVec2(area_x1, bottom), true);
     for (int row = 0; row < LaneLayout::kRows; ++row) {
@@ -577,21 +641,25 @@ void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank
         m_item_count += m_items.size();
         const float y0 = m_lanes.rowTop(rank, row) + 1.0f;
         const float y1 = y0 + m_lanes.row_height - 2.0f;
-        for (const RowItem& item : m_items) drawItem(draw, lane, rank, row, item, area_x0, y0, y1);
+        for (const RowItem& item : m_items)
+            drawItem(draw, lane, rank, row, item, area_x0, y0, y1);
         if (mouse_in_area && hover_row == row) {
             const int k = hitTestItems(m_items, mx);
-            if (k >= 0) m_hover = TimelineHit{rank, row, m_items[size_t(k)]};
+            if (k >= 0)
+                m_hover = TimelineHit{rank, row, m_items[size_t(k)]};
         }
     }
 
     // Lifecycle markers: a triangle at the top of the lane; failures also get a line through it.
     const auto& instants = lane.instants;
-    auto it = std::lower_bound(instants.begin(), instants.end(), clampToTime(m_window.start_ns - 8.0 * m_window.ns_per_px),
+    auto it = std::lower_bound(instants.begin(), instants.end(),
+                               clampToTime(m_window.start_ns - 8.0 * m_window.ns_per_px),
                                [](const Event& e, int64_t t) { return e.t_ns < t; });
     for (; it != instants.end() && double(it->t_ns) <= m_window.endNs() + 8.0 * m_window.ns_per_px; ++it) {
         const float x = area_x0 + float(m_window.xOf(double(it->t_ns)));
         const ImU32 color = palette::kindColor(it->kind);
-        if (it->kind == EventKind::RankFailed || it->kind == EventKind::ProcessExited || it->kind == EventKind::FaultInjected)
+        if (it->kind == EventKind::RankFailed || it->kind == EventKind::ProcessExited ||
+            it->kind == EventKind::FaultInjected)
             draw->AddLine(ImVec2(x, top), ImVec2(x, bottom), color, 2.0f);
         draw->AddTriangleFilled(ImVec2(x - 5.0f, top), ImVec2(x + 5.0f, top), ImVec2(x, top + 7.0f), color);
         if (mouse_in_area && hover_row == 0 && std::fabs(m_mouse.x - x) <= 5.0f && m_mouse.y <= top + 9.0f)
@@ -626,8 +694,8 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
             formatCount(count, sizeof(count), item.count);
             std::snprintf(label, sizeof(label), "%s spans", count);
             const ImVec4 clip(xa + 2.0f, y0, xb - 2.0f, y1);
-            draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(xa + 3.0f, y0 + 1.0f), palette::textOn(fill), label,
-                          nullptr, 0.0f, &clip);
+            draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(xa + 3.0f, y0 + 1.0f),
+                          palette::textOn(fill), label, nullptr, 0.0f, &clip);
         }
         return;
     }
@@ -657,16 +725,20 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
     }
     if (xb - xa >= 40.0f) {
         spanLabel(label, sizeof(label), s);
-        if (hung) std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label), ", never completed");
-        if (s.failed) std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label), ", FAILED");
+        if (hung)
+            std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label),
+                          ", never completed");
+        if (s.failed)
+            std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label), ", FAILED");
         const ImVec4 clip(xa + 2.0f, y0, xb - 2.0f, y1);
         draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(std::max(xa, area_x0) + 3.0f, y0 + 1.0f),
                       palette::textOn(color), label, nullptr, 0.0f, &clip);
     }
-    if (m_selection && m_selection->rank == rank && m_selection->row == row && sameSpan(m_selection->span, s)) {
+    if (m_selection && m_selection->rank == rank && m_selection->row == row &&
+        sameSpan(m_selection->span, s)) {
         m_selection->span = s; // keep it fresh (a hung collective may have completed since)
-        draw->AddRect(ImVec2(xa - 1.0f, y0 - 1.0f), ImVec2(xb + 1.0f, y1 + 1.0f), ImGui::GetColorU32(ImGuiCol_Text), 0.0f, 0,
-                      2.0f);
+        draw->AddRect(ImVec2(xa - 1.0f, y0 - 1.0f), ImVec2(xb + 1.0f, y1 + 1.0f),
+                      ImGui::GetColorU32(ImGuiCol_Text), 0.0f, 0, 2.0f);
     }
 }
 
@@ -692,16 +764,20 @@ void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float a
         rank = m_selection->rank;
         s = model.findPart(rank, m_selection->span);
     }
-    if (!s || !isCollective(s->kind)) return;
+    if (!s || !isCollective(s->kind))
+        return;
 
     const float half = 0.5f * m_lanes.row_height;
     const ImU32 color = ImGui::GetColorU32(ImGuiCol_Text);
     auto at = [&](int r, int64_t t) {
-        return ImVec2(area_x0 + float(std::clamp(m_window.xOf(double(t)), -1e5, 1e5)), m_lanes.rowTop(r, RankLane::kCommRow) + half);
+        return ImVec2(area_x0 + float(std::clamp(m_window.xOf(double(t)), -1e5, 1e5)),
+                      m_lanes.rowTop(r, RankLane::kCommRow) + half);
     };
     auto outline = [&](int r, const SpanRecord& part) {
         const float y0 = m_lanes.rowTop(r, RankLane::kCommRow);
-        draw->AddRect(ImVec2(at(r, part.t0).x - 1.0f, y0), ImVec2(std::max(at(r, part.endOr(m_window.now_ns)).x, at(r, part.t0).x + 1.0f) + 1.0f, y0 + m_lanes.row_height),
+        draw->AddRect(ImVec2(at(r, part.t0).x - 1.0f, y0),
+                      ImVec2(std::max(at(r, part.endOr(m_window.now_ns)).x, at(r, part.t0).x + 1.0f) + 1.0f,
+                             y0 + m_lanes.row_height),
                       color, 0.0f, 0, 2.0f);
     };
     outline(rank, *s);
@@ -709,17 +785,22 @@ void TimelineView::drawLinks(const ViewInputs& inputs, ImDrawList* draw, float a
         const bool is_send = s->kind == EventKind::Send;
         const SpanRecord* other =
             model.findComm(s->peer, s->group, is_send ? EventKind::Recv : EventKind::Send, rank, s->seq);
-        if (!other) return;
+        if (!other)
+            return;
         outline(s->peer, *other);
         // Data flows from the send's start to the recv's end.
-        if (is_send) drawArrow(draw, at(rank, s->t0), at(s->peer, other->endOr(m_window.now_ns)), color);
-        else drawArrow(draw, at(s->peer, other->t0), at(rank, s->endOr(m_window.now_ns)), color);
+        if (is_send)
+            drawArrow(draw, at(rank, s->t0), at(s->peer, other->endOr(m_window.now_ns)), color);
+        else
+            drawArrow(draw, at(s->peer, other->t0), at(rank, s->endOr(m_window.now_ns)), color);
         return;
     }
     for (int r = 0; r < model.world(); ++r) {
-        if (r == rank) continue;
+        if (r == rank)
+            continue;
         const SpanRecord* part = model.findPart(r, *s);
-        if (!part) continue;
+        if (!part)
+            continue;
         outline(r, *part);
         drawArrow(draw, at(rank, s->t0), at(r, part->t0), color);
     }
@@ -741,14 +822,17 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
         ImGui::Text("%s", kindLabel(e.kind));
         formatDuration(a, sizeof(a), double(e.t_ns) - origin);
         ImGui::TextDisabled("rank %d  at +%s", e.rank, a);
-        if (e.kind == EventKind::RankStarted) ImGui::Text("pid %.0f", e.value);
+        if (e.kind == EventKind::RankStarted)
+            ImGui::Text("pid %.0f", e.value);
         if (e.kind == EventKind::ProcessExited)
             ImGui::Text(e.value < 0 ? "killed by signal %.0f" : "exit status %.0f", std::fabs(e.value));
-        if (e.kind == EventKind::FaultInjected) ImGui::Text("signal %.0f", e.value);
+        if (e.kind == EventKind::FaultInjected)
+            ImGui::Text("signal %.0f", e.value);
         ImGui::EndTooltip();
         return;
     }
-    if (!m_hover) return;
+    if (!m_hover)
+        return;
     const RowItem& item = m_hover->item;
     ImGui::BeginTooltip();
     if (item.folded()) {
@@ -771,20 +855,32 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
     ImGui::TextUnformatted(a);
     ImGui::Separator();
     ImGui::Text("rank %d", rank);
-    if (s.step >= 0) { ImGui::SameLine(); ImGui::Text("  step %d", s.step); }
-    if (s.microbatch >= 0) { ImGui::SameLine(); ImGui::Text("  microbatch %d", s.microbatch); }
+    if (s.step >= 0) {
+        ImGui::SameLine();
+        ImGui::Text("  step %d", s.step);
+    }
+    if (s.microbatch >= 0) {
+        ImGui::SameLine();
+        ImGui::Text("  microbatch %d", s.microbatch);
+    }
     const bool unit_collective = s.kind == EventKind::AllGather || s.kind == EventKind::ReduceScatter;
-    if (unit_collective && s.unit >= 0) ImGui::Text("FSDP unit %d (block %d)", s.unit, s.unit);
-    else if (unit_collective && model.scenario().strategy.kind != dt::StrategyKind::Ddp) ImGui::Text("FSDP unit root (embeddings, final norm, head)");
-    else if (s.unit >= 0 && model.scenario().strategy.kind == dt::StrategyKind::Pipeline) ImGui::Text("pipeline chunk %d", s.unit);
-    else if (s.unit >= 0) ImGui::Text("%s %d", s.depth == RankLane::kCommRow ? "bucket" : "block", s.unit);
+    if (unit_collective && s.unit >= 0)
+        ImGui::Text("FSDP unit %d (block %d)", s.unit, s.unit);
+    else if (unit_collective && model.scenario().strategy.kind != dt::StrategyKind::Ddp)
+        ImGui::Text("FSDP unit root (embeddings, final norm, head)");
+    else if (s.unit >= 0 && model.scenario().strategy.kind == dt::StrategyKind::Pipeline)
+        ImGui::Text("pipeline chunk %d", s.unit);
+    else if (s.unit >= 0)
+        ImGui::Text("%s %d", s.depth == RankLane::kCommRow ? "bucket" : "block", s.unit);
     formatDuration(a, sizeof(a), double(s.t0) - origin);
     ImGui::Text("start     +%s", a);
     if (s.open()) {
         formatDuration(b, sizeof(b), double(s.endOr(m_window.now_ns) - s.t0));
         ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
-        if (s.started) ImGui::Text("%s: open for %s", m_live ? "in flight" : "never completed", b);
-        else ImGui::Text("queued, not started yet (%s)", b);
+        if (s.started)
+            ImGui::Text("%s: open for %s", m_live ? "in flight" : "never completed", b);
+        else
+            ImGui::Text("queued, not started yet (%s)", b);
         ImGui::PopStyleColor();
     } else {
         formatDuration(b, sizeof(b), double(s.t1 - s.t0));
@@ -796,11 +892,16 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
             ImGui::TextUnformatted("FAILED (the communicator reported an error)");
             ImGui::PopStyleColor();
         }
-        ImGui::Text("bytes     %s (%s)", formatBytes(double(s.bytes)).c_str(), formatBytesExact(s.bytes).c_str());
-        if (s.kind == EventKind::Send) ImGui::Text("to rank %d", s.peer);
-        else if (s.kind == EventKind::Recv) ImGui::Text("from rank %d", s.peer);
-        else if (s.kind == EventKind::Broadcast) ImGui::Text("root rank %d, group of %d", s.peer, s.group_size);
-        else ImGui::Text("group of %d ranks", s.group_size);
+        ImGui::Text("bytes     %s (%s)", formatBytes(double(s.bytes)).c_str(),
+                    formatBytesExact(s.bytes).c_str());
+        if (s.kind == EventKind::Send)
+            ImGui::Text("to rank %d", s.peer);
+        else if (s.kind == EventKind::Recv)
+            ImGui::Text("from rank %d", s.peer);
+        else if (s.kind == EventKind::Broadcast)
+            ImGui::Text("root rank %d, group of %d", s.peer, s.group_size);
+        else
+            ImGui::Text("group of %d ranks", s.group_size);
         char group[48];
         groupName(group, sizeof(group), s.group);
         ImGui::Text("group     %s", group);
@@ -815,12 +916,18 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
             std::string missing;
             const int shards = std::max(1, shardCount(model.scenario()));
             for (int r = 0; r < model.world(); ++r) {
-                if (!inGroup(r, s.group, shards)) continue;
-                if (model.findPart(r, s)) ++seen;
-                else missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+                if (!inGroup(r, s.group, shards))
+                    continue;
+                if (model.findPart(r, s))
+                    ++seen;
+                else
+                    missing += (missing.empty() ? "" : ", ") + std::to_string(r);
             }
-            if (missing.empty()) ImGui::TextDisabled("parts on all %d ranks of the group (arrows)", seen);
-            else ImGui::Text("parts on %d of %d ranks; missing on rank %s", seen, int(s.group_size), missing.c_str());
+            if (missing.empty())
+                ImGui::TextDisabled("parts on all %d ranks of the group (arrows)", seen);
+            else
+                ImGui::Text("parts on %d of %d ranks; missing on rank %s", seen, int(s.group_size),
+                            missing.c_str());
         }
     }
     ImGui::EndTooltip();

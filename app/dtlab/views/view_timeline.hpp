@@ -30,10 +30,10 @@ inline constexpr float kMinSpanPx = 3.0f; // narrower spans fold together
 
 // Which time is at which pixel of the lanes area (x = 0 is its left edge).
 struct TimeWindow {
-    double start_ns = 0.0;      // Session clock at x = 0
+    double start_ns = 0.0; // Session clock at x = 0
     double ns_per_px = 1e6;
-    float width = 0.0f;         // px
-    int64_t now_ns = 0;         // open spans are drawn up to here
+    float width = 0.0f; // px
+    int64_t now_ns = 0; // open spans are drawn up to here
 
     [[nodiscard]] double endNs() const { return start_ns + double(width) * ns_per_px; }
     [[nodiscard]] double xOf(double t_ns) const { return (t_ns - start_ns) / ns_per_px; }
@@ -62,20 +62,22 @@ void buildRowItems(const std::vector<SpanRecord>& spans, const std::vector<int64
 // Vertical geometry of the lanes: rank r's lane starts at top + r * laneHeight().
 struct LaneLayout {
     static constexpr int kRows = RankLane::kDepths + 1; // 3 compute rows + comm
-    float top = 0.0f;           // screen y of rank 0's lane
+    float top = 0.0f;                                   // screen y of rank 0's lane
     float row_height = 18.0f;
     float lane_gap = 6.0f;
 
     [[nodiscard]] float laneHeight() const { return float(kRows) * row_height + lane_gap; }
-    [[nodiscard]] float rowTop(int rank, int row) const { return top + float(rank) * laneHeight() + float(row) * row_height; }
+    [[nodiscard]] float rowTop(int rank, int row) const {
+        return top + float(rank) * laneHeight() + float(row) * row_height;
+    }
     // Rank and row under screen y; false in the gaps, above the lanes or past `world`. Pure.
     bool rowAt(float y, int world, int& rank, int& row) const;
 };
 
 struct TimelineHit {
     int rank = -1;
-    int row = -1;               // 0..2 compute depth, 3 = comm
-    RowItem item;               // item.count == 1: lane(rank).row(row)[item.first]
+    int row = -1; // 0..2 compute depth, 3 = comm
+    RowItem item; // item.count == 1: lane(rank).row(row)[item.first]
 };
 
 // The span or folded block under a point: x from the lanes area's left edge,
@@ -86,11 +88,11 @@ struct TimelineHit {
 struct TimelineSelection {
     int rank = -1;
     int row = -1;
-    SpanRecord span;            // refreshed each frame while visible (a hung collective may complete)
+    SpanRecord span; // refreshed each frame while visible (a hung collective may complete)
 };
 
 class TimelineView : public View, public TimelineNavigator {
-public:
+  public:
     TimelineView();
 
     // View: draw(inputs) draws the toolbar and legend, then the lanes, axis
@@ -115,20 +117,21 @@ public:
     void setFollowLive(bool follow) { m_follow_live = follow; }
     [[nodiscard]] const TimeWindow& window() const { return m_window; }    // as of the last draw
     [[nodiscard]] const LaneLayout& laneLayout() const { return m_lanes; } // as of the last draw
-    [[nodiscard]] float areaLeft() const { return m_area_x0; }             // screen x of the lanes area's left edge
-    [[nodiscard]] size_t lastItemCount() const { return m_item_count; }    // row items drawn last frame
-    [[nodiscard]] size_t lastFoldCount() const { return m_fold_count; }    // of which folded blocks
+    [[nodiscard]] float areaLeft() const { return m_area_x0; } // screen x of the lanes area's left edge
+    [[nodiscard]] size_t lastItemCount() const { return m_item_count; } // row items drawn last frame
+    [[nodiscard]] size_t lastFoldCount() const { return m_fold_count; } // of which folded blocks
 
-private:
+  private:
     void beginFrame(const ViewInputs& inputs); // per-frame resets, the toolbar and the legend
     void drawToolbar(const ViewInputs& inputs);
     void drawLegend(const ViewInputs& inputs); // the offload copies only when the run has them
     void applyPending(const ViewInputs& inputs);
     void handleInput(const ViewInputs& inputs, bool hovered, bool active, bool released, float area_x0);
     void drawAxis(const RunModel& model, ImDrawList* draw, ImVec2 min, ImVec2 max, float area_x0);
-    void drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank, float area_x0, float area_x1, float label_x0);
-    void drawItem(ImDrawList* draw, const RankLane& lane, int rank, int row, const RowItem& item, float area_x0, float y0,
-                  float y1);
+    void drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank, float area_x0, float area_x1,
+                  float label_x0);
+    void drawItem(ImDrawList* draw, const RankLane& lane, int rank, int row, const RowItem& item,
+                  float area_x0, float y0, float y1);
     void drawLinks(const ViewInputs& inputs, ImDrawList* draw, float area_x0);
     void drawTooltip(const ViewInputs& inputs);
 
@@ -136,19 +139,19 @@ private:
     LaneLayout m_lanes;
     float m_area_x0 = 0.0f;
     bool m_follow_live = true;
-    bool m_live = false;          // a Session is running: a young open collective is in flight, not hung
-    bool m_initialized = false;      // the first draw with events sets the zoom
-    bool m_dragged = false;          // the current press moved: a pan, not a click
+    bool m_live = false;        // a Session is running: a young open collective is in flight, not hung
+    bool m_initialized = false; // the first draw with events sets the zoom
+    bool m_dragged = false;     // the current press moved: a pan, not a click
     bool m_fit_pending = false;
     std::optional<std::pair<int64_t, int64_t>> m_pending_range;
     std::optional<int64_t> m_pending_center;
     int m_pending_scroll_rank = -1;
 
     std::optional<TimelineSelection> m_selection;
-    std::optional<TimelineHit> m_hover;              // span or fold under the mouse this frame
-    const Event* m_hover_instant = nullptr;          // lifecycle marker under the mouse this frame
+    std::optional<TimelineHit> m_hover;     // span or fold under the mouse this frame
+    const Event* m_hover_instant = nullptr; // lifecycle marker under the mouse this frame
     ImVec2 m_mouse{0, 0};
-    std::vector<RowItem> m_items;                    // scratch for one row
+    std::vector<RowItem> m_items; // scratch for one row
     size_t m_item_count = 0;
     size_t m_fold_count = 0;
 };

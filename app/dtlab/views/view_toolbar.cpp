@@ -34,7 +34,8 @@ const char* ToolbarView::helpText() const {
 
 ImGuiWindowFlags ToolbarView::windowFlags() const {
     return ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoMove |
-           ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse | ImGuiWindowFlags_NoSavedSettings;
+           ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse |
+           ImGuiWindowFlags_NoSavedSettings;
 }
 
 LayoutPlace ToolbarView::layoutPlace(const LayoutContext&) const {
@@ -43,10 +44,13 @@ LayoutPlace ToolbarView::layoutPlace(const LayoutContext&) const {
     return place;
 }
 
-bool ToolbarView::isEmpty(const ViewInputs& inputs) const { return !inputs.model || !inputs.facts; }
+bool ToolbarView::isEmpty(const ViewInputs& inputs) const {
+    return !inputs.model || !inputs.facts;
+}
 
 void ToolbarView::drawEmptyState(const ViewInputs& inputs) {
-    if (inputs.act().button("Open scenario...##toolbar")) inputs.act().openScenarioDialog();
+    if (inputs.act().button("Open scenario...##toolbar"))
+        inputs.act().openScenarioDialog();
     ImGui::SameLine();
     ImGui::TextDisabled("No run: open a scenario (Ctrl+O) or drop a .toml or recording file on the window.");
 }
@@ -59,27 +63,37 @@ void ToolbarView::drawContent(const ViewInputs& inputs) {
     const RunMode mode = f.control.mode;
     const ThemeKind theme = inputs.theme;
 
-    if (act.button("Run", live && mode != RunMode::Run, why)) act.runFree();
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Run freely (P toggles pause)");
+    if (act.button("Run", live && mode != RunMode::Run, why))
+        act.runFree();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Run freely (P toggles pause)");
     ImGui::SameLine();
-    if (act.button("Pause", live && mode != RunMode::Paused, why)) act.pauseRun();
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Stop every rank at its next step boundary (P)");
+    if (act.button("Pause", live && mode != RunMode::Paused, why))
+        act.pauseRun();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Stop every rank at its next step boundary (P)");
     ImGui::SameLine();
-    if (act.button("Step", live, why)) act.stepOnce();
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Let every rank through one more step (S)");
+    if (act.button("Step", live, why))
+        act.stepOnce();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Let every rank through one more step (S)");
 
     // Pace: the slider shows the Session's pace unless it is being dragged.
     ImGui::SameLine(0.0f, ImGui::GetFontSize());
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("Pace");
     ImGui::SameLine();
-    if (!m_pace_editing) m_pace = mode == RunMode::Paced ? float(f.control.pace_steps_per_s) : 0.0f;
+    if (!m_pace_editing)
+        m_pace = mode == RunMode::Paced ? float(f.control.pace_steps_per_s) : 0.0f;
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9.0f);
-    if (!live) ImGui::BeginDisabled();
+    if (!live)
+        ImGui::BeginDisabled();
     ImGui::SliderFloat("##pace", &m_pace, 0.0f, 10.0f, m_pace <= 0.0f ? "off" : "%.1f step/s");
-    if (!live) ImGui::EndDisabled();
+    if (!live)
+        ImGui::EndDisabled();
     m_pace_editing = ImGui::IsItemActive();
-    if (ImGui::IsItemDeactivatedAfterEdit()) act.setPace(m_pace < 0.05f ? 0.0 : double(m_pace));
+    if (ImGui::IsItemDeactivatedAfterEdit())
+        act.setPace(m_pace < 0.05f ? 0.0 : double(m_pace));
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
         ImGui::SetTooltip("At most this many steps per second, for presentations (0 = off)");
 
@@ -110,9 +124,11 @@ void ToolbarView::drawContent(const ViewInputs& inputs) {
             }
     char status[256];
     char loss[32] = "-";
-    if (loss_n > 0) std::snprintf(loss, sizeof(loss), "%.3f", loss_sum / loss_n);
-    std::snprintf(status, sizeof(status), "%s   step %d/%d   loss %s   %.1f s", inputs.model->scenario().name.c_str(),
-                  f.stepsCompletedMax(), f.steps_total, loss, f.elapsed_s);
+    if (loss_n > 0)
+        std::snprintf(loss, sizeof(loss), "%.3f", loss_sum / loss_n);
+    std::snprintf(status, sizeof(status), "%s   step %d/%d   loss %s   %.1f s",
+                  inputs.model->scenario().name.c_str(), f.stepsCompletedMax(), f.steps_total, loss,
+                  f.elapsed_s);
     ImGui::SameLine(0.0f, ImGui::GetFontSize() * 1.5f);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted(status);
@@ -122,15 +138,19 @@ void ToolbarView::drawContent(const ViewInputs& inputs) {
         drawBadge("REPLAY", palette::kTheory);
     } else if (f.finished) {
         const bool ok = inputs.failure_reason.empty();
-        drawBadge(ok ? "FINISHED" : "FAILED", rankStateColor(ok ? RankState::Finished : RankState::Failed, theme));
-        if (!ok && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", inputs.failure_reason.c_str());
+        drawBadge(ok ? "FINISHED" : "FAILED",
+                  rankStateColor(ok ? RankState::Finished : RankState::Failed, theme));
+        if (!ok && ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s", inputs.failure_reason.c_str());
     } else {
         drawBadge("LIVE", rankStateColor(RankState::Running, theme));
     }
 
     ImGui::SameLine(0.0f, ImGui::GetFontSize());
-    if (act.button("Save recording...", inputs.model != nullptr)) act.openSaveDialog();
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("Save the whole event stream (Ctrl+S); open it with dtlab --replay FILE");
+    if (act.button("Save recording...", inputs.model != nullptr))
+        act.openSaveDialog();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Save the whole event stream (Ctrl+S); open it with dtlab --replay FILE");
     ImGui::SameLine();
     ImGui::AlignTextToFramePadding();
     helpMarker(helpText());

@@ -16,7 +16,7 @@
 namespace dt::app {
 
 class ToolbarView final : public View {
-public:
+  public:
     ToolbarView() : View("controls", "Controls") {}
     [[nodiscard]] const char* helpText() const override;
     [[nodiscard]] ImGuiWindowFlags windowFlags() const override;
@@ -26,8 +26,8 @@ public:
     void drawEmptyState(const ViewInputs& inputs) override;
     void drawContent(const ViewInputs& inputs) override;
 
-private:
-    float m_pace = 0.0f;         // slider value (steps per second)
+  private:
+    float m_pace = 0.0f; // slider value (steps per second)
     bool m_pace_editing = false;
 };
 

@@ -15,15 +15,18 @@ namespace dt::app {
 
 namespace {
 
-constexpr const char* kReplayTip = "a replay: nothing is running. Open a scenario (File > Open scenario) to inject faults.";
+constexpr const char* kReplayTip =
+    "a replay: nothing is running. Open a scenario (File > Open scenario) to inject faults.";
 
 bool alive(RankState s) {
-    return s == RankState::Starting || s == RankState::Running || s == RankState::Paused || s == RankState::Hung;
+    return s == RankState::Starting || s == RankState::Running || s == RankState::Paused ||
+           s == RankState::Hung;
 }
 
 std::string upper(std::string_view s) {
     std::string out(s);
-    for (char& c : out) c = char(std::toupper(static_cast<unsigned char>(c)));
+    for (char& c : out)
+        c = char(std::toupper(static_cast<unsigned char>(c)));
     return out;
 }
 
@@ -36,7 +39,8 @@ float buttonWidth(const char* label) {
 void flowNext(float& right, float width) {
     const ImGuiStyle& style = ImGui::GetStyle();
     const float limit = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
-    if (right > 0.0f && right + style.ItemSpacing.x + width <= limit) ImGui::SameLine();
+    if (right > 0.0f && right + style.ItemSpacing.x + width <= limit)
+        ImGui::SameLine();
 }
 
 const char* const kButtons[] = {"Kill", "Hang", "Resume", "Slow", "Restart"};
@@ -59,22 +63,27 @@ void pushCompactButtons() {
 // Width of the five tile buttons on one row.
 float compactButtonsWidth() {
     float w = 0.0f;
-    for (const char* b : kButtons) w += ImGui::CalcTextSize(b).x + compactPadding().x * 2.0f;
+    for (const char* b : kButtons)
+        w += ImGui::CalcTextSize(b).x + compactPadding().x * 2.0f;
     return w + compactSpacing().x * 4.0f;
 }
 
 } // namespace
 
 const char* TopologyView::helpText() const {
-    return "Every rank of the run as a tile: its state (colour and word), the steps it completed, the host and "
+    return "Every rank of the run as a tile: its state (colour and word), the steps it completed, the host "
+           "and "
            "process id, its last loss and step time.\n\n"
            "Buttons act on the real process:\n"
            "  Kill: SIGKILL, the process dies at once.\n"
            "  Hang: SIGSTOP, the process freezes; its peers wait in the next collective until the timeout.\n"
            "  Resume: SIGCONT, a hung rank continues.\n"
-           "  Slow: adds a stated delay to each of its steps; every other rank waits for it at the all-reduce.\n"
-           "  Restart: needs a fault-tolerant strategy (a quorum of replicas); plain DDP cannot take a rank back.\n\n"
-           "Click a tile to select the rank: the timeline and event log follow, and the details below show its "
+           "  Slow: adds a stated delay to each of its steps; every other rank waits for it at the "
+           "all-reduce.\n"
+           "  Restart: needs a fault-tolerant strategy (a quorum of replicas); plain DDP cannot take a rank "
+           "back.\n\n"
+           "Click a tile to select the rank: the timeline and event log follow, and the details below show "
+           "its "
            "pid, host, process groups with their backend (gloo or mpi), delay and the errors it logged.";
 }
 
@@ -89,8 +98,9 @@ bool TopologyView::isEmpty(const ViewInputs& inputs) const {
 }
 
 void TopologyView::drawEmptyState(const ViewInputs&) {
-    emptyState("No run yet", "Open a scenario (File > Open scenario, Ctrl+O, or drop a .toml file on the window) "
-                             "to start its ranks.");
+    emptyState("No run yet",
+               "Open a scenario (File > Open scenario, Ctrl+O, or drop a .toml file on the window) "
+               "to start its ranks.");
 }
 
 namespace {
@@ -101,17 +111,20 @@ std::string rankGroupsLabel(const Scenario& s, int rank) {
     const std::string& backend = s.topology.backend;
     if (s.strategy.kind == StrategyKind::Collectives) {
         std::string names;
-        for (const std::string& b : s.collectives.backends) names += (names.empty() ? "" : " and ") + b;
+        for (const std::string& b : s.collectives.backends)
+            names += (names.empty() ? "" : " and ") + b;
         return "world on " + names + " (compared)";
     }
-    if (s.fault_tolerance.enabled) return "cross-replica (quorum): gloo, rebuilt per quorum";
+    if (s.fault_tolerance.enabled)
+        return "cross-replica (quorum): gloo, rebuilt per quorum";
     if (s.strategy.kind == StrategyKind::Hsdp) {
         const int shards = std::max(1, s.topology.ranks / std::max(1, s.topology.replicas));
-        return "world, shard " + std::to_string(rank / shards) + ", replicate " + std::to_string(rank % shards) + ": " +
-               backend;
+        return "world, shard " + std::to_string(rank / shards) + ", replicate " +
+               std::to_string(rank % shards) + ": " + backend;
     }
     if (s.strategy.kind == StrategyKind::Pipeline && s.topology.ranks > s.topology.stages)
-        return "world, stage " + std::to_string(rank % std::max(1, s.topology.stages)) + " data-parallel: " + backend;
+        return "world, stage " + std::to_string(rank % std::max(1, s.topology.stages)) +
+               " data-parallel: " + backend;
     return "world: " + backend;
 }
 
@@ -121,19 +134,22 @@ std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank) {
     std::vector<const LogRecord*> out;
     const std::string name = "rank " + std::to_string(rank);
     for (const LogRecord& log : model.logs()) {
-        if (log.level == LogLevel::Info) continue;
+        if (log.level == LogLevel::Info)
+            continue;
         // A rank's own lines, and the Session's lines that name it ("SIGKILL sent to rank 1").
         const size_t at = log.text.find(name);
         const bool names_it = at != std::string::npos &&
                               (at + name.size() == log.text.size() ||
                                !std::isdigit(static_cast<unsigned char>(log.text[at + name.size()])));
-        if (log.rank == rank || (log.rank < 0 && names_it)) out.push_back(&log);
+        if (log.rank == rank || (log.rank < 0 && names_it))
+            out.push_back(&log);
     }
     return out;
 }
 
 float& TopologyView::slowMs(int rank) {
-    if (int(m_slow_ms.size()) <= rank) m_slow_ms.resize(size_t(rank) + 1, 200.0f);
+    if (int(m_slow_ms.size()) <= rank)
+        m_slow_ms.resize(size_t(rank) + 1, 200.0f);
     return m_slow_ms[size_t(rank)];
 }
 
@@ -151,7 +167,8 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
     const float tiles_h = std::max(line * 6.0f, avail.y - details_h);
     auto columnsFor = [&](float width) {
         const float min_w = ImGui::GetFontSize() * 12.5f + style.WindowPadding.x * 2.0f;
-        return std::clamp(int((width + style.ItemSpacing.x) / (min_w + style.ItemSpacing.x)), 1, std::max(1, world));
+        return std::clamp(int((width + style.ItemSpacing.x) / (min_w + style.ItemSpacing.x)), 1,
+                          std::max(1, world));
     };
     auto tileWidth = [&](float width, int columns) {
         return std::floor((width - style.ItemSpacing.x * float(columns - 1)) / float(columns));
@@ -179,14 +196,17 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
     // x shards (rows inside a stage) instead of one grid of ranks.
     ImGui::BeginChild("tiles", ImVec2(0, tiles_h), false);
     for (int r = 0; r < world; ++r) {
-        if (r % columns != 0) ImGui::SameLine();
+        if (r % columns != 0)
+            ImGui::SameLine();
         drawTile(inputs, ranks[size_t(r)], tile_w, tile_h);
     }
     ImGui::EndChild();
 
     ImGui::Separator();
-    if (selected >= 0 && selected < world) drawDetails(inputs, selected);
-    else ImGui::TextDisabled("Click a tile to see a rank's details.");
+    if (selected >= 0 && selected < world)
+        drawDetails(inputs, selected);
+    else
+        ImGui::TextDisabled("Click a tile to see a rank's details.");
 }
 
 void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, float width, float height) {
@@ -194,7 +214,8 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     const bool selected = inputs.selected_rank && *inputs.selected_rank == p.rank;
     const Scenario& scenario = inputs.model->scenario();
     ImGui::PushID(p.rank);
-    ImGui::BeginChild("tile", ImVec2(width, height), true, ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+    ImGui::BeginChild("tile", ImVec2(width, height), true,
+                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImGuiStyle& style = ImGui::GetStyle();
     const float line = ImGui::GetTextLineHeightWithSpacing();
@@ -212,7 +233,8 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     draw->AddText(ImVec2(h0.x + pad, ty), text, title);
     const std::string state = upper(rankStateLabel(p.state));
     draw->AddText(ImVec2(h1.x - pad - ImGui::CalcTextSize(state.c_str()).x, ty), text, state.c_str());
-    if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f))) inputs.act().selectRank(p.rank);
+    if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f)))
+        inputs.act().selectRank(p.rank);
     ImGui::Dummy(ImVec2(0, 2.0f));
 
     // Body: three lines, the same height for every tile.
@@ -220,22 +242,29 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     ImGui::Text("step %d / %d", std::max(0, p.step + 1), total);
     if (p.step >= 0) {
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
-        if (std::isnan(p.last_loss)) ImGui::TextDisabled("no loss here"); // a pipeline stage before the last
-        else ImGui::Text("loss %.3f", p.last_loss);
+        if (std::isnan(p.last_loss))
+            ImGui::TextDisabled("no loss here"); // a pipeline stage before the last
+        else
+            ImGui::Text("loss %.3f", p.last_loss);
     }
     if (p.pid > 0)
         ImGui::TextDisabled("%s  pid %d  %s", p.host.empty() ? "localhost" : p.host.c_str(), p.pid,
-                            scenario.fault_tolerance.enabled               ? "gloo"
-                            : scenario.strategy.kind == StrategyKind::Collectives ? "gloo+mpi"
-                                                                      : scenario.topology.backend.c_str());
-    else ImGui::TextDisabled("not started");
+                            scenario.fault_tolerance.enabled ? "gloo"
+                            : scenario.strategy.kind == StrategyKind::Collectives
+                                ? "gloo+mpi"
+                                : scenario.topology.backend.c_str());
+    else
+        ImGui::TextDisabled("not started");
     if (p.step >= 0) {
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
         ImGui::TextDisabled("%.0f ms/step", p.last_step_ms);
     }
-    if (p.delay_ms > 0) ImGui::TextColored(ImColor(warningColor(theme)), "slowed: +%.0f ms per step", p.delay_ms);
-    else if (p.state == RankState::Hung) ImGui::TextColored(ImColor(warningColor(theme)), "stopped by SIGSTOP");
-    else ImGui::TextUnformatted("");
+    if (p.delay_ms > 0)
+        ImGui::TextColored(ImColor(warningColor(theme)), "slowed: +%.0f ms per step", p.delay_ms);
+    else if (p.state == RankState::Hung)
+        ImGui::TextColored(ImColor(warningColor(theme)), "stopped by SIGSTOP");
+    else
+        ImGui::TextUnformatted("");
 
     drawFaultButtons(inputs, p);
 
@@ -246,8 +275,8 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     if (selected) {
         const ImVec2 a = ImGui::GetItemRectMin();
         const ImVec2 b = ImGui::GetItemRectMax();
-        ImGui::GetWindowDrawList()->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1), accentColor(theme),
-                                            style.ChildRounding, 0, 3.0f);
+        ImGui::GetWindowDrawList()->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1),
+                                            accentColor(theme), style.ChildRounding, 0, 3.0f);
     }
     ImGui::PopID();
 }
@@ -256,27 +285,29 @@ void TopologyView::drawFaultButtons(const ViewInputs& inputs, const RankProgress
     ViewActions& act = inputs.act();
     const bool live = inputs.live;
     const char* why = live ? nullptr : kReplayTip;
-    if (!live && !inputs.replay) why = "the run is over";
+    if (!live && !inputs.replay)
+        why = "the run is over";
     const std::string tag = "##rank" + std::to_string(p.rank);
     const bool is_alive = alive(p.state);
     pushCompactButtons();
     float right = 0.0f;
-    auto place = [&](const char* label) {
-        flowNext(right, buttonWidth(label));
-    };
+    auto place = [&](const char* label) { flowNext(right, buttonWidth(label)); };
     auto after = [&] { right = ImGui::GetItemRectMax().x; };
 
     place("Kill");
-    if (act.button(("Kill" + tag).c_str(), live && is_alive, why ? why : "the process has exited")) act.killRank(p.rank);
+    if (act.button(("Kill" + tag).c_str(), live && is_alive, why ? why : "the process has exited"))
+        act.killRank(p.rank);
     after();
     place("Hang");
-    if (act.button(("Hang" + tag).c_str(), live && is_alive && p.state != RankState::Hung,
-                       why ? why : (p.state == RankState::Hung ? "already hung: press Resume" : "the process has exited")))
+    if (act.button(
+            ("Hang" + tag).c_str(), live && is_alive && p.state != RankState::Hung,
+            why ? why
+                : (p.state == RankState::Hung ? "already hung: press Resume" : "the process has exited")))
         act.hangRank(p.rank);
     after();
     place("Resume");
     if (act.button(("Resume" + tag).c_str(), live && p.state == RankState::Hung,
-                       why ? why : "only a hung rank (SIGSTOP) can be resumed"))
+                   why ? why : "only a hung rank (SIGSTOP) can be resumed"))
         act.resumeRank(p.rank);
     after();
     place("Slow");
@@ -295,7 +326,8 @@ void TopologyView::drawFaultButtons(const ViewInputs& inputs, const RankProgress
 
 void TopologyView::drawSlowPopup(const ViewInputs& inputs, int rank) {
     ViewActions& act = inputs.act();
-    if (!ImGui::BeginPopup("slow_popup")) return;
+    if (!ImGui::BeginPopup("slow_popup"))
+        return;
     ImGui::Text("Delay added to each step of rank %d", rank);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 14.0f);
     ImGui::SliderFloat("##slow_ms", &slowMs(rank), 0.0f, 1000.0f, "%.0f ms per step");
@@ -316,7 +348,8 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
     const Scenario& scenario = inputs.model->scenario();
     ImGui::Text("Rank %d", rank);
     ImGui::SameLine();
-    ImGui::TextColored(ImColor(rankStateColor(p.state, inputs.theme)), "%s", std::string(rankStateLabel(p.state)).c_str());
+    ImGui::TextColored(ImColor(rankStateColor(p.state, inputs.theme)), "%s",
+                       std::string(rankStateLabel(p.state)).c_str());
     if (ImGui::BeginTable("details", 4, ImGuiTableFlags_SizingStretchProp)) {
         auto cell = [](const char* key, const std::string& value) {
             ImGui::TableNextColumn();
@@ -328,7 +361,8 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
         cell("pid", p.pid > 0 ? std::to_string(p.pid) : "-");
         cell("host", p.host.empty() ? "-" : p.host);
         cell("groups", rankGroupsLabel(scenario, rank));
-        cell("steps done", std::to_string(std::max(0, p.step + 1)) + " / " + std::to_string(scenario.run.steps));
+        cell("steps done",
+             std::to_string(std::max(0, p.step + 1)) + " / " + std::to_string(scenario.run.steps));
         std::snprintf(buf, sizeof(buf), "%.0f ms", p.last_step_ms);
         cell("last step", p.step >= 0 ? buf : "-");
         std::snprintf(buf, sizeof(buf), "%.4f", p.last_loss);
@@ -340,9 +374,11 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
     // Slow: slider + Apply (the same as the tile's Slow popup).
     const bool can_slow = inputs.live && alive(p.state);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.0f);
-    if (!can_slow) ImGui::BeginDisabled();
+    if (!can_slow)
+        ImGui::BeginDisabled();
     ImGui::SliderFloat("##details_slow", &slowMs(rank), 0.0f, 1000.0f, "%.0f ms per step");
-    if (!can_slow) ImGui::EndDisabled();
+    if (!can_slow)
+        ImGui::EndDisabled();
     ImGui::SameLine();
     if (inputs.act().button(("Apply##slow" + std::to_string(rank)).c_str(), can_slow,
                             inputs.live ? "the process has exited" : kReplayTip))

@@ -28,7 +28,7 @@ namespace dt::app {
 [[nodiscard]] std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank);
 
 class TopologyView final : public View {
-public:
+  public:
     TopologyView() : View("topology", "Topology") {}
     [[nodiscard]] const char* helpText() const override;
     [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext& context) const override;
@@ -36,7 +36,7 @@ public:
     void drawEmptyState(const ViewInputs& inputs) override;
     void drawContent(const ViewInputs& inputs) override;
 
-private:
+  private:
     void drawTile(const ViewInputs& inputs, const RankProgress& p, float width, float height);
     void drawFaultButtons(const ViewInputs& inputs, const RankProgress& p);
     void drawSlowPopup(const ViewInputs& inputs, int rank);

@@ -16,14 +16,14 @@ namespace dt::app {
 
 void formatDuration(char* out, size_t size, double ns);
 void formatBytes(char* out, size_t size, double bytes);
-void formatCount(char* out, size_t size, uint64_t value);        // 1,234,567
+void formatCount(char* out, size_t size, uint64_t value); // 1,234,567
 
 // The kind's label from event_kinds.def ("all-reduce"), NUL-terminated.
 [[nodiscard]] const char* kindLabel(EventKind kind);
 
 [[nodiscard]] std::string formatDuration(double ns);
 [[nodiscard]] std::string formatBytes(double bytes);
-[[nodiscard]] std::string formatBytesExact(int64_t bytes);        // "1,290,240 B"
+[[nodiscard]] std::string formatBytesExact(int64_t bytes); // "1,290,240 B"
 [[nodiscard]] std::string formatCount(uint64_t value);
 
 // Axis ticks: the smallest "nice" step (1, 2 or 5 x 10^k) that is >= raw.

@@ -18,7 +18,8 @@ void helpMarker(const char* text) {
 
 void emptyState(const char* title, const char* hint) {
     const ImVec2 avail = ImGui::GetContentRegionAvail();
-    const float wrap = std::max(ImGui::GetFontSize() * 10.0f, std::min(avail.x - 16.0f, ImGui::GetFontSize() * 32.0f));
+    const float wrap =
+        std::max(ImGui::GetFontSize() * 10.0f, std::min(avail.x - 16.0f, ImGui::GetFontSize() * 32.0f));
     const ImVec2 title_size = ImGui::CalcTextSize(title, nullptr, false, wrap);
     const ImVec2 hint_size = ImGui::CalcTextSize(hint, nullptr, false, wrap);
     const float block_h = title_size.y + ImGui::GetStyle().ItemSpacing.y + hint_size.y;
@@ -42,7 +43,8 @@ void legendItem(ImU32 color, const char* label, bool first) {
     if (!first) {
         ImGui::SameLine(0.0f, style.ItemSpacing.x * 2.0f);
         // Wrap to the next line when this entry would not fit.
-        if (ImGui::GetContentRegionAvail().x < width) ImGui::NewLine();
+        if (ImGui::GetContentRegionAvail().x < width)
+            ImGui::NewLine();
     }
     colorSwatch(color);
     ImGui::SameLine(0.0f, style.ItemInnerSpacing.x);

@@ -8,63 +8,111 @@ namespace dt::app::palette {
 ImU32 kindColor(EventKind kind) {
     switch (kind) {
     // compute
-    case EventKind::Step: return IM_COL32(140, 153, 166, 255);          // slate
-    case EventKind::Data: return IM_COL32(77, 182, 172, 255);           // teal
-    case EventKind::Forward: return IM_COL32(66, 133, 244, 255);        // blue
-    case EventKind::Backward: return IM_COL32(149, 117, 205, 255);      // violet
-    case EventKind::Loss: return IM_COL32(206, 120, 190, 255);          // pink
-    case EventKind::Optimizer: return IM_COL32(240, 166, 50, 255);      // amber
-    case EventKind::Wait: return IM_COL32(176, 176, 176, 255);          // light grey: doing nothing
-    case EventKind::SlowDelay: return IM_COL32(215, 110, 80, 255);      // brick: injected slowness
-    case EventKind::Paused: return IM_COL32(120, 132, 140, 255);        // grey: held at a gate
-    case EventKind::Recompute: return IM_COL32(121, 134, 203, 255);     // indigo: forward again, inside backward
-    case EventKind::BackwardInput: return IM_COL32(106, 76, 170, 255);  // dark violet: zero bubble's input half of backward
-    case EventKind::BackwardWeight: return IM_COL32(200, 182, 236, 255); // light violet: the weight half, run later
+    case EventKind::Step:
+        return IM_COL32(140, 153, 166, 255); // slate
+    case EventKind::Data:
+        return IM_COL32(77, 182, 172, 255); // teal
+    case EventKind::Forward:
+        return IM_COL32(66, 133, 244, 255); // blue
+    case EventKind::Backward:
+        return IM_COL32(149, 117, 205, 255); // violet
+    case EventKind::Loss:
+        return IM_COL32(206, 120, 190, 255); // pink
+    case EventKind::Optimizer:
+        return IM_COL32(240, 166, 50, 255); // amber
+    case EventKind::Wait:
+        return IM_COL32(176, 176, 176, 255); // light grey: doing nothing
+    case EventKind::SlowDelay:
+        return IM_COL32(215, 110, 80, 255); // brick: injected slowness
+    case EventKind::Paused:
+        return IM_COL32(120, 132, 140, 255); // grey: held at a gate
+    case EventKind::Recompute:
+        return IM_COL32(121, 134, 203, 255); // indigo: forward again, inside backward
+    case EventKind::BackwardInput:
+        return IM_COL32(106, 76, 170, 255); // dark violet: zero bubble's input half of backward
+    case EventKind::BackwardWeight:
+        return IM_COL32(200, 182, 236, 255); // light violet: the weight half, run later
     // communication
-    case EventKind::AllReduce: return IM_COL32(46, 173, 107, 255);      // green
-    case EventKind::AllGather: return IM_COL32(38, 166, 204, 255);      // cyan
-    case EventKind::ReduceScatter: return IM_COL32(139, 195, 74, 255);  // lime
-    case EventKind::Broadcast: return IM_COL32(0, 137, 123, 255);       // dark teal
-    case EventKind::Send: return IM_COL32(236, 112, 160, 255);          // rose
-    case EventKind::Recv: return IM_COL32(194, 71, 122, 255);           // raspberry
-    case EventKind::Barrier: return IM_COL32(160, 160, 90, 255);        // olive
+    case EventKind::AllReduce:
+        return IM_COL32(46, 173, 107, 255); // green
+    case EventKind::AllGather:
+        return IM_COL32(38, 166, 204, 255); // cyan
+    case EventKind::ReduceScatter:
+        return IM_COL32(139, 195, 74, 255); // lime
+    case EventKind::Broadcast:
+        return IM_COL32(0, 137, 123, 255); // dark teal
+    case EventKind::Send:
+        return IM_COL32(236, 112, 160, 255); // rose
+    case EventKind::Recv:
+        return IM_COL32(194, 71, 122, 255); // raspberry
+    case EventKind::Barrier:
+        return IM_COL32(160, 160, 90, 255); // olive
     // memory categories (counters)
-    case EventKind::MemParameters: return IM_COL32(66, 133, 244, 255);  // like forward: the weights
-    case EventKind::MemGradients: return IM_COL32(149, 117, 205, 255);  // like backward: what it makes
-    case EventKind::MemOptimizer: return IM_COL32(240, 166, 50, 255);   // like optimizer
-    case EventKind::MemActivations: return IM_COL32(77, 182, 172, 255); // teal
-    case EventKind::MemCommBuffers: return IM_COL32(46, 173, 107, 255); // like all-reduce
-    case EventKind::MemHost: return IM_COL32(190, 130, 40, 255);        // darker amber: optimizer state moved to the host
+    case EventKind::MemParameters:
+        return IM_COL32(66, 133, 244, 255); // like forward: the weights
+    case EventKind::MemGradients:
+        return IM_COL32(149, 117, 205, 255); // like backward: what it makes
+    case EventKind::MemOptimizer:
+        return IM_COL32(240, 166, 50, 255); // like optimizer
+    case EventKind::MemActivations:
+        return IM_COL32(77, 182, 172, 255); // teal
+    case EventKind::MemCommBuffers:
+        return IM_COL32(46, 173, 107, 255); // like all-reduce
+    case EventKind::MemHost:
+        return IM_COL32(190, 130, 40, 255); // darker amber: optimizer state moved to the host
     // lifecycle markers
     case EventKind::RankStarted:
-    case EventKind::RankReady: return IM_COL32(46, 173, 107, 255);
-    case EventKind::RankFinished: return IM_COL32(66, 133, 244, 255);
+    case EventKind::RankReady:
+        return IM_COL32(46, 173, 107, 255);
+    case EventKind::RankFinished:
+        return IM_COL32(66, 133, 244, 255);
     case EventKind::RankFailed:
-    case EventKind::ProcessExited: return kFailed;
-    case EventKind::FaultInjected: return kWarning;
-    case EventKind::UnitMaterialized: return IM_COL32(38, 166, 204, 255); // like all-gather: what makes it whole
-    case EventKind::UnitFreed: return IM_COL32(140, 153, 166, 255);
+    case EventKind::ProcessExited:
+        return kFailed;
+    case EventKind::FaultInjected:
+        return kWarning;
+    case EventKind::UnitMaterialized:
+        return IM_COL32(38, 166, 204, 255); // like all-gather: what makes it whole
+    case EventKind::UnitFreed:
+        return IM_COL32(140, 153, 166, 255);
     case EventKind::CheckpointSaved:
-    case EventKind::CheckpointLoaded: return IM_COL32(0, 137, 123, 255);
+    case EventKind::CheckpointLoaded:
+        return IM_COL32(0, 137, 123, 255);
     // fault tolerance
-    case EventKind::QuorumWait: return IM_COL32(255, 183, 77, 255);      // orange: asking the lighthouse
-    case EventKind::Reconfigure: return IM_COL32(171, 71, 188, 255);     // purple: a new process group
-    case EventKind::Heal: return IM_COL32(0, 172, 193, 255);             // cyan: state from a live peer
-    case EventKind::Heartbeat: return IM_COL32(150, 150, 150, 255);
-    case EventKind::QuorumFormed: return IM_COL32(255, 152, 0, 255);
-    case EventKind::Commit: return IM_COL32(67, 160, 71, 255);           // green: applied
-    case EventKind::Abort: return kFailed;                               // red: not applied
-    case EventKind::ReplicaLost: return kFailed;
-    case EventKind::RankRestarted: return IM_COL32(171, 71, 188, 255);
-    case EventKind::LighthouseDown: return kFailed;
-    case EventKind::LighthouseUp: return IM_COL32(67, 160, 71, 255);
+    case EventKind::QuorumWait:
+        return IM_COL32(255, 183, 77, 255); // orange: asking the lighthouse
+    case EventKind::Reconfigure:
+        return IM_COL32(171, 71, 188, 255); // purple: a new process group
+    case EventKind::Heal:
+        return IM_COL32(0, 172, 193, 255); // cyan: state from a live peer
+    case EventKind::Heartbeat:
+        return IM_COL32(150, 150, 150, 255);
+    case EventKind::QuorumFormed:
+        return IM_COL32(255, 152, 0, 255);
+    case EventKind::Commit:
+        return IM_COL32(67, 160, 71, 255); // green: applied
+    case EventKind::Abort:
+        return kFailed; // red: not applied
+    case EventKind::ReplicaLost:
+        return kFailed;
+    case EventKind::RankRestarted:
+        return IM_COL32(171, 71, 188, 255);
+    case EventKind::LighthouseDown:
+        return kFailed;
+    case EventKind::LighthouseUp:
+        return IM_COL32(67, 160, 71, 255);
     // DiLoCo
-    case EventKind::PseudoGradient: return IM_COL32(255, 112, 67, 255);  // deep orange: global - local, encoded, sent
-    case EventKind::OuterStep: return IM_COL32(175, 140, 30, 255);       // dark gold: the outer optimizer
+    case EventKind::PseudoGradient:
+        return IM_COL32(255, 112, 67, 255); // deep orange: global - local, encoded, sent
+    case EventKind::OuterStep:
+        return IM_COL32(175, 140, 30, 255); // dark gold: the outer optimizer
     // optimizer offload
-    case EventKind::GradsToHost: return IM_COL32(255, 138, 101, 255);    // salmon: down to the host
-    case EventKind::ParamsToDevice: return IM_COL32(100, 181, 246, 255); // light blue: back up to the device
-    default: return IM_COL32(150, 150, 150, 255);
+    case EventKind::GradsToHost:
+        return IM_COL32(255, 138, 101, 255); // salmon: down to the host
+    case EventKind::ParamsToDevice:
+        return IM_COL32(100, 181, 246, 255); // light blue: back up to the device
+    default:
+        return IM_COL32(150, 150, 150, 255);
     }
 }
 
@@ -81,9 +129,12 @@ ImU32 rankColor(int rank) {
 
 ImU32 levelColor(LogLevel level) {
     switch (level) {
-    case LogLevel::Warning: return kWarning;
-    case LogLevel::Error: return kFailed;
-    default: return ImGui::GetColorU32(ImGuiCol_Text);
+    case LogLevel::Warning:
+        return kWarning;
+    case LogLevel::Error:
+        return kFailed;
+    default:
+        return ImGui::GetColorU32(ImGuiCol_Text);
     }
 }
 
@@ -105,7 +156,8 @@ ImU32 shade(ImU32 color, float factor) {
         const float v = float((color >> shift) & 0xFF) * factor;
         return ImU32(std::clamp(v, 0.0f, 255.0f)) << shift;
     };
-    return channel(IM_COL32_R_SHIFT) | channel(IM_COL32_G_SHIFT) | channel(IM_COL32_B_SHIFT) | (color & IM_COL32_A_MASK);
+    return channel(IM_COL32_R_SHIFT) | channel(IM_COL32_G_SHIFT) | channel(IM_COL32_B_SHIFT) |
+           (color & IM_COL32_A_MASK);
 }
 
 } // namespace dt::app::palette

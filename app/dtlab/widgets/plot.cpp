@@ -25,7 +25,8 @@ struct Range {
     double lo = std::numeric_limits<double>::max();
     double hi = std::numeric_limits<double>::lowest();
     void add(double v) {
-        if (!std::isfinite(v)) return;
+        if (!std::isfinite(v))
+            return;
         lo = std::min(lo, v);
         hi = std::max(hi, v);
     }
@@ -34,13 +35,15 @@ struct Range {
 
 struct YAxis {
     double step = 1.0;
-    double unit = 1.0;          // bytes: 1024^k
+    double unit = 1.0; // bytes: 1024^k
     const char* unit_name = "";
 };
 
 void formatY(char* out, size_t size, double v, const PlotOptions& options, const YAxis& axis) {
-    if (options.y_unit == AxisUnit::Bytes) formatBytesTick(out, size, v, axis.step, axis.unit, axis.unit_name);
-    else formatValueTick(out, size, v, axis.step);
+    if (options.y_unit == AxisUnit::Bytes)
+        formatBytesTick(out, size, v, axis.step, axis.unit, axis.unit_name);
+    else
+        formatValueTick(out, size, v, axis.step);
 }
 
 void formatReadout(char* out, size_t size, double v, const PlotOptions& options) {
@@ -64,13 +67,17 @@ bool clipSegment(ImVec2& a, ImVec2& b, ImVec2 lo, ImVec2 hi) {
     const float q[4] = {a.x - lo.x, hi.x - a.x, a.y - lo.y, hi.y - a.y};
     for (int i = 0; i < 4; ++i) {
         if (p[i] == 0.0f) {
-            if (q[i] < 0.0f) return false;  // parallel to this edge and outside it
+            if (q[i] < 0.0f)
+                return false; // parallel to this edge and outside it
             continue;
         }
         const float t = q[i] / p[i];
-        if (p[i] < 0.0f) t0 = std::max(t0, t);
-        else t1 = std::min(t1, t);
-        if (t0 > t1) return false;
+        if (p[i] < 0.0f)
+            t0 = std::max(t0, t);
+        else
+            t1 = std::min(t1, t);
+        if (t0 > t1)
+            return false;
     }
     const ImVec2 start(a.x + dx * t0, a.y + dy * t0), end(a.x + dx * t1, a.y + dy * t1);
     a = start;
@@ -79,10 +86,13 @@ bool clipSegment(ImVec2& a, ImVec2& b, ImVec2 lo, ImVec2 hi) {
 }
 
 int nearestIndex(const std::vector<double>& xs, double x) {
-    if (xs.empty()) return -1;
+    if (xs.empty())
+        return -1;
     auto it = std::lower_bound(xs.begin(), xs.end(), x);
-    if (it == xs.end()) return int(xs.size()) - 1;
-    if (it == xs.begin()) return 0;
+    if (it == xs.end())
+        return int(xs.size()) - 1;
+    if (it == xs.begin())
+        return 0;
     const auto before = it - 1;
     return int((x - *before <= *it - x ? before : it) - xs.begin());
 }
@@ -91,7 +101,8 @@ int nearestIndex(const std::vector<double>& xs, double x) {
 // [SECTION] Drawing
 // -----------------------------------------------------------------------------
 
-void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series, const PlotOptions& options) {
+void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series,
+              const PlotOptions& options) {
     const ImGuiStyle& style = ImGui::GetStyle();
     const float line_h = ImGui::GetTextLineHeight();
     size.x = std::max(size.x, 120.0f);
@@ -118,7 +129,8 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
         const float swatch = line_h * 0.7f;
         for (size_t i = series.size(); i-- > 0;) {
             const float w = ImGui::CalcTextSize(series[i].label.c_str()).x;
-            if (x - w - swatch - 4.0f < title_end) break;
+            if (x - w - swatch - 4.0f < title_end)
+                break;
             x -= w;
             draw->AddText(ImVec2(x, box_min.y + pad * 0.5f), text, series[i].label.c_str());
             x -= swatch + 4.0f;
@@ -132,19 +144,29 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
     for (const auto& s : series)
         for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
             xr.add(s.x[i]);
-            if (s.in_y_range) yr.add(s.y[i]);
+            if (s.in_y_range)
+                yr.add(s.y[i]);
         }
     if (!xr.valid() || !yr.valid()) {
         const char* msg = "no data yet";
         const ImVec2 ts = ImGui::CalcTextSize(msg);
-        draw->AddText(ImVec2((box_min.x + box_max.x - ts.x) * 0.5f, (box_min.y + box_max.y - ts.y) * 0.5f), text_dim, msg);
+        draw->AddText(ImVec2((box_min.x + box_max.x - ts.x) * 0.5f, (box_min.y + box_max.y - ts.y) * 0.5f),
+                      text_dim, msg);
         return;
     }
-    if (options.y_from_zero) yr.add(0.0);
-    if (yr.hi - yr.lo < 1e-12) { yr.lo -= 0.5 * (std::fabs(yr.lo) + 1.0); yr.hi += 0.5 * (std::fabs(yr.hi) + 1.0); }
-    if (xr.hi - xr.lo < 1e-12) { xr.lo -= 1.0; xr.hi += 1.0; }
+    if (options.y_from_zero)
+        yr.add(0.0);
+    if (yr.hi - yr.lo < 1e-12) {
+        yr.lo -= 0.5 * (std::fabs(yr.lo) + 1.0);
+        yr.hi += 0.5 * (std::fabs(yr.hi) + 1.0);
+    }
+    if (xr.hi - xr.lo < 1e-12) {
+        xr.lo -= 1.0;
+        xr.hi += 1.0;
+    }
     const double ypad = (yr.hi - yr.lo) * 0.06;
-    if (!(options.y_from_zero && yr.lo == 0.0)) yr.lo -= ypad;
+    if (!(options.y_from_zero && yr.lo == 0.0))
+        yr.lo -= ypad;
     yr.hi += ypad;
 
     // Y ticks (a label every ~2.5 lines), measured to size the label column.
@@ -167,7 +189,8 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
     }
     const ImVec2 plot_min(box_min.x + pad + label_w + 6.0f, plot_top);
     const ImVec2 plot_max(box_max.x - pad - 4.0f, plot_bottom);
-    if (plot_max.x - plot_min.x < 20.0f || plot_max.y - plot_min.y < 10.0f) return;
+    if (plot_max.x - plot_min.x < 20.0f || plot_max.y - plot_min.y < 10.0f)
+        return;
     const double plot_w = plot_max.x - plot_min.x, plot_h = plot_max.y - plot_min.y;
     auto px = [&](double x) { return float(plot_min.x + (x - xr.lo) / (xr.hi - xr.lo) * plot_w); };
     auto py = [&](double y) { return float(plot_max.y - (y - yr.lo) / (yr.hi - yr.lo) * plot_h); };
@@ -183,7 +206,8 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
 
     // X ticks: a label every ~90 px.
     double x_step = niceStep((xr.hi - xr.lo) / std::max(1.0, plot_w / 90.0));
-    if (options.x_integer) x_step = std::max(1.0, x_step);
+    if (options.x_integer)
+        x_step = std::max(1.0, x_step);
     for (double v = std::ceil(xr.lo / x_step) * x_step; v <= xr.hi + x_step * 1e-6; v += x_step) {
         const float x = px(v);
         draw->AddLine(ImVec2(x, plot_max.y), ImVec2(x, plot_max.y + 4.0f), text_dim);
@@ -202,7 +226,8 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
     // Lines. Points that fall in the same pixel column collapse to the
     // column's first, min, max and last value: the shape survives, the cost
     // is bounded by the width.
-    draw->PushClipRect(ImVec2(plot_min.x - 3.0f, plot_min.y - 3.0f), ImVec2(plot_max.x + 3.0f, plot_max.y + 3.0f), true);
+    draw->PushClipRect(ImVec2(plot_min.x - 3.0f, plot_min.y - 3.0f),
+                       ImVec2(plot_max.x + 3.0f, plot_max.y + 3.0f), true);
     std::vector<ImVec2> points;
     for (const auto& s : series) {
         const size_t n = std::min(s.x.size(), s.y.size());
@@ -210,16 +235,21 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
         int column = std::numeric_limits<int>::min();
         float first = 0, lo = 0, hi = 0, last = 0;
         auto flush = [&]() {
-            if (column == std::numeric_limits<int>::min()) return;
+            if (column == std::numeric_limits<int>::min())
+                return;
             const float x = float(column) + 0.5f;
             points.push_back(ImVec2(x, first));
-            if (lo != first && lo != last) points.push_back(ImVec2(x, lo));
-            if (hi != first && hi != last) points.push_back(ImVec2(x, hi));
-            if (last != first) points.push_back(ImVec2(x, last));
+            if (lo != first && lo != last)
+                points.push_back(ImVec2(x, lo));
+            if (hi != first && hi != last)
+                points.push_back(ImVec2(x, hi));
+            if (last != first)
+                points.push_back(ImVec2(x, last));
         };
         const bool dense = n > size_t(plot_w);
         for (size_t i = 0; i < n; ++i) {
-            if (!std::isfinite(s.y[i])) continue;
+            if (!std::isfinite(s.y[i]))
+                continue;
             const float x = px(s.x[i]), y = py(s.y[i]);
             if (!dense) {
                 points.push_back(ImVec2(x, y));
@@ -236,7 +266,8 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
                 last = y;
             }
         }
-        if (dense) flush();
+        if (dense)
+            flush();
         if (s.dashed) {
             // 6 px on, 4 px off, the pattern carried across the segments.
             float along = 0.0f;
@@ -249,7 +280,8 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
                                  ImVec2(plot_max.x + 3.0f, plot_max.y + 3.0f)))
                     continue;
                 const float len = std::hypot(b.x - a.x, b.y - a.y);
-                if (!(len > 0.0f)) continue;
+                if (!(len > 0.0f))
+                    continue;
                 for (float d = 0.0f; d < len;) {
                     const float phase = std::fmod(along + d, 10.0f);
                     const float run = std::min(len - d, phase < 6.0f ? 6.0f - phase : 10.0f - phase);
@@ -264,9 +296,11 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
             }
             continue;
         }
-        if (points.size() >= 2) draw->AddPolyline(points.data(), int(points.size()), s.color, 0, 2.0f);
+        if (points.size() >= 2)
+            draw->AddPolyline(points.data(), int(points.size()), s.color, 0, 2.0f);
         if (!dense && points.size() < size_t(plot_w / 8.0))
-            for (const ImVec2& p : points) draw->AddCircleFilled(p, 2.5f, s.color, 8);
+            for (const ImVec2& p : points)
+                draw->AddCircleFilled(p, 2.5f, s.color, 8);
     }
     draw->PopClipRect();
 
@@ -274,10 +308,12 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
     // [SECTION] Hover readout
     // -------------------------------------------------------------------------
     const ImVec2 mouse = ImGui::GetIO().MousePos;
-    if (!hovered || mouse.x < plot_min.x || mouse.x > plot_max.x || mouse.y < plot_min.y || mouse.y > plot_max.y)
+    if (!hovered || mouse.x < plot_min.x || mouse.x > plot_max.x || mouse.y < plot_min.y ||
+        mouse.y > plot_max.y)
         return;
     double x = xr.lo + (mouse.x - plot_min.x) / plot_w * (xr.hi - xr.lo);
-    if (options.x_integer) x = std::round(x);
+    if (options.x_integer)
+        x = std::round(x);
     const float cx = px(x);
     draw->AddLine(ImVec2(cx, plot_min.y), ImVec2(cx, plot_max.y), text_dim);
     ImGui::BeginTooltip();
@@ -285,8 +321,10 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
     ImGui::Text("%s %s", options.x_label, buf);
     for (const auto& s : series) {
         const int i = nearestIndex(s.x, x);
-        if (i < 0 || size_t(i) >= s.y.size()) continue;
-        if (options.x_integer && s.x[size_t(i)] != x) continue; // this series has no point at this step
+        if (i < 0 || size_t(i) >= s.y.size())
+            continue;
+        if (options.x_integer && s.x[size_t(i)] != x)
+            continue; // this series has no point at this step
         draw->AddCircleFilled(ImVec2(px(s.x[size_t(i)]), py(s.y[size_t(i)])), 4.0f, s.color, 12);
         colorSwatch(s.color);
         ImGui::SameLine();

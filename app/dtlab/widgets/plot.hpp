@@ -15,23 +15,23 @@
 namespace dt::app {
 
 struct PlotSeries {
-    std::string label;           // legend and readout ("rank 0")
+    std::string label; // legend and readout ("rank 0")
     ImU32 color = 0;
-    std::vector<double> x;       // ascending
-    std::vector<double> y;       // same length as x
-    bool dashed = false;         // a theory line: dashed, no point markers
-    bool in_y_range = true;      // false: drawn (clipped at the plot's edge) but does not widen the y range
+    std::vector<double> x;  // ascending
+    std::vector<double> y;  // same length as x
+    bool dashed = false;    // a theory line: dashed, no point markers
+    bool in_y_range = true; // false: drawn (clipped at the plot's edge) but does not widen the y range
 };
 
 enum class AxisUnit { Number, Bytes };
 
 struct PlotOptions {
-    const char* title = "";      // top-left, with its unit: "Step time (ms)"
+    const char* title = ""; // top-left, with its unit: "Step time (ms)"
     const char* x_label = "step";
-    const char* y_suffix = "";   // appended to readout values: " ms", " tokens/s"
+    const char* y_suffix = ""; // appended to readout values: " ms", " tokens/s"
     AxisUnit y_unit = AxisUnit::Number;
-    bool y_from_zero = false;    // include 0 in the y range
-    bool x_integer = true;       // x are steps: ticks and the readout snap to integers
+    bool y_from_zero = false; // include 0 in the y range
+    bool x_integer = true;    // x are steps: ticks and the readout snap to integers
 };
 
 // Draws the plot in a `size` box at the cursor and advances the cursor.

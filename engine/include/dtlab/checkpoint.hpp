@@ -22,9 +22,9 @@ void verifyShardedCheckpoint(const std::string& step_dir, const Scenario& scenar
 void verifyCheckpoint(const std::string& step_dir, const Scenario& scenario);
 
 struct CheckpointChoice {
-    std::string step_dir;              // the checkpoint to resume from
-    int step = -1;                     // its last step (S of step-<S>)
-    std::vector<std::string> skipped;  // newer ones that failed verification: "DIR/step-<S>: why"
+    std::string step_dir;             // the checkpoint to resume from
+    int step = -1;                    // its last step (S of step-<S>)
+    std::vector<std::string> skipped; // newer ones that failed verification: "DIR/step-<S>: why"
 };
 
 // `path` is one checkpoint (DIR/step-<S>: verified and used as given) or a

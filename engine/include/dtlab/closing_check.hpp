@@ -45,14 +45,15 @@ struct CheckSyntaxProblem {
 // Parses `expect` without evaluating it; nullopt when it is well formed.
 // Unknown functions, a path whose first name is not a summary field, a
 // missing comparison, and `baseline.` without a baseline are problems.
-[[nodiscard]] std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect, bool has_baseline);
+[[nodiscard]] std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect,
+                                                                       bool has_baseline);
 
 // The top-level summary field names a path may start with (for messages and checks).
 [[nodiscard]] const std::vector<std::string>& checkSummaryRoots();
 
 struct CheckOutcome {
     bool passed = false;
-    std::string detail;   // the values compared: "max(peak_memory.optimizer_state) = 2.1e+05 <= 2.2e+05"
+    std::string detail; // the values compared: "max(peak_memory.optimizer_state) = 2.1e+05 <= 2.2e+05"
 };
 
 // Evaluates `expect` against a summary JSON text. baseline_summary is the
@@ -68,15 +69,15 @@ struct ClosingCheckResult {
     std::string baseline;   // CheckBaseline::describe(); "" without one
     bool evaluated = false; // false: its baseline run did not run
     bool passed = false;
-    std::string detail;     // the values compared, or why it could not be evaluated
+    std::string detail; // the values compared, or why it could not be evaluated
 };
 
 // Evaluates every check of a scenario. baseline_summaries maps
 // CheckBaseline::describe() to that baseline run's summary JSON; a check whose
 // baseline is missing is reported as not evaluated.
-[[nodiscard]] std::vector<ClosingCheckResult> evaluateClosingChecks(
-    const std::vector<ClosingCheck>& checks, const std::string& summary_json,
-    const std::map<std::string, std::string>& baseline_summaries);
+[[nodiscard]] std::vector<ClosingCheckResult>
+evaluateClosingChecks(const std::vector<ClosingCheck>& checks, const std::string& summary_json,
+                      const std::map<std::string, std::string>& baseline_summaries);
 
 // The summary JSON with a `checks` array added (docs/summary.md).
 [[nodiscard]] std::string summaryWithChecks(const std::string& summary_json,

@@ -26,16 +26,17 @@ namespace dt {
 [[nodiscard]] double busBandwidthGBs(const std::string& op, double size_bytes, int ranks, double seconds);
 
 struct AlphaBetaFit {
-    double alpha_s = 0.0;          // fixed cost per call
+    double alpha_s = 0.0;           // fixed cost per call
     double bandwidth_bytes_s = 0.0; // B
-    bool ok = false;               // false: fewer than 2 distinct sizes, or no positive slope
+    bool ok = false;                // false: fewer than 2 distinct sizes, or no positive slope
     // Model time for a call moving `wire_bytes` per rank.
     [[nodiscard]] double seconds(double wire_bytes) const { return alpha_s + wire_bytes / bandwidth_bytes_s; }
 };
 
 // Least-squares fit of t = alpha + wire_bytes / B to measured points
 // (wire_bytes = ringFactor x size). alpha is clamped at 0.
-[[nodiscard]] AlphaBetaFit fitAlphaBeta(const std::vector<double>& wire_bytes, const std::vector<double>& seconds);
+[[nodiscard]] AlphaBetaFit fitAlphaBeta(const std::vector<double>& wire_bytes,
+                                        const std::vector<double>& seconds);
 
 // The backend comparison's measurement, from the ranks' BusBandwidth
 // counters (unit = op 0/1/2, backend, bytes = message size, dur_ns = the
@@ -44,10 +45,10 @@ struct AlphaBetaFit {
 // The summary's bus_bandwidth object and the GUI's bandwidth view both use it.
 struct BusBandwidthPoint {
     CommBackend backend = CommBackend::Gloo;
-    std::string op;                 // "all_reduce", "all_gather", "reduce_scatter"
+    std::string op; // "all_reduce", "all_gather", "reduce_scatter"
     int64_t size_bytes = 0;
-    double seconds = 0.0;           // mean over ranks of each rank's median
-    double gbs = 0.0;               // mean over ranks of the bus bandwidth
+    double seconds = 0.0; // mean over ranks of each rank's median
+    double gbs = 0.0;     // mean over ranks of the bus bandwidth
 };
 struct BusBandwidthModel {
     CommBackend backend = CommBackend::Gloo;
@@ -56,8 +57,8 @@ struct BusBandwidthModel {
 };
 struct BusBandwidthMeasure {
     int ranks = 0;
-    std::vector<BusBandwidthPoint> points;  // sorted by backend, op, size
-    std::vector<BusBandwidthModel> models;  // the fits that worked
+    std::vector<BusBandwidthPoint> points; // sorted by backend, op, size
+    std::vector<BusBandwidthModel> models; // the fits that worked
 };
 [[nodiscard]] BusBandwidthMeasure measureBusBandwidth(const std::vector<Event>& events);
 

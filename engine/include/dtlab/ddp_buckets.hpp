@@ -16,8 +16,8 @@
 namespace dt {
 
 struct BucketSlot {
-    int param_index = 0;     // index into the model's parameter list
-    int64_t offset = 0;      // element offset inside the bucket
+    int param_index = 0; // index into the model's parameter list
+    int64_t offset = 0;  // element offset inside the bucket
     int64_t numel = 0;
 };
 
@@ -27,17 +27,17 @@ struct BucketPlan {
 };
 
 // param_numel[i] = elements of parameter i; element_bytes = 4 for float32.
-[[nodiscard]] std::vector<BucketPlan> planBuckets(const std::vector<int64_t>& param_numel, int64_t element_bytes,
-                                                  int64_t cap_bytes);
+[[nodiscard]] std::vector<BucketPlan> planBuckets(const std::vector<int64_t>& param_numel,
+                                                  int64_t element_bytes, int64_t cap_bytes);
 
 // One trainable parameter as the model registers it (the order DDP buckets
 // and checksums use), computed from the config alone so the GUI can draw the
 // buckets without LibTorch. tests/unit/test_models.cpp checks it against the
 // real models.
 struct ParameterShape {
-    std::string name;     // "block0.qkv.weight", "tok_emb.weight", "fc0.bias", ...
+    std::string name; // "block0.qkv.weight", "tok_emb.weight", "fc0.bias", ...
     int64_t numel = 0;
-    int unit = -1;        // block / layer index, -1 = root (embeddings, final norm, head)
+    int unit = -1; // block / layer index, -1 = root (embeddings, final norm, head)
 };
 [[nodiscard]] std::vector<ParameterShape> parameterLayout(const ModelConfig& model);
 

@@ -15,7 +15,9 @@
 
 namespace dt::diloco {
 
-[[nodiscard]] inline int fragmentOfUnit(int unit, int fragments) { return unit < 0 ? 0 : unit % fragments; }
+[[nodiscard]] inline int fragmentOfUnit(int unit, int fragments) {
+    return unit < 0 ? 0 : unit % fragments;
+}
 
 // H / F steps between the syncs of two consecutive fragments.
 [[nodiscard]] inline int fragmentOffset(int fragment, int inner_steps, int fragments) {

@@ -19,12 +19,14 @@
 namespace dt {
 
 struct DilocoTheory {
-    std::vector<int64_t> fragment_numel;    // parameters per fragment
-    std::vector<int64_t> bytes_per_sync;    // per fragment: bytes one rank sends in its sync
-    int64_t peak_bytes_per_sync = 0;        // the largest of those
-    int64_t bytes_per_period = 0;           // every fragment once: H steps
-    int64_t ddp_bytes_per_step = 0;         // DDP on the same model and ranks
-    [[nodiscard]] double averageBytesPerStep(int inner_steps) const { return double(bytes_per_period) / inner_steps; }
+    std::vector<int64_t> fragment_numel; // parameters per fragment
+    std::vector<int64_t> bytes_per_sync; // per fragment: bytes one rank sends in its sync
+    int64_t peak_bytes_per_sync = 0;     // the largest of those
+    int64_t bytes_per_period = 0;        // every fragment once: H steps
+    int64_t ddp_bytes_per_step = 0;      // DDP on the same model and ranks
+    [[nodiscard]] double averageBytesPerStep(int inner_steps) const {
+        return double(bytes_per_period) / inner_steps;
+    }
 };
 
 [[nodiscard]] DilocoTheory dilocoTheory(const Scenario& scenario);

@@ -10,8 +10,8 @@
 
 namespace dt {
 
-constexpr int kExitUsage = 2;       // bad flag, bad scenario, bad file
-constexpr int kExitRankFailed = 3;  // a rank failed (peer lost, timeout)
+constexpr int kExitUsage = 2;      // bad flag, bad scenario, bad file
+constexpr int kExitRankFailed = 3; // a rank failed (peer lost, timeout)
 
 struct SourceLocation {
     std::string file;
@@ -20,23 +20,23 @@ struct SourceLocation {
 };
 
 class UsageError : public std::runtime_error {
-public:
+  public:
     explicit UsageError(const std::string& message) : std::runtime_error(message) {}
     UsageError(const SourceLocation& where, const std::string& message);
     const SourceLocation& where() const { return m_where; }
 
-private:
+  private:
     SourceLocation m_where;
 };
 
 enum class CommErrorKind { PeerLost, Timeout, Other };
 
 class CommError : public std::runtime_error {
-public:
+  public:
     CommError(CommErrorKind kind, const std::string& message) : std::runtime_error(message), m_kind(kind) {}
     CommErrorKind kind() const { return m_kind; }
 
-private:
+  private:
     CommErrorKind m_kind;
 };
 
@@ -44,7 +44,8 @@ private:
 
 } // namespace dt
 
-#define DT_ENFORCE(cond, hint)                                      \
-    do {                                                            \
-        if (!(cond)) ::dt::enforceFailed(#cond, __FILE__, __LINE__, (hint)); \
+#define DT_ENFORCE(cond, hint)                                                                               \
+    do {                                                                                                     \
+        if (!(cond))                                                                                         \
+            ::dt::enforceFailed(#cond, __FILE__, __LINE__, (hint));                                          \
     } while (0)

@@ -55,7 +55,7 @@ struct Event {
     uint16_t group_size = 0; // ranks taking part in a collective
     EventKind kind = EventKind::Step;
     EventPhase phase = EventPhase::Instant;
-    uint8_t group = 0;       // process group of a collective: kGroupWorld, or see groupId* below
+    uint8_t group = 0; // process group of a collective: kGroupWorld, or see groupId* below
     CommBackend backend = CommBackend::Gloo; // Work records: the communicator's backend
     uint8_t reserved1 = 0;
     uint16_t reserved2 = 0;
@@ -66,8 +66,12 @@ static_assert(sizeof(Event) == 64, "Event is a fixed 64-byte wire record");
 // collective are matched by (group, kind, seq) when a rank is in several
 // groups (HSDP: a shard group inside each replica, a replicate group across).
 inline constexpr uint8_t kGroupWorld = 0;
-[[nodiscard]] inline constexpr uint8_t groupIdShard(int replica) { return uint8_t(1 + replica); }      // 1..127
-[[nodiscard]] inline constexpr uint8_t groupIdReplicate(int shard) { return uint8_t(128 + shard); }   // 128..255
+[[nodiscard]] inline constexpr uint8_t groupIdShard(int replica) {
+    return uint8_t(1 + replica);
+} // 1..127
+[[nodiscard]] inline constexpr uint8_t groupIdReplicate(int shard) {
+    return uint8_t(128 + shard);
+} // 128..255
 
 // Event::value of an Optimizer span that is AdamW alone, run on the host
 // (offload_optimizer); the worker's Optimizer span around the whole optimizer

@@ -28,7 +28,7 @@ struct FaultActionTraits {
 };
 
 inline constexpr FaultActionTraits kFaultActionTraits[] = {
-#define DT_FAULT_ACTION(id, name, event_code, needs_fault_tolerance, in_chaos)                                        \
+#define DT_FAULT_ACTION(id, name, event_code, needs_fault_tolerance, in_chaos)                               \
     {name, event_code, needs_fault_tolerance, in_chaos},
 #include "dtlab/fault_actions.def"
 #undef DT_FAULT_ACTION
@@ -37,7 +37,9 @@ inline constexpr FaultActionTraits kFaultActionTraits[] = {
 [[nodiscard]] constexpr const FaultActionTraits& faultActionTraits(FaultAction action) {
     return kFaultActionTraits[static_cast<size_t>(action)];
 }
-[[nodiscard]] constexpr const char* faultActionName(FaultAction action) { return faultActionTraits(action).name; }
+[[nodiscard]] constexpr const char* faultActionName(FaultAction action) {
+    return faultActionTraits(action).name;
+}
 
 [[nodiscard]] inline bool parseFaultAction(std::string_view text, FaultAction& out) {
     for (size_t i = 0; i < std::size(kFaultActionTraits); ++i)
@@ -62,7 +64,8 @@ inline constexpr FaultActionTraits kFaultActionTraits[] = {
 [[nodiscard]] inline std::vector<std::string> faultActionNames(bool chaos_only = false) {
     std::vector<std::string> names;
     for (const FaultActionTraits& t : kFaultActionTraits)
-        if (!chaos_only || t.in_chaos) names.push_back(t.name);
+        if (!chaos_only || t.in_chaos)
+            names.push_back(t.name);
     return names;
 }
 
@@ -73,7 +76,9 @@ inline constexpr FaultActionTraits kFaultActionTraits[] = {
 enum class FaultWhen : uint8_t { AllReduce, Step, Time };
 inline constexpr const char* kFaultWhenNames[] = {"allreduce", "step", "time"};
 
-[[nodiscard]] constexpr const char* faultWhenName(FaultWhen when) { return kFaultWhenNames[static_cast<size_t>(when)]; }
+[[nodiscard]] constexpr const char* faultWhenName(FaultWhen when) {
+    return kFaultWhenNames[static_cast<size_t>(when)];
+}
 [[nodiscard]] inline bool parseFaultWhen(std::string_view text, FaultWhen& out) {
     for (size_t i = 0; i < std::size(kFaultWhenNames); ++i)
         if (text == kFaultWhenNames[i]) {

@@ -20,14 +20,15 @@ struct LaunchEnv {
 };
 
 struct WorkerFlags {
-    int rank = -1;          // -1 = not given
+    int rank = -1; // -1 = not given
     int world = -1;
-    std::string join;       // "host:port", "" = not given
+    std::string join; // "host:port", "" = not given
 };
 
 // `env` is the process environment as a map (tests pass their own).
 // Throws UsageError naming the missing or malformed variable.
-[[nodiscard]] LaunchEnv resolveLaunchEnv(const WorkerFlags& flags, const std::map<std::string, std::string>& env);
+[[nodiscard]] LaunchEnv resolveLaunchEnv(const WorkerFlags& flags,
+                                         const std::map<std::string, std::string>& env);
 [[nodiscard]] std::map<std::string, std::string> processEnvironment();
 
 } // namespace dt

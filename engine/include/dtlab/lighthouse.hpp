@@ -51,7 +51,7 @@ namespace dt::ft {
 
 struct LighthouseOptions {
     std::string host = "127.0.0.1";
-    int port = 0;                        // 0 = any free port
+    int port = 0; // 0 = any free port
     int min_replicas = 1;
     int64_t join_timeout_ms = 1000;
     int64_t heartbeat_timeout_ms = 1000;
@@ -61,34 +61,37 @@ struct LighthouseOptions {
 struct QuorumMember {
     int replica = -1;
     int incarnation = 0;
-    int64_t step = 0;            // steps committed so far
-    int commit_failures = 0;     // since its last quorum
-    std::string address;         // "" = none
-    [[nodiscard]] bool sameMember(const QuorumMember& o) const { return replica == o.replica && incarnation == o.incarnation; }
+    int64_t step = 0;        // steps committed so far
+    int commit_failures = 0; // since its last quorum
+    std::string address;     // "" = none
+    [[nodiscard]] bool sameMember(const QuorumMember& o) const {
+        return replica == o.replica && incarnation == o.incarnation;
+    }
     [[nodiscard]] std::string id() const; // "<replica>.<incarnation>"
 };
 
 struct Quorum {
-    int64_t quorum_id = 0;               // 0 = none yet; the first quorum is 1
-    int64_t highest_step = 0;            // highest step any member ever reported to this lighthouse
-    std::vector<QuorumMember> members;   // sorted by replica
+    int64_t quorum_id = 0;             // 0 = none yet; the first quorum is 1
+    int64_t highest_step = 0;          // highest step any member ever reported to this lighthouse
+    std::vector<QuorumMember> members; // sorted by replica
 };
 
 // What the lighthouse knows about one member when it decides.
 struct MemberHealth {
-    QuorumMember member;                 // as last reported (HELLO, then its latest QUORUM request)
+    QuorumMember member; // as last reported (HELLO, then its latest QUORUM request)
     int64_t heartbeat_age_ms = 0;
     bool connected = true;
-    bool waiting = false;                // has a quorum request open
-    int64_t waiting_since_ms = 0;        // lighthouse clock, when waiting
+    bool waiting = false;         // has a quorum request open
+    int64_t waiting_since_ms = 0; // lighthouse clock, when waiting
 };
 
 struct QuorumDecision {
     bool issue = false;
     std::vector<QuorumMember> participants; // when issue, sorted by replica
     bool membership_changed = false;        // -> new quorum id (with any commit_failures > 0)
-    std::string reason;                     // e.g. "fast path: every member of quorum 3 is back [2/2]"
-                                            //      "waiting: 1 of 3 healthy replicas joined, need more than half"
+    // Why, e.g. "fast path: every member of quorum 3 is back [2/2]" or
+    // "waiting: 1 of 3 healthy replicas joined, need more than half".
+    std::string reason;
 };
 
 // The pure quorum rules above. `now_ms` is the lighthouse clock; `previous`
@@ -102,13 +105,13 @@ struct QuorumDecision {
 //   replica order h[0..k-1]; h[i] receives from u[i % n] (round-robin).
 struct QuorumRole {
     int64_t quorum_id = 0;
-    int replica_rank = -1;               // position among the participants
-    int replica_world = 0;               // participants
+    int replica_rank = -1; // position among the participants
+    int replica_world = 0; // participants
     int64_t max_step = 0;
-    int up_to_date = 0;                  // participants at max_step: they average gradients
-    bool heal = false;                   // this replica is behind: it receives state first
-    int heal_source = -1;                // replica_rank of the peer it receives from
-    std::vector<int> heal_destinations;  // replica_ranks this replica sends its state to
+    int up_to_date = 0;                 // participants at max_step: they average gradients
+    bool heal = false;                  // this replica is behind: it receives state first
+    int heal_source = -1;               // replica_rank of the peer it receives from
+    std::vector<int> heal_destinations; // replica_ranks this replica sends its state to
     std::vector<QuorumMember> members;
 };
 // Throws std::invalid_argument if (replica, incarnation) is not a participant.
@@ -119,26 +122,26 @@ struct LighthouseStatus {
     int64_t quorum_id = 0;
     int64_t highest_step = 0;
     int64_t quorums_issued = 0;
-    std::vector<QuorumMember> quorum_members;  // the last quorum issued
-    std::vector<MemberHealth> members;         // everyone known, by replica
-    std::string last_reason;                   // reason of the last decision (issued or waiting)
+    std::vector<QuorumMember> quorum_members; // the last quorum issued
+    std::vector<MemberHealth> members;        // everyone known, by replica
+    std::string last_reason;                  // reason of the last decision (issued or waiting)
 };
 [[nodiscard]] std::string statusToJson(const LighthouseStatus& status);
 [[nodiscard]] LighthouseStatus statusFromJson(const std::string& json); // throws std::runtime_error
 
 // The server: a thread with a poll() loop. Thread-safe.
 class LighthouseServer {
-public:
+  public:
     explicit LighthouseServer(LighthouseOptions options);
-    ~LighthouseServer();                 // stop()
+    ~LighthouseServer(); // stop()
     LighthouseServer(const LighthouseServer&) = delete;
     LighthouseServer& operator=(const LighthouseServer&) = delete;
 
     // Binds host:port and starts the thread. After stop(), start() again binds
     // the same port (the "lighthouse restarted" fault) with empty state but
     // the next quorum id continues from the last one issued.
-    void start();                        // throws std::runtime_error when it cannot bind
-    void stop();                         // closes every connection ("lighthouse killed")
+    void start(); // throws std::runtime_error when it cannot bind
+    void stop();  // closes every connection ("lighthouse killed")
     [[nodiscard]] bool running() const;
     [[nodiscard]] int port() const;
     [[nodiscard]] std::string address() const; // "host:port"
@@ -149,7 +152,7 @@ public:
     // Called on the server thread when a member disconnects or its heartbeat times out.
     void onMemberLost(std::function<void(const QuorumMember&, const std::string& why)> callback);
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
@@ -158,7 +161,7 @@ private:
 // connection (writes under a mutex); requestQuorum and status are called from
 // one thread at a time. A lost lighthouse is reconnected to with backoff.
 class LighthouseClient {
-public:
+  public:
     LighthouseClient(std::string address, int replica, int incarnation);
     ~LighthouseClient();
     LighthouseClient(const LighthouseClient&) = delete;
@@ -177,7 +180,7 @@ public:
                                        int64_t timeout_ms);
     [[nodiscard]] LighthouseStatus status(int64_t timeout_ms);
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

@@ -19,15 +19,15 @@
 namespace dt {
 
 struct PipelineMeasure {
-    bool valid = false;             // a pipeline run with at least one complete step
+    bool valid = false; // a pipeline run with at least one complete step
     int steps_measured = 0;
-    double bubble = 0.0;            // mean over steps, pipelines and stages
+    double bubble = 0.0;                 // mean over steps, pipelines and stages
     std::vector<double> bubble_per_rank; // index = world rank
-    double t_forward_ms = 0.0;      // mean span per (microbatch, chunk)
-    double t_backward_ms = 0.0;     // full B, or Bi for zero bubble
-    double t_weight_ms = 0.0;       // W (zero bubble), else 0
-    double bubble_theory = 0.0;     // the paper's formula with the measured times
-    double bubble_simulated = 0.0;  // the schedule executed with the measured times
+    double t_forward_ms = 0.0;           // mean span per (microbatch, chunk)
+    double t_backward_ms = 0.0;          // full B, or Bi for zero bubble
+    double t_weight_ms = 0.0;            // W (zero bubble), else 0
+    double bubble_theory = 0.0;          // the paper's formula with the measured times
+    double bubble_simulated = 0.0;       // the schedule executed with the measured times
 };
 
 [[nodiscard]] PipelineMeasure measurePipeline(const std::vector<Event>& events, const Scenario& scenario);

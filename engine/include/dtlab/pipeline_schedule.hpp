@@ -41,13 +41,23 @@
 
 namespace dt {
 
-enum class PipeOp : uint8_t { Forward, Backward, BackwardInput, BackwardWeight, SendAct, RecvAct, SendGrad, RecvGrad, Optimizer };
+enum class PipeOp : uint8_t {
+    Forward,
+    Backward,
+    BackwardInput,
+    BackwardWeight,
+    SendAct,
+    RecvAct,
+    SendGrad,
+    RecvGrad,
+    Optimizer
+};
 
 struct PipeAction {
     PipeOp op = PipeOp::Forward;
     int microbatch = -1;
-    int chunk = -1;  // global chunk id g
-    int peer = -1;   // pipeline rank, for sends and receives
+    int chunk = -1; // global chunk id g
+    int peer = -1;  // pipeline rank, for sends and receives
 };
 
 struct PipelineShape {

@@ -18,12 +18,14 @@
 
 namespace dt {
 
-constexpr uint32_t kRecordingVersion = 4; // 2: event kinds renumbered (FSDP, checkpoints), Event::group; 3: fault-tolerance kinds appended; 4: Event::backend (was reserved, 0 = gloo), BusBandwidth appended (2 and 3 still read)
+constexpr uint32_t kRecordingVersion =
+    4; // 2: event kinds renumbered (FSDP, checkpoints), Event::group; 3: fault-tolerance kinds appended; 4:
+       // Event::backend (was reserved, 0 = gloo), BusBandwidth appended (2 and 3 still read)
 
 struct RecordingLoad {
     RunRecord record;
-    bool complete = false;          // END chunk reached, every chunk intact
-    std::string problem;            // empty when complete; else what was lost and where
+    bool complete = false; // END chunk reached, every chunk intact
+    std::string problem;   // empty when complete; else what was lost and where
 };
 
 // Writes atomically (temp file + rename). Throws UsageError on I/O failure.

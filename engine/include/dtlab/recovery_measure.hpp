@@ -25,15 +25,16 @@
 namespace dt {
 
 struct Recovery {
-    std::string fault;          // "kill", "hang", "slow", "fail_collective", "nan_gradients", "partition", "lighthouse", ...
-    int replica = -1;           // -1 = the lighthouse
+    std::string
+        fault; // "kill", "hang", "slow", "fail_collective", "nan_gradients", "partition", "lighthouse", ...
+    int replica = -1; // -1 = the lighthouse
     int64_t fault_ns = 0;
     double detected_ms = -1;
     double new_quorum_ms = -1;
     int64_t new_quorum_id = -1;
     double survivors_commit_ms = -1;
     double restarted_ms = -1;
-    double heal_ms = -1;        // when the heal ended
+    double heal_ms = -1; // when the heal ended
     double heal_duration_ms = -1;
     int64_t heal_bytes = 0;
     int heal_source = -1;
@@ -41,17 +42,17 @@ struct Recovery {
 };
 
 struct ReplicaCommits {
-    int64_t committed = 0;      // Commit events
-    int64_t aborted = 0;        // Abort events
-    int64_t heals = 0;          // receiving Heal spans
+    int64_t committed = 0; // Commit events
+    int64_t aborted = 0;   // Abort events
+    int64_t heals = 0;     // receiving Heal spans
 };
 
 struct RecoveryMeasure {
     std::vector<Recovery> recoveries;
-    std::vector<ReplicaCommits> replicas;   // index = rank
+    std::vector<ReplicaCommits> replicas; // index = rank
     int64_t committed_total = 0;
     int64_t aborted_total = 0;
-    int64_t quorums = 0;                    // distinct quorum ids issued
+    int64_t quorums = 0; // distinct quorum ids issued
 };
 
 [[nodiscard]] RecoveryMeasure measureRecoveries(const std::vector<Event>& events, int world);

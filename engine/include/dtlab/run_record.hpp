@@ -18,22 +18,22 @@ struct RankInfo {
     int rank = -1;
     int pid = 0;
     std::string host;
-    bool started = false;       // its process was started (or it joined)
-    bool exited = false;        // the Session saw it end
-    int exit_code = -1;         // valid when exited and term_signal == 0
-    int term_signal = 0;        // signal that ended it (9 = SIGKILL), 0 = none
-    std::string error;          // last error text the rank reported, if any
+    bool started = false; // its process was started (or it joined)
+    bool exited = false;  // the Session saw it end
+    int exit_code = -1;   // valid when exited and term_signal == 0
+    int term_signal = 0;  // signal that ended it (9 = SIGKILL), 0 = none
+    std::string error;    // last error text the rank reported, if any
 };
 
 struct RunRecord {
     Scenario scenario;
-    std::vector<RankInfo> ranks;        // index = rank
-    std::vector<Event> events;          // all ranks, per-rank time order
-    std::vector<LogRecord> logs;        // ranks and Session, arrival order
-    int64_t t_start_ns = 0;             // Session clock when the run started
+    std::vector<RankInfo> ranks; // index = rank
+    std::vector<Event> events;   // all ranks, per-rank time order
+    std::vector<LogRecord> logs; // ranks and Session, arrival order
+    int64_t t_start_ns = 0;      // Session clock when the run started
     int64_t t_end_ns = 0;
-    bool ok = false;                    // every rank finished every step
-    std::string failure_reason;         // one line for the user when !ok
+    bool ok = false;            // every rank finished every step
+    std::string failure_reason; // one line for the user when !ok
 };
 
 } // namespace dt

@@ -62,19 +62,19 @@ struct StrategyConfig {
     //          inner_steps, then the replicas average pseudo-gradients
     //          (classic DiLoCo, or Streaming DiLoCo with fragments)
     StrategyKind kind = StrategyKind::Ddp;
-    std::string schedule = "1f1b";  // pipeline: "gpipe" | "1f1b" | "interleaved" | "zb-h1"
-    int chunks_per_rank = 1;        // pipeline: model chunks per rank (interleaved: >= 2)
-    int slow_stage = -1;            // pipeline: a straggler stage (-1 = none) ...
-    double slow_stage_ms = 0.0;     // ... that sleeps this long in every forward and backward
-    double bucket_mb = 1.0;     // DDP bucket cap in MiB
-    bool overlap = true;        // ddp/zero: launch a bucket's / unit's gradient collective during backward
+    std::string schedule = "1f1b"; // pipeline: "gpipe" | "1f1b" | "interleaved" | "zb-h1"
+    int chunks_per_rank = 1;       // pipeline: model chunks per rank (interleaved: >= 2)
+    int slow_stage = -1;           // pipeline: a straggler stage (-1 = none) ...
+    double slow_stage_ms = 0.0;    // ... that sleeps this long in every forward and backward
+    double bucket_mb = 1.0;        // DDP bucket cap in MiB
+    bool overlap = true;           // ddp/zero: launch a bucket's / unit's gradient collective during backward
     // fsdp/hsdp: issue the next unit's all-gather before it is needed
-    bool forward_prefetch = false;  // in forward: unit i+1's all-gather when unit i starts
-    bool backward_prefetch = true;  // in backward: unit i-1's all-gather before unit i's reduce-scatter
-    int prefetch_limit = 2;         // all-gathers in flight at most (FSDP's rate limiter)
+    bool forward_prefetch = false; // in forward: unit i+1's all-gather when unit i starts
+    bool backward_prefetch = true; // in backward: unit i-1's all-gather before unit i's reduce-scatter
+    int prefetch_limit = 2;        // all-gathers in flight at most (FSDP's rate limiter)
     // Gradient accumulation: batch_per_rank is split into `microbatches` equal parts.
     int microbatches = 1;
-    bool sync_every_microbatch = true; // false = communicate only after the last microbatch (no_sync)
+    bool sync_every_microbatch = true;     // false = communicate only after the last microbatch (no_sync)
     bool activation_checkpointing = false; // per unit: keep only its input, recompute in backward
     // zero1/zero2/fsdp/hsdp: ZeRO-Offload. Each rank's AdamW state, and the fp32
     // copy of its shard that AdamW updates, live in host memory (memory/host_memory.hpp):
@@ -93,7 +93,7 @@ struct StrategyConfig {
 // The optimizer of a training step ("sgd": plain SGD with weight decay, no
 // momentum; ddp and diloco only). Under diloco it is the inner optimizer.
 struct OptimizerConfig {
-    std::string kind = "adamw";         // "adamw" | "sgd"
+    std::string kind = "adamw"; // "adamw" | "sgd"
     double lr = 3e-4;
     double beta1 = 0.9;
     double beta2 = 0.999;
@@ -104,12 +104,12 @@ struct OptimizerConfig {
 struct RunConfig {
     int steps = 50;
     uint64_t seed = 1;
-    double timeout_s = 30.0;        // collective timeout; a hung peer fails within this
-    double step_delay_ms = 0.0;     // added to every step on every rank (pacing)
+    double timeout_s = 30.0;    // collective timeout; a hung peer fails within this
+    double step_delay_ms = 0.0; // added to every step on every rank (pacing)
     // Sharded checkpoints (zero1/zero2/fsdp/hsdp): DIR/step-<S>/ holds one file per shard.
-    std::string checkpoint_dir;     // "" = no checkpoints
-    int checkpoint_every = 0;       // save after every k-th step (and the last); 0 = only the last
-    std::string resume_from;        // a checkpoint directory (DIR/step-<S>) to load before step 0
+    std::string checkpoint_dir; // "" = no checkpoints
+    int checkpoint_every = 0;   // save after every k-th step (and the last); 0 = only the last
+    std::string resume_from;    // a checkpoint directory (DIR/step-<S>) to load before step 0
 };
 
 // DiLoCo and Streaming DiLoCo ([strategy] kind = "diloco"; diloco_strategy.cpp).
@@ -117,21 +117,21 @@ struct RunConfig {
 // multiple of H; its pseudo-gradient is sent then and applied sync_delay steps
 // later. fragments = 1, sync_delay = 0, alpha = 0: classic DiLoCo.
 struct DilocoConfig {
-    int inner_steps = 50;               // H: inner optimizer steps between two syncs of a fragment
-    double outer_lr = 0.7;              // outer SGD learning rate
-    double outer_momentum = 0.9;        // outer momentum (0 = plain SGD)
-    bool nesterov = true;               // Nesterov momentum
-    int fragments = 1;                  // Streaming DiLoCo: groups of blocks that sync at staggered steps
-    int sync_delay = 0;                 // tau: steps between sending a pseudo-gradient and applying it
-    double alpha = 0.0;                 // local <- alpha local + (1 - alpha) global after an outer step
+    int inner_steps = 50;                 // H: inner optimizer steps between two syncs of a fragment
+    double outer_lr = 0.7;                // outer SGD learning rate
+    double outer_momentum = 0.9;          // outer momentum (0 = plain SGD)
+    bool nesterov = true;                 // Nesterov momentum
+    int fragments = 1;                    // Streaming DiLoCo: groups of blocks that sync at staggered steps
+    int sync_delay = 0;                   // tau: steps between sending a pseudo-gradient and applying it
+    double alpha = 0.0;                   // local <- alpha local + (1 - alpha) global after an outer step
     std::string pseudo_gradient = "fp32"; // values on the wire: "fp32" | "bf16" | "int8" | "int4"
 };
 
 // A modelled network link for every rank ([network]; changeable live): each
 // collective takes at least latency_ms + bytes sent / bandwidth.
 struct NetworkConfig {
-    double bandwidth_mbit_s = 0.0;      // 0 = no cap (loopback speed)
-    double latency_ms = 0.0;            // added to each collective
+    double bandwidth_mbit_s = 0.0; // 0 = no cap (loopback speed)
+    double latency_ms = 0.0;       // added to each collective
 };
 
 // [strategy] kind = "collectives": no model, the same collectives timed on
@@ -140,15 +140,16 @@ struct NetworkConfig {
 // reports the median as a BusBandwidth counter (busbw = algbw x the ring
 // factor: 2(N-1)/N for all-reduce, (N-1)/N for all-gather / reduce-scatter).
 struct CollectivesConfig {
-    std::vector<std::string> ops = {"all_reduce"};       // "all_reduce" | "all_gather" | "reduce_scatter"
-    std::vector<int> sizes_kb = {4, 64, 1024, 16384};     // message sizes (the full tensor); step s measures sizes_kb[s]
-    std::vector<std::string> backends = {"gloo", "mpi"};  // compared side by side on one timeline
-    int repeats = 5;                                      // timed calls per (backend, op, size)
+    std::vector<std::string> ops = {"all_reduce"}; // "all_reduce" | "all_gather" | "reduce_scatter"
+    std::vector<int> sizes_kb = {4, 64, 1024,
+                                 16384}; // message sizes (the full tensor); step s measures sizes_kb[s]
+    std::vector<std::string> backends = {"gloo", "mpi"}; // compared side by side on one timeline
+    int repeats = 5;                                     // timed calls per (backend, op, size)
 };
 
 struct TelemetryConfig {
     bool enabled = true;
-    int queue_capacity = 65536;     // events buffered per rank before dropping
+    int queue_capacity = 65536; // events buffered per rank before dropping
 };
 
 // Quorum fault tolerance (TorchFT style; engine/src/ft/). Each rank is one
@@ -157,14 +158,15 @@ struct TelemetryConfig {
 // restarted rank heals from a live peer. Strategy: ddp only.
 struct FaultToleranceConfig {
     bool enabled = false;
-    std::string lighthouse;             // "" = the Session's own; "host:port" = an external `dtrun lighthouse`
-    int min_replicas = 1;               // fewer healthy replicas: no quorum, training waits
-    double join_timeout_ms = 1000;      // how long a quorum waits for a healthy replica that has not asked yet
+    std::string lighthouse;        // "" = the Session's own; "host:port" = an external `dtrun lighthouse`
+    int min_replicas = 1;          // fewer healthy replicas: no quorum, training waits
+    double join_timeout_ms = 1000; // how long a quorum waits for a healthy replica that has not asked yet
     double heartbeat_interval_ms = 100;
     double heartbeat_timeout_ms = 1000; // a replica silent this long is out (a hang, a partition)
-    double quorum_timeout_ms = 60000;   // a replica gives up waiting for a quorum after this (lighthouse gone)
+    double quorum_timeout_ms = 60000; // a replica gives up waiting for a quorum after this (lighthouse gone)
     double collective_timeout_ms = 3000; // the cross-replica all-reduce: a hung peer fails it after this
-    std::string restart = "auto";       // "auto": restart a dead replica after restart_delay_ms; "manual": on request; "never"
+    std::string restart =
+        "auto"; // "auto": restart a dead replica after restart_delay_ms; "manual": on request; "never"
     double restart_delay_ms = 500;
 };
 
@@ -176,9 +178,9 @@ struct ChaosConfig {
     uint64_t seed = 1;
     double mean_interval_s = 3.0;
     std::vector<FaultAction> actions = {FaultAction::Kill, FaultAction::Hang, FaultAction::Slow};
-    double hang_s = 2.0;                // a hang is resumed after this
-    double slow_ms = 100.0;             // a slow-down adds this to each step ...
-    double slow_s = 3.0;                // ... for this long
+    double hang_s = 2.0;    // a hang is resumed after this
+    double slow_ms = 100.0; // a slow-down adds this to each step ...
+    double slow_s = 3.0;    // ... for this long
 };
 
 // A fault the Session injects when a condition is seen in the live telemetry.
@@ -190,20 +192,21 @@ struct FaultConfig {
     FaultWhen when = FaultWhen::AllReduce; // allreduce: when that step's first all-reduce starts
                                            // step: when that step starts
                                            // time: at_s seconds after the run starts
-    double at_s = 0.0;                  // when = "time"
-    double duration_s = 0.0;            // hang, slow, partition, delay_traffic, kill_lighthouse; 0 = until undone
-    double delay_ms = 100.0;            // slow, delay_traffic
-    SourceLocation where;               // for error messages
+    double at_s = 0.0;                     // when = "time"
+    double duration_s = 0.0; // hang, slow, partition, delay_traffic, kill_lighthouse; 0 = until undone
+    double delay_ms = 100.0; // slow, delay_traffic
+    SourceLocation where;    // for error messages
 };
 
 // One narrated step of a workshop or talk ([[steps]] in the TOML file): the
 // dtlab narration panel shows `text`, flashes the view named by `highlight`,
 // and enables Next only once `until` holds in the live run.
 struct NarrationStep {
-    std::string text;                   // required, not empty
-    std::string highlight;              // "" or a view: topology, timeline, memory, metrics, events, controls, narration, fsdp, ddp, pipeline, quorum, diloco, bandwidth
-    std::string until;                  // "" (no wait) or a condition, see NarrationCondition
-    SourceLocation where;               // for error messages
+    std::string text;      // required, not empty
+    std::string highlight; // "" or a view: topology, timeline, memory, metrics, events, controls, narration,
+                           // fsdp, ddp, pipeline, quorum, diloco, bandwidth
+    std::string until;     // "" (no wait) or a condition, see NarrationCondition
+    SourceLocation where;  // for error messages
 };
 
 // The parsed form of NarrationStep::until. Accepted texts (spaces between
@@ -216,9 +219,17 @@ struct NarrationStep {
 //   "rank R dies"             rank R was killed or failed
 //   "run finished"            the Session ended (every rank exited)
 struct NarrationCondition {
-    enum class Kind { None, StepAtLeast, FirstAllReduceEnds, FirstAllGatherEnds, FirstReduceScatterEnds, RankDies, RunFinished };
+    enum class Kind {
+        None,
+        StepAtLeast,
+        FirstAllReduceEnds,
+        FirstAllGatherEnds,
+        FirstReduceScatterEnds,
+        RankDies,
+        RunFinished
+    };
     Kind kind = Kind::None;
-    int value = 0;                      // N for StepAtLeast, R for RankDies
+    int value = 0; // N for StepAtLeast, R for RankDies
 };
 // The accepted forms, for messages: "step >= N", "first all-reduce ends", ...
 [[nodiscard]] const char* narrationConditionForms();
@@ -229,16 +240,17 @@ struct NarrationCondition {
 // the same scenario run again with these fields replaced; "" / 0 / -1 = unchanged.
 struct CheckBaseline {
     std::optional<StrategyKind> strategy; // [strategy] kind
-    int microbatches = 0;                // [strategy] microbatches
-    std::string schedule;                // [strategy] schedule
-    int overlap = -1;                    // [strategy] overlap: 0 off, 1 on
-    int activation_checkpointing = -1;   // [strategy] activation_checkpointing: 0 off, 1 on
-    int offload_optimizer = -1;          // [strategy] offload_optimizer: 0 off, 1 on
-    std::string pipeline_data_parallel;  // [strategy] pipeline_data_parallel
-    std::string pseudo_gradient;         // [diloco] pseudo_gradient
+    int microbatches = 0;                 // [strategy] microbatches
+    std::string schedule;                 // [strategy] schedule
+    int overlap = -1;                     // [strategy] overlap: 0 off, 1 on
+    int activation_checkpointing = -1;    // [strategy] activation_checkpointing: 0 off, 1 on
+    int offload_optimizer = -1;           // [strategy] offload_optimizer: 0 off, 1 on
+    std::string pipeline_data_parallel;   // [strategy] pipeline_data_parallel
+    std::string pseudo_gradient;          // [diloco] pseudo_gradient
     [[nodiscard]] bool empty() const {
-        return !strategy && microbatches == 0 && schedule.empty() && overlap < 0 && activation_checkpointing < 0 &&
-               offload_optimizer < 0 && pipeline_data_parallel.empty() && pseudo_gradient.empty();
+        return !strategy && microbatches == 0 && schedule.empty() && overlap < 0 &&
+               activation_checkpointing < 0 && offload_optimizer < 0 && pipeline_data_parallel.empty() &&
+               pseudo_gradient.empty();
     }
     [[nodiscard]] std::string describe() const; // "strategy = ddp, microbatches = 8"
 };
@@ -248,20 +260,21 @@ struct CheckBaseline {
 // (grammar in dtlab/closing_check.hpp). `dtrun run --check` evaluates them
 // and fails when one does not hold; the test suite runs it for every scenario.
 struct ClosingCheck {
-    std::string claim;                  // required: the sentence the presenter can say
-    std::string expect;                 // required: e.g. "max(peak_memory.optimizer_state) <= 1.05 * theory.optimizer_state"
-    CheckBaseline baseline;             // empty = no baseline run
-    SourceLocation where;               // for error messages
+    std::string claim;  // required: the sentence the presenter can say
+    std::string expect; // required: e.g. "max(peak_memory.optimizer_state) <= 1.05 * theory.optimizer_state"
+    CheckBaseline baseline; // empty = no baseline run
+    SourceLocation where;   // for error messages
 };
 
 // The scenario that a check's baseline run trains: `scenario` with the
 // baseline's fields replaced, validated (UsageError naming the check).
-[[nodiscard]] struct Scenario scenarioForBaseline(const struct Scenario& scenario, const CheckBaseline& baseline);
+[[nodiscard]] struct Scenario scenarioForBaseline(const struct Scenario& scenario,
+                                                  const CheckBaseline& baseline);
 
 struct Scenario {
     std::string name;
     std::string description;
-    std::string path;                   // file it came from ("" if built in code)
+    std::string path; // file it came from ("" if built in code)
     TopologyConfig topology;
     ModelConfig model;
     DataConfig data;
@@ -275,8 +288,8 @@ struct Scenario {
     FaultToleranceConfig fault_tolerance;
     ChaosConfig chaos;
     std::vector<FaultConfig> faults;
-    std::vector<NarrationStep> steps;   // narration; empty = none
-    std::vector<ClosingCheck> checks;   // closing checks; empty = none
+    std::vector<NarrationStep> steps; // narration; empty = none
+    std::vector<ClosingCheck> checks; // closing checks; empty = none
 };
 
 // True when some process group of the run uses Open MPI ([topology] backend

@@ -16,10 +16,10 @@
 #include "dtlab/run_record.hpp"
 #include "dtlab/scenario.hpp"
 
-#include <cstdint>
 #include <climits>
-#include <memory>
+#include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,8 +30,8 @@ namespace dt {
 
 struct SessionOptions {
     Scenario scenario;
-    std::string worker_executable;      // path of dtrun (spawned as `dtrun worker ...`)
-    bool spawn_ranks = true;            // false: wait for ranks started by mpirun/torchrun
+    std::string worker_executable; // path of dtrun (spawned as `dtrun worker ...`)
+    bool spawn_ranks = true;       // false: wait for ranks started by mpirun/torchrun
     // Where the store, telemetry/control and lighthouse ports listen. Loopback
     // by default; any other address needs a `token` (the Session refuses to
     // start without one), because the control channel can kill processes.
@@ -39,32 +39,44 @@ struct SessionOptions {
     // Shared secret every rank must prove it holds (telemetry_wire.hpp's
     // handshake); ranks the Session starts get it in DTLAB_TOKEN. "" = none.
     std::string token;
-    int store_port = 0;                 // 0 = pick a free port
-    std::string params_out_dir;         // if set, each rank writes its final parameters here
+    int store_port = 0;         // 0 = pick a free port
+    std::string params_out_dir; // if set, each rank writes its final parameters here
 };
 
 // Live per-rank state for progress lines and the topology view.
 // Fault tolerance adds Restarting (dead, the supervisor starts it again after
 // restart_delay_ms or on request) and Healing (restarted, not yet committed a
 // step: waiting for a quorum and the state of a live peer).
-enum class RankState : uint8_t { Pending, Starting, Running, Paused, Hung, Finished, Failed, Killed, Restarting, Healing };
+enum class RankState : uint8_t {
+    Pending,
+    Starting,
+    Running,
+    Paused,
+    Hung,
+    Finished,
+    Failed,
+    Killed,
+    Restarting,
+    Healing
+};
 [[nodiscard]] std::string_view rankStateLabel(RankState state);
 
 struct RankProgress {
     int rank = -1;
     int pid = 0;
     RankState state = RankState::Pending;
-    int step = -1;              // last completed step
-    double last_loss = std::numeric_limits<double>::quiet_NaN(); // NaN: none yet (a pipeline's first stages never have one)
+    int step = -1; // last completed step
+    double last_loss =
+        std::numeric_limits<double>::quiet_NaN(); // NaN: none yet (a pipeline's first stages never have one)
     double last_step_ms = 0.0;
-    double delay_ms = 0.0;      // "slow rank" delay added to each of its steps
-    double link_mbit_s = 0.0;   // its modelled link ([network], setLink): 0 = no cap
+    double delay_ms = 0.0;    // "slow rank" delay added to each of its steps
+    double link_mbit_s = 0.0; // its modelled link ([network], setLink): 0 = no cap
     double link_latency_ms = 0.0;
     std::string host;
     // Fault tolerance only:
-    int incarnation = 0;        // restarts so far
-    int64_t committed = 0;      // steps this replica committed (its last Commit's step + 1)
-    int64_t aborted = 0;        // steps it attempted and did not commit
+    int incarnation = 0;   // restarts so far
+    int64_t committed = 0; // steps this replica committed (its last Commit's step + 1)
+    int64_t aborted = 0;   // steps it attempted and did not commit
     bool partitioned = false;
 };
 
@@ -73,25 +85,25 @@ enum class RunMode : uint8_t { Run, Paused, Paced };
 struct RunControl {
     RunMode mode = RunMode::Run;
     int64_t allowed_step = INT64_MAX;
-    double pace_steps_per_s = 0.0;  // Paced mode only
+    double pace_steps_per_s = 0.0; // Paced mode only
 };
 
 class Session {
-public:
+  public:
     explicit Session(SessionOptions options);
     ~Session(); // stops every process this Session started
     Session(const Session&) = delete;
     Session& operator=(const Session&) = delete;
 
-    void start();                               // throws UsageError / std::runtime_error
+    void start(); // throws UsageError / std::runtime_error
     [[nodiscard]] bool finished() const;
     void waitUntilFinished();
-    void stop(const std::string& reason);       // SIGKILL every rank, then finish
+    void stop(const std::string& reason); // SIGKILL every rank, then finish
 
     // Fault injection and control (no-ops on ranks that are not running).
-    void killRank(int rank);    // SIGKILL
-    void hangRank(int rank);    // SIGSTOP
-    void resumeRank(int rank);  // SIGCONT
+    void killRank(int rank);                  // SIGKILL
+    void hangRank(int rank);                  // SIGSTOP
+    void resumeRank(int rank);                // SIGCONT
     void slowRank(int rank, double delay_ms); // 0 = back to normal speed
     // The modelled network link of a rank (rank -1 = every rank): each of its
     // collectives takes at least latency + bytes / bandwidth; 0 = no cap / no latency.
@@ -99,21 +111,21 @@ public:
 
     // Fault tolerance ([fault_tolerance] enabled; no-ops otherwise).
     [[nodiscard]] bool faultTolerant() const;
-    void restartRank(int rank);                // start a dead rank again (restart = "manual")
-    void failNextCollective(int rank);         // its next cross-replica collective fails
-    void nanGradients(int rank);               // its next gradients are NaN
-    void partitionRank(int rank, bool on);     // its heartbeats and quorum requests are lost
+    void restartRank(int rank);                   // start a dead rank again (restart = "manual")
+    void failNextCollective(int rank);            // its next cross-replica collective fails
+    void nanGradients(int rank);                  // its next gradients are NaN
+    void partitionRank(int rank, bool on);        // its heartbeats and quorum requests are lost
     void delayTraffic(int rank, double delay_ms); // added before each of its collectives
-    void killLighthouse();                     // training waits for a quorum ...
-    void startLighthouse();                    // ... and goes on when it is back
+    void killLighthouse();                        // training waits for a quorum ...
+    void startLighthouse();                       // ... and goes on when it is back
     // The lighthouse's view (false when there is none: not fault tolerant, or external).
     bool lighthouseStatus(ft::LighthouseStatus& out) const;
 
     // Run control: gates at step boundaries.
-    void pause();                           // every rank stops before its next step
-    void resume();                          // run freely
-    void stepOnce();                        // let every rank through one more step
-    void setPace(double steps_per_s);       // presentation pace; 0 = back to Run
+    void pause();                     // every rank stops before its next step
+    void resume();                    // run freely
+    void stepOnce();                  // let every rank through one more step
+    void setPace(double steps_per_s); // presentation pace; 0 = back to Run
     [[nodiscard]] RunControl runControl() const;
 
     [[nodiscard]] std::string storeAddress() const; // "host:port" for ranks to join
@@ -122,9 +134,9 @@ public:
     // Append events [from, eventCount()) to `out`; returns the new count.
     size_t copyEventsSince(size_t from, std::vector<Event>& out) const;
     size_t copyLogsSince(size_t from, std::vector<LogRecord>& out) const;
-    [[nodiscard]] RunRecord snapshot() const;   // a full copy (end of run, export)
+    [[nodiscard]] RunRecord snapshot() const; // a full copy (end of run, export)
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

@@ -69,12 +69,13 @@ struct UnitLayout {
 [[nodiscard]] int shardCount(const Scenario& scenario);
 
 struct ModelStateTheory {
-    int64_t parameters = 0;         // bytes per rank (for fsdp: the sharded part)
+    int64_t parameters = 0; // bytes per rank (for fsdp: the sharded part)
     int64_t gradients = 0;
     int64_t optimizer_state = 0;
-    int64_t materialized_peak = 0;  // fsdp/hsdp: unsharded unit copies alive at peak; 0 otherwise
-    int64_t host = 0;               // offload_optimizer: bytes in host memory (not in the device's total)
-    int64_t offload_bytes_each_way = 0; // offload_optimizer: bytes per step down (gradients) and up (parameters)
+    int64_t materialized_peak = 0; // fsdp/hsdp: unsharded unit copies alive at peak; 0 otherwise
+    int64_t host = 0;              // offload_optimizer: bytes in host memory (not in the device's total)
+    int64_t offload_bytes_each_way =
+        0; // offload_optimizer: bytes per step down (gradients) and up (parameters)
     [[nodiscard]] int64_t modelStates() const { return parameters + gradients + optimizer_state; }
 };
 [[nodiscard]] ModelStateTheory modelStateTheory(const Scenario& scenario);

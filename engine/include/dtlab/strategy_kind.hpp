@@ -14,8 +14,8 @@
 namespace dt {
 
 enum class StrategyKind : uint8_t {
-#define DT_STRATEGY_KIND(id, name, shards_optimizer, shards_gradients, shards_parameters, uses_stages, trains_model,    \
-                         fault_tolerant)                                                                               \
+#define DT_STRATEGY_KIND(id, name, shards_optimizer, shards_gradients, shards_parameters, uses_stages,       \
+                         trains_model, fault_tolerant)                                                       \
     id,
 #include "dtlab/strategy_kinds.def"
 #undef DT_STRATEGY_KIND
@@ -32,8 +32,8 @@ struct StrategyTraits {
 };
 
 inline constexpr StrategyTraits kStrategyTraits[] = {
-#define DT_STRATEGY_KIND(id, name, shards_optimizer, shards_gradients, shards_parameters, uses_stages, trains_model,    \
-                         fault_tolerant)                                                                               \
+#define DT_STRATEGY_KIND(id, name, shards_optimizer, shards_gradients, shards_parameters, uses_stages,       \
+                         trains_model, fault_tolerant)                                                       \
     {name, shards_optimizer, shards_gradients, shards_parameters, uses_stages, trains_model, fault_tolerant},
 #include "dtlab/strategy_kinds.def"
 #undef DT_STRATEGY_KIND
@@ -42,7 +42,9 @@ inline constexpr StrategyTraits kStrategyTraits[] = {
 [[nodiscard]] constexpr const StrategyTraits& strategyTraits(StrategyKind kind) {
     return kStrategyTraits[static_cast<size_t>(kind)];
 }
-[[nodiscard]] constexpr const char* strategyKindName(StrategyKind kind) { return strategyTraits(kind).name; }
+[[nodiscard]] constexpr const char* strategyKindName(StrategyKind kind) {
+    return strategyTraits(kind).name;
+}
 
 // "ddp" -> StrategyKind::Ddp; false when the text names no strategy.
 [[nodiscard]] inline bool parseStrategyKind(std::string_view text, StrategyKind& out) {
@@ -57,7 +59,8 @@ inline constexpr StrategyTraits kStrategyTraits[] = {
 // Every name, in the list's order (for messages and help texts).
 [[nodiscard]] inline std::vector<std::string> strategyKindNames() {
     std::vector<std::string> names;
-    for (const StrategyTraits& t : kStrategyTraits) names.push_back(t.name);
+    for (const StrategyTraits& t : kStrategyTraits)
+        names.push_back(t.name);
     return names;
 }
 

@@ -7,10 +7,10 @@
 // that passes wins, the ones before it are reported as skipped.
 #include "dtlab/checkpoint.hpp"
 
+#include "checkpoint/diloco_checkpoint.hpp"
+#include "checkpoint/replica_checkpoint.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
-#include "checkpoint/replica_checkpoint.hpp"
-#include "checkpoint/diloco_checkpoint.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -27,14 +27,18 @@ namespace fs = std::filesystem;
 // S for a name "step-<S>", -1 otherwise.
 int stepOfName(const std::string& name) {
     const std::string prefix = "step-";
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0 || name.size() > prefix.size() + 9)
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+        name.size() > prefix.size() + 9)
         return -1;
     for (size_t i = prefix.size(); i < name.size(); ++i)
-        if (!std::isdigit(static_cast<unsigned char>(name[i]))) return -1;
+        if (!std::isdigit(static_cast<unsigned char>(name[i])))
+            return -1;
     return std::stoi(name.substr(prefix.size()));
 }
 
-bool needsReplicaCheckpoint(const Scenario& scenario) { return scenario.fault_tolerance.enabled; }
+bool needsReplicaCheckpoint(const Scenario& scenario) {
+    return scenario.fault_tolerance.enabled;
+}
 
 } // namespace
 
@@ -54,23 +58,29 @@ void verifyCheckpoint(const std::string& step_dir, const Scenario& scenario) {
         }
     }
     // The kind this scenario needs, and the kind on disk.
-    const std::string needed = needsReplicaCheckpoint(scenario) ? "dtlab replica checkpoint"
+    const std::string needed = needsReplicaCheckpoint(scenario)                 ? "dtlab replica checkpoint"
                                : scenario.strategy.kind == StrategyKind::Diloco ? "dtlab diloco checkpoint"
-                                                                    : "dtlab sharded checkpoint";
+                                                                                : "dtlab sharded checkpoint";
     const auto kindName = [](const std::string& f) {
-        if (f == "dtlab replica checkpoint") return std::string("a fault-tolerant replica checkpoint");
-        if (f == "dtlab diloco checkpoint") return std::string("a DiLoCo checkpoint");
+        if (f == "dtlab replica checkpoint")
+            return std::string("a fault-tolerant replica checkpoint");
+        if (f == "dtlab diloco checkpoint")
+            return std::string("a DiLoCo checkpoint");
         return std::string("a sharded checkpoint");
     };
     const bool known = format == "dtlab replica checkpoint" || format == "dtlab diloco checkpoint" ||
                        format == "dtlab sharded checkpoint";
     if (known && format != needed)
-        throw UsageError("checkpoint '" + step_dir + "' is " + kindName(format) + "; this run ([strategy] kind = \"" +
-                         strategyKindName(scenario.strategy.kind) + "\"" + (scenario.fault_tolerance.enabled ? " under [fault_tolerance]" : "") +
+        throw UsageError("checkpoint '" + step_dir + "' is " + kindName(format) +
+                         "; this run ([strategy] kind = \"" + strategyKindName(scenario.strategy.kind) +
+                         "\"" + (scenario.fault_tolerance.enabled ? " under [fault_tolerance]" : "") +
                          ") needs " + kindName(needed));
-    if (needed == "dtlab replica checkpoint") verifyReplicaCheckpoint(step_dir, scenario);
-    else if (needed == "dtlab diloco checkpoint") verifyDilocoCheckpoint(step_dir, scenario);
-    else verifyShardedCheckpoint(step_dir, scenario);
+    if (needed == "dtlab replica checkpoint")
+        verifyReplicaCheckpoint(step_dir, scenario);
+    else if (needed == "dtlab diloco checkpoint")
+        verifyDilocoCheckpoint(step_dir, scenario);
+    else
+        verifyShardedCheckpoint(step_dir, scenario);
 }
 
 CheckpointChoice chooseCheckpoint(const std::string& path, const Scenario& scenario) {
@@ -88,9 +98,11 @@ CheckpointChoice chooseCheckpoint(const std::string& path, const Scenario& scena
     std::vector<std::pair<int, std::string>> candidates;
     for (const auto& entry : fs::directory_iterator(path, ec)) {
         const int step = stepOfName(entry.path().filename().string());
-        if (step >= 0 && entry.is_directory(ec)) candidates.push_back({step, entry.path().string()});
+        if (step >= 0 && entry.is_directory(ec))
+            candidates.push_back({step, entry.path().string()});
     }
-    if (ec) throw UsageError("cannot list checkpoint directory '" + path + "': " + ec.message());
+    if (ec)
+        throw UsageError("cannot list checkpoint directory '" + path + "': " + ec.message());
     if (candidates.empty())
         throw UsageError("checkpoint directory '" + path + "' holds no step-<S> checkpoint");
     std::sort(candidates.rbegin(), candidates.rend());
@@ -105,20 +117,24 @@ CheckpointChoice chooseCheckpoint(const std::string& path, const Scenario& scena
         }
     }
     std::string why;
-    for (const auto& s : choice.skipped) why += "\n  " + s;
+    for (const auto& s : choice.skipped)
+        why += "\n  " + s;
     throw UsageError("no usable checkpoint in '" + path + "':" + why);
 }
 
 void checkCheckpointsNotOverwritten(const Scenario& scenario, int first_step) {
     const RunConfig& run = scenario.run;
-    if (run.checkpoint_dir.empty()) return;
+    if (run.checkpoint_dir.empty())
+        return;
     std::error_code ec;
     for (int step = std::max(0, first_step); step < run.steps; ++step) {
-        const bool saved = step == run.steps - 1 || (run.checkpoint_every > 0 && (step + 1) % run.checkpoint_every == 0);
+        const bool saved =
+            step == run.steps - 1 || (run.checkpoint_every > 0 && (step + 1) % run.checkpoint_every == 0);
         const fs::path dir = fs::path(run.checkpoint_dir) / ("step-" + std::to_string(step));
         if (saved && fs::exists(dir, ec))
-            throw UsageError("[run] checkpoint_dir: this run would save '" + dir.string() +
-                             "', which exists already (checkpoints are never overwritten: choose another directory)");
+            throw UsageError(
+                "[run] checkpoint_dir: this run would save '" + dir.string() +
+                "', which exists already (checkpoints are never overwritten: choose another directory)");
     }
 }
 

@@ -20,7 +20,9 @@ void readCheckpointMeta(const std::string& step_dir, const std::string& format,
     nlohmann::json meta;
     {
         std::ifstream in(meta_path);
-        if (!in) throw UsageError("checkpoint '" + step_dir + "': cannot open checkpoint.json (not a checkpoint directory?)");
+        if (!in)
+            throw UsageError("checkpoint '" + step_dir +
+                             "': cannot open checkpoint.json (not a checkpoint directory?)");
         try {
             in >> meta;
         } catch (const std::exception& e) {

@@ -1,14 +1,14 @@
 // diloco_checkpoint.cpp: DiLoCo checkpoints (layout in the header).
 #include "checkpoint/diloco_checkpoint.hpp"
-#include "dtlab/atomic_file.hpp"
 #include "checkpoint/checkpoint_meta.hpp"
+#include "dtlab/atomic_file.hpp"
 
+#include "checkpoint/params_io.hpp"
 #include "dtlab/diloco_theory.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "ft/replica_state.hpp"
-#include "checkpoint/params_io.hpp"
 
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
@@ -38,7 +38,9 @@ struct DilocoMeta {
 std::string replicaFile(const std::string& dir, int rank) {
     return (fs::path(dir) / ("replica-" + std::to_string(rank) + ".dtparams")).string();
 }
-std::string outerFile(const std::string& dir) { return (fs::path(dir) / "outer.dtparams").string(); }
+std::string outerFile(const std::string& dir) {
+    return (fs::path(dir) / "outer.dtparams").string();
+}
 
 DilocoMeta readMeta(const std::string& step_dir) {
     DilocoMeta m;
@@ -65,12 +67,14 @@ void checkFits(const std::string& step_dir, const DilocoMeta& m, const Scenario&
         throw UsageError("checkpoint '" + step_dir + "' does not fit this scenario: " + what);
     };
     if (m.parameters != P)
-        refuse("it holds " + std::to_string(m.parameters) + " parameters, this model has " + std::to_string(P));
+        refuse("it holds " + std::to_string(m.parameters) + " parameters, this model has " +
+               std::to_string(P));
     if (m.replicas != s.topology.ranks)
-        refuse("it was saved by " + std::to_string(m.replicas) + " replicas, this run has " + std::to_string(s.topology.ranks) +
-               " (each replica resumes its own local model)");
+        refuse("it was saved by " + std::to_string(m.replicas) + " replicas, this run has " +
+               std::to_string(s.topology.ranks) + " (each replica resumes its own local model)");
     if (m.fragments != s.diloco.fragments || m.fragment_numel != theory.fragment_numel)
-        refuse("it has " + std::to_string(m.fragments) + " fragments, this run " + std::to_string(s.diloco.fragments));
+        refuse("it has " + std::to_string(m.fragments) + " fragments, this run " +
+               std::to_string(s.diloco.fragments));
     if (m.inner != s.optimizer.kind)
         refuse("its inner optimizer is " + m.inner + ", this run's is " + s.optimizer.kind);
 }
@@ -78,27 +82,34 @@ void checkFits(const std::string& step_dir, const DilocoMeta& m, const Scenario&
 std::vector<NamedParameter> loadChecked(const std::string& file, const std::string& step_dir) {
     std::error_code ec;
     if (!fs::exists(file, ec))
-        throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" + fs::path(file).filename().string() + "' is missing");
+        throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" +
+                         fs::path(file).filename().string() + "' is missing");
     return loadParameters(file); // throws on a checksum mismatch, naming the file
 }
 
-at::Tensor find(const std::vector<NamedParameter>& tensors, const std::string& name, int64_t numel, const std::string& file) {
+at::Tensor find(const std::vector<NamedParameter>& tensors, const std::string& name, int64_t numel,
+                const std::string& file) {
     for (const auto& t : tensors)
         if (t.name == name) {
             if (t.tensor.numel() != numel)
-                throw UsageError("checkpoint '" + file + "': '" + name + "' holds " + std::to_string(t.tensor.numel()) +
-                                 " values, expected " + std::to_string(numel));
+                throw UsageError("checkpoint '" + file + "': '" + name + "' holds " +
+                                 std::to_string(t.tensor.numel()) + " values, expected " +
+                                 std::to_string(numel));
             return t.tensor.reshape({-1});
         }
     throw UsageError("checkpoint '" + file + "' has no tensor '" + name + "'");
 }
 
-void checkReplicaFile(const std::vector<NamedParameter>& tensors, const DilocoMeta& m, const std::string& file) {
-    if (m.inner == "adamw") (void)find(tensors, "inner_state", 3 * m.parameters + 2, file);
-    else (void)find(tensors, "local", m.parameters, file);
+void checkReplicaFile(const std::vector<NamedParameter>& tensors, const DilocoMeta& m,
+                      const std::string& file) {
+    if (m.inner == "adamw")
+        (void)find(tensors, "inner_state", 3 * m.parameters + 2, file);
+    else
+        (void)find(tensors, "local", m.parameters, file);
 }
 
-void checkOuterFile(const std::vector<NamedParameter>& tensors, const DilocoMeta& m, const std::string& file) {
+void checkOuterFile(const std::vector<NamedParameter>& tensors, const DilocoMeta& m,
+                    const std::string& file) {
     for (int k = 0; k < m.fragments; ++k) {
         (void)find(tensors, "global.f" + std::to_string(k), m.fragment_numel[size_t(k)], file);
         (void)find(tensors, "momentum.f" + std::to_string(k), m.fragment_numel[size_t(k)], file);
@@ -108,7 +119,8 @@ void checkOuterFile(const std::vector<NamedParameter>& tensors, const DilocoMeta
 
 at::Tensor flatten(const std::vector<at::Tensor>& params) {
     std::vector<at::Tensor> parts;
-    for (const auto& p : params) parts.push_back(p.detach().reshape({-1}));
+    for (const auto& p : params)
+        parts.push_back(p.detach().reshape({-1}));
     return at::cat(parts).contiguous();
 }
 
@@ -120,12 +132,14 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
     const std::string partial = step_dir + ".partial";
     std::error_code ec;
     fs::create_directories(partial, ec);
-    if (ec) throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
+    if (ec)
+        throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
     int64_t written = 0;
     {
         const std::string file = replicaFile(partial, comm.rank());
         if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(&inner))
-            saveParameters(file, {{"inner_state", packReplicaState(local_params, *adamw, int64_t(last_step) + 1)}});
+            saveParameters(file,
+                           {{"inner_state", packReplicaState(local_params, *adamw, int64_t(last_step) + 1)}});
         else
             saveParameters(file, {{"local", flatten(local_params)}});
         written += int64_t(fs::file_size(file, ec));
@@ -149,7 +163,8 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
         meta["fragments"] = int(outer.global.size());
         std::vector<int64_t> sizes;
         int64_t P = 0;
-        for (const auto& g : outer.global) sizes.push_back(g.numel()), P += g.numel();
+        for (const auto& g : outer.global)
+            sizes.push_back(g.numel()), P += g.numel();
         meta["parameters"] = P;
         meta["fragment_numel"] = sizes;
         meta["inner_optimizer"] = scenario.optimizer.kind;
@@ -157,9 +172,11 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
         const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
         writeFileAtomically(meta_path, meta.dump(2) + "\n");
         written += int64_t(fs::file_size(outerFile(partial), ec)) + int64_t(fs::file_size(meta_path, ec));
-        if (fs::exists(step_dir, ec)) throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
+        if (fs::exists(step_dir, ec))
+            throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
         fs::rename(partial, step_dir, ec);
-        if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+        if (ec)
+            throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
         syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
     }
     comm.barrierNow(); // the checkpoint is complete before anyone goes on
@@ -167,8 +184,8 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
 }
 
 int loadDilocoCheckpoint(const std::string& step_dir, const Scenario& scenario, DilocoOuterState& outer,
-                         const std::vector<at::Tensor>& local_params, torch::optim::Optimizer& inner, int rank,
-                         int64_t& bytes_read) {
+                         const std::vector<at::Tensor>& local_params, torch::optim::Optimizer& inner,
+                         int rank, int64_t& bytes_read) {
     const DilocoMeta m = readMeta(step_dir);
     checkFits(step_dir, m, scenario);
     std::error_code ec;
@@ -179,8 +196,10 @@ int loadDilocoCheckpoint(const std::string& step_dir, const Scenario& scenario, 
         at::NoGradGuard no_grad;
         const at::Tensor steps = find(tensors, "outer_steps", m.fragments, file);
         for (int k = 0; k < m.fragments; ++k) {
-            outer.global[size_t(k)].copy_(find(tensors, "global.f" + std::to_string(k), m.fragment_numel[size_t(k)], file));
-            outer.momentum[size_t(k)].copy_(find(tensors, "momentum.f" + std::to_string(k), m.fragment_numel[size_t(k)], file));
+            outer.global[size_t(k)].copy_(
+                find(tensors, "global.f" + std::to_string(k), m.fragment_numel[size_t(k)], file));
+            outer.momentum[size_t(k)].copy_(
+                find(tensors, "momentum.f" + std::to_string(k), m.fragment_numel[size_t(k)], file));
             outer.outer_steps[size_t(k)] = int(steps[k].item<float>());
         }
         bytes_read += int64_t(fs::file_size(file, ec));
@@ -190,7 +209,8 @@ int loadDilocoCheckpoint(const std::string& step_dir, const Scenario& scenario, 
         const auto tensors = loadChecked(file, step_dir);
         checkReplicaFile(tensors, m, file);
         if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(&inner)) {
-            (void)unpackReplicaState(find(tensors, "inner_state", 3 * m.parameters + 2, file), local_params, *adamw);
+            (void)unpackReplicaState(find(tensors, "inner_state", 3 * m.parameters + 2, file), local_params,
+                                     *adamw);
         } else {
             at::NoGradGuard no_grad;
             const at::Tensor local = find(tensors, "local", m.parameters, file);
@@ -209,10 +229,12 @@ void verifyDilocoCheckpoint(const std::string& step_dir, const Scenario& scenari
     const DilocoMeta m = readMeta(step_dir);
     checkFits(step_dir, m, scenario);
     checkOuterFile(loadChecked(outerFile(step_dir), step_dir), m, outerFile(step_dir));
-    for (int r = 0; r < m.replicas; ++r) checkReplicaFile(loadChecked(replicaFile(step_dir, r), step_dir), m, replicaFile(step_dir, r));
+    for (int r = 0; r < m.replicas; ++r)
+        checkReplicaFile(loadChecked(replicaFile(step_dir, r), step_dir), m, replicaFile(step_dir, r));
     if (m.step + 1 >= scenario.run.steps)
-        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) + " but the run has only " +
-                         std::to_string(scenario.run.steps) + " steps: nothing left to train (raise [run] steps)");
+        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
+                         " but the run has only " + std::to_string(scenario.run.steps) +
+                         " steps: nothing left to train (raise [run] steps)");
 }
 
 } // namespace dt

@@ -37,9 +37,9 @@ namespace dt {
 struct Scenario;
 
 struct DilocoOuterState {
-    std::vector<at::Tensor> global;    // per fragment, flat fp32
-    std::vector<at::Tensor> momentum;  // per fragment, flat fp32
-    std::vector<int> outer_steps;      // per fragment
+    std::vector<at::Tensor> global;   // per fragment, flat fp32
+    std::vector<at::Tensor> momentum; // per fragment, flat fp32
+    std::vector<int> outer_steps;     // per fragment
 };
 
 // Every replica calls it (a collective: two barriers). Returns the bytes this replica wrote.
@@ -50,8 +50,8 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
 // Fills `outer` (tensors of the right sizes already allocated), the local
 // parameters and the inner optimizer of replica `rank`. Returns the last step.
 int loadDilocoCheckpoint(const std::string& step_dir, const Scenario& scenario, DilocoOuterState& outer,
-                         const std::vector<at::Tensor>& local_params, torch::optim::Optimizer& inner, int rank,
-                         int64_t& bytes_read);
+                         const std::vector<at::Tensor>& local_params, torch::optim::Optimizer& inner,
+                         int rank, int64_t& bytes_read);
 
 // checkpoint.json readable, the sizes fit the scenario, every file present
 // with a good checksum, steps left to train. Throws UsageError naming the file.

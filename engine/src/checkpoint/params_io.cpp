@@ -18,7 +18,8 @@ constexpr uint64_t kFnvPrime = 1099511628211ull;
 
 uint64_t fnv1a(uint64_t h, const void* data, size_t size) {
     const auto* p = static_cast<const uint8_t*>(data);
-    for (size_t i = 0; i < size; ++i) h = (h ^ p[i]) * kFnvPrime;
+    for (size_t i = 0; i < size; ++i)
+        h = (h ^ p[i]) * kFnvPrime;
     return h;
 }
 
@@ -33,7 +34,8 @@ struct Reader {
     size_t at = 0;
     const std::string& path;
     void need(size_t n) {
-        if (at + n > bytes.size()) throw UsageError("parameter file '" + path + "' is truncated at byte " + std::to_string(at));
+        if (at + n > bytes.size())
+            throw UsageError("parameter file '" + path + "' is truncated at byte " + std::to_string(at));
     }
     template <typename T> T get() {
         need(sizeof(T));
@@ -65,7 +67,8 @@ void saveParameters(const std::string& path, const std::vector<NamedParameter>& 
         w.put(uint32_t(p.name.size()));
         w.put(p.name.data(), p.name.size());
         w.put(uint32_t(t.dim()));
-        for (auto d : t.sizes()) w.put(int64_t(d));
+        for (auto d : t.sizes())
+            w.put(int64_t(d));
         w.put(t.data_ptr(), t.nbytes());
     }
     w.put(fnv1a(kFnvOffset, w.bytes.data(), w.bytes.size()));
@@ -75,7 +78,8 @@ void saveParameters(const std::string& path, const std::vector<NamedParameter>& 
 
 std::vector<NamedParameter> loadParameters(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError("cannot open parameter file '" + path + "': " + std::strerror(errno));
+    if (!in)
+        throw UsageError("cannot open parameter file '" + path + "': " + std::strerror(errno));
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bytes.size() < 24 || std::memcmp(bytes.data(), "DTPARAMS", 8) != 0)
         throw UsageError("'" + path + "' is not a dtlab parameter file (no DTPARAMS header)");
@@ -85,7 +89,9 @@ std::vector<NamedParameter> loadParameters(const std::string& path) {
         throw UsageError("parameter file '" + path + "' is corrupt or torn: checksum mismatch");
     Reader r{bytes, 8, path};
     const auto version = r.get<uint32_t>();
-    if (version != 1) throw UsageError("parameter file '" + path + "' has version " + std::to_string(version) + ", expected 1");
+    if (version != 1)
+        throw UsageError("parameter file '" + path + "' has version " + std::to_string(version) +
+                         ", expected 1");
     const auto count = r.get<uint32_t>();
     std::vector<NamedParameter> out;
     for (uint32_t i = 0; i < count; ++i) {
@@ -95,7 +101,8 @@ std::vector<NamedParameter> loadParameters(const std::string& path) {
         r.at += name_len;
         const auto ndim = r.get<uint32_t>();
         std::vector<int64_t> dims;
-        for (uint32_t d = 0; d < ndim; ++d) dims.push_back(r.get<int64_t>());
+        for (uint32_t d = 0; d < ndim; ++d)
+            dims.push_back(r.get<int64_t>());
         auto t = at::empty(dims, at::kFloat);
         r.need(t.nbytes());
         std::memcpy(t.data_ptr(), bytes.data() + r.at, t.nbytes());

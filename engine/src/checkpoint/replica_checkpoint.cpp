@@ -1,13 +1,13 @@
 // replica_checkpoint.cpp: durable checkpoints of a fault-tolerant run (layout in the header).
 #include "checkpoint/replica_checkpoint.hpp"
-#include "dtlab/atomic_file.hpp"
 #include "checkpoint/checkpoint_meta.hpp"
+#include "dtlab/atomic_file.hpp"
 
+#include "checkpoint/params_io.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
 #include "ft/replica_state.hpp"
-#include "checkpoint/params_io.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -37,8 +37,9 @@ ReplicaMeta readReplicaMeta(const std::string& step_dir) {
         m.state_numel = meta.at("state_numel").get<int64_t>();
     });
     if (m.committed_steps != m.step + 1)
-        throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "' is inconsistent: step " + std::to_string(m.step) +
-                         " but committed_steps " + std::to_string(m.committed_steps));
+        throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "' is inconsistent: step " +
+                         std::to_string(m.step) + " but committed_steps " +
+                         std::to_string(m.committed_steps));
     return m;
 }
 
@@ -47,7 +48,8 @@ at::Tensor readState(const std::string& step_dir, const ReplicaMeta& m) {
     const std::string file = (fs::path(step_dir) / kStateFile).string();
     std::error_code ec;
     if (!fs::exists(file, ec))
-        throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" + std::string(kStateFile) + "' is missing");
+        throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" + std::string(kStateFile) +
+                         "' is missing");
     auto tensors = loadParameters(file);
     if (tensors.size() != 1 || tensors[0].name != "replica_state")
         throw UsageError("checkpoint '" + file + "' does not hold one 'replica_state' tensor");
@@ -56,7 +58,8 @@ at::Tensor readState(const std::string& step_dir, const ReplicaMeta& m) {
         throw UsageError("checkpoint '" + file + "' holds " + std::to_string(state.numel()) +
                          " values, checkpoint.json says " + std::to_string(m.state_numel));
     if (int64_t(state[0].item<float>()) != m.committed_steps)
-        throw UsageError("checkpoint '" + file + "' holds " + std::to_string(int64_t(state[0].item<float>())) +
+        throw UsageError("checkpoint '" + file + "' holds " +
+                         std::to_string(int64_t(state[0].item<float>())) +
                          " committed steps, checkpoint.json says " + std::to_string(m.committed_steps));
     return state;
 }
@@ -64,15 +67,17 @@ at::Tensor readState(const std::string& step_dir, const ReplicaMeta& m) {
 } // namespace
 
 int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
-                              const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer, int replica,
-                              int incarnation) {
+                              const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
+                              int replica, int incarnation) {
     std::error_code ec;
-    if (fs::exists(step_dir, ec)) throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
+    if (fs::exists(step_dir, ec))
+        throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
     const std::string partial =
         step_dir + ".partial-" + std::to_string(replica) + "-" + std::to_string(incarnation);
     fs::remove_all(partial, ec); // left by an earlier attempt of this very writer
     fs::create_directories(partial, ec);
-    if (ec) throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
+    if (ec)
+        throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
 
     const at::Tensor state = packReplicaState(params, optimizer, int64_t(last_step) + 1);
     const std::string state_path = (fs::path(partial) / kStateFile).string();
@@ -90,7 +95,8 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
     writeFileAtomically(meta_path, meta.dump(2) + "\n");
     const int64_t written = int64_t(fs::file_size(state_path, ec)) + int64_t(fs::file_size(meta_path, ec));
     fs::rename(partial, step_dir, ec);
-    if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+    if (ec)
+        throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
     syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
     return written;
 }
@@ -113,12 +119,13 @@ void verifyReplicaCheckpoint(const std::string& step_dir, const Scenario& scenar
     const int64_t P = unitLayout(scenario.model).total();
     if (m.state_numel != 3 * P + 2)
         throw UsageError("checkpoint '" + step_dir + "' does not fit this model: it holds " +
-                         std::to_string(m.state_numel) + " values, this model needs " + std::to_string(3 * P + 2) +
-                         " (3 x " + std::to_string(P) + " parameters + 2)");
+                         std::to_string(m.state_numel) + " values, this model needs " +
+                         std::to_string(3 * P + 2) + " (3 x " + std::to_string(P) + " parameters + 2)");
     (void)readState(step_dir, m); // the checksum
     if (m.step + 1 >= scenario.run.steps)
-        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) + " but the run has only " +
-                         std::to_string(scenario.run.steps) + " steps: nothing left to train (raise [run] steps)");
+        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
+                         " but the run has only " + std::to_string(scenario.run.steps) +
+                         " steps: nothing left to train (raise [run] steps)");
 }
 
 } // namespace dt

@@ -34,8 +34,8 @@ struct Scenario;
 
 // Returns the bytes written.
 int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
-                              const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer, int replica,
-                              int incarnation);
+                              const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
+                              int replica, int incarnation);
 
 // Overwrites the parameters and the AdamW state; returns the committed steps
 // it holds (the next step to train). Throws UsageError naming the file.

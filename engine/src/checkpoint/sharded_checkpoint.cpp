@@ -1,12 +1,12 @@
 // sharded_checkpoint.cpp: sharded checkpoints and resharding (layout in the header).
 #include "checkpoint/sharded_checkpoint.hpp"
-#include "dtlab/atomic_file.hpp"
 #include "checkpoint/checkpoint_meta.hpp"
+#include "dtlab/atomic_file.hpp"
 
+#include "checkpoint/params_io.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
-#include "checkpoint/params_io.hpp"
 
 #include <nlohmann/json.hpp>
 #include <torch/optim/adamw.h>
@@ -25,7 +25,9 @@ std::string shardFileName(int rank, int count) {
     return "shard-" + std::to_string(rank) + "-of-" + std::to_string(count) + ".dtparams";
 }
 
-std::string unitKey(int id, const char* what) { return "unit" + std::to_string(id) + "/" + what; }
+std::string unitKey(int id, const char* what) {
+    return "unit" + std::to_string(id) + "/" + what;
+}
 
 torch::optim::AdamWParamState* adamState(torch::optim::AdamW& optimizer, const at::Tensor& param) {
     auto& state = optimizer.state();
@@ -52,22 +54,25 @@ CheckpointMeta readMeta(const std::string& step_dir) {
         }
     });
     const std::string meta_path = checkpointMetaPath(step_dir);
-    if (m.shards < 1) throw UsageError("checkpoint '" + meta_path + "': shards must be >= 1");
+    if (m.shards < 1)
+        throw UsageError("checkpoint '" + meta_path + "': shards must be >= 1");
     return m;
 }
 
 // The unit ids and sizes of a model, as flat units order them (blocks, then the root).
-void checkFits(const std::string& step_dir, const CheckpointMeta& m, const std::vector<std::pair<int, int64_t>>& units) {
+void checkFits(const std::string& step_dir, const CheckpointMeta& m,
+               const std::vector<std::pair<int, int64_t>>& units) {
     for (const auto& [id, numel] : units) {
         auto it = m.numel.find(id);
         if (it == m.numel.end() || it->second != numel || m.padded.at(id) != paddedNumel(numel, m.shards))
-            throw UsageError("checkpoint '" + step_dir + "' does not fit this model: unit " + std::to_string(id) + " has " +
-                             std::to_string(numel) + " parameters here, " +
+            throw UsageError("checkpoint '" + step_dir + "' does not fit this model: unit " +
+                             std::to_string(id) + " has " + std::to_string(numel) + " parameters here, " +
                              (it == m.numel.end() ? std::string("none") : std::to_string(it->second)) +
                              " in the checkpoint");
     }
     if (m.numel.size() != units.size())
-        throw UsageError("checkpoint '" + step_dir + "' does not fit this model: " + std::to_string(m.numel.size()) +
+        throw UsageError("checkpoint '" + step_dir +
+                         "' does not fit this model: " + std::to_string(m.numel.size()) +
                          " units in the checkpoint, " + std::to_string(units.size()) + " here");
 }
 
@@ -76,7 +81,8 @@ std::string shardPath(const std::string& step_dir, int rank, int count) {
     std::error_code ec;
     if (!fs::exists(file, ec))
         throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" + shardFileName(rank, count) +
-                         "' is missing (checkpoint.json says it was saved with " + std::to_string(count) + " shards)");
+                         "' is missing (checkpoint.json says it was saved with " + std::to_string(count) +
+                         " shards)");
     return file;
 }
 
@@ -86,13 +92,17 @@ void verifyShardedCheckpoint(const std::string& step_dir, const Scenario& scenar
     const CheckpointMeta m = readMeta(step_dir);
     const UnitLayout layout = unitLayout(scenario.model);
     std::vector<std::pair<int, int64_t>> units;
-    for (size_t i = 0; i < layout.unit_numel.size(); ++i) units.push_back({int(i), layout.unit_numel[i]});
-    if (layout.root_numel > 0) units.push_back({-1, layout.root_numel});
+    for (size_t i = 0; i < layout.unit_numel.size(); ++i)
+        units.push_back({int(i), layout.unit_numel[i]});
+    if (layout.root_numel > 0)
+        units.push_back({-1, layout.root_numel});
     checkFits(step_dir, m, units);
-    for (int r = 0; r < m.shards; ++r) (void)loadParameters(shardPath(step_dir, r, m.shards)); // checksums
+    for (int r = 0; r < m.shards; ++r)
+        (void)loadParameters(shardPath(step_dir, r, m.shards)); // checksums
     if (m.step + 1 >= scenario.run.steps)
-        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) + " but the run has only " +
-                         std::to_string(scenario.run.steps) + " steps: nothing left to train (raise [run] steps)");
+        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
+                         " but the run has only " + std::to_string(scenario.run.steps) +
+                         " steps: nothing left to train (raise [run] steps)");
 }
 
 std::string checkpointStepDir(const std::string& dir, int last_step) {
@@ -100,15 +110,16 @@ std::string checkpointStepDir(const std::string& dir, int last_step) {
 }
 
 int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
-                              std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer, Communicator& comm,
-                              bool writer) {
+                              std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer,
+                              Communicator& comm, bool writer) {
     const std::string partial = step_dir + ".partial";
     int64_t written = 0;
     int64_t adam_step = 0;
     if (writer) {
         std::error_code ec;
         fs::create_directories(partial, ec);
-        if (ec) throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
+        if (ec)
+            throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
         std::vector<NamedParameter> tensors;
         for (auto& u : units) {
             auto* state = adamState(optimizer, u.optimizedShard());
@@ -116,7 +127,8 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
             tensors.push_back({unitKey(u.id, "param"), u.shard.detach()});
             tensors.push_back({unitKey(u.id, "exp_avg"), state ? state->exp_avg() : zeros});
             tensors.push_back({unitKey(u.id, "exp_avg_sq"), state ? state->exp_avg_sq() : zeros});
-            if (state) adam_step = state->step();
+            if (state)
+                adam_step = state->step();
         }
         const std::string file = (fs::path(partial) / shardFileName(comm.rank(), comm.size())).string();
         saveParameters(file, tensors);
@@ -133,14 +145,17 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
         meta["adam_step"] = adam_step;
         meta["model"] = scenario.model.kind;
         Json list = Json::array();
-        for (const auto& u : units) list.push_back({{"id", u.id}, {"numel", u.numel}, {"padded", u.padded}});
+        for (const auto& u : units)
+            list.push_back({{"id", u.id}, {"numel", u.numel}, {"padded", u.padded}});
         meta["units"] = list;
         const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
         writeFileAtomically(meta_path, meta.dump(2) + "\n");
         std::error_code ec;
-        if (fs::exists(step_dir, ec)) throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
+        if (fs::exists(step_dir, ec))
+            throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
         fs::rename(partial, step_dir, ec);
-        if (ec) throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+        if (ec)
+            throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
         syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
         written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
     }
@@ -148,21 +163,25 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
     return written;
 }
 
-int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer,
-                          int shard_rank, bool whole_params, int64_t& bytes_read) {
+int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& units,
+                          torch::optim::AdamW& optimizer, int shard_rank, bool whole_params,
+                          int64_t& bytes_read) {
     const CheckpointMeta meta = readMeta(step_dir);
     const int old_count = meta.shards, step = meta.step;
     const int64_t adam_step = meta.adam_step;
     std::vector<std::pair<int, int64_t>> sizes;
-    for (const auto& u : units) sizes.push_back({u.id, u.numel});
+    for (const auto& u : units)
+        sizes.push_back({u.id, u.numel});
     checkFits(step_dir, meta, sizes);
 
     // Every old shard file, each read (and checksummed) once.
-    std::vector<std::map<std::string, at::Tensor>> old_shards(static_cast<size_t>(old_count), std::map<std::string, at::Tensor>{});
+    std::vector<std::map<std::string, at::Tensor>> old_shards(static_cast<size_t>(old_count),
+                                                              std::map<std::string, at::Tensor>{});
     for (int r = 0; r < old_count; ++r) {
         const std::string file = shardPath(step_dir, r, old_count);
         std::error_code ec;
-        for (auto& p : loadParameters(file)) old_shards[size_t(r)][p.name] = p.tensor;
+        for (auto& p : loadParameters(file))
+            old_shards[size_t(r)][p.name] = p.tensor;
         bytes_read += int64_t(fs::file_size(file, ec));
     }
 
@@ -174,8 +193,8 @@ int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& un
             for (int r = 0; r < old_count; ++r) {
                 auto it = old_shards[size_t(r)].find(unitKey(u.id, what));
                 if (it == old_shards[size_t(r)].end())
-                    throw UsageError("checkpoint '" + step_dir + "': " + shardFileName(r, old_count) + " has no '" +
-                                     unitKey(u.id, what) + "'");
+                    throw UsageError("checkpoint '" + step_dir + "': " + shardFileName(r, old_count) +
+                                     " has no '" + unitKey(u.id, what) + "'");
                 parts.push_back(it->second.reshape({-1}));
             }
             auto flat = at::cat(parts).narrow(0, 0, u.numel);
@@ -185,9 +204,12 @@ int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& un
             return padded.narrow(0, int64_t(shard_rank) * u.shard_numel, u.shard_numel).clone();
         };
         const at::Tensor params = whole("param");
-        if (whole_params) u.full.copy_(params); // zero1/zero2: u.shard is a view of it
-        else u.shard.detach().copy_(mine(params));
-        if (u.host_shard.defined()) u.host_shard.detach().copy_(u.shard.detach()); // offloaded: AdamW's copy too
+        if (whole_params)
+            u.full.copy_(params); // zero1/zero2: u.shard is a view of it
+        else
+            u.shard.detach().copy_(mine(params));
+        if (u.host_shard.defined())
+            u.host_shard.detach().copy_(u.shard.detach()); // offloaded: AdamW's copy too
         if (auto* existing = adamState(optimizer, u.optimizedShard())) {
             // Fill the state in place: it may live in host memory (offload_optimizer).
             existing->step(adam_step);

@@ -35,14 +35,15 @@ struct Scenario;
 
 // Returns the bytes this rank wrote (0 when `writer` is false: an hsdp replica other than 0).
 int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
-                              std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer, Communicator& comm,
-                              bool writer);
+                              std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer,
+                              Communicator& comm, bool writer);
 
 // Fills this rank's shards (and, when `whole_params`, each unit's full vector:
 // zero1/zero2 keep the whole parameters) and the AdamW state. Returns the
 // step the checkpoint ended at.
-int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& units, torch::optim::AdamW& optimizer,
-                          int shard_rank, bool whole_params, int64_t& bytes_read);
+int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& units,
+                          torch::optim::AdamW& optimizer, int shard_rank, bool whole_params,
+                          int64_t& bytes_read);
 
 // "DIR/step-<S>"
 [[nodiscard]] std::string checkpointStepDir(const std::string& dir, int last_step);

@@ -24,13 +24,20 @@ struct WireBytes {
 };
 WireBytes modelBytes(EventKind kind, int64_t b, int n, int rank, int peer) {
     switch (kind) {
-    case EventKind::AllReduce: return {2 * (n - 1) * b / n, 2 * (n - 1) * b / n};
-    case EventKind::AllGather: return {(n - 1) * b, (n - 1) * b};
-    case EventKind::ReduceScatter: return {(n - 1) * b / n, (n - 1) * b / n};
-    case EventKind::Broadcast: return rank == peer ? WireBytes{(n - 1) * b, 0} : WireBytes{0, b};
-    case EventKind::Send: return {b, 0};
-    case EventKind::Recv: return {0, b};
-    default: return {};
+    case EventKind::AllReduce:
+        return {2 * (n - 1) * b / n, 2 * (n - 1) * b / n};
+    case EventKind::AllGather:
+        return {(n - 1) * b, (n - 1) * b};
+    case EventKind::ReduceScatter:
+        return {(n - 1) * b / n, (n - 1) * b / n};
+    case EventKind::Broadcast:
+        return rank == peer ? WireBytes{(n - 1) * b, 0} : WireBytes{0, b};
+    case EventKind::Send:
+        return {b, 0};
+    case EventKind::Recv:
+        return {0, b};
+    default:
+        return {};
     }
 }
 
@@ -47,10 +54,12 @@ bool CommWork::isCompleted() const {
 }
 
 void CommWork::wait() {
-    if (m_owner != nullptr && state() == State::Scheduled) m_owner->runInlineIfNext(this);
+    if (m_owner != nullptr && state() == State::Scheduled)
+        m_owner->runInlineIfNext(this);
     std::unique_lock<std::mutex> lock(m_mutex);
     m_done.wait(lock, [this] { return m_state == State::Completed || m_state == State::Failed; });
-    if (m_state == State::Failed) throw CommError(m_error_kind, m_error);
+    if (m_state == State::Failed)
+        throw CommError(m_error_kind, m_error);
 }
 
 void CommWork::finish(State state, CommErrorKind error_kind, const std::string& error) {
@@ -67,14 +76,18 @@ Communicator::Communicator(int rank, int size, EventSink* sink) : m_rank(rank), 
     m_thread = std::thread([this] { threadLoop(); });
 }
 
-Communicator::~Communicator() { shutdown(); }
+Communicator::~Communicator() {
+    shutdown();
+}
 
 void Communicator::reapPosted() {
     std::lock_guard<std::mutex> lock(m_posted_mutex);
     std::vector<Posted> alive;
     for (auto& p : m_posted) {
-        if (p.done->load()) p.thread.join();
-        else alive.push_back(std::move(p));
+        if (p.done->load())
+            p.thread.join();
+        else
+            alive.push_back(std::move(p));
     }
     m_posted = std::move(alive);
 }
@@ -84,22 +97,27 @@ void Communicator::shutdown() {
         // Posted messages end with their peers (or their timeout).
         std::lock_guard<std::mutex> lock(m_posted_mutex);
         for (auto& p : m_posted)
-            if (p.thread.joinable()) p.thread.join();
+            if (p.thread.joinable())
+                p.thread.join();
         m_posted.clear();
     }
     {
         std::lock_guard<std::mutex> lock(m_mutex);
-        if (m_stopping) return;
+        if (m_stopping)
+            return;
         m_stopping = true;
     }
     m_wake.notify_all();
-    if (m_thread.joinable()) m_thread.join();
-    for (auto& job : m_queue) job.work->finish(CommWork::State::Failed, CommErrorKind::Other, "communicator shut down");
+    if (m_thread.joinable())
+        m_thread.join();
+    for (auto& job : m_queue)
+        job.work->finish(CommWork::State::Failed, CommErrorKind::Other, "communicator shut down");
     m_queue.clear();
 }
 
 void Communicator::emitWork(const Job& job, EventPhase phase) {
-    if (!m_sink) return;
+    if (!m_sink)
+        return;
     Event e;
     e.t_ns = m_sink->now();
     e.kind = job.kind;
@@ -117,8 +135,8 @@ void Communicator::emitWork(const Job& job, EventPhase phase) {
     m_sink->emit(e);
 }
 
-CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer, std::function<void()> run,
-                                  Dispatch dispatch) {
+CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer,
+                                  std::function<void()> run, Dispatch dispatch) {
     auto work = std::make_shared<CommWork>();
     work->m_owner = this;
     {
@@ -127,9 +145,12 @@ CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, in
         // the group. Point-to-point messages are numbered per (direction, peer),
         // so a rank's k-th send to j matches j's k-th recv from it.
         uint64_t seq = 0;
-        if (kind == EventKind::Send) seq = m_p2p_sent[peer]++;
-        else if (kind == EventKind::Recv) seq = m_p2p_received[peer]++;
-        else seq = m_next_seq++;
+        if (kind == EventKind::Send)
+            seq = m_p2p_sent[peer]++;
+        else if (kind == EventKind::Recv)
+            seq = m_p2p_received[peer]++;
+        else
+            seq = m_next_seq++;
         Job job{kind, tag, bytes, peer, seq, work, std::move(run)};
         emitWork(job, EventPhase::WorkScheduled);
         if (m_stopping) {
@@ -138,13 +159,15 @@ CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, in
         }
         m_queue.push_back(std::move(job));
     }
-    if (dispatch == Dispatch::WakeThread) m_wake.notify_one();
+    if (dispatch == Dispatch::WakeThread)
+        m_wake.notify_one();
     return work;
 }
 
 void Communicator::runNow(const CommWorkPtr& work) {
     runInlineIfNext(work.get());
-    if (!work->isCompleted()) m_wake.notify_one(); // queued behind others: the thread runs it in turn
+    if (!work->isCompleted())
+        m_wake.notify_one(); // queued behind others: the thread runs it in turn
     work->wait();
 }
 
@@ -154,7 +177,8 @@ void Communicator::threadLoop() {
         {
             std::unique_lock<std::mutex> lock(m_mutex);
             m_wake.wait(lock, [this] { return m_stopping || (!m_queue.empty() && !m_running); });
-            if (m_stopping) return;
+            if (m_stopping)
+                return;
             job = std::move(m_queue.front());
             m_queue.pop_front();
             m_running = true;
@@ -169,7 +193,8 @@ void Communicator::runInlineIfNext(const CommWork* work) {
     Job job;
     {
         std::lock_guard<std::mutex> lock(m_mutex);
-        if (m_stopping || m_running || m_queue.empty() || m_queue.front().work.get() != work) return;
+        if (m_stopping || m_running || m_queue.empty() || m_queue.front().work.get() != work)
+            return;
         job = std::move(m_queue.front());
         m_queue.pop_front();
         m_running = true;
@@ -182,7 +207,8 @@ void Communicator::runInlineIfNext(const CommWork* work) {
         more = !m_queue.empty();
     }
     // Only then: waking the thread for nothing costs two context switches.
-    if (more) m_wake.notify_one(); // the thread takes the jobs queued behind it
+    if (more)
+        m_wake.notify_one(); // the thread takes the jobs queued behind it
 }
 
 void Communicator::runJob(Job& job) {
@@ -265,29 +291,35 @@ CommWorkPtr Communicator::postRecv(at::Tensor x, int peer, int tag, CommTag ctag
 // Each call is defined once, with how it is dispatched; the public async and
 // blocking forms below choose the dispatch.
 CommWorkPtr Communicator::issueAllReduce(at::Tensor x, CommTag tag, Dispatch dispatch) {
-    return enqueue(EventKind::AllReduce, tag, int64_t(x.nbytes()), -1, [this, x]() mutable { doAllReduce(x); },
-                   dispatch);
+    return enqueue(
+        EventKind::AllReduce, tag, int64_t(x.nbytes()), -1, [this, x]() mutable { doAllReduce(x); },
+        dispatch);
 }
 
 CommWorkPtr Communicator::issueAllGather(at::Tensor out, at::Tensor x, CommTag tag, Dispatch dispatch) {
     DT_ENFORCE(out.numel() == x.numel() * m_size, "allGather output must hold group size x input elements");
-    return enqueue(EventKind::AllGather, tag, int64_t(x.nbytes()), -1,
-                   [this, out, x]() mutable { doAllGather(out, x); }, dispatch);
+    return enqueue(
+        EventKind::AllGather, tag, int64_t(x.nbytes()), -1, [this, out, x]() mutable { doAllGather(out, x); },
+        dispatch);
 }
 
 CommWorkPtr Communicator::issueReduceScatter(at::Tensor out, at::Tensor x, CommTag tag, Dispatch dispatch) {
-    DT_ENFORCE(x.numel() == out.numel() * m_size, "reduceScatter input must hold group size x output elements");
-    return enqueue(EventKind::ReduceScatter, tag, int64_t(x.nbytes()), -1,
-                   [this, out, x]() mutable { doReduceScatter(out, x); }, dispatch);
+    DT_ENFORCE(x.numel() == out.numel() * m_size,
+               "reduceScatter input must hold group size x output elements");
+    return enqueue(
+        EventKind::ReduceScatter, tag, int64_t(x.nbytes()), -1,
+        [this, out, x]() mutable { doReduceScatter(out, x); }, dispatch);
 }
 
 CommWorkPtr Communicator::issueBroadcast(at::Tensor x, int root, CommTag tag, Dispatch dispatch) {
-    return enqueue(EventKind::Broadcast, tag, int64_t(x.nbytes()), root,
-                   [this, x, root]() mutable { doBroadcast(x, root); }, dispatch);
+    return enqueue(
+        EventKind::Broadcast, tag, int64_t(x.nbytes()), root,
+        [this, x, root]() mutable { doBroadcast(x, root); }, dispatch);
 }
 
 CommWorkPtr Communicator::issueBarrier(CommTag tag, Dispatch dispatch) {
-    return enqueue(EventKind::Barrier, tag, 0, -1, [this]() { doBarrier(); }, dispatch);
+    return enqueue(
+        EventKind::Barrier, tag, 0, -1, [this]() { doBarrier(); }, dispatch);
 }
 
 CommWorkPtr Communicator::allReduce(at::Tensor x, CommTag tag) {
@@ -302,7 +334,9 @@ CommWorkPtr Communicator::reduceScatter(at::Tensor out, at::Tensor x, CommTag ta
 CommWorkPtr Communicator::broadcast(at::Tensor x, int root, CommTag tag) {
     return issueBroadcast(std::move(x), root, tag, Dispatch::WakeThread);
 }
-CommWorkPtr Communicator::barrier(CommTag tag) { return issueBarrier(tag, Dispatch::WakeThread); }
+CommWorkPtr Communicator::barrier(CommTag tag) {
+    return issueBarrier(tag, Dispatch::WakeThread);
+}
 
 void Communicator::allReduceNow(at::Tensor x, CommTag tag) {
     runNow(issueAllReduce(std::move(x), tag, Dispatch::CallerRuns));
@@ -316,14 +350,18 @@ void Communicator::reduceScatterNow(at::Tensor out, at::Tensor x, CommTag tag) {
 void Communicator::broadcastNow(at::Tensor x, int root, CommTag tag) {
     runNow(issueBroadcast(std::move(x), root, tag, Dispatch::CallerRuns));
 }
-void Communicator::barrierNow(CommTag tag) { runNow(issueBarrier(tag, Dispatch::CallerRuns)); }
+void Communicator::barrierNow(CommTag tag) {
+    runNow(issueBarrier(tag, Dispatch::CallerRuns));
+}
 
 CommWorkPtr Communicator::send(at::Tensor x, int peer, CommTag tag) {
-    return enqueue(EventKind::Send, tag, int64_t(x.nbytes()), peer, [this, x, peer]() mutable { doSend(x, peer); });
+    return enqueue(EventKind::Send, tag, int64_t(x.nbytes()), peer,
+                   [this, x, peer]() mutable { doSend(x, peer); });
 }
 
 CommWorkPtr Communicator::recv(at::Tensor x, int peer, CommTag tag) {
-    return enqueue(EventKind::Recv, tag, int64_t(x.nbytes()), peer, [this, x, peer]() mutable { doRecv(x, peer); });
+    return enqueue(EventKind::Recv, tag, int64_t(x.nbytes()), peer,
+                   [this, x, peer]() mutable { doRecv(x, peer); });
 }
 
 } // namespace dt

@@ -24,9 +24,9 @@
 // Failures (peer lost, timeout) surface as CommError from CommWork::wait().
 #pragma once
 
+#include "comm/link_shaper.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/events.hpp"
-#include "comm/link_shaper.hpp"
 
 #include <ATen/Tensor.h>
 
@@ -49,22 +49,23 @@ class Communicator;
 // Where a collective sits in the step, for telemetry.
 struct CommTag {
     int step = -1;
-    int unit = -1;       // bucket / unit index
+    int unit = -1; // bucket / unit index
     int microbatch = -1;
 };
 
 class CommWork {
-public:
+  public:
     enum class State { Scheduled, Started, Completed, Failed };
     [[nodiscard]] State state() const;
     [[nodiscard]] bool isCompleted() const; // Completed or Failed
     // Blocks until done; throws CommError if the collective failed.
     void wait();
 
-private:
+  private:
     friend class Communicator;
     void finish(State state, CommErrorKind error_kind, const std::string& error);
-    Communicator* m_owner = nullptr; // queued Works: may run it in wait() (it outlives them: shutdown fails them)
+    Communicator* m_owner =
+        nullptr; // queued Works: may run it in wait() (it outlives them: shutdown fails them)
     mutable std::mutex m_mutex;
     std::condition_variable m_done;
     State m_state = State::Scheduled;
@@ -74,7 +75,7 @@ private:
 using CommWorkPtr = std::shared_ptr<CommWork>;
 
 class Communicator {
-public:
+  public:
     Communicator(int rank, int size, EventSink* sink);
     virtual ~Communicator();
     Communicator(const Communicator&) = delete;
@@ -129,7 +130,7 @@ public:
     // message completes no sooner than latency + bytes / bandwidth.
     void shareLink(const LinkShaper* link) { m_link = link; }
 
-protected:
+  protected:
     // Backend operations, run on the communicator thread, blocking. Throw
     // CommError on failure.
     virtual void doAllReduce(at::Tensor& x) = 0;
@@ -144,7 +145,7 @@ protected:
     virtual std::function<void()> doPostSend(at::Tensor& x, int peer, int tag) = 0;
     virtual std::function<void()> doPostRecv(at::Tensor& x, int peer, int tag) = 0;
 
-private:
+  private:
     struct Job {
         EventKind kind;
         CommTag tag;
@@ -180,7 +181,7 @@ private:
     std::condition_variable m_wake;
     std::deque<Job> m_queue;
     bool m_stopping = false;
-    bool m_running = false;  // a job runs (on the thread or inline in a wait)
+    bool m_running = false; // a job runs (on the thread or inline in a wait)
     uint64_t m_next_seq = 0;
     std::map<int, uint64_t> m_p2p_sent, m_p2p_received;
     std::atomic<int64_t> m_bytes_sent{0};

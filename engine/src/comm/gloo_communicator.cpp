@@ -28,24 +28,26 @@ CommError toCommError(const std::exception& e, const std::string& op) {
     if (what.find("Timed out") != std::string::npos || what.find("timed out") != std::string::npos ||
         what.find("Timeout") != std::string::npos)
         kind = CommErrorKind::Timeout;
-    else if (what.find("Connection closed") != std::string::npos || what.find("Connection reset") != std::string::npos ||
+    else if (what.find("Connection closed") != std::string::npos ||
+             what.find("Connection reset") != std::string::npos ||
              what.find("Broken pipe") != std::string::npos || what.find("connection") != std::string::npos)
         kind = CommErrorKind::PeerLost;
-    const char* label = kind == CommErrorKind::Timeout ? "timed out" : kind == CommErrorKind::PeerLost ? "lost a peer" : "failed";
+    const char* label = kind == CommErrorKind::Timeout    ? "timed out"
+                        : kind == CommErrorKind::PeerLost ? "lost a peer"
+                                                          : "failed";
     return CommError(kind, "Gloo " + op + " " + label + ": " + first_line);
 }
 
 class GlooCommunicator final : public Communicator {
-public:
+  public:
     GlooCommunicator(c10::intrusive_ptr<c10d::ProcessGroupGloo> pg, int rank, int size, EventSink* sink)
         : Communicator(rank, size, sink), m_pg(std::move(pg)) {}
     ~GlooCommunicator() override { shutdown(); }
 
     CommBackend backend() const override { return CommBackend::Gloo; }
 
-protected:
-    template <typename MakeWork>
-    void run(const std::string& op, MakeWork make_work) {
+  protected:
+    template <typename MakeWork> void run(const std::string& op, MakeWork make_work) {
         try {
             auto work = make_work();
             work->wait();
@@ -68,7 +70,8 @@ protected:
         std::vector<std::vector<at::Tensor>> outputs(1);
         const at::Tensor flat = out.view(-1);
         const int64_t n = x.numel();
-        for (int i = 0; i < size(); ++i) outputs[0].push_back(flat.narrow(0, i * n, n).view_as(x));
+        for (int i = 0; i < size(); ++i)
+            outputs[0].push_back(flat.narrow(0, i * n, n).view_as(x));
         run("all-gather", [&] { return m_pg->allgather(outputs, inputs); });
     }
 
@@ -119,13 +122,14 @@ protected:
     // thread, and wait() blocks until it is done (a send until the receiver
     // has taken it). Tags keep messages between the same two ranks apart.
     std::function<void()> doPostSend(at::Tensor& x, int peer, int tag) override {
-        return post("send", [&](std::vector<at::Tensor>& t) { return m_pg->send(t, peer, tag); }, x);
+        return post(
+            "send", [&](std::vector<at::Tensor>& t) { return m_pg->send(t, peer, tag); }, x);
     }
     std::function<void()> doPostRecv(at::Tensor& x, int peer, int tag) override {
-        return post("recv", [&](std::vector<at::Tensor>& t) { return m_pg->recv(t, peer, tag); }, x);
+        return post(
+            "recv", [&](std::vector<at::Tensor>& t) { return m_pg->recv(t, peer, tag); }, x);
     }
-    template <typename Start>
-    std::function<void()> post(const std::string& op, Start start, at::Tensor& x) {
+    template <typename Start> std::function<void()> post(const std::string& op, Start start, at::Tensor& x) {
         auto tensors = std::make_shared<std::vector<at::Tensor>>(std::vector<at::Tensor>{x});
         c10::intrusive_ptr<c10d::Work> work;
         try {
@@ -146,7 +150,7 @@ protected:
         run("barrier", [&] { return m_pg->barrier(); });
     }
 
-private:
+  private:
     c10::intrusive_ptr<c10d::ProcessGroupGloo> m_pg;
 };
 

@@ -17,7 +17,7 @@
 namespace dt {
 
 class LinkShaper {
-public:
+  public:
     // bandwidth_mbit_s <= 0: no cap; latency_ms <= 0: none.
     void set(double bandwidth_mbit_s, double latency_ms) {
         m_bandwidth_mbit_s.store(std::max(0.0, bandwidth_mbit_s));
@@ -31,11 +31,12 @@ public:
     [[nodiscard]] std::chrono::nanoseconds linkTime(int64_t bytes) const {
         double seconds = latencyMs() / 1e3;
         const double mbit = bandwidthMbitPerS();
-        if (mbit > 0) seconds += double(bytes) * 8.0 / (mbit * 1e6);
+        if (mbit > 0)
+            seconds += double(bytes) * 8.0 / (mbit * 1e6);
         return std::chrono::nanoseconds(int64_t(seconds * 1e9));
     }
 
-private:
+  private:
     std::atomic<double> m_bandwidth_mbit_s{0.0};
     std::atomic<double> m_latency_ms{0.0};
 };

@@ -22,8 +22,8 @@
 #include "dtlab/errors.hpp"
 
 #include <cstdlib>
-#include <unistd.h>
 #include <mutex>
+#include <unistd.h>
 
 #ifdef DTLAB_HAVE_MPI
 #include <mpi.h>
@@ -41,7 +41,8 @@ bool mpiAvailable() {
 
 std::string mpiUnavailableReason() {
     if (!mpiAvailable())
-        return "this dtlab was built without MPI (CMake did not find it: install libopenmpi-dev and reconfigure)";
+        return "this dtlab was built without MPI (CMake did not find it: install libopenmpi-dev and "
+               "reconfigure)";
     if (!std::getenv("OMPI_COMM_WORLD_RANK"))
         return "the ranks were not started by mpirun (no OMPI_COMM_WORLD_RANK in the environment)";
     return "";
@@ -53,9 +54,11 @@ std::string mpirunPath() {
     size_t start = 0;
     while (start <= dirs.size()) {
         size_t end = dirs.find(':', start);
-        if (end == std::string::npos) end = dirs.size();
+        if (end == std::string::npos)
+            end = dirs.size();
         const std::string candidate = (end > start ? dirs.substr(start, end - start) : ".") + "/mpirun";
-        if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+        if (::access(candidate.c_str(), X_OK) == 0)
+            return candidate;
         start = end + 1;
     }
     return "";
@@ -72,15 +75,19 @@ std::string mpiErrorText(int code) {
 }
 
 void check(int code, const char* op) {
-    if (code != MPI_SUCCESS) throw CommError(CommErrorKind::Other, std::string("MPI ") + op + " failed: " + mpiErrorText(code));
+    if (code != MPI_SUCCESS)
+        throw CommError(CommErrorKind::Other, std::string("MPI ") + op + " failed: " + mpiErrorText(code));
 }
 
 void requireFloat(const at::Tensor& x, const char* op) {
     if (x.scalar_type() != at::kFloat || !x.is_contiguous() || !x.device().is_cpu())
-        throw CommError(CommErrorKind::Other, std::string("MPI ") + op + ": needs a contiguous float32 CPU tensor");
+        throw CommError(CommErrorKind::Other,
+                        std::string("MPI ") + op + ": needs a contiguous float32 CPU tensor");
 }
 
-int count(const at::Tensor& x) { return int(x.numel()); }
+int count(const at::Tensor& x) {
+    return int(x.numel());
+}
 
 // MPI is initialised once per process, by the first communicator, and
 // finalised at exit (after every communicator is gone: the worker destroys
@@ -90,45 +97,53 @@ void ensureMpiInitialised() {
     std::call_once(once, [] {
         int initialised = 0;
         MPI_Initialized(&initialised);
-        if (initialised) return;
+        if (initialised)
+            return;
         int provided = 0;
         check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "init");
         if (provided < MPI_THREAD_MULTIPLE)
-            throw UsageError("Open MPI was built without MPI_THREAD_MULTIPLE, which dtlab's MPI backend needs");
+            throw UsageError(
+                "Open MPI was built without MPI_THREAD_MULTIPLE, which dtlab's MPI backend needs");
         std::atexit([] {
             int finalised = 0;
             MPI_Finalized(&finalised);
-            if (!finalised) MPI_Finalize();
+            if (!finalised)
+                MPI_Finalize();
         });
     });
 }
 
 class MpiCommunicator final : public Communicator {
-public:
-    MpiCommunicator(MPI_Comm comm, int rank, int size, EventSink* sink) : Communicator(rank, size, sink), m_comm(comm) {}
+  public:
+    MpiCommunicator(MPI_Comm comm, int rank, int size, EventSink* sink)
+        : Communicator(rank, size, sink), m_comm(comm) {}
     ~MpiCommunicator() override {
         shutdown();
         int finalised = 0;
         MPI_Finalized(&finalised);
-        if (!finalised) MPI_Comm_free(&m_comm);
+        if (!finalised)
+            MPI_Comm_free(&m_comm);
     }
     CommBackend backend() const override { return CommBackend::Mpi; }
 
-protected:
+  protected:
     void doAllReduce(at::Tensor& x) override {
         requireFloat(x, "all-reduce");
-        check(MPI_Allreduce(MPI_IN_PLACE, x.data_ptr<float>(), count(x), MPI_FLOAT, MPI_SUM, m_comm), "all-reduce");
+        check(MPI_Allreduce(MPI_IN_PLACE, x.data_ptr<float>(), count(x), MPI_FLOAT, MPI_SUM, m_comm),
+              "all-reduce");
     }
     void doAllGather(at::Tensor& out, at::Tensor& x) override {
         requireFloat(x, "all-gather");
         requireFloat(out, "all-gather");
-        check(MPI_Allgather(x.data_ptr<float>(), count(x), MPI_FLOAT, out.data_ptr<float>(), count(x), MPI_FLOAT, m_comm),
+        check(MPI_Allgather(x.data_ptr<float>(), count(x), MPI_FLOAT, out.data_ptr<float>(), count(x),
+                            MPI_FLOAT, m_comm),
               "all-gather");
     }
     void doReduceScatter(at::Tensor& out, at::Tensor& x) override {
         requireFloat(x, "reduce-scatter");
         requireFloat(out, "reduce-scatter");
-        check(MPI_Reduce_scatter_block(x.data_ptr<float>(), out.data_ptr<float>(), count(out), MPI_FLOAT, MPI_SUM, m_comm),
+        check(MPI_Reduce_scatter_block(x.data_ptr<float>(), out.data_ptr<float>(), count(out), MPI_FLOAT,
+                                       MPI_SUM, m_comm),
               "reduce-scatter");
     }
     void doBroadcast(at::Tensor& x, int root) override {
@@ -148,25 +163,29 @@ protected:
         auto request = std::make_shared<MPI_Request>();
         // Tags 0.. are the caller's; queued send/recv use tag 0 on the same
         // communicator, so posted tags are shifted past it.
-        check(MPI_Isend(x.data_ptr<float>(), count(x), MPI_FLOAT, peer, tag + 1, m_comm, request.get()), "send");
+        check(MPI_Isend(x.data_ptr<float>(), count(x), MPI_FLOAT, peer, tag + 1, m_comm, request.get()),
+              "send");
         return [request, keep = x] { check(MPI_Wait(request.get(), MPI_STATUS_IGNORE), "send"); };
     }
     std::function<void()> doPostRecv(at::Tensor& x, int peer, int tag) override {
         requireFloat(x, "recv");
         auto request = std::make_shared<MPI_Request>();
-        check(MPI_Irecv(x.data_ptr<float>(), count(x), MPI_FLOAT, peer, tag + 1, m_comm, request.get()), "recv");
+        check(MPI_Irecv(x.data_ptr<float>(), count(x), MPI_FLOAT, peer, tag + 1, m_comm, request.get()),
+              "recv");
         return [request, keep = x] { check(MPI_Wait(request.get(), MPI_STATUS_IGNORE), "recv"); };
     }
     void doBarrier() override { check(MPI_Barrier(m_comm), "barrier"); }
 
-private:
+  private:
     MPI_Comm m_comm;
 };
 
 } // namespace
 
-std::unique_ptr<Communicator> makeMpiCommunicator(int color, int expected_rank, int expected_size, EventSink* sink) {
-    if (const std::string why = mpiUnavailableReason(); !why.empty()) throw UsageError("backend \"mpi\": " + why);
+std::unique_ptr<Communicator> makeMpiCommunicator(int color, int expected_rank, int expected_size,
+                                                  EventSink* sink) {
+    if (const std::string why = mpiUnavailableReason(); !why.empty())
+        throw UsageError("backend \"mpi\": " + why);
     ensureMpiInitialised();
     int world_rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
@@ -199,7 +218,8 @@ void finalizeMpi() {
     int initialised = 0, finalised = 0;
     MPI_Initialized(&initialised);
     MPI_Finalized(&finalised);
-    if (initialised && !finalised) MPI_Finalize();
+    if (initialised && !finalised)
+        MPI_Finalize();
 #endif
 }
 

@@ -43,7 +43,7 @@ void finalizeMpi();
 // at process exit. `expected_rank` / `expected_size` are checked against the
 // split communicator (a mismatch is a UsageError: the launcher and the
 // scenario disagree).
-[[nodiscard]] std::unique_ptr<Communicator> makeMpiCommunicator(int color, int expected_rank, int expected_size,
-                                                                EventSink* sink);
+[[nodiscard]] std::unique_ptr<Communicator> makeMpiCommunicator(int color, int expected_rank,
+                                                                int expected_size, EventSink* sink);
 
 } // namespace dt

@@ -4,8 +4,8 @@
 // file system), fsync it, rename it over `path`, then fsync the directory
 // (best effort). On any failure the temp file is removed, `path` is left as it
 // was, and dt::UsageError("cannot write '<path>': <strerror>") is thrown.
-#include "dtlab/errors.hpp"
 #include "dtlab/atomic_file.hpp"
+#include "dtlab/errors.hpp"
 
 #include <cerrno>
 #include <cstring>

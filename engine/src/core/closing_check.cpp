@@ -62,29 +62,32 @@ std::vector<Token> tokenize(const std::string& text) {
             i += used;
         } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
             size_t j = i;
-            while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+            while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_'))
+                ++j;
             t.kind = Token::Kind::Name;
             t.text = text.substr(i, j - i);
             i = j;
         } else if (c == '"' || c == '\'') {
             const size_t close = text.find(c, i + 1);
-            if (close == std::string::npos) throw SyntaxError(i, "this quoted field name is never closed");
+            if (close == std::string::npos)
+                throw SyntaxError(i, "this quoted field name is never closed");
             t.kind = Token::Kind::String;
             t.text = text.substr(i + 1, close - i - 1);
             i = close + 1;
         } else if (c == '(' || c == ')' || c == '[' || c == ']' || c == '.') {
-            t.kind = c == '(' ? Token::Kind::LParen
-                   : c == ')' ? Token::Kind::RParen
-                   : c == '[' ? Token::Kind::LBracket
-                   : c == ']' ? Token::Kind::RBracket
-                              : Token::Kind::Dot;
+            t.kind = c == '('   ? Token::Kind::LParen
+                     : c == ')' ? Token::Kind::RParen
+                     : c == '[' ? Token::Kind::LBracket
+                     : c == ']' ? Token::Kind::RBracket
+                                : Token::Kind::Dot;
             t.text = std::string(1, c);
             ++i;
         } else if (c == '<' || c == '>' || c == '=' || c == '!') {
             const bool two = i + 1 < text.size() && text[i + 1] == '=';
             t.kind = Token::Kind::Op;
             t.text = text.substr(i, two ? 2 : 1);
-            if (t.text == "=" || t.text == "!") throw SyntaxError(i, "'" + t.text + "' is not an operator; use == or !=");
+            if (t.text == "=" || t.text == "!")
+                throw SyntaxError(i, "'" + t.text + "' is not an operator; use == or !=");
             i += t.text.size();
         } else if (c == '+' || c == '-' || c == '*' || c == '/') {
             t.kind = Token::Kind::Op;
@@ -103,7 +106,7 @@ std::vector<Token> tokenize(const std::string& text) {
 
 // One segment of a path: a field name, or an array index.
 struct PathSegment {
-    std::string name;   // "" for an index
+    std::string name; // "" for an index
     long index = 0;
 };
 
@@ -112,14 +115,15 @@ struct Node {
     Kind kind = Kind::Number;
     double number = 0.0;
     std::vector<PathSegment> path;
-    std::string op;     // function name, arithmetic or comparison operator
+    std::string op; // function name, arithmetic or comparison operator
     std::unique_ptr<Node> left, right;
     std::string source; // the text this node was parsed from, for details
 };
 
 class Parser {
-public:
-    Parser(const std::string& text, bool has_baseline) : m_text(text), m_tokens(tokenize(text)), m_has_baseline(has_baseline) {}
+  public:
+    Parser(const std::string& text, bool has_baseline)
+        : m_text(text), m_tokens(tokenize(text)), m_has_baseline(has_baseline) {}
 
     std::vector<std::unique_ptr<Node>> parseCheck() {
         std::vector<std::unique_ptr<Node>> comparisons;
@@ -129,11 +133,12 @@ public:
             comparisons.push_back(parseComparison());
         }
         if (peek().kind != Token::Kind::End)
-            throw SyntaxError(peek().offset, "unexpected '" + peek().text + "' (comparisons are joined with 'and')");
+            throw SyntaxError(peek().offset,
+                              "unexpected '" + peek().text + "' (comparisons are joined with 'and')");
         return comparisons;
     }
 
-private:
+  private:
     const Token& peek() const { return m_tokens[m_pos]; }
     const Token& next() { return m_tokens[m_pos++]; }
 
@@ -158,7 +163,8 @@ private:
     std::unique_ptr<Node> parseProduct() { return parseLeftAssociative("*", "/", &Parser::parseUnary); }
 
     // operand ((op_a | op_b) operand)*, folded to the left: a - b - c = (a - b) - c.
-    std::unique_ptr<Node> parseLeftAssociative(const char* op_a, const char* op_b, std::unique_ptr<Node> (Parser::*operand)()) {
+    std::unique_ptr<Node> parseLeftAssociative(const char* op_a, const char* op_b,
+                                               std::unique_ptr<Node> (Parser::*operand)()) {
         const size_t start = peek().offset;
         auto left = (this->*operand)();
         while (peek().kind == Token::Kind::Op && (peek().text == op_a || peek().text == op_b)) {
@@ -221,15 +227,18 @@ private:
         const auto& roots = checkSummaryRoots();
         if (first.text == "baseline") {
             if (!m_has_baseline)
-                throw SyntaxError(first.offset, "'baseline' needs a baseline run: add baseline = { strategy = \"ddp\" } "
-                                                "(or microbatches, schedule, overlap, activation_checkpointing, pseudo_gradient) to this check");
+                throw SyntaxError(first.offset,
+                                  "'baseline' needs a baseline run: add baseline = { strategy = \"ddp\" } "
+                                  "(or microbatches, schedule, overlap, activation_checkpointing, "
+                                  "pseudo_gradient) to this check");
         } else if (first.text == "and") {
             throw SyntaxError(first.offset, "'and' joins two comparisons; a value is missing before it");
         } else if (std::find(roots.begin(), roots.end(), first.text) == roots.end()) {
             std::string names;
-            for (const auto& r : roots) names += (names.empty() ? "" : ", ") + r;
-            throw SyntaxError(first.offset, "unknown summary field '" + first.text + "'; expected one of: " + names +
-                                                " (or baseline.<field>)");
+            for (const auto& r : roots)
+                names += (names.empty() ? "" : ", ") + r;
+            throw SyntaxError(first.offset, "unknown summary field '" + first.text +
+                                                "'; expected one of: " + names + " (or baseline.<field>)");
         }
         node->kind = Node::Kind::Path;
         node->path.push_back(PathSegment{first.text, 0});
@@ -237,9 +246,11 @@ private:
             if (peek().kind == Token::Kind::Dot) {
                 next();
                 const Token name = next();
-                if (name.kind != Token::Kind::Name) throw SyntaxError(name.offset, "expected a field name after '.'");
+                if (name.kind != Token::Kind::Name)
+                    throw SyntaxError(name.offset, "expected a field name after '.'");
                 node->path.push_back(PathSegment{name.text, 0});
-            } else if (peek().kind == Token::Kind::LBracket && m_tokens[m_pos + 1].kind == Token::Kind::String) {
+            } else if (peek().kind == Token::Kind::LBracket &&
+                       m_tokens[m_pos + 1].kind == Token::Kind::String) {
                 next(); // ["all-reduce"]: a field whose name is not a plain word
                 node->path.push_back(PathSegment{next().text, 0});
                 expect(Token::Kind::RBracket, "']'");
@@ -265,14 +276,16 @@ private:
 
     void expect(Token::Kind kind, const char* what) {
         if (peek().kind != kind)
-            throw SyntaxError(peek().offset, std::string("expected ") + what +
-                                                 (peek().kind == Token::Kind::End ? " before the end" : " here"));
+            throw SyntaxError(peek().offset,
+                              std::string("expected ") + what +
+                                  (peek().kind == Token::Kind::End ? " before the end" : " here"));
         next();
     }
 
     static std::string trimmed(const std::string& s) {
         const auto b = s.find_first_not_of(" \t\n");
-        if (b == std::string::npos) return "";
+        if (b == std::string::npos)
+            return "";
         return s.substr(b, s.find_last_not_of(" \t\n") - b + 1);
     }
 
@@ -290,15 +303,18 @@ struct Value {
 };
 
 std::string formatNumber(double v) {
-    if (std::isnan(v)) return "null";
+    if (std::isnan(v))
+        return "null";
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.4g", v);
     return buf;
 }
 
 std::string formatValue(const Value& v) {
-    if (!v.strings.empty()) return "[" + std::to_string(v.strings.size()) + " strings]";
-    if (!v.is_array) return v.numbers.empty() ? "null" : formatNumber(v.numbers[0]);
+    if (!v.strings.empty())
+        return "[" + std::to_string(v.strings.size()) + " strings]";
+    if (!v.is_array)
+        return v.numbers.empty() ? "null" : formatNumber(v.numbers[0]);
     std::string out = "[";
     for (size_t i = 0; i < v.numbers.size(); ++i) {
         if (i == 8) {
@@ -311,38 +327,52 @@ std::string formatValue(const Value& v) {
 }
 
 bool compare(double a, double b, const std::string& op) {
-    if (std::isnan(a) || std::isnan(b)) return false;
-    if (op == "<") return a < b;
-    if (op == "<=") return a <= b;
-    if (op == ">") return a > b;
-    if (op == ">=") return a >= b;
-    if (op == "==") return a == b;
+    if (std::isnan(a) || std::isnan(b))
+        return false;
+    if (op == "<")
+        return a < b;
+    if (op == "<=")
+        return a <= b;
+    if (op == ">")
+        return a > b;
+    if (op == ">=")
+        return a >= b;
+    if (op == "==")
+        return a == b;
     return a != b;
 }
 
 class Evaluator {
-public:
+  public:
     Evaluator(const Json& summary, const Json* baseline) : m_summary(summary), m_baseline(baseline) {}
 
     Value eval(const Node& n) const {
         switch (n.kind) {
-        case Node::Kind::Number: return Value{false, {n.number}, {}};
-        case Node::Kind::Path: return evalPath(n);
-        case Node::Kind::Function: return evalFunction(n.op, eval(*n.left), n.left->source);
+        case Node::Kind::Number:
+            return Value{false, {n.number}, {}};
+        case Node::Kind::Path:
+            return evalPath(n);
+        case Node::Kind::Function:
+            return evalFunction(n.op, eval(*n.left), n.left->source);
         case Node::Kind::Negate: {
             Value v = numeric(eval(*n.left), n.left->source);
-            for (double& x : v.numbers) x = -x;
+            for (double& x : v.numbers)
+                x = -x;
             return v;
         }
         case Node::Kind::Arithmetic:
             return combine(numeric(eval(*n.left), n.left->source), numeric(eval(*n.right), n.right->source),
                            n.op, [&](double a, double b) {
-                               if (n.op == "+") return a + b;
-                               if (n.op == "-") return a - b;
-                               if (n.op == "*") return a * b;
+                               if (n.op == "+")
+                                   return a + b;
+                               if (n.op == "-")
+                                   return a - b;
+                               if (n.op == "*")
+                                   return a * b;
                                return a / b;
                            });
-        case Node::Kind::Compare: break;
+        case Node::Kind::Compare:
+            break;
         }
         throw EvalError("a comparison cannot be used as a value");
     }
@@ -356,7 +386,8 @@ public:
             ok = ok && compare(x, y, c.op);
             return 0.0;
         });
-        if (a.numbers.empty() || b.numbers.empty()) ok = false;
+        if (a.numbers.empty() || b.numbers.empty())
+            ok = false;
         auto side = [](const Node& n, const Value& v) {
             const std::string value = formatValue(v);
             return n.kind == Node::Kind::Number ? value : n.source + " = " + value;
@@ -365,15 +396,18 @@ public:
         return ok;
     }
 
-private:
+  private:
     Value evalPath(const Node& n) const {
         const Json* root = &m_summary;
         size_t first = 0;
         if (n.path[0].name == "baseline") {
-            if (!m_baseline) throw EvalError("'" + n.source + "': the baseline run did not run (dtrun run --check runs it)");
+            if (!m_baseline)
+                throw EvalError("'" + n.source +
+                                "': the baseline run did not run (dtrun run --check runs it)");
             root = m_baseline;
             first = 1;
-            if (n.path.size() == 1) throw EvalError("'baseline' alone is not a value; name a summary field after it");
+            if (n.path.size() == 1)
+                throw EvalError("'baseline' alone is not a value; name a summary field after it");
         }
         // Walk with a list of current nodes: a name on an array maps over its elements.
         std::vector<const Json*> current{root};
@@ -383,7 +417,8 @@ private:
             const PathSegment& seg = n.path[i];
             std::vector<const Json*> nextNodes;
             if (!seg.name.empty()) {
-                const bool plain = seg.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+                const bool plain =
+                    seg.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
                 walked += plain ? (walked.empty() ? "" : ".") + seg.name : "[\"" + seg.name + "\"]";
                 for (const Json* j : current) {
                     if (j->is_array()) {
@@ -403,12 +438,13 @@ private:
             } else {
                 walked += "[" + std::to_string(seg.index) + "]";
                 for (const Json* j : current) {
-                    if (!j->is_array()) throw EvalError("'" + walked + "': not an array");
+                    if (!j->is_array())
+                        throw EvalError("'" + walked + "': not an array");
                     const long size = long(j->size());
                     const long index = seg.index < 0 ? size + seg.index : seg.index;
                     if (index < 0 || index >= size)
-                        throw EvalError("'" + walked + "': index out of range (the array has " + std::to_string(size) +
-                                        " elements)");
+                        throw EvalError("'" + walked + "': index out of range (the array has " +
+                                        std::to_string(size) + " elements)");
                     nextNodes.push_back(&(*j)[size_t(index)]);
                 }
             }
@@ -418,25 +454,33 @@ private:
         if (current.size() == 1 && current[0]->is_array()) {
             is_array = true;
             std::vector<const Json*> elements;
-            for (const Json& e : *current[0]) elements.push_back(&e);
+            for (const Json& e : *current[0])
+                elements.push_back(&e);
             current = std::move(elements);
         }
         Value v;
         v.is_array = is_array;
         for (const Json* j : current) {
-            if (j->is_number()) v.numbers.push_back(j->get<double>());
-            else if (j->is_boolean()) v.numbers.push_back(j->get<bool>() ? 1.0 : 0.0);
-            else if (j->is_null()) v.numbers.push_back(std::nan(""));
-            else if (j->is_string()) v.strings.push_back(j->get<std::string>());
+            if (j->is_number())
+                v.numbers.push_back(j->get<double>());
+            else if (j->is_boolean())
+                v.numbers.push_back(j->get<bool>() ? 1.0 : 0.0);
+            else if (j->is_null())
+                v.numbers.push_back(std::nan(""));
+            else if (j->is_string())
+                v.strings.push_back(j->get<std::string>());
             else {
                 std::string fields;
                 if (j->is_object())
-                    for (auto it = j->begin(); it != j->end(); ++it) fields += (fields.empty() ? "" : ", ") + it.key();
-                throw EvalError("'" + walked + "' is " + (j->is_object() ? "an object; name one of its fields: " + fields
-                                                                          : "not a number"));
+                    for (auto it = j->begin(); it != j->end(); ++it)
+                        fields += (fields.empty() ? "" : ", ") + it.key();
+                throw EvalError(
+                    "'" + walked + "' is " +
+                    (j->is_object() ? "an object; name one of its fields: " + fields : "not a number"));
             }
         }
-        if (!v.strings.empty() && !v.numbers.empty()) throw EvalError("'" + walked + "' mixes numbers and strings");
+        if (!v.strings.empty() && !v.numbers.empty())
+            throw EvalError("'" + walked + "' mixes numbers and strings");
         return v;
     }
 
@@ -446,11 +490,11 @@ private:
         return v;
     }
 
-    template <typename F>
-    static Value combine(const Value& a, const Value& b, const std::string& op, F f) {
+    template <typename F> static Value combine(const Value& a, const Value& b, const std::string& op, F f) {
         if (a.is_array && b.is_array && a.numbers.size() != b.numbers.size())
-            throw EvalError("'" + op + "' of arrays of different lengths (" + std::to_string(a.numbers.size()) + " and " +
-                            std::to_string(b.numbers.size()) + ")");
+            throw EvalError("'" + op + "' of arrays of different lengths (" +
+                            std::to_string(a.numbers.size()) + " and " + std::to_string(b.numbers.size()) +
+                            ")");
         Value out;
         out.is_array = a.is_array || b.is_array;
         const size_t n = std::max(a.numbers.size(), b.numbers.size());
@@ -460,27 +504,39 @@ private:
     }
 
     static Value evalFunction(const std::string& name, const Value& arg, const std::string& source) {
-        if (name == "count") return Value{false, {double(arg.strings.empty() ? arg.numbers.size() : arg.strings.size())}, {}};
+        if (name == "count")
+            return Value{false, {double(arg.strings.empty() ? arg.numbers.size() : arg.strings.size())}, {}};
         if (name == "distinct") {
-            if (!arg.strings.empty()) return Value{false, {double(std::set<std::string>(arg.strings.begin(), arg.strings.end()).size())}, {}};
-            return Value{false, {double(std::set<double>(arg.numbers.begin(), arg.numbers.end()).size())}, {}};
+            if (!arg.strings.empty())
+                return Value{false,
+                             {double(std::set<std::string>(arg.strings.begin(), arg.strings.end()).size())},
+                             {}};
+            return Value{
+                false, {double(std::set<double>(arg.numbers.begin(), arg.numbers.end()).size())}, {}};
         }
         const Value v = numeric(arg, source);
         if (name == "abs") {
             Value out = v;
-            for (double& x : out.numbers) x = std::fabs(x);
+            for (double& x : out.numbers)
+                x = std::fabs(x);
             return out;
         }
-        if (v.numbers.empty()) throw EvalError(name + "(" + source + "): the array is empty");
+        if (v.numbers.empty())
+            throw EvalError(name + "(" + source + "): the array is empty");
         double acc = v.numbers[0];
         for (size_t i = 1; i < v.numbers.size(); ++i) {
             const double x = v.numbers[i];
-            if (std::isnan(x) || std::isnan(acc)) acc = std::nan("");
-            else if (name == "max") acc = std::max(acc, x);
-            else if (name == "min") acc = std::min(acc, x);
-            else acc += x; // sum, mean
+            if (std::isnan(x) || std::isnan(acc))
+                acc = std::nan("");
+            else if (name == "max")
+                acc = std::max(acc, x);
+            else if (name == "min")
+                acc = std::min(acc, x);
+            else
+                acc += x; // sum, mean
         }
-        if (name == "mean") acc /= double(v.numbers.size());
+        if (name == "mean")
+            acc /= double(v.numbers.size());
         return Value{false, {acc}, {}};
     }
 
@@ -491,12 +547,32 @@ private:
 } // namespace
 
 const std::vector<std::string>& checkSummaryRoots() {
-    static const std::vector<std::string> roots = {
-        "ok",           "ranks",          "steps_requested", "steps",           "initial_loss",     "final_loss",
-        "loss_by_step", "step_end_s_by_step", "step_ms_median", "bytes_sent",    "bytes_sent_measured",
-        "bytes_received", "peak_memory",  "pipeline",        "theory",          "fault_tolerance",  "params_checksum",
-        "dropped_events", "dropped_events_total", "collectives", "failed_collectives", "hung_collectives", "exit",
-        "wall_time_s",  "bus_bandwidth",  "offload"};
+    static const std::vector<std::string> roots = {"ok",
+                                                   "ranks",
+                                                   "steps_requested",
+                                                   "steps",
+                                                   "initial_loss",
+                                                   "final_loss",
+                                                   "loss_by_step",
+                                                   "step_end_s_by_step",
+                                                   "step_ms_median",
+                                                   "bytes_sent",
+                                                   "bytes_sent_measured",
+                                                   "bytes_received",
+                                                   "peak_memory",
+                                                   "pipeline",
+                                                   "theory",
+                                                   "fault_tolerance",
+                                                   "params_checksum",
+                                                   "dropped_events",
+                                                   "dropped_events_total",
+                                                   "collectives",
+                                                   "failed_collectives",
+                                                   "hung_collectives",
+                                                   "exit",
+                                                   "wall_time_s",
+                                                   "bus_bandwidth",
+                                                   "offload"};
     return roots;
 }
 
@@ -524,7 +600,8 @@ CheckOutcome evaluateParsed(const std::string& expect, const Json& summary, cons
         outcome.passed = true;
         for (const auto& c : comparisons) {
             std::string detail;
-            if (!evaluator.holds(*c, detail)) outcome.passed = false;
+            if (!evaluator.holds(*c, detail))
+                outcome.passed = false;
             outcome.detail += (outcome.detail.empty() ? "" : "; ") + detail;
         }
     } catch (const std::exception& e) { // EvalError, or a syntax error (validated at load)
@@ -541,7 +618,8 @@ CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary
     Json summary, baseline;
     try {
         summary = Json::parse(summary_json);
-        if (!baseline_summary_json.empty()) baseline = Json::parse(baseline_summary_json);
+        if (!baseline_summary_json.empty())
+            baseline = Json::parse(baseline_summary_json);
     } catch (const std::exception& e) {
         return CheckOutcome{false, std::string("cannot evaluate: ") + e.what()};
     }
@@ -552,13 +630,14 @@ CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary
 
 namespace dt {
 
-std::vector<ClosingCheckResult> evaluateClosingChecks(const std::vector<ClosingCheck>& checks,
-                                                      const std::string& summary_json,
-                                                      const std::map<std::string, std::string>& baseline_summaries) {
+std::vector<ClosingCheckResult>
+evaluateClosingChecks(const std::vector<ClosingCheck>& checks, const std::string& summary_json,
+                      const std::map<std::string, std::string>& baseline_summaries) {
     // Each summary is parsed once, however many checks read it (summaryJson always writes valid JSON).
     const Json summary = Json::parse(summary_json);
     std::map<std::string, Json> baselines;
-    for (const auto& [key, text] : baseline_summaries) baselines[key] = Json::parse(text);
+    for (const auto& [key, text] : baseline_summaries)
+        baselines[key] = Json::parse(text);
     std::vector<ClosingCheckResult> results;
     for (const ClosingCheck& c : checks) {
         ClosingCheckResult r;
@@ -569,7 +648,8 @@ std::vector<ClosingCheckResult> evaluateClosingChecks(const std::vector<ClosingC
         if (!c.baseline.empty()) {
             const auto it = baselines.find(r.baseline);
             if (it == baselines.end()) {
-                r.detail = "not evaluated: needs the baseline run { " + r.baseline + " } (dtrun run --check runs it)";
+                r.detail = "not evaluated: needs the baseline run { " + r.baseline +
+                           " } (dtrun run --check runs it)";
                 results.push_back(r);
                 continue;
             }
@@ -584,7 +664,8 @@ std::vector<ClosingCheckResult> evaluateClosingChecks(const std::vector<ClosingC
     return results;
 }
 
-std::string summaryWithChecks(const std::string& summary_json, const std::vector<ClosingCheckResult>& results) {
+std::string summaryWithChecks(const std::string& summary_json,
+                              const std::vector<ClosingCheckResult>& results) {
     Json j = Json::parse(summary_json);
     Json checks = Json::array();
     for (const ClosingCheckResult& r : results)

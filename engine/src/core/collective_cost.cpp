@@ -15,13 +15,15 @@
 namespace dt {
 
 double ringFactor(const std::string& op, int ranks) {
-    if (ranks < 2) return 0.0;
+    if (ranks < 2)
+        return 0.0;
     const double share = double(ranks - 1) / ranks;
     return op == "all_reduce" ? 2.0 * share : share;
 }
 
 double busBandwidthGBs(const std::string& op, double size_bytes, int ranks, double seconds) {
-    if (seconds <= 0) return 0.0;
+    if (seconds <= 0)
+        return 0.0;
     return ringFactor(op, ranks) * size_bytes / seconds / 1e9;
 }
 
@@ -31,7 +33,8 @@ AlphaBetaFit fitAlphaBeta(const std::vector<double>& wire_bytes, const std::vect
     // Weighted least squares of t = a + b x (b = 1 / B), weights 1 / t^2.
     double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (size_t i = 0; i < n; ++i) {
-        if (seconds[i] <= 0) continue;
+        if (seconds[i] <= 0)
+            continue;
         const double w = 1.0 / (seconds[i] * seconds[i]);
         const double x = wire_bytes[i], y = seconds[i];
         sw += w;
@@ -41,14 +44,16 @@ AlphaBetaFit fitAlphaBeta(const std::vector<double>& wire_bytes, const std::vect
         sxy += w * x * y;
     }
     const double det = sw * sxx - sx * sx;
-    if (sw == 0 || std::abs(det) <= 1e-30 * sw * sxx) return fit;
+    if (sw == 0 || std::abs(det) <= 1e-30 * sw * sxx)
+        return fit;
     double b = (sw * sxy - sx * sy) / det;
     double a = (sy - b * sx) / sw;
     if (a < 0) { // no negative latency: refit the slope through the origin
         a = 0;
         b = sxy / sxx;
     }
-    if (!(b > 0)) return fit;
+    if (!(b > 0))
+        return fit;
     fit.alpha_s = a;
     fit.bandwidth_bytes_s = 1.0 / b;
     fit.ok = true;
@@ -64,7 +69,8 @@ BusBandwidthMeasure measureBusBandwidth(const std::vector<Event>& events) {
     std::map<std::tuple<int, int, int64_t>, Cell> cells; // (backend, op, size)
     BusBandwidthMeasure m;
     for (const Event& e : events) {
-        if (e.kind != EventKind::BusBandwidth || e.unit < 0 || e.unit > 2) continue;
+        if (e.kind != EventKind::BusBandwidth || e.unit < 0 || e.unit > 2)
+            continue;
         Cell& c = cells[{int(e.backend), int(e.unit), e.bytes}];
         c.seconds += double(e.dur_ns) / 1e9;
         c.gbs += e.value;
@@ -87,7 +93,8 @@ BusBandwidthMeasure measureBusBandwidth(const std::vector<Event>& events) {
     }
     for (const auto& [key, s] : series) {
         const AlphaBetaFit fit = fitAlphaBeta(s.first, s.second);
-        if (fit.ok) m.models.push_back(BusBandwidthModel{CommBackend(key.first), kOps[key.second], fit});
+        if (fit.ok)
+            m.models.push_back(BusBandwidthModel{CommBackend(key.first), kOps[key.second], fit});
     }
     return m;
 }

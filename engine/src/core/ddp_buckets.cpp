@@ -19,7 +19,8 @@ std::vector<BucketPlan> planBuckets(const std::vector<int64_t>& param_numel, int
         current.slots.push_back(BucketSlot{i, current.numel, numel});
         current.numel += numel;
     }
-    if (!current.slots.empty()) buckets.push_back(std::move(current));
+    if (!current.slots.empty())
+        buckets.push_back(std::move(current));
     return buckets;
 }
 
@@ -63,7 +64,8 @@ std::vector<ParameterShape> parameterLayout(const ModelConfig& m) {
 
 std::vector<BucketPlan> ddpBucketPlan(const Scenario& s) {
     std::vector<int64_t> numel;
-    for (const ParameterShape& p : parameterLayout(s.model)) numel.push_back(p.numel);
+    for (const ParameterShape& p : parameterLayout(s.model))
+        numel.push_back(p.numel);
     return planBuckets(numel, 4, int64_t(s.strategy.bucket_mb * 1024 * 1024));
 }
 

@@ -1,9 +1,9 @@
 // diloco_theory.cpp: the byte formulas of diloco_theory.hpp.
 #include "dtlab/diloco_theory.hpp"
 
-#include "dtlab/sharding_theory.hpp"
 #include "dtlab/diloco_schedule.hpp"
 #include "dtlab/pseudo_gradient_format.hpp"
+#include "dtlab/sharding_theory.hpp"
 
 #include <algorithm>
 

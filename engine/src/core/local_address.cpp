@@ -20,7 +20,8 @@ std::string localAddressTowards(const std::string& host, int port) {
     hints.ai_socktype = SOCK_DGRAM;
     addrinfo* found = nullptr;
     const std::string service = std::to_string(port > 0 ? port : 9);
-    if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0 || found == nullptr)
+    if (const int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
+        rc != 0 || found == nullptr)
         throw UsageError("cannot resolve the Session's host '" + host + "': " + gai_strerror(rc));
 
     const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

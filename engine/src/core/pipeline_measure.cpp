@@ -10,18 +10,20 @@ namespace dt {
 
 PipelineMeasure measurePipeline(const std::vector<Event>& events, const Scenario& s) {
     PipelineMeasure out;
-    if (!strategyTraits(s.strategy.kind).uses_stages) return out;
+    if (!strategyTraits(s.strategy.kind).uses_stages)
+        return out;
     const int p = s.topology.stages, world = s.topology.ranks;
     struct Window {
         int64_t begin = INT64_MAX, end = INT64_MIN;
     };
-    std::map<std::pair<int, int>, Window> windows;                // (step, replica)
-    std::map<std::pair<int, int>, int64_t> busy;                  // (step, rank)
-    std::map<EventKind, std::pair<double, int>> durations;        // kind -> (sum ns, count)
+    std::map<std::pair<int, int>, Window> windows;         // (step, replica)
+    std::map<std::pair<int, int>, int64_t> busy;           // (step, rank)
+    std::map<EventKind, std::pair<double, int>> durations; // kind -> (sum ns, count)
     for (const Event& e : events) {
-        if (e.phase != EventPhase::Span || e.microbatch < 0 || e.unit < 0 || e.rank < 0 || e.rank >= world) continue;
-        if (e.kind != EventKind::Forward && e.kind != EventKind::Backward && e.kind != EventKind::BackwardInput &&
-            e.kind != EventKind::BackwardWeight)
+        if (e.phase != EventPhase::Span || e.microbatch < 0 || e.unit < 0 || e.rank < 0 || e.rank >= world)
+            continue;
+        if (e.kind != EventKind::Forward && e.kind != EventKind::Backward &&
+            e.kind != EventKind::BackwardInput && e.kind != EventKind::BackwardWeight)
             continue;
         Window& w = windows[{e.step, e.rank / p}];
         w.begin = std::min(w.begin, e.t_ns);
@@ -33,9 +35,12 @@ PipelineMeasure measurePipeline(const std::vector<Event>& events, const Scenario
     }
     std::vector<int> steps;
     for (const auto& [key, _] : windows)
-        if (key.second == 0) steps.push_back(key.first);
-    if (steps.size() > 1) steps.erase(steps.begin()); // warm-up
-    if (steps.empty()) return out;
+        if (key.second == 0)
+            steps.push_back(key.first);
+    if (steps.size() > 1)
+        steps.erase(steps.begin()); // warm-up
+    if (steps.empty())
+        return out;
 
     std::vector<double> sum(size_t(world), 0.0);
     std::vector<int> count(size_t(world), 0);
@@ -45,21 +50,25 @@ PipelineMeasure measurePipeline(const std::vector<Event>& events, const Scenario
         for (int r = 0; r < world; ++r) {
             auto w = windows.find({step, r / p});
             auto b = busy.find({step, r});
-            if (w == windows.end() || b == busy.end() || w->second.end <= w->second.begin) continue;
+            if (w == windows.end() || b == busy.end() || w->second.end <= w->second.begin)
+                continue;
             const double bubble = 1.0 - double(b->second) / double(w->second.end - w->second.begin);
             sum[size_t(r)] += bubble;
             ++count[size_t(r)];
             total += bubble;
             ++n;
         }
-    if (n == 0) return out;
+    if (n == 0)
+        return out;
     out.valid = true;
     out.steps_measured = int(steps.size());
     out.bubble = total / n;
-    for (int r = 0; r < world; ++r) out.bubble_per_rank.push_back(count[size_t(r)] ? sum[size_t(r)] / count[size_t(r)] : 0.0);
+    for (int r = 0; r < world; ++r)
+        out.bubble_per_rank.push_back(count[size_t(r)] ? sum[size_t(r)] / count[size_t(r)] : 0.0);
     const auto mean_ms = [&](EventKind k) {
         auto it = durations.find(k);
-        return it == durations.end() || it->second.second == 0 ? 0.0 : it->second.first / it->second.second / 1e6;
+        return it == durations.end() || it->second.second == 0 ? 0.0
+                                                               : it->second.first / it->second.second / 1e6;
     };
     const bool zb = s.strategy.schedule == "zb-h1";
     out.t_forward_ms = mean_ms(EventKind::Forward);
@@ -70,7 +79,8 @@ PipelineMeasure measurePipeline(const std::vector<Event>& events, const Scenario
     shape.stages = p;
     shape.microbatches = s.strategy.microbatches;
     shape.chunks_per_rank = s.strategy.chunks_per_rank;
-    out.bubble_theory = bubbleTheory(s.strategy.schedule, shape, out.t_forward_ms, out.t_backward_ms, out.t_weight_ms);
+    out.bubble_theory =
+        bubbleTheory(s.strategy.schedule, shape, out.t_forward_ms, out.t_backward_ms, out.t_weight_ms);
     PipeDurations d;
     d.forward = out.t_forward_ms;
     d.backward = out.t_backward_ms;

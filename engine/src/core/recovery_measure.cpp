@@ -11,25 +11,32 @@
 namespace dt {
 
 std::string faultLabel(const Event& e) {
-    if (e.kind == EventKind::LighthouseDown) return "lighthouse";
+    if (e.kind == EventKind::LighthouseDown)
+        return "lighthouse";
     FaultAction action = FaultAction::Kill;
-    if (faultActionFromEventCode(int(e.value), action)) return faultActionName(action);
+    if (faultActionFromEventCode(int(e.value), action))
+        return faultActionName(action);
     return "fault";
 }
 
 RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
     std::vector<Event> events = input;
-    std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
+    std::stable_sort(events.begin(), events.end(),
+                     [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
 
     RecoveryMeasure m;
     m.replicas.resize(size_t(std::max(world, 0)));
     std::set<int64_t> quorum_ids;
     for (const Event& e : events) {
         const bool on_rank = e.rank >= 0 && e.rank < world;
-        if (e.kind == EventKind::Commit && on_rank) m.replicas[size_t(e.rank)].committed += 1;
-        if (e.kind == EventKind::Abort && on_rank) m.replicas[size_t(e.rank)].aborted += 1;
-        if (e.kind == EventKind::Heal && e.value == 0 && on_rank) m.replicas[size_t(e.rank)].heals += 1;
-        if (e.kind == EventKind::QuorumFormed && e.rank < 0) quorum_ids.insert(int64_t(e.value));
+        if (e.kind == EventKind::Commit && on_rank)
+            m.replicas[size_t(e.rank)].committed += 1;
+        if (e.kind == EventKind::Abort && on_rank)
+            m.replicas[size_t(e.rank)].aborted += 1;
+        if (e.kind == EventKind::Heal && e.value == 0 && on_rank)
+            m.replicas[size_t(e.rank)].heals += 1;
+        if (e.kind == EventKind::QuorumFormed && e.rank < 0)
+            quorum_ids.insert(int64_t(e.value));
     }
     for (const auto& r : m.replicas) {
         m.committed_total += r.committed;
@@ -39,8 +46,10 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
 
     for (size_t i = 0; i < events.size(); ++i) {
         const Event& f = events[i];
-        const bool injected = f.kind == EventKind::FaultInjected && f.rank >= 0 && int(f.value) != faultActionTraits(FaultAction::Resume).event_code;
-        if (!injected && f.kind != EventKind::LighthouseDown) continue;
+        const bool injected = f.kind == EventKind::FaultInjected && f.rank >= 0 &&
+                              int(f.value) != faultActionTraits(FaultAction::Resume).event_code;
+        if (!injected && f.kind != EventKind::LighthouseDown)
+            continue;
         Recovery r;
         r.fault = faultLabel(f);
         r.replica = f.kind == EventKind::LighthouseDown ? -1 : f.rank;
@@ -49,7 +58,8 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
         // The quorum in force at the fault, to tell a new one.
         int64_t quorum_before = -1;
         for (size_t k = 0; k < i; ++k)
-            if (events[k].kind == EventKind::QuorumFormed && events[k].rank < 0) quorum_before = int64_t(events[k].value);
+            if (events[k].kind == EventKind::QuorumFormed && events[k].rank < 0)
+                quorum_before = int64_t(events[k].value);
         int64_t heal_end_ns = -1;
         for (size_t k = i + 1; k < events.size(); ++k) {
             const Event& e = events[k];
@@ -65,7 +75,8 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
             }
             if (r.survivors_commit_ms < 0 && e.kind == EventKind::Commit && other && r.new_quorum_ms >= 0)
                 r.survivors_commit_ms = ms(e);
-            if (r.restarted_ms < 0 && e.kind == EventKind::RankRestarted && e.rank == r.replica) r.restarted_ms = ms(e);
+            if (r.restarted_ms < 0 && e.kind == EventKind::RankRestarted && e.rank == r.replica)
+                r.restarted_ms = ms(e);
             if (r.heal_ms < 0 && e.kind == EventKind::Heal && e.value == 0 && e.rank == r.replica) {
                 // a span's event is emitted when it ends; t_ns is its start
                 r.heal_duration_ms = double(e.dur_ns) / 1e6;
@@ -81,7 +92,8 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
         // No quorum change (a slow-down): the survivors' next commit after the fault.
         if (r.survivors_commit_ms < 0 && r.new_quorum_ms < 0)
             for (size_t k = i + 1; k < events.size(); ++k)
-                if (events[k].kind == EventKind::Commit && events[k].rank >= 0 && events[k].rank != r.replica) {
+                if (events[k].kind == EventKind::Commit && events[k].rank >= 0 &&
+                    events[k].rank != r.replica) {
                     r.survivors_commit_ms = ms(events[k]);
                     break;
                 }

@@ -16,19 +16,25 @@ namespace dt {
 namespace {
 
 void require(int ok, const char* call) {
-    if (ok != 1) throw std::runtime_error(std::string("OpenSSL ") + call + " failed");
+    if (ok != 1)
+        throw std::runtime_error(std::string("OpenSSL ") + call + " failed");
 }
 
 } // namespace
 
 Sha256::Sha256() : m_context(EVP_MD_CTX_new()) {
-    if (!m_context) throw std::runtime_error("OpenSSL EVP_MD_CTX_new failed");
+    if (!m_context)
+        throw std::runtime_error("OpenSSL EVP_MD_CTX_new failed");
     require(EVP_DigestInit_ex(m_context, EVP_sha256(), nullptr), "EVP_DigestInit_ex");
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(m_context); }
+Sha256::~Sha256() {
+    EVP_MD_CTX_free(m_context);
+}
 
-void Sha256::update(const void* data, size_t n) { require(EVP_DigestUpdate(m_context, data, n), "EVP_DigestUpdate"); }
+void Sha256::update(const void* data, size_t n) {
+    require(EVP_DigestUpdate(m_context, data, n), "EVP_DigestUpdate");
+}
 
 std::array<uint8_t, 32> Sha256::finish() {
     std::array<uint8_t, 32> digest{};
@@ -47,13 +53,16 @@ std::array<uint8_t, 32> hmacSha256(std::string_view key, std::string_view messag
     std::array<uint8_t, 32> mac{};
     unsigned int length = 0;
     const unsigned char* out =
-        HMAC(EVP_sha256(), key.data(), int(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
-             message.size(), mac.data(), &length);
-    if (!out || length != mac.size()) throw std::runtime_error("OpenSSL HMAC failed");
+        HMAC(EVP_sha256(), key.data(), int(key.size()),
+             reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &length);
+    if (!out || length != mac.size())
+        throw std::runtime_error("OpenSSL HMAC failed");
     return mac;
 }
 
-bool constantTimeEqual(const uint8_t* a, const uint8_t* b, size_t n) { return CRYPTO_memcmp(a, b, n) == 0; }
+bool constantTimeEqual(const uint8_t* a, const uint8_t* b, size_t n) {
+    return CRYPTO_memcmp(a, b, n) == 0;
+}
 
 std::string toHex(const uint8_t* bytes, size_t n) {
     static const char kDigits[] = "0123456789abcdef";

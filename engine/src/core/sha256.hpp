@@ -24,7 +24,7 @@ namespace dt {
 // Incremental SHA-256: update() any number of times with any chunk sizes, then
 // finish() once for the 32-byte digest.
 class Sha256 {
-public:
+  public:
     Sha256();
     ~Sha256();
     Sha256(const Sha256&) = delete;
@@ -33,7 +33,7 @@ public:
     // Returns the digest. Call once.
     std::array<uint8_t, 32> finish();
 
-private:
+  private:
     ::evp_md_ctx_st* m_context;
 };
 

@@ -9,7 +9,8 @@ namespace dt {
 
 int64_t UnitLayout::total() const {
     int64_t n = root_numel;
-    for (int64_t u : unit_numel) n += u;
+    for (int64_t u : unit_numel)
+        n += u;
     return n;
 }
 
@@ -18,7 +19,8 @@ UnitLayout unitLayout(const ModelConfig& m) {
     if (m.kind == "tiny_gpt") {
         const int64_t C = m.d_model, V = m.vocab, T = m.context, R = m.mlp_ratio;
         // ln1 (2C) + qkv (3C*C + 3C) + proj (C*C + C) + ln2 (2C) + fc1 (R*C*C + R*C) + fc2 (R*C*C + C)
-        const int64_t block = 2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (R * C * C + R * C) + (R * C * C + C);
+        const int64_t block =
+            2 * C + (3 * C * C + 3 * C) + (C * C + C) + 2 * C + (R * C * C + R * C) + (R * C * C + C);
         layout.unit_numel.assign(size_t(m.layers), block);
         layout.root_numel = V * C + T * C + 2 * C + C * V; // tok_emb, pos_emb, ln_f, head (no bias)
     } else if (m.kind == "mlp") {
@@ -38,8 +40,10 @@ int64_t paddedNumel(int64_t numel, int shards) {
 
 int shardCount(const Scenario& s) {
     const StrategyKind k = s.strategy.kind;
-    if (k == StrategyKind::Ddp || k == StrategyKind::Pipeline || k == StrategyKind::Diloco) return 1;
-    if (k == StrategyKind::Hsdp) return s.topology.ranks / std::max(1, s.topology.replicas);
+    if (k == StrategyKind::Ddp || k == StrategyKind::Pipeline || k == StrategyKind::Diloco)
+        return 1;
+    if (k == StrategyKind::Hsdp)
+        return s.topology.ranks / std::max(1, s.topology.replicas);
     return s.topology.ranks;
 }
 
@@ -75,10 +79,12 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
         }
         return t;
     }
-    if (k == StrategyKind::TensorParallel) { // Megatron: each block's Linear weights split N ways, the rest whole
+    if (k ==
+        StrategyKind::TensorParallel) { // Megatron: each block's Linear weights split N ways, the rest whole
         const int64_t C = s.model.d_model, R = s.model.mlp_ratio, W = std::max(1, s.topology.ranks);
-        const int64_t split = (3 * C * C + 3 * C) + C * C + (R * C * C + R * C) + R * C * C; // qkv, proj W, fc1, fc2 W
-        const int64_t whole = 2 * C + C + 2 * C + C;                                          // ln1, proj b, ln2, fc2 b
+        const int64_t split =
+            (3 * C * C + 3 * C) + C * C + (R * C * C + R * C) + R * C * C; // qkv, proj W, fc1, fc2 W
+        const int64_t whole = 2 * C + C + 2 * C + C;                       // ln1, proj b, ln2, fc2 b
         const int64_t per_rank = layout.root_numel + int64_t(s.model.layers) * (whole + split / W);
         t.parameters = 4 * per_rank;
         t.gradients = 4 * per_rank;
@@ -126,7 +132,8 @@ int64_t bytesPerStepTheory(const Scenario& s) {
     const int N = shardCount(s);
     const int M = s.strategy.microbatches;
     const int grad_syncs = s.strategy.sync_every_microbatch ? M : 1;
-    if (k == StrategyKind::Ddp) return grad_syncs * (2 * int64_t(W - 1) * 4 * layout.total() / W);
+    if (k == StrategyKind::Ddp)
+        return grad_syncs * (2 * int64_t(W - 1) * 4 * layout.total() / W);
     if (k == StrategyKind::TensorParallel) { // 4 all-reduces of (B/M) x T x C fp32 per block and microbatch
         const int64_t call = 4 * int64_t(s.data.batch_per_rank / M) * s.model.context * s.model.d_model;
         return int64_t(M) * s.model.layers * 4 * (2 * int64_t(W - 1) * call / W);
@@ -134,8 +141,9 @@ int64_t bytesPerStepTheory(const Scenario& s) {
     if (k == StrategyKind::Diloco) { // the average over H steps (diloco_theory.hpp has the per-sync figures)
         return dilocoTheory(s).bytes_per_period / std::max(1, s.diloco.inner_steps);
     }
-    if (k == StrategyKind::Pipeline) { // an inner stage: every microbatch's activation forward and gradient back,
-                           // once per chunk; plus the all-reduce of its 1/p of the model across pipelines
+    if (k ==
+        StrategyKind::Pipeline) { // an inner stage: every microbatch's activation forward and gradient back,
+        // once per chunk; plus the all-reduce of its 1/p of the model across pipelines
         const int p = std::max(1, s.topology.stages), d = W / p;
         const int64_t activations = int64_t(s.data.batch_per_rank) * s.model.context * s.model.d_model * 4;
         const int64_t p2p = p > 1 ? 2 * int64_t(s.strategy.chunks_per_rank) * activations : 0;
@@ -148,7 +156,8 @@ int64_t bytesPerStepTheory(const Scenario& s) {
     const auto reduceScatter = [&](int64_t padded) { return int64_t(N - 1) * (4 * padded) / N; };
     std::vector<int64_t> units = layout.unit_numel;
     const bool has_root = layout.root_numel > 0;
-    if (has_root) units.push_back(layout.root_numel);
+    if (has_root)
+        units.push_back(layout.root_numel);
     for (size_t i = 0; i < units.size(); ++i) {
         const bool is_root = has_root && i + 1 == units.size();
         const int64_t padded = paddedNumel(units[i], N);
@@ -156,13 +165,15 @@ int64_t bytesPerStepTheory(const Scenario& s) {
         if (k == StrategyKind::Zero1 || k == StrategyKind::Zero2) {
             total += allGather(padded); // the updated shards, once after the optimizer
         } else {
-            total += M * allGather(padded);              // forward
-            if (!is_root) total += M * allGather(padded); // backward (the root stays materialized)
+            total += M * allGather(padded); // forward
+            if (!is_root)
+                total += M * allGather(padded); // backward (the root stays materialized)
         }
     }
     if (k == StrategyKind::Hsdp) {
         const int R = s.topology.replicas;
-        for (int64_t u : units) total += grad_syncs * 2 * int64_t(R - 1) * (4 * paddedNumel(u, N) / N) / R;
+        for (int64_t u : units)
+            total += grad_syncs * 2 * int64_t(R - 1) * (4 * paddedNumel(u, N) / N) / R;
     }
     return total;
 }
@@ -170,31 +181,46 @@ int64_t bytesPerStepTheory(const Scenario& s) {
 std::string modelStateFormula(const StrategyConfig& strategy) {
     std::string formula;
     switch (strategy.kind) {
-    case StrategyKind::Ddp: formula = "DDP: params 4 Psi + grads 4 Psi + AdamW 8 Psi = 16 Psi per rank"; break;
-    case StrategyKind::Zero1: formula = "ZeRO-1: 4 Psi + 4 Psi + 8 Psi / N"; break;
-    case StrategyKind::Zero2: formula = "ZeRO-2: 4 Psi + (4 + 8) Psi / N"; break;
-    case StrategyKind::Fsdp: formula = "ZeRO-3 / FSDP: 16 Psi / N + root + largest unit materialized"; break;
-    case StrategyKind::Hsdp: formula = "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit"; break;
+    case StrategyKind::Ddp:
+        formula = "DDP: params 4 Psi + grads 4 Psi + AdamW 8 Psi = 16 Psi per rank";
+        break;
+    case StrategyKind::Zero1:
+        formula = "ZeRO-1: 4 Psi + 4 Psi + 8 Psi / N";
+        break;
+    case StrategyKind::Zero2:
+        formula = "ZeRO-2: 4 Psi + (4 + 8) Psi / N";
+        break;
+    case StrategyKind::Fsdp:
+        formula = "ZeRO-3 / FSDP: 16 Psi / N + root + largest unit materialized";
+        break;
+    case StrategyKind::Hsdp:
+        formula = "HSDP: 16 Psi / N (N = ranks per replica) + root + largest unit";
+        break;
     case StrategyKind::Pipeline:
         if (strategy.pipeline_data_parallel == "zero1")
             formula = "Pipeline + ZeRO-1: about (4 + 4) Psi / p + 8 Psi / (p d) over d pipelines";
         else if (strategy.pipeline_data_parallel == "fsdp")
-            formula = "Pipeline + FSDP: about 16 Psi / (p d) between steps over d pipelines, + the whole stage (4 Psi / "
+            formula = "Pipeline + FSDP: about 16 Psi / (p d) between steps over d pipelines, + the whole "
+                      "stage (4 Psi / "
                       "p) and its gradients during a step";
         else
             formula = "Pipeline: each stage holds its blocks whole, about 16 Psi / p";
         break;
     case StrategyKind::TensorParallel:
-        formula = "Tensor parallel: embeddings, norms and head whole + 1/N of each block's Linear weights, x 16 bytes";
+        formula = "Tensor parallel: embeddings, norms and head whole + 1/N of each block's Linear weights, x "
+                  "16 bytes";
         break;
     case StrategyKind::Diloco:
-        formula = "DiLoCo: local 4 Psi + global 4 Psi + grads 4 Psi + inner AdamW 8 Psi + outer momentum 4 Psi = 24 Psi";
+        formula = "DiLoCo: local 4 Psi + global 4 Psi + grads 4 Psi + inner AdamW 8 Psi + outer momentum 4 "
+                  "Psi = 24 Psi";
         break;
-    case StrategyKind::Collectives: break;
+    case StrategyKind::Collectives:
+        break;
     }
     if (strategy.offload_optimizer)
-        formula += "; offload: AdamW 8 Psi / N leaves the device, and the host holds it with an fp32 shard and its "
-                   "gradient, 16 Psi / N";
+        formula +=
+            "; offload: AdamW 8 Psi / N leaves the device, and the host holds it with an fp32 shard and its "
+            "gradient, 16 Psi / N";
     return formula;
 }
 

@@ -26,7 +26,7 @@ struct Batch {
 };
 
 class DataSource {
-public:
+  public:
     virtual ~DataSource() = default;
     // The batch of `rank` at `step`, world ranks of `batch_per_rank` samples each.
     [[nodiscard]] virtual Batch batch(int64_t step, int rank, int world, int batch_per_rank) const = 0;

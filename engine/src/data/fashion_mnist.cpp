@@ -16,23 +16,28 @@ namespace {
 
 std::vector<uint8_t> readGzip(const std::string& path) {
     gzFile file = gzopen(path.c_str(), "rb");
-    if (!file) throw UsageError("cannot open '" + path + "' (install Debian's dataset-fashion-mnist or set [data] path)");
+    if (!file)
+        throw UsageError("cannot open '" + path +
+                         "' (install Debian's dataset-fashion-mnist or set [data] path)");
     std::vector<uint8_t> out;
     uint8_t buffer[1 << 16];
     int n = 0;
-    while ((n = gzread(file, buffer, sizeof(buffer))) > 0) out.insert(out.end(), buffer, buffer + n);
+    while ((n = gzread(file, buffer, sizeof(buffer))) > 0)
+        out.insert(out.end(), buffer, buffer + n);
     const bool failed = n < 0;
     gzclose(file);
-    if (failed) throw UsageError("'" + path + "' is not a readable gzip file");
+    if (failed)
+        throw UsageError("'" + path + "' is not a readable gzip file");
     return out;
 }
 
 uint32_t bigEndian32(const std::vector<uint8_t>& bytes, size_t at) {
-    return uint32_t(bytes[at]) << 24 | uint32_t(bytes[at + 1]) << 16 | uint32_t(bytes[at + 2]) << 8 | bytes[at + 3];
+    return uint32_t(bytes[at]) << 24 | uint32_t(bytes[at + 1]) << 16 | uint32_t(bytes[at + 2]) << 8 |
+           bytes[at + 3];
 }
 
 class FashionMnist final : public DataSource {
-public:
+  public:
     FashionMnist(const std::string& dir, uint64_t seed) : m_seed(seed) {
         const std::string image_path = dir + "/train-images-idx3-ubyte.gz";
         const std::string label_path = dir + "/train-labels-idx1-ubyte.gz";
@@ -58,7 +63,8 @@ public:
             const uint64_t g = uint64_t(step) * uint64_t(world) * uint64_t(B) + uint64_t(rank) * B + j;
             const uint64_t index = sampleHash(m_seed, g) % m_count;
             const uint8_t* pixels = m_images.data() + 16 + index * 784;
-            for (int p = 0; p < 784; ++p) x[j * 784 + p] = pixels[p] / 255.0f;
+            for (int p = 0; p < 784; ++p)
+                x[j * 784 + p] = pixels[p] / 255.0f;
             y[j] = m_labels[8 + index];
         }
         return {inputs, targets};
@@ -66,7 +72,7 @@ public:
 
     std::string describe() const override { return "Fashion-MNIST, " + std::to_string(m_count) + " images"; }
 
-private:
+  private:
     std::vector<uint8_t> m_images, m_labels;
     uint32_t m_count = 0;
     uint64_t m_seed;
@@ -74,7 +80,9 @@ private:
 
 } // namespace
 
-std::string defaultFashionMnistPath() { return "/usr/share/datasets/fashion-mnist"; }
+std::string defaultFashionMnistPath() {
+    return "/usr/share/datasets/fashion-mnist";
+}
 
 std::unique_ptr<DataSource> makeFashionMnist(const std::string& dir, uint64_t seed) {
     return std::make_unique<FashionMnist>(dir, seed);

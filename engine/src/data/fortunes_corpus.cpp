@@ -20,19 +20,21 @@ namespace dt {
 namespace {
 
 bool isRegularFile(const std::string& path) {
-    struct stat st{};
+    struct stat st {};
     return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
 void appendFile(const std::string& path, std::vector<uint8_t>& out) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError("cannot read fortunes file '" + path + "': " + std::strerror(errno));
+    if (!in)
+        throw UsageError("cannot read fortunes file '" + path + "': " + std::strerror(errno));
     std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (char c : bytes) out.push_back(uint8_t(c) & 0x7F);
+    for (char c : bytes)
+        out.push_back(uint8_t(c) & 0x7F);
 }
 
 class FortunesText final : public DataSource {
-public:
+  public:
     FortunesText(std::vector<uint8_t> corpus, int context, uint64_t seed)
         : m_corpus(std::move(corpus)), m_context(context), m_seed(seed) {
         if (m_corpus.size() < size_t(context) + 2)
@@ -62,7 +64,7 @@ public:
         return "fortunes text, " + std::to_string(m_corpus.size()) + " bytes";
     }
 
-private:
+  private:
     std::vector<uint8_t> m_corpus;
     int m_context;
     uint64_t m_seed;
@@ -81,7 +83,9 @@ uint64_t sampleHash(uint64_t seed, uint64_t global_index) {
     return splitmix64(splitmix64(seed) ^ global_index);
 }
 
-std::string defaultFortunesPath() { return "/usr/share/games/fortunes"; }
+std::string defaultFortunesPath() {
+    return "/usr/share/games/fortunes";
+}
 
 std::vector<uint8_t> loadFortunesCorpus(const std::string& path) {
     std::vector<uint8_t> corpus;
@@ -96,13 +100,17 @@ std::vector<uint8_t> loadFortunesCorpus(const std::string& path) {
     std::vector<std::string> names;
     while (dirent* entry = readdir(dir)) {
         std::string name = entry->d_name;
-        if (name.empty() || name[0] == '.' || name.find('.') != std::string::npos) continue;
-        if (isRegularFile(path + "/" + name)) names.push_back(name);
+        if (name.empty() || name[0] == '.' || name.find('.') != std::string::npos)
+            continue;
+        if (isRegularFile(path + "/" + name))
+            names.push_back(name);
     }
     closedir(dir);
     std::sort(names.begin(), names.end());
-    for (const auto& name : names) appendFile(path + "/" + name, corpus);
-    if (corpus.empty()) throw UsageError("no fortune text files found in '" + path + "'");
+    for (const auto& name : names)
+        appendFile(path + "/" + name, corpus);
+    if (corpus.empty())
+        throw UsageError("no fortune text files found in '" + path + "'");
     return corpus;
 }
 

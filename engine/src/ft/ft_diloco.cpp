@@ -26,12 +26,12 @@
 // outer step averages over the replicas that are there.
 #include "ft/ft_training.hpp"
 
+#include "checkpoint/params_io.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
 #include "ft/replica_state.hpp"
 #include "strategy/outer_optimizer.hpp"
 #include "telemetry/telemetry_sender.hpp"
-#include "checkpoint/params_io.hpp"
 
 #include <torch/optim/adamw.h>
 
@@ -43,7 +43,8 @@ namespace {
 
 at::Tensor flatten(const std::vector<at::Tensor>& params) {
     std::vector<at::Tensor> parts;
-    for (const auto& p : params) parts.push_back(p.detach().reshape({-1}));
+    for (const auto& p : params)
+        parts.push_back(p.detach().reshape({-1}));
     return at::cat(parts).contiguous();
 }
 
@@ -133,7 +134,8 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                 const int64_t t = telemetry.now();
                 // (a healer's delta stays zeros: Manager::allReduce zeroes a healer's
                 // contribution, so a NaN fault that lands in its heal round is dropped)
-                if (!manager.healing()) delta = global - flatten(params);
+                if (!manager.healing())
+                    delta = global - flatten(params);
                 if (c.faults->nan_gradients.exchange(false)) {
                     delta.fill_(std::nan(""));
                     sender.log(LogLevel::Warning, "fault: this replica's pseudo-gradient is NaN at step " +
@@ -182,7 +184,8 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                                   sampleMemory(storageBytes(params) + 4 * P, storageBytes(m.grads()),
                                                adamStateBytes(optimizer) + 4 * P, 0),
                                   /*comm_buffers=*/false);
-        if (advanced) step += 1;
+        if (advanced)
+            step += 1;
     }
 
     if (!left_early && !c.params_out_dir.empty())

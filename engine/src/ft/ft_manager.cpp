@@ -66,13 +66,15 @@ namespace dt {
 void FtFaultSwitches::setPartitioned(bool partitioned) {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_partitioned = partitioned;
-    if (m_client) m_client->setPartitioned(partitioned);
+    if (m_client)
+        m_client->setPartitioned(partitioned);
 }
 
 bool FtFaultSwitches::waitForGreeting(int64_t timeout_ms) const {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (!greeted.load()) {
-        if (std::chrono::steady_clock::now() > deadline) return false;
+        if (std::chrono::steady_clock::now() > deadline)
+            return false;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return true;
@@ -81,7 +83,8 @@ bool FtFaultSwitches::waitForGreeting(int64_t timeout_ms) const {
 void FtFaultSwitches::attach(ft::LighthouseClient* client) {
     std::lock_guard<std::mutex> lock(m_mutex);
     m_client = client;
-    if (m_client && m_partitioned) m_client->setPartitioned(true);
+    if (m_client && m_partitioned)
+        m_client->setPartitioned(true);
 }
 
 namespace ft {
@@ -108,20 +111,24 @@ void waitForInitialReplicas(c10d::Store& store, int replicas, int64_t timeout_ms
 uint64_t memberMask(const Quorum& quorum) {
     uint64_t mask = 0;
     for (const auto& m : quorum.members)
-        if (m.replica >= 0 && m.replica < 64) mask |= uint64_t(1) << m.replica;
+        if (m.replica >= 0 && m.replica < 64)
+            mask |= uint64_t(1) << m.replica;
     return mask;
 }
 
 std::string groupPrefix(const Quorum& quorum) {
     std::string prefix = "dtlab/ft/q" + std::to_string(quorum.quorum_id) + "/";
-    for (const auto& m : quorum.members) prefix += m.id() + ",";
+    for (const auto& m : quorum.members)
+        prefix += m.id() + ",";
     return prefix;
 }
 
 // After every k-th step and the last, as the other strategies do.
 bool isReplicaCheckpointStep(const RunConfig& run, int64_t step) {
-    if (run.checkpoint_dir.empty()) return false;
-    if (step == run.steps - 1) return true;
+    if (run.checkpoint_dir.empty())
+        return false;
+    if (step == run.steps - 1)
+        return true;
     return run.checkpoint_every > 0 && (step + 1) % run.checkpoint_every == 0;
 }
 
@@ -129,11 +136,16 @@ bool isReplicaCheckpointStep(const RunConfig& run, int64_t step) {
 
 const char* abortText(AbortReason reason) {
     switch (reason) {
-    case AbortReason::CollectiveFailed: return "a cross-replica collective failed";
-    case AbortReason::NanGradients: return "the averaged gradients are not finite";
-    case AbortReason::TooFewReplicas: return "the quorum has fewer than min_replicas replicas";
-    case AbortReason::HealFailed: return "the heal transfer failed";
-    case AbortReason::None: break;
+    case AbortReason::CollectiveFailed:
+        return "a cross-replica collective failed";
+    case AbortReason::NanGradients:
+        return "the averaged gradients are not finite";
+    case AbortReason::TooFewReplicas:
+        return "the quorum has fewer than min_replicas replicas";
+    case AbortReason::HealFailed:
+        return "the heal transfer failed";
+    case AbortReason::None:
+        break;
     }
     return "";
 }
@@ -149,26 +161,35 @@ Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, R
         m_client->onHeartbeat([this] { m_telemetry.instant(EventKind::Heartbeat).step(-1).emit(); });
     context.faults->attach(m_client.get());
     m_client->startHeartbeats(int64_t(m_config.heartbeat_interval_ms));
-    if (context.incarnation == 0) waitForInitialReplicas(*context.store, context.env.world, 60000);
-    else (void)context.faults->waitForGreeting(5000); // then job_finished is known: the loop leaves at once
+    if (context.incarnation == 0)
+        waitForInitialReplicas(*context.store, context.env.world, 60000);
+    else
+        (void)context.faults->waitForGreeting(5000); // then job_finished is known: the loop leaves at once
     m_telemetry.instant(EventKind::RankReady).step(-1).emit();
 
     m_gloo.interface_host = glooInterfaceFor(context.env);
     m_gloo.timeout = std::chrono::milliseconds(int64_t(m_config.collective_timeout_ms));
 }
 
-Manager::~Manager() { m_context.faults->attach(nullptr); }
+Manager::~Manager() {
+    m_context.faults->attach(nullptr);
+}
 
-bool Manager::healsBeforeCompute() const { return m_context.incarnation > 0 && !m_committed_once; }
+bool Manager::healsBeforeCompute() const {
+    return m_context.incarnation > 0 && !m_committed_once;
+}
 
-int Manager::memberReplica(int replica_rank) const { return m_quorum.members[size_t(replica_rank)].replica; }
+int Manager::memberReplica(int replica_rank) const {
+    return m_quorum.members[size_t(replica_rank)].replica;
+}
 
 int64_t Manager::modeledBytesSent() const {
     return m_bytes_sent_before + (m_group ? m_group->modeledBytesSent() : 0);
 }
 
 void Manager::dropGroup() {
-    if (m_group) m_bytes_sent_before += m_group->modeledBytesSent();
+    if (m_group)
+        m_bytes_sent_before += m_group->modeledBytesSent();
     m_group.reset();
 }
 
@@ -188,7 +209,8 @@ void Manager::startQuorum(int64_t step, int64_t committed_steps) {
                 return m_client->requestQuorum(committed_steps, failures, "", 2000);
             } catch (const CommError&) {
                 const bool finished = m_context.faults->job_finished.load();
-                if (finished || std::chrono::steady_clock::now() > deadline) throw;
+                if (finished || std::chrono::steady_clock::now() > deadline)
+                    throw;
             }
         }
     });
@@ -198,13 +220,15 @@ bool Manager::waitQuorum() {
     try {
         m_quorum = m_quorum_future.get();
     } catch (const CommError&) {
-        if (m_context.faults->job_finished.load()) return false;
+        if (m_context.faults->job_finished.load())
+            return false;
         throw; // no lighthouse for quorum_timeout_ms: the rank fails (and the supervisor may restart it)
     }
     // The others finished every step while this replica waited (it was hung,
     // say): a quorum of the replicas still here would train on past the end
     // of the job, diverging from every finished replica. Leave instead.
-    if (m_context.faults->job_finished.load()) return false;
+    if (m_context.faults->job_finished.load())
+        return false;
     const double quorum_id = double(m_quorum.quorum_id);
     m_telemetry.span(EventKind::QuorumWait).from(m_quorum_begin).step(m_step).value(quorum_id).emit();
     m_role = computeQuorumRole(m_quorum, m_replica, m_context.incarnation);
@@ -229,7 +253,8 @@ void Manager::configure() {
     // Kept while the quorum id is the same, else rebuilt on a fresh TCPStore
     // prefix with the replica's modelled link. A group that cannot be built
     // is logged and aborts the round.
-    if (m_group && m_group_quorum_id == m_role.quorum_id) return;
+    if (m_group && m_group_quorum_id == m_role.quorum_id)
+        return;
     const int64_t t = m_telemetry.now();
     dropGroup();
     try {
@@ -260,7 +285,8 @@ void Manager::heal() {
     m_heal_sends.clear();
     m_heal_receives.clear();
     m_heal_received.clear();
-    if (m_abort != AbortReason::None) return;
+    if (m_abort != AbortReason::None)
+        return;
     const int n = int(m_state.message_numels.size());
     const int tag = 1000 * n + n * int(m_role.quorum_id % 1000);
     const CommTag ctag{int(m_step), -1, -1};
@@ -298,7 +324,8 @@ void Manager::finishHealSends() {
             }
         }
         int64_t bytes = 0;
-        for (const auto& m : s.messages) bytes += m.numel() * 4;
+        for (const auto& m : s.messages)
+            bytes += m.numel() * 4;
         m_telemetry.span(EventKind::Heal)
             .from(s.begin)
             .step(m_step)
@@ -309,19 +336,22 @@ void Manager::finishHealSends() {
             .emit();
     }
     m_heal_sends.clear();
-    if (m_group) m_group->reapPosted();
+    if (m_group)
+        m_group->reapPosted();
 }
 
 // ---- 4. the average ----------------------------------------------------------
 void Manager::allReduce(at::Tensor& tensor, const CommTag& tag) {
-    if (m_abort != AbortReason::None) return;
+    if (m_abort != AbortReason::None)
+        return;
     const double delay = m_context.faults->traffic_delay_ms.load();
     if (delay > 0) {
         const int64_t t = m_telemetry.now();
         std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay * 1000)));
         m_telemetry.span(EventKind::SlowDelay).from(t).step(m_step).value(delay).unit(-3).emit();
     }
-    if (m_role.heal) tensor.zero_();
+    if (m_role.heal)
+        tensor.zero_();
     if (m_context.faults->fail_next_collective.exchange(false)) {
         // Dropping our end of the group closes its connections: the peers'
         // all-reduce fails at once, as with a real broken link.
@@ -358,11 +388,14 @@ bool Manager::shouldCommit() {
         }
     }
     finishHealSends();
-    if (m_abort == AbortReason::None && !m_finite) m_abort = AbortReason::NanGradients;
+    if (m_abort == AbortReason::None && !m_finite)
+        m_abort = AbortReason::NanGradients;
     if (m_abort == AbortReason::None && m_role.replica_world < m_config.min_replicas)
         m_abort = AbortReason::TooFewReplicas;
-    if (m_abort != AbortReason::None) return false;
-    if (m_role.heal) applyHealedState();
+    if (m_abort != AbortReason::None)
+        return false;
+    if (m_role.heal)
+        applyHealedState();
     return true;
 }
 
@@ -370,7 +403,8 @@ void Manager::applyHealedState() {
     const int64_t from_step = m_step;
     m_step = m_state.load(m_heal_received);
     int64_t bytes = 0;
-    for (const auto& m : m_heal_received) bytes += m.numel() * 4;
+    for (const auto& m : m_heal_received)
+        bytes += m.numel() * 4;
     const int source = memberReplica(m_role.heal_source);
     m_sender.log(LogLevel::Info, "healed from replica " + std::to_string(source) + ": step " +
                                      std::to_string(from_step) + " -> " + std::to_string(m_step) + ", " +
@@ -403,8 +437,10 @@ void Manager::aborted(int64_t first_step, int64_t last_step) {
 
 // ---- 6. durable checkpoints --------------------------------------------------
 void Manager::checkpointIfDue(int64_t step, const std::function<int64_t(int64_t step)>& save) {
-    if (!isReplicaCheckpointStep(m_context.scenario->run, step)) return;
-    if (m_quorum.members.front().replica != m_replica) return;
+    if (!isReplicaCheckpointStep(m_context.scenario->run, step))
+        return;
+    if (m_quorum.members.front().replica != m_replica)
+        return;
     // Every replica holds these bits now; the lowest replica id of the quorum writes them.
     const int64_t t = m_telemetry.now();
     try {

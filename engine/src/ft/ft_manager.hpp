@@ -57,7 +57,7 @@ struct ReplicaStateTransfer {
 };
 
 class Manager {
-public:
+  public:
     // Connects to the lighthouse ([fault_tolerance] lighthouse, or the
     // Session's from the store), starts heartbeats, attaches the fault
     // switches; on a first start waits until every replica is up. Emits RankReady.
@@ -105,7 +105,7 @@ public:
     [[nodiscard]] AbortReason abortReason() const { return m_abort; }
     [[nodiscard]] int64_t modeledBytesSent() const; // over every group this replica built
 
-private:
+  private:
     struct HealSend {
         std::vector<CommWorkPtr> works;
         std::vector<at::Tensor> messages;
@@ -131,7 +131,7 @@ private:
     int64_t m_group_quorum_id = -1;
     int64_t m_bytes_sent_before = 0; // modelled bytes of the groups already dropped
     int m_commit_failures = 0;
-    bool m_committed_once = false;   // this process committed a round
+    bool m_committed_once = false; // this process committed a round
 
     // The round in progress.
     int64_t m_step = 0;

@@ -19,10 +19,10 @@
 //     state (replica_checkpoint.hpp); a new job can resume from it.
 #include "ft/ft_training.hpp"
 
-#include "dtlab/errors.hpp"
 #include "checkpoint/params_io.hpp"
 #include "checkpoint/replica_checkpoint.hpp"
 #include "checkpoint/sharded_checkpoint.hpp"
+#include "dtlab/errors.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
 #include "ft/replica_state.hpp"
@@ -101,14 +101,16 @@ int trainFaultTolerant(const FtRankContext& c) {
             }
         };
         const bool quorum_first = manager.healsBeforeCompute(); // a healer's gradient is thrown away
-        if (!quorum_first) computeGradient();
+        if (!quorum_first)
+            computeGradient();
 
         // 2. - 4. The quorum, the group, the heal, the average.
         if (!manager.waitQuorum()) {
             left_early = true;
             break;
         }
-        if (quorum_first && !manager.healing()) computeGradient();
+        if (quorum_first && !manager.healing())
+            computeGradient();
         const bool healing = manager.healing();
         manager.configure();
         manager.heal();
@@ -123,7 +125,8 @@ int trainFaultTolerant(const FtRankContext& c) {
                 int64_t offset = 0;
                 for (const auto& p : params) {
                     // (a healer that skipped its compute has no .grad yet)
-                    if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+                    if (!p.grad().defined())
+                        p.mutable_grad() = at::zeros_like(p);
                     p.mutable_grad().copy_(gradient.narrow(0, offset, p.numel()).view(p.sizes()));
                     offset += p.numel();
                 }

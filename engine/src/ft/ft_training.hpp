@@ -32,10 +32,10 @@ class LighthouseClient;
 // Faults the Session sends over the control channel; set on the telemetry
 // reader thread, read by the training thread.
 class FtFaultSwitches {
-public:
+  public:
     std::atomic<bool> fail_next_collective{false};
     std::atomic<bool> nan_gradients{false};
-    std::atomic<bool> job_finished{false};        // the others finished: leave
+    std::atomic<bool> job_finished{false}; // the others finished: leave
     // The Session greets a rank that said hello with JobFinished (when the job
     // is done) and then its step gate; greeted is set with the gate.
     std::atomic<bool> greeted{false};
@@ -45,10 +45,10 @@ public:
     bool waitForGreeting(int64_t timeout_ms) const;
     std::atomic<double> traffic_delay_ms{0.0};
 
-    void setPartitioned(bool partitioned);        // forwards to the client once there is one
-    void attach(ft::LighthouseClient* client);    // nullptr = detach
+    void setPartitioned(bool partitioned);     // forwards to the client once there is one
+    void attach(ft::LighthouseClient* client); // nullptr = detach
 
-private:
+  private:
     std::mutex m_mutex;
     ft::LighthouseClient* m_client = nullptr;
     bool m_partitioned = false;
@@ -61,9 +61,9 @@ struct FtRankContext {
     StepGate* gate = nullptr;
     c10::intrusive_ptr<c10d::Store> store;
     std::string params_out_dir;
-    int incarnation = 0;                          // 0 = first start; k = k-th restart
+    int incarnation = 0; // 0 = first start; k = k-th restart
     FtFaultSwitches* faults = nullptr;
-    const LinkShaper* link = nullptr;             // the rank's modelled link ([network]), null = none
+    const LinkShaper* link = nullptr; // the rank's modelled link ([network]), null = none
 };
 
 // Trains until the replica has committed every step (or the Session says the

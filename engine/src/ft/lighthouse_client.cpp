@@ -81,7 +81,8 @@ struct LighthouseClient::Impl {
 
 bool LighthouseClient::Impl::connectOnce() {
     const int new_fd = wire::connectTcp(host, port, 0); // one attempt
-    if (new_fd < 0) return false;
+    if (new_fd < 0)
+        return false;
     const std::string hello = "HELLO " + std::to_string(replica) + " " + std::to_string(incarnation) + "\n";
     if (!wire::sendAll(new_fd, hello.data(), hello.size())) {
         ::close(new_fd);
@@ -95,7 +96,8 @@ bool LighthouseClient::Impl::connectOnce() {
 
 void LighthouseClient::Impl::disconnect() {
     std::lock_guard<std::mutex> lock(write_mutex);
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0)
+        ::close(fd);
     fd = -1;
     inbox.clear();
 }
@@ -110,28 +112,36 @@ bool LighthouseClient::Impl::sendLine(const std::string& line) {
 LighthouseClient::Impl::Read LighthouseClient::Impl::readLine(std::string& line, int64_t wait_ms) {
     auto takeLine = [&] {
         const auto newline = inbox.find('\n');
-        if (newline == std::string::npos) return false;
+        if (newline == std::string::npos)
+            return false;
         line = inbox.substr(0, newline);
         inbox.erase(0, newline + 1);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
         return true;
     };
-    if (takeLine()) return Read::Line;
-    if (fd < 0) return Read::Closed;
+    if (takeLine())
+        return Read::Line;
+    if (fd < 0)
+        return Read::Closed;
     pollfd p{fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, int(std::max<int64_t>(0, wait_ms)));
-    if (ready <= 0) return Read::NothingYet; // timeout or EINTR
+    if (ready <= 0)
+        return Read::NothingYet; // timeout or EINTR
     char buffer[4096];
     const ssize_t n = ::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return Read::NothingYet;
-    if (n <= 0) return Read::Closed;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        return Read::NothingYet;
+    if (n <= 0)
+        return Read::Closed;
     inbox.append(buffer, size_t(n));
     return takeLine() ? Read::Line : Read::NothingYet;
 }
 
 // An answer to an earlier request that timed out may still arrive; drop what is here now.
 void LighthouseClient::Impl::dropLeftoverAnswers() {
-    if (fd < 0) return;
+    if (fd < 0)
+        return;
     char buffer[4096];
     while (true) {
         const ssize_t n = ::recv(fd, buffer, sizeof(buffer), MSG_DONTWAIT);
@@ -139,11 +149,13 @@ void LighthouseClient::Impl::dropLeftoverAnswers() {
             inbox.append(buffer, size_t(n));
             continue;
         }
-        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) disconnect();
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            disconnect();
         break;
     }
     const auto last_newline = inbox.rfind('\n');
-    if (last_newline != std::string::npos) inbox.erase(0, last_newline + 1); // keep a partial line
+    if (last_newline != std::string::npos)
+        inbox.erase(0, last_newline + 1); // keep a partial line
 }
 
 void LighthouseClient::Impl::heartbeatLoop() {
@@ -151,8 +163,10 @@ void LighthouseClient::Impl::heartbeatLoop() {
     while (true) {
         heartbeat_wake.wait_for(lock, std::chrono::milliseconds(heartbeat_interval_ms.load()),
                                 [this] { return stopping; });
-        if (stopping) return;
-        if (partitioned) continue;
+        if (stopping)
+            return;
+        if (partitioned)
+            continue;
         lock.unlock();
         const bool sent = sendLine("HB"); // a broken connection: skip, the requester reconnects
         lock.lock();
@@ -166,33 +180,35 @@ void LighthouseClient::Impl::heartbeatLoop() {
 }
 
 std::string LighthouseClient::Impl::ask(const std::string& request,
-                                        const std::function<bool(const std::string&)>& is_answer, int64_t timeout_ms,
-                                        const std::string& what) {
+                                        const std::function<bool(const std::string&)>& is_answer,
+                                        int64_t timeout_ms, const std::string& what) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
     auto next_connect = Clock::now();
     int64_t backoff_ms = kFirstBackoffMs;
     bool request_sent = false;
-    bool reached = fd >= 0;      // connected at some point during this request
-    std::string last_answer;     // the last line that was not the answer (an ERROR, another quorum)
+    bool reached = fd >= 0;  // connected at some point during this request
+    std::string last_answer; // the last line that was not the answer (an ERROR, another quorum)
     const auto retryLater = [&] {
         next_connect = Clock::now() + std::chrono::milliseconds(backoff_ms);
         backoff_ms = std::min(backoff_ms * 2, kLongestBackoffMs);
     };
 
-    if (!partitioned) dropLeftoverAnswers();
+    if (!partitioned)
+        dropLeftoverAnswers();
     while (true) {
         const int64_t remaining_ms = msUntil(deadline);
         if (remaining_ms <= 0) {
             std::string message = what + " within " + std::to_string(timeout_ms) + " ms: ";
             if (partitioned)
-                message += "replica " + std::to_string(replica) + " is partitioned from the lighthouse at " + address;
+                message += "replica " + std::to_string(replica) + " is partitioned from the lighthouse at " +
+                           address;
             else if (!reached)
                 message += "the lighthouse at " + address + " is unreachable";
             else if (!last_answer.empty())
                 message += "the lighthouse at " + address + " last answered '" + last_answer + "'";
             else
-                message += "the lighthouse at " + address + " has not answered replica " + std::to_string(replica) +
-                           " (incarnation " + std::to_string(incarnation) + ")";
+                message += "the lighthouse at " + address + " has not answered replica " +
+                           std::to_string(replica) + " (incarnation " + std::to_string(incarnation) + ")";
             throw CommError(CommErrorKind::Timeout, message);
         }
         // 2. Partitioned: nothing goes out, nothing comes in.
@@ -233,8 +249,10 @@ std::string LighthouseClient::Impl::ask(const std::string& request,
         case Read::NothingYet:
             break;
         case Read::Line:
-            if (is_answer(line)) return line;
-            if (line.rfind("ERROR", 0) == 0 || line.rfind("QUORUM", 0) == 0) last_answer = line;
+            if (is_answer(line))
+                return line;
+            if (line.rfind("ERROR", 0) == 0 || line.rfind("QUORUM", 0) == 0)
+                last_answer = line;
             break;
         }
     }
@@ -259,17 +277,21 @@ LighthouseClient::~LighthouseClient() {
         c.stopping = true;
     }
     c.heartbeat_wake.notify_all();
-    if (c.heartbeat_thread.joinable()) c.heartbeat_thread.join();
+    if (c.heartbeat_thread.joinable())
+        c.heartbeat_thread.join();
     c.disconnect();
 }
 
 void LighthouseClient::startHeartbeats(int64_t interval_ms) {
     Impl& c = *m_impl;
     c.heartbeat_interval_ms = std::max<int64_t>(1, interval_ms);
-    if (!c.heartbeat_thread.joinable()) c.heartbeat_thread = std::thread([&c] { c.heartbeatLoop(); });
+    if (!c.heartbeat_thread.joinable())
+        c.heartbeat_thread = std::thread([&c] { c.heartbeatLoop(); });
 }
 
-void LighthouseClient::setPartitioned(bool partitioned) { m_impl->partitioned = partitioned; }
+void LighthouseClient::setPartitioned(bool partitioned) {
+    m_impl->partitioned = partitioned;
+}
 
 void LighthouseClient::onHeartbeat(std::function<void()> callback) {
     std::lock_guard<std::mutex> lock(m_impl->heartbeat_mutex);
@@ -281,17 +303,20 @@ Quorum LighthouseClient::requestQuorum(int64_t step, int commit_failures, const 
     if (address.find_first_of(" \t\r\n") != std::string::npos)
         throw std::invalid_argument("a replica's address must not contain spaces: '" + address + "'");
     const Impl& c = *m_impl;
-    const std::string request = "QUORUM " + std::to_string(step) + " " + std::to_string(commit_failures) + " " +
-                                (address.empty() ? "-" : address);
+    const std::string request = "QUORUM " + std::to_string(step) + " " + std::to_string(commit_failures) +
+                                " " + (address.empty() ? "-" : address);
     Quorum quorum;
     // The answer: a quorum that includes this member as it asked (same step).
     const auto is_answer = [&](const std::string& line) {
         Quorum parsed;
-        if (!parseQuorumLine(line, parsed)) return false;
-        const bool includes_me = std::any_of(parsed.members.begin(), parsed.members.end(), [&](const QuorumMember& m) {
-            return m.replica == c.replica && m.incarnation == c.incarnation && m.step == step;
-        });
-        if (includes_me) quorum = parsed;
+        if (!parseQuorumLine(line, parsed))
+            return false;
+        const bool includes_me =
+            std::any_of(parsed.members.begin(), parsed.members.end(), [&](const QuorumMember& m) {
+                return m.replica == c.replica && m.incarnation == c.incarnation && m.step == step;
+            });
+        if (includes_me)
+            quorum = parsed;
         return includes_me;
     };
     m_impl->ask(request, is_answer, timeout_ms, "no quorum");

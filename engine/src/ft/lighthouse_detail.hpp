@@ -2,7 +2,8 @@
 // its client and the tests (not part of the public API in dtlab/lighthouse.hpp).
 //   nextQuorumId       the quorum id rule: +1 when membership changed or some
 //                      participant reported commit_failures > 0
-//   formatQuorumLine   Quorum -> "QUORUM <id> <highest_step> <n> {<replica>.<incarnation>:<step>:<address|->}*n"
+//   formatQuorumLine   Quorum -> "QUORUM <id> <highest_step> <n> {entry}*n",
+//                      entry = <replica>.<incarnation>:<step>:<address|->
 //   parseQuorumLine    the reverse; false on a malformed line
 #pragma once
 

@@ -44,7 +44,9 @@ namespace dt::ft {
 
 namespace {
 
-int64_t nowMs() { return dt::monotonicNowNs() / 1'000'000; }
+int64_t nowMs() {
+    return dt::monotonicNowNs() / 1'000'000;
+}
 
 constexpr size_t kMaxLineBytes = 64 * 1024; // a client that sends more without '\n' is dropped
 constexpr int kForgetAfterHeartbeatTimeouts = 10;
@@ -59,11 +61,11 @@ struct Connection {
 // What the lighthouse knows about one replica (one entry per replica).
 struct MemberRecord {
     QuorumMember member;
-    int fd = -1;                 // its connection; -1 = not connected
+    int fd = -1; // its connection; -1 = not connected
     int64_t last_heartbeat_ms = 0;
     bool waiting = false;
     int64_t waiting_since_ms = 0;
-    bool loss_reported = false;  // onMemberLost already called for this loss
+    bool loss_reported = false; // onMemberLost already called for this loss
 };
 
 } // namespace
@@ -73,7 +75,7 @@ struct LighthouseServer::Impl {
 
     mutable std::mutex mutex; // guards everything below
     bool is_running = false;
-    int bound_port = 0;       // the port of the first start(); later starts rebind it
+    int bound_port = 0; // the port of the first start(); later starts rebind it
     int listen_fd = -1;
     int wake_fd = -1;
     std::atomic<bool> stop_requested{false};
@@ -113,10 +115,12 @@ void LighthouseServer::Impl::loop() {
             std::lock_guard<std::mutex> lock(mutex);
             fds.push_back({wake_fd, POLLIN, 0});
             fds.push_back({listen_fd, POLLIN, 0});
-            for (const auto& entry : connections) fds.push_back({entry.first, POLLIN, 0});
+            for (const auto& entry : connections)
+                fds.push_back({entry.first, POLLIN, 0});
         }
         ::poll(fds.data(), nfds_t(fds.size()), int(std::max<int64_t>(1, options.quorum_tick_ms)));
-        if (stop_requested) break;
+        if (stop_requested)
+            break;
 
         std::vector<std::function<void()>> callbacks;
         {
@@ -126,28 +130,33 @@ void LighthouseServer::Impl::loop() {
                 uint64_t count = 0;
                 [[maybe_unused]] ssize_t ignored = ::read(wake_fd, &count, sizeof(count));
             }
-            if (fds[1].revents & POLLIN) acceptClients();
+            if (fds[1].revents & POLLIN)
+                acceptClients();
             // Accept first, then read: a fd closed below cannot be reused by an accept in this turn.
             for (size_t i = 2; i < fds.size(); ++i)
-                if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) readClient(fds[i].fd, now);
+                if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+                    readClient(fds[i].fd, now);
             checkHeartbeats(now);
             decide(now);
             callbacks.swap(pending_callbacks);
         }
-        for (auto& callback : callbacks) callback();
+        for (auto& callback : callbacks)
+            callback();
     }
 }
 
 void LighthouseServer::Impl::acceptClients() {
     while (true) {
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) return; // EAGAIN: no more waiting connections
+        if (fd < 0)
+            return; // EAGAIN: no more waiting connections
         connections[fd] = Connection{};
     }
 }
 
 void LighthouseServer::Impl::readClient(int fd, int64_t now) {
-    if (connections.count(fd) == 0) return; // closed earlier in this turn
+    if (connections.count(fd) == 0)
+        return; // closed earlier in this turn
     char buffer[4096];
     while (true) {
         const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
@@ -155,8 +164,10 @@ void LighthouseServer::Impl::readClient(int fd, int64_t now) {
             connections[fd].inbox.append(buffer, size_t(n));
             continue;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            break;
         closeConnection(fd, "connection closed"); // n == 0: EOF, or an error
         return;
     }
@@ -173,7 +184,8 @@ void LighthouseServer::Impl::readClient(int fd, int64_t now) {
         }
         std::string line = inbox.substr(0, newline);
         inbox.erase(0, newline + 1);
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
         handleLine(fd, line, now);
     }
 }
@@ -182,8 +194,10 @@ void LighthouseServer::Impl::handleLine(int fd, const std::string& line, int64_t
     std::istringstream in(line);
     std::string command;
     in >> command;
-    if (command.empty()) return;
-    if (command == "HELLO") return handleHello(fd, in, now);
+    if (command.empty())
+        return;
+    if (command == "HELLO")
+        return handleHello(fd, in, now);
     if (command == "STATUS") {
         sendLine(fd, "STATUS " + statusToJson(statusLocked(now)));
         return;
@@ -202,7 +216,8 @@ void LighthouseServer::Impl::handleLine(int fd, const std::string& line, int64_t
     record.last_heartbeat_ms = now; // any line is a sign of life
     record.loss_reported = false;   // it is back: a later loss is reported again
 
-    if (command == "HB") return;
+    if (command == "HB")
+        return;
     if (command == "QUORUM") {
         int64_t step = 0;
         int commit_failures = 0;
@@ -215,7 +230,8 @@ void LighthouseServer::Impl::handleLine(int fd, const std::string& line, int64_t
         record.member.commit_failures = commit_failures;
         record.member.address = address == "-" ? "" : address;
         highest_step = std::max(highest_step, step);
-        if (!record.waiting) record.waiting_since_ms = now; // a repeated request keeps its place
+        if (!record.waiting)
+            record.waiting_since_ms = now; // a repeated request keeps its place
         record.waiting = true;
         return;
     }
@@ -234,7 +250,8 @@ void LighthouseServer::Impl::handleHello(int fd, std::istringstream& in, int64_t
         return;
     }
     if (connections[fd].replica >= 0 && connections[fd].replica != replica) {
-        sendLine(fd, "ERROR this connection already said HELLO as replica " + std::to_string(connections[fd].replica));
+        sendLine(fd, "ERROR this connection already said HELLO as replica " +
+                         std::to_string(connections[fd].replica));
         return;
     }
     auto known = members.find(replica);
@@ -248,7 +265,8 @@ void LighthouseServer::Impl::handleHello(int fd, std::istringstream& in, int64_t
     if (known != members.end() && known->second.fd >= 0 && known->second.fd != fd) {
         const int old_fd = known->second.fd;
         connections[old_fd].replica = -1; // its close must not touch the member
-        sendLine(old_fd, "ERROR replica " + std::to_string(replica) + " was taken over by a newer connection");
+        sendLine(old_fd,
+                 "ERROR replica " + std::to_string(replica) + " was taken over by a newer connection");
         closeConnection(old_fd, "taken over");
     }
     MemberRecord& record = members[replica];
@@ -267,22 +285,27 @@ void LighthouseServer::Impl::handleHello(int fd, std::istringstream& in, int64_t
 
 void LighthouseServer::Impl::closeConnection(int fd, const std::string& why) {
     auto it = connections.find(fd);
-    if (it == connections.end()) return;
+    if (it == connections.end())
+        return;
     const int replica = it->second.replica;
     connections.erase(it);
     ::close(fd);
     auto member = members.find(replica);
-    if (member == members.end() || member->second.fd != fd) return;
+    if (member == members.end() || member->second.fd != fd)
+        return;
     member->second.fd = -1;
     member->second.waiting = false;
     memberLost(member->second, why);
 }
 
 void LighthouseServer::Impl::memberLost(MemberRecord& record, const std::string& why) {
-    if (record.loss_reported) return;
+    if (record.loss_reported)
+        return;
     record.loss_reported = true;
-    if (!on_member_lost) return;
-    pending_callbacks.push_back([callback = on_member_lost, member = record.member, why] { callback(member, why); });
+    if (!on_member_lost)
+        return;
+    pending_callbacks.push_back(
+        [callback = on_member_lost, member = record.member, why] { callback(member, why); });
 }
 
 void LighthouseServer::Impl::checkHeartbeats(int64_t now) {
@@ -290,7 +313,8 @@ void LighthouseServer::Impl::checkHeartbeats(int64_t now) {
     for (auto it = members.begin(); it != members.end();) {
         MemberRecord& record = it->second;
         const int64_t age = now - record.last_heartbeat_ms;
-        if (age >= options.heartbeat_timeout_ms) memberLost(record, "heartbeat " + std::to_string(age) + " ms old");
+        if (age >= options.heartbeat_timeout_ms)
+            memberLost(record, "heartbeat " + std::to_string(age) + " ms old");
         if (record.fd < 0 && age > forget_after_ms) {
             it = members.erase(it); // gone for good: it no longer counts anywhere
             continue;
@@ -302,7 +326,8 @@ void LighthouseServer::Impl::checkHeartbeats(int64_t now) {
 void LighthouseServer::Impl::decide(int64_t now) {
     const bool someone_waits =
         std::any_of(members.begin(), members.end(), [](const auto& entry) { return entry.second.waiting; });
-    if (!someone_waits) return;
+    if (!someone_waits)
+        return;
 
     std::vector<MemberHealth> health;
     for (const auto& entry : members) {
@@ -317,7 +342,8 @@ void LighthouseServer::Impl::decide(int64_t now) {
     }
     const QuorumDecision decision = computeQuorum(now, health, last_quorum, options);
     last_reason = decision.reason;
-    if (!decision.issue) return;
+    if (!decision.issue)
+        return;
 
     Quorum quorum;
     quorum.quorum_id = nextQuorumId(last_issued_id, decision);
@@ -329,16 +355,20 @@ void LighthouseServer::Impl::decide(int64_t now) {
     for (const QuorumMember& participant : quorum.members) {
         MemberRecord& record = members[participant.replica];
         record.waiting = false;
-        if (!sendLine(record.fd, line)) unwritable.push_back(record.fd);
+        if (!sendLine(record.fd, line))
+            unwritable.push_back(record.fd);
     }
     for (auto& entry : members) // a request left out carries over into the next round
-        if (entry.second.waiting) entry.second.waiting_since_ms = now;
-    for (int fd : unwritable) closeConnection(fd, "connection closed (cannot write)");
+        if (entry.second.waiting)
+            entry.second.waiting_since_ms = now;
+    for (int fd : unwritable)
+        closeConnection(fd, "connection closed (cannot write)");
 
     last_quorum = quorum;
     last_issued_id = quorum.quorum_id;
     ++quorums_issued;
-    if (on_quorum) pending_callbacks.push_back([callback = on_quorum, quorum, decision] { callback(quorum, decision); });
+    if (on_quorum)
+        pending_callbacks.push_back([callback = on_quorum, quorum, decision] { callback(quorum, decision); });
 }
 
 bool LighthouseServer::Impl::sendLine(int fd, const std::string& line) {
@@ -374,12 +404,15 @@ LighthouseServer::LighthouseServer(LighthouseOptions options) : m_impl(std::make
     m_impl->options = std::move(options);
 }
 
-LighthouseServer::~LighthouseServer() { stop(); }
+LighthouseServer::~LighthouseServer() {
+    stop();
+}
 
 void LighthouseServer::start() {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     Impl& s = *m_impl;
-    if (s.is_running) return;
+    if (s.is_running)
+        return;
     int port = 0;
     s.listen_fd = wire::listenTcp(s.options.host, s.bound_port != 0 ? s.bound_port : s.options.port, &port);
     s.wake_fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -405,19 +438,23 @@ void LighthouseServer::start() {
 void LighthouseServer::stop() {
     Impl& s = *m_impl;
     DT_ENFORCE(std::this_thread::get_id() != s.loop_thread.get_id(),
-               "LighthouseServer::stop() called from an onQuorum/onMemberLost callback; call it from another thread");
+               "LighthouseServer::stop() called from an onQuorum/onMemberLost callback; call it from another "
+               "thread");
     {
         std::lock_guard<std::mutex> lock(s.mutex);
-        if (!s.is_running) return;
+        if (!s.is_running)
+            return;
         s.stop_requested = true;
         const uint64_t one = 1;
         [[maybe_unused]] ssize_t ignored = ::write(s.wake_fd, &one, sizeof(one));
     }
     s.loop_thread.join();
     std::lock_guard<std::mutex> lock(s.mutex);
-    for (const auto& entry : s.connections) ::close(entry.first);
+    for (const auto& entry : s.connections)
+        ::close(entry.first);
     s.connections.clear();
-    for (auto& entry : s.members) entry.second.fd = -1;
+    for (auto& entry : s.members)
+        entry.second.fd = -1;
     ::close(s.listen_fd);
     ::close(s.wake_fd);
     s.listen_fd = s.wake_fd = -1;
@@ -435,7 +472,9 @@ int LighthouseServer::port() const {
     return m_impl->bound_port;
 }
 
-std::string LighthouseServer::address() const { return m_impl->options.host + ":" + std::to_string(port()); }
+std::string LighthouseServer::address() const {
+    return m_impl->options.host + ":" + std::to_string(port());
+}
 
 LighthouseStatus LighthouseServer::status() const {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
@@ -447,7 +486,8 @@ void LighthouseServer::onQuorum(std::function<void(const Quorum&, const QuorumDe
     m_impl->on_quorum = std::move(callback);
 }
 
-void LighthouseServer::onMemberLost(std::function<void(const QuorumMember&, const std::string& why)> callback) {
+void LighthouseServer::onMemberLost(
+    std::function<void(const QuorumMember&, const std::string& why)> callback) {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     m_impl->on_member_lost = std::move(callback);
 }

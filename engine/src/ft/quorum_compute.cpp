@@ -36,7 +36,9 @@
 
 namespace dt::ft {
 
-std::string QuorumMember::id() const { return std::to_string(replica) + "." + std::to_string(incarnation); }
+std::string QuorumMember::id() const {
+    return std::to_string(replica) + "." + std::to_string(incarnation);
+}
 
 namespace {
 
@@ -46,7 +48,8 @@ bool isHealthy(const MemberHealth& m, const LighthouseOptions& options) {
 
 // "replica 1 not connected" / "replica 1 not healthy: heartbeat 1200 ms old"
 std::string whyUnhealthy(const MemberHealth& m) {
-    if (!m.connected) return "replica " + std::to_string(m.member.replica) + " not connected";
+    if (!m.connected)
+        return "replica " + std::to_string(m.member.replica) + " not connected";
     return "replica " + std::to_string(m.member.replica) + " not healthy: heartbeat " +
            std::to_string(m.heartbeat_age_ms) + " ms old";
 }
@@ -55,7 +58,8 @@ std::string whyUnhealthy(const MemberHealth& m) {
 std::string listReplicas(const std::vector<const MemberHealth*>& members) {
     std::string text;
     for (size_t i = 0; i < members.size(); ++i) {
-        if (i > 0) text += (i + 1 == members.size()) ? " and " : ", ";
+        if (i > 0)
+            text += (i + 1 == members.size()) ? " and " : ", ";
         text += std::to_string(members[i]->member.replica);
     }
     return text;
@@ -67,17 +71,20 @@ std::string joinedTag(size_t candidates, size_t healthy) {
 
 std::string joinSentences(const std::vector<std::string>& parts) {
     std::string text;
-    for (const auto& part : parts) text += (text.empty() ? "" : "; ") + part;
+    for (const auto& part : parts)
+        text += (text.empty() ? "" : "; ") + part;
     return text;
 }
 
 bool sameMembership(std::vector<QuorumMember> a, std::vector<QuorumMember> b) {
-    if (a.size() != b.size()) return false;
+    if (a.size() != b.size())
+        return false;
     const auto byReplica = [](const QuorumMember& x, const QuorumMember& y) { return x.replica < y.replica; };
     std::sort(a.begin(), a.end(), byReplica);
     std::sort(b.begin(), b.end(), byReplica);
     for (size_t i = 0; i < a.size(); ++i)
-        if (!a[i].sameMember(b[i])) return false;
+        if (!a[i].sameMember(b[i]))
+            return false;
     return true;
 }
 
@@ -87,9 +94,11 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
                              const LighthouseOptions& options) {
     // Step 1: healthy, candidates (healthy and waiting), stragglers (healthy, not waiting).
     std::vector<const MemberHealth*> sorted;
-    for (const auto& m : members) sorted.push_back(&m);
-    std::sort(sorted.begin(), sorted.end(),
-              [](const MemberHealth* a, const MemberHealth* b) { return a->member.replica < b->member.replica; });
+    for (const auto& m : members)
+        sorted.push_back(&m);
+    std::sort(sorted.begin(), sorted.end(), [](const MemberHealth* a, const MemberHealth* b) {
+        return a->member.replica < b->member.replica;
+    });
 
     std::vector<const MemberHealth*> healthy, candidates, stragglers, unhealthy;
     for (const MemberHealth* m : sorted) {
@@ -106,8 +115,10 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
     const auto outsiders = [&](const std::string& straggler_why) {
         std::vector<std::string> why;
         for (const MemberHealth* m : sorted) {
-            if (!isHealthy(*m, options)) why.push_back(whyUnhealthy(*m));
-            else if (!m->waiting) why.push_back("replica " + std::to_string(m->member.replica) + " " + straggler_why);
+            if (!isHealthy(*m, options))
+                why.push_back(whyUnhealthy(*m));
+            else if (!m->waiting)
+                why.push_back("replica " + std::to_string(m->member.replica) + " " + straggler_why);
         }
         return why;
     };
@@ -115,8 +126,10 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
     QuorumDecision decision;
     const auto issue = [&](std::string reason) {
         decision.issue = true;
-        for (const MemberHealth* m : candidates) decision.participants.push_back(m->member);
-        decision.membership_changed = previous.members.empty() || !sameMembership(decision.participants, previous.members);
+        for (const MemberHealth* m : candidates)
+            decision.participants.push_back(m->member);
+        decision.membership_changed =
+            previous.members.empty() || !sameMembership(decision.participants, previous.members);
         decision.reason = std::move(reason);
         return decision;
     };
@@ -138,16 +151,19 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
                                  " is healthy and waiting";
             std::vector<const MemberHealth*> newcomers;
             for (const MemberHealth* c : candidates) {
-                const bool was_member = std::any_of(previous.members.begin(), previous.members.end(),
-                                                    [&](const QuorumMember& old) { return old.sameMember(c->member); });
-                if (!was_member) newcomers.push_back(c);
+                const bool was_member =
+                    std::any_of(previous.members.begin(), previous.members.end(),
+                                [&](const QuorumMember& old) { return old.sameMember(c->member); });
+                if (!was_member)
+                    newcomers.push_back(c);
             }
             if (!newcomers.empty())
                 reason += (newcomers.size() == 1 ? ", with newcomer replica " : ", with newcomer replicas ") +
                           listReplicas(newcomers);
             reason += " " + tag;
             const auto left_out = outsiders("has not asked to join");
-            if (!left_out.empty()) reason += " (" + joinSentences(left_out) + ")";
+            if (!left_out.empty())
+                reason += " (" + joinSentences(left_out) + ")";
             return issue(reason);
         }
     }
@@ -159,13 +175,15 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
 
     // Step 4: split-brain guard, more than half of the healthy members.
     if (2 * candidates.size() <= healthy.size())
-        return wait("waiting: " + std::to_string(candidates.size()) + " of " + std::to_string(healthy.size()) +
+        return wait("waiting: " + std::to_string(candidates.size()) + " of " +
+                    std::to_string(healthy.size()) +
                     " healthy replicas joined; a quorum needs more than half (split-brain guard)");
 
     // Step 5: wait for healthy stragglers, up to join_timeout_ms after the first request.
     if (!stragglers.empty()) {
         int64_t first_request_ms = now_ms;
-        for (const MemberHealth* c : candidates) first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
+        for (const MemberHealth* c : candidates)
+            first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
         const int64_t waited_ms = now_ms - first_request_ms;
         if (waited_ms < options.join_timeout_ms)
             return wait(std::string("waiting for ") + (stragglers.size() == 1 ? "replica " : "replicas ") +
@@ -174,16 +192,18 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
     }
 
     // Step 6: issue.
-    std::string reason = "issued: " + std::to_string(candidates.size()) + " of " + std::to_string(sorted.size()) +
-                         " replicas";
+    std::string reason =
+        "issued: " + std::to_string(candidates.size()) + " of " + std::to_string(sorted.size()) + " replicas";
     const auto left_out =
         outsiders("did not join within the " + std::to_string(options.join_timeout_ms) + " ms join timeout");
-    if (!left_out.empty()) reason += " (" + joinSentences(left_out) + ")";
+    if (!left_out.empty())
+        reason += " (" + joinSentences(left_out) + ")";
     return issue(reason);
 }
 
 int64_t nextQuorumId(int64_t last_issued_id, const QuorumDecision& decision) {
-    if (!decision.issue) return last_issued_id;
+    if (!decision.issue)
+        return last_issued_id;
     const bool some_commit_failed = std::any_of(decision.participants.begin(), decision.participants.end(),
                                                 [](const QuorumMember& m) { return m.commit_failures > 0; });
     return (decision.membership_changed || some_commit_failed) ? last_issued_id + 1 : last_issued_id;
@@ -199,7 +219,8 @@ QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation)
 
     for (int rank = 0; rank < role.replica_world; ++rank) {
         const QuorumMember& m = role.members[size_t(rank)];
-        if (m.replica == replica && m.incarnation == incarnation) role.replica_rank = rank;
+        if (m.replica == replica && m.incarnation == incarnation)
+            role.replica_rank = rank;
         role.max_step = std::max(role.max_step, m.step);
     }
     if (role.replica_rank < 0)
@@ -220,7 +241,8 @@ QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation)
             role.heal = true;
             role.heal_source = source;
         }
-        if (source == role.replica_rank) role.heal_destinations.push_back(healing[i]);
+        if (source == role.replica_rank)
+            role.heal_destinations.push_back(healing[i]);
     }
     return role;
 }
@@ -228,8 +250,8 @@ QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation)
 // ---- the QUORUM wire line ----
 
 std::string formatQuorumLine(const Quorum& quorum) {
-    std::string line = "QUORUM " + std::to_string(quorum.quorum_id) + " " + std::to_string(quorum.highest_step) + " " +
-                       std::to_string(quorum.members.size());
+    std::string line = "QUORUM " + std::to_string(quorum.quorum_id) + " " +
+                       std::to_string(quorum.highest_step) + " " + std::to_string(quorum.members.size());
     for (const QuorumMember& m : quorum.members)
         line += " " + m.id() + ":" + std::to_string(m.step) + ":" + (m.address.empty() ? "-" : m.address);
     return line;
@@ -240,15 +262,18 @@ bool parseQuorumLine(const std::string& line, Quorum& out) {
     std::string word;
     size_t count = 0;
     Quorum quorum;
-    if (!(in >> word) || word != "QUORUM" || !(in >> quorum.quorum_id >> quorum.highest_step >> count)) return false;
+    if (!(in >> word) || word != "QUORUM" || !(in >> quorum.quorum_id >> quorum.highest_step >> count))
+        return false;
     for (size_t i = 0; i < count; ++i) {
         // <replica>.<incarnation>:<step>:<address|->   (the address may contain ':')
         std::string entry;
-        if (!(in >> entry)) return false;
+        if (!(in >> entry))
+            return false;
         const auto dot = entry.find('.');
         const auto colon1 = entry.find(':');
         const auto colon2 = colon1 == std::string::npos ? std::string::npos : entry.find(':', colon1 + 1);
-        if (dot == std::string::npos || colon2 == std::string::npos || dot > colon1) return false;
+        if (dot == std::string::npos || colon2 == std::string::npos || dot > colon1)
+            return false;
         QuorumMember m;
         try {
             m.replica = std::stoi(entry.substr(0, dot));
@@ -258,10 +283,12 @@ bool parseQuorumLine(const std::string& line, Quorum& out) {
             return false;
         }
         m.address = entry.substr(colon2 + 1);
-        if (m.address == "-") m.address.clear();
+        if (m.address == "-")
+            m.address.clear();
         quorum.members.push_back(m);
     }
-    if (in >> word) return false; // trailing garbage
+    if (in >> word)
+        return false; // trailing garbage
     out = quorum;
     return true;
 }
@@ -294,7 +321,8 @@ QuorumMember memberFromJson(const Json& j) {
 
 std::string statusToJson(const LighthouseStatus& status) {
     Json quorum_members = Json::array();
-    for (const auto& m : status.quorum_members) quorum_members.push_back(memberToJson(m));
+    for (const auto& m : status.quorum_members)
+        quorum_members.push_back(memberToJson(m));
     Json members = Json::array();
     for (const auto& h : status.members) {
         Json j = memberToJson(h.member);
@@ -304,12 +332,9 @@ std::string statusToJson(const LighthouseStatus& status) {
         j["waiting_since_ms"] = h.waiting_since_ms;
         members.push_back(j);
     }
-    const Json j{{"running", status.running},
-                 {"quorum_id", status.quorum_id},
-                 {"highest_step", status.highest_step},
-                 {"quorums_issued", status.quorums_issued},
-                 {"quorum_members", quorum_members},
-                 {"members", members},
+    const Json j{{"running", status.running},           {"quorum_id", status.quorum_id},
+                 {"highest_step", status.highest_step}, {"quorums_issued", status.quorums_issued},
+                 {"quorum_members", quorum_members},    {"members", members},
                  {"last_reason", status.last_reason}};
     return j.dump(); // one line: strings with newlines are escaped
 }
@@ -322,7 +347,8 @@ LighthouseStatus statusFromJson(const std::string& json) {
         status.quorum_id = j.at("quorum_id").get<int64_t>();
         status.highest_step = j.at("highest_step").get<int64_t>();
         status.quorums_issued = j.at("quorums_issued").get<int64_t>();
-        for (const auto& m : j.at("quorum_members")) status.quorum_members.push_back(memberFromJson(m));
+        for (const auto& m : j.at("quorum_members"))
+            status.quorum_members.push_back(memberFromJson(m));
         for (const auto& m : j.at("members")) {
             MemberHealth h;
             h.member = memberFromJson(m);

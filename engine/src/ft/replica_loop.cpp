@@ -27,11 +27,14 @@ ReplicaModel::ReplicaModel(const Scenario& scenario)
 
 ReplicaModel::~ReplicaModel() = default;
 
-std::string ReplicaModel::describe() const { return m_model->describe() + "; " + m_data->describe(); }
+std::string ReplicaModel::describe() const {
+    return m_model->describe() + "; " + m_data->describe();
+}
 
 std::vector<at::Tensor> ReplicaModel::grads() const {
     std::vector<at::Tensor> grads;
-    for (const auto& p : m_params) grads.push_back(p.grad());
+    for (const auto& p : m_params)
+        grads.push_back(p.grad());
     return grads;
 }
 
@@ -40,7 +43,8 @@ double ReplicaModel::forwardBackward(int64_t step, int shard, int shards, const 
     const Batch batch = m_data->batch(int(step), shard, shards, m_scenario.data.batch_per_rank);
     telemetry.span(EventKind::Data).from(t).step(step).emit();
     for (auto& p : m_params)
-        if (p.grad().defined()) p.mutable_grad().zero_();
+        if (p.grad().defined())
+            p.mutable_grad().zero_();
     t = telemetry.now();
     at::Tensor loss = m_model->loss(batch.inputs, batch.targets, m_timer);
     telemetry.span(EventKind::Forward).from(t).step(step).unit(-2).emit(); // the whole model: unit -2
@@ -53,7 +57,8 @@ double ReplicaModel::forwardBackward(int64_t step, int shard, int shards, const 
 
 int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step) {
     const int64_t gate_begin = telemetry.now();
-    if (context.gate->waitToStart(step)) telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
+    if (context.gate->waitToStart(step))
+        telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
     return telemetry.now();
 }
 
@@ -80,7 +85,8 @@ void emitReplicaMemory(const RankTelemetry& telemetry, int64_t step, const Memor
     counter(EventKind::MemGradients, m.gradients);
     counter(EventKind::MemOptimizer, m.optimizer_state);
     counter(EventKind::MemActivations, m.activations);
-    if (comm_buffers) counter(EventKind::MemCommBuffers, m.comm_buffers);
+    if (comm_buffers)
+        counter(EventKind::MemCommBuffers, m.comm_buffers);
     counter(EventKind::MemLive, m.live);
     counter(EventKind::MemPeak, m.peak);
 }

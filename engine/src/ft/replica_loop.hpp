@@ -38,7 +38,7 @@ class AdamW;
 namespace dt::ft {
 
 class ReplicaModel {
-public:
+  public:
     explicit ReplicaModel(const Scenario& scenario);
     ~ReplicaModel();
 
@@ -53,7 +53,7 @@ public:
     [[nodiscard]] int64_t numel() const { return m_numel; } // P
     [[nodiscard]] std::vector<at::Tensor> grads() const;    // undefined where none yet
 
-private:
+  private:
     const Scenario& m_scenario;
     std::unique_ptr<DataSource> m_data;
     std::unique_ptr<TrainableModel> m_model;

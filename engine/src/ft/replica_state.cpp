@@ -18,13 +18,16 @@ torch::optim::AdamWParamState* adamState(torch::optim::AdamW& optimizer, const a
 
 int64_t totalNumel(const std::vector<at::Tensor>& params) {
     int64_t n = 0;
-    for (const auto& p : params) n += p.numel();
+    for (const auto& p : params)
+        n += p.numel();
     return n;
 }
 
 } // namespace
 
-int64_t replicaStateNumel(const std::vector<at::Tensor>& params) { return 2 + 3 * totalNumel(params); }
+int64_t replicaStateNumel(const std::vector<at::Tensor>& params) {
+    return 2 + 3 * totalNumel(params);
+}
 
 at::Tensor packReplicaState(const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
                             int64_t committed_steps) {
@@ -49,7 +52,8 @@ at::Tensor packReplicaState(const std::vector<at::Tensor>& params, torch::optim:
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,
                            torch::optim::AdamW& optimizer) {
     const int64_t P = totalNumel(params);
-    DT_ENFORCE(state.numel() == 2 + 3 * P, "a heal message of the wrong size: the peers run different models");
+    DT_ENFORCE(state.numel() == 2 + 3 * P,
+               "a heal message of the wrong size: the peers run different models");
     const int64_t committed = int64_t(state[0].item<float>());
     const int64_t adam_step = int64_t(state[1].item<float>());
     at::NoGradGuard no_grad;

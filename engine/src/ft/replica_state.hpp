@@ -24,8 +24,8 @@ namespace dt {
 [[nodiscard]] int64_t replicaStateNumel(const std::vector<at::Tensor>& params);
 
 // A copy of the state (safe to send while training goes on).
-[[nodiscard]] at::Tensor packReplicaState(const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
-                                          int64_t committed_steps);
+[[nodiscard]] at::Tensor packReplicaState(const std::vector<at::Tensor>& params,
+                                          torch::optim::AdamW& optimizer, int64_t committed_steps);
 
 // Overwrites the parameters and the optimizer state; returns the sender's committed steps.
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,

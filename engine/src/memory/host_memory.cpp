@@ -31,7 +31,8 @@ at::Tensor hostZeros(int64_t numel) {
     const int64_t bytes = numel * int64_t(sizeof(float));
     const size_t rounded = size_t((bytes + 63) / 64 * 64); // aligned_alloc wants a multiple of the alignment
     void* block = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-    if (block == nullptr) throw std::bad_alloc();
+    if (block == nullptr)
+        throw std::bad_alloc();
     std::memset(block, 0, rounded == 0 ? 64 : rounded);
     count(bytes);
     return at::from_blob(
@@ -43,7 +44,11 @@ at::Tensor hostZeros(int64_t numel) {
         at::TensorOptions().dtype(at::kFloat));
 }
 
-int64_t hostLiveBytes() { return g_live.load(); }
-int64_t hostPeakBytes() { return g_peak.load(); }
+int64_t hostLiveBytes() {
+    return g_live.load();
+}
+int64_t hostPeakBytes() {
+    return g_peak.load();
+}
 
 } // namespace dt

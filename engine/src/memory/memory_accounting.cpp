@@ -14,9 +14,11 @@ int64_t storageBytes(const std::vector<at::Tensor>& tensors) {
     std::unordered_set<const void*> seen;
     int64_t total = 0;
     for (const auto& t : tensors) {
-        if (!t.defined()) continue;
+        if (!t.defined())
+            continue;
         const auto& storage = t.storage();
-        if (seen.insert(storage.unsafeGetStorageImpl()).second) total += int64_t(storage.nbytes());
+        if (seen.insert(storage.unsafeGetStorageImpl()).second)
+            total += int64_t(storage.nbytes());
     }
     return total;
 }
@@ -27,12 +29,14 @@ int64_t adamStateBytes(const torch::optim::AdamW& optimizer) {
         const auto& s = static_cast<const torch::optim::AdamWParamState&>(*state);
         tensors.push_back(s.exp_avg());
         tensors.push_back(s.exp_avg_sq());
-        if (s.max_exp_avg_sq().defined()) tensors.push_back(s.max_exp_avg_sq());
+        if (s.max_exp_avg_sq().defined())
+            tensors.push_back(s.max_exp_avg_sq());
     }
     return storageBytes(tensors);
 }
 
-MemorySample sampleMemory(int64_t parameters, int64_t gradients, int64_t optimizer_state, int64_t comm_buffers) {
+MemorySample sampleMemory(int64_t parameters, int64_t gradients, int64_t optimizer_state,
+                          int64_t comm_buffers) {
     MemorySample s;
     s.parameters = parameters;
     s.gradients = gradients;

@@ -23,7 +23,8 @@ void notePeak(int64_t live) {
 }
 
 void trackedDelete(void* payload) {
-    if (!payload) return;
+    if (!payload)
+        return;
     char* block = static_cast<char*>(payload) - kHeader;
     const size_t size = *reinterpret_cast<size_t*>(block);
     g_live.fetch_sub(int64_t(size), std::memory_order_relaxed);
@@ -34,7 +35,8 @@ void noDelete(void*) {}
 
 struct TrackingCpuAllocator final : c10::Allocator {
     c10::DataPtr allocate(size_t nbytes) const override {
-        if (nbytes == 0) return {nullptr, nullptr, &noDelete, c10::Device(c10::DeviceType::CPU)};
+        if (nbytes == 0)
+            return {nullptr, nullptr, &noDelete, c10::Device(c10::DeviceType::CPU)};
         char* block = static_cast<char*>(c10::alloc_cpu(nbytes + kHeader));
         *reinterpret_cast<size_t*>(block) = nbytes;
         notePeak(g_live.fetch_add(int64_t(nbytes), std::memory_order_relaxed) + int64_t(nbytes));
@@ -49,13 +51,22 @@ TrackingCpuAllocator g_allocator;
 } // namespace
 
 void installTrackingAllocator() {
-    if (g_installed.exchange(true)) return;
+    if (g_installed.exchange(true))
+        return;
     c10::SetAllocator(c10::DeviceType::CPU, &g_allocator, /*priority=*/100);
 }
 
-bool trackingAllocatorInstalled() { return g_installed.load(); }
-int64_t trackedLiveBytes() { return g_live.load(std::memory_order_relaxed); }
-int64_t trackedPeakBytes() { return g_peak.load(std::memory_order_relaxed); }
-void resetTrackedPeak() { g_peak.store(g_live.load()); }
+bool trackingAllocatorInstalled() {
+    return g_installed.load();
+}
+int64_t trackedLiveBytes() {
+    return g_live.load(std::memory_order_relaxed);
+}
+int64_t trackedPeakBytes() {
+    return g_peak.load(std::memory_order_relaxed);
+}
+void resetTrackedPeak() {
+    g_peak.store(g_live.load());
+}
 
 } // namespace dt

@@ -10,10 +10,10 @@
 
 namespace dt {
 
-void installTrackingAllocator();            // idempotent
+void installTrackingAllocator(); // idempotent
 [[nodiscard]] bool trackingAllocatorInstalled();
 [[nodiscard]] int64_t trackedLiveBytes();
 [[nodiscard]] int64_t trackedPeakBytes();
-void resetTrackedPeak();                    // peak := live
+void resetTrackedPeak(); // peak := live
 
 } // namespace dt

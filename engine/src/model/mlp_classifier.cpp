@@ -16,7 +16,7 @@ namespace {
 namespace nn = torch::nn;
 
 class MlpClassifier final : public TrainableModel, public nn::Module {
-public:
+  public:
     explicit MlpClassifier(const ModelConfig& c) {
         int in = 784;
         for (size_t i = 0; i < c.hidden.size(); ++i) {
@@ -28,7 +28,8 @@ public:
 
     std::vector<NamedParameter> trainableParameters() const override {
         std::vector<NamedParameter> out;
-        for (const auto& item : named_parameters(true)) out.push_back({item.key(), item.value()});
+        for (const auto& item : named_parameters(true))
+            out.push_back({item.key(), item.value()});
         return out;
     }
 
@@ -39,7 +40,8 @@ public:
             markForward(timer, unit, true);
             auto input = h;
             h = layers[i]->forward(input);
-            if (i + 1 < layers.size()) h = at::relu(h);
+            if (i + 1 < layers.size())
+                h = at::relu(h);
             markForward(timer, unit, false);
             markBackwardWithHooks(timer, unit, input, h);
         }
@@ -59,16 +61,20 @@ public:
     }
 
     void setActivationCheckpointing(bool on) override {
-        if (on) throw UsageError("activation checkpointing needs the tiny_gpt model (its blocks are the units recomputed)");
+        if (on)
+            throw UsageError(
+                "activation checkpointing needs the tiny_gpt model (its blocks are the units recomputed)");
     }
 
     std::string describe() const override {
         int64_t n = 0;
-        for (const auto& p : trainableParameters()) n += p.tensor.numel();
-        return "MLP classifier, " + std::to_string(layers.size()) + " layers: " + std::to_string(n) + " parameters";
+        for (const auto& p : trainableParameters())
+            n += p.tensor.numel();
+        return "MLP classifier, " + std::to_string(layers.size()) + " layers: " + std::to_string(n) +
+               " parameters";
     }
 
-private:
+  private:
     std::vector<nn::Linear> layers;
 };
 

@@ -34,18 +34,22 @@ struct UnitTimer {
 
 // Calls timer.forward if it is set (an empty UnitTimer means "no telemetry").
 inline void markForward(const UnitTimer& timer, int unit, bool begin) {
-    if (timer.forward) timer.forward(unit, begin);
+    if (timer.forward)
+        timer.forward(unit, begin);
 }
 
 // Marks a unit's backward with autograd hooks (when timer.backward is set and
 // the output needs a gradient): the gradient w.r.t. the unit's output arrives
 // first (its backward begins), the gradient w.r.t. its input leaves last (it
 // ends; the first layer's input needs none, so it has no end mark).
-inline void markBackwardWithHooks(const UnitTimer& timer, int unit, const at::Tensor& input, const at::Tensor& output) {
-    if (!timer.backward || !output.requires_grad()) return;
+inline void markBackwardWithHooks(const UnitTimer& timer, int unit, const at::Tensor& input,
+                                  const at::Tensor& output) {
+    if (!timer.backward || !output.requires_grad())
+        return;
     auto mark = timer.backward; // copied: the hooks run after loss() returns
     output.register_hook([mark, unit](const at::Tensor&) { mark(unit, true); });
-    if (input.requires_grad()) input.register_hook([mark, unit](const at::Tensor&) { mark(unit, false); });
+    if (input.requires_grad())
+        input.register_hook([mark, unit](const at::Tensor&) { mark(unit, false); });
 }
 
 struct NamedParameter {
@@ -82,11 +86,12 @@ void accumulateWeightGradients(const WeightGradTape& tape, const std::vector<at:
 // blocks. Chunk 0 starts with the embeddings, chunk C-1 ends with the final
 // norm, the head and the loss. Shapes: tokens (B,T) -> x (B,T,C) -> loss ().
 class StagedModel {
-public:
+  public:
     virtual ~StagedModel() = default;
     [[nodiscard]] virtual int blockCount() const = 0;
     [[nodiscard]] virtual at::Tensor embed(const at::Tensor& tokens) = 0;
-    [[nodiscard]] virtual at::Tensor runBlocks(const at::Tensor& x, int first, int last) = 0; // blocks [first, last)
+    [[nodiscard]] virtual at::Tensor runBlocks(const at::Tensor& x, int first,
+                                               int last) = 0; // blocks [first, last)
     [[nodiscard]] virtual at::Tensor headLoss(const at::Tensor& x, const at::Tensor& targets) = 0;
     // For each trainable parameter (model order), the chunk that owns it.
     [[nodiscard]] virtual std::vector<int> parameterChunks(int chunks) const = 0;
@@ -95,7 +100,7 @@ public:
 };
 
 class TrainableModel {
-public:
+  public:
     virtual ~TrainableModel() = default;
     [[nodiscard]] virtual std::vector<NamedParameter> trainableParameters() const = 0;
     // inputs/targets come from the data source; returns the mean loss (scalar)

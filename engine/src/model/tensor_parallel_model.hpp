@@ -15,7 +15,7 @@ namespace dt {
 class Communicator;
 
 class TensorParallelModel : public TrainableModel {
-public:
+  public:
     // The whole model in TinyGPT's parameter order and shapes, gathered from
     // every rank's shards (a collective: every rank of the group calls it).
     [[nodiscard]] virtual std::vector<NamedParameter> gatherFullParameters() = 0;
@@ -29,7 +29,7 @@ public:
 // Builds TinyGPT from `seed` exactly as makeModel does, then keeps this
 // rank's shards of it: the same initial model as a one-process run.
 // Requires heads and mlp_ratio * d_model divisible by the group size.
-[[nodiscard]] std::unique_ptr<TensorParallelModel> makeTensorParallelGpt(const ModelConfig& config, uint64_t seed,
-                                                                         Communicator& group);
+[[nodiscard]] std::unique_ptr<TensorParallelModel> makeTensorParallelGpt(const ModelConfig& config,
+                                                                         uint64_t seed, Communicator& group);
 
 } // namespace dt

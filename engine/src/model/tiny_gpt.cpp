@@ -45,13 +45,13 @@ struct BlockImpl : nn::Module {
     // x (B,T,C), mask (T,T) bool, true above the diagonal
     at::Tensor forward(const at::Tensor& x, const at::Tensor& causal_mask) {
         const int64_t B = x.size(0), T = x.size(1), C = x.size(2), D = C / heads;
-        auto qkv_out = lin(qkv, norm(ln1, x));                        // (B,T,3C)
+        auto qkv_out = lin(qkv, norm(ln1, x));                                   // (B,T,3C)
         auto parts = qkv_out.view({B, T, 3, heads, D}).permute({2, 0, 3, 1, 4}); // (3,B,H,T,D)
         auto q = parts[0], k = parts[1], v = parts[2];
         auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(D))); // (B,H,T,T)
         att = att.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
         att = at::softmax(att, -1);
-        auto y = at::matmul(att, v).transpose(1, 2).reshape({B, T, C});         // (B,T,C)
+        auto y = at::matmul(att, v).transpose(1, 2).reshape({B, T, C}); // (B,T,C)
         auto h = x + lin(proj, y);
         return h + lin(fc2, at::gelu(lin(fc1, norm(ln2, h))));
     }
@@ -59,7 +59,8 @@ struct BlockImpl : nn::Module {
     // The layers, recording into the zero-bubble tape when one is set.
     at::Tensor lin(nn::Linear& layer, const at::Tensor& x) {
         at::Tensor y = layer->forward(x);
-        if (tape) tape->entries.push_back({WeightGradTape::Kind::Linear, layer->weight, layer->bias, x, y, 0.0});
+        if (tape)
+            tape->entries.push_back({WeightGradTape::Kind::Linear, layer->weight, layer->bias, x, y, 0.0});
         return y;
     }
     at::Tensor norm(nn::LayerNorm& layer, const at::Tensor& x) {
@@ -106,9 +107,11 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
         at::Tensor output;
         {
             at::AutoGradMode grad_on(true);
-            if (timer && timer->recompute) timer->recompute(unit, true);
+            if (timer && timer->recompute)
+                timer->recompute(unit, true);
             output = block->forward(x, saved[1]);
-            if (timer && timer->recompute) timer->recompute(unit, false);
+            if (timer && timer->recompute)
+                timer->recompute(unit, false);
         }
         torch::autograd::backward({output}, {grad_outputs[0]});
         return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
@@ -116,13 +119,15 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
 };
 
 class TinyGpt final : public TrainableModel, public StagedModel, public nn::Module {
-public:
+  public:
     explicit TinyGpt(const ModelConfig& c) : m_config(c) {
-        DT_ENFORCE(c.d_model % c.heads == 0, "d_model must be divisible by heads (the scenario check allows no other)");
+        DT_ENFORCE(c.d_model % c.heads == 0,
+                   "d_model must be divisible by heads (the scenario check allows no other)");
         tok_emb = register_module("tok_emb", nn::Embedding(c.vocab, c.d_model));
         pos_emb = register_module("pos_emb", nn::Embedding(c.context, c.d_model));
         for (int i = 0; i < c.layers; ++i)
-            blocks.push_back(register_module("block" + std::to_string(i), Block(c.d_model, c.heads, c.mlp_ratio)));
+            blocks.push_back(
+                register_module("block" + std::to_string(i), Block(c.d_model, c.heads, c.mlp_ratio)));
         ln_f = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
         head = register_module("head", nn::Linear(nn::LinearOptions(c.d_model, c.vocab).bias(false)));
         m_causal = at::ones({c.context, c.context}, at::kBool).triu(1);
@@ -130,7 +135,8 @@ public:
 
     std::vector<NamedParameter> trainableParameters() const override {
         std::vector<NamedParameter> out;
-        for (const auto& item : named_parameters(true)) out.push_back({item.key(), item.value()});
+        for (const auto& item : named_parameters(true))
+            out.push_back({item.key(), item.value()});
         return out;
     }
 
@@ -166,7 +172,8 @@ public:
     std::vector<int> parameterUnits() const override {
         std::vector<int> units;
         for (const auto& item : named_parameters(true)) {
-            const std::string& name = item.key(); // "block<i>.qkv.weight", or root: "tok_emb.weight", "head.weight", ...
+            const std::string& name =
+                item.key(); // "block<i>.qkv.weight", or root: "tok_emb.weight", "head.weight", ...
             units.push_back(name.rfind("block", 0) == 0 ? std::stoi(name.substr(5)) : -1);
         }
         return units;
@@ -183,8 +190,10 @@ public:
         const at::Tensor positions = at::arange(T, at::kLong);
         at::Tensor tok = tok_emb->forward(tokens), pos = pos_emb->forward(positions);
         if (m_tape) {
-            m_tape->entries.push_back({WeightGradTape::Kind::Embedding, tok_emb->weight, {}, tokens, tok, 0.0});
-            m_tape->entries.push_back({WeightGradTape::Kind::Embedding, pos_emb->weight, {}, positions, pos, 0.0});
+            m_tape->entries.push_back(
+                {WeightGradTape::Kind::Embedding, tok_emb->weight, {}, tokens, tok, 0.0});
+            m_tape->entries.push_back(
+                {WeightGradTape::Kind::Embedding, pos_emb->weight, {}, positions, pos, 0.0});
         }
         return tok + pos; // (B,T,C)
     }
@@ -205,7 +214,8 @@ public:
         at::Tensor normed = ln_f->forward(x);
         at::Tensor logits = head->forward(normed); // (B,T,V)
         if (m_tape) {
-            m_tape->entries.push_back({WeightGradTape::Kind::LayerNorm, ln_f->weight, ln_f->bias, x, normed, ln_f->options.eps()});
+            m_tape->entries.push_back(
+                {WeightGradTape::Kind::LayerNorm, ln_f->weight, ln_f->bias, x, normed, ln_f->options.eps()});
             m_tape->entries.push_back({WeightGradTape::Kind::Linear, head->weight, {}, normed, logits, 0.0});
         }
         return at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
@@ -218,22 +228,27 @@ public:
         std::vector<int> out;
         for (const auto& item : named_parameters(true)) {
             const std::string& name = item.key();
-            if (name.rfind("block", 0) == 0) out.push_back(std::stoi(name.substr(5)) / per_chunk);
-            else if (name.rfind("tok_emb", 0) == 0 || name.rfind("pos_emb", 0) == 0) out.push_back(0);
-            else out.push_back(chunks - 1); // ln_f, head
+            if (name.rfind("block", 0) == 0)
+                out.push_back(std::stoi(name.substr(5)) / per_chunk);
+            else if (name.rfind("tok_emb", 0) == 0 || name.rfind("pos_emb", 0) == 0)
+                out.push_back(0);
+            else
+                out.push_back(chunks - 1); // ln_f, head
         }
         return out;
     }
 
     std::string describe() const override {
         int64_t n = 0;
-        for (const auto& p : trainableParameters()) n += p.tensor.numel();
-        return "TinyGPT vocab " + std::to_string(m_config.vocab) + ", context " + std::to_string(m_config.context) +
-               ", d_model " + std::to_string(m_config.d_model) + ", " + std::to_string(m_config.layers) +
-               " layers, " + std::to_string(m_config.heads) + " heads: " + std::to_string(n) + " parameters";
+        for (const auto& p : trainableParameters())
+            n += p.tensor.numel();
+        return "TinyGPT vocab " + std::to_string(m_config.vocab) + ", context " +
+               std::to_string(m_config.context) + ", d_model " + std::to_string(m_config.d_model) + ", " +
+               std::to_string(m_config.layers) + " layers, " + std::to_string(m_config.heads) +
+               " heads: " + std::to_string(n) + " parameters";
     }
 
-private:
+  private:
     ModelConfig m_config;
     nn::Embedding tok_emb{nullptr}, pos_emb{nullptr};
     std::vector<Block> blocks;
@@ -250,19 +265,23 @@ private:
 void accumulateWeightGradients(const WeightGradTape& tape, const std::vector<at::Tensor>& output_grads) {
     at::NoGradGuard no_grad;
     const auto add = [](const at::Tensor& param, const at::Tensor& grad) {
-        if (!param.grad().defined()) param.mutable_grad() = grad.clone();
-        else param.mutable_grad().add_(grad);
+        if (!param.grad().defined())
+            param.mutable_grad() = grad.clone();
+        else
+            param.mutable_grad().add_(grad);
     };
     for (size_t i = 0; i < tape.entries.size(); ++i) {
         const auto& e = tape.entries[i];
         const at::Tensor& dy = output_grads[i];
-        if (!dy.defined()) continue;
+        if (!dy.defined())
+            continue;
         const int64_t out = dy.size(-1);
         const at::Tensor dy2 = dy.reshape({-1, out});
         switch (e.kind) {
         case WeightGradTape::Kind::Linear:
             add(e.weight, at::matmul(dy2.t(), e.input.reshape({-1, e.input.size(-1)}))); // (out, in)
-            if (e.bias.defined()) add(e.bias, dy2.sum(0));
+            if (e.bias.defined())
+                add(e.bias, dy2.sum(0));
             break;
         case WeightGradTape::Kind::LayerNorm: {
             const at::Tensor xhat = at::layer_norm(e.input, {out}, {}, {}, e.eps).reshape({-1, out});
@@ -281,8 +300,10 @@ std::unique_ptr<TrainableModel> makeMlpClassifier(const ModelConfig& config);
 
 std::unique_ptr<TrainableModel> makeModel(const ModelConfig& config, uint64_t seed) {
     at::manual_seed(seed);
-    if (config.kind == "tiny_gpt") return std::make_unique<TinyGpt>(config);
-    if (config.kind == "mlp") return makeMlpClassifier(config);
+    if (config.kind == "tiny_gpt")
+        return std::make_unique<TinyGpt>(config);
+    if (config.kind == "mlp")
+        return makeMlpClassifier(config);
     throw UsageError("unknown model kind '" + config.kind + "'");
 }
 

@@ -42,7 +42,8 @@ using torch::autograd::variable_list;
 // Megatron's f: identity in forward; the gradient is all-reduced in backward
 // (each rank's column-parallel layer contributed part of it).
 struct CopyToTensorParallel : torch::autograd::Function<CopyToTensorParallel> {
-    static at::Tensor forward(AutogradContext* ctx, at::Tensor x, Communicator* group, int64_t step, int64_t unit) {
+    static at::Tensor forward(AutogradContext* ctx, at::Tensor x, Communicator* group, int64_t step,
+                              int64_t unit) {
         ctx->saved_data["group"] = reinterpret_cast<int64_t>(group);
         ctx->saved_data["step"] = step;
         ctx->saved_data["unit"] = unit;
@@ -51,7 +52,8 @@ struct CopyToTensorParallel : torch::autograd::Function<CopyToTensorParallel> {
     static variable_list backward(AutogradContext* ctx, variable_list grads) {
         auto* group = reinterpret_cast<Communicator*>(ctx->saved_data["group"].toInt());
         at::Tensor g = grads[0].contiguous().clone();
-        group->allReduceNow(g, CommTag{int(ctx->saved_data["step"].toInt()), int(ctx->saved_data["unit"].toInt())});
+        group->allReduceNow(
+            g, CommTag{int(ctx->saved_data["step"].toInt()), int(ctx->saved_data["unit"].toInt())});
         return {g, at::Tensor(), at::Tensor(), at::Tensor()};
     }
 };
@@ -59,7 +61,8 @@ struct CopyToTensorParallel : torch::autograd::Function<CopyToTensorParallel> {
 // Megatron's g: the partial outputs of a row-parallel layer are all-reduced
 // in forward; the gradient passes through unchanged in backward.
 struct ReduceFromTensorParallel : torch::autograd::Function<ReduceFromTensorParallel> {
-    static at::Tensor forward(AutogradContext*, at::Tensor x, Communicator* group, int64_t step, int64_t unit) {
+    static at::Tensor forward(AutogradContext*, at::Tensor x, Communicator* group, int64_t step,
+                              int64_t unit) {
         at::Tensor out = x.contiguous().clone();
         group->allReduceNow(out, CommTag{int(step), int(unit)});
         return out;
@@ -71,31 +74,39 @@ struct ReduceFromTensorParallel : torch::autograd::Function<ReduceFromTensorPara
 
 // How a TinyGPT parameter is split over the group.
 enum class Split {
-    Whole,          // every rank holds all of it
-    Rows,           // dim 0 in N contiguous parts (fc1 weight and bias)
-    Columns,        // dim 1 in N contiguous parts (proj and fc2 weights)
-    HeadRows,       // qkv: dim 0 is [q; k; v], each split in N parts by heads
+    Whole,    // every rank holds all of it
+    Rows,     // dim 0 in N contiguous parts (fc1 weight and bias)
+    Columns,  // dim 1 in N contiguous parts (proj and fc2 weights)
+    HeadRows, // qkv: dim 0 is [q; k; v], each split in N parts by heads
 };
 
 Split splitOf(const std::string& name) {
-    if (name.rfind("block", 0) != 0) return Split::Whole;
+    if (name.rfind("block", 0) != 0)
+        return Split::Whole;
     const auto dot = name.find('.');
     const std::string rest = name.substr(dot + 1); // "qkv.weight", "proj.bias", ...
-    if (rest == "qkv.weight" || rest == "qkv.bias") return Split::HeadRows;
-    if (rest == "fc1.weight" || rest == "fc1.bias") return Split::Rows;
-    if (rest == "proj.weight" || rest == "fc2.weight") return Split::Columns;
+    if (rest == "qkv.weight" || rest == "qkv.bias")
+        return Split::HeadRows;
+    if (rest == "fc1.weight" || rest == "fc1.bias")
+        return Split::Rows;
+    if (rest == "proj.weight" || rest == "fc2.weight")
+        return Split::Columns;
     return Split::Whole; // ln1, ln2, proj.bias, fc2.bias
 }
 
 // This rank's part of a whole tensor.
 at::Tensor shardOf(const at::Tensor& full, Split split, int rank, int n) {
     switch (split) {
-    case Split::Whole: return full.clone();
-    case Split::Rows: return full.chunk(n, 0)[size_t(rank)].clone();
-    case Split::Columns: return full.chunk(n, 1)[size_t(rank)].contiguous();
+    case Split::Whole:
+        return full.clone();
+    case Split::Rows:
+        return full.chunk(n, 0)[size_t(rank)].clone();
+    case Split::Columns:
+        return full.chunk(n, 1)[size_t(rank)].contiguous();
     case Split::HeadRows: {
         std::vector<at::Tensor> parts;
-        for (const at::Tensor& qkv : full.chunk(3, 0)) parts.push_back(qkv.chunk(n, 0)[size_t(rank)]);
+        for (const at::Tensor& qkv : full.chunk(3, 0))
+            parts.push_back(qkv.chunk(n, 0)[size_t(rank)]);
         return at::cat(parts, 0).contiguous();
     }
     }
@@ -103,8 +114,9 @@ at::Tensor shardOf(const at::Tensor& full, Split split, int rank, int n) {
 }
 
 class TensorParallelGpt final : public TensorParallelModel {
-public:
-    TensorParallelGpt(const ModelConfig& c, uint64_t seed, Communicator& group) : m_config(c), m_group(group) {
+  public:
+    TensorParallelGpt(const ModelConfig& c, uint64_t seed, Communicator& group)
+        : m_config(c), m_group(group) {
         const int n = group.size();
         DT_ENFORCE(c.heads % n == 0 && (c.mlp_ratio * c.d_model) % n == 0,
                    "tensor parallel needs heads and mlp_ratio * d_model divisible by the ranks (validated)");
@@ -125,7 +137,8 @@ public:
 
     std::vector<NamedParameter> trainableParameters() const override {
         std::vector<NamedParameter> out;
-        for (const Param& p : m_params) out.push_back({p.name, p.tensor});
+        for (const Param& p : m_params)
+            out.push_back({p.name, p.tensor});
         return out;
     }
 
@@ -134,7 +147,8 @@ public:
         const at::Tensor mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
 
         markForward(timer, -1, true);
-        at::Tensor x = at::embedding(p("tok_emb.weight"), tokens) + at::embedding(p("pos_emb.weight"), at::arange(T, at::kLong));
+        at::Tensor x = at::embedding(p("tok_emb.weight"), tokens) +
+                       at::embedding(p("pos_emb.weight"), at::arange(T, at::kLong));
         markForward(timer, -1, false);
 
         for (int i = 0; i < m_config.layers; ++i) {
@@ -148,7 +162,8 @@ public:
 
         markForward(timer, -1, true);
         const int64_t C = m_config.d_model;
-        const at::Tensor logits = at::linear(at::layer_norm(x, {C}, p("ln_f.weight"), p("ln_f.bias")), p("head.weight"));
+        const at::Tensor logits =
+            at::linear(at::layer_norm(x, {C}, p("ln_f.weight"), p("ln_f.bias")), p("head.weight"));
         at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
         markForward(timer, -1, false);
         return loss;
@@ -167,7 +182,8 @@ public:
             at::Tensor gathered = at::empty({n * local.numel()}, local.options());
             m_group.allGatherNow(gathered, local, CommTag{m_step, -1});
             std::vector<int64_t> shape{n};
-            for (int64_t s : local.sizes()) shape.push_back(s);
+            for (int64_t s : local.sizes())
+                shape.push_back(s);
             gathered = gathered.view(shape); // (N, local shape...)
             at::Tensor full;
             if (param.split == Split::Rows) {
@@ -176,9 +192,11 @@ public:
                 full = gathered.permute({1, 0, 2}).reshape(param.full_shape); // (C, N, k) -> (C, N k)
             } else { // HeadRows: (N, 3, rows/N, ...) -> (3, N, rows/N, ...) -> [q; k; v]
                 std::vector<int64_t> split_shape{n, 3, local.size(0) / 3};
-                for (int64_t d = 1; d < local.dim(); ++d) split_shape.push_back(local.size(d));
+                for (int64_t d = 1; d < local.dim(); ++d)
+                    split_shape.push_back(local.size(d));
                 std::vector<int64_t> order{1, 0};
-                for (int64_t d = 2; d < int64_t(split_shape.size()); ++d) order.push_back(d);
+                for (int64_t d = 2; d < int64_t(split_shape.size()); ++d)
+                    order.push_back(d);
                 full = gathered.view(split_shape).permute(order).reshape(param.full_shape);
             }
             out.push_back({param.name, full.contiguous()});
@@ -191,13 +209,15 @@ public:
     int64_t shardedNumel() const override {
         int64_t total = 0;
         for (const Param& p : m_params)
-            if (p.split != Split::Whole) total += p.tensor.numel();
+            if (p.split != Split::Whole)
+                total += p.tensor.numel();
         return total;
     }
     int64_t replicatedNumel() const override {
         int64_t total = 0;
         for (const Param& p : m_params)
-            if (p.split == Split::Whole) total += p.tensor.numel();
+            if (p.split == Split::Whole)
+                total += p.tensor.numel();
         return total;
     }
 
@@ -210,15 +230,17 @@ public:
 
     std::vector<int> parameterUnits() const override {
         std::vector<int> units;
-        for (const Param& p : m_params) units.push_back(p.name.rfind("block", 0) == 0 ? std::stoi(p.name.substr(5)) : -1);
+        for (const Param& p : m_params)
+            units.push_back(p.name.rfind("block", 0) == 0 ? std::stoi(p.name.substr(5)) : -1);
         return units;
     }
 
     void setActivationCheckpointing(bool on) override {
-        if (on) throw UsageError("tensor_parallel does not support activation checkpointing yet");
+        if (on)
+            throw UsageError("tensor_parallel does not support activation checkpointing yet");
     }
 
-private:
+  private:
     struct Param {
         std::string name;
         Split split = Split::Whole;
@@ -235,23 +257,28 @@ private:
         Communicator* group = &m_group;
 
         // Attention: column-parallel qkv over this rank's heads, row-parallel proj.
-        const at::Tensor a = CopyToTensorParallel::apply(at::layer_norm(x, {C}, p(b + "ln1.weight"), p(b + "ln1.bias")),
-                                                         group, int64_t(m_step), int64_t(i));
-        const at::Tensor qkv = at::linear(a, p(b + "qkv.weight"), p(b + "qkv.bias"));       // (B,T,3 C/N)
+        const at::Tensor a =
+            CopyToTensorParallel::apply(at::layer_norm(x, {C}, p(b + "ln1.weight"), p(b + "ln1.bias")), group,
+                                        int64_t(m_step), int64_t(i));
+        const at::Tensor qkv = at::linear(a, p(b + "qkv.weight"), p(b + "qkv.bias"));          // (B,T,3 C/N)
         const at::Tensor parts = qkv.view({B, T, 3, local_heads, D}).permute({2, 0, 3, 1, 4}); // (3,B,h,T,D)
         at::Tensor att = at::matmul(parts[0], parts[1].transpose(-2, -1)) * (1.0 / std::sqrt(double(D)));
         att = at::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
-        const at::Tensor y = at::matmul(att, parts[2]).transpose(1, 2).reshape({B, T, local_heads * D}); // (B,T,C/N)
-        const at::Tensor h = x + ReduceFromTensorParallel::apply(at::linear(y, p(b + "proj.weight")), group,
-                                                                 int64_t(m_step), int64_t(i)) +
+        const at::Tensor y =
+            at::matmul(att, parts[2]).transpose(1, 2).reshape({B, T, local_heads * D}); // (B,T,C/N)
+        const at::Tensor h = x +
+                             ReduceFromTensorParallel::apply(at::linear(y, p(b + "proj.weight")), group,
+                                                             int64_t(m_step), int64_t(i)) +
                              p(b + "proj.bias");
 
         // MLP: column-parallel fc1, row-parallel fc2.
-        const at::Tensor m = CopyToTensorParallel::apply(at::layer_norm(h, {C}, p(b + "ln2.weight"), p(b + "ln2.bias")),
-                                                         group, int64_t(m_step), int64_t(i));
+        const at::Tensor m =
+            CopyToTensorParallel::apply(at::layer_norm(h, {C}, p(b + "ln2.weight"), p(b + "ln2.bias")), group,
+                                        int64_t(m_step), int64_t(i));
         const at::Tensor u = at::gelu(at::linear(m, p(b + "fc1.weight"), p(b + "fc1.bias"))); // (B,T,F/N)
-        return h + ReduceFromTensorParallel::apply(at::linear(u, p(b + "fc2.weight")), group, int64_t(m_step),
-                                                   int64_t(i)) +
+        return h +
+               ReduceFromTensorParallel::apply(at::linear(u, p(b + "fc2.weight")), group, int64_t(m_step),
+                                               int64_t(i)) +
                p(b + "fc2.bias");
     }
 
@@ -267,7 +294,8 @@ private:
 
 std::unique_ptr<TensorParallelModel> makeTensorParallelGpt(const ModelConfig& config, uint64_t seed,
                                                            Communicator& group) {
-    if (config.kind != "tiny_gpt") throw UsageError("tensor_parallel splits tiny_gpt only, not '" + config.kind + "'");
+    if (config.kind != "tiny_gpt")
+        throw UsageError("tensor_parallel splits tiny_gpt only, not '" + config.kind + "'");
     return std::make_unique<TensorParallelGpt>(config, seed, group);
 }
 

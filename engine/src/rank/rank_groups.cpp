@@ -10,7 +10,8 @@
 namespace dt {
 
 std::string glooInterfaceFor(const LaunchEnv& env) {
-    const bool loopback = env.master_host == "127.0.0.1" || env.master_host == "localhost" || env.master_host.empty();
+    const bool loopback =
+        env.master_host == "127.0.0.1" || env.master_host == "localhost" || env.master_host.empty();
     return loopback ? "127.0.0.1" : localAddressTowards(env.master_host, env.master_port);
 }
 
@@ -21,7 +22,8 @@ GlooOptions glooOptionsFor(const LaunchEnv& env, const Scenario& scenario) {
     return gloo;
 }
 
-std::unique_ptr<Communicator> makeGroupCommunicator(const GroupSpec& spec, c10::intrusive_ptr<c10d::Store> store,
+std::unique_ptr<Communicator> makeGroupCommunicator(const GroupSpec& spec,
+                                                    c10::intrusive_ptr<c10d::Store> store,
                                                     const GlooOptions& gloo, EventSink* sink) {
     std::unique_ptr<Communicator> comm;
     if (spec.backend == "mpi") {
@@ -42,25 +44,27 @@ RankGroups makeGroups(const LaunchEnv& env, const Scenario& scenario, c10::intru
     const GlooOptions gloo = glooOptionsFor(env, scenario);
     const std::string& backend = scenario.topology.backend;
     RankGroups g;
-    g.world = makeGroupCommunicator({backend, "dtlab/world", 0, env.rank, env.world, kGroupWorld}, store, gloo, sink);
+    g.world = makeGroupCommunicator({backend, "dtlab/world", 0, env.rank, env.world, kGroupWorld}, store,
+                                    gloo, sink);
     if (scenario.strategy.kind == StrategyKind::Hsdp) {
         const int replicas = scenario.topology.replicas;
         const int shards = env.world / replicas;
         const int replica = env.rank / shards, shard = env.rank % shards;
         // MPI colors: 1 + replica for the shard groups, 1 + replicas + shard for the replicate groups.
-        g.shard = makeGroupCommunicator({backend, "dtlab/shard" + std::to_string(replica), 1 + replica, shard, shards,
-                                         groupIdShard(replica)},
+        g.shard = makeGroupCommunicator({backend, "dtlab/shard" + std::to_string(replica), 1 + replica, shard,
+                                         shards, groupIdShard(replica)},
                                         store, gloo, sink);
-        g.replicate = makeGroupCommunicator({backend, "dtlab/replicate" + std::to_string(shard), 1 + replicas + shard,
-                                             replica, replicas, groupIdReplicate(shard)},
-                                            store, gloo, sink);
+        g.replicate =
+            makeGroupCommunicator({backend, "dtlab/replicate" + std::to_string(shard), 1 + replicas + shard,
+                                   replica, replicas, groupIdReplicate(shard)},
+                                  store, gloo, sink);
     }
     if (strategyTraits(scenario.strategy.kind).uses_stages && env.world > scenario.topology.stages) {
         // Pipelines side by side: the ranks running the same stage average their gradients.
         const int stages = scenario.topology.stages;
         const int stage = env.rank % stages, replica = env.rank / stages;
-        g.data_parallel = makeGroupCommunicator({backend, "dtlab/pipe_dp" + std::to_string(stage), 1 + stage, replica,
-                                                 env.world / stages, groupIdReplicate(stage)},
+        g.data_parallel = makeGroupCommunicator({backend, "dtlab/pipe_dp" + std::to_string(stage), 1 + stage,
+                                                 replica, env.world / stages, groupIdReplicate(stage)},
                                                 store, gloo, sink);
     }
     return g;

@@ -27,9 +27,9 @@ struct RankGroups {
 
 // One process group of `size` ranks, this rank being `rank` in it.
 struct GroupSpec {
-    std::string backend = "gloo";   // "gloo" | "mpi"
-    std::string prefix;             // gloo: TCPStore prefix
-    int color = 0;                  // mpi: MPI_Comm_split color
+    std::string backend = "gloo"; // "gloo" | "mpi"
+    std::string prefix;           // gloo: TCPStore prefix
+    int color = 0;                // mpi: MPI_Comm_split color
     int rank = 0;
     int size = 1;
     uint8_t group_id = kGroupWorld; // Event::group of its Work records

@@ -37,7 +37,7 @@ class RankTelemetry;
 
 // One event being built; emit() or emitIfDetailed() sends it.
 class [[nodiscard]] EventBuilder {
-public:
+  public:
     EventBuilder(const RankTelemetry& telemetry, EventKind kind, EventPhase phase);
 
     EventBuilder& step(int64_t step) {
@@ -85,7 +85,7 @@ public:
     void emit();           // always (when there is a sink)
     void emitIfDetailed(); // only with detailed telemetry ([telemetry] enabled = true)
 
-private:
+  private:
     const RankTelemetry& m_telemetry;
     Event m_event;
     int64_t m_end_ns = 0;
@@ -94,7 +94,7 @@ private:
 
 // The events of one rank. Cheap to copy: a sink pointer, the rank, a flag.
 class RankTelemetry {
-public:
+  public:
     // `sink` may be null (nothing is emitted); `detailed` = [telemetry] enabled.
     RankTelemetry(EventSink* sink, int rank, bool detailed)
         : m_sink(sink), m_rank(rank), m_detailed(detailed) {}
@@ -108,7 +108,7 @@ public:
     EventBuilder instant(EventKind kind) const { return EventBuilder(*this, kind, EventPhase::Instant); }
     EventBuilder counter(EventKind kind) const { return EventBuilder(*this, kind, EventPhase::Counter); }
 
-private:
+  private:
     friend class EventBuilder;
     EventSink* m_sink;
     int m_rank;
@@ -124,7 +124,8 @@ inline EventBuilder::EventBuilder(const RankTelemetry& telemetry, EventKind kind
 
 inline void EventBuilder::emit() {
     EventSink* sink = m_telemetry.m_sink;
-    if (!sink) return;
+    if (!sink)
+        return;
     if (m_event.phase == EventPhase::Span) {
         m_event.dur_ns = (m_has_end ? m_end_ns : sink->now()) - m_event.t_ns;
     } else {
@@ -134,7 +135,8 @@ inline void EventBuilder::emit() {
 }
 
 inline void EventBuilder::emitIfDetailed() {
-    if (m_telemetry.detailed()) emit();
+    if (m_telemetry.detailed())
+        emit();
 }
 
 } // namespace dt

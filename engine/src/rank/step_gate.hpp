@@ -14,7 +14,7 @@
 namespace dt {
 
 class StepGate {
-public:
+  public:
     void setAllowedStep(int64_t step) {
         {
             std::lock_guard<std::mutex> lock(m_mutex);
@@ -33,12 +33,13 @@ public:
     // Blocks until `step` may start. Returns true if it had to wait.
     bool waitToStart(int64_t step) {
         std::unique_lock<std::mutex> lock(m_mutex);
-        if (step <= m_allowed) return false;
+        if (step <= m_allowed)
+            return false;
         m_open.wait(lock, [&] { return step <= m_allowed; });
         return true;
     }
 
-private:
+  private:
     mutable std::mutex m_mutex;
     std::condition_variable m_open;
     int64_t m_allowed = INT64_MAX;

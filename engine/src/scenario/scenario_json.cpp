@@ -17,21 +17,24 @@ namespace {
 StrategyKind strategyKindFromJson(const json& j) {
     const std::string name = j.get<std::string>();
     StrategyKind kind = StrategyKind::Ddp;
-    if (!parseStrategyKind(name, kind)) throw UsageError("invalid scenario JSON: unknown strategy kind \"" + name + "\"");
+    if (!parseStrategyKind(name, kind))
+        throw UsageError("invalid scenario JSON: unknown strategy kind \"" + name + "\"");
     return kind;
 }
 
 FaultAction faultActionFromJson(const json& j) {
     const std::string name = j.get<std::string>();
     FaultAction action = FaultAction::Kill;
-    if (!parseFaultAction(name, action)) throw UsageError("invalid scenario JSON: unknown fault action \"" + name + "\"");
+    if (!parseFaultAction(name, action))
+        throw UsageError("invalid scenario JSON: unknown fault action \"" + name + "\"");
     return action;
 }
 
 FaultWhen faultWhenFromJson(const json& j) {
     const std::string name = j.get<std::string>();
     FaultWhen when = FaultWhen::AllReduce;
-    if (!parseFaultWhen(name, when)) throw UsageError("invalid scenario JSON: unknown fault time \"" + name + "\"");
+    if (!parseFaultWhen(name, when))
+        throw UsageError("invalid scenario JSON: unknown fault time \"" + name + "\"");
     return when;
 }
 
@@ -52,7 +55,8 @@ std::string scenarioToJson(const Scenario& s) {
         });
     }
     json chaos_actions = json::array();
-    for (FaultAction action : s.chaos.actions) chaos_actions.push_back(faultActionName(action));
+    for (FaultAction action : s.chaos.actions)
+        chaos_actions.push_back(faultActionName(action));
     json steps = json::array();
     for (const NarrationStep& n : s.steps) {
         steps.push_back({
@@ -68,10 +72,15 @@ std::string scenarioToJson(const Scenario& s) {
         checks.push_back({
             {"claim", c.claim},
             {"expect", c.expect},
-            {"baseline", {{"strategy", b.strategy ? strategyKindName(*b.strategy) : ""}, {"microbatches", b.microbatches}, {"schedule", b.schedule},
-                          {"overlap", b.overlap}, {"activation_checkpointing", b.activation_checkpointing},
-                          {"offload_optimizer", b.offload_optimizer}, {"pipeline_data_parallel", b.pipeline_data_parallel},
-                          {"pseudo_gradient", b.pseudo_gradient}}},
+            {"baseline",
+             {{"strategy", b.strategy ? strategyKindName(*b.strategy) : ""},
+              {"microbatches", b.microbatches},
+              {"schedule", b.schedule},
+              {"overlap", b.overlap},
+              {"activation_checkpointing", b.activation_checkpointing},
+              {"offload_optimizer", b.offload_optimizer},
+              {"pipeline_data_parallel", b.pipeline_data_parallel},
+              {"pseudo_gradient", b.pseudo_gradient}}},
             {"where", {{"file", c.where.file}, {"line", c.where.line}, {"column", c.where.column}}},
         });
     }
@@ -98,7 +107,8 @@ std::string scenarioToJson(const Scenario& s) {
           {"heads", s.model.heads},
           {"mlp_ratio", s.model.mlp_ratio},
           {"hidden", s.model.hidden}}},
-        {"data", {{"source", s.data.source}, {"path", s.data.path}, {"batch_per_rank", s.data.batch_per_rank}}},
+        {"data",
+         {{"source", s.data.source}, {"path", s.data.path}, {"batch_per_rank", s.data.batch_per_rank}}},
         {"strategy",
          {{"kind", strategyKindName(s.strategy.kind)},
           {"bucket_mb", s.strategy.bucket_mb},
@@ -194,7 +204,8 @@ Scenario scenarioFromJson(const std::string& text) {
 
         j.at("topology").at("replicas").get_to(s.topology.replicas);
         j.at("topology").at("stages").get_to(s.topology.stages);
-        if (j.at("topology").contains("backend")) j.at("topology").at("backend").get_to(s.topology.backend);
+        if (j.at("topology").contains("backend"))
+            j.at("topology").at("backend").get_to(s.topology.backend);
         if (j.contains("collectives")) {
             const json& c = j.at("collectives");
             c.at("ops").get_to(s.collectives.ops);
@@ -216,8 +227,10 @@ Scenario scenarioFromJson(const std::string& text) {
         st.at("microbatches").get_to(s.strategy.microbatches);
         st.at("sync_every_microbatch").get_to(s.strategy.sync_every_microbatch);
         st.at("activation_checkpointing").get_to(s.strategy.activation_checkpointing);
-        if (st.contains("offload_optimizer")) st.at("offload_optimizer").get_to(s.strategy.offload_optimizer); // since 2026-11-23
-        if (st.contains("pipeline_data_parallel")) st.at("pipeline_data_parallel").get_to(s.strategy.pipeline_data_parallel);
+        if (st.contains("offload_optimizer"))
+            st.at("offload_optimizer").get_to(s.strategy.offload_optimizer); // since 2026-11-23
+        if (st.contains("pipeline_data_parallel"))
+            st.at("pipeline_data_parallel").get_to(s.strategy.pipeline_data_parallel);
 
         const json& o = j.at("optimizer");
         o.at("kind").get_to(s.optimizer.kind);
@@ -284,7 +297,8 @@ Scenario scenarioFromJson(const std::string& text) {
                 b.at("schedule").get_to(c.baseline.schedule);
                 b.at("overlap").get_to(c.baseline.overlap);
                 b.at("activation_checkpointing").get_to(c.baseline.activation_checkpointing);
-                if (b.contains("offload_optimizer")) b.at("offload_optimizer").get_to(c.baseline.offload_optimizer);
+                if (b.contains("offload_optimizer"))
+                    b.at("offload_optimizer").get_to(c.baseline.offload_optimizer);
                 if (b.contains("pipeline_data_parallel"))
                     b.at("pipeline_data_parallel").get_to(c.baseline.pipeline_data_parallel);
                 b.at("pseudo_gradient").get_to(c.baseline.pseudo_gradient);
@@ -331,7 +345,8 @@ Scenario scenarioFromJson(const std::string& text) {
             ch.at("seed").get_to(s.chaos.seed);
             ch.at("mean_interval_s").get_to(s.chaos.mean_interval_s);
             s.chaos.actions.clear();
-            for (const json& action : ch.at("actions")) s.chaos.actions.push_back(faultActionFromJson(action));
+            for (const json& action : ch.at("actions"))
+                s.chaos.actions.push_back(faultActionFromJson(action));
             ch.at("hang_s").get_to(s.chaos.hang_s);
             ch.at("slow_ms").get_to(s.chaos.slow_ms);
             ch.at("slow_s").get_to(s.chaos.slow_s);

@@ -3,6 +3,7 @@
 // unknown tables and keys, wrong types, out-of-range values (rules shared with
 // validateScenario through scenario_rules.hpp) and cross-field problems.
 #include "dtlab/scenario.hpp"
+#include "scenario/scenario_keys.hpp"
 #include "scenario/scenario_rules.hpp"
 
 #include "dtlab/closing_check.hpp"
@@ -21,60 +22,38 @@ namespace dt {
 namespace {
 
 using scenario_rules::tableLabel;
-
-const std::vector<std::string> kTables = {"scenario",  "topology", "model",     "data",  "strategy",
-                                          "optimizer", "run",      "telemetry", "faults", "steps",
-                                          "fault_tolerance", "chaos", "diloco", "network", "collectives", "checks"};
-const std::vector<std::string> kScenarioKeys = {"name", "description"};
-const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages", "backend"};
-const std::vector<std::string> kCollectivesKeys = {"ops", "sizes_kb", "backends", "repeats"};
-const std::vector<std::string> kModelKeys = {"kind",  "vocab", "context",   "d_model",
-                                             "layers", "heads", "mlp_ratio", "hidden"};
-const std::vector<std::string> kDataKeys = {"source", "path", "batch_per_rank"};
-const std::vector<std::string> kStrategyKeys = {"kind",           "bucket_mb",         "overlap",
-                                                "forward_prefetch", "backward_prefetch", "prefetch_limit",
-                                                "microbatches",   "sync_every_microbatch", "activation_checkpointing",
-                                                "schedule",       "chunks_per_rank", "slow_stage",
-                                                "slow_stage_ms",  "offload_optimizer", "pipeline_data_parallel"};
-const std::vector<std::string> kOptimizerKeys = {"kind", "lr", "beta1", "beta2", "eps", "weight_decay"};
-const std::vector<std::string> kRunKeys = {"steps",          "seed",             "timeout_s", "step_delay_ms",
-                                           "checkpoint_dir", "checkpoint_every", "resume_from"};
-const std::vector<std::string> kTelemetryKeys = {"enabled", "queue_capacity"};
-const std::vector<std::string> kFaultKeys = {"action", "rank", "step", "when", "at_s", "duration_s", "delay_ms"};
-const std::vector<std::string> kFaultToleranceKeys = {
-    "enabled",           "lighthouse",     "min_replicas",          "join_timeout_ms",
-    "heartbeat_interval_ms", "heartbeat_timeout_ms", "quorum_timeout_ms", "collective_timeout_ms",
-    "restart",           "restart_delay_ms"};
-const std::vector<std::string> kChaosKeys = {"enabled", "seed", "mean_interval_s", "actions",
-                                             "hang_s",  "slow_ms", "slow_s"};
-const std::vector<std::string> kDilocoKeys = {"inner_steps", "outer_lr",   "outer_momentum", "nesterov",
-                                              "fragments",   "sync_delay", "alpha",          "pseudo_gradient"};
-const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"};
-const std::vector<std::string> kStepKeys = {"text", "highlight", "until"};
-const std::vector<std::string> kCheckKeys = {"claim", "expect", "baseline"};
-const std::vector<std::string> kBaselineKeys = {"strategy", "microbatches", "schedule", "overlap",
-                                                "activation_checkpointing", "offload_optimizer", "pipeline_data_parallel",
-                                                "pseudo_gradient"};
+using namespace scenario_keys;
 
 std::string joinNames(const std::vector<std::string>& names) {
     std::string out;
-    for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+    for (const std::string& name : names)
+        out += (out.empty() ? "" : ", ") + name;
     return out;
 }
 
 // "a string", "an integer", ...: the TOML type of a value, for messages.
 std::string typeName(const toml::node& node) {
     switch (node.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::table: return "a table";
-    default: return "nothing";
+    case toml::node_type::string:
+        return "a string";
+    case toml::node_type::integer:
+        return "an integer";
+    case toml::node_type::floating_point:
+        return "a float";
+    case toml::node_type::boolean:
+        return "a boolean";
+    case toml::node_type::date:
+        return "a date";
+    case toml::node_type::time:
+        return "a time";
+    case toml::node_type::date_time:
+        return "a date-time";
+    case toml::node_type::array:
+        return "an array";
+    case toml::node_type::table:
+        return "a table";
+    default:
+        return "nothing";
     }
 }
 
@@ -86,7 +65,7 @@ struct Entry {
 };
 
 class ScenarioReader {
-public:
+  public:
     explicit ScenarioReader(std::string file) : m_file(std::move(file)) {}
 
     Scenario read(const toml::table& root) {
@@ -96,11 +75,13 @@ public:
         for (const Entry& e : entriesOf(root)) {
             if (std::find(kTables.begin(), kTables.end(), e.key) == kTables.end()) {
                 std::vector<std::string> labels;
-                for (const std::string& table : kTables) labels.push_back(tableLabel(table));
+                for (const std::string& table : kTables)
+                    labels.push_back(tableLabel(table));
                 std::string expected = "expected one of: " + joinNames(labels);
                 if (e.node->is_table())
                     fail(e.keySource, "unknown table [" + e.key + "]; " + expected);
-                fail(e.keySource, "unknown top-level key '" + e.key + "'; every key belongs in a table, " + expected);
+                fail(e.keySource,
+                     "unknown top-level key '" + e.key + "'; every key belongs in a table, " + expected);
             }
             if (e.key == "faults") {
                 readFaults(*e.node, s.faults);
@@ -115,30 +96,47 @@ public:
                 continue;
             }
             const toml::table& t = tableOf(e);
-            if (e.key == "scenario") haveName = readScenarioTable(t, s);
-            else if (e.key == "topology") readTopology(t, s.topology);
-            else if (e.key == "model") readModel(t, s.model);
-            else if (e.key == "data") readData(t, s.data);
-            else if (e.key == "strategy") readStrategy(t, s.strategy);
-            else if (e.key == "optimizer") readOptimizer(t, s.optimizer);
-            else if (e.key == "run") readRun(t, s.run);
-            else if (e.key == "telemetry") readTelemetry(t, s.telemetry);
-            else if (e.key == "fault_tolerance") readFaultTolerance(t, s.fault_tolerance);
-            else if (e.key == "chaos") readChaos(t, s.chaos);
-            else if (e.key == "diloco") readDiloco(t, s.diloco);
-            else if (e.key == "network") readNetwork(t, s.network);
-            else if (e.key == "collectives") readCollectives(t, s.collectives);
+            if (e.key == "scenario")
+                haveName = readScenarioTable(t, s);
+            else if (e.key == "topology")
+                readTopology(t, s.topology);
+            else if (e.key == "model")
+                readModel(t, s.model);
+            else if (e.key == "data")
+                readData(t, s.data);
+            else if (e.key == "strategy")
+                readStrategy(t, s.strategy);
+            else if (e.key == "optimizer")
+                readOptimizer(t, s.optimizer);
+            else if (e.key == "run")
+                readRun(t, s.run);
+            else if (e.key == "telemetry")
+                readTelemetry(t, s.telemetry);
+            else if (e.key == "fault_tolerance")
+                readFaultTolerance(t, s.fault_tolerance);
+            else if (e.key == "chaos")
+                readChaos(t, s.chaos);
+            else if (e.key == "diloco")
+                readDiloco(t, s.diloco);
+            else if (e.key == "network")
+                readNetwork(t, s.network);
+            else if (e.key == "collectives")
+                readCollectives(t, s.collectives);
         }
         if (!haveName) {
             const toml::node* scenarioTable = root.get("scenario");
-            if (scenarioTable) fail(scenarioTable->source(), "missing key 'name' in [scenario]");
-            throw UsageError(SourceLocation{m_file, 1, 1},
-                             "missing table [scenario]; every scenario needs at least [scenario] name = \"...\"");
+            if (scenarioTable)
+                fail(scenarioTable->source(), "missing key 'name' in [scenario]");
+            throw UsageError(
+                SourceLocation{m_file, 1, 1},
+                "missing table [scenario]; every scenario needs at least [scenario] name = \"...\"");
         }
-        if (auto problem = scenario_rules::findCrossFieldProblem(s)) fail(locate(root, *problem), problem->message);
+        if (auto problem = scenario_rules::findCrossFieldProblem(s))
+            fail(locate(root, *problem), problem->message);
         // A baseline must make a valid scenario too, or --check would fail late.
         for (const ClosingCheck& check : s.checks) {
-            if (check.baseline.empty()) continue;
+            if (check.baseline.empty())
+                continue;
             try {
                 (void)scenarioForBaseline(s, check.baseline);
             } catch (const UsageError& e) {
@@ -148,19 +146,20 @@ public:
         return s;
     }
 
-private:
+  private:
     std::string m_file;
 
     [[noreturn]] void fail(const toml::source_region& where, const std::string& message) const {
-        throw UsageError(SourceLocation{m_file, static_cast<int>(where.begin.line),
-                                        static_cast<int>(where.begin.column)},
-                         message);
+        throw UsageError(
+            SourceLocation{m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)},
+            message);
     }
 
     // The entries of a table in the order they are written (toml++ keeps them sorted by key).
     static std::vector<Entry> entriesOf(const toml::table& table) {
         std::vector<Entry> entries;
-        for (auto&& [key, node] : table) entries.push_back(Entry{std::string(key.str()), &node, key.source()});
+        for (auto&& [key, node] : table)
+            entries.push_back(Entry{std::string(key.str()), &node, key.source()});
         std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
             const toml::source_position& pa = a.keySource.begin;
             const toml::source_position& pb = b.keySource.begin;
@@ -188,15 +187,18 @@ private:
 
     [[noreturn]] void failType(const std::string& table, const std::string& key, const toml::node& node,
                                const std::string& expected) const {
-        fail(node.source(), tableLabel(table) + " " + key + ": expected " + expected + ", got " + typeName(node));
+        fail(node.source(),
+             tableLabel(table) + " " + key + ": expected " + expected + ", got " + typeName(node));
     }
 
     void check(const toml::node& node, const std::string& problem) const {
-        if (!problem.empty()) fail(node.source(), problem);
+        if (!problem.empty())
+            fail(node.source(), problem);
     }
 
     int64_t readInt64(const std::string& table, const std::string& key, const toml::node& node) const {
-        if (!node.is_integer()) failType(table, key, node, "an integer");
+        if (!node.is_integer())
+            failType(table, key, node, "an integer");
         int64_t value = node.as_integer()->get();
         check(node, scenario_rules::checkInt(table, key, value));
         return value;
@@ -210,15 +212,19 @@ private:
     // Floats accept TOML integers too (lr = 1 means 1.0).
     double readFloat(const std::string& table, const std::string& key, const toml::node& node) const {
         double value = 0.0;
-        if (node.is_integer()) value = static_cast<double>(node.as_integer()->get());
-        else if (node.is_floating_point()) value = node.as_floating_point()->get();
-        else failType(table, key, node, "a number");
+        if (node.is_integer())
+            value = static_cast<double>(node.as_integer()->get());
+        else if (node.is_floating_point())
+            value = node.as_floating_point()->get();
+        else
+            failType(table, key, node, "a number");
         check(node, scenario_rules::checkFloat(table, key, value));
         return value;
     }
 
     bool readBool(const std::string& table, const std::string& key, const toml::node& node) const {
-        if (!node.is_boolean()) failType(table, key, node, "a boolean (true or false)");
+        if (!node.is_boolean())
+            failType(table, key, node, "a boolean (true or false)");
         return node.as_boolean()->get();
     }
 
@@ -228,14 +234,16 @@ private:
         (void)parseStrategyKind(readString("strategy", "kind", node), kind);
         return kind;
     }
-    FaultAction readFaultAction(const std::string& table, const std::string& key, const toml::node& node) const {
+    FaultAction readFaultAction(const std::string& table, const std::string& key,
+                                const toml::node& node) const {
         FaultAction action = FaultAction::Kill;
         (void)parseFaultAction(readString(table, key, node), action);
         return action;
     }
 
     std::string readString(const std::string& table, const std::string& key, const toml::node& node) const {
-        if (!node.is_string()) failType(table, key, node, "a string");
+        if (!node.is_string())
+            failType(table, key, node, "a string");
         std::string value = node.as_string()->get();
         check(node, scenario_rules::checkString(table, key, value));
         return value;
@@ -257,25 +265,34 @@ private:
 
     void readTopology(const toml::table& t, TopologyConfig& out) const {
         for (const Entry& e : checkedEntries(t, "topology", kTopologyKeys))
-            if (e.key == "ranks") out.ranks = readInt("topology", e.key, *e.node);
-            else if (e.key == "replicas") out.replicas = readInt("topology", e.key, *e.node);
-            else if (e.key == "stages") out.stages = readInt("topology", e.key, *e.node);
-            else if (e.key == "backend") out.backend = readString("topology", e.key, *e.node);
+            if (e.key == "ranks")
+                out.ranks = readInt("topology", e.key, *e.node);
+            else if (e.key == "replicas")
+                out.replicas = readInt("topology", e.key, *e.node);
+            else if (e.key == "stages")
+                out.stages = readInt("topology", e.key, *e.node);
+            else if (e.key == "backend")
+                out.backend = readString("topology", e.key, *e.node);
     }
 
     void readCollectives(const toml::table& t, CollectivesConfig& out) const {
         const std::string table = "collectives";
         for (const Entry& e : checkedEntries(t, table, kCollectivesKeys)) {
-            if (e.key == "repeats") out.repeats = readInt(table, e.key, *e.node);
+            if (e.key == "repeats")
+                out.repeats = readInt(table, e.key, *e.node);
             else if (e.key == "sizes_kb") {
-                if (!e.node->is_array()) failType(table, e.key, *e.node, "an array of integers");
+                if (!e.node->is_array())
+                    failType(table, e.key, *e.node, "an array of integers");
                 out.sizes_kb.clear();
-                for (const toml::node& item : *e.node->as_array()) out.sizes_kb.push_back(readInt(table, e.key, item));
+                for (const toml::node& item : *e.node->as_array())
+                    out.sizes_kb.push_back(readInt(table, e.key, item));
             } else {
                 std::vector<std::string>& list = e.key == "ops" ? out.ops : out.backends;
-                if (!e.node->is_array()) failType(table, e.key, *e.node, "an array of strings");
+                if (!e.node->is_array())
+                    failType(table, e.key, *e.node, "an array of strings");
                 list.clear();
-                for (const toml::node& item : *e.node->as_array()) list.push_back(readString(table, e.key, item));
+                for (const toml::node& item : *e.node->as_array())
+                    list.push_back(readString(table, e.key, item));
             }
         }
     }
@@ -283,19 +300,28 @@ private:
     void readModel(const toml::table& t, ModelConfig& out) const {
         for (const Entry& e : checkedEntries(t, "model", kModelKeys)) {
             const toml::node& n = *e.node;
-            if (e.key == "kind") out.kind = readString("model", e.key, n);
-            else if (e.key == "vocab") out.vocab = readInt("model", e.key, n);
-            else if (e.key == "context") out.context = readInt("model", e.key, n);
-            else if (e.key == "d_model") out.d_model = readInt("model", e.key, n);
-            else if (e.key == "layers") out.layers = readInt("model", e.key, n);
-            else if (e.key == "heads") out.heads = readInt("model", e.key, n);
-            else if (e.key == "mlp_ratio") out.mlp_ratio = readInt("model", e.key, n);
-            else if (e.key == "hidden") out.hidden = readHidden(n);
+            if (e.key == "kind")
+                out.kind = readString("model", e.key, n);
+            else if (e.key == "vocab")
+                out.vocab = readInt("model", e.key, n);
+            else if (e.key == "context")
+                out.context = readInt("model", e.key, n);
+            else if (e.key == "d_model")
+                out.d_model = readInt("model", e.key, n);
+            else if (e.key == "layers")
+                out.layers = readInt("model", e.key, n);
+            else if (e.key == "heads")
+                out.heads = readInt("model", e.key, n);
+            else if (e.key == "mlp_ratio")
+                out.mlp_ratio = readInt("model", e.key, n);
+            else if (e.key == "hidden")
+                out.hidden = readHidden(n);
         }
     }
 
     std::vector<int> readHidden(const toml::node& node) const {
-        if (!node.is_array()) failType("model", "hidden", node, "an array of integers");
+        if (!node.is_array())
+            failType("model", "hidden", node, "an array of integers");
         std::vector<int> widths;
         const toml::array& array = *node.as_array();
         for (size_t i = 0; i < array.size(); ++i)
@@ -307,8 +333,10 @@ private:
     void readData(const toml::table& t, DataConfig& out) const {
         for (const Entry& e : checkedEntries(t, "data", kDataKeys)) {
             const toml::node& n = *e.node;
-            if (e.key == "source") out.source = readString("data", e.key, n);
-            else if (e.key == "batch_per_rank") out.batch_per_rank = readInt("data", e.key, n);
+            if (e.key == "source")
+                out.source = readString("data", e.key, n);
+            else if (e.key == "batch_per_rank")
+                out.batch_per_rank = readInt("data", e.key, n);
             else if (e.key == "path") {
                 std::filesystem::path path(readString("data", e.key, n));
                 if (!path.empty() && path.is_relative())
@@ -320,105 +348,162 @@ private:
 
     void readStrategy(const toml::table& t, StrategyConfig& out) const {
         for (const Entry& e : checkedEntries(t, "strategy", kStrategyKeys)) {
-            if (e.key == "kind") out.kind = readStrategyKind(*e.node);
-            else if (e.key == "bucket_mb") out.bucket_mb = readFloat("strategy", e.key, *e.node);
-            else if (e.key == "overlap") out.overlap = readBool("strategy", e.key, *e.node);
-            else if (e.key == "forward_prefetch") out.forward_prefetch = readBool("strategy", e.key, *e.node);
-            else if (e.key == "backward_prefetch") out.backward_prefetch = readBool("strategy", e.key, *e.node);
-            else if (e.key == "prefetch_limit") out.prefetch_limit = readInt("strategy", e.key, *e.node);
-            else if (e.key == "microbatches") out.microbatches = readInt("strategy", e.key, *e.node);
-            else if (e.key == "schedule") out.schedule = readString("strategy", e.key, *e.node);
-            else if (e.key == "chunks_per_rank") out.chunks_per_rank = readInt("strategy", e.key, *e.node);
-            else if (e.key == "slow_stage") out.slow_stage = readInt("strategy", e.key, *e.node);
-            else if (e.key == "slow_stage_ms") out.slow_stage_ms = readFloat("strategy", e.key, *e.node);
-            else if (e.key == "sync_every_microbatch") out.sync_every_microbatch = readBool("strategy", e.key, *e.node);
+            if (e.key == "kind")
+                out.kind = readStrategyKind(*e.node);
+            else if (e.key == "bucket_mb")
+                out.bucket_mb = readFloat("strategy", e.key, *e.node);
+            else if (e.key == "overlap")
+                out.overlap = readBool("strategy", e.key, *e.node);
+            else if (e.key == "forward_prefetch")
+                out.forward_prefetch = readBool("strategy", e.key, *e.node);
+            else if (e.key == "backward_prefetch")
+                out.backward_prefetch = readBool("strategy", e.key, *e.node);
+            else if (e.key == "prefetch_limit")
+                out.prefetch_limit = readInt("strategy", e.key, *e.node);
+            else if (e.key == "microbatches")
+                out.microbatches = readInt("strategy", e.key, *e.node);
+            else if (e.key == "schedule")
+                out.schedule = readString("strategy", e.key, *e.node);
+            else if (e.key == "chunks_per_rank")
+                out.chunks_per_rank = readInt("strategy", e.key, *e.node);
+            else if (e.key == "slow_stage")
+                out.slow_stage = readInt("strategy", e.key, *e.node);
+            else if (e.key == "slow_stage_ms")
+                out.slow_stage_ms = readFloat("strategy", e.key, *e.node);
+            else if (e.key == "sync_every_microbatch")
+                out.sync_every_microbatch = readBool("strategy", e.key, *e.node);
             else if (e.key == "activation_checkpointing")
                 out.activation_checkpointing = readBool("strategy", e.key, *e.node);
-            else if (e.key == "offload_optimizer") out.offload_optimizer = readBool("strategy", e.key, *e.node);
-            else if (e.key == "pipeline_data_parallel") out.pipeline_data_parallel = readString("strategy", e.key, *e.node);
+            else if (e.key == "offload_optimizer")
+                out.offload_optimizer = readBool("strategy", e.key, *e.node);
+            else if (e.key == "pipeline_data_parallel")
+                out.pipeline_data_parallel = readString("strategy", e.key, *e.node);
         }
     }
 
     void readOptimizer(const toml::table& t, OptimizerConfig& out) const {
         for (const Entry& e : checkedEntries(t, "optimizer", kOptimizerKeys)) {
-            if (e.key == "kind") out.kind = readString("optimizer", e.key, *e.node);
-            else if (e.key == "lr") out.lr = readFloat("optimizer", e.key, *e.node);
-            else if (e.key == "beta1") out.beta1 = readFloat("optimizer", e.key, *e.node);
-            else if (e.key == "beta2") out.beta2 = readFloat("optimizer", e.key, *e.node);
-            else if (e.key == "eps") out.eps = readFloat("optimizer", e.key, *e.node);
-            else if (e.key == "weight_decay") out.weight_decay = readFloat("optimizer", e.key, *e.node);
+            if (e.key == "kind")
+                out.kind = readString("optimizer", e.key, *e.node);
+            else if (e.key == "lr")
+                out.lr = readFloat("optimizer", e.key, *e.node);
+            else if (e.key == "beta1")
+                out.beta1 = readFloat("optimizer", e.key, *e.node);
+            else if (e.key == "beta2")
+                out.beta2 = readFloat("optimizer", e.key, *e.node);
+            else if (e.key == "eps")
+                out.eps = readFloat("optimizer", e.key, *e.node);
+            else if (e.key == "weight_decay")
+                out.weight_decay = readFloat("optimizer", e.key, *e.node);
         }
     }
 
     void readRun(const toml::table& t, RunConfig& out) const {
         for (const Entry& e : checkedEntries(t, "run", kRunKeys)) {
-            if (e.key == "steps") out.steps = readInt("run", e.key, *e.node);
-            else if (e.key == "seed") out.seed = static_cast<uint64_t>(readInt64("run", e.key, *e.node));
-            else if (e.key == "timeout_s") out.timeout_s = readFloat("run", e.key, *e.node);
-            else if (e.key == "step_delay_ms") out.step_delay_ms = readFloat("run", e.key, *e.node);
-            else if (e.key == "checkpoint_dir") out.checkpoint_dir = readString("run", e.key, *e.node);
-            else if (e.key == "checkpoint_every") out.checkpoint_every = readInt("run", e.key, *e.node);
-            else if (e.key == "resume_from") out.resume_from = readString("run", e.key, *e.node);
+            if (e.key == "steps")
+                out.steps = readInt("run", e.key, *e.node);
+            else if (e.key == "seed")
+                out.seed = static_cast<uint64_t>(readInt64("run", e.key, *e.node));
+            else if (e.key == "timeout_s")
+                out.timeout_s = readFloat("run", e.key, *e.node);
+            else if (e.key == "step_delay_ms")
+                out.step_delay_ms = readFloat("run", e.key, *e.node);
+            else if (e.key == "checkpoint_dir")
+                out.checkpoint_dir = readString("run", e.key, *e.node);
+            else if (e.key == "checkpoint_every")
+                out.checkpoint_every = readInt("run", e.key, *e.node);
+            else if (e.key == "resume_from")
+                out.resume_from = readString("run", e.key, *e.node);
         }
     }
 
     void readTelemetry(const toml::table& t, TelemetryConfig& out) const {
         for (const Entry& e : checkedEntries(t, "telemetry", kTelemetryKeys)) {
-            if (e.key == "enabled") out.enabled = readBool("telemetry", e.key, *e.node);
-            else if (e.key == "queue_capacity") out.queue_capacity = readInt("telemetry", e.key, *e.node);
+            if (e.key == "enabled")
+                out.enabled = readBool("telemetry", e.key, *e.node);
+            else if (e.key == "queue_capacity")
+                out.queue_capacity = readInt("telemetry", e.key, *e.node);
         }
     }
 
     void readFaultTolerance(const toml::table& t, FaultToleranceConfig& out) const {
         const std::string table = "fault_tolerance";
         for (const Entry& e : checkedEntries(t, table, kFaultToleranceKeys)) {
-            if (e.key == "enabled") out.enabled = readBool(table, e.key, *e.node);
-            else if (e.key == "lighthouse") out.lighthouse = readString(table, e.key, *e.node);
-            else if (e.key == "min_replicas") out.min_replicas = readInt(table, e.key, *e.node);
-            else if (e.key == "join_timeout_ms") out.join_timeout_ms = readFloat(table, e.key, *e.node);
-            else if (e.key == "heartbeat_interval_ms") out.heartbeat_interval_ms = readFloat(table, e.key, *e.node);
-            else if (e.key == "heartbeat_timeout_ms") out.heartbeat_timeout_ms = readFloat(table, e.key, *e.node);
-            else if (e.key == "quorum_timeout_ms") out.quorum_timeout_ms = readFloat(table, e.key, *e.node);
-            else if (e.key == "collective_timeout_ms") out.collective_timeout_ms = readFloat(table, e.key, *e.node);
-            else if (e.key == "restart") out.restart = readString(table, e.key, *e.node);
-            else if (e.key == "restart_delay_ms") out.restart_delay_ms = readFloat(table, e.key, *e.node);
+            if (e.key == "enabled")
+                out.enabled = readBool(table, e.key, *e.node);
+            else if (e.key == "lighthouse")
+                out.lighthouse = readString(table, e.key, *e.node);
+            else if (e.key == "min_replicas")
+                out.min_replicas = readInt(table, e.key, *e.node);
+            else if (e.key == "join_timeout_ms")
+                out.join_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "heartbeat_interval_ms")
+                out.heartbeat_interval_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "heartbeat_timeout_ms")
+                out.heartbeat_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "quorum_timeout_ms")
+                out.quorum_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "collective_timeout_ms")
+                out.collective_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "restart")
+                out.restart = readString(table, e.key, *e.node);
+            else if (e.key == "restart_delay_ms")
+                out.restart_delay_ms = readFloat(table, e.key, *e.node);
         }
     }
 
     void readDiloco(const toml::table& t, DilocoConfig& out) const {
         const std::string table = "diloco";
         for (const Entry& e : checkedEntries(t, table, kDilocoKeys)) {
-            if (e.key == "inner_steps") out.inner_steps = readInt(table, e.key, *e.node);
-            else if (e.key == "outer_lr") out.outer_lr = readFloat(table, e.key, *e.node);
-            else if (e.key == "outer_momentum") out.outer_momentum = readFloat(table, e.key, *e.node);
-            else if (e.key == "nesterov") out.nesterov = readBool(table, e.key, *e.node);
-            else if (e.key == "fragments") out.fragments = readInt(table, e.key, *e.node);
-            else if (e.key == "sync_delay") out.sync_delay = readInt(table, e.key, *e.node);
-            else if (e.key == "alpha") out.alpha = readFloat(table, e.key, *e.node);
-            else if (e.key == "pseudo_gradient") out.pseudo_gradient = readString(table, e.key, *e.node);
+            if (e.key == "inner_steps")
+                out.inner_steps = readInt(table, e.key, *e.node);
+            else if (e.key == "outer_lr")
+                out.outer_lr = readFloat(table, e.key, *e.node);
+            else if (e.key == "outer_momentum")
+                out.outer_momentum = readFloat(table, e.key, *e.node);
+            else if (e.key == "nesterov")
+                out.nesterov = readBool(table, e.key, *e.node);
+            else if (e.key == "fragments")
+                out.fragments = readInt(table, e.key, *e.node);
+            else if (e.key == "sync_delay")
+                out.sync_delay = readInt(table, e.key, *e.node);
+            else if (e.key == "alpha")
+                out.alpha = readFloat(table, e.key, *e.node);
+            else if (e.key == "pseudo_gradient")
+                out.pseudo_gradient = readString(table, e.key, *e.node);
         }
     }
 
     void readNetwork(const toml::table& t, NetworkConfig& out) const {
         for (const Entry& e : checkedEntries(t, "network", kNetworkKeys)) {
-            if (e.key == "bandwidth_mbit_s") out.bandwidth_mbit_s = readFloat("network", e.key, *e.node);
-            else if (e.key == "latency_ms") out.latency_ms = readFloat("network", e.key, *e.node);
+            if (e.key == "bandwidth_mbit_s")
+                out.bandwidth_mbit_s = readFloat("network", e.key, *e.node);
+            else if (e.key == "latency_ms")
+                out.latency_ms = readFloat("network", e.key, *e.node);
         }
     }
 
     void readChaos(const toml::table& t, ChaosConfig& out) const {
         for (const Entry& e : checkedEntries(t, "chaos", kChaosKeys)) {
-            if (e.key == "enabled") out.enabled = readBool("chaos", e.key, *e.node);
-            else if (e.key == "seed") out.seed = static_cast<uint64_t>(readInt64("chaos", e.key, *e.node));
-            else if (e.key == "mean_interval_s") out.mean_interval_s = readFloat("chaos", e.key, *e.node);
-            else if (e.key == "hang_s") out.hang_s = readFloat("chaos", e.key, *e.node);
-            else if (e.key == "slow_ms") out.slow_ms = readFloat("chaos", e.key, *e.node);
-            else if (e.key == "slow_s") out.slow_s = readFloat("chaos", e.key, *e.node);
+            if (e.key == "enabled")
+                out.enabled = readBool("chaos", e.key, *e.node);
+            else if (e.key == "seed")
+                out.seed = static_cast<uint64_t>(readInt64("chaos", e.key, *e.node));
+            else if (e.key == "mean_interval_s")
+                out.mean_interval_s = readFloat("chaos", e.key, *e.node);
+            else if (e.key == "hang_s")
+                out.hang_s = readFloat("chaos", e.key, *e.node);
+            else if (e.key == "slow_ms")
+                out.slow_ms = readFloat("chaos", e.key, *e.node);
+            else if (e.key == "slow_s")
+                out.slow_s = readFloat("chaos", e.key, *e.node);
             else if (e.key == "actions") {
-                if (!e.node->is_array()) failType("chaos", "actions", *e.node, "an array of strings");
+                if (!e.node->is_array())
+                    failType("chaos", "actions", *e.node, "an array of strings");
                 out.actions.clear();
                 for (const toml::node& item : *e.node->as_array()) {
-                    if (!item.is_string()) failType("chaos", "actions", item, "an array of strings");
+                    if (!item.is_string())
+                        failType("chaos", "actions", item, "an array of strings");
                     out.actions.push_back(readFaultAction("chaos", "actions", item));
                 }
             }
@@ -427,20 +512,30 @@ private:
 
     void readFaults(const toml::node& node, std::vector<FaultConfig>& out) const {
         const char* expected = "faults: expected an array of tables ([[faults]]), got ";
-        if (!node.is_array()) fail(node.source(), expected + typeName(node));
+        if (!node.is_array())
+            fail(node.source(), expected + typeName(node));
         for (const toml::node& item : *node.as_array()) {
-            if (!item.is_table()) fail(item.source(), expected + ("an array holding " + typeName(item)));
+            if (!item.is_table())
+                fail(item.source(), expected + ("an array holding " + typeName(item)));
             FaultConfig fault;
             const toml::source_region& where = item.source();
-            fault.where = SourceLocation{m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
+            fault.where = SourceLocation{m_file, static_cast<int>(where.begin.line),
+                                         static_cast<int>(where.begin.column)};
             for (const Entry& e : checkedEntries(*item.as_table(), "faults", kFaultKeys)) {
-                if (e.key == "action") fault.action = readFaultAction("faults", e.key, *e.node);
-                else if (e.key == "rank") fault.rank = readInt("faults", e.key, *e.node);
-                else if (e.key == "step") fault.step = readInt("faults", e.key, *e.node);
-                else if (e.key == "when") (void)parseFaultWhen(readString("faults", e.key, *e.node), fault.when);
-                else if (e.key == "at_s") fault.at_s = readFloat("faults", e.key, *e.node);
-                else if (e.key == "duration_s") fault.duration_s = readFloat("faults", e.key, *e.node);
-                else if (e.key == "delay_ms") fault.delay_ms = readFloat("faults", e.key, *e.node);
+                if (e.key == "action")
+                    fault.action = readFaultAction("faults", e.key, *e.node);
+                else if (e.key == "rank")
+                    fault.rank = readInt("faults", e.key, *e.node);
+                else if (e.key == "step")
+                    fault.step = readInt("faults", e.key, *e.node);
+                else if (e.key == "when")
+                    (void)parseFaultWhen(readString("faults", e.key, *e.node), fault.when);
+                else if (e.key == "at_s")
+                    fault.at_s = readFloat("faults", e.key, *e.node);
+                else if (e.key == "duration_s")
+                    fault.duration_s = readFloat("faults", e.key, *e.node);
+                else if (e.key == "delay_ms")
+                    fault.delay_ms = readFloat("faults", e.key, *e.node);
             }
             out.push_back(fault);
         }
@@ -450,12 +545,15 @@ private:
     // the accepted condition forms (scenario_rules::checkString).
     void readSteps(const toml::node& node, std::vector<NarrationStep>& out) const {
         const char* expected = "steps: expected an array of tables ([[steps]]), got ";
-        if (!node.is_array()) fail(node.source(), expected + typeName(node));
+        if (!node.is_array())
+            fail(node.source(), expected + typeName(node));
         for (const toml::node& item : *node.as_array()) {
-            if (!item.is_table()) fail(item.source(), expected + ("an array holding " + typeName(item)));
+            if (!item.is_table())
+                fail(item.source(), expected + ("an array holding " + typeName(item)));
             NarrationStep step;
             const toml::source_region& where = item.source();
-            step.where = SourceLocation{m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
+            step.where = SourceLocation{m_file, static_cast<int>(where.begin.line),
+                                        static_cast<int>(where.begin.column)};
             bool haveText = false;
             for (const Entry& e : checkedEntries(*item.as_table(), "steps", kStepKeys)) {
                 if (e.key == "text") {
@@ -467,7 +565,8 @@ private:
                     step.until = readString("steps", e.key, *e.node);
                 }
             }
-            if (!haveText) fail(where, "[[steps]]: missing key 'text' (what the presenter says at this step)");
+            if (!haveText)
+                fail(where, "[[steps]]: missing key 'text' (what the presenter says at this step)");
             out.push_back(step);
         }
     }
@@ -476,24 +575,31 @@ private:
     // mistake points at its column inside the string.
     void readChecks(const toml::node& node, std::vector<ClosingCheck>& out) const {
         const char* expected = "checks: expected an array of tables ([[checks]]), got ";
-        if (!node.is_array()) fail(node.source(), expected + typeName(node));
+        if (!node.is_array())
+            fail(node.source(), expected + typeName(node));
         for (const toml::node& item : *node.as_array()) {
-            if (!item.is_table()) fail(item.source(), expected + ("an array holding " + typeName(item)));
+            if (!item.is_table())
+                fail(item.source(), expected + ("an array holding " + typeName(item)));
             ClosingCheck check;
             const toml::source_region& where = item.source();
-            check.where = SourceLocation{m_file, static_cast<int>(where.begin.line), static_cast<int>(where.begin.column)};
+            check.where = SourceLocation{m_file, static_cast<int>(where.begin.line),
+                                         static_cast<int>(where.begin.column)};
             const toml::node* expectNode = nullptr;
             for (const Entry& e : checkedEntries(*item.as_table(), "checks", kCheckKeys)) {
-                if (e.key == "claim") check.claim = readString("checks", e.key, *e.node);
+                if (e.key == "claim")
+                    check.claim = readString("checks", e.key, *e.node);
                 else if (e.key == "expect") {
                     check.expect = readString("checks", e.key, *e.node);
                     expectNode = e.node;
-                } else if (e.key == "baseline") readBaseline(*e.node, check.baseline);
+                } else if (e.key == "baseline")
+                    readBaseline(*e.node, check.baseline);
             }
             if (check.claim.empty())
-                fail(where, "[[checks]]: missing key 'claim' (the sentence the run must show, for the presenter)");
-            if (!expectNode) fail(where, "[[checks]]: missing key 'expect' (a comparison over the run summary, "
-                                         "e.g. \"final_loss < initial_loss\")");
+                fail(where,
+                     "[[checks]]: missing key 'claim' (the sentence the run must show, for the presenter)");
+            if (!expectNode)
+                fail(where, "[[checks]]: missing key 'expect' (a comparison over the run summary, "
+                            "e.g. \"final_loss < initial_loss\")");
             if (auto problem = findCheckSyntaxProblem(check.expect, !check.baseline.empty())) {
                 // Point into a one-line "..." string: its column + the quote + the offset.
                 toml::source_region at = expectNode->source();
@@ -507,20 +613,29 @@ private:
 
     void readBaseline(const toml::node& node, CheckBaseline& b) const {
         if (!node.is_table())
-            fail(node.source(), "[[checks]] baseline: expected a table such as { strategy = \"ddp\" }, got " + typeName(node));
+            fail(node.source(), "[[checks]] baseline: expected a table such as { strategy = \"ddp\" }, got " +
+                                    typeName(node));
         for (const Entry& e : checkedEntries(*node.as_table(), "checks.baseline", kBaselineKeys)) {
-            if (e.key == "strategy") b.strategy = readStrategyKind(*e.node);
-            else if (e.key == "microbatches") b.microbatches = readInt("strategy", e.key, *e.node);
-            else if (e.key == "schedule") b.schedule = readString("strategy", e.key, *e.node);
-            else if (e.key == "overlap") b.overlap = readBool("strategy", e.key, *e.node) ? 1 : 0;
+            if (e.key == "strategy")
+                b.strategy = readStrategyKind(*e.node);
+            else if (e.key == "microbatches")
+                b.microbatches = readInt("strategy", e.key, *e.node);
+            else if (e.key == "schedule")
+                b.schedule = readString("strategy", e.key, *e.node);
+            else if (e.key == "overlap")
+                b.overlap = readBool("strategy", e.key, *e.node) ? 1 : 0;
             else if (e.key == "activation_checkpointing")
                 b.activation_checkpointing = readBool("strategy", e.key, *e.node) ? 1 : 0;
-            else if (e.key == "offload_optimizer") b.offload_optimizer = readBool("strategy", e.key, *e.node) ? 1 : 0;
-            else if (e.key == "pipeline_data_parallel") b.pipeline_data_parallel = readString("strategy", e.key, *e.node);
-            else if (e.key == "pseudo_gradient") b.pseudo_gradient = readString("diloco", e.key, *e.node);
+            else if (e.key == "offload_optimizer")
+                b.offload_optimizer = readBool("strategy", e.key, *e.node) ? 1 : 0;
+            else if (e.key == "pipeline_data_parallel")
+                b.pipeline_data_parallel = readString("strategy", e.key, *e.node);
+            else if (e.key == "pseudo_gradient")
+                b.pseudo_gradient = readString("diloco", e.key, *e.node);
         }
-        if (b.empty()) fail(node.source(), "[[checks]] baseline: empty; name what the baseline run changes, e.g. "
-                                           "{ strategy = \"ddp\" }");
+        if (b.empty())
+            fail(node.source(), "[[checks]] baseline: empty; name what the baseline run changes, e.g. "
+                                "{ strategy = \"ddp\" }");
     }
 
     // Where to point for a cross-field problem: the first of its keys that is
@@ -537,7 +652,8 @@ private:
             return top;
         }
         for (const std::string& key : problem.keys)
-            if (const toml::node* node = table->as_table()->get(key)) return node->source();
+            if (const toml::node* node = table->as_table()->get(key))
+                return node->source();
         return table->source();
     }
 };
@@ -560,15 +676,19 @@ Scenario parseScenarioText(const std::string& text, const std::string& sourceNam
 Scenario loadScenarioFile(const std::string& path) {
     std::error_code ec;
     int error = 0;
-    if (!std::filesystem::exists(path, ec)) error = ENOENT;
-    else if (std::filesystem::is_directory(path, ec)) error = EISDIR;
+    if (!std::filesystem::exists(path, ec))
+        error = ENOENT;
+    else if (std::filesystem::is_directory(path, ec))
+        error = EISDIR;
     std::ifstream in;
     if (error == 0) {
         errno = 0;
         in.open(path, std::ios::binary);
-        if (!in) error = errno != 0 ? errno : EACCES;
+        if (!in)
+            error = errno != 0 ? errno : EACCES;
     }
-    if (error != 0) throw UsageError("cannot open scenario file '" + path + "': " + std::strerror(error));
+    if (error != 0)
+        throw UsageError("cannot open scenario file '" + path + "': " + std::strerror(error));
     std::ostringstream text;
     text << in.rdbuf();
     return parseScenarioText(text.str(), path);

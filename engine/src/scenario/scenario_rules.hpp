@@ -26,6 +26,10 @@ std::string tableLabel(const std::string& table);
 std::string checkInt(const std::string& table, const std::string& key, int64_t value);
 std::string checkFloat(const std::string& table, const std::string& key, double value);
 std::string checkString(const std::string& table, const std::string& key, const std::string& value);
+// "[model] layers: ", the start of every single-value message.
+std::string prefix(const std::string& table, const std::string& key);
+// "\"a\", \"b\"": a list of accepted names, for messages.
+std::string quotedList(const std::vector<std::string>& names);
 
 // A rule about more than one value or about the file system (d_model divisible
 // by heads, fault rank and step inside the topology and the run, hidden not

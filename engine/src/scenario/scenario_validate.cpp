@@ -1,8 +1,8 @@
-// scenario_validate.cpp: the range, enum and cross-field rules of a scenario
-// (shared with the TOML parser through scenario_rules.hpp) and validateScenario,
-// which re-checks a whole scenario after command-line overrides.
-#include "scenario/scenario_rules.hpp"
+// scenario_validate.cpp: the cross-field rules of a scenario (shared with the TOML
+// parser through scenario_rules.hpp) and validateScenario, which re-checks a whole
+// scenario after command-line overrides; the baseline runs of closing checks.
 #include "dtlab/diloco_schedule.hpp"
+#include "scenario/scenario_rules.hpp"
 
 #include "dtlab/pipeline_schedule.hpp"
 
@@ -14,194 +14,15 @@
 
 namespace dt::scenario_rules {
 
-namespace {
-
-constexpr int64_t kIntMax = INT_MAX;
-
-struct IntRule {
-    const char* table;
-    const char* key;
-    int64_t min;
-    int64_t max; // kIntMax or INT64_MAX: no upper bound worth telling the user
-};
-
-const IntRule kIntRules[] = {
-    {"topology", "ranks", 1, 64},
-    {"topology", "replicas", 1, 64},
-    {"topology", "stages", 1, 64},
-    {"collectives", "repeats", 1, 1000},
-    {"collectives", "sizes_kb", 1, 262144},
-    {"strategy", "chunks_per_rank", 1, 16},
-    {"strategy", "slow_stage", -1, 63},
-    {"strategy", "prefetch_limit", 1, 16},
-    {"strategy", "microbatches", 1, 1024},
-    {"run", "checkpoint_every", 0, kIntMax},
-    {"model", "vocab", 2, 65536},
-    {"model", "context", 1, 4096},
-    {"model", "d_model", 1, kIntMax},
-    {"model", "layers", 1, 64},
-    {"model", "heads", 1, kIntMax},
-    {"model", "mlp_ratio", 1, 16},
-    {"model", "hidden", 1, kIntMax},
-    {"data", "batch_per_rank", 1, 65536},
-    {"run", "steps", 1, 1000000},
-    {"run", "seed", 0, INT64_MAX},
-    {"telemetry", "queue_capacity", 16, 16777216},
-    {"faults", "rank", 0, kIntMax},
-    {"faults", "step", 0, kIntMax},
-    {"fault_tolerance", "min_replicas", 1, 64},
-    {"chaos", "seed", 0, INT64_MAX},
-    {"diloco", "inner_steps", 1, 100000},
-    {"diloco", "fragments", 1, 64},
-    {"diloco", "sync_delay", 0, 100000},
-};
-
-struct FloatRule {
-    const char* table;
-    const char* key;
-    double min;
-    bool minInclusive;
-    bool hasMax;
-    double max; // exclusive
-};
-
-const FloatRule kFloatRules[] = {
-    {"strategy", "bucket_mb", 0.0, false, false, 0.0},
-    {"strategy", "slow_stage_ms", 0.0, true, false, 0.0},
-    {"optimizer", "lr", 0.0, false, false, 0.0},
-    {"optimizer", "beta1", 0.0, true, true, 1.0},
-    {"optimizer", "beta2", 0.0, true, true, 1.0},
-    {"optimizer", "eps", 0.0, false, false, 0.0},
-    {"optimizer", "weight_decay", 0.0, true, false, 0.0},
-    {"run", "timeout_s", 0.0, false, false, 0.0},
-    {"run", "step_delay_ms", 0.0, true, false, 0.0},
-    {"faults", "at_s", 0.0, true, false, 0.0},
-    {"faults", "duration_s", 0.0, true, false, 0.0},
-    {"faults", "delay_ms", 0.0, true, false, 0.0},
-    {"fault_tolerance", "join_timeout_ms", 0.0, true, false, 0.0},
-    {"fault_tolerance", "heartbeat_interval_ms", 1.0, true, false, 0.0},
-    {"fault_tolerance", "heartbeat_timeout_ms", 1.0, true, false, 0.0},
-    {"fault_tolerance", "quorum_timeout_ms", 1.0, true, false, 0.0},
-    {"fault_tolerance", "collective_timeout_ms", 1.0, true, false, 0.0},
-    {"fault_tolerance", "restart_delay_ms", 0.0, true, false, 0.0},
-    {"chaos", "mean_interval_s", 0.0, false, false, 0.0},
-    {"chaos", "hang_s", 0.0, true, false, 0.0},
-    {"chaos", "slow_ms", 0.0, true, false, 0.0},
-    {"chaos", "slow_s", 0.0, true, false, 0.0},
-    {"diloco", "outer_lr", 0.0, false, false, 0.0},
-    {"diloco", "outer_momentum", 0.0, true, true, 1.0},
-    {"diloco", "alpha", 0.0, true, true, 1.0},
-    {"network", "bandwidth_mbit_s", 0.0, true, false, 0.0},
-    {"network", "latency_ms", 0.0, true, false, 0.0},
-};
-
-struct EnumRule {
-    const char* table;
-    const char* key;
-    std::vector<std::string> allowed;
-};
-
-const EnumRule kEnumRules[] = {
-    {"model", "kind", {"tiny_gpt", "mlp"}},
-    {"data", "source", {"fortunes", "fashion_mnist"}},
-    {"strategy", "kind", strategyKindNames()},
-    {"topology", "backend", {"gloo", "mpi"}},
-    {"collectives", "ops", {"all_reduce", "all_gather", "reduce_scatter"}},
-    {"collectives", "backends", {"gloo", "mpi"}},
-    {"strategy", "schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}},
-    {"strategy", "pipeline_data_parallel", {"ddp", "zero1", "fsdp"}},
-    {"optimizer", "kind", {"adamw", "sgd"}},
-    {"diloco", "pseudo_gradient", {"fp32", "bf16", "int8", "int4"}},
-    {"faults", "action", faultActionNames()},
-    {"faults", "when", {std::begin(kFaultWhenNames), std::end(kFaultWhenNames)}},
-    {"fault_tolerance", "restart", {"auto", "manual", "never"}},
-    {"chaos", "actions", faultActionNames(/*chaos_only=*/true)},
-    {"steps", "highlight", {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "ddp", "pipeline", "quorum", "diloco", "bandwidth"}},
-};
-
-std::string formatNumber(double value) {
-    std::ostringstream out;
-    out << value;
-    return out.str();
-}
-
-// "\"a\", \"b\""
-std::string quotedList(const std::vector<std::string>& names) {
-    std::string list;
-    for (const std::string& name : names) list += (list.empty() ? "\"" : ", \"") + name + "\"";
-    return list;
-}
-
-std::string prefix(const std::string& table, const std::string& key) {
-    return tableLabel(table) + " " + key + ": ";
-}
-
-} // namespace
-
-std::string tableLabel(const std::string& table) {
-    if (table == "checks.baseline") return "[[checks]] baseline";
-    return table == "faults" || table == "steps" || table == "checks" ? "[[" + table + "]]" : "[" + table + "]";
-}
-
-std::string checkInt(const std::string& table, const std::string& key, int64_t value) {
-    for (const IntRule& rule : kIntRules) {
-        if (table != rule.table || key != rule.key) continue;
-        if (value >= rule.min && value <= rule.max) return "";
-        const bool unbounded = rule.max == kIntMax || rule.max == INT64_MAX;
-        std::string range = unbounded && value < rule.min
-                                ? ">= " + std::to_string(rule.min)
-                                : "in " + std::to_string(rule.min) + ".." + std::to_string(rule.max);
-        return prefix(table, key) + "expected an integer " + range + ", got " + std::to_string(value);
-    }
-    return "";
-}
-
-std::string checkFloat(const std::string& table, const std::string& key, double value) {
-    for (const FloatRule& rule : kFloatRules) {
-        if (table != rule.table || key != rule.key) continue;
-        if (!std::isfinite(value))
-            return prefix(table, key) + "expected a finite number, got " + formatNumber(value);
-        const bool aboveMin = rule.minInclusive ? value >= rule.min : value > rule.min;
-        const bool belowMax = !rule.hasMax || value < rule.max;
-        if (aboveMin && belowMax) return "";
-        std::string range;
-        if (rule.hasMax)
-            range = std::string("in ") + (rule.minInclusive ? "[" : "(") + formatNumber(rule.min) + ", " +
-                    formatNumber(rule.max) + ")";
-        else
-            range = std::string(rule.minInclusive ? ">= " : "> ") + formatNumber(rule.min);
-        return prefix(table, key) + "expected a number " + range + ", got " + formatNumber(value);
-    }
-    return "";
-}
-
-std::string checkString(const std::string& table, const std::string& key, const std::string& value) {
-    if (table == "scenario" && key == "name" && value.empty())
-        return prefix(table, key) + "expected a non-empty string";
-    if (table == "steps" && key == "text" && value.empty())
-        return prefix(table, key) + "expected a non-empty string (what the presenter says at this step)";
-    if (table == "steps" && key == "highlight" && value.empty()) return ""; // no highlight
-    if (table == "steps" && key == "until") {
-        NarrationCondition condition;
-        if (parseNarrationCondition(value, condition)) return "";
-        return prefix(table, key) + "expected one of " + narrationConditionForms() + ", got \"" + value + "\"";
-    }
-    for (const EnumRule& rule : kEnumRules) {
-        if (table != rule.table || key != rule.key) continue;
-        for (const std::string& allowed : rule.allowed)
-            if (value == allowed) return "";
-        return prefix(table, key) + (rule.allowed.size() == 1 ? "expected " : "expected one of ") + quotedList(rule.allowed) +
-               ", got \"" + value + "\"";
-    }
-    return "";
-}
-
 std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     const ModelConfig& m = s.model;
     if (m.hidden.empty())
-        return Problem{"model", {"hidden"}, -1, "[model] hidden: expected at least one layer width, got an empty array"};
+        return Problem{
+            "model", {"hidden"}, -1, "[model] hidden: expected at least one layer width, got an empty array"};
     if (m.heads > 0 && m.d_model % m.heads != 0)
-        return Problem{"model", {"d_model", "heads"}, -1,
+        return Problem{"model",
+                       {"d_model", "heads"},
+                       -1,
                        "[model] d_model " + std::to_string(m.d_model) + " is not divisible by heads " +
                            std::to_string(m.heads) + " (each head gets d_model / heads dimensions)"};
 
@@ -212,7 +33,9 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
         if (!fs::exists(path, ec))
             return Problem{"data", {"path"}, -1, "[data] path: '" + s.data.path + "' does not exist"};
         if (s.data.source == "fashion_mnist" && !fs::is_directory(path, ec))
-            return Problem{"data", {"path"}, -1,
+            return Problem{"data",
+                           {"path"},
+                           -1,
                            "[data] path: '" + s.data.path +
                                "' is not a directory (fashion_mnist needs the folder holding the IDX files)"};
     }
@@ -224,243 +47,382 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     const StrategyTraits& traits = strategyTraits(st.kind);
     const std::string kind_name = traits.name;
     if (replicas > 1 && st.kind != StrategyKind::Hsdp)
-        return Problem{"topology", {"replicas"}, -1,
-                       "[topology] replicas = " + std::to_string(replicas) + " needs [strategy] kind = \"hsdp\" (" +
-                           kind_name + " uses one group of all ranks)"};
+        return Problem{"topology",
+                       {"replicas"},
+                       -1,
+                       "[topology] replicas = " + std::to_string(replicas) +
+                           " needs [strategy] kind = \"hsdp\" (" + kind_name +
+                           " uses one group of all ranks)"};
     if (ranks % replicas != 0)
-        return Problem{"topology", {"replicas", "ranks"}, -1,
+        return Problem{"topology",
+                       {"replicas", "ranks"},
+                       -1,
                        "[topology] ranks " + std::to_string(ranks) + " is not divisible by replicas " +
-                           std::to_string(replicas) + " (every replica group shards the model over the same number of ranks)"};
+                           std::to_string(replicas) +
+                           " (every replica group shards the model over the same number of ranks)"};
     const int stages = s.topology.stages;
     if (traits.uses_stages) {
         if (ranks % stages != 0)
-            return Problem{"topology", {"stages", "ranks"}, -1,
+            return Problem{"topology",
+                           {"stages", "ranks"},
+                           -1,
                            "[topology] ranks " + std::to_string(ranks) + " is not divisible by stages " +
                                std::to_string(stages) + " (ranks / stages pipelines run side by side)"};
         if (s.model.kind != "tiny_gpt")
-            return Problem{"strategy", {"kind"}, -1, "[strategy] kind = \"pipeline\" needs [model] kind = \"tiny_gpt\" (its blocks are cut into stages)"};
+            return Problem{"strategy",
+                           {"kind"},
+                           -1,
+                           "[strategy] kind = \"pipeline\" needs [model] kind = \"tiny_gpt\" (its blocks are "
+                           "cut into stages)"};
         PipelineShape shape;
         shape.stages = stages;
         shape.microbatches = st.microbatches;
         shape.chunks_per_rank = st.chunks_per_rank;
         const std::string shape_problem = pipelineShapeProblem(st.schedule, shape);
         if (!shape_problem.empty())
-            return Problem{"strategy", {"schedule", "chunks_per_rank", "microbatches"}, -1, "[strategy] " + shape_problem};
+            return Problem{"strategy",
+                           {"schedule", "chunks_per_rank", "microbatches"},
+                           -1,
+                           "[strategy] " + shape_problem};
         if (s.model.layers % shape.chunks() != 0)
-            return Problem{"model", {"layers"}, -1,
+            return Problem{"model",
+                           {"layers"},
+                           -1,
                            "[model] layers " + std::to_string(s.model.layers) + " cannot be cut into " +
                                std::to_string(shape.chunks()) + " equal chunks (stages x chunks_per_rank)"};
         if (st.slow_stage >= stages)
-            return Problem{"strategy", {"slow_stage"}, -1,
-                           "[strategy] slow_stage " + std::to_string(st.slow_stage) + " does not exist: the pipeline has " +
-                               std::to_string(stages) + " stages (0.." + std::to_string(stages - 1) + ")"};
+            return Problem{"strategy",
+                           {"slow_stage"},
+                           -1,
+                           "[strategy] slow_stage " + std::to_string(st.slow_stage) +
+                               " does not exist: the pipeline has " + std::to_string(stages) +
+                               " stages (0.." + std::to_string(stages - 1) + ")"};
         if (st.activation_checkpointing)
-            return Problem{"strategy", {"activation_checkpointing"}, -1,
-                           "[strategy] activation_checkpointing is not supported with kind = \"pipeline\" yet"};
+            return Problem{
+                "strategy",
+                {"activation_checkpointing"},
+                -1,
+                "[strategy] activation_checkpointing is not supported with kind = \"pipeline\" yet"};
         if (st.pipeline_data_parallel != "ddp" && ranks / stages < 2)
-            return Problem{"strategy", {"pipeline_data_parallel"}, -1,
-                           "[strategy] pipeline_data_parallel = \"" + st.pipeline_data_parallel +
-                               "\" shards each stage over the pipelines side by side, and [topology] ranks / stages = " +
-                               std::to_string(ranks / stages) +
-                               " is one pipeline: raise ranks to a multiple of stages (e.g. ranks = " +
-                               std::to_string(2 * stages) + ")"};
+            return Problem{
+                "strategy",
+                {"pipeline_data_parallel"},
+                -1,
+                "[strategy] pipeline_data_parallel = \"" + st.pipeline_data_parallel +
+                    "\" shards each stage over the pipelines side by side, and [topology] ranks / stages = " +
+                    std::to_string(ranks / stages) +
+                    " is one pipeline: raise ranks to a multiple of stages (e.g. ranks = " +
+                    std::to_string(2 * stages) + ")"};
     } else if (stages > 1) {
-        return Problem{"topology", {"stages"}, -1,
-                       "[topology] stages = " + std::to_string(stages) + " needs [strategy] kind = \"pipeline\""};
+        return Problem{"topology",
+                       {"stages"},
+                       -1,
+                       "[topology] stages = " + std::to_string(stages) +
+                           " needs [strategy] kind = \"pipeline\""};
     }
     if (st.kind == StrategyKind::TensorParallel) {
         if (s.model.kind != "tiny_gpt")
-            return Problem{"strategy", {"kind"}, -1,
-                           "[strategy] kind = \"tensor_parallel\" needs [model] kind = \"tiny_gpt\" (its attention "
-                           "heads and MLP columns are split over the ranks)"};
+            return Problem{
+                "strategy",
+                {"kind"},
+                -1,
+                "[strategy] kind = \"tensor_parallel\" needs [model] kind = \"tiny_gpt\" (its attention "
+                "heads and MLP columns are split over the ranks)"};
         if (s.model.heads % ranks != 0)
-            return Problem{"model", {"heads"}, -1,
-                           "[model] heads " + std::to_string(s.model.heads) + " is not divisible by [topology] ranks " +
-                               std::to_string(ranks) + " (tensor_parallel gives every rank heads / ranks attention heads)"};
-        if ((s.model.mlp_ratio * s.model.d_model) % ranks != 0)
-            return Problem{"model", {"mlp_ratio", "d_model"}, -1,
-                           "[model] mlp_ratio x d_model = " + std::to_string(s.model.mlp_ratio * s.model.d_model) +
+            return Problem{"model",
+                           {"heads"},
+                           -1,
+                           "[model] heads " + std::to_string(s.model.heads) +
                                " is not divisible by [topology] ranks " + std::to_string(ranks) +
-                               " (tensor_parallel gives every rank an equal slice of the MLP's columns)"};
+                               " (tensor_parallel gives every rank heads / ranks attention heads)"};
+        if ((s.model.mlp_ratio * s.model.d_model) % ranks != 0)
+            return Problem{
+                "model",
+                {"mlp_ratio", "d_model"},
+                -1,
+                "[model] mlp_ratio x d_model = " + std::to_string(s.model.mlp_ratio * s.model.d_model) +
+                    " is not divisible by [topology] ranks " + std::to_string(ranks) +
+                    " (tensor_parallel gives every rank an equal slice of the MLP's columns)"};
         if (st.activation_checkpointing)
-            return Problem{"strategy", {"activation_checkpointing"}, -1,
-                           "[strategy] activation_checkpointing is not supported with kind = \"tensor_parallel\" yet"};
+            return Problem{
+                "strategy",
+                {"activation_checkpointing"},
+                -1,
+                "[strategy] activation_checkpointing is not supported with kind = \"tensor_parallel\" yet"};
     }
     if (st.pipeline_data_parallel != "ddp" && !traits.uses_stages)
-        return Problem{"strategy", {"pipeline_data_parallel"}, -1,
-                       "[strategy] pipeline_data_parallel is for kind = \"pipeline\" (how pipelines side by side keep "
-                       "a stage equal); " + kind_name + " has no stages"};
+        return Problem{
+            "strategy",
+            {"pipeline_data_parallel"},
+            -1,
+            "[strategy] pipeline_data_parallel is for kind = \"pipeline\" (how pipelines side by side keep "
+            "a stage equal); " +
+                kind_name + " has no stages"};
     if (st.offload_optimizer && !traits.shards_optimizer)
-        return Problem{"strategy", {"offload_optimizer"}, -1,
-                       "[strategy] offload_optimizer needs a sharded kind (zero1, zero2, fsdp or hsdp): ZeRO-Offload "
-                       "moves each rank's optimizer shard to the host; " + kind_name + " is not sharded that way"};
+        return Problem{
+            "strategy",
+            {"offload_optimizer"},
+            -1,
+            "[strategy] offload_optimizer needs a sharded kind (zero1, zero2, fsdp or hsdp): ZeRO-Offload "
+            "moves each rank's optimizer shard to the host; " +
+                kind_name + " is not sharded that way"};
     if (s.data.batch_per_rank % st.microbatches != 0)
-        return Problem{"strategy", {"microbatches"}, -1,
-                       "[strategy] microbatches " + std::to_string(st.microbatches) + " does not divide [data] batch_per_rank " +
-                           std::to_string(s.data.batch_per_rank) + " (each microbatch gets batch_per_rank / microbatches samples)"};
+        return Problem{"strategy",
+                       {"microbatches"},
+                       -1,
+                       "[strategy] microbatches " + std::to_string(st.microbatches) +
+                           " does not divide [data] batch_per_rank " + std::to_string(s.data.batch_per_rank) +
+                           " (each microbatch gets batch_per_rank / microbatches samples)"};
     if (st.activation_checkpointing && s.model.kind != "tiny_gpt")
-        return Problem{"strategy", {"activation_checkpointing"}, -1,
-                       "[strategy] activation_checkpointing needs [model] kind = \"tiny_gpt\" (its transformer blocks are the units recomputed)"};
+        return Problem{"strategy",
+                       {"activation_checkpointing"},
+                       -1,
+                       "[strategy] activation_checkpointing needs [model] kind = \"tiny_gpt\" (its "
+                       "transformer blocks are the units recomputed)"};
     if (s.optimizer.kind == "sgd" && st.kind != StrategyKind::Ddp && st.kind != StrategyKind::Diloco)
-        return Problem{"optimizer", {"kind"}, -1,
-                       "[optimizer] kind = \"sgd\" works with [strategy] kind = \"ddp\" or \"diloco\"; " + kind_name +
-                           " uses AdamW (\"adamw\")"};
+        return Problem{"optimizer",
+                       {"kind"},
+                       -1,
+                       "[optimizer] kind = \"sgd\" works with [strategy] kind = \"ddp\" or \"diloco\"; " +
+                           kind_name + " uses AdamW (\"adamw\")"};
     if (st.kind == StrategyKind::Diloco) {
         const DilocoConfig& d = s.diloco;
         if (d.inner_steps % d.fragments != 0)
-            return Problem{"diloco", {"fragments", "inner_steps"}, -1,
-                           "[diloco] fragments " + std::to_string(d.fragments) + " does not divide inner_steps " +
-                               std::to_string(d.inner_steps) + " (the fragments sync inner_steps / fragments steps apart)"};
+            return Problem{"diloco",
+                           {"fragments", "inner_steps"},
+                           -1,
+                           "[diloco] fragments " + std::to_string(d.fragments) +
+                               " does not divide inner_steps " + std::to_string(d.inner_steps) +
+                               " (the fragments sync inner_steps / fragments steps apart)"};
         if (d.sync_delay >= d.inner_steps / d.fragments)
-            return Problem{"diloco", {"sync_delay"}, -1,
-                           "[diloco] sync_delay " + std::to_string(d.sync_delay) + " must be below inner_steps / fragments = " +
+            return Problem{"diloco",
+                           {"sync_delay"},
+                           -1,
+                           "[diloco] sync_delay " + std::to_string(d.sync_delay) +
+                               " must be below inner_steps / fragments = " +
                                std::to_string(d.inner_steps / d.fragments) +
                                " (a pseudo-gradient is applied before the next fragment is sent)"};
         const int units = s.model.kind == "tiny_gpt" ? s.model.layers : int(s.model.hidden.size()) + 1;
         if (d.fragments > units)
-            return Problem{"diloco", {"fragments"}, -1,
-                           "[diloco] fragments " + std::to_string(d.fragments) + " is more than the model's " +
-                               std::to_string(units) + (s.model.kind == "tiny_gpt" ? " blocks" : " layers") +
+            return Problem{"diloco",
+                           {"fragments"},
+                           -1,
+                           "[diloco] fragments " + std::to_string(d.fragments) +
+                               " is more than the model's " + std::to_string(units) +
+                               (s.model.kind == "tiny_gpt" ? " blocks" : " layers") +
                                " (a fragment is a group of blocks)"};
         if (st.microbatches > 1 && !st.sync_every_microbatch)
-            return Problem{"strategy", {"sync_every_microbatch"}, -1,
-                           "[strategy] sync_every_microbatch has no meaning under diloco (inner steps never communicate)"};
+            return Problem{"strategy",
+                           {"sync_every_microbatch"},
+                           -1,
+                           "[strategy] sync_every_microbatch has no meaning under diloco (inner steps never "
+                           "communicate)"};
     }
     const bool sharded = traits.shards_optimizer; // writes sharded checkpoints
     const bool wants_checkpoints = !s.run.checkpoint_dir.empty() || !s.run.resume_from.empty();
     if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.fault_tolerance.enabled)
-        return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
-                       "[run] checkpoints of fault-tolerant DiLoCo are not supported yet (a DiLoCo run without "
-                       "[fault_tolerance] writes them)"};
+        return Problem{
+            "run",
+            {"checkpoint_dir", "resume_from"},
+            -1,
+            "[run] checkpoints of fault-tolerant DiLoCo are not supported yet (a DiLoCo run without "
+            "[fault_tolerance] writes them)"};
     if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.diloco.sync_delay > 0)
-        return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
-                       "[run] DiLoCo checkpoints need [diloco] sync_delay = 0 (with a delay a pseudo-gradient is always "
-                       "in flight, and a checkpoint would miss it)"};
-    if (!sharded && st.kind != StrategyKind::Diloco && !s.fault_tolerance.enabled && (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
-        return Problem{"run", {"checkpoint_dir", "resume_from"}, -1,
-                       "[run] checkpoints need [strategy] kind = zero1, zero2, fsdp or hsdp (sharded), diloco, or ddp under "
-                       "[fault_tolerance] (replica checkpoints); not " + kind_name + " on its own"};
+        return Problem{
+            "run",
+            {"checkpoint_dir", "resume_from"},
+            -1,
+            "[run] DiLoCo checkpoints need [diloco] sync_delay = 0 (with a delay a pseudo-gradient is always "
+            "in flight, and a checkpoint would miss it)"};
+    if (!sharded && st.kind != StrategyKind::Diloco && !s.fault_tolerance.enabled &&
+        (!s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()))
+        return Problem{"run",
+                       {"checkpoint_dir", "resume_from"},
+                       -1,
+                       "[run] checkpoints need [strategy] kind = zero1, zero2, fsdp or hsdp (sharded), "
+                       "diloco, or ddp under "
+                       "[fault_tolerance] (replica checkpoints); not " +
+                           kind_name + " on its own"};
     if (!s.run.checkpoint_dir.empty() && s.run.resume_from.empty()) {
         // A checkpoint is never overwritten: refuse before anything starts.
         // (When resuming, the steps saved depend on the checkpoint chosen:
         // dtrun and the Session check then, checkpoint.hpp.)
         std::error_code ec;
         for (int step = 0; step < steps; ++step) {
-            const bool saved = step == steps - 1 || (s.run.checkpoint_every > 0 && (step + 1) % s.run.checkpoint_every == 0);
-            const std::filesystem::path dir = std::filesystem::path(s.run.checkpoint_dir) / ("step-" + std::to_string(step));
+            const bool saved =
+                step == steps - 1 || (s.run.checkpoint_every > 0 && (step + 1) % s.run.checkpoint_every == 0);
+            const std::filesystem::path dir =
+                std::filesystem::path(s.run.checkpoint_dir) / ("step-" + std::to_string(step));
             if (saved && std::filesystem::exists(dir, ec))
-                return Problem{"run", {"checkpoint_dir"}, -1,
+                return Problem{"run",
+                               {"checkpoint_dir"},
+                               -1,
                                "[run] checkpoint_dir: this run would save '" + dir.string() +
-                                   "', which exists already (checkpoints are never overwritten: choose another directory)"};
+                                   "', which exists already (checkpoints are never overwritten: choose "
+                                   "another directory)"};
         }
     }
     if (!s.run.resume_from.empty()) {
         std::error_code ec;
         if (!std::filesystem::is_directory(s.run.resume_from, ec))
-            return Problem{"run", {"resume_from"}, -1,
+            return Problem{"run",
+                           {"resume_from"},
+                           -1,
                            "[run] resume_from: '" + s.run.resume_from +
-                               "' is not a directory (expected one checkpoint, DIR/step-<S>, or a checkpoint_dir DIR: its newest valid step)"};
+                               "' is not a directory (expected one checkpoint, DIR/step-<S>, or a "
+                               "checkpoint_dir DIR: its newest valid step)"};
     }
     if (st.kind == StrategyKind::Collectives) {
         const CollectivesConfig& c = s.collectives;
         if (c.ops.empty() || c.sizes_kb.empty() || c.backends.empty())
-            return Problem{"collectives", {"ops", "sizes_kb", "backends"}, -1,
+            return Problem{"collectives",
+                           {"ops", "sizes_kb", "backends"},
+                           -1,
                            "[collectives] ops, sizes_kb and backends each need at least one entry"};
         for (size_t i = 0; i < c.backends.size(); ++i)
             for (size_t j = 0; j < i; ++j)
                 if (c.backends[i] == c.backends[j])
-                    return Problem{"collectives", {"backends"}, -1,
+                    return Problem{"collectives",
+                                   {"backends"},
+                                   -1,
                                    "[collectives] backends names \"" + c.backends[i] + "\" twice"};
         if (size_t(steps) > c.sizes_kb.size())
-            return Problem{"run", {"steps"}, -1,
-                           "[run] steps = " + std::to_string(steps) + " but [collectives] sizes_kb has only " +
-                               std::to_string(c.sizes_kb.size()) + " sizes (a collectives run measures one size per step)"};
+            return Problem{"run",
+                           {"steps"},
+                           -1,
+                           "[run] steps = " + std::to_string(steps) +
+                               " but [collectives] sizes_kb has only " + std::to_string(c.sizes_kb.size()) +
+                               " sizes (a collectives run measures one size per step)"};
         if (s.fault_tolerance.enabled)
-            return Problem{"fault_tolerance", {"enabled"}, -1,
-                           "[fault_tolerance] trains a model; [strategy] kind = \"collectives\" only times collectives"};
+            return Problem{
+                "fault_tolerance",
+                {"enabled"},
+                -1,
+                "[fault_tolerance] trains a model; [strategy] kind = \"collectives\" only times collectives"};
     }
     const FaultToleranceConfig& ft = s.fault_tolerance;
     if (ft.enabled && s.topology.backend == "mpi")
-        return Problem{"topology", {"backend"}, -1,
-                       "[topology] backend = \"mpi\" cannot be fault tolerant: when one MPI rank dies, Open MPI aborts "
-                       "the whole job (errors are fatal and a communicator cannot lose a member), so the replica "
-                       "dimension under the quorum must use \"gloo\", whose groups are rebuilt for every new quorum. "
-                       "Under [fault_tolerance] each replica group is one rank, so there is no fixed dimension left for "
-                       "MPI: set backend = \"gloo\""};
+        return Problem{
+            "topology",
+            {"backend"},
+            -1,
+            "[topology] backend = \"mpi\" cannot be fault tolerant: when one MPI rank dies, Open MPI aborts "
+            "the whole job (errors are fatal and a communicator cannot lose a member), so the replica "
+            "dimension under the quorum must use \"gloo\", whose groups are rebuilt for every new quorum. "
+            "Under [fault_tolerance] each replica group is one rank, so there is no fixed dimension left for "
+            "MPI: set backend = \"gloo\""};
     if (ft.enabled) {
         if (!strategyTraits(s.strategy.kind).fault_tolerant)
-            return Problem{"fault_tolerance", {"enabled"}, -1,
-                           "[fault_tolerance] works with [strategy] kind = \"ddp\" or \"diloco\" (each rank is one "
-                           "replica group); this scenario uses \"" + std::string(strategyKindName(s.strategy.kind)) + "\""};
+            return Problem{
+                "fault_tolerance",
+                {"enabled"},
+                -1,
+                "[fault_tolerance] works with [strategy] kind = \"ddp\" or \"diloco\" (each rank is one "
+                "replica group); this scenario uses \"" +
+                    std::string(strategyKindName(s.strategy.kind)) + "\""};
         if (s.strategy.kind == StrategyKind::Diloco &&
-            (s.diloco.fragments != 1 || s.diloco.sync_delay != 0 || s.diloco.alpha != 0.0 || s.diloco.pseudo_gradient != "fp32"))
-            return Problem{"diloco", {"fragments", "sync_delay", "alpha", "pseudo_gradient"}, -1,
-                           "[fault_tolerance] runs classic DiLoCo only: [diloco] fragments = 1, sync_delay = 0, alpha = 0 "
-                           "and pseudo_gradient = \"fp32\" (Streaming DiLoCo under the quorum is not supported yet)"};
+            (s.diloco.fragments != 1 || s.diloco.sync_delay != 0 || s.diloco.alpha != 0.0 ||
+             s.diloco.pseudo_gradient != "fp32"))
+            return Problem{
+                "diloco",
+                {"fragments", "sync_delay", "alpha", "pseudo_gradient"},
+                -1,
+                "[fault_tolerance] runs classic DiLoCo only: [diloco] fragments = 1, sync_delay = 0, alpha = "
+                "0 "
+                "and pseudo_gradient = \"fp32\" (Streaming DiLoCo under the quorum is not supported yet)"};
         if (s.optimizer.kind != "adamw")
-            return Problem{"optimizer", {"kind"}, -1,
-                           "[fault_tolerance] replicas step with AdamW; [optimizer] kind = \"" + s.optimizer.kind +
-                               "\" is not supported under fault tolerance"};
+            return Problem{"optimizer",
+                           {"kind"},
+                           -1,
+                           "[fault_tolerance] replicas step with AdamW; [optimizer] kind = \"" +
+                               s.optimizer.kind + "\" is not supported under fault tolerance"};
         if (ft.min_replicas > ranks)
-            return Problem{"fault_tolerance", {"min_replicas"}, -1,
+            return Problem{"fault_tolerance",
+                           {"min_replicas"},
+                           -1,
                            "[fault_tolerance] min_replicas " + std::to_string(ft.min_replicas) +
                                " can never be met: the topology has " + std::to_string(ranks) + " replicas"};
         if (ft.heartbeat_timeout_ms <= ft.heartbeat_interval_ms)
-            return Problem{"fault_tolerance", {"heartbeat_timeout_ms"}, -1,
-                           "[fault_tolerance] heartbeat_timeout_ms must be longer than heartbeat_interval_ms, or every "
-                           "replica times out between two heartbeats"};
+            return Problem{
+                "fault_tolerance",
+                {"heartbeat_timeout_ms"},
+                -1,
+                "[fault_tolerance] heartbeat_timeout_ms must be longer than heartbeat_interval_ms, or every "
+                "replica times out between two heartbeats"};
     }
     if (s.chaos.enabled && !ft.enabled)
-        return Problem{"chaos", {"enabled"}, -1,
-                       "[chaos] needs [fault_tolerance] enabled = true: without it the first fault ends the run"};
+        return Problem{
+            "chaos",
+            {"enabled"},
+            -1,
+            "[chaos] needs [fault_tolerance] enabled = true: without it the first fault ends the run"};
     for (size_t i = 0; i < s.faults.size(); ++i) {
         const FaultConfig& f = s.faults[i];
         if (faultActionTraits(f.action).needs_fault_tolerance && !ft.enabled)
-            return Problem{"faults", {"action"}, static_cast<int>(i),
+            return Problem{"faults",
+                           {"action"},
+                           static_cast<int>(i),
                            "[[faults]] action = \"" + std::string(faultActionName(f.action)) +
                                "\" needs [fault_tolerance] enabled = true"};
         if (f.rank >= ranks)
-            return Problem{"faults", {"rank"}, static_cast<int>(i),
-                           "[[faults]] rank " + std::to_string(f.rank) + " does not exist: the topology has " +
-                               std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " (0.." +
-                               std::to_string(ranks - 1) + ")"};
+            return Problem{"faults",
+                           {"rank"},
+                           static_cast<int>(i),
+                           "[[faults]] rank " + std::to_string(f.rank) +
+                               " does not exist: the topology has " + std::to_string(ranks) +
+                               (ranks == 1 ? " rank" : " ranks") + " (0.." + std::to_string(ranks - 1) + ")"};
         const StrategyKind kind = s.strategy.kind;
         // zero1, zero2 and fsdp reduce-scatter gradients; hsdp also all-reduces across replica groups.
         const bool no_all_reduce = strategyTraits(kind).shards_optimizer && kind != StrategyKind::Hsdp;
         if (f.when == FaultWhen::AllReduce && no_all_reduce)
-            return Problem{"faults", {"when", "action"}, static_cast<int>(i),
-                           "[[faults]] when = \"allreduce\" (the default) never fires under " + kind_name +
-                               ": it has no all-reduce (gradients are reduce-scattered); write when = \"step\""};
+            return Problem{
+                "faults",
+                {"when", "action"},
+                static_cast<int>(i),
+                "[[faults]] when = \"allreduce\" (the default) never fires under " + kind_name +
+                    ": it has no all-reduce (gradients are reduce-scattered); write when = \"step\""};
         if (f.when == FaultWhen::AllReduce && kind == StrategyKind::Diloco && f.step < steps) {
             // Only an outer sync communicates (fp32: an all-reduce; quantized: an all-gather).
             const DilocoConfig& d = s.diloco;
             bool syncs = f.step == steps - 1 && d.pseudo_gradient == "fp32";
             for (int fragment = 0; fragment < d.fragments && !syncs; ++fragment)
-                syncs = diloco::sendsAfterStep(f.step, fragment, d.inner_steps, d.fragments) && d.pseudo_gradient == "fp32";
+                syncs = diloco::sendsAfterStep(f.step, fragment, d.inner_steps, d.fragments) &&
+                        d.pseudo_gradient == "fp32";
             if (!syncs)
-                return Problem{"faults", {"when", "step"}, static_cast<int>(i),
-                               "[[faults]] when = \"allreduce\" (the default) never fires at step " + std::to_string(f.step) +
-                                   " under diloco: only an outer sync with fp32 pseudo-gradients all-reduces; write when = \"step\""};
+                return Problem{"faults",
+                               {"when", "step"},
+                               static_cast<int>(i),
+                               "[[faults]] when = \"allreduce\" (the default) never fires at step " +
+                                   std::to_string(f.step) +
+                                   " under diloco: only an outer sync with fp32 pseudo-gradients "
+                                   "all-reduces; write when = \"step\""};
         }
         if (f.when != FaultWhen::Time && f.step >= steps)
-            return Problem{"faults", {"step"}, static_cast<int>(i),
+            return Problem{"faults",
+                           {"step"},
+                           static_cast<int>(i),
                            "[[faults]] step " + std::to_string(f.step) + " is never reached: the run has " +
                                std::to_string(steps) + (steps == 1 ? " step" : " steps") + " (0.." +
                                std::to_string(steps - 1) + ")"};
     }
     for (size_t i = 0; i < s.steps.size(); ++i) {
         NarrationCondition c;
-        if (!parseNarrationCondition(s.steps[i].until, c)) continue; // reported by checkString
+        if (!parseNarrationCondition(s.steps[i].until, c))
+            continue; // reported by checkString
         const std::string label = "[[steps]] until \"" + s.steps[i].until + "\"";
         if (c.kind == NarrationCondition::Kind::StepAtLeast && c.value > steps)
-            return Problem{"steps", {"until"}, static_cast<int>(i),
+            return Problem{"steps",
+                           {"until"},
+                           static_cast<int>(i),
                            label + " is never reached: the run has " + std::to_string(steps) +
                                (steps == 1 ? " step" : " steps")};
         if (c.kind == NarrationCondition::Kind::RankDies && c.value >= ranks)
-            return Problem{"steps", {"until"}, static_cast<int>(i),
-                           label + ": rank " + std::to_string(c.value) + " does not exist: the topology has " +
-                               std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") + " (0.." +
-                               std::to_string(ranks - 1) + ")"};
+            return Problem{"steps",
+                           {"until"},
+                           static_cast<int>(i),
+                           label + ": rank " + std::to_string(c.value) +
+                               " does not exist: the topology has " + std::to_string(ranks) +
+                               (ranks == 1 ? " rank" : " ranks") + " (0.." + std::to_string(ranks - 1) + ")"};
     }
     return std::nullopt;
 }
@@ -468,48 +430,6 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
 } // namespace dt::scenario_rules
 
 namespace dt {
-
-const char* narrationConditionForms() {
-    return "\"\" (no wait), \"step >= N\", \"first all-reduce ends\", \"first all-gather ends\", \"first reduce-scatter ends\", \"rank R dies\", \"run finished\"";
-}
-
-bool parseNarrationCondition(const std::string& text, NarrationCondition& out) {
-    // Split into words; ">=" is its own word even when written "step>=3".
-    std::string spaced;
-    for (size_t i = 0; i < text.size(); ++i) {
-        if (text.compare(i, 2, ">=") == 0) {
-            spaced += " >= ";
-            ++i;
-        } else {
-            spaced += text[i];
-        }
-    }
-    std::istringstream in(spaced);
-    std::vector<std::string> words;
-    for (std::string word; in >> word;) words.push_back(word);
-    // A non-negative integer that fits an int, digits only.
-    auto number = [](const std::string& word, int& value) {
-        if (word.empty() || word.size() > 9) return false;
-        for (char c : word)
-            if (c < '0' || c > '9') return false;
-        value = std::stoi(word);
-        return true;
-    };
-    NarrationCondition c;
-    using Kind = NarrationCondition::Kind;
-    if (words.empty()) c.kind = Kind::None;
-    else if (words.size() == 3 && words[0] == "step" && words[1] == ">=" && number(words[2], c.value))
-        c.kind = Kind::StepAtLeast;
-    else if (words == std::vector<std::string>{"first", "all-reduce", "ends"}) c.kind = Kind::FirstAllReduceEnds;
-    else if (words == std::vector<std::string>{"first", "all-gather", "ends"}) c.kind = Kind::FirstAllGatherEnds;
-    else if (words == std::vector<std::string>{"first", "reduce-scatter", "ends"}) c.kind = Kind::FirstReduceScatterEnds;
-    else if (words.size() == 3 && words[0] == "rank" && words[2] == "dies" && number(words[1], c.value))
-        c.kind = Kind::RankDies;
-    else if (words == std::vector<std::string>{"run", "finished"}) c.kind = Kind::RunFinished;
-    else return false;
-    out = c;
-    return true;
-}
 
 namespace {
 
@@ -544,23 +464,29 @@ std::string findValueProblem(const Scenario& s) {
         checkInt("telemetry", "queue_capacity", s.telemetry.queue_capacity),
     };
     for (const std::string& problem : checks)
-        if (!problem.empty()) return problem;
+        if (!problem.empty())
+            return problem;
     for (const std::string& op : s.collectives.ops)
-        if (std::string problem = checkString("collectives", "ops", op); !problem.empty()) return problem;
+        if (std::string problem = checkString("collectives", "ops", op); !problem.empty())
+            return problem;
     for (const std::string& backend : s.collectives.backends)
-        if (std::string problem = checkString("collectives", "backends", backend); !problem.empty()) return problem;
+        if (std::string problem = checkString("collectives", "backends", backend); !problem.empty())
+            return problem;
     for (int kb : s.collectives.sizes_kb)
-        if (std::string problem = checkInt("collectives", "sizes_kb", kb); !problem.empty()) return problem;
+        if (std::string problem = checkInt("collectives", "sizes_kb", kb); !problem.empty())
+            return problem;
     for (int width : s.model.hidden) {
         std::string problem = checkInt("model", "hidden", width);
-        if (!problem.empty()) return problem;
+        if (!problem.empty())
+            return problem;
     }
     for (const FaultConfig& f : s.faults) {
         for (const std::string& problem :
              {checkInt("faults", "rank", f.rank), checkInt("faults", "step", f.step),
               checkFloat("faults", "at_s", f.at_s), checkFloat("faults", "duration_s", f.duration_s),
               checkFloat("faults", "delay_ms", f.delay_ms)})
-            if (!problem.empty()) return problem;
+            if (!problem.empty())
+                return problem;
     }
     const FaultToleranceConfig& ft = s.fault_tolerance;
     for (const std::string& problem :
@@ -573,16 +499,18 @@ std::string findValueProblem(const Scenario& s) {
           checkString("fault_tolerance", "restart", ft.restart),
           checkFloat("fault_tolerance", "restart_delay_ms", ft.restart_delay_ms),
           checkFloat("chaos", "mean_interval_s", s.chaos.mean_interval_s)})
-        if (!problem.empty()) return problem;
+        if (!problem.empty())
+            return problem;
     for (FaultAction action : s.chaos.actions)
         if (!faultActionTraits(action).in_chaos)
-            return prefix("chaos", "actions") + "expected one of " + quotedList(faultActionNames(true)) + ", got \"" +
-                   faultActionName(action) + "\"";
+            return prefix("chaos", "actions") + "expected one of " + quotedList(faultActionNames(true)) +
+                   ", got \"" + faultActionName(action) + "\"";
     for (const NarrationStep& step : s.steps) {
-        for (const std::string& problem : {checkString("steps", "text", step.text),
-                                           checkString("steps", "highlight", step.highlight),
-                                           checkString("steps", "until", step.until)})
-            if (!problem.empty()) return problem;
+        for (const std::string& problem :
+             {checkString("steps", "text", step.text), checkString("steps", "highlight", step.highlight),
+              checkString("steps", "until", step.until)})
+            if (!problem.empty())
+                return problem;
     }
     return "";
 }
@@ -598,25 +526,30 @@ void validateScenario(const Scenario& scenario, const std::string& origin) {
     SourceLocation where{scenario.path, 0, 0};
     if (message.empty()) {
         std::optional<scenario_rules::Problem> problem = scenario_rules::findCrossFieldProblem(scenario);
-        if (!problem) return;
+        if (!problem)
+            return;
         // Narration only paces the GUI. The file as written was checked when it was
         // loaded (scenario_parse.cpp); a --steps or --ranks override, or the Session's
         // re-check of it, may leave an `until` unreachable (Next never unlocks there).
         // The narration rules are checked last, so nothing else is skipped.
-        if (problem->table == "steps") return;
+        if (problem->table == "steps")
+            return;
         message = problem->message;
         if (problem->entryIndex >= 0) {
             const size_t index = static_cast<size_t>(problem->entryIndex);
             const SourceLocation& entryWhere =
                 problem->table == "steps" ? scenario.steps[index].where : scenario.faults[index].where;
-            if (entryWhere.line > 0) where = entryWhere;
+            if (entryWhere.line > 0)
+                where = entryWhere;
         }
     }
-    if (origin.empty()) throw UsageError(where, message);
+    if (origin.empty())
+        throw UsageError(where, message);
     // An override made the scenario invalid: say which flag, then what broke,
     // then where the other side of the conflict is written.
-    if (where.line > 0) message += " (the " + std::string(message.rfind("[[steps]]", 0) == 0 ? "step" : "fault") +
-                                   " at " + describeLocation(where) + ")";
+    if (where.line > 0)
+        message += " (the " + std::string(message.rfind("[[steps]]", 0) == 0 ? "step" : "fault") + " at " +
+                   describeLocation(where) + ")";
     throw UsageError(origin + ": " + message);
 }
 
@@ -628,9 +561,12 @@ StrategyKind strategyKindFromOverride(const std::string& text, const std::string
 }
 
 bool scenarioUsesMpi(const Scenario& s) {
-    if (s.topology.backend == "mpi") return true;
-    if (s.strategy.kind != StrategyKind::Collectives) return false;
-    return std::find(s.collectives.backends.begin(), s.collectives.backends.end(), "mpi") != s.collectives.backends.end();
+    if (s.topology.backend == "mpi")
+        return true;
+    if (s.strategy.kind != StrategyKind::Collectives)
+        return false;
+    return std::find(s.collectives.backends.begin(), s.collectives.backends.end(), "mpi") !=
+           s.collectives.backends.end();
 }
 
 } // namespace dt
@@ -640,28 +576,43 @@ namespace dt {
 std::string CheckBaseline::describe() const {
     std::string out;
     auto add = [&](const std::string& part) { out += (out.empty() ? "" : ", ") + part; };
-    if (strategy) add(std::string("strategy = ") + strategyKindName(*strategy));
-    if (microbatches > 0) add("microbatches = " + std::to_string(microbatches));
-    if (!schedule.empty()) add("schedule = " + schedule);
-    if (overlap >= 0) add(std::string("overlap = ") + (overlap ? "true" : "false"));
+    if (strategy)
+        add(std::string("strategy = ") + strategyKindName(*strategy));
+    if (microbatches > 0)
+        add("microbatches = " + std::to_string(microbatches));
+    if (!schedule.empty())
+        add("schedule = " + schedule);
+    if (overlap >= 0)
+        add(std::string("overlap = ") + (overlap ? "true" : "false"));
     if (activation_checkpointing >= 0)
         add(std::string("activation_checkpointing = ") + (activation_checkpointing ? "true" : "false"));
-    if (offload_optimizer >= 0) add(std::string("offload_optimizer = ") + (offload_optimizer ? "true" : "false"));
-    if (!pipeline_data_parallel.empty()) add("pipeline_data_parallel = " + pipeline_data_parallel);
-    if (!pseudo_gradient.empty()) add("pseudo_gradient = " + pseudo_gradient);
+    if (offload_optimizer >= 0)
+        add(std::string("offload_optimizer = ") + (offload_optimizer ? "true" : "false"));
+    if (!pipeline_data_parallel.empty())
+        add("pipeline_data_parallel = " + pipeline_data_parallel);
+    if (!pseudo_gradient.empty())
+        add("pseudo_gradient = " + pseudo_gradient);
     return out;
 }
 
 Scenario scenarioForBaseline(const Scenario& scenario, const CheckBaseline& baseline) {
     Scenario s = scenario;
-    if (baseline.strategy) s.strategy.kind = *baseline.strategy;
-    if (baseline.microbatches > 0) s.strategy.microbatches = baseline.microbatches;
-    if (!baseline.schedule.empty()) s.strategy.schedule = baseline.schedule;
-    if (baseline.overlap >= 0) s.strategy.overlap = baseline.overlap == 1;
-    if (baseline.activation_checkpointing >= 0) s.strategy.activation_checkpointing = baseline.activation_checkpointing == 1;
-    if (baseline.offload_optimizer >= 0) s.strategy.offload_optimizer = baseline.offload_optimizer == 1;
-    if (!baseline.pipeline_data_parallel.empty()) s.strategy.pipeline_data_parallel = baseline.pipeline_data_parallel;
-    if (!baseline.pseudo_gradient.empty()) s.diloco.pseudo_gradient = baseline.pseudo_gradient;
+    if (baseline.strategy)
+        s.strategy.kind = *baseline.strategy;
+    if (baseline.microbatches > 0)
+        s.strategy.microbatches = baseline.microbatches;
+    if (!baseline.schedule.empty())
+        s.strategy.schedule = baseline.schedule;
+    if (baseline.overlap >= 0)
+        s.strategy.overlap = baseline.overlap == 1;
+    if (baseline.activation_checkpointing >= 0)
+        s.strategy.activation_checkpointing = baseline.activation_checkpointing == 1;
+    if (baseline.offload_optimizer >= 0)
+        s.strategy.offload_optimizer = baseline.offload_optimizer == 1;
+    if (!baseline.pipeline_data_parallel.empty())
+        s.strategy.pipeline_data_parallel = baseline.pipeline_data_parallel;
+    if (!baseline.pseudo_gradient.empty())
+        s.diloco.pseudo_gradient = baseline.pseudo_gradient;
     // The baseline is a measurement: no narration, no checks of its own, no faults.
     s.steps.clear();
     s.checks.clear();

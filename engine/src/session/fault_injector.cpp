@@ -23,9 +23,11 @@ namespace dt {
 static_assert(faultActionTraits(FaultAction::Slow).event_code == -int(wire::ControlCommand::SetDelayMs));
 static_assert(faultActionTraits(FaultAction::FailCollective).event_code ==
               -int(wire::ControlCommand::FailNextCollective));
-static_assert(faultActionTraits(FaultAction::NanGradients).event_code == -int(wire::ControlCommand::NanGradients));
+static_assert(faultActionTraits(FaultAction::NanGradients).event_code ==
+              -int(wire::ControlCommand::NanGradients));
 static_assert(faultActionTraits(FaultAction::Partition).event_code == -int(wire::ControlCommand::Partition));
-static_assert(faultActionTraits(FaultAction::DelayTraffic).event_code == -int(wire::ControlCommand::TrafficDelayMs));
+static_assert(faultActionTraits(FaultAction::DelayTraffic).event_code ==
+              -int(wire::ControlCommand::TrafficDelayMs));
 
 void Session::Impl::defer(int64_t delay_ns, std::function<void()> run) {
     deferred.push_back({monotonicNowNs() + delay_ns, std::move(run)});
@@ -37,11 +39,13 @@ void Session::Impl::defer(int64_t delay_ns, std::function<void()> run) {
 void Session::Impl::maybeInjectFault(const Event& e) {
     for (size_t i = 0; i < record.scenario.faults.size(); ++i) {
         const auto& f = record.scenario.faults[i];
-        if (fault_fired[i] || e.rank != f.rank || e.step < f.step || f.when == FaultWhen::Time) continue;
+        if (fault_fired[i] || e.rank != f.rank || e.step < f.step || f.when == FaultWhen::Time)
+            continue;
         const bool at_allreduce = f.when == FaultWhen::AllReduce && e.kind == EventKind::AllReduce &&
                                   e.phase == EventPhase::WorkStarted && e.step == f.step;
         const bool at_step = f.when == FaultWhen::Step;
-        if (!at_allreduce && !at_step) continue;
+        if (!at_allreduce && !at_step)
+            continue;
         fault_fired[i] = true;
         if (f.action != FaultAction::Kill && f.action != FaultAction::Hang) {
             log(LogLevel::Warning, std::string("scenario fault: ") + faultActionName(f.action) + " on rank " +
@@ -57,14 +61,17 @@ void Session::Impl::maybeInjectFault(const Event& e) {
             std::lock_guard<std::mutex> plock(proc_mutex);
             sent = signalRankProcess(f.rank, signo);
         }
-        if (!sent && options.spawn_ranks) continue;
-        if (signo == SIGKILL) sigkill_sent[size_t(f.rank)] = true;
+        if (!sent && options.spawn_ranks)
+            continue;
+        if (signo == SIGKILL)
+            sigkill_sent[size_t(f.rank)] = true;
         emitSessionEvent(EventKind::FaultInjected, f.rank, signo);
-        const std::string what = std::string(f.action == FaultAction::Hang ? "SIGSTOP" : "SIGKILL") + " to rank " +
-                                 std::to_string(f.rank) + " at step " + std::to_string(e.step) +
+        const std::string what = std::string(f.action == FaultAction::Hang ? "SIGSTOP" : "SIGKILL") +
+                                 " to rank " + std::to_string(f.rank) + " at step " + std::to_string(e.step) +
                                  (at_allreduce ? ", as its all-reduce started" : "");
         log(LogLevel::Warning, "scenario fault: " + what);
-        if (signo == SIGSTOP) progress[size_t(f.rank)].state = RankState::Hung;
+        if (signo == SIGSTOP)
+            progress[size_t(f.rank)].state = RankState::Hung;
         if (!ft_enabled)
             noteFailure("rank " + std::to_string(f.rank) + (signo == SIGKILL ? " was killed" : " was hung") +
                         " by a scenario fault: " + what);
@@ -74,19 +81,24 @@ void Session::Impl::maybeInjectFault(const Event& e) {
 void Session::Impl::applyFault(const FaultConfig& f) {
     const int64_t duration_ns = int64_t(f.duration_s * 1e9);
     const auto later = [&](std::function<void()> undo) {
-        if (duration_ns <= 0) return;
+        if (duration_ns <= 0)
+            return;
         std::lock_guard<std::mutex> lock(mutex);
         defer(duration_ns, std::move(undo));
     };
     const int r = f.rank;
     using wire::ControlCommand;
     switch (f.action) {
-    case FaultAction::Kill: signalRank(r, FaultAction::Kill); break;
+    case FaultAction::Kill:
+        signalRank(r, FaultAction::Kill);
+        break;
     case FaultAction::Hang:
         signalRank(r, FaultAction::Hang);
         later([this, r] { endHang(r); });
         break;
-    case FaultAction::Resume: signalRank(r, FaultAction::Resume); break;
+    case FaultAction::Resume:
+        signalRank(r, FaultAction::Resume);
+        break;
     case FaultAction::Slow:
         sendRankControl(r, ControlCommand::SetDelayMs, f.delay_ms,
                         "slowed by " + std::to_string(int(f.delay_ms)) + " ms per step");
@@ -99,13 +111,15 @@ void Session::Impl::applyFault(const FaultConfig& f) {
         sendRankControl(r, ControlCommand::NanGradients, 0.0, "its next gradients will be NaN");
         break;
     case FaultAction::Partition:
-        sendRankControl(r, ControlCommand::Partition, 1.0, "partitioned from the lighthouse (heartbeats lost)");
+        sendRankControl(r, ControlCommand::Partition, 1.0,
+                        "partitioned from the lighthouse (heartbeats lost)");
         later([this, r] { sendRankControl(r, ControlCommand::Partition, 0.0, "partition healed"); });
         break;
     case FaultAction::DelayTraffic:
         sendRankControl(r, ControlCommand::TrafficDelayMs, f.delay_ms,
                         "traffic delayed by " + std::to_string(int(f.delay_ms)) + " ms per collective");
-        later([this, r] { sendRankControl(r, ControlCommand::TrafficDelayMs, 0.0, "traffic delay removed"); });
+        later(
+            [this, r] { sendRankControl(r, ControlCommand::TrafficDelayMs, 0.0, "traffic delay removed"); });
         break;
     case FaultAction::KillLighthouse:
         setLighthouseRunning(false);
@@ -125,9 +139,10 @@ void Session::Impl::endHang(int rank) {
         const bool hung = rank >= 0 && rank < world && progress[size_t(rank)].state == RankState::Hung;
         retire = job_done && hung && options.spawn_ranks;
         if (retire)
-            log(LogLevel::Warning, "rank " + std::to_string(rank) +
-                                       " was hung when the job finished: killed instead of resumed, so that it "
-                                       "cannot train on alone");
+            log(LogLevel::Warning,
+                "rank " + std::to_string(rank) +
+                    " was hung when the job finished: killed instead of resumed, so that it "
+                    "cannot train on alone");
     }
     if (!retire) {
         signalRank(rank, FaultAction::Resume);
@@ -140,13 +155,17 @@ void Session::Impl::endHang(int rank) {
 
 // A fault a rank carries out itself, sent over its control channel. Undoing
 // (value 0 for a lasting one) is logged but is not a FaultInjected event.
-void Session::Impl::sendRankControl(int rank, wire::ControlCommand command, double value, const std::string& what) {
-    if (rank < 0 || rank >= world) return;
+void Session::Impl::sendRankControl(int rank, wire::ControlCommand command, double value,
+                                    const std::string& what) {
+    if (rank < 0 || rank >= world)
+        return;
     {
         std::lock_guard<std::mutex> lock(mutex);
         auto& p = progress[size_t(rank)];
-        if (command == wire::ControlCommand::SetDelayMs) p.delay_ms = value;
-        if (command == wire::ControlCommand::Partition) p.partitioned = value > 0;
+        if (command == wire::ControlCommand::SetDelayMs)
+            p.delay_ms = value;
+        if (command == wire::ControlCommand::Partition)
+            p.partitioned = value > 0;
         const bool one_shot = command == wire::ControlCommand::FailNextCollective ||
                               command == wire::ControlCommand::NanGradients;
         FaultAction action = FaultAction::Kill;
@@ -160,9 +179,12 @@ void Session::Impl::sendRankControl(int rank, wire::ControlCommand command, doub
 void Session::Impl::setLighthouseRunning(bool running) {
     {
         std::lock_guard<std::mutex> llock(lighthouse_mutex);
-        if (!lighthouse || lighthouse->running() == running) return;
-        if (running) lighthouse->start();
-        else lighthouse->stop();
+        if (!lighthouse || lighthouse->running() == running)
+            return;
+        if (running)
+            lighthouse->start();
+        else
+            lighthouse->stop();
     }
     std::lock_guard<std::mutex> lock(mutex);
     emitSessionEvent(running ? EventKind::LighthouseUp : EventKind::LighthouseDown, -1, 0);
@@ -187,13 +209,15 @@ void Session::Impl::runFaultInjector() {
         }
         for (size_t i = 0; i < record.scenario.faults.size(); ++i) {
             const FaultConfig& f = record.scenario.faults[i];
-            if (fault_fired[i] || f.when != FaultWhen::Time || now - record.t_start_ns < int64_t(f.at_s * 1e9))
+            if (fault_fired[i] || f.when != FaultWhen::Time ||
+                now - record.t_start_ns < int64_t(f.at_s * 1e9))
                 continue;
             fault_fired[i] = true;
             faults_due.push_back(f);
-            log(LogLevel::Warning, "scenario fault at " + std::to_string(f.at_s).substr(0, 4) + " s: " +
-                                       faultActionName(f.action) +
-                                       (f.action == FaultAction::KillLighthouse ? "" : " on rank " + std::to_string(f.rank)));
+            log(LogLevel::Warning,
+                "scenario fault at " + std::to_string(f.at_s).substr(0, 4) +
+                    " s: " + faultActionName(f.action) +
+                    (f.action == FaultAction::KillLighthouse ? "" : " on rank " + std::to_string(f.rank)));
         }
         const ChaosConfig& chaos = record.scenario.chaos;
         if (chaos.enabled && !job_done && !stop_requested && now >= next_chaos_ns) {
@@ -201,7 +225,8 @@ void Session::Impl::runFaultInjector() {
             if (next_chaos_ns != 0) {
                 std::vector<int> live;
                 for (int r = 0; r < world; ++r)
-                    if (progress[size_t(r)].state == RankState::Running) live.push_back(r);
+                    if (progress[size_t(r)].state == RankState::Running)
+                        live.push_back(r);
                 if (!live.empty() && !chaos.actions.empty()) {
                     FaultConfig f;
                     f.action = chaos.actions[chaos_rng() % chaos.actions.size()];
@@ -212,35 +237,46 @@ void Session::Impl::runFaultInjector() {
                     f.delay_ms = chaos.slow_ms;
                     faults_due.push_back(f);
                     log(LogLevel::Warning, "chaos (seed " + std::to_string(chaos.seed) +
-                                               "): " + faultActionName(f.action) + " on rank " + std::to_string(f.rank));
+                                               "): " + faultActionName(f.action) + " on rank " +
+                                               std::to_string(f.rank));
                 }
             }
             next_chaos_ns = now + int64_t(gap(chaos_rng) * 1e9);
         }
     }
-    for (auto& run : due) run();
-    for (const FaultConfig& f : faults_due) applyFault(f);
+    for (auto& run : due)
+        run();
+    for (const FaultConfig& f : faults_due)
+        applyFault(f);
 }
 
 // [SECTION] Public API ---------------------------------------------------------
-void Session::killRank(int rank) { m_impl->signalRank(rank, FaultAction::Kill); }
-void Session::hangRank(int rank) { m_impl->signalRank(rank, FaultAction::Hang); }
-void Session::resumeRank(int rank) { m_impl->signalRank(rank, FaultAction::Resume); }
+void Session::killRank(int rank) {
+    m_impl->signalRank(rank, FaultAction::Kill);
+}
+void Session::hangRank(int rank) {
+    m_impl->signalRank(rank, FaultAction::Hang);
+}
+void Session::resumeRank(int rank) {
+    m_impl->signalRank(rank, FaultAction::Resume);
+}
 
 void Session::slowRank(int rank, double delay_ms) {
-    if (rank < 0 || rank >= m_impl->world) return;
+    if (rank < 0 || rank >= m_impl->world)
+        return;
     {
         std::lock_guard<std::mutex> lock(m_impl->mutex);
         m_impl->progress[size_t(rank)].delay_ms = delay_ms;
-        m_impl->log(LogLevel::Warning,
-                    "rank " + std::to_string(rank) + " slowed by " + std::to_string(int(delay_ms)) + " ms per step");
+        m_impl->log(LogLevel::Warning, "rank " + std::to_string(rank) + " slowed by " +
+                                           std::to_string(int(delay_ms)) + " ms per step");
     }
     m_impl->collector->sendControl(rank, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delay_ms});
 }
 
 void Session::setLink(int rank, double bandwidth_mbit_s, double latency_ms) {
     const int first = rank < 0 ? 0 : rank, last = rank < 0 ? m_impl->world - 1 : rank;
-    if (first < 0 || last >= m_impl->world) return;
+    if (first < 0 || last >= m_impl->world)
+        return;
     bandwidth_mbit_s = std::max(0.0, bandwidth_mbit_s);
     latency_ms = std::max(0.0, latency_ms);
     {
@@ -252,8 +288,8 @@ void Session::setLink(int rank, double bandwidth_mbit_s, double latency_ms) {
         const std::string who = rank < 0 ? "every rank" : "rank " + std::to_string(rank);
         char text[160];
         if (bandwidth_mbit_s > 0)
-            std::snprintf(text, sizeof text, "%s: link %.0f Mbit/s, %.0f ms latency", who.c_str(), bandwidth_mbit_s,
-                          latency_ms);
+            std::snprintf(text, sizeof text, "%s: link %.0f Mbit/s, %.0f ms latency", who.c_str(),
+                          bandwidth_mbit_s, latency_ms);
         else
             std::snprintf(text, sizeof text, "%s: link uncapped, %.0f ms latency", who.c_str(), latency_ms);
         m_impl->log(LogLevel::Info, text);
@@ -267,29 +303,37 @@ void Session::failNextCollective(int rank) {
     FaultConfig f;
     f.action = FaultAction::FailCollective;
     f.rank = rank;
-    if (m_impl->ft_enabled) m_impl->applyFault(f);
+    if (m_impl->ft_enabled)
+        m_impl->applyFault(f);
 }
 
 void Session::nanGradients(int rank) {
     FaultConfig f;
     f.action = FaultAction::NanGradients;
     f.rank = rank;
-    if (m_impl->ft_enabled) m_impl->applyFault(f);
+    if (m_impl->ft_enabled)
+        m_impl->applyFault(f);
 }
 
 void Session::partitionRank(int rank, bool on) {
-    if (!m_impl->ft_enabled) return;
+    if (!m_impl->ft_enabled)
+        return;
     m_impl->sendRankControl(rank, wire::ControlCommand::Partition, on ? 1.0 : 0.0,
                             on ? "partitioned from the lighthouse (heartbeats lost)" : "partition healed");
 }
 
 void Session::delayTraffic(int rank, double delay_ms) {
     m_impl->sendRankControl(rank, wire::ControlCommand::TrafficDelayMs, delay_ms,
-                            delay_ms > 0 ? "traffic delayed by " + std::to_string(int(delay_ms)) + " ms per collective"
-                                         : "traffic delay removed");
+                            delay_ms > 0
+                                ? "traffic delayed by " + std::to_string(int(delay_ms)) + " ms per collective"
+                                : "traffic delay removed");
 }
 
-void Session::killLighthouse() { m_impl->setLighthouseRunning(false); }
-void Session::startLighthouse() { m_impl->setLighthouseRunning(true); }
+void Session::killLighthouse() {
+    m_impl->setLighthouseRunning(false);
+}
+void Session::startLighthouse() {
+    m_impl->setLighthouseRunning(true);
+}
 
 } // namespace dt

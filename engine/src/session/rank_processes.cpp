@@ -26,8 +26,10 @@ static_assert(faultActionTraits(FaultAction::Hang).event_code == SIGSTOP);
 static_assert(faultActionTraits(FaultAction::Resume).event_code == SIGCONT);
 
 bool Session::Impl::signalRankProcess(int rank, int signo) {
-    if (supervisor.signal(rank, signo)) return true;
-    if (rank < 0 || rank >= world) return false;
+    if (supervisor.signal(rank, signo))
+        return true;
+    if (rank < 0 || rank >= world)
+        return false;
     if (via_mpirun) {
         const int pid = rank_pids[size_t(rank)].load();
         return pid > 0 && ::kill(pid, signo) == 0;
@@ -60,16 +62,20 @@ void Session::Impl::signalRank(int rank, FaultAction action) {
         std::lock_guard<std::mutex> plock(proc_mutex);
         sent = signalRankProcess(rank, signo);
     }
-    if (!sent) return;
+    if (!sent)
+        return;
     std::lock_guard<std::mutex> lock(mutex);
-    if (action == FaultAction::Kill) sigkill_sent[size_t(rank)] = true;
+    if (action == FaultAction::Kill)
+        sigkill_sent[size_t(rank)] = true;
     emitSessionEvent(EventKind::FaultInjected, rank, signo);
     const char* what = action == FaultAction::Kill   ? "SIGKILL sent to"
                        : action == FaultAction::Hang ? "SIGSTOP sent to"
                                                      : "SIGCONT sent to";
     log(LogLevel::Warning, std::string(what) + " rank " + std::to_string(rank));
-    if (action == FaultAction::Hang) progress[size_t(rank)].state = RankState::Hung;
-    if (action == FaultAction::Resume) progress[size_t(rank)].state = RankState::Running;
+    if (action == FaultAction::Hang)
+        progress[size_t(rank)].state = RankState::Hung;
+    if (action == FaultAction::Resume)
+        progress[size_t(rank)].state = RankState::Running;
 }
 
 // The environment of a rank the Session starts: one BLAS thread, and the
@@ -85,9 +91,16 @@ std::string Session::Impl::storeAddressLocked() const {
 // Start (or restart) rank `rank` as `dtrun worker`.
 pid_t Session::Impl::spawnRank(int rank, int incarnation) {
     const std::map<std::string, std::string> env = rankEnvironment();
-    std::vector<std::string> argv = {options.worker_executable, "worker", "--rank", std::to_string(rank),
-                                     "--world", std::to_string(world), "--join", storeAddressLocked()};
-    if (incarnation > 0) argv.insert(argv.end(), {"--incarnation", std::to_string(incarnation)});
+    std::vector<std::string> argv = {options.worker_executable,
+                                     "worker",
+                                     "--rank",
+                                     std::to_string(rank),
+                                     "--world",
+                                     std::to_string(world),
+                                     "--join",
+                                     storeAddressLocked()};
+    if (incarnation > 0)
+        argv.insert(argv.end(), {"--incarnation", std::to_string(incarnation)});
     return supervisor.spawn(rank, argv, env);
 }
 
@@ -95,9 +108,10 @@ pid_t Session::Impl::spawnRank(int rank, int incarnation) {
 // from Open MPI's environment (launch_env.hpp).
 void Session::Impl::spawnMpirun() {
     std::vector<std::string> argv = {mpirunPath()};
-    if (::geteuid() == 0) argv.push_back("--allow-run-as-root"); // Open MPI refuses root without it
-    for (const char* a : {"--oversubscribe", "--bind-to", "none", "-x", "OPENBLAS_NUM_THREADS", "-x", "OMP_NUM_THREADS",
-                          "-x", "DTLAB_TOKEN", "-np"})
+    if (::geteuid() == 0)
+        argv.push_back("--allow-run-as-root"); // Open MPI refuses root without it
+    for (const char* a : {"--oversubscribe", "--bind-to", "none", "-x", "OPENBLAS_NUM_THREADS", "-x",
+                          "OMP_NUM_THREADS", "-x", "DTLAB_TOKEN", "-np"})
         argv.push_back(a);
     argv.push_back(std::to_string(world));
     for (const std::string& a :
@@ -157,7 +171,8 @@ void Session::Impl::onMpirunExited(const ChildExit& x) {
         auto& info = record.ranks[size_t(r)];
         info.exited = true;
         info.exit_code = rank_finished[size_t(r)] && clean ? 0 : (x.signal ? -1 : std::max(1, x.exit_code));
-        if (rank_gone[size_t(r)]) continue;
+        if (rank_gone[size_t(r)])
+            continue;
         rank_gone[size_t(r)] = true;
         progress[size_t(r)].state = rank_finished[size_t(r)] ? RankState::Finished : RankState::Failed;
     }

@@ -18,7 +18,8 @@ namespace dt {
 
 std::string namedRanks(const std::vector<int>& ranks) {
     std::string out = ranks.size() == 1 ? "rank " : "ranks ";
-    for (size_t i = 0; i < ranks.size(); ++i) out += (i ? ", " : "") + std::to_string(ranks[i]);
+    for (size_t i = 0; i < ranks.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(ranks[i]);
     return out;
 }
 
@@ -33,8 +34,10 @@ void Session::Impl::log(LogLevel level, const std::string& text) {
 }
 
 void Session::Impl::noteFailure(const std::string& reason) {
-    if (record.failure_reason.empty()) record.failure_reason = reason;
-    if (first_failure_ns == 0) first_failure_ns = monotonicNowNs();
+    if (record.failure_reason.empty())
+        record.failure_reason = reason;
+    if (first_failure_ns == 0)
+        first_failure_ns = monotonicNowNs();
 }
 
 void Session::Impl::emitSessionEvent(EventKind kind, int rank, double value) {
@@ -50,14 +53,16 @@ void Session::Impl::emitSessionEvent(EventKind kind, int rank, double value) {
 // Highest step any rank has completed (-1 before the first).
 int Session::Impl::maxCompletedStep() const {
     int m = -1;
-    for (const auto& p : progress) m = std::max(m, p.step);
+    for (const auto& p : progress)
+        m = std::max(m, p.step);
     return m;
 }
 
 int Session::Impl::minCompletedStep() const {
     int m = INT_MAX;
     for (size_t r = 0; r < progress.size(); ++r)
-        if (!rank_gone[r]) m = std::min(m, progress[r].step);
+        if (!rank_gone[r])
+            m = std::min(m, progress[r].step);
     return m == INT_MAX ? -1 : m;
 }
 
@@ -79,13 +84,16 @@ void Session::Impl::checkSilentRanks(int64_t now) {
         const RankState state = progress[i].state;
         const bool alive = state == RankState::Starting || state == RankState::Running ||
                            state == RankState::Paused || state == RankState::Healing; // not hung by us
-        const bool watched = alive && last_heard_ns[i] != 0 && !rank_gone[i] && !rank_finished[i] && !silent[i];
-        if (!watched || now - last_heard_ns[i] < wire::kSilentNs) continue;
+        const bool watched =
+            alive && last_heard_ns[i] != 0 && !rank_gone[i] && !rank_finished[i] && !silent[i];
+        if (!watched || now - last_heard_ns[i] < wire::kSilentNs)
+            continue;
         silent[i] = true;
         const std::string& host = record.ranks[i].host;
         record.logs.push_back({now, -1, LogLevel::Warning,
-                               "no word from rank " + std::to_string(r) + (host.empty() ? "" : " on " + host) +
-                                   " for " + formatSeconds(now - last_heard_ns[i]) +
+                               "no word from rank " + std::to_string(r) +
+                                   (host.empty() ? "" : " on " + host) + " for " +
+                                   formatSeconds(now - last_heard_ns[i]) +
                                    ": its process is stopped, or its host or the link to it is down"});
     }
 }
@@ -96,24 +104,31 @@ std::string Session::Impl::silentRanksNote() const {
     std::string hosts;
     int64_t since = 0;
     for (int r = 0; r < world; ++r) {
-        if (!silent[size_t(r)]) continue;
+        if (!silent[size_t(r)])
+            continue;
         ranks.push_back(r);
         const std::string& host = record.ranks[size_t(r)].host;
-        if (!host.empty() && hosts.find(host) == std::string::npos) hosts += (hosts.empty() ? "" : ", ") + host;
-        if (since == 0 || last_heard_ns[size_t(r)] < since) since = last_heard_ns[size_t(r)];
+        if (!host.empty() && hosts.find(host) == std::string::npos)
+            hosts += (hosts.empty() ? "" : ", ") + host;
+        if (since == 0 || last_heard_ns[size_t(r)] < since)
+            since = last_heard_ns[size_t(r)];
     }
-    if (ranks.empty()) return "";
+    if (ranks.empty())
+        return "";
     return " (no word from " + namedRanks(ranks) + (hosts.empty() ? "" : " on " + hosts) + " since " +
            formatSeconds(since - record.t_start_ns) + " into the run: a host or link down?)";
 }
 
 // " (ranks 2, 3 never joined)" or "": joined ranks the Session waited for in vain.
 std::string Session::Impl::neverJoinedNote() const {
-    if (options.spawn_ranks) return "";
+    if (options.spawn_ranks)
+        return "";
     std::vector<int> ranks;
     for (int r = 0; r < world; ++r)
-        if (!record.ranks[size_t(r)].started) ranks.push_back(r);
-    if (ranks.empty()) return "";
+        if (!record.ranks[size_t(r)].started)
+            ranks.push_back(r);
+    if (ranks.empty())
+        return "";
     return " (" + namedRanks(ranks) + " never joined)";
 }
 
@@ -130,9 +145,11 @@ bool Session::Impl::onHello(int rank, int pid, const std::string& host) {
     info.host = host;
     info.started = true;
     progress[size_t(rank)].pid = pid;
-    if (via_mpirun) rank_pids[size_t(rank)].store(pid);
+    if (via_mpirun)
+        rank_pids[size_t(rank)].store(pid);
     RankState& state = progress[size_t(rank)].state;
-    if (state == RankState::Pending || state == RankState::Restarting) state = RankState::Starting;
+    if (state == RankState::Pending || state == RankState::Restarting)
+        state = RankState::Starting;
     progress[size_t(rank)].host = host;
     heardFrom(rank);
     pending_hello_sync.push_back(rank);
@@ -146,48 +163,60 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
     for (size_t i = 0; i < count; ++i) {
         const Event& e = events[i];
         record.events.push_back(e);
-        if (e.kind == EventKind::RankStarted && p.state == RankState::Starting) p.state = RankState::Running;
+        if (e.kind == EventKind::RankStarted && p.state == RankState::Starting)
+            p.state = RankState::Running;
         if (e.kind == EventKind::RankReady && p.state == RankState::Starting)
             p.state = ft_enabled && p.incarnation > 0 ? RankState::Healing : RankState::Running;
         if (e.kind == EventKind::Step && e.phase == EventPhase::Span) {
-            if (!ft_enabled) p.step = e.step; // fault tolerant: the committed step (below)
+            if (!ft_enabled)
+                p.step = e.step; // fault tolerant: the committed step (below)
             p.last_step_ms = double(e.dur_ns) / 1e6;
         }
         if (e.kind == EventKind::Commit) {
             p.step = e.step;
             p.committed = e.step + 1;
-            if (p.state == RankState::Healing) p.state = RankState::Running;
+            if (p.state == RankState::Healing)
+                p.state = RankState::Running;
         }
-        if (e.kind == EventKind::Abort) p.aborted += 1;
-        if (e.kind == EventKind::LossValue) p.last_loss = e.value;
+        if (e.kind == EventKind::Abort)
+            p.aborted += 1;
+        if (e.kind == EventKind::LossValue)
+            p.last_loss = e.value;
         if (e.kind == EventKind::RankFinished) {
             rank_finished[size_t(rank)] = true;
-            if (ft_enabled && e.value != 0) rank_left[size_t(rank)] = true;
-            if (ft_enabled && e.value == 0 && !job_done) onJobDone();
+            if (ft_enabled && e.value != 0)
+                rank_left[size_t(rank)] = true;
+            if (ft_enabled && e.value == 0 && !job_done)
+                onJobDone();
         }
-        if (!record.scenario.faults.empty()) maybeInjectFault(e);
+        if (!record.scenario.faults.empty())
+            maybeInjectFault(e);
     }
 }
 
 void Session::Impl::onLog(int rank, LogLevel level, const std::string& text) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (rank >= 0 && rank < world) heardFrom(rank);
+    if (rank >= 0 && rank < world)
+        heardFrom(rank);
     record.logs.push_back({monotonicNowNs(), rank, level, text});
     if (level == LogLevel::Error && rank >= 0 && rank < world) {
         record.ranks[size_t(rank)].error = text;
-        if (!ft_enabled) noteFailure("rank " + std::to_string(rank) + " failed: " + text);
+        if (!ft_enabled)
+            noteFailure("rank " + std::to_string(rank) + " failed: " + text);
     }
 }
 
 void Session::Impl::onDisconnect(int rank, bool clean) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (rank < 0 || rank >= world) return;
+    if (rank < 0 || rank >= world)
+        return;
     if (!options.spawn_ranks || via_mpirun) {
         // Joined ranks and mpirun's ranks are not our children: the stream's end is their end.
         rank_gone[size_t(rank)] = true;
-        if (via_mpirun) rank_pids[size_t(rank)].store(0);
+        if (via_mpirun)
+            rank_pids[size_t(rank)].store(0);
         auto& p = progress[size_t(rank)];
-        p.state = rank_finished[size_t(rank)] ? RankState::Finished
+        p.state = rank_finished[size_t(rank)]  ? RankState::Finished
                   : sigkill_sent[size_t(rank)] ? RankState::Killed
                                                : RankState::Failed;
         if (!clean || !rank_finished[size_t(rank)])

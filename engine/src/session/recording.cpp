@@ -1,8 +1,8 @@
 // recording.cpp: write and read run recordings (format in recording.hpp).
 #include "dtlab/recording.hpp"
 
-#include "dtlab/errors.hpp"
 #include "dtlab/atomic_file.hpp"
+#include "dtlab/errors.hpp"
 #include "dtlab/summary.hpp"
 
 #include <cstring>
@@ -22,7 +22,8 @@ void appendChunk(std::string& out, const char tag[4], const std::string& payload
     const uint32_t size = uint32_t(payload.size());
     out.append(reinterpret_cast<const char*>(&size), 4);
     out.append(payload);
-    const uint32_t crc = uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), uInt(payload.size())));
+    const uint32_t crc =
+        uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), uInt(payload.size())));
     out.append(reinterpret_cast<const char*>(&crc), 4);
 }
 
@@ -31,8 +32,13 @@ std::string metaJson(const RunRecord& r) {
     j["scenario"] = Json::parse(scenarioToJson(r.scenario));
     Json ranks = Json::array();
     for (const auto& info : r.ranks)
-        ranks.push_back({{"rank", info.rank}, {"pid", info.pid}, {"host", info.host}, {"started", info.started},
-                         {"exited", info.exited}, {"exit_code", info.exit_code}, {"signal", info.term_signal},
+        ranks.push_back({{"rank", info.rank},
+                         {"pid", info.pid},
+                         {"host", info.host},
+                         {"started", info.started},
+                         {"exited", info.exited},
+                         {"exit_code", info.exit_code},
+                         {"signal", info.term_signal},
                          {"error", info.error}});
     j["ranks"] = ranks;
     j["ok"] = r.ok;
@@ -73,7 +79,8 @@ void writeRecording(const RunRecord& record, const std::string& path) {
     appendChunk(out, "META", meta);
     for (size_t i = 0; i < record.events.size(); i += kEventsPerChunk) {
         const size_t n = std::min(kEventsPerChunk, record.events.size() - i);
-        appendChunk(out, "EVTS", std::string(reinterpret_cast<const char*>(record.events.data() + i), n * sizeof(Event)));
+        appendChunk(out, "EVTS",
+                    std::string(reinterpret_cast<const char*>(record.events.data() + i), n * sizeof(Event)));
     }
     std::string logs;
     for (const auto& log : record.logs) {
@@ -93,7 +100,8 @@ void writeRecording(const RunRecord& record, const std::string& path) {
 
 RecordingLoad readRecording(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw UsageError("cannot open recording '" + path + "': " + std::strerror(errno));
+    if (!in)
+        throw UsageError("cannot open recording '" + path + "': " + std::strerror(errno));
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (bytes.size() < 12 || std::memcmp(bytes.data(), kMagic, 8) != 0)
         throw UsageError("'" + path + "' is not a dtlab recording (no DTLABREC header)");
@@ -102,15 +110,15 @@ RecordingLoad readRecording(const std::string& path) {
     // Versions 3 and 4 only appended event kinds and used a reserved byte
     // (Event::backend, 0 = gloo in older files), so versions 2 and 3 read the same.
     if (version < 2 || version > kRecordingVersion)
-        throw UsageError("recording '" + path + "' has version " + std::to_string(version) + "; this dtlab reads versions 2.." +
-                         std::to_string(kRecordingVersion));
+        throw UsageError("recording '" + path + "' has version " + std::to_string(version) +
+                         "; this dtlab reads versions 2.." + std::to_string(kRecordingVersion));
 
     RecordingLoad load;
     bool have_meta = false;
     size_t at = 12;
     auto stop = [&](const std::string& why) {
-        load.problem = why + " at byte " + std::to_string(at) + " of " + std::to_string(bytes.size()) + "; loaded " +
-                       std::to_string(load.record.events.size()) + " events before it";
+        load.problem = why + " at byte " + std::to_string(at) + " of " + std::to_string(bytes.size()) +
+                       "; loaded " + std::to_string(load.record.events.size()) + " events before it";
     };
     while (true) {
         if (at == bytes.size()) {
@@ -165,7 +173,8 @@ RecordingLoad readRecording(const std::string& path) {
                     std::memcpy(&level, payload + p + 12, 1);
                     std::memcpy(&length, payload + p + 13, 4);
                     p += 17;
-                    if (p + length > size) break;
+                    if (p + length > size)
+                        break;
                     log.level = LogLevel(level > 2 ? 2 : level);
                     log.text.assign(payload + p, length);
                     p += length;
@@ -178,7 +187,8 @@ RecordingLoad readRecording(const std::string& path) {
         }
         at += 8 + size + 4;
     }
-    if (!have_meta) throw UsageError("recording '" + path + "' is unreadable: " + load.problem);
+    if (!have_meta)
+        throw UsageError("recording '" + path + "' is unreadable: " + load.problem);
     return load;
 }
 

@@ -32,7 +32,8 @@ void Session::Impl::hostLighthouse() {
     lighthouse->onQuorum([this](const ft::Quorum& quorum, const ft::QuorumDecision& decision) {
         std::lock_guard<std::mutex> lock(mutex);
         // The fast path hands out the same quorum every step: only a new id is news.
-        if (quorum.quorum_id == last_quorum_id) return;
+        if (quorum.quorum_id == last_quorum_id)
+            return;
         last_quorum_id = quorum.quorum_id;
         Event e;
         e.t_ns = monotonicNowNs();
@@ -42,13 +43,14 @@ void Session::Impl::hostLighthouse() {
         e.group_size = uint16_t(quorum.members.size());
         std::string members;
         for (const auto& m : quorum.members) {
-            if (m.replica >= 0 && m.replica < 64) e.seq |= uint64_t(1) << m.replica;
+            if (m.replica >= 0 && m.replica < 64)
+                e.seq |= uint64_t(1) << m.replica;
             e.bytes = std::max<int64_t>(e.bytes, m.step);
             members += (members.empty() ? "" : ", ") + m.id() + "@" + std::to_string(m.step);
         }
         record.events.push_back(e);
-        log(LogLevel::Info,
-            "lighthouse: quorum " + std::to_string(quorum.quorum_id) + " = {" + members + "}: " + decision.reason);
+        log(LogLevel::Info, "lighthouse: quorum " + std::to_string(quorum.quorum_id) + " = {" + members +
+                                "}: " + decision.reason);
     });
     lighthouse->onMemberLost([this](const ft::QuorumMember& member, const std::string& why) {
         std::lock_guard<std::mutex> lock(mutex);
@@ -85,7 +87,8 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
                                    std::to_string(int(ft.restart_delay_ms)) + " ms");
     } else if (ft.restart == "manual") {
         rank_gone[size_t(x.rank)] = false; // until restarted or the job ends
-        log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + "; press Restart to start it again");
+        log(LogLevel::Warning,
+            "replica " + std::to_string(x.rank) + " " + how + "; press Restart to start it again");
     } else {
         log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + " (restart = \"never\")");
     }
@@ -100,7 +103,9 @@ void Session::Impl::onJobDone() {
     for (int r = 0; r < world; ++r) {
         restart_at_ns[size_t(r)] = 0;
         if (!rank_finished[size_t(r)])
-            defer(0, [this, r] { collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0}); });
+            defer(0, [this, r] {
+                collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
+            });
     }
     const double wait_s = record.scenario.fault_tolerance.collective_timeout_ms / 1000.0 + 5.0;
     defer(int64_t(wait_s * 1e9), [this] {
@@ -108,10 +113,11 @@ void Session::Impl::onJobDone() {
         {
             std::lock_guard<std::mutex> lock(mutex);
             for (int r = 0; r < world; ++r)
-                if (!rank_gone[size_t(r)] && !rank_finished[size_t(r)]) late.push_back(r);
+                if (!rank_gone[size_t(r)] && !rank_finished[size_t(r)])
+                    late.push_back(r);
             if (!late.empty())
-                log(LogLevel::Warning,
-                    std::to_string(late.size()) + " replica(s) did not leave after the job finished: killing them");
+                log(LogLevel::Warning, std::to_string(late.size()) +
+                                           " replica(s) did not leave after the job finished: killing them");
         }
         std::lock_guard<std::mutex> plock(proc_mutex);
         for (int r : late) {
@@ -122,7 +128,8 @@ void Session::Impl::onJobDone() {
     // Dead replicas waiting for a restart are not needed any more.
     std::lock_guard<std::mutex> plock(proc_mutex);
     for (int r = 0; r < world; ++r)
-        if (supervisor.pidOf(r) == 0 && !rank_finished[size_t(r)]) rank_gone[size_t(r)] = true;
+        if (supervisor.pidOf(r) == 0 && !rank_finished[size_t(r)])
+            rank_gone[size_t(r)] = true;
 }
 
 // One monitor tick: start the replicas whose restart time has come.
@@ -159,25 +166,30 @@ void Session::Impl::restartDueReplicas() {
         rank_gone[size_t(r)] = false;
         rank_finished[size_t(r)] = false;
         emitSessionEvent(EventKind::RankRestarted, r, incarnation);
-        log(LogLevel::Info, "replica " + std::to_string(r) + " restarted (incarnation " + std::to_string(incarnation) +
-                                ", pid " + std::to_string(pid) + ")");
+        log(LogLevel::Info, "replica " + std::to_string(r) + " restarted (incarnation " +
+                                std::to_string(incarnation) + ", pid " + std::to_string(pid) + ")");
     }
 }
 
 // [SECTION] Public API ---------------------------------------------------------
-bool Session::faultTolerant() const { return m_impl->ft_enabled; }
+bool Session::faultTolerant() const {
+    return m_impl->ft_enabled;
+}
 
 void Session::restartRank(int rank) {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    if (!m_impl->ft_enabled || rank < 0 || rank >= m_impl->world || m_impl->job_done) return;
+    if (!m_impl->ft_enabled || rank < 0 || rank >= m_impl->world || m_impl->job_done)
+        return;
     const RankState state = m_impl->progress[size_t(rank)].state;
-    if (state != RankState::Killed && state != RankState::Failed && state != RankState::Restarting) return;
+    if (state != RankState::Killed && state != RankState::Failed && state != RankState::Restarting)
+        return;
     m_impl->restart_at_ns[size_t(rank)] = monotonicNowNs();
 }
 
 bool Session::lighthouseStatus(ft::LighthouseStatus& out) const {
     std::lock_guard<std::mutex> lock(m_impl->lighthouse_mutex);
-    if (!m_impl->lighthouse) return false;
+    if (!m_impl->lighthouse)
+        return false;
     out = m_impl->lighthouse->status();
     return true;
 }

@@ -16,7 +16,8 @@ namespace dt {
 // Tell every connected rank the current gate.
 void Session::Impl::broadcastGate(int64_t allowed_step) {
     wire::ControlMessage message{uint32_t(wire::ControlCommand::SetAllowedStep), 0, allowed_step, 0.0};
-    for (int r = 0; r < world; ++r) collector->sendControl(r, message);
+    for (int r = 0; r < world; ++r)
+        collector->sendControl(r, message);
 }
 
 void Session::Impl::setGate(RunMode mode, int64_t allowed_step, double pace) {
@@ -43,8 +44,10 @@ void Session::Impl::syncNewRanksAndPace() {
     {
         std::lock_guard<std::mutex> lock(mutex);
         hello.swap(pending_hello_sync);
-        for (const auto& p : progress) delays.push_back(p.delay_ms);
-        for (const auto& p : progress) links.emplace_back(p.link_mbit_s, p.link_latency_ms);
+        for (const auto& p : progress)
+            delays.push_back(p.delay_ms);
+        for (const auto& p : progress)
+            links.emplace_back(p.link_mbit_s, p.link_latency_ms);
         const int64_t now = monotonicNowNs();
         if (control.mode == RunMode::Paced && control.pace_steps_per_s > 0 &&
             now - last_pace_tick_ns >= int64_t(1e9 / control.pace_steps_per_s) &&
@@ -58,14 +61,18 @@ void Session::Impl::syncNewRanksAndPace() {
     }
     for (int r : hello) {
         // A replica restarted just before the job finished is not needed any more.
-        if (done) collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
-        collector->sendControl(r, {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.allowed_step, 0.0});
+        if (done)
+            collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
+        collector->sendControl(r,
+                               {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.allowed_step, 0.0});
         if (delays[size_t(r)] > 0)
             collector->sendControl(r, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delays[size_t(r)]});
         const auto [mbit, latency] = links[size_t(r)];
-        collector->sendControl(r, {uint32_t(wire::ControlCommand::SetLink), 0, int64_t(mbit * 1000.0), latency});
+        collector->sendControl(r,
+                               {uint32_t(wire::ControlCommand::SetLink), 0, int64_t(mbit * 1000.0), latency});
     }
-    if (tick) broadcastGate(gate.allowed_step);
+    if (tick)
+        broadcastGate(gate.allowed_step);
 }
 
 // [SECTION] Public API ---------------------------------------------------------
@@ -79,7 +86,9 @@ void Session::pause() {
     m_impl->setGate(RunMode::Paused, allowed, 0.0);
 }
 
-void Session::resume() { m_impl->setGate(RunMode::Run, INT64_MAX, 0.0); }
+void Session::resume() {
+    m_impl->setGate(RunMode::Run, INT64_MAX, 0.0);
+}
 
 void Session::stepOnce() {
     int64_t allowed = 0;

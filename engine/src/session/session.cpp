@@ -16,9 +16,9 @@
 // replica committed every step; the others are then told to leave.
 #include "session/session_impl.hpp"
 
+#include "comm/mpi_communicator.hpp"
 #include "dtlab/checkpoint.hpp"
 #include "dtlab/errors.hpp"
-#include "comm/mpi_communicator.hpp"
 
 #include <algorithm>
 
@@ -30,16 +30,26 @@ bool isLoopbackAddress(const std::string& host) {
 
 std::string_view rankStateLabel(RankState state) {
     switch (state) {
-    case RankState::Pending: return "pending";
-    case RankState::Starting: return "starting";
-    case RankState::Running: return "running";
-    case RankState::Paused: return "paused";
-    case RankState::Hung: return "hung";
-    case RankState::Finished: return "finished";
-    case RankState::Failed: return "failed";
-    case RankState::Killed: return "killed";
-    case RankState::Restarting: return "restarting";
-    case RankState::Healing: return "healing";
+    case RankState::Pending:
+        return "pending";
+    case RankState::Starting:
+        return "starting";
+    case RankState::Running:
+        return "running";
+    case RankState::Paused:
+        return "paused";
+    case RankState::Hung:
+        return "hung";
+    case RankState::Finished:
+        return "finished";
+    case RankState::Failed:
+        return "failed";
+    case RankState::Killed:
+        return "killed";
+    case RankState::Restarting:
+        return "restarting";
+    case RankState::Healing:
+        return "healing";
     }
     return "unknown";
 }
@@ -48,8 +58,10 @@ std::string_view rankStateLabel(RankState state) {
 void Session::Impl::monitorLoop() {
     while (!monitor_stop.load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
-        if (ft_enabled || !record.scenario.faults.empty()) runFaultInjector();
-        if (ft_enabled) restartDueReplicas();
+        if (ft_enabled || !record.scenario.faults.empty())
+            runFaultInjector();
+        if (ft_enabled)
+            restartDueReplicas();
         std::vector<ChildExit> exits;
         {
             std::lock_guard<std::mutex> plock(proc_mutex);
@@ -58,8 +70,10 @@ void Session::Impl::monitorLoop() {
         syncNewRanksAndPace();
         std::lock_guard<std::mutex> lock(mutex);
         checkSilentRanks(monotonicNowNs());
-        for (const auto& x : exits) onRankExited(x);
-        if (decideEnd(monotonicNowNs())) return;
+        for (const auto& x : exits)
+            onRankExited(x);
+        if (decideEnd(monotonicNowNs()))
+            return;
     }
 }
 
@@ -68,7 +82,8 @@ void Session::Impl::monitorLoop() {
 bool Session::Impl::decideEnd(int64_t now) {
     const int64_t grace_ns = int64_t((record.scenario.run.timeout_s + 5.0) * 1e9);
     bool all_gone = !via_mpirun || mpirun_exited; // mpirun reports the job's end
-    for (bool g : rank_gone) all_gone = all_gone && g;
+    for (bool g : rank_gone)
+        all_gone = all_gone && g;
     const bool grace_over = first_failure_ns != 0 && now - first_failure_ns > grace_ns;
     if (stop_requested || grace_over) {
         if (grace_over && !stop_requested && !grace_logged) {
@@ -83,13 +98,16 @@ bool Session::Impl::decideEnd(int64_t now) {
         // Joined ranks (mpirun, torchrun) are not our children: we cannot kill them.
         // One that never joined is gone now; one still connected gets 3 s to leave.
         if (!options.spawn_ranks) {
-            if (give_up_ns == 0) give_up_ns = now + 3000000000LL;
+            if (give_up_ns == 0)
+                give_up_ns = now + 3000000000LL;
             for (size_t r = 0; r < rank_gone.size(); ++r)
-                if (!record.ranks[r].started || now >= give_up_ns) rank_gone[r] = true;
+                if (!record.ranks[r].started || now >= give_up_ns)
+                    rank_gone[r] = true;
             all_gone = std::all_of(rank_gone.begin(), rank_gone.end(), [](bool g) { return g; });
         }
     }
-    if (!all_gone) return false;
+    if (!all_gone)
+        return false;
     if (ft_enabled && !stop_requested) {
         if (!job_done && record.failure_reason.empty())
             record.failure_reason = "every replica is gone before any committed every step (restart = \"" +
@@ -97,12 +115,17 @@ bool Session::Impl::decideEnd(int64_t now) {
         record.ok = job_done && record.failure_reason.empty();
     } else {
         bool ok = record.failure_reason.empty() && !stop_requested;
-        for (size_t r = 0; r < rank_finished.size(); ++r) ok = ok && rank_finished[r];
+        for (size_t r = 0; r < rank_finished.size(); ++r)
+            ok = ok && rank_finished[r];
         if (ok)
-            for (const auto& info : record.ranks) ok = ok && (!options.spawn_ranks || info.exit_code == 0);
-        if (stop_requested && record.failure_reason.empty()) record.failure_reason = stop_reason;
-        if (!ok && record.failure_reason.empty()) record.failure_reason = "a rank did not finish";
-        if (!ok) record.failure_reason += silentRanksNote() + neverJoinedNote();
+            for (const auto& info : record.ranks)
+                ok = ok && (!options.spawn_ranks || info.exit_code == 0);
+        if (stop_requested && record.failure_reason.empty())
+            record.failure_reason = stop_reason;
+        if (!ok && record.failure_reason.empty())
+            record.failure_reason = "a rank did not finish";
+        if (!ok)
+            record.failure_reason += silentRanksNote() + neverJoinedNote();
         record.ok = ok;
     }
     record.t_end_ns = now;
@@ -119,14 +142,16 @@ Session::Session(SessionOptions options) : m_impl(std::make_unique<Impl>()) {
 
 Session::~Session() {
     if (m_impl->monitor.joinable()) {
-        if (!finished()) stop("the Session was closed");
+        if (!finished())
+            stop("the Session was closed");
         m_impl->monitor.join();
     }
     {
         std::lock_guard<std::mutex> lock(m_impl->lighthouse_mutex);
         m_impl->lighthouse.reset(); // its callbacks use the Impl
     }
-    if (m_impl->collector) m_impl->collector->stop();
+    if (m_impl->collector)
+        m_impl->collector->stop();
     std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
     m_impl->killEverything();
 }
@@ -147,7 +172,8 @@ void Session::start() {
     const int world = s.world;
     s.record.scenario = scenario;
     s.record.ranks.resize(size_t(world));
-    for (int r = 0; r < world; ++r) s.record.ranks[size_t(r)].rank = r;
+    for (int r = 0; r < world; ++r)
+        s.record.ranks[size_t(r)].rank = r;
     s.progress.resize(size_t(world));
     for (int r = 0; r < world; ++r) {
         s.progress[size_t(r)].rank = r;
@@ -162,19 +188,22 @@ void Session::start() {
     s.ft_enabled = scenario.fault_tolerance.enabled;
     s.sigkill_sent.assign(size_t(world), false);
     s.rank_pids = std::make_unique<std::atomic<int>[]>(size_t(world));
-    for (int r = 0; r < world; ++r) s.rank_pids[size_t(r)].store(0);
+    for (int r = 0; r < world; ++r)
+        s.rank_pids[size_t(r)].store(0);
     s.via_mpirun = s.options.spawn_ranks && scenarioUsesMpi(scenario);
     if (!isLoopbackAddress(s.options.listen_host) && s.options.token.empty())
-        throw UsageError("listening on " + s.options.listen_host +
-                         " opens the Session's control port, which can kill processes, to the network: give a shared "
-                         "token (dtrun --token-file FILE, or DTLAB_TOKEN) that every worker must also present");
+        throw UsageError(
+            "listening on " + s.options.listen_host +
+            " opens the Session's control port, which can kill processes, to the network: give a shared "
+            "token (dtrun --token-file FILE, or DTLAB_TOKEN) that every worker must also present");
     if (s.via_mpirun) {
         if (!mpiAvailable())
             throw UsageError("this scenario uses the mpi backend, but " + mpiUnavailableReason() +
                              "; or use backend = \"gloo\"");
         if (mpirunPath().empty())
-            throw UsageError("this scenario uses the mpi backend, but mpirun is not on PATH (install openmpi-bin, "
-                             "or use backend = \"gloo\")");
+            throw UsageError(
+                "this scenario uses the mpi backend, but mpirun is not on PATH (install openmpi-bin, "
+                "or use backend = \"gloo\")");
     }
     s.restart_at_ns.assign(size_t(world), 0);
     s.rank_left.assign(size_t(world), false);
@@ -182,8 +211,10 @@ void Session::start() {
     s.record.t_start_ns = monotonicNowNs();
     {
         std::lock_guard<std::mutex> lock(s.mutex);
-        for (const std::string& why : skipped_checkpoints) s.log(LogLevel::Warning, "skipped checkpoint " + why);
-        if (!scenario.run.resume_from.empty()) s.log(LogLevel::Info, "resuming from checkpoint " + scenario.run.resume_from);
+        for (const std::string& why : skipped_checkpoints)
+            s.log(LogLevel::Warning, "skipped checkpoint " + why);
+        if (!scenario.run.resume_from.empty())
+            s.log(LogLevel::Info, "resuming from checkpoint " + scenario.run.resume_from);
     }
 
     // Rendezvous store: ranks find the scenario and the collector here.
@@ -211,7 +242,8 @@ void Session::start() {
     put("dtlab/scenario_proof", wire::textProofHex(s.options.token, scenario_json));
     put("dtlab/telemetry", s.options.listen_host + ":" + std::to_string(s.collector->port()));
     put("dtlab/world", std::to_string(world));
-    if (!s.options.params_out_dir.empty()) put("dtlab/params_out", s.options.params_out_dir);
+    if (!s.options.params_out_dir.empty())
+        put("dtlab/params_out", s.options.params_out_dir);
     if (s.ft_enabled && scenario.fault_tolerance.lighthouse.empty()) {
         s.hostLighthouse();
         put("dtlab/lighthouse", s.lighthouse->address());
@@ -224,7 +256,8 @@ void Session::start() {
         }
         std::lock_guard<std::mutex> lock(s.mutex);
         s.log(LogLevel::Info, "started " + std::to_string(world) + " ranks through mpirun (backend mpi)");
-        for (int r = 0; r < world; ++r) s.progress[size_t(r)].state = RankState::Starting;
+        for (int r = 0; r < world; ++r)
+            s.progress[size_t(r)].state = RankState::Starting;
     } else if (s.options.spawn_ranks) {
         for (int r = 0; r < world; ++r) {
             pid_t pid = 0;
@@ -255,7 +288,8 @@ void Session::waitUntilFinished() {
 void Session::stop(const std::string& reason) {
     {
         std::lock_guard<std::mutex> lock(m_impl->mutex);
-        if (m_impl->finished || m_impl->stop_requested) return;
+        if (m_impl->finished || m_impl->stop_requested)
+            return;
         m_impl->stop_requested = true;
         m_impl->stop_reason = reason;
         m_impl->record.logs.push_back({monotonicNowNs(), -1, LogLevel::Warning, "stopping: " + reason});
@@ -265,7 +299,8 @@ void Session::stop(const std::string& reason) {
     {
         std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
         m_impl->killEverything();
-        for (int r = 0; r < m_impl->world; ++r) running[size_t(r)] = m_impl->supervisor.pidOf(r) != 0;
+        for (int r = 0; r < m_impl->world; ++r)
+            running[size_t(r)] = m_impl->supervisor.pidOf(r) != 0;
     }
     // Replicas dead and waiting for a restart will not get one.
     std::lock_guard<std::mutex> lock(m_impl->mutex);
@@ -279,12 +314,14 @@ void Session::stop(const std::string& reason) {
 size_t Session::copyLogsSince(size_t from, std::vector<LogRecord>& out) const {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     const auto& logs = m_impl->record.logs;
-    if (from < logs.size()) out.insert(out.end(), logs.begin() + std::ptrdiff_t(from), logs.end());
+    if (from < logs.size())
+        out.insert(out.end(), logs.begin() + std::ptrdiff_t(from), logs.end());
     return logs.size();
 }
 
 std::string Session::storeAddress() const {
-    if (!m_impl->store) return "";
+    if (!m_impl->store)
+        return "";
     return m_impl->options.listen_host + ":" + std::to_string(m_impl->store->getPort());
 }
 
@@ -294,7 +331,8 @@ std::vector<RankProgress> Session::progress() const {
     // A running rank that completed every step the gate allows waits at the gate.
     if (m_impl->control.mode != RunMode::Run)
         for (auto& p : out)
-            if (p.state == RankState::Running && p.step >= m_impl->control.allowed_step) p.state = RankState::Paused;
+            if (p.state == RankState::Running && p.step >= m_impl->control.allowed_step)
+                p.state = RankState::Paused;
     return out;
 }
 
@@ -306,7 +344,8 @@ size_t Session::eventCount() const {
 size_t Session::copyEventsSince(size_t from, std::vector<Event>& out) const {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     const auto& events = m_impl->record.events;
-    if (from < events.size()) out.insert(out.end(), events.begin() + std::ptrdiff_t(from), events.end());
+    if (from < events.size())
+        out.insert(out.end(), events.begin() + std::ptrdiff_t(from), events.end());
     return events.size();
 }
 

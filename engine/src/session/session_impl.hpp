@@ -70,10 +70,10 @@ struct Session::Impl final : TelemetrySink {
 
     // [rank_table.cpp] ------------------------------------------------------
     std::vector<RankProgress> progress;
-    std::vector<bool> rank_finished;    // said RankFinished
-    std::vector<bool> rank_gone;        // exited (spawned) or disconnected (joined)
-    std::vector<int64_t> last_heard_ns; // per rank: its last telemetry frame (0 = no hello yet)
-    std::vector<bool> silent;           // per rank: no frame for wire::kSilentNs (logged once)
+    std::vector<bool> rank_finished;     // said RankFinished
+    std::vector<bool> rank_gone;         // exited (spawned) or disconnected (joined)
+    std::vector<int64_t> last_heard_ns;  // per rank: its last telemetry frame (0 = no hello yet)
+    std::vector<bool> silent;            // per rank: no frame for wire::kSilentNs (logged once)
     std::vector<int> pending_hello_sync; // said hello since the last tick: the run gate greets them
 
     bool onHello(int rank, int pid, const std::string& host) override;
@@ -81,14 +81,14 @@ struct Session::Impl final : TelemetrySink {
     void onLog(int rank, LogLevel level, const std::string& text) override;
     void onDisconnect(int rank, bool clean) override;
     void onProtocolError(const std::string& what) override;
-    void heardFrom(int rank);                   // mutex held
-    void checkSilentRanks(int64_t now);         // mutex held
-    std::string silentRanksNote() const;        // mutex held
-    std::string neverJoinedNote() const;        // mutex held
-    int maxCompletedStep() const;               // mutex held
-    int minCompletedStep() const;               // mutex held; over ranks still alive
-    void log(LogLevel level, const std::string& text);           // mutex held
-    void noteFailure(const std::string& reason);                 // mutex held
+    void heardFrom(int rank);                                      // mutex held
+    void checkSilentRanks(int64_t now);                            // mutex held
+    std::string silentRanksNote() const;                           // mutex held
+    std::string neverJoinedNote() const;                           // mutex held
+    int maxCompletedStep() const;                                  // mutex held
+    int minCompletedStep() const;                                  // mutex held; over ranks still alive
+    void log(LogLevel level, const std::string& text);             // mutex held
+    void noteFailure(const std::string& reason);                   // mutex held
     void emitSessionEvent(EventKind kind, int rank, double value); // mutex held
 
     // [rank_processes.cpp] --------------------------------------------------
@@ -110,7 +110,7 @@ struct Session::Impl final : TelemetrySink {
     std::string storeAddressLocked() const;
     // Send a kill, hang or resume to a rank's process and record it (no mutex).
     void signalRank(int rank, FaultAction action);
-    void onRankExited(const ChildExit& exit); // mutex held
+    void onRankExited(const ChildExit& exit);   // mutex held
     void onMpirunExited(const ChildExit& exit); // mutex held
 
     // [fault_injector.cpp] --------------------------------------------------
@@ -127,31 +127,32 @@ struct Session::Impl final : TelemetrySink {
     void maybeInjectFault(const Event& e);                   // mutex held
     void applyFault(const FaultConfig& f);                   // no mutex
     void endHang(int rank);                                  // no mutex: resume, or kill once the job is done
-    void sendRankControl(int rank, wire::ControlCommand command, double value, const std::string& what); // no mutex
-    void setLighthouseRunning(bool running);                 // no mutex
-    void runFaultInjector();                                 // no mutex: one monitor tick
+    void sendRankControl(int rank, wire::ControlCommand command, double value,
+                         const std::string& what); // no mutex
+    void setLighthouseRunning(bool running);       // no mutex
+    void runFaultInjector();                       // no mutex: one monitor tick
 
     // [replica_restarts.cpp] ------------------------------------------------
     std::vector<int64_t> restart_at_ns; // when to start a dead rank again; 0 = not scheduled
     std::vector<bool> rank_left;        // left because the job finished without it
     bool job_done = false;              // some replica committed every step
     int64_t job_done_ns = 0;
-    int64_t last_quorum_id = -1;        // the last quorum id logged
+    int64_t last_quorum_id = -1;         // the last quorum id logged
     mutable std::mutex lighthouse_mutex; // guards lighthouse (never taken with mutex held)
     std::unique_ptr<ft::LighthouseServer> lighthouse;
 
     void hostLighthouse(); // start(): the Session's own lighthouse, published in the store
     void onReplicaDied(const ChildExit& x, const std::string& error); // mutex held
-    void onJobDone();                                               // mutex held
-    void restartDueReplicas();                                      // no mutex: one monitor tick
+    void onJobDone();                                                 // mutex held
+    void restartDueReplicas();                                        // no mutex: one monitor tick
 
     // [run_gate.cpp] --------------------------------------------------------
     RunControl control;
     int64_t last_pace_tick_ns = 0;
 
-    void broadcastGate(int64_t allowed_step); // no mutex
+    void broadcastGate(int64_t allowed_step);                      // no mutex
     void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex
-    void syncNewRanksAndPace();               // no mutex: one monitor tick
+    void syncNewRanksAndPace();                                    // no mutex: one monitor tick
 
     // [session.cpp] ---------------------------------------------------------
     void monitorLoop();

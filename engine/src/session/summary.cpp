@@ -10,8 +10,8 @@
 #include "dtlab/summary.hpp"
 
 #include "dtlab/collective_cost.hpp"
-#include "dtlab/recovery_measure.hpp"
 #include "dtlab/pipeline_measure.hpp"
+#include "dtlab/recovery_measure.hpp"
 #include "dtlab/sharding_theory.hpp"
 
 #include <nlohmann/json.hpp>
@@ -60,8 +60,8 @@ struct RankTally {
 };
 
 struct CollectiveTally {
-    int64_t count = 0; // WorkCompleted records, all ranks together
-    int64_t bytes = 0; // their payload bytes
+    int64_t count = 0;     // WorkCompleted records, all ranks together
+    int64_t bytes = 0;     // their payload bytes
     int64_t max_bytes = 0; // the largest payload of one record (DiLoCo: the peak per sync)
 };
 
@@ -111,9 +111,11 @@ Json meanLoss(const std::vector<RankTally>& tallies, int step) {
 // labelled as theory, what the same bytes take over a PCIe 4.0 x16 link.
 Json offloadJson(const std::vector<RankTally>& tallies) {
     constexpr double kPcie4x16GBs = 31.5; // theory: 16 GT/s x 16 lanes, 128b/130b, one direction
-    const auto medianOrNull = [](const std::vector<double>& v) { return v.empty() ? Json(nullptr) : Json(median(v)); };
-    Json bytes = Json::array(), down = Json::array(), up = Json::array(), adam = Json::array(), rate = Json::array(),
-         pcie = Json::array();
+    const auto medianOrNull = [](const std::vector<double>& v) {
+        return v.empty() ? Json(nullptr) : Json(median(v));
+    };
+    Json bytes = Json::array(), down = Json::array(), up = Json::array(), adam = Json::array(),
+         rate = Json::array(), pcie = Json::array();
     for (const RankTally& t : tallies) {
         bytes.push_back(t.offload_bytes);
         down.push_back(medianOrNull(t.grads_to_host_ms));
@@ -127,9 +129,9 @@ Json offloadJson(const std::vector<RankTally>& tallies) {
         }
         pcie.push_back(double(t.offload_bytes) / (kPcie4x16GBs * 1e9) * 1e3);
     }
-    return Json{{"bytes_each_way_per_step", bytes},   {"grads_to_host_ms_median", down},
-                {"params_to_device_ms_median", up},   {"host_optimizer_ms_median", adam},
-                {"copy_gb_s_measured", rate},         {"pcie4_x16_ms_each_way_theory", pcie}};
+    return Json{{"bytes_each_way_per_step", bytes}, {"grads_to_host_ms_median", down},
+                {"params_to_device_ms_median", up}, {"host_optimizer_ms_median", adam},
+                {"copy_gb_s_measured", rate},       {"pcie4_x16_ms_each_way_theory", pcie}};
 }
 
 void raisePeak(RankTally& tally, MemSlot slot, double value) {
@@ -363,7 +365,8 @@ std::string summaryJson(const RunRecord& record) {
         int64_t end = 0;
         for (const RankTally& tally : tallies) {
             auto it = tally.step_end_ns.find(step);
-            if (it != tally.step_end_ns.end()) end = std::max(end, it->second);
+            if (it != tally.step_end_ns.end())
+                end = std::max(end, it->second);
         }
         stepEndS.push_back(end > 0 ? Json(double(end - record.t_start_ns) / 1e9) : Json(nullptr));
     }
@@ -412,7 +415,8 @@ std::string summaryJson(const RunRecord& record) {
     j["bytes_received"] = bytesReceived;
     j["bytes_sent_measured"] = bytesSentMeasured;
     j["peak_memory"] = peakMemory;
-    if (strategyTraits(record.scenario.strategy.kind).uses_stages) { // the bubble, measured and in theory (pipeline_measure.hpp)
+    if (strategyTraits(record.scenario.strategy.kind)
+            .uses_stages) { // the bubble, measured and in theory (pipeline_measure.hpp)
         const PipelineMeasure pm = measurePipeline(record.events, record.scenario);
         j["pipeline"] = Json{{"schedule", record.scenario.strategy.schedule},
                              {"stages", record.scenario.topology.stages},
@@ -439,9 +443,12 @@ std::string summaryJson(const RunRecord& record) {
                            {"offload_bytes_each_way_per_step", t.offload_bytes_each_way},
                            {"bytes_sent_per_step", bytesPerStepTheory(record.scenario)}};
     }
-    if (record.scenario.strategy.offload_optimizer) j["offload"] = offloadJson(tallies);
-    if (record.scenario.fault_tolerance.enabled) j["fault_tolerance"] = faultToleranceJson(record);
-    if (record.scenario.strategy.kind == StrategyKind::Collectives) j["bus_bandwidth"] = busBandwidthJson(record);
+    if (record.scenario.strategy.offload_optimizer)
+        j["offload"] = offloadJson(tallies);
+    if (record.scenario.fault_tolerance.enabled)
+        j["fault_tolerance"] = faultToleranceJson(record);
+    if (record.scenario.strategy.kind == StrategyKind::Collectives)
+        j["bus_bandwidth"] = busBandwidthJson(record);
     j["backend"] = record.scenario.topology.backend;
     j["params_checksum"] = checksums;
     j["dropped_events"] = dropped;
@@ -449,7 +456,8 @@ std::string summaryJson(const RunRecord& record) {
 
     Json collectivesJson = Json::object();
     for (const auto& [kind, c] : collectives) {
-        collectivesJson[std::string(eventKindLabel(kind))] = Json{{"count", c.count}, {"bytes", c.bytes}, {"max_bytes", c.max_bytes}};
+        collectivesJson[std::string(eventKindLabel(kind))] =
+            Json{{"count", c.count}, {"bytes", c.bytes}, {"max_bytes", c.max_bytes}};
     }
     j["collectives"] = collectivesJson;
     j["failed_collectives"] = failedCollectives;

@@ -14,33 +14,42 @@ namespace dt {
 
 Supervisor::~Supervisor() {
     killAll();
-    for (auto& [rank, pid] : m_running) waitpid(pid, nullptr, 0);
+    for (auto& [rank, pid] : m_running)
+        waitpid(pid, nullptr, 0);
     m_running.clear();
 }
 
-pid_t Supervisor::spawn(int rank, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+pid_t Supervisor::spawn(int rank, const std::vector<std::string>& argv,
+                        const std::map<std::string, std::string>& env) {
     // Build everything before fork: after fork only async-signal-safe calls.
     std::map<std::string, std::string> merged;
     for (char** e = environ; e && *e; ++e) {
         const char* eq = std::strchr(*e, '=');
-        if (eq) merged[std::string(*e, size_t(eq - *e))] = eq + 1;
+        if (eq)
+            merged[std::string(*e, size_t(eq - *e))] = eq + 1;
     }
-    for (const auto& [k, v] : env) merged[k] = v;
+    for (const auto& [k, v] : env)
+        merged[k] = v;
     std::vector<std::string> env_strings;
-    for (const auto& [k, v] : merged) env_strings.push_back(k + "=" + v);
+    for (const auto& [k, v] : merged)
+        env_strings.push_back(k + "=" + v);
     std::vector<char*> envp, args;
-    for (auto& s : env_strings) envp.push_back(s.data());
+    for (auto& s : env_strings)
+        envp.push_back(s.data());
     envp.push_back(nullptr);
     std::vector<std::string> argv_copy = argv;
-    for (auto& s : argv_copy) args.push_back(s.data());
+    for (auto& s : argv_copy)
+        args.push_back(s.data());
     args.push_back(nullptr);
     const pid_t parent = getpid();
 
     const pid_t pid = fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
+    if (pid < 0)
+        throw std::runtime_error(std::string("fork failed: ") + std::strerror(errno));
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) _exit(127); // the parent died before prctl
+        if (getppid() != parent)
+            _exit(127); // the parent died before prctl
         execve(args[0], args.data(), envp.data());
         const char msg[] = "dtlab: cannot exec the worker executable\n";
         (void)!write(2, msg, sizeof(msg) - 1);
@@ -52,7 +61,8 @@ pid_t Supervisor::spawn(int rank, const std::vector<std::string>& argv, const st
 
 bool Supervisor::signal(int rank, int signo) {
     auto it = m_running.find(rank);
-    if (it == m_running.end()) return false;
+    if (it == m_running.end())
+        return false;
     return ::kill(it->second, signo) == 0;
 }
 
@@ -72,8 +82,10 @@ std::vector<ChildExit> Supervisor::reap() {
             ChildExit e;
             e.rank = it->first;
             e.pid = r;
-            if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
-            if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+            if (WIFEXITED(status))
+                e.exit_code = WEXITSTATUS(status);
+            if (WIFSIGNALED(status))
+                e.signal = WTERMSIG(status);
             out.push_back(e);
             it = m_running.erase(it);
         } else {
@@ -83,7 +95,9 @@ std::vector<ChildExit> Supervisor::reap() {
     return out;
 }
 
-bool Supervisor::anyRunning() const { return !m_running.empty(); }
+bool Supervisor::anyRunning() const {
+    return !m_running.empty();
+}
 
 pid_t Supervisor::pidOf(int rank) const {
     auto it = m_running.find(rank);

@@ -16,24 +16,25 @@ namespace dt {
 struct ChildExit {
     int rank = -1;
     pid_t pid = 0;
-    int exit_code = -1;  // when exited normally
-    int signal = 0;      // when killed by a signal
+    int exit_code = -1; // when exited normally
+    int signal = 0;     // when killed by a signal
 };
 
 class Supervisor {
-public:
+  public:
     ~Supervisor(); // SIGKILLs and reaps every child still running
 
     // argv[0] is the executable path; env entries "KEY=VALUE" are added to
     // (and override) the parent's environment.
-    pid_t spawn(int rank, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env);
-    bool signal(int rank, int signo);     // false if that rank is not running
-    void killAll();                       // SIGKILL (and SIGCONT, so stopped ones die at once)
+    pid_t spawn(int rank, const std::vector<std::string>& argv,
+                const std::map<std::string, std::string>& env);
+    bool signal(int rank, int signo);            // false if that rank is not running
+    void killAll();                              // SIGKILL (and SIGCONT, so stopped ones die at once)
     [[nodiscard]] std::vector<ChildExit> reap(); // non-blocking; returns children that ended
     [[nodiscard]] bool anyRunning() const;
     [[nodiscard]] pid_t pidOf(int rank) const;
 
-private:
+  private:
     std::map<int, pid_t> m_running; // rank -> pid
 };
 

@@ -9,12 +9,13 @@
 
 namespace dt {
 
-DdpGradientSync::DdpGradientSync(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap,
-                                 EventSink* sink)
+DdpGradientSync::DdpGradientSync(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb,
+                                 bool overlap, EventSink* sink)
     : m_params(std::move(params)), m_comm(comm), m_overlap(overlap), m_sink(sink) {
     std::vector<int64_t> numel;
     for (const auto& p : m_params) {
-        DT_ENFORCE(p.scalar_type() == at::kFloat && p.is_contiguous(), "DDP expects contiguous float32 parameters");
+        DT_ENFORCE(p.scalar_type() == at::kFloat && p.is_contiguous(),
+                   "DDP expects contiguous float32 parameters");
         numel.push_back(p.numel());
     }
     m_plan = planBuckets(numel, 4, int64_t(bucket_mb * 1024 * 1024));
@@ -30,7 +31,8 @@ DdpGradientSync::DdpGradientSync(std::vector<at::Tensor> params, Communicator& c
     }
     for (size_t i = 0; i < m_params.size(); ++i) {
         auto accumulator = torch::autograd::impl::grad_accumulator(m_params[i]);
-        accumulator->add_post_hook(std::make_unique<GradientReadyHook>([this, i] { onGradientReady(int(i)); }));
+        accumulator->add_post_hook(
+            std::make_unique<GradientReadyHook>([this, i] { onGradientReady(int(i)); }));
         m_accumulators.push_back(std::move(accumulator));
     }
     m_pending.assign(m_plan.size(), 0);
@@ -41,7 +43,8 @@ DdpGradientSync::~DdpGradientSync() = default;
 
 void DdpGradientSync::beginStep(int step) {
     m_step = step;
-    for (auto& buffer : m_buffers) buffer.zero_();
+    for (auto& buffer : m_buffers)
+        buffer.zero_();
     beginMicrobatch(-1, true);
 }
 
@@ -57,7 +60,8 @@ void DdpGradientSync::beginMicrobatch(int microbatch, bool communicate) {
 }
 
 void DdpGradientSync::onGradientReady(int param_index) {
-    if (!m_in_backward) return;
+    if (!m_in_backward)
+        return;
     const int b = m_bucket_of_param[size_t(param_index)];
     if (--m_pending[size_t(b)] == 0 && m_overlap) {
         launch(size_t(b));
@@ -71,11 +75,14 @@ void DdpGradientSync::launch(size_t bucket) {
 
 void DdpGradientSync::finishBackward() {
     m_in_backward = false;
-    if (!m_communicate) return;
+    if (!m_communicate)
+        return;
     for (size_t b = 0; b < m_plan.size(); ++b)
-        if (!m_works[b]) launch(b);
+        if (!m_works[b])
+            launch(b);
     const int64_t wait_start = m_sink ? m_sink->now() : 0;
-    for (auto& work : m_works) work->wait();
+    for (auto& work : m_works)
+        work->wait();
     if (m_sink) {
         Event e;
         e.kind = EventKind::Wait;
@@ -87,7 +94,8 @@ void DdpGradientSync::finishBackward() {
         m_sink->emit(e);
     }
     const double scale = 1.0 / double(m_comm.size());
-    for (auto& buffer : m_buffers) buffer.mul_(scale);
+    for (auto& buffer : m_buffers)
+        buffer.mul_(scale);
 }
 
 } // namespace dt

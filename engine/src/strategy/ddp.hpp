@@ -30,25 +30,25 @@ namespace dt {
 class EventSink;
 
 class DdpGradientSync {
-public:
+  public:
     DdpGradientSync(std::vector<at::Tensor> params, Communicator& comm, double bucket_mb, bool overlap,
                     EventSink* sink);
     ~DdpGradientSync();
 
-    void beginStep(int step);       // zeroes the gradient buckets
+    void beginStep(int step); // zeroes the gradient buckets
     // Before each microbatch's backward. communicate = false: gradients only
     // accumulate in the buckets (PyTorch's no_sync); true: the buckets are
     // all-reduced during / after this backward. All-reducing the accumulated
     // buckets every microbatch is also exact: the earlier part is already the
     // same average on every rank.
     void beginMicrobatch(int microbatch, bool communicate);
-    void finishBackward();          // throws CommError if a peer failed; no-op when not communicating
+    void finishBackward(); // throws CommError if a peer failed; no-op when not communicating
 
     [[nodiscard]] const std::vector<BucketPlan>& plan() const { return m_plan; }
     [[nodiscard]] std::vector<at::Tensor> bucketBuffers() const { return m_buffers; }
     [[nodiscard]] int bucketsLaunchedDuringBackward() const { return m_launched_in_backward; }
 
-private:
+  private:
     void onGradientReady(int param_index);
     void launch(size_t bucket);
 
@@ -59,8 +59,8 @@ private:
     std::vector<BucketPlan> m_plan;
     std::vector<at::Tensor> m_buffers;
     std::vector<int> m_bucket_of_param;
-    std::vector<int> m_pending;             // gradients still missing per bucket
-    std::vector<CommWorkPtr> m_works;       // per bucket, this step
+    std::vector<int> m_pending;                                         // gradients still missing per bucket
+    std::vector<CommWorkPtr> m_works;                                   // per bucket, this step
     std::vector<std::shared_ptr<torch::autograd::Node>> m_accumulators; // kept alive: they own the hooks
     bool m_in_backward = false;
     bool m_communicate = true;

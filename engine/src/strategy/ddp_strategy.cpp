@@ -18,10 +18,11 @@ namespace dt {
 namespace {
 
 class DdpStrategy final : public TrainingStrategy {
-public:
+  public:
     explicit DdpStrategy(const StrategyContext& c)
         : m_scenario(*c.scenario), m_model(*c.model), m_comm(*c.world) {
-        for (const auto& p : m_model.trainableParameters()) m_params.push_back(p.tensor);
+        for (const auto& p : m_model.trainableParameters())
+            m_params.push_back(p.tensor);
         const StrategyConfig& st = m_scenario.strategy;
         m_sync = std::make_unique<DdpGradientSync>(m_params, m_comm, st.bucket_mb, st.overlap, c.sink);
         m_optimizer = makeOptimizer(m_params, m_scenario.optimizer);
@@ -58,7 +59,7 @@ public:
         throw UsageError("checkpoints are sharded: use [strategy] kind = zero1, zero2, fsdp or hsdp");
     }
 
-private:
+  private:
     const Scenario& m_scenario;
     TrainableModel& m_model;
     Communicator& m_comm;

@@ -45,11 +45,11 @@ namespace dt {
 namespace {
 
 class DilocoStrategy final : public TrainingStrategy {
-public:
+  public:
     explicit DilocoStrategy(const StrategyContext& c)
         : m_scenario(*c.scenario), m_config(c.scenario->diloco), m_model(*c.model), m_comm(*c.world),
-          m_telemetry(c.sink, c.rank, c.sink != nullptr),
-          m_rank(c.rank), m_format(parsePseudoGradientFormat(c.scenario->diloco.pseudo_gradient)) {
+          m_telemetry(c.sink, c.rank, c.sink != nullptr), m_rank(c.rank),
+          m_format(parsePseudoGradientFormat(c.scenario->diloco.pseudo_gradient)) {
         at::NoGradGuard no_grad;
         const auto named = m_model.trainableParameters();
         const std::vector<int> units = m_model.parameterUnits();
@@ -72,7 +72,8 @@ public:
     void beginStep(int step) override {
         m_step = step;
         for (auto& p : m_params)
-            if (p.grad().defined()) p.mutable_grad().zero_();
+            if (p.grad().defined())
+                p.mutable_grad().zero_();
     }
     void beginMicrobatch(int, bool) override {}
     void finishMicrobatch() override {}
@@ -86,13 +87,15 @@ public:
         for (size_t k = 0; k < m_fragments.size(); ++k) {
             Fragment& f = m_fragments[k];
             f.inner_steps_since_send += 1;
-            if (last && f.pending) applyOuterStep(int(k), step);
+            if (last && f.pending)
+                applyOuterStep(int(k), step);
             if (diloco::sendsAfterStep(step, int(k), H, F) || (last && f.inner_steps_since_send > 0))
                 sendPseudoGradient(int(k), step);
         }
         for (size_t k = 0; k < m_fragments.size(); ++k) {
             Fragment& f = m_fragments[k];
-            if (f.pending && (last || f.apply_step <= step)) applyOuterStep(int(k), step);
+            if (f.pending && (last || f.apply_step <= step))
+                applyOuterStep(int(k), step);
         }
     }
 
@@ -105,10 +108,12 @@ public:
             momenta.push_back(f.momentum);
             if (f.pending) {
                 buffers.push_back(f.send_buffer);
-                if (f.gathered.defined()) buffers.push_back(f.gathered);
+                if (f.gathered.defined())
+                    buffers.push_back(f.gathered);
             }
         }
-        for (const auto& p : m_params) grads.push_back(p.grad());
+        for (const auto& p : m_params)
+            grads.push_back(p.grad());
         m.parameters += storageBytes(globals);
         m.gradients = storageBytes(grads);
         m.optimizer_state = optimizerStateBytes(*m_optimizer) + storageBytes(momenta);
@@ -136,21 +141,24 @@ public:
     // Both copies (diloco_checkpoint.hpp). With sync_delay = 0 (the scenario
     // checks it) nothing is in flight after a step.
     int64_t saveCheckpoint(const std::string& step_dir, int last_step) override {
-        return saveDilocoCheckpoint(step_dir, last_step, m_scenario, outerState(), m_params, *m_optimizer, m_comm);
+        return saveDilocoCheckpoint(step_dir, last_step, m_scenario, outerState(), m_params, *m_optimizer,
+                                    m_comm);
     }
     int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) override {
         DilocoOuterState outer = outerState();
-        const int last = loadDilocoCheckpoint(step_dir, m_scenario, outer, m_params, *m_optimizer, m_rank, bytes_read);
-        for (size_t k = 0; k < m_fragments.size(); ++k) m_fragments[k].outer_steps = outer.outer_steps[k];
+        const int last =
+            loadDilocoCheckpoint(step_dir, m_scenario, outer, m_params, *m_optimizer, m_rank, bytes_read);
+        for (size_t k = 0; k < m_fragments.size(); ++k)
+            m_fragments[k].outer_steps = outer.outer_steps[k];
         return last;
     }
 
-private:
+  private:
     struct Fragment {
-        std::vector<int> params;   // indices into m_params
+        std::vector<int> params; // indices into m_params
         int64_t numel = 0;
-        at::Tensor global;         // flat fp32, numel
-        at::Tensor momentum;       // flat fp32, numel
+        at::Tensor global;   // flat fp32, numel
+        at::Tensor momentum; // flat fp32, numel
         int outer_steps = 0;
         int inner_steps_since_send = 0;
         // the exchange in flight
@@ -158,8 +166,8 @@ private:
         int send_step = -1, apply_step = -1;
         int64_t wire_bytes = 0;
         CommWorkPtr work;
-        at::Tensor send_buffer;    // fp32: delta, all-reduced in place; else the encoded bytes (as fp32 words)
-        at::Tensor gathered;       // quantized: every rank's encoded bytes
+        at::Tensor send_buffer; // fp32: delta, all-reduced in place; else the encoded bytes (as fp32 words)
+        at::Tensor gathered;    // quantized: every rank's encoded bytes
     };
 
     // The outer state as views of the fragments' tensors (loading writes into them).
@@ -175,7 +183,8 @@ private:
 
     at::Tensor flattenLocal(const Fragment& f) const {
         std::vector<at::Tensor> parts;
-        for (int i : f.params) parts.push_back(m_params[size_t(i)].detach().reshape({-1}));
+        for (int i : f.params)
+            parts.push_back(m_params[size_t(i)].detach().reshape({-1}));
         return at::cat(parts).contiguous();
     }
 
@@ -205,7 +214,8 @@ private:
             f.wire_bytes = encodedBytes(f.numel, m_format);
             const int64_t words = (f.wire_bytes + 3) / 4;
             f.send_buffer = at::zeros({words}, at::kFloat);
-            encodePseudoGradient(delta, m_format, reinterpret_cast<uint8_t*>(f.send_buffer.data_ptr<float>()));
+            encodePseudoGradient(delta, m_format,
+                                 reinterpret_cast<uint8_t*>(f.send_buffer.data_ptr<float>()));
             f.gathered = at::empty({words * m_comm.size()}, at::kFloat);
             f.work = m_comm.allGather(f.gathered, f.send_buffer, tag);
         }
@@ -229,7 +239,8 @@ private:
             delta = at::zeros({f.numel}, at::kFloat);
             const auto* bytes = reinterpret_cast<const uint8_t*>(f.gathered.data_ptr<float>());
             const int64_t stride = f.send_buffer.numel() * 4;
-            for (int r = 0; r < N; ++r) decodeAddPseudoGradient(bytes + r * stride, m_format, delta);
+            for (int r = 0; r < N; ++r)
+                decodeAddPseudoGradient(bytes + r * stride, m_format, delta);
         }
         delta.div_(double(N));
         outerSgdStep(f.global, f.momentum, delta, m_config); // outer_optimizer.hpp
@@ -239,8 +250,10 @@ private:
         for (int i : f.params) {
             at::Tensor& p = m_params[size_t(i)];
             const at::Tensor g = f.global.narrow(0, offset, p.numel()).view(p.sizes());
-            if (alpha == 0.0) p.copy_(g);
-            else p.mul_(alpha).add_(g, 1.0 - alpha);
+            if (alpha == 0.0)
+                p.copy_(g);
+            else
+                p.mul_(alpha).add_(g, 1.0 - alpha);
             offset += p.numel();
         }
         f.outer_steps += 1;

@@ -12,16 +12,19 @@
 
 namespace dt {
 
-std::vector<FlatUnit> buildFlatUnits(std::vector<NamedParameter>& params, const std::vector<int>& unit_of_param,
-                                     int shards, int shard_rank) {
+std::vector<FlatUnit> buildFlatUnits(std::vector<NamedParameter>& params,
+                                     const std::vector<int>& unit_of_param, int shards, int shard_rank) {
     DT_ENFORCE(params.size() == unit_of_param.size(), "one unit id per parameter");
     std::map<int, std::vector<int>> members; // unit id -> parameter indices (model order)
-    for (size_t i = 0; i < params.size(); ++i) members[unit_of_param[i]].push_back(int(i));
+    for (size_t i = 0; i < params.size(); ++i)
+        members[unit_of_param[i]].push_back(int(i));
 
     std::vector<int> order; // blocks in forward order, root last
     for (const auto& [id, _] : members)
-        if (id >= 0) order.push_back(id);
-    if (members.count(-1)) order.push_back(-1);
+        if (id >= 0)
+            order.push_back(id);
+    if (members.count(-1))
+        order.push_back(-1);
 
     std::vector<FlatUnit> units;
     at::NoGradGuard no_grad;
@@ -58,9 +61,12 @@ void releaseStorage(const at::Tensor& t) {
 
 void allocateStorage(const at::Tensor& t) {
     const size_t nbytes = size_t(t.storage_offset() + t.numel()) * t.element_size();
-    if (t.storage().nbytes() < nbytes) at::native::resize_bytes_cpu(t.storage().unsafeGetStorageImpl(), nbytes);
+    if (t.storage().nbytes() < nbytes)
+        at::native::resize_bytes_cpu(t.storage().unsafeGetStorageImpl(), nbytes);
 }
 
-int64_t storageNbytes(const at::Tensor& t) { return t.defined() ? int64_t(t.storage().nbytes()) : 0; }
+int64_t storageNbytes(const at::Tensor& t) {
+    return t.defined() ? int64_t(t.storage().nbytes()) : 0;
+}
 
 } // namespace dt

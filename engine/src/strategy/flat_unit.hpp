@@ -38,14 +38,16 @@ struct FlatUnit {
     at::Tensor shard;             // (shard_numel)
     at::Tensor shard_grad;        // (shard_numel) reduced gradient of the shard
     at::Tensor flat_grad;         // zero1 only: (padded), the parameters' .grad are views into it
-    at::Tensor host_shard;        // offload_optimizer: (S) fp32 copy of `shard` in host memory; AdamW updates it
-    at::Tensor host_grad;         // offload_optimizer: (S) host copy of shard_grad, host_shard's .grad
-    bool materialized = true;     // full's bytes are alive and hold the parameters
-    CommWorkPtr gather;           // all-gather in flight into `full`
-    int pending_grads = 0;        // parameters whose gradient is not ready yet this microbatch
+    at::Tensor host_shard;    // offload_optimizer: (S) fp32 copy of `shard` in host memory; AdamW updates it
+    at::Tensor host_grad;     // offload_optimizer: (S) host copy of shard_grad, host_shard's .grad
+    bool materialized = true; // full's bytes are alive and hold the parameters
+    CommWorkPtr gather;       // all-gather in flight into `full`
+    int pending_grads = 0;    // parameters whose gradient is not ready yet this microbatch
 
     // The tensor AdamW updates (its state is keyed by it): the host copy when offloaded.
-    [[nodiscard]] const at::Tensor& optimizedShard() const { return host_shard.defined() ? host_shard : shard; }
+    [[nodiscard]] const at::Tensor& optimizedShard() const {
+        return host_shard.defined() ? host_shard : shard;
+    }
 };
 
 // Groups parameters by unit (units 0..k in order, then the root unit -1 if

@@ -12,13 +12,16 @@ namespace dt {
 std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const std::vector<at::Tensor>& params,
                                                        const OptimizerConfig& o) {
     if (o.kind == "sgd")
-        return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr).weight_decay(o.weight_decay));
+        return std::make_unique<torch::optim::SGD>(
+            params, torch::optim::SGDOptions(o.lr).weight_decay(o.weight_decay));
     return std::make_unique<torch::optim::AdamW>(
-        params, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+        params,
+        torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
 }
 
 int64_t optimizerStateBytes(const torch::optim::Optimizer& optimizer) {
-    if (const auto* adamw = dynamic_cast<const torch::optim::AdamW*>(&optimizer)) return adamStateBytes(*adamw);
+    if (const auto* adamw = dynamic_cast<const torch::optim::AdamW*>(&optimizer))
+        return adamStateBytes(*adamw);
     return 0;
 }
 

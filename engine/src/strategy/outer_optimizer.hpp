@@ -12,7 +12,8 @@
 
 namespace dt {
 
-inline void outerSgdStep(at::Tensor& global, at::Tensor& momentum, const at::Tensor& delta, const DilocoConfig& config) {
+inline void outerSgdStep(at::Tensor& global, at::Tensor& momentum, const at::Tensor& delta,
+                         const DilocoConfig& config) {
     at::NoGradGuard no_grad;
     const double mu = config.outer_momentum;
     at::Tensor update = delta;

@@ -50,9 +50,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <thread>
 #include <limits>
 #include <map>
+#include <thread>
 
 namespace dt {
 namespace {
@@ -63,12 +63,12 @@ struct ChunkState {
     at::Tensor output;      // g < C-1: the chunk's output; g = C-1: the loss / m
     at::Tensor output_grad; // the gradient w.r.t. output (received or local)
     CommWorkPtr input_recv, grad_recv;
-    WeightGradTape tape;                  // zero bubble: weight layers' (input, output) from F
-    std::vector<at::Tensor> tape_grads;   // zero bubble: their output gradients from Bi
+    WeightGradTape tape;                // zero bubble: weight layers' (input, output) from F
+    std::vector<at::Tensor> tape_grads; // zero bubble: their output gradients from Bi
 };
 
 class PipelineStrategy final : public TrainingStrategy {
-public:
+  public:
     explicit PipelineStrategy(const StrategyContext& c)
         : m_scenario(*c.scenario), m_model(*c.model), m_world(*c.world), m_dp(c.data_parallel_group),
           m_telemetry(c.sink, c.rank, c.sink != nullptr), m_rank(c.rank), m_slow_delay_ms(c.slow_delay_ms) {
@@ -116,11 +116,14 @@ public:
             u.shard.mutable_grad() = u.shard_grad;
             owned.push_back(u.shard);
         } else {
-            for (const auto& p : m_owned) owned.push_back(p.tensor);
+            for (const auto& p : m_owned)
+                owned.push_back(p.tensor);
         }
         const OptimizerConfig& o = m_scenario.optimizer;
-        m_optimizer = std::make_unique<torch::optim::AdamW>(
-            owned, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+        m_optimizer = std::make_unique<torch::optim::AdamW>(owned, torch::optim::AdamWOptions(o.lr)
+                                                                       .betas({o.beta1, o.beta2})
+                                                                       .eps(o.eps)
+                                                                       .weight_decay(o.weight_decay));
         const int C = m_shape.chunks(), L = m_staged->blockCount();
         m_blocks_per_chunk = L / C;
     }
@@ -130,8 +133,10 @@ public:
 
     double runStep(int step, const at::Tensor& inputs, const at::Tensor& targets) override {
         m_step = step;
-        for (const auto& p : m_owned) p.tensor.mutable_grad() = at::Tensor();
-        if (m_fsdp && m_stage_unit) gatherStage(/*telemetry=*/true);
+        for (const auto& p : m_owned)
+            p.tensor.mutable_grad() = at::Tensor();
+        if (m_fsdp && m_stage_unit)
+            gatherStage(/*telemetry=*/true);
         const int m = m_shape.microbatches;
         const int64_t rows = inputs.size(0) / m;
         std::map<std::pair<int, int>, ChunkState> state; // (mb, g)
@@ -143,25 +148,30 @@ public:
         // Every receive of the step is posted first: a message then travels as
         // soon as its sender has it, while this rank computes, instead of
         // waiting for the receiver to reach it (the validator's model too).
-        for (const PipeAction& a : m_actions) postReceive(a, state, rows, inputs.size(1));
+        for (const PipeAction& a : m_actions)
+            postReceive(a, state, rows, inputs.size(1));
 
         for (const PipeAction& a : m_actions) {
             const int mb = a.microbatch, g = a.chunk;
             switch (a.op) {
             case PipeOp::RecvAct:
-            case PipeOp::RecvGrad: break; // posted above
+            case PipeOp::RecvGrad:
+                break; // posted above
             case PipeOp::Forward: {
                 ChunkState& s = state[{mb, g}];
                 at::Tensor x;
                 if (g > 0) {
-                    if (s.input_recv) waitFor(s.input_recv, mb, g);
-                    else s.input = state[{mb, g - 1}].output.detach(); // the previous chunk is on this rank
+                    if (s.input_recv)
+                        waitFor(s.input_recv, mb, g);
+                    else
+                        s.input = state[{mb, g - 1}].output.detach(); // the previous chunk is on this rank
                     s.input.requires_grad_(true);
                     x = s.input;
                 }
                 straggle(mb, g);
                 const int64_t t = now();
-                if (m_split_backward) m_staged->recordWeightInputs(&s.tape);
+                if (m_split_backward)
+                    m_staged->recordWeightInputs(&s.tape);
                 if (g == 0) { // the embeddings are part of chunk 0 (taped too)
                     x = m_staged->embed(inputs.narrow(0, mb * rows, rows));
                 }
@@ -181,21 +191,27 @@ public:
             case PipeOp::BackwardInput: {
                 ChunkState& s = state[{mb, g}];
                 if (g + 1 < C) {
-                    if (s.grad_recv) waitFor(s.grad_recv, mb, g);
-                    else s.output_grad = state[{mb, g + 1}].input.grad(); // the next chunk is on this rank
+                    if (s.grad_recv)
+                        waitFor(s.grad_recv, mb, g);
+                    else
+                        s.output_grad = state[{mb, g + 1}].input.grad(); // the next chunk is on this rank
                 }
                 straggle(mb, g);
                 const int64_t t = now();
-                const std::vector<at::Tensor> grads = g + 1 < C ? std::vector<at::Tensor>{s.output_grad} : std::vector<at::Tensor>{};
+                const std::vector<at::Tensor> grads =
+                    g + 1 < C ? std::vector<at::Tensor>{s.output_grad} : std::vector<at::Tensor>{};
                 if (a.op == PipeOp::Backward) {
                     torch::autograd::backward({s.output}, grads);
                 } else { // Bi: input gradient and each weight layer's output gradient
                     std::vector<at::Tensor> wrt;
-                    if (g > 0) wrt.push_back(s.input);
-                    for (const auto& e : s.tape.entries) wrt.push_back(e.output);
+                    if (g > 0)
+                        wrt.push_back(s.input);
+                    for (const auto& e : s.tape.entries)
+                        wrt.push_back(e.output);
                     auto got = torch::autograd::grad({s.output}, wrt, grads, /*retain_graph=*/false,
                                                      /*create_graph=*/false, /*allow_unused=*/true);
-                    if (g > 0) s.input.mutable_grad() = got[0];
+                    if (g > 0)
+                        s.input.mutable_grad() = got[0];
                     s.tape_grads.assign(got.begin() + (g > 0 ? 1 : 0), got.end());
                 }
                 span(a.op == PipeOp::Backward ? EventKind::Backward : EventKind::BackwardInput, t, mb, g);
@@ -218,14 +234,19 @@ public:
                 sends.push_back(m_world.postSend(state[{mb, g}].input.grad(), worldRank(a.peer),
                                                  messageTag(true, mb, g - 1), tag(mb, g)));
                 break;
-            case PipeOp::Optimizer: break; // the worker calls optimizerStep()
+            case PipeOp::Optimizer:
+                break; // the worker calls optimizerStep()
             }
-            const bool computed = a.op == PipeOp::Forward || a.op == PipeOp::Backward || a.op == PipeOp::BackwardWeight;
-            if (m_telemetry.sink() && computed) emitActivations();
+            const bool computed =
+                a.op == PipeOp::Forward || a.op == PipeOp::Backward || a.op == PipeOp::BackwardWeight;
+            if (m_telemetry.sink() && computed)
+                emitActivations();
         }
         const int64_t t = now();
-        for (auto& w : sends) w->wait();
-        if (!sends.empty()) span(EventKind::Wait, t, -1, -1);
+        for (auto& w : sends)
+            w->wait();
+        if (!sends.empty())
+            span(EventKind::Wait, t, -1, -1);
         m_world.reapPosted();
         return has_loss ? loss_sum / m : std::numeric_limits<double>::quiet_NaN();
     }
@@ -233,7 +254,8 @@ public:
     void optimizerStep() override {
         std::vector<at::Tensor> grads;
         for (const auto& p : m_owned) {
-            if (!p.tensor.grad().defined()) p.tensor.mutable_grad() = at::zeros_like(p.tensor);
+            if (!p.tensor.grad().defined())
+                p.tensor.mutable_grad() = at::zeros_like(p.tensor);
             grads.push_back(p.tensor.grad());
         }
         if (m_stage_unit) {
@@ -243,7 +265,8 @@ public:
         if (m_dp && m_dp->size() > 1) { // average this stage's gradients over the pipelines
             at::NoGradGuard no_grad;
             std::vector<at::Tensor> flat_parts;
-            for (auto& g : grads) flat_parts.push_back(g.reshape({-1}));
+            for (auto& g : grads)
+                flat_parts.push_back(g.reshape({-1}));
             at::Tensor flat = at::cat(flat_parts);
             m_dp->allReduceNow(flat, CommTag{m_step, -1, -1});
             flat.div_(double(m_dp->size()));
@@ -266,7 +289,8 @@ public:
         std::vector<at::Tensor> params, grads;
         for (const auto& p : m_owned) {
             params.push_back(p.tensor);
-            if (p.tensor.grad().defined()) grads.push_back(p.tensor.grad());
+            if (p.tensor.grad().defined())
+                grads.push_back(p.tensor.grad());
         }
         m.parameters = storageBytes(params);
         if (m_stage_unit) {
@@ -283,10 +307,12 @@ public:
 
     // This stage's parameters only (each stage owns a different part of the model).
     std::vector<NamedParameter> fullParameters() override {
-        if (!m_fsdp || !m_stage_unit) return m_owned;
+        if (!m_fsdp || !m_stage_unit)
+            return m_owned;
         gatherStage(/*telemetry=*/false); // a collective: every rank of the stage's group asks at the end
         std::vector<NamedParameter> out = m_owned;
-        for (auto& p : out) p.tensor = p.tensor.detach().clone();
+        for (auto& p : out)
+            p.tensor = p.tensor.detach().clone();
         releaseStage();
         return out;
     }
@@ -303,7 +329,7 @@ public:
         throw UsageError("checkpoints are not supported with kind = \"pipeline\" yet");
     }
 
-private:
+  private:
     // zero1: reduce-scatter the stage's gradients over the pipelines, AdamW on
     // this rank's shard, all-gather the updated stage (the parameters are views of it).
     void shardedOptimizerStep(const std::vector<at::Tensor>& grads) {
@@ -311,13 +337,15 @@ private:
         at::NoGradGuard no_grad;
         at::Tensor flat = at::zeros({u.padded}, at::kFloat); // the padding stays zero
         for (size_t k = 0; k < u.params.size(); ++k)
-            flat.narrow(0, u.offsets[k], grads[size_t(u.params[k])].numel()).copy_(grads[size_t(u.params[k])].reshape({-1}));
+            flat.narrow(0, u.offsets[k], grads[size_t(u.params[k])].numel())
+                .copy_(grads[size_t(u.params[k])].reshape({-1}));
         const CommTag tag{m_step, -1, -1};
         m_dp->reduceScatterNow(u.shard_grad, flat, tag);
         u.shard_grad.div_(double(m_dp->size()));
         m_optimizer->step(); // inside the worker's optimizer span
-        if (m_fsdp) { // the whole stage and its gradients go until the next step gathers it
-            for (const auto& p : m_owned) p.tensor.mutable_grad() = at::Tensor();
+        if (m_fsdp) {        // the whole stage and its gradients go until the next step gathers it
+            for (const auto& p : m_owned)
+                p.tensor.mutable_grad() = at::Tensor();
             releaseStage();
             return;
         }
@@ -327,12 +355,14 @@ private:
     // fsdp: the whole stage back from the shards (the parameters are views of u.full).
     void gatherStage(bool telemetry) {
         FlatUnit& u = *m_stage_unit;
-        if (u.materialized) return;
+        if (u.materialized)
+            return;
         allocateStorage(u.full);
         const int64_t t = now();
         m_dp->allGatherNow(u.full, u.shard.detach(), CommTag{m_step, -1, -1});
         u.materialized = true;
-        if (!telemetry || !m_telemetry.sink()) return;
+        if (!telemetry || !m_telemetry.sink())
+            return;
         span(EventKind::Wait, t, -1, -1);
         const double materialized = double(storageNbytes(u.full)), parameters = double(memory().parameters);
         m_telemetry.counter(EventKind::MemParamsMaterialized).step(m_step).value(materialized).emit();
@@ -344,17 +374,20 @@ private:
         m_stage_unit->materialized = false;
     }
 
-    void postReceive(const PipeAction& a, std::map<std::pair<int, int>, ChunkState>& state, int64_t rows, int64_t T) {
+    void postReceive(const PipeAction& a, std::map<std::pair<int, int>, ChunkState>& state, int64_t rows,
+                     int64_t T) {
         const int mb = a.microbatch, g = a.chunk;
         const int64_t C = m_scenario.model.d_model;
         if (a.op == PipeOp::RecvAct) {
             ChunkState& s = state[{mb, g}];
             s.input = at::empty({rows, T, C}, at::kFloat);
-            s.input_recv = m_world.postRecv(s.input, worldRank(a.peer), messageTag(false, mb, g - 1), tag(mb, g));
+            s.input_recv =
+                m_world.postRecv(s.input, worldRank(a.peer), messageTag(false, mb, g - 1), tag(mb, g));
         } else if (a.op == PipeOp::RecvGrad) {
             ChunkState& s = state[{mb, g}];
             s.output_grad = at::empty({rows, T, C}, at::kFloat);
-            s.grad_recv = m_world.postRecv(s.output_grad, worldRank(a.peer), messageTag(true, mb, g), tag(mb, g));
+            s.grad_recv =
+                m_world.postRecv(s.output_grad, worldRank(a.peer), messageTag(true, mb, g), tag(mb, g));
         }
     }
 
@@ -369,7 +402,8 @@ private:
     void waitFor(const CommWorkPtr& work, int mb, int g) {
         const int64_t t = now();
         work->wait();
-        if (now() - t > 100000) span(EventKind::Wait, t, mb, g); // > 0.1 ms: worth a wait span
+        if (now() - t > 100000)
+            span(EventKind::Wait, t, mb, g); // > 0.1 ms: worth a wait span
     }
 
     void span(EventKind kind, int64_t begin, int mb, int g) {
@@ -395,8 +429,9 @@ private:
     bool m_split_backward = false;
     std::vector<NamedParameter> m_owned;
     std::unique_ptr<torch::optim::AdamW> m_optimizer;
-    std::unique_ptr<FlatUnit> m_stage_unit; // zero1/fsdp: the owned parameters, flat and sharded over the pipelines
-    bool m_fsdp = false;                    // pipeline_data_parallel = "fsdp": only the shard between steps
+    std::unique_ptr<FlatUnit>
+        m_stage_unit;    // zero1/fsdp: the owned parameters, flat and sharded over the pipelines
+    bool m_fsdp = false; // pipeline_data_parallel = "fsdp": only the shard between steps
     int m_step = -1;
     std::function<double()> m_slow_delay_ms;
 
@@ -405,8 +440,10 @@ private:
     // downstream and upstream waits for it.
     void straggle(int mb, int g) {
         double ms = m_scenario.strategy.slow_stage == m_stage ? m_scenario.strategy.slow_stage_ms : 0.0;
-        if (m_slow_delay_ms) ms += m_slow_delay_ms();
-        if (ms <= 0) return;
+        if (m_slow_delay_ms)
+            ms += m_slow_delay_ms();
+        if (ms <= 0)
+            return;
         const int64_t t = now();
         std::this_thread::sleep_for(std::chrono::microseconds(int64_t(ms * 1000)));
         span(EventKind::SlowDelay, t, mb, g);

@@ -1,7 +1,6 @@
 // pseudo_gradient_codec.cpp: encode / decode of pseudo-gradients (pseudo_gradient_codec.hpp).
 #include "strategy/pseudo_gradient_codec.hpp"
 
-
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -12,7 +11,9 @@ namespace dt {
 
 namespace {
 
-int quantLevels(PseudoGradientFormat format) { return format == PseudoGradientFormat::Int8 ? 127 : 7; }
+int quantLevels(PseudoGradientFormat format) {
+    return format == PseudoGradientFormat::Int8 ? 127 : 7;
+}
 
 int64_t codeBytes(int64_t values, PseudoGradientFormat format) {
     return format == PseudoGradientFormat::Int8 ? values : (values + 1) / 2;
@@ -36,7 +37,8 @@ void encodePseudoGradient(const at::Tensor& values, PseudoGradientFormat format,
     for (int64_t begin = 0; begin < n; begin += kQuantBlock) {
         const int64_t count = std::min(kQuantBlock, n - begin);
         float block_max = 0.0f;
-        for (int64_t i = 0; i < count; ++i) block_max = std::max(block_max, std::fabs(x[begin + i]));
+        for (int64_t i = 0; i < count; ++i)
+            block_max = std::max(block_max, std::fabs(x[begin + i]));
         const float scale = block_max / float(levels);
         std::memcpy(out, &scale, 4);
         out += 4;
@@ -46,7 +48,8 @@ void encodePseudoGradient(const at::Tensor& values, PseudoGradientFormat format,
             return int(std::clamp(q, long(-levels), long(levels)));
         };
         if (format == PseudoGradientFormat::Int8) {
-            for (int64_t i = 0; i < count; ++i) out[i] = uint8_t(int8_t(code(i)));
+            for (int64_t i = 0; i < count; ++i)
+                out[i] = uint8_t(int8_t(code(i)));
         } else {
             for (int64_t i = 0; i < count; i += 2) {
                 const int low = code(i) & 0xF;
@@ -63,7 +66,8 @@ void decodeAddPseudoGradient(const uint8_t* in, PseudoGradientFormat format, at:
     float* s = sum.data_ptr<float>();
     if (format == PseudoGradientFormat::Fp32) {
         const float* x = reinterpret_cast<const float*>(in);
-        for (int64_t i = 0; i < n; ++i) s[i] += x[i];
+        for (int64_t i = 0; i < n; ++i)
+            s[i] += x[i];
         return;
     }
     if (format == PseudoGradientFormat::Bf16) {
@@ -82,11 +86,13 @@ void decodeAddPseudoGradient(const uint8_t* in, PseudoGradientFormat format, at:
         std::memcpy(&scale, in, 4);
         in += 4;
         if (format == PseudoGradientFormat::Int8) {
-            for (int64_t i = 0; i < count; ++i) s[begin + i] += float(int8_t(in[i])) * scale;
+            for (int64_t i = 0; i < count; ++i)
+                s[begin + i] += float(int8_t(in[i])) * scale;
         } else {
             for (int64_t i = 0; i < count; ++i) {
                 int q = (in[i / 2] >> (i % 2 == 0 ? 0 : 4)) & 0xF;
-                if (q >= 8) q -= 16; // two's complement nibble
+                if (q >= 8)
+                    q -= 16; // two's complement nibble
                 s[begin + i] += float(q) * scale;
             }
         }

@@ -31,9 +31,9 @@
 // Gradients are summed by the collectives and divided by the world size once,
 // before AdamW; AdamW is elementwise, so updating shards gives the same result
 // as updating the whole model (the padding stays zero: zero gradient, zero value).
+#include "checkpoint/sharded_checkpoint.hpp"
 #include "strategy/flat_unit.hpp"
 #include "strategy/gradient_ready_hook.hpp"
-#include "checkpoint/sharded_checkpoint.hpp"
 #include "strategy/training_strategy.hpp"
 
 #include "dtlab/scenario.hpp"
@@ -54,30 +54,36 @@ enum class Stage { Zero1, Zero2, Fsdp };
 // A unit's gradient collective of this microbatch, in flight.
 struct PendingReduce {
     FlatUnit* unit = nullptr;
-    at::Tensor input;    // zero2/fsdp: the flattened gradients (padded); zero1: unit->flat_grad
-    at::Tensor output;   // (S)
+    at::Tensor input;  // zero2/fsdp: the flattened gradients (padded); zero1: unit->flat_grad
+    at::Tensor output; // (S)
     CommWorkPtr reduce_scatter;
     CommWorkPtr all_reduce; // hsdp: across replica groups
 };
 
 class ShardedStrategy final : public TrainingStrategy {
-public:
+  public:
     explicit ShardedStrategy(const StrategyContext& c)
         : m_scenario(*c.scenario), m_config(c.scenario->strategy), m_model(*c.model),
           m_comm(c.shard_group ? *c.shard_group : *c.world), m_replicate(c.replicate_group),
-          m_telemetry(c.sink, c.rank, c.sink != nullptr),
-          m_rank(c.rank), m_world_size(c.scenario->topology.ranks) {
+          m_telemetry(c.sink, c.rank, c.sink != nullptr), m_rank(c.rank),
+          m_world_size(c.scenario->topology.ranks) {
         const StrategyTraits& traits = strategyTraits(m_config.kind);
-        m_stage = traits.shards_parameters ? Stage::Fsdp : traits.shards_gradients ? Stage::Zero2 : Stage::Zero1;
+        m_stage = traits.shards_parameters  ? Stage::Fsdp
+                  : traits.shards_gradients ? Stage::Zero2
+                                            : Stage::Zero1;
 
         auto named = m_model.trainableParameters();
         m_units = buildFlatUnits(named, m_model.parameterUnits(), m_comm.size(), m_comm.rank());
-        for (const auto& p : named) m_params.push_back(p.tensor);
+        for (const auto& p : named)
+            m_params.push_back(p.tensor);
         m_unit_of_param.assign(m_params.size(), nullptr);
         for (auto& u : m_units) {
-            for (int p : u.params) m_unit_of_param[size_t(p)] = &u;
-            if (u.id < 0) m_root = &u;
-            else m_block_units.push_back(&u);
+            for (int p : u.params)
+                m_unit_of_param[size_t(p)] = &u;
+            if (u.id < 0)
+                m_root = &u;
+            else
+                m_block_units.push_back(&u);
         }
 
         at::NoGradGuard no_grad;
@@ -111,10 +117,13 @@ public:
             }
         }
         std::vector<at::Tensor> shards;
-        for (auto& u : m_units) shards.push_back(u.optimizedShard());
+        for (auto& u : m_units)
+            shards.push_back(u.optimizedShard());
         const OptimizerConfig& o = m_scenario.optimizer;
-        m_optimizer = std::make_unique<torch::optim::AdamW>(
-            shards, torch::optim::AdamWOptions(o.lr).betas({o.beta1, o.beta2}).eps(o.eps).weight_decay(o.weight_decay));
+        m_optimizer = std::make_unique<torch::optim::AdamW>(shards, torch::optim::AdamWOptions(o.lr)
+                                                                        .betas({o.beta1, o.beta2})
+                                                                        .eps(o.eps)
+                                                                        .weight_decay(o.weight_decay));
         if (m_config.offload_optimizer) {
             // AdamW would create its moments on first use, with zeros_like (device
             // memory): create them now, in host memory, as it would (step 0, zeros).
@@ -123,13 +132,15 @@ public:
                 state->step(0);
                 state->exp_avg(hostZeros(u.shard_numel));
                 state->exp_avg_sq(hostZeros(u.shard_numel));
-                m_optimizer->state()[c10::guts::to_string(u.host_shard.unsafeGetTensorImpl())] = std::move(state);
+                m_optimizer->state()[c10::guts::to_string(u.host_shard.unsafeGetTensorImpl())] =
+                    std::move(state);
             }
         }
 
         for (size_t i = 0; i < m_params.size(); ++i) {
             auto accumulator = torch::autograd::impl::grad_accumulator(m_params[i]);
-            accumulator->add_post_hook(std::make_unique<GradientReadyHook>([this, i] { onGradientReady(i); }));
+            accumulator->add_post_hook(
+                std::make_unique<GradientReadyHook>([this, i] { onGradientReady(i); }));
             m_accumulators.push_back(std::move(accumulator));
         }
     }
@@ -138,30 +149,39 @@ public:
 
     // ---- unit hooks (fsdp/hsdp) -------------------------------------------------
     void beforeUnitForward(int id) override {
-        if (m_stage != Stage::Fsdp) return;
+        if (m_stage != Stage::Fsdp)
+            return;
         FlatUnit* u = unitById(id);
-        if (!u) return;
+        if (!u)
+            return;
         waitGathered(*u, /*backward=*/false);
         // The root's forward runs twice (embeddings first, head last): prefetch
         // the block that comes next in this microbatch's forward, if any.
         const int next = id < 0 ? m_next_forward_block : id + 1;
-        if (m_config.forward_prefetch && next < int(m_block_units.size())) prefetch(unitById(next));
+        if (m_config.forward_prefetch && next < int(m_block_units.size()))
+            prefetch(unitById(next));
     }
 
     void afterUnitForward(int id) override {
-        if (id >= 0) m_next_forward_block = id + 1;
-        if (m_stage != Stage::Fsdp || id < 0) return; // the root stays until the end of backward
-        if (FlatUnit* u = unitById(id)) release(*u);
+        if (id >= 0)
+            m_next_forward_block = id + 1;
+        if (m_stage != Stage::Fsdp || id < 0)
+            return; // the root stays until the end of backward
+        if (FlatUnit* u = unitById(id))
+            release(*u);
     }
 
     void beforeUnitBackward(int id) override {
-        if (m_stage != Stage::Fsdp) return;
+        if (m_stage != Stage::Fsdp)
+            return;
         FlatUnit* u = unitById(id);
-        if (!u) return;
+        if (!u)
+            return;
         waitGathered(*u, /*backward=*/true);
         // Issued now, the all-gather of the unit that runs backward next sits in
         // the communicator's queue before this unit's reduce-scatter.
-        if (m_config.backward_prefetch && id > 0) prefetch(unitById(id - 1));
+        if (m_config.backward_prefetch && id > 0)
+            prefetch(unitById(id - 1));
     }
 
     // ---- the step -------------------------------------------------------------
@@ -169,8 +189,10 @@ public:
         m_step = step;
         at::NoGradGuard no_grad;
         for (auto& u : m_units) {
-            if (u.flat_grad.defined()) u.flat_grad.zero_();
-            else u.shard_grad.zero_();
+            if (u.flat_grad.defined())
+                u.flat_grad.zero_();
+            else
+                u.shard_grad.zero_();
         }
     }
 
@@ -179,26 +201,33 @@ public:
         m_last_microbatch = last;
         m_communicate = last || m_config.sync_every_microbatch;
         m_next_forward_block = 0;
-        for (auto& u : m_units) u.pending_grads = int(u.params.size());
+        for (auto& u : m_units)
+            u.pending_grads = int(u.params.size());
         m_in_backward = true;
     }
 
     void finishMicrobatch() override {
         m_in_backward = false;
         for (auto& u : m_units)
-            DT_ENFORCE(u.pending_grads == 0, "a unit's gradients never all arrived (a parameter unused in forward?)");
-        if (m_pending.empty()) return;
+            DT_ENFORCE(u.pending_grads == 0,
+                       "a unit's gradients never all arrived (a parameter unused in forward?)");
+        if (m_pending.empty())
+            return;
         const int64_t wait_begin = now();
         at::NoGradGuard no_grad;
-        for (auto& p : m_pending) p.reduce_scatter->wait();
+        for (auto& p : m_pending)
+            p.reduce_scatter->wait();
         if (m_replicate)
-            for (auto& p : m_pending) p.all_reduce = m_replicate->allReduce(p.output, tag(p.unit->id));
+            for (auto& p : m_pending)
+                p.all_reduce = m_replicate->allReduce(p.output, tag(p.unit->id));
         for (auto& p : m_pending) {
-            if (p.all_reduce) p.all_reduce->wait();
+            if (p.all_reduce)
+                p.all_reduce->wait();
             if (m_stage == Stage::Zero1) {
                 // The reduced sum is in this rank's slice of flat_grad. Zero the other
                 // slices so the next microbatch's reduce-scatter adds only new gradients.
-                if (!m_last_microbatch) zeroOtherSlices(*p.unit);
+                if (!m_last_microbatch)
+                    zeroOtherSlices(*p.unit);
             } else {
                 p.unit->shard_grad.add_(p.output);
             }
@@ -210,7 +239,8 @@ public:
     void optimizerStep() override {
         {
             at::NoGradGuard no_grad;
-            for (auto& u : m_units) u.shard_grad.mul_(1.0 / double(m_world_size));
+            for (auto& u : m_units)
+                u.shard_grad.mul_(1.0 / double(m_world_size));
         }
         if (m_config.offload_optimizer) {
             offloadedOptimizerStep();
@@ -219,13 +249,16 @@ public:
             m_optimizer->step();
             span(EventKind::Optimizer, t, -1);
         }
-        if (m_stage == Stage::Fsdp) return;
+        if (m_stage == Stage::Fsdp)
+            return;
         // zero1/zero2: every rank updated its shard; gather the updated shards
         // back into the whole parameters (the shard is a view of `full`).
         std::vector<CommWorkPtr> works;
-        for (auto& u : m_units) works.push_back(m_comm.allGather(u.full, u.shard.detach(), tag(u.id)));
+        for (auto& u : m_units)
+            works.push_back(m_comm.allGather(u.full, u.shard.detach(), tag(u.id)));
         const int64_t wait_begin = now();
-        for (auto& w : works) w->wait();
+        for (auto& w : works)
+            w->wait();
         span(EventKind::Wait, wait_begin, -1);
     }
 
@@ -245,14 +278,17 @@ public:
         if (m_stage != Stage::Zero1) { // gradients accumulated unsharded (no_sync microbatches)
             std::vector<at::Tensor> grads;
             for (const auto& p : m_params)
-                if (p.grad().defined()) grads.push_back(p.grad());
+                if (p.grad().defined())
+                    grads.push_back(p.grad());
             m.gradients += storageBytes(grads);
         }
         for (const auto& p : m_pending)
-            m.comm_buffers += (m_stage == Stage::Zero1 ? 0 : storageNbytes(p.input)) + storageNbytes(p.output);
+            m.comm_buffers +=
+                (m_stage == Stage::Zero1 ? 0 : storageNbytes(p.input)) + storageNbytes(p.output);
         if (m_config.offload_optimizer) {
             std::vector<at::Tensor> host;
-            for (const auto& u : m_units) host.insert(host.end(), {u.host_shard, u.host_grad});
+            for (const auto& u : m_units)
+                host.insert(host.end(), {u.host_shard, u.host_grad});
             m.host = storageBytes(host) + adamStateBytes(*m_optimizer);
         } else {
             m.optimizer_state = adamStateBytes(*m_optimizer);
@@ -262,10 +298,14 @@ public:
 
     std::vector<NamedParameter> fullParameters() override {
         auto named = m_model.trainableParameters();
-        if (m_stage != Stage::Fsdp) return named;
-        for (auto& u : m_units) waitGathered(u, false, /*telemetry=*/false);
-        for (auto& p : named) p.tensor = p.tensor.detach().clone();
-        for (auto& u : m_units) release(u, /*telemetry=*/false);
+        if (m_stage != Stage::Fsdp)
+            return named;
+        for (auto& u : m_units)
+            waitGathered(u, false, /*telemetry=*/false);
+        for (auto& p : named)
+            p.tensor = p.tensor.detach().clone();
+        for (auto& u : m_units)
+            release(u, /*telemetry=*/false);
         return named;
     }
 
@@ -287,7 +327,7 @@ public:
                                      bytes_read);
     }
 
-private:
+  private:
     // ---- optimizer offload ------------------------------------------------------
     // Down, AdamW on the host, up: each a span on the timeline, the copies with their bytes.
     void offloadedOptimizerStep() {
@@ -308,22 +348,26 @@ private:
             .value(kOptimizerOnHost)
             .emit();
         t = now();
-        for (auto& u : m_units) u.shard.detach().copy_(u.host_shard.detach());
+        for (auto& u : m_units)
+            u.shard.detach().copy_(u.host_shard.detach());
         spanWithBytes(EventKind::ParamsToDevice, t, bytes);
     }
 
     // ---- gradients ------------------------------------------------------------
     void onGradientReady(size_t param_index) {
-        if (!m_in_backward) return;
+        if (!m_in_backward)
+            return;
         FlatUnit& u = *m_unit_of_param[param_index];
-        if (--u.pending_grads == 0) onUnitGradientsReady(u);
+        if (--u.pending_grads == 0)
+            onUnitGradientsReady(u);
     }
 
     // Every parameter of the unit has its gradient, so every autograd node
     // that reads the unit's parameters has run: its full vector may go.
     void onUnitGradientsReady(FlatUnit& u) {
         if (!m_communicate) { // no_sync: gradients keep accumulating, unsharded
-            if (m_stage == Stage::Fsdp) release(u);
+            if (m_stage == Stage::Fsdp)
+                release(u);
             return;
         }
         at::NoGradGuard no_grad;
@@ -343,50 +387,61 @@ private:
         }
         p.reduce_scatter = m_comm.reduceScatter(p.output, p.input, tag(u.id));
         m_pending.push_back(std::move(p));
-        if (m_stage == Stage::Fsdp) release(u);
+        if (m_stage == Stage::Fsdp)
+            release(u);
     }
 
     void zeroOtherSlices(FlatUnit& u) {
         const int64_t begin = int64_t(m_comm.rank()) * u.shard_numel, end = begin + u.shard_numel;
-        if (begin > 0) u.flat_grad.narrow(0, 0, begin).zero_();
-        if (end < u.padded) u.flat_grad.narrow(0, end, u.padded - end).zero_();
+        if (begin > 0)
+            u.flat_grad.narrow(0, 0, begin).zero_();
+        if (end < u.padded)
+            u.flat_grad.narrow(0, end, u.padded - end).zero_();
     }
 
     // ---- materializing (fsdp) ----------------------------------------------------
     void issueGather(FlatUnit& u, bool telemetry = true) {
-        if (u.materialized || u.gather) return;
+        if (u.materialized || u.gather)
+            return;
         allocateStorage(u.full);
         u.gather = m_comm.allGather(u.full, u.shard.detach(), tag(u.id));
         ++m_gathers_in_flight;
-        if (telemetry) emitParameterCounters(); // the bytes are allocated now, before the all-gather fills them
+        if (telemetry)
+            emitParameterCounters(); // the bytes are allocated now, before the all-gather fills them
     }
 
     void prefetch(FlatUnit* u) {
-        if (u && m_gathers_in_flight < m_config.prefetch_limit) issueGather(*u);
+        if (u && m_gathers_in_flight < m_config.prefetch_limit)
+            issueGather(*u);
     }
 
     void waitGathered(FlatUnit& u, bool backward, bool telemetry = true) {
-        if (u.materialized) return;
+        if (u.materialized)
+            return;
         issueGather(u, telemetry);
         const int64_t t = now();
         u.gather->wait();
         u.gather = nullptr;
         --m_gathers_in_flight;
         u.materialized = true;
-        if (!telemetry) return;
+        if (!telemetry)
+            return;
         span(EventKind::Wait, t, u.id);
         unitEvent(EventKind::UnitMaterialized, u, backward ? 1.0 : 0.0);
     }
 
     void release(FlatUnit& u, bool telemetry = true) {
-        if (!u.materialized) return;
+        if (!u.materialized)
+            return;
         releaseStorage(u.full);
         u.materialized = false;
-        if (telemetry) unitEvent(EventKind::UnitFreed, u, 0.0);
+        if (telemetry)
+            unitEvent(EventKind::UnitFreed, u, 0.0);
     }
 
     FlatUnit* unitById(int id) {
-        if (id < 0) return m_root;
+        if (id < 0)
+            return m_root;
         return size_t(id) < m_block_units.size() ? m_block_units[size_t(id)] : nullptr;
     }
 
@@ -403,7 +458,8 @@ private:
     }
 
     void unitEvent(EventKind kind, const FlatUnit& u, double value) {
-        if (!m_telemetry.sink()) return;
+        if (!m_telemetry.sink())
+            return;
         m_telemetry.instant(kind)
             .step(m_step)
             .unit(u.id)
@@ -419,7 +475,8 @@ private:
     // units (parameters = shards + unsharded copies alive, allocated ones
     // waiting for their all-gather included).
     void emitParameterCounters() {
-        if (!m_telemetry.sink()) return;
+        if (!m_telemetry.sink())
+            return;
         const auto counter = [&](EventKind kind, int64_t bytes) {
             m_telemetry.counter(kind).step(m_step).microbatch(m_microbatch).value(double(bytes)).emit();
         };
@@ -429,7 +486,8 @@ private:
 
     int64_t materializedBytes() const {
         int64_t n = 0;
-        for (const auto& u : m_units) n += storageNbytes(u.full);
+        for (const auto& u : m_units)
+            n += storageNbytes(u.full);
         return n;
     }
 

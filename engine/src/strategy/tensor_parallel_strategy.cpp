@@ -25,11 +25,12 @@ namespace dt {
 namespace {
 
 class TensorParallelStrategy final : public TrainingStrategy {
-public:
+  public:
     explicit TensorParallelStrategy(const StrategyContext& c) : m_comm(*c.world) {
         m_model = dynamic_cast<TensorParallelModel*>(c.model);
         DT_ENFORCE(m_model != nullptr, "tensor_parallel needs the model built by makeTensorParallelGpt");
-        for (const auto& p : m_model->trainableParameters()) m_params.push_back(p.tensor);
+        for (const auto& p : m_model->trainableParameters())
+            m_params.push_back(p.tensor);
         m_optimizer = makeOptimizer(m_params, c.scenario->optimizer);
     }
 
@@ -38,7 +39,8 @@ public:
     void beginStep(int step) override {
         m_model->setStep(step);
         for (at::Tensor& p : m_params)
-            if (p.grad().defined()) p.mutable_grad().zero_();
+            if (p.grad().defined())
+                p.mutable_grad().zero_();
     }
     // The activations' all-reduces are inside forward and backward: nothing waits here.
     void beginMicrobatch(int, bool) override {}
@@ -50,7 +52,8 @@ public:
         m.parameters = storageBytes(m_params);
         std::vector<at::Tensor> grads;
         for (const at::Tensor& p : m_params)
-            if (p.grad().defined()) grads.push_back(p.grad());
+            if (p.grad().defined())
+                grads.push_back(p.grad());
         m.gradients = storageBytes(grads);
         m.optimizer_state = optimizerStateBytes(*m_optimizer);
         return m;
@@ -67,7 +70,7 @@ public:
         throw UsageError("tensor_parallel does not read checkpoints yet");
     }
 
-private:
+  private:
     Communicator& m_comm;
     TensorParallelModel* m_model = nullptr;
     std::vector<at::Tensor> m_params;

@@ -8,21 +8,29 @@ namespace dt {
 
 std::unique_ptr<TrainingStrategy> makeDdpStrategy(const StrategyContext& context);     // ddp_strategy.cpp
 std::unique_ptr<TrainingStrategy> makeShardedStrategy(const StrategyContext& context); // sharded_strategy.cpp
-std::unique_ptr<TrainingStrategy> makePipelineStrategy(const StrategyContext& context); // pipeline_strategy.cpp
-std::unique_ptr<TrainingStrategy> makeDilocoStrategy(const StrategyContext& context);   // diloco_strategy.cpp
-std::unique_ptr<TrainingStrategy> makeTensorParallelStrategy(const StrategyContext& context); // tensor_parallel_strategy.cpp
+std::unique_ptr<TrainingStrategy>
+makePipelineStrategy(const StrategyContext& context);                                 // pipeline_strategy.cpp
+std::unique_ptr<TrainingStrategy> makeDilocoStrategy(const StrategyContext& context); // diloco_strategy.cpp
+std::unique_ptr<TrainingStrategy>
+makeTensorParallelStrategy(const StrategyContext& context); // tensor_parallel_strategy.cpp
 
 std::unique_ptr<TrainingStrategy> makeStrategy(const StrategyContext& context) {
     switch (context.scenario->strategy.kind) {
-    case StrategyKind::Ddp: return makeDdpStrategy(context);
+    case StrategyKind::Ddp:
+        return makeDdpStrategy(context);
     case StrategyKind::Zero1:
     case StrategyKind::Zero2:
     case StrategyKind::Fsdp:
-    case StrategyKind::Hsdp: return makeShardedStrategy(context);
-    case StrategyKind::Pipeline: return makePipelineStrategy(context);
-    case StrategyKind::Diloco: return makeDilocoStrategy(context);
-    case StrategyKind::TensorParallel: return makeTensorParallelStrategy(context);
-    case StrategyKind::Collectives: break; // no model: the worker times collectives (collectives_run.cpp)
+    case StrategyKind::Hsdp:
+        return makeShardedStrategy(context);
+    case StrategyKind::Pipeline:
+        return makePipelineStrategy(context);
+    case StrategyKind::Diloco:
+        return makeDilocoStrategy(context);
+    case StrategyKind::TensorParallel:
+        return makeTensorParallelStrategy(context);
+    case StrategyKind::Collectives:
+        break; // no model: the worker times collectives (collectives_run.cpp)
     }
     throw UsageError(std::string("strategy \"") + strategyKindName(context.scenario->strategy.kind) +
                      "\" trains no model");

@@ -34,16 +34,16 @@ struct Scenario;
 
 // Bytes by category that the strategy owns on this rank (the memory counters).
 struct StrategyMemory {
-    int64_t parameters = 0;            // everything parameter-shaped alive (sharded + materialized)
+    int64_t parameters = 0;              // everything parameter-shaped alive (sharded + materialized)
     int64_t parameters_materialized = 0; // fsdp/hsdp: unsharded unit copies alive now
     int64_t gradients = 0;
     int64_t optimizer_state = 0;
-    int64_t comm_buffers = 0;          // flattened gradients waiting for their reduce-scatter, ...
-    int64_t host = 0;                  // offload_optimizer: bytes in host memory (not in the device's live bytes)
+    int64_t comm_buffers = 0; // flattened gradients waiting for their reduce-scatter, ...
+    int64_t host = 0;         // offload_optimizer: bytes in host memory (not in the device's live bytes)
 };
 
 class TrainingStrategy {
-public:
+  public:
     virtual ~TrainingStrategy() = default;
     [[nodiscard]] virtual std::string name() const = 0;
 
@@ -64,8 +64,8 @@ public:
 
     virtual void beginStep(int step) = 0;
     virtual void beginMicrobatch(int microbatch, bool last) = 0;
-    virtual void finishMicrobatch() = 0;  // throws CommError if a peer failed
-    virtual void optimizerStep() = 0;     // throws CommError if a peer failed
+    virtual void finishMicrobatch() = 0; // throws CommError if a peer failed
+    virtual void optimizerStep() = 0;    // throws CommError if a peer failed
 
     [[nodiscard]] virtual StrategyMemory memory() const = 0;
     // The full parameters in model order, identical on every rank (fsdp
@@ -85,14 +85,14 @@ public:
 struct StrategyContext {
     const Scenario* scenario = nullptr;
     TrainableModel* model = nullptr;
-    Communicator* world = nullptr;      // all ranks
+    Communicator* world = nullptr; // all ranks
     // hsdp only: the shard group (ranks of this replica) and the replicate group
     // (ranks holding the same shard in every replica); null otherwise.
     Communicator* shard_group = nullptr;
     Communicator* replicate_group = nullptr;
     // pipeline only: the data-parallel group (the same stage in every pipeline); null when one pipeline.
     Communicator* data_parallel_group = nullptr;
-    EventSink* sink = nullptr;          // null = no detailed telemetry
+    EventSink* sink = nullptr; // null = no detailed telemetry
     // The rank's live slow-down (the GUI's Slow button), in ms; a pipeline
     // spends it in every forward and backward instead of once per step.
     std::function<double()> slow_delay_ms;

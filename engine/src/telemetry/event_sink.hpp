@@ -12,7 +12,7 @@
 namespace dt {
 
 class EventSink {
-public:
+  public:
     virtual ~EventSink() = default;
     [[nodiscard]] virtual int64_t now() const = 0; // Session clock, ns
     virtual void emit(const Event& event) = 0;     // thread-safe, never blocks on I/O
@@ -20,7 +20,7 @@ public:
 
 // Keeps every event in memory (tests, in-process ranks).
 class RecordingEventSink final : public EventSink {
-public:
+  public:
     int64_t now() const override { return monotonicNowNs(); }
     void emit(const Event& event) override {
         std::lock_guard<std::mutex> lock(m_mutex);
@@ -31,7 +31,7 @@ public:
         return m_events;
     }
 
-private:
+  private:
     mutable std::mutex m_mutex;
     std::vector<Event> m_events;
 };

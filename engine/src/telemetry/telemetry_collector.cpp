@@ -16,47 +16,59 @@
 #include <arpa/inet.h>
 #include <cstring>
 #include <netinet/in.h>
-#include <sys/time.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 namespace dt {
 
-TelemetryCollector::TelemetryCollector(const std::string& host, int port, TelemetrySink& sink, std::string token)
+TelemetryCollector::TelemetryCollector(const std::string& host, int port, TelemetrySink& sink,
+                                       std::string token)
     : m_sink(sink), m_token(std::move(token)) {
     m_listen_fd = wire::listenTcp(host, port, &m_port);
 }
 
-TelemetryCollector::~TelemetryCollector() { stop(); }
+TelemetryCollector::~TelemetryCollector() {
+    stop();
+}
 
 void TelemetryCollector::start() {
     m_accept_thread = std::thread([this] { acceptLoop(); });
 }
 
 void TelemetryCollector::stop() {
-    if (m_stopping.exchange(true)) return;
-    if (m_listen_fd >= 0) ::shutdown(m_listen_fd, SHUT_RDWR);
-    if (m_accept_thread.joinable()) m_accept_thread.join();
+    if (m_stopping.exchange(true))
+        return;
+    if (m_listen_fd >= 0)
+        ::shutdown(m_listen_fd, SHUT_RDWR);
+    if (m_accept_thread.joinable())
+        m_accept_thread.join();
     {
         std::lock_guard<std::mutex> lock(m_mutex);
-        for (int fd : m_fds) ::shutdown(fd, SHUT_RDWR);
+        for (int fd : m_fds)
+            ::shutdown(fd, SHUT_RDWR);
     }
     for (auto& t : m_readers)
-        if (t.joinable()) t.join();
+        if (t.joinable())
+            t.join();
     std::lock_guard<std::mutex> lock(m_mutex);
-    for (int fd : m_fds) ::close(fd);
+    for (int fd : m_fds)
+        ::close(fd);
     m_fds.clear();
-    if (m_listen_fd >= 0) ::close(m_listen_fd);
+    if (m_listen_fd >= 0)
+        ::close(m_listen_fd);
     m_listen_fd = -1;
 }
 
 void TelemetryCollector::acceptLoop() {
     while (!m_stopping.load()) {
         pollfd p{m_listen_fd, POLLIN, 0};
-        if (::poll(&p, 1, 100) <= 0) continue;
+        if (::poll(&p, 1, 100) <= 0)
+            continue;
         int fd = ::accept4(m_listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0) continue;
+        if (fd < 0)
+            continue;
         std::lock_guard<std::mutex> lock(m_mutex);
         if (m_stopping.load()) {
             ::close(fd);
@@ -72,7 +84,8 @@ namespace {
 std::string peerAddress(int fd) {
     sockaddr_storage address{};
     socklen_t length = sizeof(address);
-    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return "an unknown peer";
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
+        return "an unknown peer";
     char host[INET6_ADDRSTRLEN] = {0};
     int port = 0;
     if (address.ss_family == AF_INET) {
@@ -105,34 +118,42 @@ bool TelemetryCollector::authenticate(int fd, wire::Hello& hello) {
         ::shutdown(fd, SHUT_RDWR);
         return false;
     };
-    if (!wire::sendAll(fd, &challenge, sizeof(challenge))) return false;
-    if (!wire::recvAll(fd, &hello, sizeof(hello))) return refuse("no hello within 10 s (not a dtlab rank?)");
-    if (std::memcmp(hello.magic, wire::kMagic, 4) != 0) return refuse("not a dtlab rank (bad magic)");
+    if (!wire::sendAll(fd, &challenge, sizeof(challenge)))
+        return false;
+    if (!wire::recvAll(fd, &hello, sizeof(hello)))
+        return refuse("no hello within 10 s (not a dtlab rank?)");
+    if (std::memcmp(hello.magic, wire::kMagic, 4) != 0)
+        return refuse("not a dtlab rank (bad magic)");
     if (hello.version != wire::kWireVersion)
         return refuse("wire version " + std::to_string(hello.version) + ", expected " +
                       std::to_string(wire::kWireVersion) + " (a different dtlab build)");
     hello.host[sizeof(hello.host) - 1] = 0;
-    const wire::Proof expected = wire::rankProof(m_token, challenge.session_nonce, hello.rank_nonce, hello.rank);
+    const wire::Proof expected =
+        wire::rankProof(m_token, challenge.session_nonce, hello.rank_nonce, hello.rank);
     if (!wire::proofsEqual(expected, hello.proof))
         return refuse("rank " + std::to_string(hello.rank) + " on " + hello.host +
                       " did not prove the token (wrong or missing DTLAB_TOKEN / --token-file)");
     wire::Welcome welcome{};
     std::memcpy(welcome.magic, wire::kWelcomeMagic, 4);
     welcome.proof = wire::sessionProof(m_token, challenge.session_nonce, hello.rank_nonce);
-    if (!wire::sendAll(fd, &welcome, sizeof(welcome))) return false;
+    if (!wire::sendAll(fd, &welcome, sizeof(welcome)))
+        return false;
     setReceiveTimeout(fd, 0); // frames may be far apart (a paused run)
     return true;
 }
 
 void TelemetryCollector::readLoop(int fd) {
     wire::Hello hello{};
-    if (!authenticate(fd, hello)) return;
+    if (!authenticate(fd, hello))
+        return;
     const int rank = hello.rank;
     for (int i = 0; i < wire::kClockPings; ++i) {
         int64_t t_rank = 0;
-        if (!wire::recvAll(fd, &t_rank, 8)) return;
+        if (!wire::recvAll(fd, &t_rank, 8))
+            return;
         const int64_t t_session = monotonicNowNs();
-        if (!wire::sendAll(fd, &t_session, 8)) return;
+        if (!wire::sendAll(fd, &t_session, 8))
+            return;
     }
     {
         std::lock_guard<std::mutex> lock(m_mutex);
@@ -149,7 +170,8 @@ void TelemetryCollector::readLoop(int fd) {
     bool clean = false;
     while (true) {
         wire::FrameHeader header{};
-        if (!wire::recvAll(fd, &header, sizeof(header))) break;
+        if (!wire::recvAll(fd, &header, sizeof(header)))
+            break;
         if (header.length > wire::kMaxFrameBytes) {
             m_sink.onProtocolError("rank " + std::to_string(rank) + " sent an oversized frame");
             break;
@@ -164,13 +186,16 @@ void TelemetryCollector::readLoop(int fd) {
                 break;
             }
             events.resize(header.length / sizeof(Event));
-            if (!wire::recvAll(fd, events.data(), header.length)) break;
-            for (auto& e : events) e.rank = rank;
+            if (!wire::recvAll(fd, events.data(), header.length))
+                break;
+            for (auto& e : events)
+                e.rank = rank;
             m_sink.onEvents(rank, events.data(), events.size());
         } else if (header.type == uint32_t(wire::FrameType::Log) && header.length >= 1) {
             uint8_t level = 0;
             text.resize(header.length - 1);
-            if (!wire::recvAll(fd, &level, 1) || !wire::recvAll(fd, text.data(), text.size())) break;
+            if (!wire::recvAll(fd, &level, 1) || !wire::recvAll(fd, text.data(), text.size()))
+                break;
             m_sink.onLog(rank, LogLevel(level > 2 ? 2 : level), text);
         } else {
             m_sink.onProtocolError("rank " + std::to_string(rank) + " sent an unknown frame type " +
@@ -181,7 +206,8 @@ void TelemetryCollector::readLoop(int fd) {
     {
         std::lock_guard<std::mutex> lock(m_mutex);
         auto it = m_rank_fd.find(rank);
-        if (it != m_rank_fd.end() && it->second == fd) m_rank_fd.erase(it);
+        if (it != m_rank_fd.end() && it->second == fd)
+            m_rank_fd.erase(it);
     }
     m_sink.onDisconnect(rank, clean);
 }
@@ -191,7 +217,8 @@ bool TelemetryCollector::sendControl(int rank, const wire::ControlMessage& messa
     {
         std::lock_guard<std::mutex> lock(m_mutex);
         auto it = m_rank_fd.find(rank);
-        if (it == m_rank_fd.end()) return false;
+        if (it == m_rank_fd.end())
+            return false;
         fd = it->second;
     }
     std::lock_guard<std::mutex> lock(m_write_mutex);

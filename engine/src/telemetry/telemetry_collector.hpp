@@ -18,7 +18,7 @@
 namespace dt {
 
 class TelemetrySink {
-public:
+  public:
     virtual ~TelemetrySink() = default;
     // Return false to refuse the rank (unknown rank, duplicate).
     virtual bool onHello(int rank, int pid, const std::string& host) = 0;
@@ -30,7 +30,7 @@ public:
 };
 
 class TelemetryCollector {
-public:
+  public:
     // `token`: the shared secret every rank must prove it holds (the
     // handshake in telemetry_wire.hpp); "" is a valid (loopback) token.
     TelemetryCollector(const std::string& host, int port, TelemetrySink& sink, std::string token = "");
@@ -41,7 +41,7 @@ public:
     // Send a control message to one rank; false if it is not connected.
     bool sendControl(int rank, const wire::ControlMessage& message);
 
-private:
+  private:
     void acceptLoop();
     void readLoop(int fd);
 
@@ -57,8 +57,8 @@ private:
     std::mutex m_mutex;
     std::vector<std::thread> m_readers;
     std::vector<int> m_fds;
-    std::map<int, int> m_rank_fd;          // rank -> fd, once the hello is accepted
-    std::mutex m_write_mutex;              // one writer at a time per socket
+    std::map<int, int> m_rank_fd; // rank -> fd, once the hello is accepted
+    std::mutex m_write_mutex;     // one writer at a time per socket
 };
 
 } // namespace dt

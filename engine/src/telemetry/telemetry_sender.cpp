@@ -25,18 +25,23 @@ TelemetrySender::TelemetrySender(int rank, size_t queue_capacity) : m_rank(rank)
     m_queue.reserve(std::min<size_t>(queue_capacity, 4096));
 }
 
-TelemetrySender::~TelemetrySender() { close(); }
+TelemetrySender::~TelemetrySender() {
+    close();
+}
 
 void TelemetrySender::connect(const std::string& host, int port, int timeout_ms, const std::string& token) {
     m_fd = wire::connectTcp(host, port, timeout_ms);
     const std::string where = host + ":" + std::to_string(port);
-    if (m_fd < 0) throw std::runtime_error("cannot reach the Session's telemetry collector at " + where);
+    if (m_fd < 0)
+        throw std::runtime_error("cannot reach the Session's telemetry collector at " + where);
     wire::Challenge challenge{};
-    if (!wire::recvAll(m_fd, &challenge, sizeof(challenge)) || std::memcmp(challenge.magic, wire::kChallengeMagic, 4) != 0)
+    if (!wire::recvAll(m_fd, &challenge, sizeof(challenge)) ||
+        std::memcmp(challenge.magic, wire::kChallengeMagic, 4) != 0)
         throw std::runtime_error("the telemetry port " + where + " did not send a dtlab challenge");
     if (challenge.version != wire::kWireVersion)
-        throw std::runtime_error("the Session at " + where + " speaks wire version " + std::to_string(challenge.version) +
-                                 ", this rank " + std::to_string(wire::kWireVersion) + " (a different dtlab build)");
+        throw std::runtime_error("the Session at " + where + " speaks wire version " +
+                                 std::to_string(challenge.version) + ", this rank " +
+                                 std::to_string(wire::kWireVersion) + " (a different dtlab build)");
     wire::Hello hello{};
     std::memcpy(hello.magic, wire::kMagic, 4);
     hello.version = wire::kWireVersion;
@@ -45,13 +50,15 @@ void TelemetrySender::connect(const std::string& host, int port, int timeout_ms,
     gethostname(hello.host, sizeof(hello.host) - 1);
     hello.rank_nonce = randomNonce();
     hello.proof = wire::rankProof(token, challenge.session_nonce, hello.rank_nonce, m_rank);
-    if (!wire::sendAll(m_fd, &hello, sizeof(hello))) throw std::runtime_error("telemetry hello failed");
+    if (!wire::sendAll(m_fd, &hello, sizeof(hello)))
+        throw std::runtime_error("telemetry hello failed");
     wire::Welcome welcome{};
     if (!wire::recvAll(m_fd, &welcome, sizeof(welcome)))
         throw std::runtime_error("the Session at " + where +
                                  " refused this rank: wrong or missing token (DTLAB_TOKEN or --token-file)");
     if (std::memcmp(welcome.magic, wire::kWelcomeMagic, 4) != 0 ||
-        !wire::proofsEqual(welcome.proof, wire::sessionProof(token, challenge.session_nonce, hello.rank_nonce)))
+        !wire::proofsEqual(welcome.proof,
+                           wire::sessionProof(token, challenge.session_nonce, hello.rank_nonce)))
         throw std::runtime_error("the Session at " + where +
                                  " did not prove it holds the token: refusing its control messages");
 
@@ -60,7 +67,8 @@ void TelemetrySender::connect(const std::string& host, int port, int timeout_ms,
         const int64_t t_send = monotonicNowNs();
         int64_t t_session = 0;
         if (!wire::sendAll(m_fd, &t_send, 8) || !wire::recvAll(m_fd, &t_session, 8))
-            throw std::runtime_error("telemetry clock sync failed (Session closed the connection: wrong version?)");
+            throw std::runtime_error(
+                "telemetry clock sync failed (Session closed the connection: wrong version?)");
         const int64_t t_recv = monotonicNowNs();
         if (t_recv - t_send < best_rtt) {
             best_rtt = t_recv - t_send;
@@ -74,15 +82,22 @@ void TelemetrySender::connect(const std::string& host, int port, int timeout_ms,
 void TelemetrySender::controlLoop() {
     while (true) {
         wire::FrameHeader header{};
-        if (!wire::recvAll(m_fd, &header, sizeof(header))) return;
-        if (header.type != uint32_t(wire::FrameType::Control) || header.length != sizeof(wire::ControlMessage)) return;
+        if (!wire::recvAll(m_fd, &header, sizeof(header)))
+            return;
+        if (header.type != uint32_t(wire::FrameType::Control) ||
+            header.length != sizeof(wire::ControlMessage))
+            return;
         wire::ControlMessage message{};
-        if (!wire::recvAll(m_fd, &message, sizeof(message))) return;
-        if (m_on_control) m_on_control(message);
+        if (!wire::recvAll(m_fd, &message, sizeof(message)))
+            return;
+        if (m_on_control)
+            m_on_control(message);
     }
 }
 
-int64_t TelemetrySender::now() const { return monotonicNowNs() + m_offset_ns; }
+int64_t TelemetrySender::now() const {
+    return monotonicNowNs() + m_offset_ns;
+}
 
 void TelemetrySender::emit(const Event& event) {
     {
@@ -92,7 +107,8 @@ void TelemetrySender::emit(const Event& event) {
             return;
         }
         m_queue.push_back(event);
-        if (m_queue.size() < 1024) return;
+        if (m_queue.size() < 1024)
+            return;
     }
     m_wake.notify_one();
 }
@@ -131,11 +147,14 @@ void TelemetrySender::senderLoop() {
         if (connected) {
             std::lock_guard<std::mutex> lock(m_send_mutex);
             const int64_t now = monotonicNowNs();
-            for (const auto& [level, text] : logs) connected = connected && sendLog(level, text);
-            if (!logs.empty()) last_sent_ns = now;
+            for (const auto& [level, text] : logs)
+                connected = connected && sendLog(level, text);
+            if (!logs.empty())
+                last_sent_ns = now;
             if (!batch.empty() || now - last_sent_ns >= wire::kHeartbeatNs) {
                 // An empty batch is the heartbeat.
-                wire::FrameHeader header{uint32_t(wire::FrameType::Events), uint32_t(batch.size() * sizeof(Event))};
+                wire::FrameHeader header{uint32_t(wire::FrameType::Events),
+                                         uint32_t(batch.size() * sizeof(Event))};
                 m_bytes_written += sizeof(header) + header.length;
                 connected = connected && wire::sendAll(m_fd, &header, sizeof(header)) &&
                             wire::sendAll(m_fd, batch.data(), batch.size() * sizeof(Event));
@@ -144,7 +163,8 @@ void TelemetrySender::senderLoop() {
         }
         batch.clear();
         logs.clear();
-        if (closing) break;
+        if (closing)
+            break;
     }
     if (connected) {
         wire::FrameHeader bye{uint32_t(wire::FrameType::Bye), 0};
@@ -155,13 +175,17 @@ void TelemetrySender::senderLoop() {
 void TelemetrySender::close() {
     {
         std::lock_guard<std::mutex> lock(m_mutex);
-        if (m_closing) return;
+        if (m_closing)
+            return;
         m_closing = true;
     }
     m_wake.notify_one();
-    if (m_thread.joinable()) m_thread.join();
-    if (m_fd >= 0) ::shutdown(m_fd, SHUT_RDWR); // also wakes the control reader
-    if (m_control_thread.joinable()) m_control_thread.join();
+    if (m_thread.joinable())
+        m_thread.join();
+    if (m_fd >= 0)
+        ::shutdown(m_fd, SHUT_RDWR); // also wakes the control reader
+    if (m_control_thread.joinable())
+        m_control_thread.join();
     if (m_fd >= 0) {
         ::close(m_fd);
         m_fd = -1;

@@ -21,7 +21,7 @@
 namespace dt {
 
 class TelemetrySender final : public EventSink {
-public:
+  public:
     TelemetrySender(int rank, size_t queue_capacity);
     ~TelemetrySender();
 
@@ -36,18 +36,22 @@ public:
 
     void emit(const Event& event) override; // thread-safe, never blocks on I/O
     void log(LogLevel level, const std::string& text);
-    void close();                           // flush what is queued, say Bye
+    void close(); // flush what is queued, say Bye
 
     // Called on the control reader thread for every Session -> rank message.
     // Set before connect().
-    void onControl(std::function<void(const wire::ControlMessage&)> handler) { m_on_control = std::move(handler); }
+    void onControl(std::function<void(const wire::ControlMessage&)> handler) {
+        m_on_control = std::move(handler);
+    }
 
     [[nodiscard]] uint64_t dropped() const { return m_dropped.load(); }
-    [[nodiscard]] uint64_t bytesWritten() const { return m_bytes_written.load(); } // telemetry's own socket bytes
+    [[nodiscard]] uint64_t bytesWritten() const {
+        return m_bytes_written.load();
+    } // telemetry's own socket bytes
     [[nodiscard]] int64_t clockOffsetNs() const { return m_offset_ns; }
     [[nodiscard]] int rank() const { return m_rank; }
 
-private:
+  private:
     void senderLoop();
     void controlLoop();
     bool sendLog(LogLevel level, const std::string& text);

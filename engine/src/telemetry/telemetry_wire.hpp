@@ -35,7 +35,9 @@
 
 namespace dt::wire {
 
-constexpr uint32_t kWireVersion = 6; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4: DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth; 6: offload kinds
+constexpr uint32_t kWireVersion =
+    6; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
+       // DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth; 6: offload kinds
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
@@ -63,14 +65,16 @@ enum class ControlCommand : uint32_t {
     Partition = 5,
     TrafficDelayMs = 6,
     JobFinished = 7,
-    SetLink = 8,            // the rank's modelled link: delay_ms = latency, allowed_step = bandwidth in kbit/s (0 = no cap)
-    KillSelf = 9,           // SIGKILL yourself: a kill fault for a rank the Session cannot signal (joined from another host)
+    SetLink =
+        8, // the rank's modelled link: delay_ms = latency, allowed_step = bandwidth in kbit/s (0 = no cap)
+    KillSelf =
+        9, // SIGKILL yourself: a kill fault for a rank the Session cannot signal (joined from another host)
 };
 struct ControlMessage {
     uint32_t command;
     int32_t reserved;
-    int64_t allowed_step;   // SetAllowedStep
-    double delay_ms;        // SetDelayMs: added to each of this rank's steps; Partition, TrafficDelayMs
+    int64_t allowed_step; // SetAllowedStep
+    double delay_ms;      // SetDelayMs: added to each of this rank's steps; Partition, TrafficDelayMs
 };
 static_assert(sizeof(ControlMessage) == 24);
 
@@ -105,8 +109,10 @@ struct Welcome {
 static_assert(sizeof(Welcome) == 40);
 
 // The two proofs of the handshake (HMAC-SHA256 keyed by the shared token).
-[[nodiscard]] Proof rankProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce, int32_t rank);
-[[nodiscard]] Proof sessionProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce);
+[[nodiscard]] Proof rankProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce,
+                              int32_t rank);
+[[nodiscard]] Proof sessionProof(const std::string& token, const Nonce& session_nonce,
+                                 const Nonce& rank_nonce);
 // Constant-time comparison of two proofs.
 [[nodiscard]] bool proofsEqual(const Proof& a, const Proof& b);
 // HMAC of a text (the scenario in the store) as 64 hex digits.

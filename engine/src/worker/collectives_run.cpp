@@ -20,9 +20,9 @@
 #include "dtlab/clock.hpp"
 #include "dtlab/collective_cost.hpp"
 #include "dtlab/errors.hpp"
-#include "telemetry/telemetry_sender.hpp"
 #include "rank/rank_groups.hpp"
 #include "rank/step_gate.hpp"
+#include "telemetry/telemetry_sender.hpp"
 
 #include <ATen/ops/full.h>
 #include <ATen/ops/zeros.h>
@@ -34,7 +34,9 @@
 namespace dt {
 namespace {
 
-int opIndex(const std::string& op) { return op == "all_reduce" ? 0 : op == "all_gather" ? 1 : 2; }
+int opIndex(const std::string& op) {
+    return op == "all_reduce" ? 0 : op == "all_gather" ? 1 : 2;
+}
 
 struct OpTensors {
     at::Tensor in, out;
@@ -59,8 +61,10 @@ OpTensors makeTensors(const std::string& op, int64_t floats, int rank, int ranks
 // One blocking call of `op` (the caller waits at once, as the raw calls it is
 // compared with do).
 void runOp(Communicator& comm, const std::string& op, OpTensors& t, CommTag tag) {
-    if (op == "all_gather") return comm.allGatherNow(t.out, t.in, tag);
-    if (op == "reduce_scatter") return comm.reduceScatterNow(t.out, t.in, tag);
+    if (op == "all_gather")
+        return comm.allGatherNow(t.out, t.in, tag);
+    if (op == "reduce_scatter")
+        return comm.reduceScatterNow(t.out, t.in, tag);
     comm.allReduceNow(t.in, tag);
 }
 
@@ -79,7 +83,8 @@ void checkResult(const std::string& op, const OpTensors& t, int rank, int ranks,
     }
     if (!ok)
         throw CommError(CommErrorKind::Other, backend + " " + op + " of " + std::to_string(t.in.numel()) +
-                                                  " floats gave a wrong result on rank " + std::to_string(rank));
+                                                  " floats gave a wrong result on rank " +
+                                                  std::to_string(rank));
 }
 
 } // namespace
@@ -92,8 +97,8 @@ int runCollectives(const LaunchEnv& env, const Scenario& scenario, TelemetrySend
     const GlooOptions gloo = glooOptionsFor(env, scenario);
     std::vector<std::unique_ptr<Communicator>> comms;
     for (const std::string& backend : c.backends)
-        comms.push_back(makeGroupCommunicator({backend, "dtlab/world_" + backend, 0, rank, ranks, kGroupWorld}, store,
-                                              gloo, sink));
+        comms.push_back(makeGroupCommunicator(
+            {backend, "dtlab/world_" + backend, 0, rank, ranks, kGroupWorld}, store, gloo, sink));
     auto instant = [&](EventKind kind, int step) {
         Event e;
         e.kind = kind;
@@ -106,9 +111,11 @@ int runCollectives(const LaunchEnv& env, const Scenario& scenario, TelemetrySend
     instant(EventKind::RankReady, -1);
     if (rank == 0) {
         std::string names;
-        for (const std::string& b : c.backends) names += (names.empty() ? "" : " and ") + b;
-        sender.log(LogLevel::Info, "timing collectives on " + names + ": " + std::to_string(c.sizes_kb.size()) +
-                                       " sizes, " + std::to_string(c.repeats) + " calls each after a warm-up");
+        for (const std::string& b : c.backends)
+            names += (names.empty() ? "" : " and ") + b;
+        sender.log(LogLevel::Info, "timing collectives on " + names + ": " +
+                                       std::to_string(c.sizes_kb.size()) + " sizes, " +
+                                       std::to_string(c.repeats) + " calls each after a warm-up");
     }
 
     for (int step = 0; step < scenario.run.steps; ++step) {
@@ -160,7 +167,8 @@ int runCollectives(const LaunchEnv& env, const Scenario& scenario, TelemetrySend
         span.dur_ns = sender.now() - step_begin;
         sender.emit(span);
     }
-    for (auto& comm : comms) comm->barrierNow(); // leave together
+    for (auto& comm : comms)
+        comm->barrierNow(); // leave together
     instant(EventKind::RankFinished, scenario.run.steps - 1);
     return 0;
 }

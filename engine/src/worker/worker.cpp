@@ -17,6 +17,9 @@
 // and the rank exits with kExitRankFailed.
 #include "dtlab/worker.hpp"
 
+#include "checkpoint/params_io.hpp"
+#include "checkpoint/sharded_checkpoint.hpp"
+#include "comm/mpi_communicator.hpp"
 #include "data/data_source.hpp"
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
@@ -26,21 +29,19 @@
 #include "memory/tracking_allocator.hpp"
 #include "model/model.hpp"
 #include "model/tensor_parallel_model.hpp"
-#include "checkpoint/sharded_checkpoint.hpp"
-#include "strategy/training_strategy.hpp"
-#include "telemetry/telemetry_sender.hpp"
-#include "telemetry/telemetry_wire.hpp"
-#include "checkpoint/params_io.hpp"
-#include "comm/mpi_communicator.hpp"
-#include "worker/collectives_run.hpp"
 #include "rank/rank_groups.hpp"
 #include "rank/rank_telemetry.hpp"
 #include "rank/step_gate.hpp"
+#include "strategy/training_strategy.hpp"
+#include "telemetry/telemetry_sender.hpp"
+#include "telemetry/telemetry_wire.hpp"
+#include "worker/collectives_run.hpp"
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/optim/adamw.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -48,10 +49,9 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <thread>
-#include <csignal>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 namespace dt {
@@ -61,7 +61,8 @@ void useOneBlasThread() {
     // OpenBLAS reads OPENBLAS_NUM_THREADS when it loads; the Session sets it,
     // but a rank started by mpirun or torchrun may not have it, so ask too.
     using SetThreads = void (*)(int);
-    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(1);
+    if (auto fn = reinterpret_cast<SetThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads")))
+        fn(1);
     at::set_num_threads(1);
 }
 
@@ -80,7 +81,8 @@ ProcIo readProcIo() {
     std::string key;
     int64_t value = 0;
     while (in >> key >> value) {
-        if (key == "wchar:") io.written = value;
+        if (key == "wchar:")
+            io.written = value;
     }
     return io;
 }
@@ -103,21 +105,27 @@ struct UnitSpans {
         }
         t.forward = [this](int unit, bool begin) {
             int64_t& t0 = forward_begin[slot(unit)];
-            if (begin) t0 = telemetry->now();
-            else telemetry->span(EventKind::Forward).from(t0).step(step).unit(unit).emitIfDetailed();
+            if (begin)
+                t0 = telemetry->now();
+            else
+                telemetry->span(EventKind::Forward).from(t0).step(step).unit(unit).emitIfDetailed();
         };
         t.backward = [this](int unit, bool begin) {
             int64_t& t0 = backward_begin[slot(unit)];
-            if (begin) t0 = telemetry->now();
-            else telemetry->span(EventKind::Backward).from(t0).step(step).unit(unit).emitIfDetailed();
+            if (begin)
+                t0 = telemetry->now();
+            else
+                telemetry->span(EventKind::Backward).from(t0).step(step).unit(unit).emitIfDetailed();
         };
         return t;
     }
 };
 
 bool isCheckpointStep(const RunConfig& run, int step) {
-    if (run.checkpoint_dir.empty()) return false;
-    if (step == run.steps - 1) return true;
+    if (run.checkpoint_dir.empty())
+        return false;
+    if (step == run.steps - 1)
+        return true;
     return run.checkpoint_every > 0 && (step + 1) % run.checkpoint_every == 0;
 }
 
@@ -134,16 +142,20 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     if (scenario.strategy.kind == StrategyKind::TensorParallel) {
         // Each rank keeps its shards of the same seeded model (nothing to broadcast).
         model = makeTensorParallelGpt(scenario.model, scenario.run.seed, comm);
-    } else {   // every replica starts from rank 0's parameters
+    } else { // every replica starts from rank 0's parameters
         model = makeModel(scenario.model, scenario.run.seed);
         at::NoGradGuard no_grad;
-        for (const auto& p : model->trainableParameters()) comm.broadcastNow(p.tensor, 0);
+        for (const auto& p : model->trainableParameters())
+            comm.broadcastNow(p.tensor, 0);
     }
     model->setActivationCheckpointing(scenario.strategy.activation_checkpointing);
-    if (rank == 0) sender.log(LogLevel::Info, model->describe() + "; " + data->describe());
+    if (rank == 0)
+        sender.log(LogLevel::Info, model->describe() + "; " + data->describe());
     // The modelled link ([network]) shapes training traffic, not the start-up broadcast.
-    for (Communicator* group : {groups.world.get(), groups.shard.get(), groups.replicate.get(), groups.data_parallel.get()})
-        if (group) group->shareLink(&link);
+    for (Communicator* group :
+         {groups.world.get(), groups.shard.get(), groups.replicate.get(), groups.data_parallel.get()})
+        if (group)
+            group->shareLink(&link);
     StrategyContext context;
     context.scenario = &scenario;
     context.model = model.get();
@@ -161,13 +173,15 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         const int last = strategy->loadCheckpoint(scenario.run.resume_from, bytes);
         first_step = last + 1;
         if (first_step >= scenario.run.steps)
-            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " + std::to_string(last) +
-                             " but the run has only " + std::to_string(scenario.run.steps) +
+            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " +
+                             std::to_string(last) + " but the run has only " +
+                             std::to_string(scenario.run.steps) +
                              " steps: nothing left to train (raise [run] steps)");
         telemetry.instant(EventKind::CheckpointLoaded).step(last).bytes(bytes).emit();
         if (rank == 0)
-            sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " + std::to_string(last) +
-                                           ", " + std::to_string(bytes) + " bytes read per rank)");
+            sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " +
+                                           std::to_string(last) + ", " + std::to_string(bytes) +
+                                           " bytes read per rank)");
     }
     telemetry.instant(EventKind::RankReady).step(-1).emit();
 
@@ -183,7 +197,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
             telemetry.counter(kind).step(step).value(double(bytes)).emitIfDetailed();
         };
         memory(EventKind::MemActivations, m.activations);
-        if (activations_only) return;
+        if (activations_only)
+            return;
         memory(EventKind::MemParameters, m.parameters);
         memory(EventKind::MemParamsMaterialized, sm.parameters_materialized);
         memory(EventKind::MemGradients, m.gradients);
@@ -191,7 +206,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         memory(EventKind::MemCommBuffers, m.comm_buffers);
         memory(EventKind::MemLive, m.live);
         memory(EventKind::MemPeak, m.peak);
-        if (scenario.strategy.offload_optimizer) memory(EventKind::MemHost, sm.host);
+        if (scenario.strategy.offload_optimizer)
+            memory(EventKind::MemHost, sm.host);
     };
 
     UnitSpans unit_spans;
@@ -201,17 +217,23 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     // for is not part of its forward span.
     UnitTimer timer;
     timer.forward = [&](int unit, bool begin) {
-        if (begin) strategy->beforeUnitForward(unit);
-        if (spans.forward) spans.forward(unit, begin);
-        if (!begin) strategy->afterUnitForward(unit);
+        if (begin)
+            strategy->beforeUnitForward(unit);
+        if (spans.forward)
+            spans.forward(unit, begin);
+        if (!begin)
+            strategy->afterUnitForward(unit);
     };
     timer.backward = [&](int unit, bool begin) {
-        if (begin) strategy->beforeUnitBackward(unit);
-        if (spans.backward) spans.backward(unit, begin);
+        if (begin)
+            strategy->beforeUnitBackward(unit);
+        if (spans.backward)
+            spans.backward(unit, begin);
     };
     if (telemetry.detailed())
         timer.recompute = [&](int unit, bool begin) {
-            if (begin) unit_spans.recompute_begin = telemetry.now();
+            if (begin)
+                unit_spans.recompute_begin = telemetry.now();
             else
                 telemetry.span(EventKind::Recompute)
                     .from(unit_spans.recompute_begin)
@@ -224,14 +246,15 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     // Every stage of a pipeline reads the same batch (stage 0 its tokens, the
     // last stage its targets); the pipelines side by side read different shards.
     // Tensor parallel ranks all read the same batch: they split the model, not the data.
-    const int stages = strategyTraits(scenario.strategy.kind).uses_stages      ? scenario.topology.stages
+    const int stages = strategyTraits(scenario.strategy.kind).uses_stages       ? scenario.topology.stages
                        : scenario.strategy.kind == StrategyKind::TensorParallel ? world
                                                                                 : 1;
     const int data_rank = rank / stages, data_world = world / stages;
     const int M = scenario.strategy.microbatches;
     for (int step = first_step; step < scenario.run.steps; ++step) {
         const int64_t gate_begin = telemetry.now();
-        if (gate.waitToStart(step)) telemetry.span(EventKind::Paused).from(gate_begin).step(step).emitIfDetailed();
+        if (gate.waitToStart(step))
+            telemetry.span(EventKind::Paused).from(gate_begin).step(step).emitIfDetailed();
         const int64_t step_begin = telemetry.now();
         unit_spans.step = step;
 
@@ -250,9 +273,11 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
                 const at::Tensor targets = M == 1 ? batch.targets : batch.targets.narrow(0, mb * rows, rows);
                 strategy->beginMicrobatch(mb, mb == M - 1);
                 at::Tensor loss = model->loss(inputs, targets, timer);
-                if (telemetry.detailed()) emitMemory(step, /*activations_only=*/true);
+                if (telemetry.detailed())
+                    emitMemory(step, /*activations_only=*/true);
                 step_loss += loss.item<double>() / M;
-                if (M > 1) loss = loss / double(M); // the mean over the whole batch
+                if (M > 1)
+                    loss = loss / double(M); // the mean over the whole batch
 
                 t = telemetry.now();
                 loss.backward();
@@ -260,7 +285,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
                 telemetry.span(EventKind::Backward).from(t).step(step).unit(-2).emitIfDetailed();
                 strategy->finishMicrobatch();
                 // Between microbatches without communication the unsharded gradients are alive.
-                if (telemetry.detailed() && mb + 1 < M) emitMemory(step, false);
+                if (telemetry.detailed() && mb + 1 < M)
+                    emitMemory(step, false);
             }
         }
 
@@ -277,7 +303,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         }
 
         // (a pipeline spends the rank's live slow-down inside its forwards and backwards)
-        const double delay_ms = scenario.run.step_delay_ms + (strategy->runsWholeStep() ? 0.0 : gate.delayMs());
+        const double delay_ms =
+            scenario.run.step_delay_ms + (strategy->runsWholeStep() ? 0.0 : gate.delayMs());
         if (delay_ms > 0) {
             t = telemetry.now();
             std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay_ms * 1000)));
@@ -330,7 +357,8 @@ int runWorker(const WorkerArgs& args) {
     }
     // Under mpirun the launcher is our parent: die with it, so a Session that
     // kills mpirun (or an mpirun that aborts) leaves no orphan ranks.
-    if (env.launcher == "mpirun") prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (env.launcher == "mpirun")
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
     useOneBlasThread();
     installTrackingAllocator();
 
@@ -355,9 +383,10 @@ int runWorker(const WorkerArgs& args) {
         const std::string scenario_json = storeGetString(*store, "dtlab/scenario");
         // The store is not authenticated: only run a scenario a token holder wrote.
         if (storeGetString(*store, "dtlab/scenario_proof") != wire::textProofHex(token, scenario_json))
-            throw UsageError("the scenario in the store at " + env.master_host + ":" + std::to_string(env.master_port) +
-                             " is not signed with this rank's token (wrong or missing DTLAB_TOKEN / --token-file, "
-                             "or someone else wrote it)");
+            throw UsageError(
+                "the scenario in the store at " + env.master_host + ":" + std::to_string(env.master_port) +
+                " is not signed with this rank's token (wrong or missing DTLAB_TOKEN / --token-file, "
+                "or someone else wrote it)");
         scenario = scenarioFromJson(scenario_json);
         telemetry_address = storeGetString(*store, "dtlab/telemetry");
         if (params_out_dir.empty() && store->check({"dtlab/params_out"}))
@@ -371,8 +400,8 @@ int runWorker(const WorkerArgs& args) {
         return kExitUsage;
     } catch (const std::exception& e) {
         std::string what = e.what();
-        std::cerr << "dtrun worker (rank " << env.rank << "): cannot join the Session at " << env.master_host << ":"
-                  << env.master_port << ": " << what.substr(0, what.find('\n')) << "\n";
+        std::cerr << "dtrun worker (rank " << env.rank << "): cannot join the Session at " << env.master_host
+                  << ":" << env.master_port << ": " << what.substr(0, what.find('\n')) << "\n";
         return kExitRankFailed;
     }
 
@@ -388,14 +417,30 @@ int runWorker(const WorkerArgs& args) {
             gate.setAllowedStep(m.allowed_step);
             ft_faults.greeted = true;
             break;
-        case ControlCommand::SetDelayMs: gate.setDelayMs(m.delay_ms); break;
-        case ControlCommand::FailNextCollective: ft_faults.fail_next_collective = true; break;
-        case ControlCommand::NanGradients: ft_faults.nan_gradients = true; break;
-        case ControlCommand::Partition: ft_faults.setPartitioned(m.delay_ms > 0); break;
-        case ControlCommand::TrafficDelayMs: ft_faults.traffic_delay_ms = m.delay_ms; break;
-        case ControlCommand::JobFinished: ft_faults.job_finished = true; break;
-        case ControlCommand::SetLink: link.set(double(m.allowed_step) / 1000.0, m.delay_ms); break;
-        case ControlCommand::KillSelf: ::raise(SIGKILL); break; // only ever from the authenticated Session
+        case ControlCommand::SetDelayMs:
+            gate.setDelayMs(m.delay_ms);
+            break;
+        case ControlCommand::FailNextCollective:
+            ft_faults.fail_next_collective = true;
+            break;
+        case ControlCommand::NanGradients:
+            ft_faults.nan_gradients = true;
+            break;
+        case ControlCommand::Partition:
+            ft_faults.setPartitioned(m.delay_ms > 0);
+            break;
+        case ControlCommand::TrafficDelayMs:
+            ft_faults.traffic_delay_ms = m.delay_ms;
+            break;
+        case ControlCommand::JobFinished:
+            ft_faults.job_finished = true;
+            break;
+        case ControlCommand::SetLink:
+            link.set(double(m.allowed_step) / 1000.0, m.delay_ms);
+            break;
+        case ControlCommand::KillSelf:
+            ::raise(SIGKILL);
+            break; // only ever from the authenticated Session
         }
     });
     try {
@@ -447,12 +492,14 @@ int runWorker(const WorkerArgs& args) {
         sender.log(LogLevel::Error, error);
         // A Session that started this rank prints the error itself; under mpirun
         // or torchrun this line is the only place a person sees it.
-        if (env.launcher != "dtlab") std::cerr << "dtrun worker (rank " << env.rank << "): " << error << "\n";
+        if (env.launcher != "dtlab")
+            std::cerr << "dtrun worker (rank " << env.rank << "): " << error << "\n";
     }
     // A rank that finished cleanly has destroyed its communicators: finalise
     // MPI so mpirun sees a normal end. (A failed rank exits without it, and
     // mpirun then aborts the job, as MPI does when a rank dies.)
-    if (code == 0) finalizeMpi();
+    if (code == 0)
+        finalizeMpi();
     sender.close();
     // Skip destructors: a process group whose peers died can block in its
     // destructor; everything worth keeping has been sent.
@@ -465,7 +512,7 @@ std::string readSessionToken(const std::string& token_file) {
         const char* value = std::getenv("DTLAB_TOKEN");
         return value ? value : "";
     }
-    struct stat st{};
+    struct stat st {};
     if (::stat(token_file.c_str(), &st) != 0)
         throw UsageError("--token-file: cannot read '" + token_file + "': " + std::strerror(errno));
     if (st.st_mode & (S_IRWXG | S_IRWXO))
@@ -476,7 +523,8 @@ std::string readSessionToken(const std::string& token_file) {
     const auto first = token.find_first_not_of(" \t\r");
     const auto last = token.find_last_not_of(" \t\r");
     token = first == std::string::npos ? "" : token.substr(first, last - first + 1);
-    if (token.empty()) throw UsageError("--token-file: '" + token_file + "' holds no token on its first line");
+    if (token.empty())
+        throw UsageError("--token-file: '" + token_file + "' holds no token on its first line");
     return token;
 }
 
