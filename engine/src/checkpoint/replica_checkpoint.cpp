@@ -4,10 +4,10 @@
 #include "dtlab/atomic_file.hpp"
 
 #include "checkpoint/params_io.hpp"
+#include "checkpoint/replica_state.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
-#include "ft/replica_state.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -27,9 +27,9 @@
 #include "ft/ft_training.hpp"
 
 #include "checkpoint/params_io.hpp"
+#include "checkpoint/replica_state.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
-#include "ft/replica_state.hpp"
 #include "strategy/outer_optimizer.hpp"
 #include "telemetry/telemetry_sender.hpp"
 

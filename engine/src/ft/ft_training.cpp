@@ -21,11 +21,11 @@
 
 #include "checkpoint/params_io.hpp"
 #include "checkpoint/replica_checkpoint.hpp"
+#include "checkpoint/replica_state.hpp"
 #include "checkpoint/sharded_checkpoint.hpp"
 #include "dtlab/errors.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
-#include "ft/replica_state.hpp"
 #include "telemetry/telemetry_sender.hpp"
 
 #include <torch/optim/adamw.h>

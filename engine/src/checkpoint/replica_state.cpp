@@ -1,6 +1,6 @@
 // replica_state.cpp: pack / unpack a replica's parameters and AdamW state
 // (layout in replica_state.hpp).
-#include "ft/replica_state.hpp"
+#include "checkpoint/replica_state.hpp"
 
 #include "dtlab/errors.hpp"
 
