@@ -239,7 +239,10 @@ ViewInputs AppContext::viewInputs() {
     in.theme = m_theme;
     in.failure_reason = m_failure_reason;
     in.closing_checks = &m_checks;
-    in.narration = NarrationPosition{m_narration_index, narrationCanNext(), narrationCanBack()};
+    in.narration.index = m_narration_index;
+    in.narration.can_next = narrationCanNext();
+    in.narration.can_back = narrationCanBack();
+    in.narration.condition_met = narrationConditionMetNow();
     in.actions = this;
     if (m_session) {
         ft::LighthouseStatus status;

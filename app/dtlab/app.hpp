@@ -150,6 +150,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     // ---- narration ------------------------------------------------------------
     [[nodiscard]] int narrationIndex() const { return m_narration_index; }
     [[nodiscard]] bool narrationCanNext() const;
+    [[nodiscard]] bool narrationConditionMetNow() const; // the current step's wait really happened
     [[nodiscard]] bool narrationCanBack() const { return m_narration_index > 0; }
     void narrationNext() override;
     void narrationBack() override;

@@ -19,6 +19,16 @@ bool AppContext::narrationCanNext() const {
     return narrationConditionHolds(c, m_facts);
 }
 
+bool AppContext::narrationConditionMetNow() const {
+    const auto& steps = m_scenario.steps;
+    if (m_narration_index < 0 || m_narration_index >= int(steps.size()))
+        return false;
+    NarrationCondition c;
+    if (!parseNarrationCondition(steps[size_t(m_narration_index)].until, c))
+        return false;
+    return narrationConditionMet(c, m_facts);
+}
+
 void AppContext::narrationNext() {
     if (!narrationCanNext())
         return;

@@ -59,13 +59,9 @@ struct RunFacts {
     }
 };
 
-// Whether a narration step's condition holds. In a replay, and once a live
-// run has ended, every condition holds: nothing more can happen, and the
-// presenter walks through the rest at will (a "step >= 5" after every rank
-// was killed at step 3 would otherwise lock Next for good).
-[[nodiscard]] inline bool narrationConditionHolds(const NarrationCondition& c, const RunFacts& f) {
-    if (f.replay || f.finished)
-        return true;
+// Whether what a narration step waits for really happened in this run (or
+// this recording). The narration says "Done" only for that.
+[[nodiscard]] inline bool narrationConditionMet(const NarrationCondition& c, const RunFacts& f) {
     switch (c.kind) {
     case NarrationCondition::Kind::None:
         return true;
@@ -83,6 +79,15 @@ struct RunFacts {
         return f.finished;
     }
     return false;
+}
+
+// Whether Next is unlocked. In a replay, and once a live run has ended, every
+// condition holds: nothing more can happen, and the presenter walks through
+// the rest at will (a "step >= 5" after every rank was killed at step 3 would
+// otherwise lock Next for good). The narration then says the condition did
+// not happen (narrationConditionMet), never "Done".
+[[nodiscard]] inline bool narrationConditionHolds(const NarrationCondition& c, const RunFacts& f) {
+    return f.replay || f.finished || narrationConditionMet(c, f);
 }
 
 } // namespace dt::app

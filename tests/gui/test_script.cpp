@@ -259,4 +259,22 @@ TEST_CASE("Narration conditions are read from the run's facts", "[script][narrat
         CHECK(holds(Kind::RankDies, 0));
         CHECK(holds(Kind::StepAtLeast, 1000));
     }
+    SECTION("a condition unlocked by the end of the run is not one that happened") {
+        // Rank 1 finished normally and the run failed at step 2: Next is
+        // unlocked, but neither "rank 1 dies" nor "step >= 3" happened.
+        auto met = [&](Kind kind, int value = 0) { return dt::app::narrationConditionMet({kind, value}, f); };
+        f.ranks[0].step = 2;
+        f.ranks[1].state = RankState::Finished;
+        f.ranks[2].state = RankState::Failed;
+        f.ranks[2].step = 1;
+        f.finished = true;
+        f.live = false;
+        CHECK(holds(Kind::RankDies, 1));
+        CHECK_FALSE(met(Kind::RankDies, 1));
+        CHECK(met(Kind::RankDies, 2));
+        CHECK(holds(Kind::StepAtLeast, 4));
+        CHECK_FALSE(met(Kind::StepAtLeast, 4));
+        CHECK(met(Kind::StepAtLeast, 3)); // ranks 0 and 1 completed steps 0..2; rank 2 is gone
+        CHECK(met(Kind::RunFinished));
+    }
 }

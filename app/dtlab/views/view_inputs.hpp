@@ -77,6 +77,9 @@ struct NarrationPosition {
     int index = 0;         // the step shown
     bool can_next = false; // the step's condition holds and it is not the last
     bool can_back = false;
+    // What the step waits for really happened (narrationConditionMet): "Done".
+    // can_next without it: the run ended (or a recording is shown) without it.
+    bool condition_met = false;
 };
 
 struct ViewInputs {

@@ -173,9 +173,13 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     ImGui::AlignTextToFramePadding();
     if (step.until.empty() || last) {
         ImGui::TextDisabled(last ? "Last step." : "Nothing to wait for.");
-    } else if (ready) {
+    } else if (ready && inputs.narration.condition_met) {
         ImGui::TextColored(ImColor(rankStateColor(RankState::Running, theme)), "Done: %s",
                            describeCondition(step.until).c_str());
+    } else if (ready) { // unlocked because nothing more can happen, not because it did
+        ImGui::TextColored(ImColor(warningColor(theme)), "Did not happen: %s (%s)",
+                           describeCondition(step.until).c_str(),
+                           inputs.replay ? "not in this recording" : "the run ended before it");
     } else {
         const int dots = int(std::fmod(ImGui::GetTime() * 2.0, 4.0));
         ImGui::TextColored(ImColor(warningColor(theme)), "Waiting for %s%.*s",
