@@ -91,6 +91,7 @@ void AppContext::ingestNew() {
     if (!m_event_buffer.empty()) {
         m_model.ingest(m_event_buffer.data(), m_event_buffer.size());
         for (const Event& e : m_event_buffer) {
+            m_facts.noteExit(e);
             if (e.phase != EventPhase::WorkCompleted)
                 continue;
             if (e.kind == EventKind::AllReduce)
@@ -120,6 +121,10 @@ void AppContext::gatherFacts() {
     if (!m_session)
         return; // a replay's facts are computed once, at load
     m_facts.ranks = m_session->progress();
+    m_facts.rank_died.resize(m_facts.ranks.size(), false);
+    for (size_t r = 0; r < m_facts.ranks.size(); ++r) // a joined rank has no ProcessExited: its state says it
+        if (RunFacts::gone(m_facts.ranks[r]))
+            m_facts.rank_died[r] = true;
     m_facts.control = m_session->runControl();
     m_facts.finished = m_session->finished();
     m_facts.live = !m_facts.finished;
@@ -151,6 +156,7 @@ void AppContext::computeReplayProgress() {
     for (const Event& e : record.events) {
         if (e.rank < 0 || e.rank >= world)
             continue;
+        m_facts.noteExit(e);
         RankProgress& p = m_facts.ranks[size_t(e.rank)];
         if (e.kind == EventKind::Step && e.phase == EventPhase::Span && e.step >= p.step) {
             p.step = e.step;

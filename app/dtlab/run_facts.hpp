@@ -19,6 +19,7 @@ struct RunFacts {
     bool first_allreduce_ended = false;     // some rank completed an all-reduce
     bool first_allgather_ended = false;     // ... an all-gather
     bool first_reducescatter_ended = false; // ... a reduce-scatter
+    std::vector<bool> rank_died;            // index = rank: it died at some point (a restarted replica too)
     int steps_total = 0;                    // [run] steps
     double elapsed_s = 0.0;                 // since the Session started (or the recording's length)
 
@@ -35,6 +36,18 @@ struct RunFacts {
     }
     [[nodiscard]] bool rankGone(int rank) const {
         return rank >= 0 && rank < int(ranks.size()) && gone(ranks[size_t(rank)]);
+    }
+    // Gone now, or died earlier in the run (killed, failed, then restarted).
+    [[nodiscard]] bool rankDied(int rank) const {
+        return rankGone(rank) || (rank >= 0 && rank < int(rank_died.size()) && rank_died[size_t(rank)]);
+    }
+    // What a process exit says about its rank (ProcessExited: -signal or the exit code).
+    void noteExit(const Event& e) {
+        if (e.kind != EventKind::ProcessExited || e.value == 0 || e.rank < 0)
+            return;
+        if (rank_died.size() <= size_t(e.rank))
+            rank_died.resize(size_t(e.rank) + 1, false);
+        rank_died[size_t(e.rank)] = true;
     }
     // Steps completed by every rank still alive (RankProgress::step is the last
     // completed step index, so it counts step + 1); -1 when no rank is alive.
@@ -74,7 +87,7 @@ struct RunFacts {
     case NarrationCondition::Kind::FirstReduceScatterEnds:
         return f.first_reducescatter_ended;
     case NarrationCondition::Kind::RankDies:
-        return f.rankGone(c.value);
+        return f.rankDied(c.value);
     case NarrationCondition::Kind::RunFinished:
         return f.finished;
     }

@@ -277,4 +277,19 @@ TEST_CASE("Narration conditions are read from the run's facts", "[script][narrat
         CHECK(met(Kind::StepAtLeast, 3)); // ranks 0 and 1 completed steps 0..2; rank 2 is gone
         CHECK(met(Kind::RunFinished));
     }
+    SECTION("a replica that died and was restarted did die") {
+        auto met = [&](Kind kind, int value = 0) { return dt::app::narrationConditionMet({kind, value}, f); };
+        CHECK_FALSE(met(Kind::RankDies, 1));
+        dt::Event exit;
+        exit.kind = dt::EventKind::ProcessExited;
+        exit.rank = 1;
+        exit.value = -9; // SIGKILL
+        f.noteExit(exit);
+        f.ranks[1].state = RankState::Running; // restarted, healed, training again
+        CHECK(met(Kind::RankDies, 1));
+        exit.rank = 0;
+        exit.value = 0; // a clean exit is not a death
+        f.noteExit(exit);
+        CHECK_FALSE(met(Kind::RankDies, 0));
+    }
 }
