@@ -90,17 +90,8 @@ void AppContext::ingestNew() {
     m_events_seen = m_session->copyEventsSince(m_events_seen, m_event_buffer);
     if (!m_event_buffer.empty()) {
         m_model.ingest(m_event_buffer.data(), m_event_buffer.size());
-        for (const Event& e : m_event_buffer) {
-            m_facts.noteExit(e);
-            if (e.phase != EventPhase::WorkCompleted)
-                continue;
-            if (e.kind == EventKind::AllReduce)
-                m_facts.first_allreduce_ended = true;
-            if (e.kind == EventKind::AllGather)
-                m_facts.first_allgather_ended = true;
-            if (e.kind == EventKind::ReduceScatter)
-                m_facts.first_reducescatter_ended = true;
-        }
+        for (const Event& e : m_event_buffer)
+            m_facts.noteEvent(e);
     }
     m_log_buffer.clear();
     m_logs_seen = m_session->copyLogsSince(m_logs_seen, m_log_buffer);
@@ -156,20 +147,13 @@ void AppContext::computeReplayProgress() {
     for (const Event& e : record.events) {
         if (e.rank < 0 || e.rank >= world)
             continue;
-        m_facts.noteExit(e);
+        m_facts.noteEvent(e);
         RankProgress& p = m_facts.ranks[size_t(e.rank)];
         if (e.kind == EventKind::Step && e.phase == EventPhase::Span && e.step >= p.step) {
             p.step = e.step;
             p.last_step_ms = double(e.dur_ns) / 1e6;
         } else if (e.kind == EventKind::LossValue && e.step >= p.step) {
             p.last_loss = e.value;
-        } else if (e.phase == EventPhase::WorkCompleted) {
-            if (e.kind == EventKind::AllReduce)
-                m_facts.first_allreduce_ended = true;
-            if (e.kind == EventKind::AllGather)
-                m_facts.first_allgather_ended = true;
-            if (e.kind == EventKind::ReduceScatter)
-                m_facts.first_reducescatter_ended = true;
         }
     }
     for (int r = 0; r < world; ++r) {

@@ -9,24 +9,23 @@
 
 namespace dt::app {
 
+// The current step's condition; false when there is no step or its text does not parse.
+static bool currentCondition(const Scenario& scenario, int index, NarrationCondition& out) {
+    const auto& steps = scenario.steps;
+    return index >= 0 && index < int(steps.size()) &&
+           parseNarrationCondition(steps[size_t(index)].until, out);
+}
+
 bool AppContext::narrationCanNext() const {
-    const auto& steps = m_scenario.steps;
-    if (m_narration_index + 1 >= int(steps.size()))
+    if (m_narration_index + 1 >= int(m_scenario.steps.size()))
         return false;
     NarrationCondition c;
-    if (!parseNarrationCondition(steps[size_t(m_narration_index)].until, c))
-        return true;
-    return narrationConditionHolds(c, m_facts);
+    return !currentCondition(m_scenario, m_narration_index, c) || narrationConditionHolds(c, m_facts);
 }
 
 bool AppContext::narrationConditionMetNow() const {
-    const auto& steps = m_scenario.steps;
-    if (m_narration_index < 0 || m_narration_index >= int(steps.size()))
-        return false;
     NarrationCondition c;
-    if (!parseNarrationCondition(steps[size_t(m_narration_index)].until, c))
-        return false;
-    return narrationConditionMet(c, m_facts);
+    return currentCondition(m_scenario, m_narration_index, c) && narrationConditionMet(c, m_facts);
 }
 
 void AppContext::narrationNext() {

@@ -41,8 +41,15 @@ struct RunFacts {
     [[nodiscard]] bool rankDied(int rank) const {
         return rankGone(rank) || (rank >= 0 && rank < int(rank_died.size()) && rank_died[size_t(rank)]);
     }
-    // What a process exit says about its rank (ProcessExited: -signal or the exit code).
-    void noteExit(const Event& e) {
+    // What one event says, live or replayed: the first completed all-reduce,
+    // all-gather or reduce-scatter, and a rank's death (ProcessExited with a
+    // signal, -signo, or an exit code other than 0).
+    void noteEvent(const Event& e) {
+        if (e.phase == EventPhase::WorkCompleted) {
+            first_allreduce_ended = first_allreduce_ended || e.kind == EventKind::AllReduce;
+            first_allgather_ended = first_allgather_ended || e.kind == EventKind::AllGather;
+            first_reducescatter_ended = first_reducescatter_ended || e.kind == EventKind::ReduceScatter;
+        }
         if (e.kind != EventKind::ProcessExited || e.value == 0 || e.rank < 0)
             return;
         if (rank_died.size() <= size_t(e.rank))

@@ -284,12 +284,12 @@ TEST_CASE("Narration conditions are read from the run's facts", "[script][narrat
         exit.kind = dt::EventKind::ProcessExited;
         exit.rank = 1;
         exit.value = -9; // SIGKILL
-        f.noteExit(exit);
+        f.noteEvent(exit);
         f.ranks[1].state = RankState::Running; // restarted, healed, training again
         CHECK(met(Kind::RankDies, 1));
         exit.rank = 0;
         exit.value = 0; // a clean exit is not a death
-        f.noteExit(exit);
+        f.noteEvent(exit);
         CHECK_FALSE(met(Kind::RankDies, 0));
     }
 }
