@@ -65,6 +65,7 @@ void AppContext::update() {
     }
     ingestNew();
     gatherFacts();
+    holdNarrationMoment();
     runScript();
     if (m_fonts.pending()) {
         m_fonts.applyPending(true);
@@ -132,6 +133,18 @@ void AppContext::gatherFacts() {
                 : "the run failed: " + record.failure_reason);
     }
     m_facts.elapsed_s = double((m_facts.finished ? m_end_ns : monotonicNowNs()) - m_start_ns) / 1e9;
+    // Frozen: paused, and no rank is still finishing its step. The views'
+    // "now" stays at the moment the last rank stopped, so follow-live and the
+    // strips keep the picture being discussed instead of scrolling into
+    // empty paused time.
+    bool frozen = !m_facts.finished && m_facts.control.mode == RunMode::Paused;
+    for (const RankProgress& p : m_facts.ranks)
+        frozen = frozen && p.state != RankState::Running && // a restarted replica starting does not step
+                 !(p.state == RankState::Starting && p.incarnation == 0);
+    if (!frozen)
+        m_frozen_since_ns = 0;
+    else if (m_frozen_since_ns == 0)
+        m_frozen_since_ns = monotonicNowNs();
 }
 
 void AppContext::computeReplayProgress() {
@@ -233,6 +246,8 @@ ViewInputs AppContext::viewInputs() {
     in.narration.can_next = narrationCanNext();
     in.narration.can_back = narrationCanBack();
     in.narration.condition_met = narrationConditionMetNow();
+    in.narration.held = narrationHeld();
+    in.narration.held_at_end = waitingAtEndHold();
     in.actions = this;
     if (m_session) {
         ft::LighthouseStatus status;
@@ -262,6 +277,8 @@ int64_t AppContext::nowNs() const {
         return m_model.tEnd();
     if (m_session && m_facts.finished)
         return std::max(m_model.tEnd(), m_end_ns);
+    if (m_session && m_frozen_since_ns != 0)
+        return m_frozen_since_ns;
     if (m_session)
         return monotonicNowNs();
     return 0;

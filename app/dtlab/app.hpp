@@ -154,6 +154,15 @@ class AppContext final : public ScriptHost, public ViewActions {
     [[nodiscard]] bool narrationCanBack() const { return m_narration_index > 0; }
     void narrationNext() override;
     void narrationBack() override;
+    // A step with pause = true whose event happened pauses the live run, once.
+    [[nodiscard]] bool narrationHolding() const { return m_hold.active; }
+    [[nodiscard]] bool narrationNextEnabled() const override { return narrationCanNext(); }
+    [[nodiscard]] bool narrationOnLastStep() const override {
+        return m_narration_index + 1 >= int(m_scenario.steps.size());
+    }
+    // Held at this step's moment (the Session was told to pause).
+    [[nodiscard]] bool narrationHeld() const override { return m_hold.active && live(); }
+    [[nodiscard]] std::string narrationStatus() const override;
     // The view id the current narration step highlights ("" = none) and the
     // seconds since the step began (the flash fades after a few seconds).
     [[nodiscard]] const std::string& highlightedView() const;
@@ -201,6 +210,10 @@ class AppContext final : public ScriptHost, public ViewActions {
     [[nodiscard]] bool rankValid(int rank) const { return rank >= 0 && rank < int(m_facts.ranks.size()); }
     // app_narration.cpp
     void drawHighlight();
+    void holdNarrationMoment(); // per frame, after gatherFacts()
+    void releaseNarrationHold();
+    [[nodiscard]] bool endHoldWanted() const;
+    [[nodiscard]] bool waitingAtEndHold() const;
     // app_layout.cpp
     void drawViews();
     void drawTitleHelp(const View& view);
@@ -232,6 +245,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     int64_t m_end_ns = 0;
     RunFacts m_facts;
     bool m_announced_finish = false;
+    int64_t m_frozen_since_ns = 0; // paused and every rank waiting: the views' "now" (0 = not frozen)
 
     // Views and selection.
     std::vector<std::unique_ptr<View>> m_views; // views/view_list.cpp
@@ -268,6 +282,14 @@ class AppContext final : public ScriptHost, public ViewActions {
     // Narration.
     int m_narration_index = 0;
     double m_narration_started_s = 0.0;
+    struct NarrationHold {
+        bool active = false; // the narration paused the run and Next has not resumed it
+        int held_index = -1; // the step whose moment paused the run (each step holds once)
+        RunControl before;   // the run control to restore on Next (free run or a pace)
+        // The run's last step waits for the narration's last step (Session::
+        // holdBefore), so a run never ends while the story goes on; Run lifts it.
+        bool end_released = false;
+    } m_hold;
 
     // Script.
     std::optional<ScriptRunner> m_script;

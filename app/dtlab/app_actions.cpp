@@ -103,6 +103,9 @@ void AppContext::runFree() {
     if (!m_session)
         return say("cannot run: no live run");
     m_session->resume();
+    m_hold.active = false; // the presenter let the held moment go
+    m_hold.end_released = true;
+    m_session->holdBefore(INT64_MAX);
     say("running freely");
 }
 
@@ -110,6 +113,7 @@ void AppContext::stepOnce() {
     if (!m_session)
         return say("cannot step: no live run");
     m_session->stepOnce();
+    m_hold.active = false;
     say("one more step");
 }
 
@@ -117,6 +121,7 @@ void AppContext::setPace(double steps_per_s) {
     if (!m_session)
         return say("cannot pace: no live run");
     m_session->setPace(steps_per_s);
+    m_hold.active = false;
     char line[64];
     if (steps_per_s > 0)
         std::snprintf(line, sizeof(line), "paced at %.1f step/s", steps_per_s);

@@ -37,6 +37,8 @@ void AppContext::resetRunState() {
     m_selected_rank = -1;
     m_cursor_ns.reset();
     m_narration_index = 0;
+    m_hold = NarrationHold{};
+    m_frozen_since_ns = 0;
     m_narration_started_s = wallSeconds();
     m_start_ns = monotonicNowNs();
     m_end_ns = 0;
@@ -61,6 +63,9 @@ void AppContext::openScenario(const Scenario& scenario) {
     m_session = std::make_unique<Session>(options);
     try {
         m_session->start();
+        // The run's last step waits for the narration's last step.
+        if (m_scenario.steps.size() >= 2 && m_scenario.run.steps >= 2)
+            m_session->holdBefore(m_scenario.run.steps - 1);
     } catch (...) {
         m_session.reset();
         throw;

@@ -28,10 +28,111 @@ bool AppContext::narrationConditionMetNow() const {
     return currentCondition(m_scenario, m_narration_index, c) && narrationConditionMet(c, m_facts);
 }
 
+// Whether the run's last step is still held for the narration: until the
+// narration is on its last step or waits for the run to finish.
+bool AppContext::endHoldWanted() const {
+    const auto& steps = m_scenario.steps;
+    if (steps.size() < 2 || m_hold.end_released)
+        return false;
+    const int index = std::clamp(m_narration_index, 0, int(steps.size()) - 1);
+    NarrationCondition c;
+    const bool waits_for_end =
+        currentCondition(m_scenario, index, c) && c.kind == NarrationCondition::Kind::RunFinished;
+    return index + 1 < int(steps.size()) && !waits_for_end;
+}
+
+// Per frame: keep the end hold in step with the narration, and pause at the
+// current step's moment (pause = true) when its event happened, once per step.
+void AppContext::holdNarrationMoment() {
+    const auto& steps = m_scenario.steps;
+    if (!live())
+        return;
+    const bool end_hold = m_facts.control.hold_before_step != INT64_MAX;
+    if (end_hold && !endHoldWanted()) {
+        m_session->holdBefore(INT64_MAX);
+        say("narration: the run may finish now");
+    }
+    if (m_hold.active || m_narration_index < 0 || m_narration_index >= int(steps.size()))
+        return;
+    const NarrationStep& step = steps[size_t(m_narration_index)];
+    NarrationCondition c;
+    if (!step.pause || m_hold.held_index == m_narration_index ||
+        !currentCondition(m_scenario, m_narration_index, c) || !narrationConditionMet(c, m_facts))
+        return;
+    m_hold.active = true;
+    m_hold.held_index = m_narration_index;
+    m_hold.before = m_session->runControl();
+    m_session->pause();
+    say("narration: paused at the moment of step " + std::to_string(m_narration_index + 1) + " (" +
+        step.until + "); Next resumes the run");
+}
+
+// Next after a held moment: the run goes on as it did before (free, or at its pace).
+void AppContext::releaseNarrationHold() {
+    if (!m_hold.active)
+        return;
+    m_hold.active = false;
+    if (!live())
+        return;
+    if (m_hold.before.mode == RunMode::Paced)
+        m_session->setPace(m_hold.before.pace_steps_per_s);
+    else if (m_hold.before.mode == RunMode::Run)
+        m_session->resume();
+    say("narration: the run goes on");
+}
+
+// The run waits at the end hold now (every rank at its last step's gate).
+bool AppContext::waitingAtEndHold() const {
+    const int64_t hold = m_facts.control.hold_before_step;
+    return live() && hold != INT64_MAX && m_facts.stepsCompletedMax() >= hold;
+}
+
+// One line for print_narration and script failures:
+// "step 2 of 5, until \"rank 1 dies\": held (the run is paused at this moment)".
+std::string AppContext::narrationStatus() const {
+    const auto& steps = m_scenario.steps;
+    if (steps.empty())
+        return "no narration";
+    const int index = std::clamp(m_narration_index, 0, int(steps.size()) - 1);
+    std::string line = "step " + std::to_string(index + 1) + " of " + std::to_string(steps.size());
+    const NarrationStep& step = steps[size_t(index)];
+    if (!step.until.empty())
+        line += ", until \"" + step.until + "\"";
+    NarrationCondition c;
+    const bool has_condition =
+        currentCondition(m_scenario, index, c) && c.kind != NarrationCondition::Kind::None;
+    if (narrationHeld())
+        line += ": held (the run is paused at this moment)";
+    else if (waitingAtEndHold())
+        line += ": the run waits before its last step for the narration";
+    else if (!has_condition)
+        line += ": nothing to wait for";
+    else if (narrationConditionMet(c, m_facts))
+        line += ": done";
+    else if (narrationConditionHolds(c, m_facts))
+        line += m_facts.replay ? ": did not happen (not in this recording)"
+                               : ": did not happen (the run ended before it)";
+    else
+        line += ": waiting";
+    line += m_facts.finished ? "; run ended" : (live() ? "; run live" : "");
+    return line;
+}
+
 void AppContext::narrationNext() {
     if (!narrationCanNext())
         return;
     ++m_narration_index;
+    // The new step's moment already happened: the run stays held there
+    // (no resume-then-pause flicker); else the run goes on.
+    const auto& steps = m_scenario.steps;
+    NarrationCondition c;
+    const bool moment_passed = steps[size_t(m_narration_index)].pause && live() &&
+                               currentCondition(m_scenario, m_narration_index, c) &&
+                               narrationConditionMet(c, m_facts);
+    if (moment_passed && m_hold.active)
+        m_hold.held_index = m_narration_index;
+    else
+        releaseNarrationHold();
     m_narration_started_s = wallSeconds();
     say("narration step " + std::to_string(m_narration_index + 1) + " of " +
         std::to_string(m_scenario.steps.size()));

@@ -20,6 +20,10 @@ struct RunFacts {
     bool first_allgather_ended = false;     // ... an all-gather
     bool first_reducescatter_ended = false; // ... a reduce-scatter
     std::vector<bool> rank_died;            // index = rank: it died at some point (a restarted replica too)
+    std::vector<bool> rank_healed;          // index = rank: it received a live peer's state (a heal ended)
+    double first_quorum_id = -1.0;          // the id of the first quorum seen (-1: none yet)
+    bool new_quorum_formed = false;         // a quorum with another id formed after the first
+    bool first_outer_sync_ended = false;    // DiLoCo: some replica completed an outer step
     int steps_total = 0;                    // [run] steps
     double elapsed_s = 0.0;                 // since the Session started (or the recording's length)
 
@@ -44,17 +48,32 @@ struct RunFacts {
     // What one event says, live or replayed: the first completed all-reduce,
     // all-gather or reduce-scatter, and a rank's death (ProcessExited with a
     // signal, -signo, or an exit code other than 0).
+    // Also: a replica's heal (a receiving Heal span), a quorum whose id differs
+    // from the first one, a DiLoCo outer step.
     void noteEvent(const Event& e) {
         if (e.phase == EventPhase::WorkCompleted) {
             first_allreduce_ended = first_allreduce_ended || e.kind == EventKind::AllReduce;
             first_allgather_ended = first_allgather_ended || e.kind == EventKind::AllGather;
             first_reducescatter_ended = first_reducescatter_ended || e.kind == EventKind::ReduceScatter;
         }
-        if (e.kind != EventKind::ProcessExited || e.value == 0 || e.rank < 0)
+        if (e.kind == EventKind::QuorumFormed) {
+            if (first_quorum_id < 0)
+                first_quorum_id = e.value;
+            new_quorum_formed = new_quorum_formed || e.value != first_quorum_id;
+        }
+        if (e.kind == EventKind::OuterStep && e.phase == EventPhase::Span)
+            first_outer_sync_ended = true;
+        if (e.rank < 0)
             return;
-        if (rank_died.size() <= size_t(e.rank))
-            rank_died.resize(size_t(e.rank) + 1, false);
-        rank_died[size_t(e.rank)] = true;
+        if (e.kind == EventKind::Heal && e.phase == EventPhase::Span && e.value == 0)
+            markRank(rank_healed, e.rank);
+        if (e.kind == EventKind::ProcessExited && e.value != 0)
+            markRank(rank_died, e.rank);
+    }
+    static void markRank(std::vector<bool>& flags, int rank) {
+        if (flags.size() <= size_t(rank))
+            flags.resize(size_t(rank) + 1, false);
+        flags[size_t(rank)] = true;
     }
     // Steps completed by every rank still alive (RankProgress::step is the last
     // completed step index, so it counts step + 1); -1 when no rank is alive.
@@ -95,6 +114,12 @@ struct RunFacts {
         return f.first_reducescatter_ended;
     case NarrationCondition::Kind::RankDies:
         return f.rankDied(c.value);
+    case NarrationCondition::Kind::RankHeals:
+        return c.value >= 0 && c.value < int(f.rank_healed.size()) && f.rank_healed[size_t(c.value)];
+    case NarrationCondition::Kind::NewQuorumForms:
+        return f.new_quorum_formed;
+    case NarrationCondition::Kind::FirstOuterSyncEnds:
+        return f.first_outer_sync_ended;
     case NarrationCondition::Kind::RunFinished:
         return f.finished;
     }

@@ -50,6 +50,10 @@ const VerbSpec kVerbs[] = {
     {"print_layout", Verb::PrintLayout, Arg::None, "print_layout"},
     {"next", Verb::Next, Arg::None, "next"},
     {"back", Verb::Back, Arg::None, "back"},
+    {"wait_next", Verb::WaitNext, Arg::None, "wait_next"},
+    {"expect_held", Verb::ExpectHeld, Arg::None, "expect_held"},
+    {"expect_live", Verb::ExpectLive, Arg::None, "expect_live"},
+    {"print_narration", Verb::PrintNarration, Arg::None, "print_narration"},
     {"theme", Verb::Theme, Arg::Text, "theme dark|light"},
     {"font", Verb::Font, Arg::Number, "font PX"},
     {"show", Verb::Show, Arg::Text, "show VIEW"},
@@ -338,6 +342,25 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     }
     case Verb::PrintLayout:
         host.printLayout();
+        return true;
+    case Verb::WaitNext:
+        if (host.narrationOnLastStep())
+            fail(c, "wait_next: the narration is on its last step (" + host.narrationStatus() + ")");
+        if (!f.live && !f.replay && !f.finished)
+            fail(c, "wait_next: no run is loaded");
+        return host.narrationNextEnabled();
+    case Verb::ExpectHeld:
+        if (!host.narrationHeld())
+            fail(c,
+                 "expect_held: the run is not held at this step's moment (" + host.narrationStatus() + ")");
+        return true;
+    case Verb::ExpectLive:
+        if (!f.live)
+            fail(c, "expect_live: the run has ended (" + host.narrationStatus() + ")");
+        return true;
+    case Verb::PrintNarration:
+        std::printf("dtlab: narration: %s\n", host.narrationStatus().c_str());
+        std::fflush(stdout);
         return true;
     case Verb::Next:
         host.narrationNext();

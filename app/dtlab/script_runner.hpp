@@ -23,6 +23,11 @@
 //                        a new one) or a recording, as File > Open or a drop does
 //   print_layout         print every window and button rectangle to stdout
 //   next | back          narration: next / previous step
+//   wait_next            wait until the narration's Next is enabled (its step's event happened,
+//                        or the run ended); fails on the last step
+//   expect_held          fail unless the narration holds the run paused at its step's moment
+//   expect_live          fail if the run has ended
+//   print_narration      print the narration's state ("dtlab: narration: step 2 of 5 ...")
 //   theme dark|light     switch theme;  font PX   font size in pixels
 //   fullscreen           full screen on / off (as F11)
 //   show VIEW | hide VIEW    open or close a view window (topology, timeline, ...)
@@ -71,6 +76,11 @@ class ScriptHost {
     virtual void printLayout() = 0;
     virtual void narrationNext() = 0;
     virtual void narrationBack() = 0;
+    // The narration's state for wait_next / expect_held / print_narration.
+    [[nodiscard]] virtual bool narrationNextEnabled() const { return false; }
+    [[nodiscard]] virtual bool narrationOnLastStep() const { return true; }
+    [[nodiscard]] virtual bool narrationHeld() const { return false; }
+    [[nodiscard]] virtual std::string narrationStatus() const { return "no narration"; }
     virtual bool setThemeByName(const std::string& name) = 0;
     virtual void setFontPixels(float px) = 0;
     virtual bool showView(const std::string& name, bool show) = 0;
@@ -103,6 +113,10 @@ struct ScriptCommand {
         PrintLayout,
         Next,
         Back,
+        WaitNext,
+        ExpectHeld,
+        ExpectLive,
+        PrintNarration,
         Theme,
         Font,
         Show,

@@ -292,4 +292,39 @@ TEST_CASE("Narration conditions are read from the run's facts", "[script][narrat
         f.noteEvent(exit);
         CHECK_FALSE(met(Kind::RankDies, 0));
     }
+
+    SECTION("a heal, a new quorum and a DiLoCo outer sync are read from their events") {
+        auto met = [&](Kind kind, int value = 0) { return dt::app::narrationConditionMet({kind, value}, f); };
+        dt::Event q;
+        q.kind = dt::EventKind::QuorumFormed;
+        q.phase = dt::EventPhase::Instant;
+        q.rank = -1;
+        q.value = 1;
+        f.noteEvent(q);
+        f.noteEvent(q); // the same quorum again is not a new one
+        CHECK_FALSE(met(Kind::NewQuorumForms));
+        q.value = 2;
+        f.noteEvent(q);
+        CHECK(met(Kind::NewQuorumForms));
+
+        dt::Event heal;
+        heal.kind = dt::EventKind::Heal;
+        heal.phase = dt::EventPhase::Span;
+        heal.rank = 1;
+        heal.value = 1; // sending is not healing
+        f.noteEvent(heal);
+        CHECK_FALSE(met(Kind::RankHeals, 1));
+        heal.value = 0; // receiving a live peer's state
+        f.noteEvent(heal);
+        CHECK(met(Kind::RankHeals, 1));
+        CHECK_FALSE(met(Kind::RankHeals, 0));
+
+        CHECK_FALSE(met(Kind::FirstOuterSyncEnds));
+        dt::Event outer;
+        outer.kind = dt::EventKind::OuterStep;
+        outer.phase = dt::EventPhase::Span;
+        outer.rank = 0;
+        f.noteEvent(outer);
+        CHECK(met(Kind::FirstOuterSyncEnds));
+    }
 }

@@ -599,6 +599,10 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
         CHECK(parsed("first  reduce-scatter ends").kind == Kind::FirstReduceScatterEnds);
         CHECK(parsed("rank 2 dies").kind == Kind::RankDies);
         CHECK(parsed("rank 2 dies").value == 2);
+        CHECK(parsed("rank 1 heals").kind == Kind::RankHeals);
+        CHECK(parsed("rank 1 heals").value == 1);
+        CHECK(parsed("new quorum forms").kind == Kind::NewQuorumForms);
+        CHECK(parsed("first outer sync ends").kind == Kind::FirstOuterSyncEnds);
         CHECK(parsed("run finished").kind == Kind::RunFinished);
     }
 
@@ -619,8 +623,32 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
         CHECK(std::string(e.what()) ==
               "t.toml:5:9: error: [[steps]] until: expected one of \"\" (no wait), \"step >= N\", "
               "\"first all-reduce ends\", \"first all-gather ends\", \"first reduce-scatter ends\", \"rank R "
-              "dies\", "
+              "dies\", \"rank R heals\", \"new quorum forms\", \"first outer sync ends\", "
               "\"run finished\", got \"after step 3\"");
+    }
+
+    SECTION("pause = true is read, and needs an event to pause at") {
+        Scenario s = dt::parseScenarioText(
+            kHeader + "[[steps]]\ntext = \"Look.\"\nuntil = \"step >= 2\"\npause = true\n", "t.toml");
+        REQUIRE(s.steps.size() == 1);
+        CHECK(s.steps[0].pause);
+        UsageError none = parseError(kHeader + "[[steps]]\ntext = \"x\"\npause = true\n");
+        CHECK(std::string(none.what()).find("pause = true needs an `until` event") != std::string::npos);
+        UsageError end =
+            parseError(kHeader + "[[steps]]\ntext = \"x\"\nuntil = \"run finished\"\npause = true\n");
+        CHECK(std::string(end.what()).find("pause = true needs an `until` event") != std::string::npos);
+        UsageError type = parseError(kHeader + "[[steps]]\ntext = \"x\"\nuntil = \"step >= 1\"\npause = 1\n");
+        CHECK(type.where().line == 6);
+    }
+
+    SECTION("a quorum or outer-sync condition needs the run that has one") {
+        UsageError quorum = parseError(kHeader + "[[steps]]\ntext = \"x\"\nuntil = \"new quorum forms\"\n");
+        CHECK(std::string(quorum.what()).find("needs [fault_tolerance] enabled = true") != std::string::npos);
+        UsageError outer =
+            parseError(kHeader + "[[steps]]\ntext = \"x\"\nuntil = \"first outer sync ends\"\n");
+        CHECK(std::string(outer.what()).find("needs strategy \"diloco\"") != std::string::npos);
+        UsageError heal = parseError(kHeader + "[[steps]]\ntext = \"x\"\nuntil = \"rank 9 heals\"\n");
+        CHECK(std::string(heal.what()).find("rank 9 does not exist") != std::string::npos);
     }
 
     SECTION("a step without text points at the entry") {

@@ -87,8 +87,8 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
     s.faults.push_back(
         {dt::FaultAction::Kill, 2, 3, dt::FaultWhen::AllReduce, 0.0, 0.0, 100.0, {"/tmp/x.toml", 46, 2}});
     s.steps.push_back(
-        {"Watch the \"ranks\" start.\nTwo lines.", "topology", "step >= 1", {"/tmp/x.toml", 50, 1}});
-    s.steps.push_back({"Kill one.", "", "rank 3 dies", {"/tmp/x.toml", 54, 1}});
+        {"Watch the \"ranks\" start.\nTwo lines.", "topology", "step >= 1", false, {"/tmp/x.toml", 50, 1}});
+    s.steps.push_back({"Kill one.", "", "rank 3 dies", true, {"/tmp/x.toml", 54, 1}});
 
     Scenario r = dt::scenarioFromJson(dt::scenarioToJson(s));
 
@@ -177,6 +177,7 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
             CHECK(r.steps[i].text == s.steps[i].text);
             CHECK(r.steps[i].highlight == s.steps[i].highlight);
             CHECK(r.steps[i].until == s.steps[i].until);
+            CHECK(r.steps[i].pause == s.steps[i].pause);
             CHECK(r.steps[i].where.file == s.steps[i].where.file);
             CHECK(r.steps[i].where.line == s.steps[i].where.line);
             CHECK(r.steps[i].where.column == s.steps[i].where.column);

@@ -80,6 +80,11 @@ struct NarrationPosition {
     // What the step waits for really happened (narrationConditionMet): "Done".
     // can_next without it: the run ended (or a recording is shown) without it.
     bool condition_met = false;
+    // The run is paused because this step's event happened (pause = true):
+    // Next resumes it.
+    bool held = false;
+    // The run waits before its last steps until the narration's last step.
+    bool held_at_end = false;
 };
 
 struct ViewInputs {

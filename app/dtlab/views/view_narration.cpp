@@ -27,6 +27,12 @@ std::string describeCondition(const std::string& until) {
         return "the first reduce-scatter to end";
     case NarrationCondition::Kind::RankDies:
         return "rank " + std::to_string(c.value) + " to die";
+    case NarrationCondition::Kind::RankHeals:
+        return "rank " + std::to_string(c.value) + " to heal from a live peer";
+    case NarrationCondition::Kind::NewQuorumForms:
+        return "a new quorum to form";
+    case NarrationCondition::Kind::FirstOuterSyncEnds:
+        return "the first DiLoCo outer sync to end";
     case NarrationCondition::Kind::RunFinished:
         return "the run to finish";
     }
@@ -101,7 +107,9 @@ const char* NarrationView::helpText() const {
            "a view "
            "(its border flashes) and may wait for a real event in the run: a step count, the first "
            "all-reduce, a "
-           "rank dying, the end of the run. Next unlocks when that event has happened. The last step lists "
+           "rank dying, a new quorum, the end of the run. Next unlocks when that event has happened. A step "
+           "with pause = true also pauses the run when its event happens, so the room sees that moment "
+           "frozen; Next resumes the run. The last step lists "
            "the "
            "scenario's closing checks ([[checks]]): once the run ends, each claim is marked shown or not "
            "shown "
@@ -161,7 +169,8 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
 
     const bool last = index + 1 >= int(steps.size());
     // The text, in the space left above the condition line and the buttons.
-    const float footer = ImGui::GetFrameHeightWithSpacing() * 2.0f + style.ItemSpacing.y;
+    const float footer = ImGui::GetFrameHeightWithSpacing() * 2.0f + style.ItemSpacing.y +
+                         (inputs.narration.held_at_end ? ImGui::GetTextLineHeightWithSpacing() : 0.0f);
     ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f,
                                                  ImGui::GetContentRegionAvail().y - footer)));
     ImGui::TextWrapped("%s", step.text.c_str());
@@ -170,9 +179,17 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     ImGui::EndChild();
 
     const bool ready = inputs.narration.can_next;
+    if (inputs.narration.held_at_end)
+        ImGui::TextColored(ImColor(accentColor(theme)),
+                           "The run waits before its last steps until the narration's last step.");
     ImGui::AlignTextToFramePadding();
     if (step.until.empty() || last) {
         ImGui::TextDisabled(last ? "Last step." : "Nothing to wait for.");
+    } else if (inputs.narration.held) {
+        ImGui::PushStyleColor(ImGuiCol_Text, accentColor(theme));
+        ImGui::TextWrapped("PAUSED AT THIS MOMENT: %s. Next resumes the run.",
+                           describeCondition(step.until).c_str());
+        ImGui::PopStyleColor();
     } else if (ready && inputs.narration.condition_met) {
         ImGui::TextColored(ImColor(rankStateColor(RankState::Running, theme)), "Done: %s",
                            describeCondition(step.until).c_str());

@@ -347,7 +347,8 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
     drawFaultButtons(inputs);
     const RunModel& model = *inputs.model;
     const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
-    const int64_t t_end = has_cursor ? **inputs.cursor_ns : std::max(model.tEnd(), inputs.now_ns);
+    const int64_t t_end = has_cursor ? **inputs.cursor_ns
+                                     : (inputs.live ? inputs.now_ns : std::max(model.tEnd(), inputs.now_ns));
     m_state = quorumViewState(model, inputs.ranks, has_cursor ? std::nullopt : inputs.lighthouse, t_end);
     if (model.generation() != m_recovery_generation) {
         m_recovery_generation = model.generation();

@@ -513,7 +513,8 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     const float area_x1 = origin.x + content_w;
 
     m_window.width = std::max(1.0f, content_w - label_w);
-    m_window.now_ns = std::max(inputs.now_ns, model->tEnd());
+    m_window.now_ns =
+        inputs.live ? inputs.now_ns : std::max(inputs.now_ns, model->tEnd()); // live: frozen while paused
     m_live = inputs.live;
     m_lanes.top = origin.y + axis_h;
     m_area_x0 = area_x0;

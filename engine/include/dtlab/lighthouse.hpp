@@ -146,6 +146,10 @@ class LighthouseServer {
     [[nodiscard]] int port() const;
     [[nodiscard]] std::string address() const; // "host:port"
     [[nodiscard]] LighthouseStatus status() const;
+    // The Session holds the job (paused or paced, every replica that steps
+    // waiting at its gate): the join timeout does not run, so a replica that
+    // asks while the others are held is not issued a quorum without them.
+    void setJobHeld(bool held);
 
     // Called on the server thread after each quorum is issued (keep it short).
     void onQuorum(std::function<void(const Quorum&, const QuorumDecision&)> callback);

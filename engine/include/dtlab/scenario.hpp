@@ -206,7 +206,11 @@ struct NarrationStep {
     std::string highlight; // "" or a view: topology, timeline, memory, metrics, events, controls, narration,
                            // fsdp, ddp, pipeline, quorum, diloco, bandwidth
     std::string until;     // "" (no wait) or a condition, see NarrationCondition
-    SourceLocation where;  // for error messages
+    // Hold the teaching moment: when `until` happens in a live run, dtlab
+    // pauses the run there (ranks finish the step they are in and wait at the
+    // next step gate), so the room sees that moment frozen; Next resumes it.
+    bool pause = false;
+    SourceLocation where; // for error messages
 };
 
 // The parsed form of NarrationStep::until. Accepted texts (spaces between
@@ -217,6 +221,9 @@ struct NarrationStep {
 //   "first all-gather ends"   ... all-gather (zero1/2 after the optimizer; fsdp before a unit)
 //   "first reduce-scatter ends" ... reduce-scatter (a unit's gradients, sharded)
 //   "rank R dies"             rank R was killed or failed
+//   "rank R heals"            rank R (a restarted replica) received a live peer's state
+//   "new quorum forms"        a quorum with a new id (membership changed after the first)
+//   "first outer sync ends"   DiLoCo: some replica completed its first outer step
 //   "run finished"            the Session ended (every rank exited)
 struct NarrationCondition {
     enum class Kind {
@@ -226,10 +233,13 @@ struct NarrationCondition {
         FirstAllGatherEnds,
         FirstReduceScatterEnds,
         RankDies,
+        RankHeals,
+        NewQuorumForms,
+        FirstOuterSyncEnds,
         RunFinished
     };
     Kind kind = Kind::None;
-    int value = 0; // N for StepAtLeast, R for RankDies
+    int value = 0; // N for StepAtLeast, R for RankDies and RankHeals
 };
 // The accepted forms, for messages: "step >= N", "first all-reduce ends", ...
 [[nodiscard]] const char* narrationConditionForms();

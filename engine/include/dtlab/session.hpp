@@ -86,6 +86,17 @@ struct RunControl {
     RunMode mode = RunMode::Run;
     int64_t allowed_step = INT64_MAX;
     double pace_steps_per_s = 0.0; // Paced mode only
+    // holdBefore(): no rank starts this step (or a later one) whatever the
+    // mode, until it is lifted (INT64_MAX = no hold). The ranks' gate is
+    // effectiveGate().
+    int64_t hold_before_step = INT64_MAX;
+    [[nodiscard]] int64_t effectiveGate() const {
+        return hold_before_step == INT64_MAX
+                   ? allowed_step
+                   : (allowed_step < hold_before_step - 1 ? allowed_step : hold_before_step - 1);
+    }
+    // Ranks may be waiting at the gate (paused, paced, or a hold ahead).
+    [[nodiscard]] bool gated() const { return mode != RunMode::Run || hold_before_step != INT64_MAX; }
 };
 
 class Session {
@@ -126,6 +137,10 @@ class Session {
     void resume();                    // run freely
     void stepOnce();                  // let every rank through one more step
     void setPace(double steps_per_s); // presentation pace; 0 = back to Run
+    // Ranks do not start `step` or any later one until holdBefore(INT64_MAX),
+    // whatever pause/run/pace say (dtlab holds a run's last step until its
+    // narration's last step, so the run never ends before the story does).
+    void holdBefore(int64_t step);
     [[nodiscard]] RunControl runControl() const;
 
     [[nodiscard]] std::string storeAddress() const; // "host:port" for ranks to join

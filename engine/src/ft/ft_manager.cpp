@@ -202,14 +202,19 @@ void Manager::startQuorum(int64_t step, int64_t committed_steps) {
     m_quorum_begin = m_telemetry.now();
     const int failures = m_commit_failures;
     m_quorum_future = std::async(std::launch::async, [this, committed_steps, failures] {
-        const auto deadline =
-            std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(m_config.quorum_timeout_ms));
-        for (;;) { // in slices, so that "the job finished" is noticed while waiting
+        const auto timeout = std::chrono::milliseconds(int64_t(m_config.quorum_timeout_ms));
+        auto deadline = std::chrono::steady_clock::now() + timeout;
+        // In slices, so that "the job finished" and "the job is held" are
+        // noticed while waiting; time while held does not count.
+        for (;;) {
             try {
                 return m_client->requestQuorum(committed_steps, failures, "", 2000);
             } catch (const CommError&) {
+                const auto now = std::chrono::steady_clock::now();
+                if (m_context.faults->job_held.load())
+                    deadline = now + timeout;
                 const bool finished = m_context.faults->job_finished.load();
-                if (finished || std::chrono::steady_clock::now() > deadline)
+                if (finished || now > deadline)
                     throw;
             }
         }

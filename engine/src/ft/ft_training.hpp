@@ -36,6 +36,11 @@ class FtFaultSwitches {
     std::atomic<bool> fail_next_collective{false};
     std::atomic<bool> nan_gradients{false};
     std::atomic<bool> job_finished{false}; // the others finished: leave
+    // The Session holds the job (paused, or between paced steps, with every
+    // replica that steps waiting at its gate): time spent so does not count
+    // against the quorum timeout, so a restarted replica waiting for the others
+    // does not give up while they are held.
+    std::atomic<bool> job_held{false};
     // The Session greets a rank that said hello with JobFinished (when the job
     // is done) and then its step gate; greeted is set with the gate.
     std::atomic<bool> greeted{false};

@@ -88,6 +88,7 @@ struct LighthouseServer::Impl {
     int64_t quorums_issued = 0;
     int64_t highest_step = 0;
     std::string last_reason;
+    bool held = false; // setJobHeld: the join timeout's clock stands still
 
     std::function<void(const Quorum&, const QuorumDecision&)> on_quorum;
     std::function<void(const QuorumMember&, const std::string&)> on_member_lost;
@@ -328,6 +329,12 @@ void LighthouseServer::Impl::decide(int64_t now) {
         std::any_of(members.begin(), members.end(), [](const auto& entry) { return entry.second.waiting; });
     if (!someone_waits)
         return;
+    // While the job is held, a request waits without ageing: the join timeout
+    // counts from when the job runs again.
+    if (held)
+        for (auto& entry : members)
+            if (entry.second.waiting)
+                entry.second.waiting_since_ms = now;
 
     std::vector<MemberHealth> health;
     for (const auto& entry : members) {
@@ -474,6 +481,11 @@ int LighthouseServer::port() const {
 
 std::string LighthouseServer::address() const {
     return m_impl->options.host + ":" + std::to_string(port());
+}
+
+void LighthouseServer::setJobHeld(bool held) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    m_impl->held = held;
 }
 
 LighthouseStatus LighthouseServer::status() const {

@@ -63,6 +63,7 @@ std::string scenarioToJson(const Scenario& s) {
             {"text", n.text},
             {"highlight", n.highlight},
             {"until", n.until},
+            {"pause", n.pause},
             {"where", {{"file", n.where.file}, {"line", n.where.line}, {"column", n.where.column}}},
         });
     }
@@ -277,6 +278,7 @@ Scenario scenarioFromJson(const std::string& text) {
                 jn.at("text").get_to(n.text);
                 jn.at("highlight").get_to(n.highlight);
                 jn.at("until").get_to(n.until);
+                n.pause = jn.value("pause", false); // added with recording version 5
                 const json& w = jn.at("where");
                 w.at("file").get_to(n.where.file);
                 w.at("line").get_to(n.where.line);

@@ -563,6 +563,8 @@ class ScenarioReader {
                     step.highlight = readString("steps", e.key, *e.node);
                 } else if (e.key == "until") {
                     step.until = readString("steps", e.key, *e.node);
+                } else if (e.key == "pause") {
+                    step.pause = readBool("steps", e.key, *e.node);
                 }
             }
             if (!haveText)

@@ -416,7 +416,25 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            static_cast<int>(i),
                            label + " is never reached: the run has " + std::to_string(steps) +
                                (steps == 1 ? " step" : " steps")};
-        if (c.kind == NarrationCondition::Kind::RankDies && c.value >= ranks)
+        using Kind = NarrationCondition::Kind;
+        if (s.steps[i].pause && (c.kind == Kind::None || c.kind == Kind::RunFinished))
+            return Problem{"steps",
+                           {"pause"},
+                           static_cast<int>(i),
+                           "[[steps]] pause = true needs an `until` event to pause at (a run that finished "
+                           "cannot be paused), got until \"" +
+                               s.steps[i].until + "\""};
+        if (c.kind == Kind::NewQuorumForms && !s.fault_tolerance.enabled)
+            return Problem{"steps",
+                           {"until"},
+                           static_cast<int>(i),
+                           label + " needs [fault_tolerance] enabled = true: there is no quorum otherwise"};
+        if (c.kind == Kind::FirstOuterSyncEnds && s.strategy.kind != StrategyKind::Diloco)
+            return Problem{"steps",
+                           {"until"},
+                           static_cast<int>(i),
+                           label + " needs strategy \"diloco\": only DiLoCo has outer syncs"};
+        if ((c.kind == Kind::RankDies || c.kind == Kind::RankHeals) && c.value >= ranks)
             return Problem{"steps",
                            {"until"},
                            static_cast<int>(i),

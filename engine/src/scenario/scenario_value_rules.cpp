@@ -216,7 +216,9 @@ namespace dt {
 
 const char* narrationConditionForms() {
     return "\"\" (no wait), \"step >= N\", \"first all-reduce ends\", \"first all-gather ends\", \"first "
-           "reduce-scatter ends\", \"rank R dies\", \"run finished\"";
+           "reduce-scatter ends\", \"rank R dies\", \"rank R heals\", \"new quorum forms\", \"first outer "
+           "sync "
+           "ends\", \"run finished\"";
 }
 
 bool parseNarrationCondition(const std::string& text, NarrationCondition& out) {
@@ -258,6 +260,12 @@ bool parseNarrationCondition(const std::string& text, NarrationCondition& out) {
         c.kind = Kind::FirstReduceScatterEnds;
     else if (words.size() == 3 && words[0] == "rank" && words[2] == "dies" && number(words[1], c.value))
         c.kind = Kind::RankDies;
+    else if (words.size() == 3 && words[0] == "rank" && words[2] == "heals" && number(words[1], c.value))
+        c.kind = Kind::RankHeals;
+    else if (words == std::vector<std::string>{"new", "quorum", "forms"})
+        c.kind = Kind::NewQuorumForms;
+    else if (words == std::vector<std::string>{"first", "outer", "sync", "ends"})
+        c.kind = Kind::FirstOuterSyncEnds;
     else if (words == std::vector<std::string>{"run", "finished"})
         c.kind = Kind::RunFinished;
     else

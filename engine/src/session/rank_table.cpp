@@ -58,12 +58,20 @@ int Session::Impl::maxCompletedStep() const {
     return m;
 }
 
-int Session::Impl::minCompletedStep() const {
+// Lowest step completed by the ranks that step on their own: alive, not
+// frozen, and not a restarted replica still starting or healing (it catches up
+// by joining the others' next quorum, not by stepping through the gate, so a
+// pace that waited for it would wait for ever). INT_MAX when there is none.
+int Session::Impl::minSteppingCompletedStep() const {
     int m = INT_MAX;
-    for (size_t r = 0; r < progress.size(); ++r)
-        if (!rank_gone[r])
+    for (size_t r = 0; r < progress.size(); ++r) {
+        const RankState state = progress[r].state;
+        const bool steps = state == RankState::Running || state == RankState::Paused ||
+                           (state == RankState::Starting && progress[r].incarnation == 0);
+        if (!rank_gone[r] && !rank_finished[r] && steps)
             m = std::min(m, progress[r].step);
-    return m == INT_MAX ? -1 : m;
+    }
+    return m;
 }
 
 // [SECTION] Silent ranks -----------------------------------------------------
@@ -163,9 +171,10 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
     for (size_t i = 0; i < count; ++i) {
         const Event& e = events[i];
         record.events.push_back(e);
-        if (e.kind == EventKind::RankStarted && p.state == RankState::Starting)
-            p.state = RankState::Running;
-        if (e.kind == EventKind::RankReady && p.state == RankState::Starting)
+        // A restarted replica is Healing from its start until its first commit
+        // (it catches up from a live peer, it does not step on its own).
+        if ((e.kind == EventKind::RankStarted || e.kind == EventKind::RankReady) &&
+            p.state == RankState::Starting)
             p.state = ft_enabled && p.incarnation > 0 ? RankState::Healing : RankState::Running;
         if (e.kind == EventKind::Step && e.phase == EventPhase::Span) {
             if (!ft_enabled)

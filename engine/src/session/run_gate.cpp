@@ -10,12 +10,21 @@
 #include "session/session_impl.hpp"
 
 #include <algorithm>
+#include <climits>
 
 namespace dt {
 
-// Tell every connected rank the current gate.
+// Tell every connected rank the current gate (the pause/pace gate, or the
+// hold ahead when that comes first).
 void Session::Impl::broadcastGate(int64_t allowed_step) {
-    wire::ControlMessage message{uint32_t(wire::ControlCommand::SetAllowedStep), 0, allowed_step, 0.0};
+    RunControl gate;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        gate = control;
+    }
+    gate.allowed_step = allowed_step;
+    wire::ControlMessage message{uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.effectiveGate(),
+                                 0.0};
     for (int r = 0; r < world; ++r)
         collector->sendControl(r, message);
 }
@@ -41,6 +50,8 @@ void Session::Impl::syncNewRanksAndPace() {
     std::vector<std::pair<double, double>> links; // (mbit/s, latency ms) per rank
     bool tick = false;
     bool done = false;
+    bool held = false;
+    bool held_changed = false;
     {
         std::lock_guard<std::mutex> lock(mutex);
         hello.swap(pending_hello_sync);
@@ -49,22 +60,40 @@ void Session::Impl::syncNewRanksAndPace() {
         for (const auto& p : progress)
             links.emplace_back(p.link_mbit_s, p.link_latency_ms);
         const int64_t now = monotonicNowNs();
+        const int64_t stepping_min = minSteppingCompletedStep();
+        const bool all_at_gate =
+            control.mode != RunMode::Run && stepping_min != INT_MAX && stepping_min >= control.allowed_step;
         if (control.mode == RunMode::Paced && control.pace_steps_per_s > 0 &&
             now - last_pace_tick_ns >= int64_t(1e9 / control.pace_steps_per_s) &&
-            minCompletedStep() >= control.allowed_step) {
+            (stepping_min == INT_MAX || stepping_min >= control.allowed_step)) {
             control.allowed_step += 1;
             last_pace_tick_ns = now;
             tick = true;
         }
+        held = all_at_gate && !tick;
+        held_changed = held != job_held;
+        job_held = held;
         gate = control;
         done = job_done;
+    }
+    if (held_changed) {
+        // The job's clock stands still while held: ranks stop counting their
+        // quorum timeout, the lighthouse its join timeout.
+        const wire::ControlMessage message{uint32_t(wire::ControlCommand::SetJobHeld), 0, held ? 1 : 0, 0.0};
+        for (int r = 0; r < world; ++r)
+            collector->sendControl(r, message);
+        std::lock_guard<std::mutex> lock(lighthouse_mutex);
+        if (lighthouse)
+            lighthouse->setJobHeld(held);
     }
     for (int r : hello) {
         // A replica restarted just before the job finished is not needed any more.
         if (done)
             collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
-        collector->sendControl(r,
-                               {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.allowed_step, 0.0});
+        collector->sendControl(
+            r, {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.effectiveGate(), 0.0});
+        if (held)
+            collector->sendControl(r, {uint32_t(wire::ControlCommand::SetJobHeld), 0, 1, 0.0});
         if (delays[size_t(r)] > 0)
             collector->sendControl(r, {uint32_t(wire::ControlCommand::SetDelayMs), 0, 0, delays[size_t(r)]});
         const auto [mbit, latency] = links[size_t(r)];
@@ -113,6 +142,16 @@ void Session::setPace(double steps_per_s) {
         allowed = std::min<int64_t>(m_impl->control.allowed_step, m_impl->maxCompletedStep() + 1);
     }
     m_impl->setGate(RunMode::Paced, allowed, steps_per_s);
+}
+
+void Session::holdBefore(int64_t step) {
+    int64_t allowed = 0;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        m_impl->control.hold_before_step = step;
+        allowed = m_impl->control.allowed_step;
+    }
+    m_impl->broadcastGate(allowed);
 }
 
 RunControl Session::runControl() const {

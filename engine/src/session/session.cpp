@@ -329,9 +329,9 @@ std::vector<RankProgress> Session::progress() const {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     std::vector<RankProgress> out = m_impl->progress;
     // A running rank that completed every step the gate allows waits at the gate.
-    if (m_impl->control.mode != RunMode::Run)
+    if (m_impl->control.gated())
         for (auto& p : out)
-            if (p.state == RankState::Running && p.step >= m_impl->control.allowed_step)
+            if (p.state == RankState::Running && p.step >= m_impl->control.effectiveGate())
                 p.state = RankState::Paused;
     return out;
 }

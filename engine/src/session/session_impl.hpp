@@ -81,12 +81,12 @@ struct Session::Impl final : TelemetrySink {
     void onLog(int rank, LogLevel level, const std::string& text) override;
     void onDisconnect(int rank, bool clean) override;
     void onProtocolError(const std::string& what) override;
-    void heardFrom(int rank);                                      // mutex held
-    void checkSilentRanks(int64_t now);                            // mutex held
-    std::string silentRanksNote() const;                           // mutex held
-    std::string neverJoinedNote() const;                           // mutex held
-    int maxCompletedStep() const;                                  // mutex held
-    int minCompletedStep() const;                                  // mutex held; over ranks still alive
+    void heardFrom(int rank);             // mutex held
+    void checkSilentRanks(int64_t now);   // mutex held
+    std::string silentRanksNote() const;  // mutex held
+    std::string neverJoinedNote() const;  // mutex held
+    int maxCompletedStep() const;         // mutex held
+    int minSteppingCompletedStep() const; // mutex held; over ranks that step on their own (below)
     void log(LogLevel level, const std::string& text);             // mutex held
     void noteFailure(const std::string& reason);                   // mutex held
     void emitSessionEvent(EventKind kind, int rank, double value); // mutex held
@@ -149,6 +149,7 @@ struct Session::Impl final : TelemetrySink {
     // [run_gate.cpp] --------------------------------------------------------
     RunControl control;
     int64_t last_pace_tick_ns = 0;
+    bool job_held = false; // every rank that steps waits at the gate (told to ranks and the lighthouse)
 
     void broadcastGate(int64_t allowed_step);                      // no mutex
     void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex

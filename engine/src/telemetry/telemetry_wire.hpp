@@ -69,6 +69,8 @@ enum class ControlCommand : uint32_t {
         8, // the rank's modelled link: delay_ms = latency, allowed_step = bandwidth in kbit/s (0 = no cap)
     KillSelf =
         9, // SIGKILL yourself: a kill fault for a rank the Session cannot signal (joined from another host)
+    SetJobHeld = 10, // allowed_step = 1: every rank that steps waits at the gate (paused or paced), so
+                     // the job's clock stands still: a quorum wait does not time out; 0: it runs again
 };
 struct ControlMessage {
     uint32_t command;

@@ -438,6 +438,9 @@ int runWorker(const WorkerArgs& args) {
         case ControlCommand::SetLink:
             link.set(double(m.allowed_step) / 1000.0, m.delay_ms);
             break;
+        case ControlCommand::SetJobHeld:
+            ft_faults.job_held = m.allowed_step != 0;
+            break;
         case ControlCommand::KillSelf:
             ::raise(SIGKILL);
             break; // only ever from the authenticated Session

@@ -1,0 +1,261 @@
+// test_teaching_clock.cpp: the narration holds the run, end to end.
+//
+// dtlab under Xvfb, driven by --script, on real runs:
+//   - every shipped narrated scenario: Next is pressed only when enabled
+//     (wait_next); at each step with pause = true the run is held at that
+//     moment (expect_held); at the narration's last step the run is still live
+//     (its last step waits for the narration), unless the scenario ends the
+//     run on purpose (a fatal kill, or a step that waits for the end);
+//   - the end-of-run glue: a narration waiting for an event that never comes,
+//     a run whose every rank is killed; what the narration says after it;
+//   - a fault-tolerant run with a killed replica under Pace 1 and 2, paused
+//     longer than the quorum and join timeouts and resumed: every step
+//     committed, no false failure, equal checksums.
+// Screenshots of held moments go to DTLAB_BINARY_DIR/gui-artifacts.
+#include "gui/e2e_support.hpp"
+#include "integration/process_helpers.hpp"
+
+#include "dtlab/recording.hpp"
+#include "dtlab/scenario.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+using namespace e2e;
+
+namespace {
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+// The script that walks a scenario's narration as a presenter would: the
+// kill a step asks for (when no [[faults]] does it), Next only once enabled,
+// a screenshot at each held moment.
+struct NarrationWalk {
+    std::string script;
+    bool run_may_end = false; // a fatal kill, or a step before the last waits for the end
+    int holds = 0;
+    int holds_after_end = 0; // held steps at or after the run may have ended (the run cannot stay paused)
+};
+
+NarrationWalk narrationWalk(const dt::Scenario& s, const std::string& shot_prefix) {
+    NarrationWalk walk;
+    std::set<int> fault_kills;
+    for (const dt::FaultConfig& f : s.faults)
+        if (f.action == dt::FaultAction::Kill)
+            fault_kills.insert(f.rank);
+    const bool ft = s.fault_tolerance.enabled;
+    walk.run_may_end = !fault_kills.empty() && !ft;
+    std::ostringstream out;
+    for (size_t i = 0; i + 1 < s.steps.size(); ++i) {
+        const dt::NarrationStep& step = s.steps[i];
+        dt::NarrationCondition c;
+        REQUIRE(dt::parseNarrationCondition(step.until, c));
+        if (c.kind == dt::NarrationCondition::Kind::RankDies && !fault_kills.count(c.value)) {
+            out << "kill " << c.value << "\n"; // the presenter presses Kill, as the step asks
+            walk.run_may_end = walk.run_may_end || !ft;
+        }
+        if (c.kind == dt::NarrationCondition::Kind::RunFinished)
+            walk.run_may_end = true;
+        out << "wait_next\n";
+        if (step.pause) {
+            out << "expect_held\nscreenshot " << shot_prefix << "_step" << (i + 1) << ".png\n";
+            ++walk.holds;
+            walk.holds_after_end += walk.run_may_end ? 1 : 0;
+        }
+        out << "print_narration\nnext\n";
+    }
+    out << "wait_frames 3\n";
+    if (!walk.run_may_end)
+        out << "expect_live\n";
+    out << "print_narration\nquit\n";
+    walk.script = out.str();
+    return walk;
+}
+
+std::vector<std::string> shippedScenarios() {
+    std::vector<std::string> paths;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(DTLAB_SOURCE_DIR) + "/scenarios"))
+        if (entry.path().extension() == ".toml")
+            paths.push_back(entry.path().string());
+    std::sort(paths.begin(), paths.end());
+    return paths;
+}
+
+// A small fault-tolerant run: 3 replicas, replica 1 killed at step 6, restarted
+// 300 ms later; quorum timeout 2 s and join timeout 1 s (a pause is longer).
+std::string ftScenario(const it::TempDir& dir, int steps) {
+    it::ScenarioSpec spec;
+    spec.name = "paced fault tolerance";
+    spec.ranks = 3;
+    spec.steps = steps;
+    spec.d_model = 32;
+    spec.layers = 1;
+    spec.heads = 2;
+    spec.extra_toml = "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\ncollective_timeout_ms = "
+                      "1500\nquorum_timeout_ms = 2000\nrestart_delay_ms = 300\n";
+    spec.faults_toml = "[[faults]]\naction = \"kill\"\nrank = 1\nstep = 6\nwhen = \"allreduce\"\n";
+    return dir.write("paced_ft.toml", it::scenarioToml(spec));
+}
+
+} // namespace
+
+TEST_CASE("Every shipped narrated scenario holds its moments and lasts until its narration's last step",
+          "[e2e][narration]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
+        return;
+    }
+    Xvfb x;
+    REQUIRE(x.ok());
+    const std::string art = artifactDir();
+    it::TempDir dir("dtlab-narration");
+    int scenarios_with_holds = 0;
+    for (const std::string& path : shippedScenarios()) {
+        const dt::Scenario s = dt::loadScenarioFile(path);
+        if (s.steps.size() < 2)
+            continue;
+        const std::string name = std::filesystem::path(path).stem().string();
+        const NarrationWalk walk = narrationWalk(s, "narration_" + name);
+        scenarios_with_holds += walk.holds > 0 ? 1 : 0;
+        const std::string script = dir.write(name + ".script", walk.script);
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, path, "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
+        INFO(name << ": " << it::describe(r) << "\nscript:\n" << walk.script << "\nstdout:\n" << r.out);
+        REQUIRE_FALSE(r.timed_out);
+        CHECK(r.exit_code == 0);
+        CHECK(contains(r.out, "dtlab: script done"));
+        // Each held step says so in the app's own words (print_narration after expect_held).
+        size_t held_lines = 0;
+        for (size_t at = r.out.find("held (the run is paused at"); at != std::string::npos;
+             at = r.out.find("held (the run is paused at", at + 1))
+            ++held_lines;
+        CHECK(held_lines >= size_t(walk.holds - walk.holds_after_end));
+        CHECK(held_lines <= size_t(walk.holds));
+        CHECK(it::waitForNoWorkers(10.0).empty());
+    }
+    CHECK(scenarios_with_holds >= 20);
+}
+
+TEST_CASE("After a run ends, the narration says what did not happen and why", "[e2e][narration]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
+        return;
+    }
+    Xvfb x;
+    REQUIRE(x.ok());
+    it::TempDir dir("dtlab-narration-end");
+
+    SECTION("a 3-step run waiting for a death that never comes: held at its last step, then 'did not happen'") {
+        it::ScenarioSpec spec;
+        spec.name = "narration end";
+        spec.ranks = 2;
+        spec.steps = 3;
+        spec.d_model = 32;
+        spec.layers = 1;
+        spec.heads = 2;
+        spec.extra_toml = "[[steps]]\ntext = \"Kill rank 1 now.\"\nuntil = \"rank 1 dies\"\npause = true\n\n"
+                          "[[steps]]\ntext = \"The end.\"\n";
+        const std::string scenario = dir.write("never.toml", it::scenarioToml(spec));
+        const std::string script = dir.write("never.script", "wait_step 2\nwait_seconds 1\nprint_narration\n"
+                                                             "expect_live\nrun\nwait_finished\nprint_narration\n"
+                                                             "next\nprint_narration\nquit\n");
+        const it::ProcessResult r = it::runProcess({kDtlab, scenario, "--script", script}, displayOptions(x, 120.0));
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        REQUIRE_FALSE(r.timed_out);
+        CHECK(r.exit_code == 0);
+        // While the narration waits, the run waits before its last step ...
+        CHECK(contains(r.out, "dtlab: narration: step 1 of 2, until \"rank 1 dies\": the run waits before its last step "
+                              "for the narration; run live"));
+        // ... Run lets it finish; the condition never held: not "done".
+        CHECK(contains(r.out, "step 1 of 2, until \"rank 1 dies\": did not happen (the run ended before it); "
+                              "run ended"));
+        CHECK_FALSE(contains(r.out, "\"rank 1 dies\": done"));
+        CHECK(contains(r.out, "dtlab: narration: step 2 of 2: nothing to wait for; run ended"));
+    }
+    SECTION("every rank killed: a step count that was never reached did not happen") {
+        it::ScenarioSpec spec;
+        spec.name = "all killed";
+        spec.ranks = 2;
+        spec.steps = 50;
+        spec.d_model = 32;
+        spec.layers = 1;
+        spec.heads = 2;
+        spec.run_toml = "step_delay_ms = 50\n";
+        spec.extra_toml = "[[steps]]\ntext = \"Wait for step 40.\"\nuntil = \"step >= 40\"\npause = true\n\n"
+                          "[[steps]]\ntext = \"The end.\"\n";
+        const std::string scenario = dir.write("killed.toml", it::scenarioToml(spec));
+        const std::string script =
+            dir.write("killed.script", "wait_step 2\nkill 0\nkill 1\nwait_finished\nprint_narration\nquit\n");
+        const it::ProcessResult r = it::runProcess({kDtlab, scenario, "--script", script}, displayOptions(x, 120.0));
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        REQUIRE_FALSE(r.timed_out);
+        CHECK(r.exit_code == 0);
+        CHECK(contains(r.out, "until \"step >= 40\": did not happen (the run ended before it); run ended"));
+        CHECK_FALSE(contains(r.out, "narration: paused at the moment"));
+    }
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
+TEST_CASE("A paced fault-tolerant run with a killed replica, paused past every timeout, commits every step",
+          "[e2e][ft][pace]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
+        return;
+    }
+    Xvfb x;
+    REQUIRE(x.ok());
+    it::TempDir dir("dtlab-paced-ft");
+    const int steps = 16;
+    const double pace = GENERATE(1.0, 2.0);
+    const std::string recording = dir.file("paced.dtrec");
+    // Paused 5 s after the restarted replica came back: longer than the
+    // quorum timeout (2 s) and the join timeout (1 s).
+    std::ostringstream script;
+    script << "pace " << pace << "\nwait_dead 1\nwait_step 9\npause\nwait_seconds 5\nprint_narration\npace " << pace
+           << "\nwait_finished\nsave_recording " << recording << "\nquit\n";
+    const std::string script_path = dir.write("paced.script", script.str());
+    const it::ProcessResult r = it::runProcess({kDtlab, ftScenario(dir, steps), "--script", script_path},
+                                               displayOptions(x, 240.0));
+    INFO("pace " << pace << ": " << it::describe(r) << "\nstdout:\n" << r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "dtlab: the run finished"));
+
+    const dt::RecordingLoad load = dt::readRecording(recording);
+    REQUIRE(load.complete);
+    CHECK(load.record.ok);
+    std::map<int, std::set<int>> committed; // rank -> steps
+    std::map<int, uint64_t> last_checksum;  // rank -> checksum after its last commit
+    std::map<int, int> deaths;
+    for (const dt::Event& e : load.record.events) {
+        if (e.rank < 0)
+            continue;
+        if (e.kind == dt::EventKind::Commit)
+            committed[e.rank].insert(int(e.step));
+        if (e.kind == dt::EventKind::ParamsChecksum)
+            last_checksum[e.rank] = e.seq;
+        if (e.kind == dt::EventKind::ProcessExited && e.value != 0)
+            ++deaths[e.rank];
+    }
+    // The survivors committed every step; the only death is the scenario's kill.
+    CHECK(committed[0].size() == size_t(steps));
+    CHECK(committed[2].size() == size_t(steps));
+    CHECK(committed[1].count(steps - 1) == 1);
+    CHECK(deaths[0] == 0);
+    CHECK(deaths[1] == 1);
+    CHECK(deaths[2] == 0);
+    REQUIRE(last_checksum.size() == 3);
+    CHECK(last_checksum[0] == last_checksum[1]);
+    CHECK(last_checksum[1] == last_checksum[2]);
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
