@@ -130,6 +130,7 @@ void AppContext::gatherFacts() {
         say(record.ok
                 ? "the run finished: every rank completed " + std::to_string(m_scenario.run.steps) + " steps"
                 : "the run failed: " + record.failure_reason);
+        announceRecording();
     }
     m_facts.elapsed_s = double((m_facts.finished ? m_end_ns : monotonicNowNs()) - m_start_ns) / 1e9;
 }
