@@ -4,7 +4,8 @@
 //   magic "DTLABREC" (8 bytes), u32 version
 //   chunks until the end: {char tag[4], u32 payload_bytes, payload, u32 crc32(payload)}
 //     "META"  JSON: scenario, ranks (pid, host, exit), ok, failure_reason, t_start_ns,
-//             t_end_ns, final (version 5: true only in the run's last META)
+//             t_end_ns, final (version 5: true only in the run's last META). A META
+//             between the first and the final one updates the ranks: no scenario
 //     "EVTS"  Event records, 64 bytes each (events.hpp; kWireVersion layout),
 //             at most kEventsPerChunk of them, spanning at most kChunkSpanNs of run
 //     "LOGS"  repeated {i64 t_ns, i32 rank, u8 level, u32 length, text}
@@ -103,7 +104,7 @@ class RecordingWriter {
   private:
     void writeChunk(const char tag[4], const std::string& payload);
     void writeEventChunk();
-    void writeMeta(const RunRecord& r, bool final_meta);
+    void writeMeta(const RunRecord& r, bool final_meta, bool with_scenario);
 
     std::string m_path;
     std::string m_partial;

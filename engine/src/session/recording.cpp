@@ -66,9 +66,11 @@ std::string chunkBytes(const char tag[4], const std::string& payload) {
     return out;
 }
 
-std::string metaJson(const RunRecord& r, bool final_meta) {
+// A rank update (neither the first META nor the final one) leaves the scenario out.
+std::string metaJson(const RunRecord& r, bool final_meta, bool with_scenario) {
     Json j;
-    j["scenario"] = Json::parse(scenarioToJson(r.scenario));
+    if (with_scenario)
+        j["scenario"] = Json::parse(scenarioToJson(r.scenario));
     Json ranks = Json::array();
     for (const auto& info : r.ranks)
         ranks.push_back({{"rank", info.rank},
@@ -88,10 +90,11 @@ std::string metaJson(const RunRecord& r, bool final_meta) {
     return j.dump();
 }
 
-// Returns whether this META is the run's final one.
-bool applyMeta(RunRecord& r, const std::string& text) {
+// Returns whether this META is the run's final one. The first META has the scenario.
+bool applyMeta(RunRecord& r, const std::string& text, bool first) {
     const Json j = Json::parse(text);
-    r.scenario = scenarioFromJson(j.at("scenario").dump());
+    if (first || j.contains("scenario"))
+        r.scenario = scenarioFromJson(j.at("scenario").dump());
     r.ranks.clear();
     for (const auto& x : j.at("ranks")) {
         RankInfo info;
@@ -176,7 +179,7 @@ RecordingWriter::RecordingWriter(std::string path, const RunRecord& start)
     try {
         if (n != ssize_t(header.size()))
             throw UsageError("cannot write the recording '" + m_partial + "': " + std::strerror(errno));
-        writeMeta(m_meta, false);
+        writeMeta(m_meta, false, true);
     } catch (...) {
         discard(); // the destructor does not run when the constructor throws
         throw;
@@ -214,8 +217,8 @@ void RecordingWriter::writeEventChunk() {
     m_pending_events.clear();
 }
 
-void RecordingWriter::writeMeta(const RunRecord& r, bool final_meta) {
-    writeChunk("META", metaJson(r, final_meta));
+void RecordingWriter::writeMeta(const RunRecord& r, bool final_meta, bool with_scenario) {
+    writeChunk("META", metaJson(r, final_meta, with_scenario));
 }
 
 void RecordingWriter::addEvents(const Event* events, size_t count) {
@@ -235,7 +238,7 @@ void RecordingWriter::addLogs(const LogRecord* logs, size_t count) {
 
 void RecordingWriter::noteRanks(const std::vector<RankInfo>& ranks) {
     m_meta.ranks = ranks;
-    writeMeta(m_meta, false);
+    writeMeta(m_meta, false, false);
 }
 
 void RecordingWriter::flush() {
@@ -258,7 +261,7 @@ void RecordingWriter::flush() {
 
 void RecordingWriter::finish(const RunRecord& end) {
     flush();
-    writeMeta(end, true);
+    writeMeta(end, true, true);
     writeChunk("END ", "");
     const int fd = m_fd;
     m_fd = -1;
@@ -330,8 +333,9 @@ RecordingLoad readRecording(const std::string& path) {
         uint32_t size = 0;
         std::memcpy(&size, bytes.data() + at + 4, 4);
         if (at + 8 + uint64_t(size) + 4 > bytes.size()) {
-            cut = std::string("the file ends inside a '") + tag + "' chunk at byte " +
-                  std::to_string(bytes.size()) + " (the chunk starts at byte " + std::to_string(at) + ")";
+            cut = std::string("the file ends inside ") + (tag[0] == 'E' ? "an '" : "a '") + tag +
+                  "' chunk at byte " + std::to_string(bytes.size()) + " (the chunk starts at byte " +
+                  std::to_string(at) + ")";
             break;
         }
         const char* payload = bytes.data() + at + 8;
@@ -350,7 +354,7 @@ RecordingLoad readRecording(const std::string& path) {
         }
         try {
             if (t == "META") {
-                const bool final_meta = applyMeta(rec, std::string(payload, size));
+                const bool final_meta = applyMeta(rec, std::string(payload, size), !have_meta);
                 have_meta = true;
                 load.end_state_known = final_meta || version < 5; // 2-4 wrote the final META first
             } else if (t == "EVTS") {
