@@ -2,7 +2,8 @@
 // update (events in, facts, the script), what the views read, and draw().
 //
 // The rest of AppContext, one concern per file:
-//   app_lifecycle.cpp    opening a scenario or a recording, stopping a run, saving it
+//   app_lifecycle.cpp    opening a scenario or a recording, stopping a run, saving it,
+//                        the live run's automatic recording (auto_recording.hpp)
 //   app_actions.cpp      the actions of buttons, shortcuts and the script
 //   app_narration.cpp    the narration's position and its highlight
 //   app_layout.cpp       the default tiling (asks the views) and the views' windows
@@ -131,6 +132,7 @@ void AppContext::gatherFacts() {
         say(record.ok
                 ? "the run finished: every rank completed " + std::to_string(m_scenario.run.steps) + " steps"
                 : "the run failed: " + record.failure_reason);
+        announceRecording();
     }
     m_facts.elapsed_s = double((m_facts.finished ? m_end_ns : monotonicNowNs()) - m_start_ns) / 1e9;
     // Frozen: paused, and no rank is still finishing its step. The views'

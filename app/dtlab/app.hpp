@@ -80,6 +80,12 @@ class AppContext final : public ScriptHost, public ViewActions {
     bool openPath(const std::string& path, std::string& error) override;
     // Stop the Session (SIGKILL every rank) and forget it; prints a summary line per rank.
     void closeRun(const std::string& reason);
+    // Every live run is recorded as it goes (auto_recording.hpp). The last
+    // run's recording: this app's (PATH once the run ended, PATH.partial while
+    // it goes), else the newest in the folder (a dtlab cut off leaves its
+    // .partial); "" = none. replayLastRun opens it (File > Replay the last run).
+    [[nodiscard]] std::string lastRecordingPath() const;
+    bool replayLastRun(std::string& error);
 
     // ---- per frame ----------------------------------------------------------
     void attachWindow(GLFWwindow* window) { m_window = window; }
@@ -206,6 +212,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     void resetRunState();
     void applyRelevance();
     void printSummary(const RunRecord& record) const;
+    void announceRecording() const; // at the end of a run: where its recording is
     // app_actions.cpp
     [[nodiscard]] bool rankValid(int rank) const { return rank >= 0 && rank < int(m_facts.ranks.size()); }
     // app_narration.cpp
@@ -234,6 +241,9 @@ class AppContext final : public ScriptHost, public ViewActions {
     std::optional<RunRecord> m_replay;
     std::vector<ClosingCheckResult> m_checks;
     std::string m_replay_path;
+    std::string m_recording_dir;  // where live runs are recorded ("" = nowhere: m_recording_note says why)
+    std::string m_recording_note; // why runs are not recorded
+    std::string m_recording_path; // the current (or last) live run's recording
     std::string m_replay_problem;
     std::string m_failure_reason;
     RunModel m_model;

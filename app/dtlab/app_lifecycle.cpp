@@ -1,7 +1,10 @@
 // app_lifecycle.cpp: what the app shows: starting a scenario, opening a
 // recording (replay), the views that belong to it, stopping the run and
-// saving it (see app.hpp).
+// saving it (see app.hpp). Every live run is recorded as it goes into
+// dtlab's own folder (auto_recording.hpp): File > Replay the last run.
 #include "app.hpp"
+
+#include "auto_recording.hpp"
 
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
@@ -10,6 +13,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <ctime>
 #include <sys/stat.h>
 
 namespace dt::app {
@@ -60,6 +64,10 @@ void AppContext::openScenario(const Scenario& scenario) {
     SessionOptions options;
     options.scenario = m_scenario;
     options.worker_executable = m_options.worker_executable;
+    if (m_recording_dir.empty() && m_recording_note.empty())
+        m_recording_dir = autoRecordingDir(m_recording_note);
+    if (!m_recording_dir.empty())
+        options.record_path = autoRecordingPath(m_recording_dir, m_scenario.name, std::time(nullptr));
     m_session = std::make_unique<Session>(options);
     try {
         m_session->start();
@@ -69,6 +77,17 @@ void AppContext::openScenario(const Scenario& scenario) {
     } catch (...) {
         m_session.reset();
         throw;
+    }
+    m_recording_path = options.record_path;
+    if (!m_recording_path.empty()) {
+        say("recording this run to " + partialRecordingPath(m_recording_path) + " (renamed to " +
+            m_recording_path + " when it ends)");
+        const std::vector<std::string> removed = pruneAutoRecordings(m_recording_dir, kAutoRecordingsKept);
+        if (!removed.empty())
+            say("removed " + std::to_string(removed.size()) + " older recording(s) from " + m_recording_dir +
+                ": dtlab keeps its last " + std::to_string(kAutoRecordingsKept));
+    } else {
+        say("this run is not recorded: " + m_recording_note);
     }
     m_start_ns = monotonicNowNs();
     applyRelevance();
@@ -158,6 +177,42 @@ void AppContext::closeRun(const std::string& reason) {
     m_session->stop(reason);
     m_session.reset(); // the destructor waits for the monitor and kills whatever is left
     say("stopped the run (" + reason + "): every rank process is gone");
+}
+
+void AppContext::announceRecording() const {
+    if (!m_session || m_recording_path.empty())
+        return;
+    const RecordingStatus status = m_session->recordingStatus();
+    if (status.finished)
+        say("the run's recording: " + status.path + " (" + std::to_string(status.events_written) +
+            " events; File > Replay the last run)");
+    else if (!status.error.empty())
+        say("the run's recording failed: " + status.error);
+}
+
+std::string AppContext::lastRecordingPath() const {
+    if (!m_recording_path.empty()) {
+        if (fileExists(m_recording_path))
+            return m_recording_path;
+        if (fileExists(partialRecordingPath(m_recording_path)))
+            return partialRecordingPath(m_recording_path);
+    }
+    std::string note;
+    const std::string dir = m_recording_dir.empty() ? autoRecordingDir(note) : m_recording_dir;
+    return dir.empty() ? "" : newestAutoRecording(dir);
+}
+
+bool AppContext::replayLastRun(std::string& error) {
+    const std::string path = lastRecordingPath();
+    if (path.empty()) {
+        error = "no recording of a run yet";
+        return false;
+    }
+    if (live()) {
+        error = "the run is still going: stop it first (File > Stop the run)";
+        return false;
+    }
+    return openRecordingFile(path, error);
 }
 
 bool AppContext::saveRecording(const std::string& path, std::string& error) {

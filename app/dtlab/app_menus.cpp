@@ -92,6 +92,20 @@ void AppContext::drawMenuBar() {
             openScenarioDialog();
         if (ImGui::MenuItem("Save recording...", "Ctrl+S", false, hasRun()))
             openSaveDialog();
+        // Every live run is recorded as it goes (auto_recording.hpp).
+        const std::string last = lastRecordingPath();
+        if (ImGui::MenuItem("Replay the last run", nullptr, false, !last.empty() && !live())) {
+            std::string error;
+            if (!replayLastRun(error))
+                say("cannot replay the last run: " + error);
+        }
+        if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+            ImGui::SetTooltip("%s", last.empty() ? "No run recorded yet: every run dtlab starts is recorded."
+                                    : live()     ? "The run is still going (and being recorded)."
+                                                 : ("Opens " + last).c_str());
+        if (m_session && !m_recording_path.empty())
+            ImGui::TextDisabled("This run's recording: %s%s", m_recording_path.c_str(),
+                                live() ? ".partial (renamed when it ends)" : "");
         ImGui::Separator();
         if (ImGui::MenuItem("Stop the run", nullptr, false, live())) {
             m_session->stop("stopped from the File menu");

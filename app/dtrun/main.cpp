@@ -175,10 +175,11 @@ void printBusBandwidth(const dt::RunRecord& record) {
 }
 
 // Starts a Session and waits for its end, with the progress line on a
-// terminal; the record goes to `out`. Returns 0, or 2 when the Session refused
-// to start (usage error; the message is printed).
+// terminal; the record goes to `out`, and where its recording went (when
+// options.record_path is set) to `recording`. Returns 0, or 2 when the Session
+// refused to start (usage error; the message is printed).
 int runToEnd(const dt::SessionOptions& options, const RunFlags& f, const std::string& label,
-             dt::RunRecord& out) {
+             dt::RunRecord& out, dt::RecordingStatus* recording = nullptr) {
     const dt::Scenario& scenario = options.scenario;
     dt::Session session(options);
     try {
@@ -208,6 +209,8 @@ int runToEnd(const dt::SessionOptions& options, const RunFlags& f, const std::st
     if (tty)
         std::cerr << "\r\033[K";
     out = session.snapshot();
+    if (recording)
+        *recording = session.recordingStatus();
     if (!f.quiet && out.ok)
         std::cerr << "dtrun: " << label
                   << "done: " << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed())
@@ -236,6 +239,8 @@ int runCommand(const RunFlags& f) {
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
         checkOutputPath("--record", f.record_path);
+        if (!f.record_path.empty())
+            dt::checkRecordingPath(f.record_path); // a directory, device or symlink is never replaced
         if (!f.params_out.empty()) {
             struct stat st {};
             if (stat(f.params_out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -259,6 +264,7 @@ int runCommand(const RunFlags& f) {
     }
     options.store_port = f.port;
     options.params_out_dir = f.params_out;
+    options.record_path = f.record_path; // streamed as the run goes (recording.hpp)
 
     std::signal(SIGINT, onSignal);
     std::signal(SIGTERM, onSignal);
@@ -280,9 +286,13 @@ int runCommand(const RunFlags& f) {
             std::cerr << "; chaos seed " << scenario.chaos.seed << " (replay: --chaos-seed "
                       << scenario.chaos.seed << ")";
         std::cerr << "\n";
+        if (!f.record_path.empty())
+            std::cerr << "dtrun: recording to " << f.record_path << " (written as the run goes to "
+                      << dt::partialRecordingPath(f.record_path) << ", renamed when it ends)\n";
     }
     dt::RunRecord record;
-    if (const int code = runToEnd(options, f, "", record); code != 0)
+    dt::RecordingStatus recording;
+    if (const int code = runToEnd(options, f, "", record, &recording); code != 0)
         return code;
 
     // Closing checks: the baselines run only with --check (each is a whole run more).
@@ -295,6 +305,7 @@ int runCommand(const RunFlags& f) {
             dt::SessionOptions baseline_options = options;
             baseline_options.scenario = dt::scenarioForBaseline(scenario, check.baseline);
             baseline_options.params_out_dir.clear();
+            baseline_options.record_path.clear();
             if (!f.quiet)
                 std::cerr << "dtrun: closing checks: baseline run { " << key << " }\n";
             dt::RunRecord baseline;
@@ -317,8 +328,6 @@ int runCommand(const RunFlags& f) {
     try {
         if (!f.summary_path.empty())
             dt::writeFileAtomically(f.summary_path, summary);
-        if (!f.record_path.empty())
-            dt::writeRecording(record, f.record_path);
         if (!f.trace_path.empty()) {
             std::ostringstream trace;
             dt::writeChromeTrace(record, trace);
@@ -327,6 +336,13 @@ int runCommand(const RunFlags& f) {
     } catch (const std::exception& e) {
         std::cerr << "dtrun: " << e.what() << "\n";
         code = 1;
+    }
+    if (!recording.error.empty()) {
+        std::cerr << "dtrun: the recording failed: " << recording.error << "\n";
+        code = 1;
+    } else if (recording.finished && !f.quiet) {
+        std::cerr << "dtrun: recorded " << recording.events_written << " events to " << recording.path
+                  << "\n";
     }
     if (!f.quiet || !record.ok) {
         if (record.ok) {
@@ -447,7 +463,8 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--trace", run.trace_path, "write a Chrome trace (Perfetto) JSON file");
     run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
     run_cmd->add_option("--record", run.record_path,
-                        "save the whole event stream (open with dtlab --replay FILE)");
+                        "save the whole event stream as the run goes (open with dtlab --replay FILE; "
+                        "FILE.partial until the run ends, which a crash leaves and dtlab also opens)");
     run_cmd->add_option("--params-out", run.params_out,
                         "each rank writes its final parameters into this directory");
     run_cmd

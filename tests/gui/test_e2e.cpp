@@ -345,6 +345,80 @@ TEST_CASE("dtlab --replay opens a recording with no training running", "[e2e]") 
     }
 }
 
+// Every live run is recorded as it goes, into dtlab's folder (here
+// DTLAB_RECORDING_DIR): a run that ends leaves a complete NAME.dtrec and says
+// where; a dtlab killed mid-run leaves NAME.dtrec.partial, which --replay opens
+// as an incomplete recording.
+TEST_CASE("dtlab records every live run; a killed dtlab leaves a .partial that replays", "[e2e]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the automatic recording test");
+        return;
+    }
+    it::TempDir dir("dtlab-gui");
+    const std::string art = artifactDir();
+    const std::string folder = dir.file("recordings");
+    Xvfb x;
+    REQUIRE(x.ok());
+    auto options = [&](double timeout_s) {
+        it::ProcessOptions o = displayOptions(x, timeout_s);
+        o.env.push_back({"DTLAB_RECORDING_DIR", folder});
+        return o;
+    };
+    auto recordingsIn = [&](const std::string& ending) {
+        std::vector<std::string> out;
+        for (const std::string& name : it::listDirectory(folder))
+            if (name.size() > ending.size() &&
+                name.compare(name.size() - ending.size(), ending.size(), ending) == 0)
+                out.push_back(folder + "/" + name);
+        return out;
+    };
+
+    SECTION("a run to its end: a complete recording, and dtlab says where it is") {
+        const std::string script = dir.write("finish.script", "wait_finished\nquit\n");
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, writeScenario(dir, 6), "--script", script}, options(240.0));
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("dtlab: recording this run to " + folder + "/dtlab-gui-e2e-") != std::string::npos);
+        const std::vector<std::string> done = recordingsIn(".dtrec");
+        REQUIRE(done.size() == 1);
+        CHECK(recordingsIn(".partial").empty());
+        const dt::RecordingLoad load = dt::readRecording(done[0]);
+        CHECK(load.complete);
+        CHECK(load.record.ok);
+        CHECK(r.out.find("dtlab: the run's recording: " + done[0] + " (" +
+                         std::to_string(load.record.events.size()) + " events") != std::string::npos);
+    }
+    SECTION("dtlab killed mid-run: its .partial opens with --replay, as incomplete") {
+        it::Process dtlab({kDtlab, writeScenario(dir)}, options(240.0));
+        REQUIRE(it::waitFor(
+            [&] {
+                const std::vector<std::string> partial = recordingsIn(".partial");
+                struct stat st {};
+                return partial.size() == 1 && stat(partial[0].c_str(), &st) == 0 && st.st_size > 30000;
+            },
+            120.0));
+        dtlab.signal(SIGKILL);
+        (void)dtlab.wait(30.0);
+        CHECK(it::waitForNoWorkers(10.0).empty());
+        const std::vector<std::string> partial = recordingsIn(".partial");
+        REQUIRE(partial.size() == 1);
+        CHECK(recordingsIn(".dtrec").empty());
+
+        const std::string script = dir.write("partial.script", "screenshot e2e_replay_partial.png\nquit\n");
+        const it::ProcessResult r = it::runProcess(
+            {kDtlab, "--replay", partial[0], "--script", script, "--screenshot-dir", art}, options(60.0));
+        INFO(it::describe(r) << "\nstdout:\n" << r.out);
+        CHECK(r.exit_code == 0);
+        CHECK(r.out.find("dtlab: opened recording " + partial[0]) != std::string::npos);
+        CHECK(r.out.find("INCOMPLETE") != std::string::npos);
+        CHECK(r.out.find("the run's end state (exit codes, ok) was never written") != std::string::npos);
+        CHECK(r.out.find("dtlab: started") == std::string::npos);
+        checkScreenshot(art + "/e2e_replay_partial.png");
+    }
+}
+
 // A recording of synthetic FSDP steps (views_fixture.hpp: no training needed),
 // replayed with the time cursor in the backward pass of step 1: block 3
 // computes its backward while block 2's all-gather is prefetched and the root

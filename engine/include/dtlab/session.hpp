@@ -13,6 +13,7 @@
 
 #include "dtlab/events.hpp"
 #include "dtlab/lighthouse.hpp"
+#include "dtlab/recording.hpp"
 #include "dtlab/run_record.hpp"
 #include "dtlab/scenario.hpp"
 
@@ -41,6 +42,10 @@ struct SessionOptions {
     std::string token;
     int store_port = 0;         // 0 = pick a free port
     std::string params_out_dir; // if set, each rank writes its final parameters here
+    // If set, the run is recorded as it goes: streamed to RECORD_PATH.partial,
+    // renamed onto RECORD_PATH when the run ends (recording.hpp). start()
+    // refuses a path that is not a regular file (UsageError).
+    std::string record_path;
 };
 
 // Live per-rank state for progress lines and the topology view.
@@ -150,6 +155,8 @@ class Session {
     size_t copyEventsSince(size_t from, std::vector<Event>& out) const;
     size_t copyLogsSince(size_t from, std::vector<LogRecord>& out) const;
     [[nodiscard]] RunRecord snapshot() const; // a full copy (end of run, export)
+    // Where the recording goes and how far it got (SessionOptions::record_path).
+    [[nodiscard]] RecordingStatus recordingStatus() const;
 
   private:
     struct Impl;

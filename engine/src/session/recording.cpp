@@ -1,35 +1,76 @@
 // recording.cpp: write and read run recordings (format in recording.hpp).
+//
+// Writing (RecordingWriter): check PATH, create PATH.partial, write the header
+// and a first META; then chunks as the run goes (one write() each, so a crash
+// cuts at most the chunk being written); at the end the final META and END,
+// fsync, rename onto PATH, fsync the directory.
+//
+// Reading (readRecording): the header, then chunk after chunk while the CRCs
+// check; at the first torn or corrupt chunk, stop and say what was lost. A
+// version-5 file whose final META never came gets a rebuilt end state: not ok,
+// ended at its last event, and a failure reason saying so.
 #include "dtlab/recording.hpp"
 
 #include "dtlab/atomic_file.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/summary.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <zlib.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace dt {
 namespace {
 
 using Json = nlohmann::json;
 constexpr char kMagic[8] = {'D', 'T', 'L', 'A', 'B', 'R', 'E', 'C'};
-constexpr size_t kEventsPerChunk = 65536;
 
-void appendChunk(std::string& out, const char tag[4], const std::string& payload) {
-    out.append(tag, 4);
+std::string directoryOf(const std::string& path) {
+    const size_t slash = path.find_last_of('/');
+    if (slash == std::string::npos)
+        return ".";
+    return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+const char* fileKind(const struct stat& st) {
+    if (S_ISDIR(st.st_mode))
+        return "a directory";
+    if (S_ISLNK(st.st_mode))
+        return "a symbolic link";
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode))
+        return "a device";
+    if (S_ISFIFO(st.st_mode))
+        return "a FIFO";
+    if (S_ISSOCK(st.st_mode))
+        return "a socket";
+    return "not a regular file";
+}
+
+std::string chunkBytes(const char tag[4], const std::string& payload) {
+    std::string out(tag, 4);
     const uint32_t size = uint32_t(payload.size());
     out.append(reinterpret_cast<const char*>(&size), 4);
     out.append(payload);
     const uint32_t crc =
         uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(payload.data()), uInt(payload.size())));
     out.append(reinterpret_cast<const char*>(&crc), 4);
+    return out;
 }
 
-std::string metaJson(const RunRecord& r) {
+// A rank update (neither the first META nor the final one) leaves the scenario out.
+std::string metaJson(const RunRecord& r, bool final_meta, bool with_scenario) {
     Json j;
-    j["scenario"] = Json::parse(scenarioToJson(r.scenario));
+    if (with_scenario)
+        j["scenario"] = Json::parse(scenarioToJson(r.scenario));
     Json ranks = Json::array();
     for (const auto& info : r.ranks)
         ranks.push_back({{"rank", info.rank},
@@ -45,12 +86,15 @@ std::string metaJson(const RunRecord& r) {
     j["failure_reason"] = r.failure_reason;
     j["t_start_ns"] = r.t_start_ns;
     j["t_end_ns"] = r.t_end_ns;
+    j["final"] = final_meta;
     return j.dump();
 }
 
-void applyMeta(RunRecord& r, const std::string& text) {
+// Returns whether this META is the run's final one. The first META has the scenario.
+bool applyMeta(RunRecord& r, const std::string& text, bool first) {
     const Json j = Json::parse(text);
-    r.scenario = scenarioFromJson(j.at("scenario").dump());
+    if (first || j.contains("scenario"))
+        r.scenario = scenarioFromJson(j.at("scenario").dump());
     r.ranks.clear();
     for (const auto& x : j.at("ranks")) {
         RankInfo info;
@@ -68,35 +112,190 @@ void applyMeta(RunRecord& r, const std::string& text) {
     r.failure_reason = j.at("failure_reason");
     r.t_start_ns = j.at("t_start_ns");
     r.t_end_ns = j.at("t_end_ns");
+    return j.value("final", false);
+}
+
+void appendLogs(std::vector<LogRecord>& out, const char* payload, size_t size) {
+    size_t p = 0;
+    while (p + 17 <= size) {
+        LogRecord log;
+        uint8_t level = 0;
+        uint32_t length = 0;
+        std::memcpy(&log.t_ns, payload + p, 8);
+        std::memcpy(&log.rank, payload + p + 8, 4);
+        std::memcpy(&level, payload + p + 12, 1);
+        std::memcpy(&length, payload + p + 13, 4);
+        p += 17;
+        if (p + length > size)
+            break;
+        log.level = LogLevel(level > 2 ? 2 : level);
+        log.text.assign(payload + p, length);
+        p += length;
+        out.push_back(std::move(log));
+    }
+}
+
+// "+12.3 s": a time on the Session clock, from the start of the run.
+std::string sinceStart(int64_t t_ns, int64_t t_start_ns) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "+%.1f s", double(t_ns - t_start_ns) / 1e9);
+    return buf;
 }
 
 } // namespace
 
-void writeRecording(const RunRecord& record, const std::string& path) {
-    std::string out(kMagic, 8);
-    out.append(reinterpret_cast<const char*>(&kRecordingVersion), 4);
-    const std::string meta = metaJson(record);
-    appendChunk(out, "META", meta);
-    for (size_t i = 0; i < record.events.size(); i += kEventsPerChunk) {
-        const size_t n = std::min(kEventsPerChunk, record.events.size() - i);
-        appendChunk(out, "EVTS",
-                    std::string(reinterpret_cast<const char*>(record.events.data() + i), n * sizeof(Event)));
+std::string partialRecordingPath(const std::string& path) {
+    return path + ".partial";
+}
+
+void checkRecordingPath(const std::string& path) {
+    if (path.empty())
+        throw UsageError("no path given for the recording");
+    const std::string dir = directoryOf(path);
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw UsageError("cannot record to '" + path + "': its directory '" + dir + "' does not exist");
+    for (const std::string& p : {path, partialRecordingPath(path)})
+        if (lstat(p.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+            throw UsageError("cannot record to '" + path + "': '" + p + "' is " + fileKind(st) +
+                             ", and a recording only ever replaces a regular file; give another path");
+}
+
+// [SECTION] Writing --------------------------------------------------------------------
+
+RecordingWriter::RecordingWriter(std::string path, const RunRecord& start)
+    : m_path(std::move(path)), m_partial(partialRecordingPath(m_path)) {
+    checkRecordingPath(m_path);
+    m_meta.scenario = start.scenario;
+    m_meta.ranks = start.ranks;
+    m_meta.t_start_ns = start.t_start_ns;
+    // O_NOFOLLOW: a symlink put there since the check is refused, not followed.
+    m_fd = ::open(m_partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (m_fd < 0)
+        throw UsageError("cannot record to '" + m_partial + "': " + std::strerror(errno));
+    std::string header(kMagic, 8);
+    header.append(reinterpret_cast<const char*>(&kRecordingVersion), 4);
+    const ssize_t n = ::write(m_fd, header.data(), header.size());
+    try {
+        if (n != ssize_t(header.size()))
+            throw UsageError("cannot write the recording '" + m_partial + "': " + std::strerror(errno));
+        writeMeta(m_meta, false, true);
+    } catch (...) {
+        discard(); // the destructor does not run when the constructor throws
+        throw;
     }
-    std::string logs;
-    for (const auto& log : record.logs) {
+}
+
+RecordingWriter::~RecordingWriter() {
+    if (m_fd >= 0)
+        ::close(m_fd);
+}
+
+// One chunk, one write() (retried on a short write): the file grows by whole
+// chunks unless the process dies inside this call.
+void RecordingWriter::writeChunk(const char tag[4], const std::string& payload) {
+    if (m_fd < 0)
+        throw UsageError("the recording '" + m_partial + "' is closed");
+    const std::string bytes = chunkBytes(tag, payload);
+    size_t done = 0;
+    while (done < bytes.size()) {
+        const ssize_t n = ::write(m_fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            throw UsageError("cannot write the recording '" + m_partial + "': " + std::strerror(errno));
+        done += size_t(n);
+    }
+}
+
+void RecordingWriter::writeEventChunk() {
+    if (m_pending_events.empty())
+        return;
+    writeChunk("EVTS", std::string(reinterpret_cast<const char*>(m_pending_events.data()),
+                                   m_pending_events.size() * sizeof(Event)));
+    m_events_written += m_pending_events.size();
+    m_pending_events.clear();
+}
+
+void RecordingWriter::writeMeta(const RunRecord& r, bool final_meta, bool with_scenario) {
+    writeChunk("META", metaJson(r, final_meta, with_scenario));
+}
+
+void RecordingWriter::addEvents(const Event* events, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+        if (!m_pending_events.empty() && (m_pending_events.size() >= kEventsPerChunk ||
+                                          events[i].t_ns - m_pending_events.front().t_ns >= kChunkSpanNs))
+            writeEventChunk();
+        m_pending_events.push_back(events[i]);
+    }
+    if (m_pending_events.size() >= kEventsPerChunk)
+        writeEventChunk();
+}
+
+void RecordingWriter::addLogs(const LogRecord* logs, size_t count) {
+    m_pending_logs.insert(m_pending_logs.end(), logs, logs + count);
+}
+
+void RecordingWriter::noteRanks(const std::vector<RankInfo>& ranks) {
+    m_meta.ranks = ranks;
+    writeMeta(m_meta, false, false);
+}
+
+void RecordingWriter::flush() {
+    writeEventChunk();
+    if (m_pending_logs.empty())
+        return;
+    std::string payload;
+    for (const auto& log : m_pending_logs) {
         const uint8_t level = uint8_t(log.level);
         const uint32_t length = uint32_t(log.text.size());
-        logs.append(reinterpret_cast<const char*>(&log.t_ns), 8);
-        logs.append(reinterpret_cast<const char*>(&log.rank), 4);
-        logs.append(reinterpret_cast<const char*>(&level), 1);
-        logs.append(reinterpret_cast<const char*>(&length), 4);
-        logs.append(log.text);
+        payload.append(reinterpret_cast<const char*>(&log.t_ns), 8);
+        payload.append(reinterpret_cast<const char*>(&log.rank), 4);
+        payload.append(reinterpret_cast<const char*>(&level), 1);
+        payload.append(reinterpret_cast<const char*>(&length), 4);
+        payload.append(log.text);
     }
-    appendChunk(out, "LOGS", logs);
-    appendChunk(out, "META", meta);
-    appendChunk(out, "END ", "");
-    writeFileAtomically(path, out);
+    writeChunk("LOGS", payload);
+    m_pending_logs.clear();
 }
+
+void RecordingWriter::finish(const RunRecord& end) {
+    flush();
+    writeMeta(end, true, true);
+    writeChunk("END ", "");
+    const int fd = m_fd;
+    m_fd = -1;
+    if (::fsync(fd) != 0 || ::close(fd) != 0)
+        throw UsageError("cannot write the recording '" + m_partial + "': " + std::strerror(errno));
+    struct stat st {};
+    if (lstat(m_path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        throw UsageError("'" + m_path + "' became " + fileKind(st) +
+                         " during the run: the recording stays in '" + m_partial + "'");
+    if (::rename(m_partial.c_str(), m_path.c_str()) != 0)
+        throw UsageError("cannot rename '" + m_partial + "' to '" + m_path + "': " + std::strerror(errno));
+    syncDirectory(directoryOf(m_path));
+}
+
+void RecordingWriter::discard() {
+    if (m_fd >= 0)
+        ::close(m_fd);
+    m_fd = -1;
+    ::unlink(m_partial.c_str());
+}
+
+void writeRecording(const RunRecord& record, const std::string& path) {
+    RecordingWriter writer(path, record);
+    try {
+        writer.addEvents(record.events.data(), record.events.size());
+        writer.addLogs(record.logs.data(), record.logs.size());
+        writer.finish(record);
+    } catch (...) {
+        writer.discard();
+        throw;
+    }
+}
+
+// [SECTION] Reading --------------------------------------------------------------------
 
 RecordingLoad readRecording(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
@@ -108,25 +307,25 @@ RecordingLoad readRecording(const std::string& path) {
     uint32_t version = 0;
     std::memcpy(&version, bytes.data() + 8, 4);
     // Versions 3 and 4 only appended event kinds and used a reserved byte
-    // (Event::backend, 0 = gloo in older files), so versions 2 and 3 read the same.
+    // (Event::backend, 0 = gloo in older files), so versions 2 and 3 read the
+    // same; version 5 only adds META's "final" and writes as the run goes.
     if (version < 2 || version > kRecordingVersion)
         throw UsageError("recording '" + path + "' has version " + std::to_string(version) +
                          "; this dtlab reads versions 2.." + std::to_string(kRecordingVersion));
 
     RecordingLoad load;
+    RunRecord& rec = load.record;
     bool have_meta = false;
     size_t at = 12;
-    auto stop = [&](const std::string& why) {
-        load.problem = why + " at byte " + std::to_string(at) + " of " + std::to_string(bytes.size()) +
-                       "; loaded " + std::to_string(load.record.events.size()) + " events before it";
-    };
+    std::string cut; // why reading stopped before END ("" = it did not)
     while (true) {
         if (at == bytes.size()) {
-            stop("the recording ends without its END marker (truncated)");
+            cut =
+                "the file ends after byte " + std::to_string(at) + ", between chunks, without its END marker";
             break;
         }
         if (at + 8 > bytes.size()) {
-            stop("a torn chunk header");
+            cut = "the file ends inside a chunk header at byte " + std::to_string(bytes.size());
             break;
         }
         char tag[5] = {0};
@@ -134,61 +333,86 @@ RecordingLoad readRecording(const std::string& path) {
         uint32_t size = 0;
         std::memcpy(&size, bytes.data() + at + 4, 4);
         if (at + 8 + uint64_t(size) + 4 > bytes.size()) {
-            stop(std::string("a truncated '") + tag + "' chunk");
+            cut = std::string("the file ends inside ") + (tag[0] == 'E' ? "an '" : "a '") + tag +
+                  "' chunk at byte " + std::to_string(bytes.size()) + " (the chunk starts at byte " +
+                  std::to_string(at) + ")";
             break;
         }
         const char* payload = bytes.data() + at + 8;
         uint32_t stored_crc = 0;
         std::memcpy(&stored_crc, payload + size, 4);
         if (uint32_t(crc32(0L, reinterpret_cast<const Bytef*>(payload), size)) != stored_crc) {
-            stop(std::string("a corrupt '") + tag + "' chunk (CRC mismatch)");
+            cut = std::string("a corrupt '") + tag + "' chunk at byte " + std::to_string(at) +
+                  " (CRC mismatch; nothing after it is read)";
             break;
         }
         const std::string_view t(tag, 4);
         if (t == "END ") {
             load.complete = true;
+            at += 8 + size + 4;
             break;
         }
         try {
             if (t == "META") {
-                applyMeta(load.record, std::string(payload, size));
+                const bool final_meta = applyMeta(rec, std::string(payload, size), !have_meta);
                 have_meta = true;
+                load.end_state_known = final_meta || version < 5; // 2-4 wrote the final META first
             } else if (t == "EVTS") {
                 if (size % sizeof(Event) != 0) {
-                    stop("an events chunk whose size is not a multiple of 64");
+                    cut = "an events chunk at byte " + std::to_string(at) +
+                          " whose size is not a multiple of 64";
                     break;
                 }
                 const size_t n = size / sizeof(Event);
-                const size_t old = load.record.events.size();
-                load.record.events.resize(old + n);
-                std::memcpy(load.record.events.data() + old, payload, size);
+                const size_t old = rec.events.size();
+                rec.events.resize(old + n);
+                std::memcpy(rec.events.data() + old, payload, size);
             } else if (t == "LOGS") {
-                size_t p = 0;
-                while (p + 17 <= size) {
-                    LogRecord log;
-                    uint8_t level = 0;
-                    uint32_t length = 0;
-                    std::memcpy(&log.t_ns, payload + p, 8);
-                    std::memcpy(&log.rank, payload + p + 8, 4);
-                    std::memcpy(&level, payload + p + 12, 1);
-                    std::memcpy(&length, payload + p + 13, 4);
-                    p += 17;
-                    if (p + length > size)
-                        break;
-                    log.level = LogLevel(level > 2 ? 2 : level);
-                    log.text.assign(payload + p, length);
-                    p += length;
-                    load.record.logs.push_back(std::move(log));
-                }
+                appendLogs(rec.logs, payload, size);
             } // unknown chunk tags are skipped: newer writers may add chunks
         } catch (const std::exception& e) {
-            stop(std::string("an unreadable '") + tag + "' chunk (" + e.what() + ")");
+            cut = std::string("an unreadable '") + tag + "' chunk at byte " + std::to_string(at) + " (" +
+                  e.what() + ")";
             break;
         }
         at += 8 + size + 4;
     }
+    load.intact_bytes = at;
     if (!have_meta)
-        throw UsageError("recording '" + path + "' is unreadable: " + load.problem);
+        throw UsageError("recording '" + path + "' is unreadable: " + (cut.empty() ? "it has no META" : cut));
+    if (load.complete && load.end_state_known)
+        return load;
+
+    // What was lost. Events are in per-rank order, so the latest one read is
+    // the one whose time bounds what survived.
+    int64_t last_ns = 0;
+    for (const Event& e : rec.events)
+        last_ns = std::max(last_ns, e.t_ns);
+    for (const LogRecord& log : rec.logs)
+        last_ns = std::max(last_ns, log.t_ns);
+    std::string lost;
+    if (load.complete) {
+        lost = "the END marker came before the run's final state"; // never written by RecordingWriter
+        load.complete = false;
+    } else {
+        lost = cut + ": ";
+        if (load.end_state_known)
+            lost += "every event and the run's end state were read; only the END marker is missing";
+        else if (rec.events.empty())
+            lost += "every event is missing";
+        else
+            lost += "events after " + sinceStart(last_ns, rec.t_start_ns) + " are missing";
+    }
+    if (!load.end_state_known) {
+        lost += "; the run's end state (exit codes, ok) was never written";
+        // Rebuilt: the ranks as the last META left them, not ok, ended at the last thing recorded.
+        rec.ok = false;
+        rec.t_end_ns = std::max(last_ns, rec.t_start_ns);
+        rec.failure_reason =
+            "the recording stops at " + sinceStart(rec.t_end_ns, rec.t_start_ns) +
+            ", before the run ended (its writer was cut off: a crash, or a killed dtrun or dtlab)";
+    }
+    load.problem = lost + " (loaded " + std::to_string(rec.events.size()) + " events)";
     return load;
 }
 

@@ -68,12 +68,22 @@ void Session::Impl::monitorLoop() {
             exits = supervisor.reap();
         }
         syncNewRanksAndPace();
-        std::lock_guard<std::mutex> lock(mutex);
-        checkSilentRanks(monotonicNowNs());
-        for (const auto& x : exits)
-            onRankExited(x);
-        if (decideEnd(monotonicNowNs()))
+        bool ended = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            checkSilentRanks(monotonicNowNs());
+            for (const auto& x : exits)
+                onRankExited(x);
+            ended = decideEnd(monotonicNowNs());
+            takeRecordingBatch(ended);
+        }
+        writeRecordingBatch(ended); // no mutex: the disk never holds up a collector thread
+        if (ended) {
+            std::lock_guard<std::mutex> lock(mutex);
+            end_published = true;
+            finished_cv.notify_all();
             return;
+        }
     }
 }
 
@@ -129,8 +139,7 @@ bool Session::Impl::decideEnd(int64_t now) {
         record.ok = ok;
     }
     record.t_end_ns = now;
-    finished = true;
-    finished_cv.notify_all();
+    finished = true; // published by the monitor once the recording is closed
     return true;
 }
 
@@ -145,6 +154,8 @@ Session::~Session() {
         if (!finished())
             stop("the Session was closed");
         m_impl->monitor.join();
+    } else if (m_impl->recorder) {
+        m_impl->recorder->discard(); // start() failed: nothing ran
     }
     {
         std::lock_guard<std::mutex> lock(m_impl->lighthouse_mutex);
@@ -209,6 +220,7 @@ void Session::start() {
     s.rank_left.assign(size_t(world), false);
     s.chaos_rng.seed(scenario.chaos.seed);
     s.record.t_start_ns = monotonicNowNs();
+    s.startRecording(); // RECORD_PATH.partial from here on
     {
         std::lock_guard<std::mutex> lock(s.mutex);
         for (const std::string& why : skipped_checkpoints)
@@ -277,12 +289,12 @@ void Session::start() {
 
 bool Session::finished() const {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    return m_impl->finished;
+    return m_impl->end_published;
 }
 
 void Session::waitUntilFinished() {
     std::unique_lock<std::mutex> lock(m_impl->mutex);
-    m_impl->finished_cv.wait(lock, [this] { return m_impl->finished; });
+    m_impl->finished_cv.wait(lock, [this] { return m_impl->end_published; });
 }
 
 void Session::stop(const std::string& reason) {
@@ -352,6 +364,11 @@ size_t Session::copyEventsSince(size_t from, std::vector<Event>& out) const {
 RunRecord Session::snapshot() const {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     return m_impl->record;
+}
+
+RecordingStatus Session::recordingStatus() const {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    return m_impl->recording;
 }
 
 } // namespace dt

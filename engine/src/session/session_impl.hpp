@@ -9,6 +9,7 @@
 //   fault_injector.cpp    scenario, timed and chaos faults; deferred undo
 //   replica_restarts.cpp  fault tolerance: dead replicas restarted, the job's end, the lighthouse
 //   run_gate.cpp          pause, step, pace: the step gates the ranks wait at
+//   session_recording.cpp the run streamed to its recording as it goes
 //
 // The monitor tick (session.cpp), every 20 ms:
 //   1. fault injector: run deferred actions, fire timed faults and chaos
@@ -17,6 +18,8 @@
 //   4. run gate: greet new ranks with the gate, delay and link; advance the pace
 //   5. rank table: note silent ranks; rank processes: account for the exits
 //   6. decide the end of the run (ok, failed, or still going)
+//   7. recording: take what is new (mutex held), write it (no mutex); at the
+//      end close the recording, then say finished
 //
 // Locks: `mutex` guards the run's state; `proc_mutex` guards the supervisor.
 // Only one order is allowed: `proc_mutex` may be taken while `mutex` is held
@@ -56,7 +59,8 @@ struct Session::Impl final : TelemetrySink {
     mutable std::mutex mutex; // guards everything below unless said otherwise
     std::condition_variable finished_cv;
     RunRecord record;
-    bool finished = false;
+    bool finished = false;      // the run's end is decided: its state no longer changes
+    bool end_published = false; // ... and its recording is closed: Session::finished() says so
     bool stop_requested = false;
     std::string stop_reason;
     int64_t first_failure_ns = 0;
@@ -154,6 +158,29 @@ struct Session::Impl final : TelemetrySink {
     void broadcastGate(int64_t allowed_step);                      // no mutex
     void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex
     void syncNewRanksAndPace();                                    // no mutex: one monitor tick
+
+    // [session_recording.cpp] -----------------------------------------------
+    // Only the monitor thread touches `recorder` and `recording_batch`: what
+    // is new is copied under `mutex` and written to disk without it, so no
+    // collector thread ever waits on the disk.
+    struct RecordingBatch {
+        std::vector<Event> events;
+        std::vector<LogRecord> logs;
+        bool ranks_changed = false;
+        std::vector<RankInfo> ranks;
+        RunRecord end; // the run's end state (no events), when it ended
+    };
+    std::unique_ptr<RecordingWriter> recorder;
+    RecordingBatch recording_batch;
+    size_t recorded_events = 0;           // mutex held: events handed to the recorder
+    size_t recorded_logs = 0;             // mutex held
+    std::vector<RankInfo> recorded_ranks; // mutex held: the ranks of the last META
+    int64_t last_recording_flush_ns = 0;
+    RecordingStatus recording; // mutex held
+
+    void startRecording();                // start(): throws UsageError
+    void takeRecordingBatch(bool ended);  // mutex held
+    void writeRecordingBatch(bool ended); // no mutex: the monitor writes what it took
 
     // [session.cpp] ---------------------------------------------------------
     void monitorLoop();
