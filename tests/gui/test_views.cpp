@@ -570,6 +570,31 @@ TEST_CASE("The views draw a small run and respond to the mouse", "[gui]") {
     }
 }
 
+TEST_CASE("The event log says when a rank failed: after its last completed step, or before its first",
+          "[gui][issue22]") {
+    RunModel model = emptyModel(2);
+    const Event e[] = {
+        SyntheticRun::span(0, 0, EventKind::Step, -1, 100, 200),
+        SyntheticRun::span(0, 1, EventKind::Step, -1, 200, 300),
+        SyntheticRun::span(0, 2, EventKind::Step, -1, 300, 450), // ends after the failure below
+        instant(0, EventKind::RankFailed, 400),                  // the engine sends step -1
+        instant(1, EventKind::RankFailed, 50),                   // before any step
+        instant(1, EventKind::RankFinished, 60),                 // a finish before a step says so too
+    };
+    model.ingest(e, std::size(e));
+    CHECK(model.lastStepBefore(0, 400) == 1);
+    CHECK(model.lastStepBefore(1, 400) == -1);
+    std::vector<std::string> texts;
+    for (const EventLogRow& row : buildEventLogRows(model))
+        texts.push_back(row.text);
+    REQUIRE(texts.size() == 3);
+    CHECK(texts[0] == "rank failed before its first step");
+    CHECK(texts[1] == "rank finished before its first step");
+    CHECK(texts[2] == "rank failed after step 1");
+    for (const std::string& t : texts)
+        CHECK(t.find("-1") == std::string::npos);
+}
+
 // -----------------------------------------------------------------------------
 // [SECTION] Timeline: one million events
 // -----------------------------------------------------------------------------

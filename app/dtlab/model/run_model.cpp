@@ -387,6 +387,20 @@ const SpanRecord* RunModel::findComm(int rank, uint8_t group, EventKind kind, in
     return it == map.end() ? nullptr : &m_lanes[size_t(rank)].comm[it->second];
 }
 
+int RunModel::lastStepBefore(int rank, int64_t t) const {
+    if (rank < 0 || size_t(rank) >= m_lanes.size())
+        return -1;
+    const std::vector<SpanRecord>& steps = m_lanes[size_t(rank)].compute[0];
+    auto it = std::upper_bound(steps.begin(), steps.end(), t,
+                               [](int64_t v, const SpanRecord& s) { return v < s.t0; });
+    while (it != steps.begin()) {
+        --it;
+        if (it->kind == EventKind::Step && it->t1 <= t)
+            return it->step;
+    }
+    return -1;
+}
+
 bool RunModel::lastCounter(int rank, EventKind kind, double& value) const {
     if (rank < 0 || size_t(rank) >= m_lanes.size())
         return false;

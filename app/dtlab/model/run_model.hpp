@@ -161,6 +161,9 @@ class RunModel {
     [[nodiscard]] const SpanRecord* findPart(int rank, const SpanRecord& s) const {
         return findComm(rank, s.group, s.kind, s.peer, s.seq);
     }
+    // The last step `rank` completed by time t (its latest Step span that ended
+    // at or before t); -1 = none yet (a failure before its first step).
+    [[nodiscard]] int lastStepBefore(int rank, int64_t t) const;
     // Latest value of a counter on a rank; false when none was seen.
     [[nodiscard]] bool lastCounter(int rank, EventKind kind, double& value) const;
     // True when any rank reported this counter kind.

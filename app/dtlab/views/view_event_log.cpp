@@ -66,11 +66,17 @@ EventLogRow describeNotable(const Event& e) {
         std::snprintf(buf, sizeof(buf), "rank ready: process group formed");
         break;
     case EventKind::RankFinished:
-        std::snprintf(buf, sizeof(buf), "rank finished (last step %d)", e.step);
+        if (e.step >= 0)
+            std::snprintf(buf, sizeof(buf), "rank finished (last step %d)", e.step);
+        else
+            std::snprintf(buf, sizeof(buf), "rank finished before its first step");
         break;
-    case EventKind::RankFailed:
+    case EventKind::RankFailed: // step: the last step it completed (buildEventLogRows fills it in)
         row.level = LogLevel::Error;
-        std::snprintf(buf, sizeof(buf), "rank failed at step %d", e.step);
+        if (e.step >= 0)
+            std::snprintf(buf, sizeof(buf), "rank failed after step %d", e.step);
+        else
+            std::snprintf(buf, sizeof(buf), "rank failed before its first step");
         break;
     case EventKind::ParamsChecksum:
         std::snprintf(buf, sizeof(buf), "parameters checksum %016llx", (unsigned long long)e.seq);
@@ -101,8 +107,16 @@ std::vector<EventLogRow> buildEventLogRows(const RunModel& model) {
     rows.reserve(model.logs().size() + model.notable().size());
     for (const LogRecord& log : model.logs())
         rows.push_back({log.t_ns, log.rank, log.level, log.text});
-    for (const Event& e : model.notable())
-        rows.push_back(describeNotable(e));
+    for (const Event& e : model.notable()) {
+        if (e.kind != EventKind::RankFailed) {
+            rows.push_back(describeNotable(e));
+            continue;
+        }
+        // A rank does not know its step when it fails: the model does.
+        Event failed = e;
+        failed.step = model.lastStepBefore(e.rank, e.t_ns);
+        rows.push_back(describeNotable(failed));
+    }
     // Both sources are sorted: one merge puts them in time order (logs first on ties).
     std::inplace_merge(rows.begin(), rows.begin() + ptrdiff_t(model.logs().size()), rows.end(),
                        [](const EventLogRow& a, const EventLogRow& b) { return a.t_ns < b.t_ns; });
