@@ -534,9 +534,11 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     }
     const Recovery& r = *m_state.recovery;
     const double since_ms = double(t_end - r.fault_ns) / 1e6;
-    ImGui::Text("Recovery stopwatch: %s %s%s", r.fault.c_str(),
-                r.replica >= 0 ? "replica " : "the lighthouse",
-                r.replica >= 0 ? std::to_string(r.replica).c_str() : "");
+    // Every phase is measured from this fault (recovery_measure.hpp), in order.
+    if (r.replica >= 0)
+        ImGui::Text("Recovery stopwatch: %s replica %d, from the fault:", r.fault.c_str(), r.replica);
+    else
+        ImGui::Text("Recovery stopwatch: the lighthouse stopped, from then:");
     const auto phase = [&](const char* name, double ms, const char* tip) {
         ImGui::SameLine();
         if (ms >= 0)
@@ -548,9 +550,11 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s", tip);
     };
-    phase("detected", r.detected_ms,
-          "the lighthouse lost the replica, or another replica saw a collective fail or aborted");
-    phase("new quorum", r.new_quorum_ms, "the lighthouse issued a quorum with a new id");
+    if (r.replica >= 0) // nothing "detects" the lighthouse: the replicas wait for it
+        phase("detected", r.detected_ms,
+              "the lighthouse lost the replica, or another replica saw a collective fail or aborted");
+    phase("new quorum", r.new_quorum_ms,
+          "the lighthouse issued a quorum with a new id once the fault was detected");
     phase("survivors commit", r.survivors_commit_ms, "another replica committed a step after the new quorum");
     ImGui::Dummy(ImVec2(ImGui::GetFontSize() * 2.0f, 0.0f)); // the replica's own recovery, on a second line
     // r.fault is recovery_measure's label: the fault action's name (fault_actions.def).
