@@ -37,6 +37,8 @@ const char* replicaHealthLabel(ReplicaHealth health) {
         return "finished";
     case ReplicaHealth::Starting:
         return "starting";
+    case ReplicaHealth::Unreachable:
+        return "unreachable";
     }
     return "?";
 }
@@ -82,6 +84,8 @@ ImU32 healthColor(ReplicaHealth health) {
         return IM_COL32(70, 130, 200, 255);
     case ReplicaHealth::Starting:
         return IM_COL32(120, 130, 140, 255);
+    case ReplicaHealth::Unreachable:
+        return IM_COL32(200, 150, 20, 255);
     }
     return IM_COL32(128, 128, 128, 255);
 }
@@ -217,6 +221,13 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
                 st.reason = colon == std::string::npos ? log.text : log.text.substr(colon + 3);
             }
         }
+    }
+    // A live replica the lighthouse does not hear is not healthy, whatever its process does.
+    const double timeout_ms = model.scenario().fault_tolerance.heartbeat_timeout_ms;
+    for (ReplicaRow& row : st.rows) {
+        const bool alive = row.health == ReplicaHealth::Healthy || row.health == ReplicaHealth::Healing;
+        if (alive && (row.partitioned || row.heartbeat_age_ms > timeout_ms))
+            row.health = ReplicaHealth::Unreachable;
     }
     return st;
 }
@@ -492,8 +503,10 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
         ImGui::Dummy(badge_size);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s%s", replicaHealthLabel(row.health),
-                              row.partitioned ? " and partitioned: its heartbeats do not reach the lighthouse"
-                                              : "");
+                              row.partitioned ? ": partitioned, its heartbeats do not reach the lighthouse"
+                              : row.health == ReplicaHealth::Unreachable
+                                  ? ": alive, but its last heartbeat is older than heartbeat_timeout_ms"
+                                  : "");
         ImGui::SameLine();
         ImGui::AlignTextToFramePadding();
         char hb[32] = "-";

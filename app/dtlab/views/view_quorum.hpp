@@ -5,7 +5,7 @@
 //              decision (live: its status; replay: its logged decisions), or
 //              LIGHTHOUSE DOWN
 //   replicas   one row each: state (healthy, healing, hung, dead, restarting,
-//              finished), incarnation, steps committed and aborted, heartbeat
+//              finished, unreachable), incarnation, steps committed and aborted, heartbeat
 //              age, whether it is in the quorum
 //   sequence   the last few seconds (or the seconds before the time cursor)
 //              per replica: heartbeats, the quorum request, reconfigure, heal,
@@ -29,7 +29,9 @@
 
 namespace dt::app {
 
-enum class ReplicaHealth { Healthy, Healing, Hung, Dead, Restarting, Finished, Starting };
+// Unreachable: alive, but the lighthouse does not hear it (partitioned, or its
+// last heartbeat is older than heartbeat_timeout_ms): never shown as healthy.
+enum class ReplicaHealth { Healthy, Healing, Hung, Dead, Restarting, Finished, Starting, Unreachable };
 [[nodiscard]] const char* replicaHealthLabel(ReplicaHealth health);
 
 struct ReplicaRow {
