@@ -148,6 +148,26 @@ TEST_CASE("The quorum view reads replicas, quorums and the recovery from the eve
     }
 }
 
+TEST_CASE("The quorum header tells where its quorum formed from where training is now",
+          "[gui][quorum][issue22]") {
+    // Quorum 2 forms when the leader has committed 6 steps; the fast path hands
+    // it out again every step without a new event while the replicas go on to 33.
+    RunModel model;
+    model.reset(ftScenario(), 3);
+    std::vector<Event> ev;
+    Event q = instant(-1, EventKind::QuorumFormed, 100 * kMs, -1, 2, 0b101);
+    q.bytes = 6;
+    ev.push_back(q);
+    for (int step = 6; step < 33; ++step)
+        for (int r : {0, 2})
+            ev.push_back(instant(r, EventKind::Commit, (200 + step * 10) * kMs, step));
+    model.ingest(ev.data(), ev.size());
+    const QuorumViewState st = quorumViewState(model, nullptr, std::nullopt, 1000 * kMs);
+    CHECK(st.quorum_id == 2);
+    CHECK(st.max_step == 6);         // "formed at step 6"
+    CHECK(st.steps_committed == 33); // "now at step 33", what the topology tiles say
+}
+
 TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", "[gui][quorum]") {
     HeadlessImGui imgui;
     QuorumView view;

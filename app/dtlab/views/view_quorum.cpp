@@ -154,6 +154,7 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
         case EventKind::Commit:
             if (row)
                 row->committed += 1;
+            st.steps_committed = std::max<int64_t>(st.steps_committed, int64_t(e.step) + 1);
             break;
         case EventKind::Abort:
             if (row)
@@ -389,9 +390,15 @@ void QuorumView::drawHeader(const ViewInputs&) {
     for (int r = 0; r < 64; ++r)
         if ((m_state.members >> r) & 1)
             members += (members.empty() ? "" : ", ") + std::to_string(r);
-    ImGui::Text("Lighthouse: quorum %lld of replicas {%s}, max step %lld, %lld quorums so far",
-                (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step,
-                (long long)m_state.quorums);
+    ImGui::Text(
+        "Lighthouse: quorum %lld of replicas {%s}, formed at step %lld, now at step %lld; %lld quorums "
+        "so far",
+        (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step,
+        (long long)std::max(m_state.max_step, m_state.steps_committed), (long long)m_state.quorums);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("formed at step: the highest step among its members when the lighthouse formed it. "
+                          "The same quorum is handed out again every step (the fast path) until its members "
+                          "change; now: the most steps a replica has committed.");
     if (!m_state.reason.empty()) {
         ImGui::TextDisabled("decision:");
         ImGui::SameLine();

@@ -49,9 +49,13 @@ struct QuorumViewState {
     bool fault_tolerant = false;
     int64_t quorum_id = -1; // latest quorum issued (-1 = none yet)
     uint64_t members = 0;   // bit r = replica r is a member
+    // The highest step among its members when the latest quorum formed. The
+    // fast path re-issues the same quorum every step without a new event, so
+    // this is where that quorum began, not where training is now:
     int64_t max_step = 0;
-    int64_t quorums = 0; // quorums issued so far
-    std::string reason;  // of the lighthouse's last decision
+    int64_t steps_committed = 0; // now: the most steps any replica committed (its last Commit's step + 1)
+    int64_t quorums = 0;         // quorums issued so far
+    std::string reason;          // of the lighthouse's last decision
     bool lighthouse_down = false;
     std::vector<ReplicaRow> rows;
     std::optional<Recovery> recovery; // the latest fault's
