@@ -15,7 +15,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 using namespace dt;
 using namespace dt::app;
@@ -593,6 +595,55 @@ TEST_CASE("The event log says when a rank failed: after its last completed step,
     CHECK(texts[2] == "rank failed after step 1");
     for (const std::string& t : texts)
         CHECK(t.find("-1") == std::string::npos);
+}
+
+TEST_CASE("The loss line breaks where a rank was dead or restarted", "[gui][issue22]") {
+    // Rank 1 reports steps 0..15, dies, and its restarted incarnation heals
+    // straight to step 396: 380 steps it never ran. Rank 0 runs throughout.
+    RunModel model = emptyModel(2);
+    std::vector<Event> ev;
+    ev.push_back(instant(1, EventKind::RankStarted, 1));
+    for (int step = 0; step < 400; ++step) {
+        const int64_t t = 100 + int64_t(step) * 10;
+        ev.push_back(SyntheticRun::counter(0, step, EventKind::LossValue, 5.0 - step * 0.001, t));
+        if (step <= 15)
+            ev.push_back(SyntheticRun::counter(1, step, EventKind::LossValue, 5.0 - step * 0.001, t));
+        if (step >= 396)
+            ev.push_back(SyntheticRun::counter(1, step, EventKind::LossValue, 4.6, t));
+    }
+    ev.push_back(instant(1, EventKind::RankStarted, 100 + 390 * 10)); // the new incarnation
+    model.ingest(ev.data(), ev.size());
+    const MetricsSeries m = buildMetricsSeries(model);
+    REQUIRE(m.loss.size() == 2);
+    const auto breaks = [](const PlotSeries& s) {
+        return std::count_if(s.y.begin(), s.y.end(), [](double y) { return std::isnan(y); });
+    };
+    CHECK(breaks(m.loss[0]) == 0);
+    REQUIRE(breaks(m.loss[1]) == 1);
+    const PlotSeries& r1 = m.loss[1];
+    const auto gap = std::find_if(r1.y.begin(), r1.y.end(), [](double y) { return std::isnan(y); });
+    const size_t i = size_t(gap - r1.y.begin());
+    CHECK(r1.x[i - 1] == 15.0);
+    CHECK(r1.x[i + 1] == 396.0);
+    CHECK(std::is_sorted(r1.x.begin(), r1.x.end())); // the plot's hover searches x
+
+    SECTION(
+        "a restart that goes on from the next step breaks too; a step done twice keeps its latest value") {
+        PlotSeries s;
+        s.x = {0, 1, 2, 2, 3};
+        s.y = {5, 4, 3, 2.5, 2};
+        breakAtGaps(s, {0, 0, 0, 1, 1}); // step 2 again by the next incarnation
+        CHECK(s.x == std::vector<double>{0, 1, 1.5, 2, 3});
+        CHECK(std::isnan(s.y[2])); // the break between the incarnations
+        CHECK(s.y[3] == 2.5);      // the latest step 2
+    }
+    SECTION("the plot draws the broken line") {
+        HeadlessImGui imgui;
+        ViewInputs in;
+        in.model = &model;
+        MetricsView view;
+        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+    }
 }
 
 // -----------------------------------------------------------------------------
