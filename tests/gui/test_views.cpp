@@ -646,6 +646,46 @@ TEST_CASE("The loss line breaks where a rank was dead or restarted", "[gui][issu
     }
 }
 
+TEST_CASE("'never completed' is said only of collectives a fault left open, naming them", "[gui][issue22]") {
+    using W = EventPhase;
+    RunModel model = emptyModel(3);
+    // Rank 2 leaves in the middle of an all-reduce because the job finished (a clean end).
+    const Event clean[] = {
+        SyntheticRun::work(2, 99, EventKind::AllReduce, W::WorkStarted, 99, -1, 1000, 3),
+        instant(2, EventKind::RankFinished, 1100, 1.0),
+        instant(2, EventKind::ProcessExited, 1200, 0.0),
+    };
+    model.ingest(clean, std::size(clean));
+    REQUIRE(model.openCollectives() == 1);
+    std::vector<OpenCollective> open = model.openCollectiveList();
+    REQUIRE(open.size() == 1);
+    CHECK(open[0].fate == OpenCollectiveFate::RankLeft);
+    bool fault = true;
+    std::string line = openCollectivesSummary(open, &fault);
+    CHECK_FALSE(fault);
+    CHECK(line.find("never completed") == std::string::npos);
+    CHECK(line.find("not a fault") != std::string::npos);
+
+    // Rank 1 is killed as its all-reduce #15 of step 15 starts.
+    const Event killed[] = {
+        SyntheticRun::work(1, 15, EventKind::AllReduce, W::WorkStarted, 15, -1, 500, 3),
+        instant(1, EventKind::ProcessExited, 510, -9.0),
+        instant(1, EventKind::RankStarted, 900), // restarted: a new incarnation
+    };
+    model.ingest(killed, std::size(killed));
+    open = model.openCollectiveList();
+    REQUIRE(open.size() == 2);
+    CHECK(open[0].rank == 1);
+    CHECK(open[0].fate == OpenCollectiveFate::RankDied);
+    line = openCollectivesSummary(open, &fault);
+    CHECK(fault);
+    CHECK(line == "1 collective never completed: rank 1's all-reduce #15 (step 15), its process died");
+
+    // Nothing open: nothing to say.
+    CHECK(openCollectivesSummary({}, &fault).empty());
+    CHECK_FALSE(fault);
+}
+
 // -----------------------------------------------------------------------------
 // [SECTION] Timeline: one million events
 // -----------------------------------------------------------------------------

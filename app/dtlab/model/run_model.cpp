@@ -379,6 +379,41 @@ size_t RunModel::openCollectives() const {
     return m_open_collectives;
 }
 
+std::vector<OpenCollective> RunModel::openCollectiveList() const {
+    std::vector<OpenCollective> out;
+    if (m_open_collectives == 0)
+        return out;
+    for (int r = 0; r < world(); ++r) {
+        const RankLane& lane = m_lanes[size_t(r)];
+        // end_max turns kOpen at the first open span: nothing before it is open.
+        auto it = std::lower_bound(lane.comm_end_max.begin(), lane.comm_end_max.end(), SpanRecord::kOpen);
+        for (size_t i = size_t(it - lane.comm_end_max.begin()); i < lane.comm.size(); ++i) {
+            const SpanRecord& s = lane.comm[i];
+            if (!isHungState(s))
+                continue;
+            OpenCollective oc;
+            oc.rank = r;
+            oc.span = s;
+            // The first end of the rank's process after the collective started.
+            for (const Event& e : lane.instants) {
+                if (e.t_ns < s.t0)
+                    continue;
+                const bool died = e.kind == EventKind::RankFailed || e.kind == EventKind::RankRestarted ||
+                                  e.kind == EventKind::RankStarted ||
+                                  (e.kind == EventKind::ProcessExited && e.value != 0);
+                const bool left =
+                    e.kind == EventKind::RankFinished || (e.kind == EventKind::ProcessExited && e.value == 0);
+                if (died || left) {
+                    oc.fate = died ? OpenCollectiveFate::RankDied : OpenCollectiveFate::RankLeft;
+                    break;
+                }
+            }
+            out.push_back(oc);
+        }
+    }
+    return out;
+}
+
 const SpanRecord* RunModel::findComm(int rank, uint8_t group, EventKind kind, int peer, uint64_t seq) const {
     if (rank < 0 || size_t(rank) >= m_lanes.size())
         return nullptr;

@@ -122,6 +122,19 @@ struct RankLane {
     }
 }
 
+// Why a collective never completed (RunModel::openCollectiveList): what its
+// rank did after the collective started.
+enum class OpenCollectiveFate : uint8_t {
+    RankAlive, // nothing yet: in flight while the run is live (hung when it lasts); open when it stopped
+    RankDied,  // its process was killed, failed, or restarted first: a fault left it open
+    RankLeft,  // its rank finished and left (the job was done): nothing failed
+};
+struct OpenCollective {
+    int rank = -1;
+    SpanRecord span;
+    OpenCollectiveFate fate = OpenCollectiveFate::RankAlive;
+};
+
 // Compute depth of a span kind (0 = step, 1 = phase, 2 = per block); see run_model.cpp.
 [[nodiscard]] int spanDepth(EventKind kind, int unit);
 
@@ -152,6 +165,9 @@ class RunModel {
     [[nodiscard]] uint64_t generation() const { return m_generation; }
     // Collectives that started and have not completed or failed (a hang shows here).
     [[nodiscard]] size_t openCollectives() const;
+    // Those collectives, each with its fate, by rank then start (O(comm spans):
+    // call it when openCollectives() > 0, and cache it against generation()).
+    [[nodiscard]] std::vector<OpenCollective> openCollectiveList() const;
     // The comm span of `rank` for one Work, or nullptr. group is the process
     // group id (Event::group); peer is -1 for group collectives, the root for
     // broadcast, the other rank for send/recv.
