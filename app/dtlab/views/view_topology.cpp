@@ -80,8 +80,8 @@ const char* TopologyView::helpText() const {
            "  Resume: SIGCONT, a hung rank continues.\n"
            "  Slow: adds a stated delay to each of its steps; every other rank waits for it at the "
            "all-reduce.\n"
-           "  Restart: needs a fault-tolerant strategy (a quorum of replicas); plain DDP cannot take a rank "
-           "back.\n\n"
+           "  Restart: a dead replica of a fault-tolerant run ([fault_tolerance]) starts again, heals from "
+           "a live peer and rejoins; plain DDP cannot take a rank back.\n\n"
            "Click a tile to select the rank: the timeline and event log follow, and the details below show "
            "its "
            "pid, host, process groups with their backend (gloo or mpi), delay and the errors it logged.";
@@ -316,10 +316,18 @@ void TopologyView::drawFaultButtons(const ViewInputs& inputs, const RankProgress
     after();
     drawSlowPopup(inputs, p.rank);
     place("Restart");
+    // A fault-tolerant run takes a dead replica back (a new incarnation that heals
+    // from a live peer); plain training cannot: its process group has lost a member.
+    const bool restartable = inputs.model->scenario().fault_tolerance.enabled;
+    const bool dead =
+        p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
     const std::string restart_why =
-        std::string("needs a fault-tolerant strategy (quorum): not available for ") +
-        strategyKindName(inputs.model->scenario().strategy.kind);
-    act.button(("Restart" + tag).c_str(), false, live ? restart_why.c_str() : why);
+        restartable ? "only a dead replica can be restarted"
+                    : std::string("needs [fault_tolerance]: a ") +
+                          strategyKindName(inputs.model->scenario().strategy.kind) +
+                          " run without it cannot take a rank back into its process group";
+    if (act.button(("Restart" + tag).c_str(), live && restartable && dead, why ? why : restart_why.c_str()))
+        act.restartRank(p.rank);
     after();
     ImGui::PopStyleVar(2);
 }
