@@ -379,6 +379,21 @@ size_t RunModel::openCollectives() const {
     return m_open_collectives;
 }
 
+const SpanRecord* RunModel::blockingCollective(int rank) const {
+    if (rank < 0 || size_t(rank) >= m_lanes.size() || m_open_collectives == 0)
+        return nullptr;
+    const RankLane& lane = m_lanes[size_t(rank)];
+    int64_t started = std::numeric_limits<int64_t>::min(); // its current process's start
+    for (const Event& e : lane.instants)
+        if (e.kind == EventKind::RankStarted)
+            started = e.t_ns;
+    auto it = std::lower_bound(lane.comm_end_max.begin(), lane.comm_end_max.end(), SpanRecord::kOpen);
+    for (size_t i = size_t(it - lane.comm_end_max.begin()); i < lane.comm.size(); ++i)
+        if (isHungState(lane.comm[i]) && lane.comm[i].t0 >= started)
+            return &lane.comm[i];
+    return nullptr;
+}
+
 std::vector<OpenCollective> RunModel::openCollectiveList() const {
     std::vector<OpenCollective> out;
     if (m_open_collectives == 0)

@@ -135,6 +135,10 @@ struct OpenCollective {
     OpenCollectiveFate fate = OpenCollectiveFate::RankAlive;
 };
 
+// A collective open this long is stuck, not in flight: the timeline hatches it
+// red, and a rank waiting in it reads "waiting in all-reduce for 9.2 s".
+inline constexpr int64_t kCollectiveStuckAfterNs = 2'000'000'000;
+
 // Compute depth of a span kind (0 = step, 1 = phase, 2 = per block); see run_model.cpp.
 [[nodiscard]] int spanDepth(EventKind kind, int unit);
 
@@ -165,6 +169,10 @@ class RunModel {
     [[nodiscard]] uint64_t generation() const { return m_generation; }
     // Collectives that started and have not completed or failed (a hang shows here).
     [[nodiscard]] size_t openCollectives() const;
+    // The oldest collective `rank`'s current process (since its latest
+    // RankStarted) started and has not completed or failed: what it waits in
+    // (a peer hung or died). nullptr = none.
+    [[nodiscard]] const SpanRecord* blockingCollective(int rank) const;
     // Those collectives, each with its fate, by rank then start (O(comm spans):
     // call it when openCollectives() > 0, and cache it against generation()).
     [[nodiscard]] std::vector<OpenCollective> openCollectiveList() const;

@@ -30,7 +30,7 @@ namespace dt::app {
 
 // In a live run a collective open for longer than this is drawn as hung.
 // (Gloo's own timeout, [run] timeout_s, decides when the run fails.)
-constexpr int64_t kStuckAfterNs = 2'000'000'000;
+constexpr int64_t kStuckAfterNs = kCollectiveStuckAfterNs;
 namespace {
 
 int64_t clampToTime(double t) {
@@ -336,18 +336,26 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
         ImGui::TextDisabled("%s across  |  %s events  |  %d ranks", width, events, model->world());
         if (const size_t open = model->openCollectives(); open > 0) {
             ImGui::SameLine();
+            if (m_open_model != model || m_open_generation != model->generation()) {
+                m_open = model->openCollectiveList();
+                m_open_model = model;
+                m_open_generation = model->generation();
+            }
             if (inputs.live) { // in a running Session an open collective is usually just in flight
-                ImGui::TextDisabled("%zu collective%s in flight", open, open == 1 ? "" : "s");
+                size_t stuck = 0;
+                for (const OpenCollective& oc : m_open)
+                    stuck += oc.fate == OpenCollectiveFate::RankAlive &&
+                             inputs.now_ns - oc.span.t0 > kStuckAfterNs;
+                if (stuck > 0)
+                    ImGui::TextColored(ImColor(palette::kHung), "%zu collective%s open for over %.0f s",
+                                       stuck, stuck == 1 ? "" : "s", double(kStuckAfterNs) / 1e9);
+                else
+                    ImGui::TextDisabled("%zu collective%s in flight", open, open == 1 ? "" : "s");
                 if (ImGui::IsItemHovered())
                     ImGui::SetTooltip("Started and not completed yet. One open for more than %.0f s is drawn "
                                       "hatched red: a hung peer looks like that.",
                                       double(kStuckAfterNs) / 1e9);
             } else {
-                if (m_open_model != model || m_open_generation != model->generation()) {
-                    m_open = model->openCollectiveList();
-                    m_open_model = model;
-                    m_open_generation = model->generation();
-                }
                 bool fault = false;
                 const std::string line = openCollectivesSummary(m_open, &fault);
                 if (fault)
