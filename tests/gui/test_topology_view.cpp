@@ -27,7 +27,8 @@ RankProgress running(int rank, int step, double step_ms) {
 
 } // namespace
 
-TEST_CASE("A rank blocked in an all-reduce that never completes reads BLOCKED, not RUNNING", "[gui][issue22]") {
+TEST_CASE("A rank blocked in an all-reduce that never completes reads BLOCKED, not RUNNING",
+          "[gui][issue22]") {
     // DDP: rank 2 was hung (SIGSTOP); ranks 0 and 1 started all-reduce #65 at 1 s
     // and wait in it. At 10.2 s they have waited 9.2 s; their last step took 312 ms.
     RunModel model;

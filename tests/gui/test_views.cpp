@@ -595,6 +595,10 @@ TEST_CASE("The event log says when a rank failed: after its last completed step,
     CHECK(texts[2] == "rank failed after step 1");
     for (const std::string& t : texts)
         CHECK(t.find("-1") == std::string::npos);
+    // A fault that is not a signal is named, not read as one ("fault injected: signal (signal -5)").
+    CHECK(describeNotable(instant(1, EventKind::FaultInjected, 70, -5)).text == "fault injected: partition");
+    CHECK(describeNotable(instant(1, EventKind::FaultInjected, 70, 9)).text ==
+          "fault injected: SIGKILL (signal 9)");
 }
 
 TEST_CASE("The loss line breaks where a rank was dead or restarted", "[gui][issue22]") {

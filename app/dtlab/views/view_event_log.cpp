@@ -4,6 +4,8 @@
 // [SECTION] Drawing
 #include "views/view_event_log.hpp"
 
+#include "dtlab/fault_action.hpp"
+
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -81,10 +83,18 @@ EventLogRow describeNotable(const Event& e) {
     case EventKind::ParamsChecksum:
         std::snprintf(buf, sizeof(buf), "parameters checksum %016llx", (unsigned long long)e.seq);
         break;
-    case EventKind::FaultInjected:
+    case EventKind::FaultInjected: {
         row.level = LogLevel::Warning;
-        std::snprintf(buf, sizeof(buf), "fault injected: %s (signal %d)", signalName(value), value);
+        // value: a signal (kill, hang, resume), or a fault action's negative code (fault_actions.def)
+        FaultAction action = FaultAction::Kill;
+        if (value > 0)
+            std::snprintf(buf, sizeof(buf), "fault injected: %s (signal %d)", signalName(value), value);
+        else if (faultActionFromEventCode(value, action))
+            std::snprintf(buf, sizeof(buf), "fault injected: %s", faultActionName(action));
+        else
+            std::snprintf(buf, sizeof(buf), "fault injected (code %d)", value);
         break;
+    }
     case EventKind::ProcessExited:
         if (value < 0) {
             row.level = LogLevel::Error;
