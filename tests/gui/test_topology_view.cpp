@@ -55,6 +55,14 @@ TEST_CASE("A rank blocked in an all-reduce that never completes reads BLOCKED, n
     CHECK(training.state == "RUNNING");
     CHECK(training.step_time == "312 ms/step");
 
+    SECTION("a partitioned replica waits for a quorum it cannot get: not RUNNING either") {
+        RankProgress p = running(1, 2, 312);
+        p.partitioned = true;
+        const TileStatus st = tileStatus(model, p, now);
+        CHECK(st.blocked);
+        CHECK(st.state == "PARTITIONED");
+        CHECK(st.step_time.empty());
+    }
     SECTION("an all-reduce open for less than the stuck threshold is just in flight") {
         const TileStatus in_flight = tileStatus(model, running(0, 2, 312), 1500 * kMs);
         CHECK_FALSE(in_flight.blocked);

@@ -153,7 +153,11 @@ TileStatus tileStatus(const RunModel& model, const RankProgress& p, int64_t now_
     t.state = upper(rankStateLabel(p.state));
     const bool training =
         p.state == RankState::Running || p.state == RankState::Paused || p.state == RankState::Healing;
-    if (training) {
+    if (training && p.partitioned) { // it waits for a quorum it cannot get (the quorum view: unreachable)
+        t.blocked = true;
+        t.state = "PARTITIONED";
+        t.wait = "cut off: waits for a quorum";
+    } else if (training) {
         const SpanRecord* open = model.blockingCollective(p.rank);
         const int64_t waited = open ? now_ns - open->t0 : 0;
         if (open && waited > kCollectiveStuckAfterNs) {

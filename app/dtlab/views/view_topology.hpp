@@ -33,8 +33,9 @@ namespace dt::app {
 
 // What a tile says about a rank besides its steps and loss (pure; tests check it).
 struct TileStatus {
-    std::string state;     // the header's word: "RUNNING", ..., or "BLOCKED"
-    bool blocked = false;  // alive, waiting in a collective for longer than kCollectiveStuckAfterNs
+    std::string state;     // the header's word: "RUNNING", ..., "BLOCKED" or "PARTITIONED"
+    bool blocked = false;  // alive, waiting in a collective for longer than kCollectiveStuckAfterNs,
+                           // or partitioned from the lighthouse (waiting for a quorum it cannot get)
     std::string wait;      // "waiting in all-reduce for 9.2 s" when blocked
     std::string step_time; // "312 ms/step" while it trains (or finished); "" otherwise
 };
