@@ -116,6 +116,56 @@ TEST_CASE("The quorum view reads replicas, quorums and the recovery from the eve
         CHECK(st.rows[1].incarnation == 2);
         CHECK(st.rows[2].partitioned);
     }
+
+    SECTION("a replica the lighthouse does not hear never reads healthy (issue 22)") {
+        std::vector<RankProgress> ranks(3);
+        for (RankProgress& p : ranks)
+            p.state = RankState::Running;
+        ranks[2].partitioned = true; // its process runs; its heartbeats are dropped
+        ft::LighthouseStatus lighthouse;
+        lighthouse.running = true;
+        for (int r = 0; r < 3; ++r) {
+            ft::MemberHealth m;
+            m.member.replica = r;
+            m.heartbeat_age_ms = r == 1 ? 2000 : 40; // replica 1: silent for 2 s (> the 1 s timeout)
+            lighthouse.members.push_back(m);
+        }
+        const QuorumViewState st = quorumViewState(model, &ranks, lighthouse, 1000 * kMs + 1200 * kMs);
+        CHECK(st.rows[0].health == ReplicaHealth::Healthy);
+        CHECK(st.rows[1].health == ReplicaHealth::Unreachable);
+        CHECK(st.rows[2].health == ReplicaHealth::Unreachable);
+        CHECK(std::string(replicaHealthLabel(ReplicaHealth::Unreachable)) == "unreachable");
+    }
+
+    SECTION("a replay: a replica whose last heartbeat is older than the timeout is unreachable") {
+        // The run's last heartbeats are at +905 ms; 2.5 s later every replica has been silent too long.
+        const QuorumViewState st = quorumViewState(model, nullptr, std::nullopt, 1000 * kMs + 3400 * kMs);
+        for (const ReplicaRow& row : st.rows) {
+            CAPTURE(row.replica, row.heartbeat_age_ms);
+            CHECK(row.heartbeat_age_ms > 1000);
+            CHECK(row.health != ReplicaHealth::Healthy);
+        }
+    }
+}
+
+TEST_CASE("The quorum header tells where its quorum formed from where training is now",
+          "[gui][quorum][issue22]") {
+    // Quorum 2 forms when the leader has committed 6 steps; the fast path hands
+    // it out again every step without a new event while the replicas go on to 33.
+    RunModel model;
+    model.reset(ftScenario(), 3);
+    std::vector<Event> ev;
+    Event q = instant(-1, EventKind::QuorumFormed, 100 * kMs, -1, 2, 0b101);
+    q.bytes = 6;
+    ev.push_back(q);
+    for (int step = 6; step < 33; ++step)
+        for (int r : {0, 2})
+            ev.push_back(instant(r, EventKind::Commit, (200 + step * 10) * kMs, step));
+    model.ingest(ev.data(), ev.size());
+    const QuorumViewState st = quorumViewState(model, nullptr, std::nullopt, 1000 * kMs);
+    CHECK(st.quorum_id == 2);
+    CHECK(st.max_step == 6);         // "formed at step 6"
+    CHECK(st.steps_committed == 33); // "now at step 33", what the topology tiles say
 }
 
 TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", "[gui][quorum]") {

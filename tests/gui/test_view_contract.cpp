@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,7 @@ class FakeActions final : public NoViewActions {
   public:
     std::string press;
     std::vector<std::string> calls;
+    std::map<std::string, std::string> why_disabled; // label -> tooltip of a disabled button, last frame
 
     void runFree() override { calls.push_back("runFree"); }
     void pauseRun() override { calls.push_back("pauseRun"); }
@@ -46,6 +48,10 @@ class FakeActions final : public NoViewActions {
   protected:
     bool drawButton(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) override {
         const bool pressed = plainButton(label, enabled, why_disabled, size);
+        if (enabled)
+            this->why_disabled.erase(label);
+        else
+            this->why_disabled[label] = why_disabled ? why_disabled : "";
         return pressed || (enabled && press == label);
     }
 };
@@ -136,6 +142,28 @@ TEST_CASE("A view's buttons act through ViewActions", "[gui][contract]") {
         actions.press = "Kill##rank1";
         CHECK(imgui.frame([&] { view.draw(in); }).balanced);
         CHECK(actions.calls == std::vector<std::string>{"killRank 1"});
+    }
+    SECTION("a topology tile's Restart restarts a dead replica of a fault-tolerant run (issue 22)") {
+        Scenario s = scenarioOf("ddp");
+        s.fault_tolerance.enabled = true;
+        model.reset(s, 3);
+        TopologyView view;
+        actions.press = "Restart##rank1";
+        imgui.frame([&] { view.draw(in); });
+        CHECK(actions.calls.empty()); // running: nothing to restart
+        CHECK(actions.why_disabled["Restart##rank1"] == "only a dead replica can be restarted");
+        ranks[1].state = RankState::Killed;
+        imgui.frame([&] { view.draw(in); });
+        CHECK(actions.calls == std::vector<std::string>{"restartRank 1"});
+    }
+    SECTION("without fault tolerance a tile's Restart is disabled and says why") {
+        model.reset(scenarioOf("ddp"), 3);
+        ranks[1].state = RankState::Killed;
+        TopologyView view;
+        actions.press = "Restart##rank1";
+        imgui.frame([&] { view.draw(in); });
+        CHECK(actions.calls.empty());
+        CHECK_THAT(actions.why_disabled["Restart##rank1"], Catch::StartsWith("needs [fault_tolerance]"));
     }
     SECTION("the quorum view's fault buttons act on the selected replica") {
         Scenario s = scenarioOf("ddp");

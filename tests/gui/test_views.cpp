@@ -15,7 +15,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 using namespace dt;
 using namespace dt::app;
@@ -568,6 +570,124 @@ TEST_CASE("The views draw a small run and respond to the mouse", "[gui]") {
         CHECK(nav.rank == 1);
         CHECK(selected == 1);
     }
+}
+
+TEST_CASE("The event log says when a rank failed: after its last completed step, or before its first",
+          "[gui][issue22]") {
+    RunModel model = emptyModel(2);
+    const Event e[] = {
+        SyntheticRun::span(0, 0, EventKind::Step, -1, 100, 200),
+        SyntheticRun::span(0, 1, EventKind::Step, -1, 200, 300),
+        SyntheticRun::span(0, 2, EventKind::Step, -1, 300, 450), // ends after the failure below
+        instant(0, EventKind::RankFailed, 400),                  // the engine sends step -1
+        instant(1, EventKind::RankFailed, 50),                   // before any step
+        instant(1, EventKind::RankFinished, 60),                 // a finish before a step says so too
+    };
+    model.ingest(e, std::size(e));
+    CHECK(model.lastStepBefore(0, 400) == 1);
+    CHECK(model.lastStepBefore(1, 400) == -1);
+    std::vector<std::string> texts;
+    for (const EventLogRow& row : buildEventLogRows(model))
+        texts.push_back(row.text);
+    REQUIRE(texts.size() == 3);
+    CHECK(texts[0] == "rank failed before its first step");
+    CHECK(texts[1] == "rank finished before its first step");
+    CHECK(texts[2] == "rank failed after step 1");
+    for (const std::string& t : texts)
+        CHECK(t.find("-1") == std::string::npos);
+    // A fault that is not a signal is named, not read as one ("fault injected: signal (signal -5)").
+    CHECK(describeNotable(instant(1, EventKind::FaultInjected, 70, -5)).text == "fault injected: partition");
+    CHECK(describeNotable(instant(1, EventKind::FaultInjected, 70, 9)).text ==
+          "fault injected: SIGKILL (signal 9)");
+}
+
+TEST_CASE("The loss line breaks where a rank was dead or restarted", "[gui][issue22]") {
+    // Rank 1 reports steps 0..15, dies, and its restarted incarnation heals
+    // straight to step 396: 380 steps it never ran. Rank 0 runs throughout.
+    RunModel model = emptyModel(2);
+    std::vector<Event> ev;
+    ev.push_back(instant(1, EventKind::RankStarted, 1));
+    for (int step = 0; step < 400; ++step) {
+        const int64_t t = 100 + int64_t(step) * 10;
+        ev.push_back(SyntheticRun::counter(0, step, EventKind::LossValue, 5.0 - step * 0.001, t));
+        if (step <= 15)
+            ev.push_back(SyntheticRun::counter(1, step, EventKind::LossValue, 5.0 - step * 0.001, t));
+        if (step >= 396)
+            ev.push_back(SyntheticRun::counter(1, step, EventKind::LossValue, 4.6, t));
+    }
+    ev.push_back(instant(1, EventKind::RankStarted, 100 + 390 * 10)); // the new incarnation
+    model.ingest(ev.data(), ev.size());
+    const MetricsSeries m = buildMetricsSeries(model);
+    REQUIRE(m.loss.size() == 2);
+    const auto breaks = [](const PlotSeries& s) {
+        return std::count_if(s.y.begin(), s.y.end(), [](double y) { return std::isnan(y); });
+    };
+    CHECK(breaks(m.loss[0]) == 0);
+    REQUIRE(breaks(m.loss[1]) == 1);
+    const PlotSeries& r1 = m.loss[1];
+    const auto gap = std::find_if(r1.y.begin(), r1.y.end(), [](double y) { return std::isnan(y); });
+    const size_t i = size_t(gap - r1.y.begin());
+    CHECK(r1.x[i - 1] == 15.0);
+    CHECK(r1.x[i + 1] == 396.0);
+    CHECK(std::is_sorted(r1.x.begin(), r1.x.end())); // the plot's hover searches x
+
+    SECTION(
+        "a restart that goes on from the next step breaks too; a step done twice keeps its latest value") {
+        PlotSeries s;
+        s.x = {0, 1, 2, 2, 3};
+        s.y = {5, 4, 3, 2.5, 2};
+        breakAtGaps(s, {0, 0, 0, 1, 1}); // step 2 again by the next incarnation
+        CHECK(s.x == std::vector<double>{0, 1, 1.5, 2, 3});
+        CHECK(std::isnan(s.y[2])); // the break between the incarnations
+        CHECK(s.y[3] == 2.5);      // the latest step 2
+    }
+    SECTION("the plot draws the broken line") {
+        HeadlessImGui imgui;
+        ViewInputs in;
+        in.model = &model;
+        MetricsView view;
+        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+    }
+}
+
+TEST_CASE("'never completed' is said only of collectives a fault left open, naming them", "[gui][issue22]") {
+    using W = EventPhase;
+    RunModel model = emptyModel(3);
+    // Rank 2 leaves in the middle of an all-reduce because the job finished (a clean end).
+    const Event clean[] = {
+        SyntheticRun::work(2, 99, EventKind::AllReduce, W::WorkStarted, 99, -1, 1000, 3),
+        instant(2, EventKind::RankFinished, 1100, 1.0),
+        instant(2, EventKind::ProcessExited, 1200, 0.0),
+    };
+    model.ingest(clean, std::size(clean));
+    REQUIRE(model.openCollectives() == 1);
+    std::vector<OpenCollective> open = model.openCollectiveList();
+    REQUIRE(open.size() == 1);
+    CHECK(open[0].fate == OpenCollectiveFate::RankLeft);
+    bool fault = true;
+    std::string line = openCollectivesSummary(open, &fault);
+    CHECK_FALSE(fault);
+    CHECK(line.find("never completed") == std::string::npos);
+    CHECK(line.find("not a fault") != std::string::npos);
+
+    // Rank 1 is killed as its all-reduce #15 of step 15 starts.
+    const Event killed[] = {
+        SyntheticRun::work(1, 15, EventKind::AllReduce, W::WorkStarted, 15, -1, 500, 3),
+        instant(1, EventKind::ProcessExited, 510, -9.0),
+        instant(1, EventKind::RankStarted, 900), // restarted: a new incarnation
+    };
+    model.ingest(killed, std::size(killed));
+    open = model.openCollectiveList();
+    REQUIRE(open.size() == 2);
+    CHECK(open[0].rank == 1);
+    CHECK(open[0].fate == OpenCollectiveFate::RankDied);
+    line = openCollectivesSummary(open, &fault);
+    CHECK(fault);
+    CHECK(line == "1 collective never completed: rank 1's all-reduce #15 (step 15), its process died");
+
+    // Nothing open: nothing to say.
+    CHECK(openCollectivesSummary({}, &fault).empty());
+    CHECK_FALSE(fault);
 }
 
 // -----------------------------------------------------------------------------

@@ -479,6 +479,30 @@ TEST_CASE("A replica whose connection closes is left out of the next quorum at o
     }
 }
 
+TEST_CASE("A replica that leaves because the job finished is not reported lost", "[lighthouse][issue22]") {
+    LighthouseOptions options;
+    options.min_replicas = 1;
+    options.heartbeat_timeout_ms = 200;
+    LossLog losses; // declared before the server: it outlives the server thread's callbacks
+    LighthouseServer server(options);
+    losses.attach(server);
+    server.start();
+    std::vector<std::unique_ptr<LighthouseClient>> clients;
+    for (int r = 0; r < 2; ++r)
+        clients.push_back(startClient(server, r));
+    REQUIRE(waitUntil([&] { return server.status().members.size() == 2; }, 2000));
+    REQUIRE(requestAll({clients[0].get(), clients[1].get()}, 0, 3000)[0].quorum_id == 1);
+
+    clients[0]->leave(); // done: BYE, then the connection closes
+    clients[0].reset();
+    clients[1].reset(); // no BYE: a crash, lost
+    REQUIRE(waitUntil([&] { return losses.count() >= 1; }, 2000));
+    // Well past the heartbeat timeout: the replica that left is still not lost.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    REQUIRE(losses.count() == 1);
+    CHECK(losses.losses[0].first.replica == 1);
+}
+
 TEST_CASE("A replica that stops heartbeating is left out after heartbeat_timeout_ms", "[lighthouse]") {
     LighthouseOptions options;
     options.min_replicas = 2;

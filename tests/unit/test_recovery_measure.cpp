@@ -105,3 +105,44 @@ TEST_CASE("The lighthouse going down is a recovery of replica -1", "[recovery]")
     CHECK(m.recoveries[0].new_quorum_ms == Approx(3050.0));
     CHECK(m.recoveries[0].survivors_commit_ms == Approx(3100.0));
 }
+
+TEST_CASE("A recovery's phases run in order from its own fault", "[recovery][issue22]") {
+    // Chaos: replica 1 was killed and comes back (quorum 3 at +271 ms after
+    // the hang below); replica 2 is hung at 1000 ms and found only when the
+    // survivors' all-reduce times out (+3647 ms); then replica 2 is killed
+    // later, and that kill's restart must not be read as the hang's.
+    std::vector<Event> ev = {
+        at(-1, EventKind::QuorumFormed, 0, 1),
+        at(1, EventKind::FaultInjected, 500, SIGKILL),
+        at(1, EventKind::ReplicaLost, 501),
+        at(-1, EventKind::QuorumFormed, 510, 2),
+        at(2, EventKind::FaultInjected, 1000, SIGSTOP),
+        at(1, EventKind::RankRestarted, 1200, 1),
+        at(-1, EventKind::QuorumFormed, 1271, 3), // replica 1 is back: not the hang's answer
+        at(0, EventKind::Commit, 1300),
+        at(0, EventKind::Abort, 4647, 1), // the hang is seen
+        at(-1, EventKind::QuorumFormed, 4700, 4),
+        at(0, EventKind::Commit, 4750),
+        at(2, EventKind::FaultInjected, 9000, SIGKILL),
+        at(2, EventKind::ReplicaLost, 9001),
+        at(2, EventKind::RankRestarted, 10000, 1),
+    };
+    const RecoveryMeasure m = measureRecoveries(ev, 3);
+    REQUIRE(m.recoveries.size() == 3);
+    const Recovery& hang = m.recoveries[1];
+    CHECK(hang.fault == "hang");
+    CHECK(hang.detected_ms == Approx(3647.0));
+    CHECK(hang.new_quorum_ms == Approx(3700.0)); // not +271 ms: that quorum answered replica 1's return
+    CHECK(hang.new_quorum_id == 4);
+    CHECK(hang.survivors_commit_ms == Approx(3750.0));
+    CHECK(hang.restarted_ms == -1); // the restart at 10 s answers the kill at 9 s
+    const Recovery& kill = m.recoveries[2];
+    CHECK(kill.restarted_ms == Approx(1000.0));
+    for (const Recovery& r : m.recoveries) {
+        CAPTURE(r.fault, r.replica);
+        if (r.new_quorum_ms >= 0)
+            CHECK(r.new_quorum_ms >= r.detected_ms);
+        if (r.survivors_commit_ms >= 0)
+            CHECK(r.survivors_commit_ms >= r.new_quorum_ms);
+    }
+}

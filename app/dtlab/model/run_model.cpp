@@ -379,12 +379,76 @@ size_t RunModel::openCollectives() const {
     return m_open_collectives;
 }
 
+const SpanRecord* RunModel::blockingCollective(int rank) const {
+    if (rank < 0 || size_t(rank) >= m_lanes.size() || m_open_collectives == 0)
+        return nullptr;
+    const RankLane& lane = m_lanes[size_t(rank)];
+    int64_t started = std::numeric_limits<int64_t>::min(); // its current process's start
+    for (const Event& e : lane.instants)
+        if (e.kind == EventKind::RankStarted)
+            started = e.t_ns;
+    auto it = std::lower_bound(lane.comm_end_max.begin(), lane.comm_end_max.end(), SpanRecord::kOpen);
+    for (size_t i = size_t(it - lane.comm_end_max.begin()); i < lane.comm.size(); ++i)
+        if (isHungState(lane.comm[i]) && lane.comm[i].t0 >= started)
+            return &lane.comm[i];
+    return nullptr;
+}
+
+std::vector<OpenCollective> RunModel::openCollectiveList() const {
+    std::vector<OpenCollective> out;
+    if (m_open_collectives == 0)
+        return out;
+    for (int r = 0; r < world(); ++r) {
+        const RankLane& lane = m_lanes[size_t(r)];
+        // end_max turns kOpen at the first open span: nothing before it is open.
+        auto it = std::lower_bound(lane.comm_end_max.begin(), lane.comm_end_max.end(), SpanRecord::kOpen);
+        for (size_t i = size_t(it - lane.comm_end_max.begin()); i < lane.comm.size(); ++i) {
+            const SpanRecord& s = lane.comm[i];
+            if (!isHungState(s))
+                continue;
+            OpenCollective oc;
+            oc.rank = r;
+            oc.span = s;
+            // The first end of the rank's process after the collective started.
+            for (const Event& e : lane.instants) {
+                if (e.t_ns < s.t0)
+                    continue;
+                const bool died = e.kind == EventKind::RankFailed || e.kind == EventKind::RankRestarted ||
+                                  e.kind == EventKind::RankStarted ||
+                                  (e.kind == EventKind::ProcessExited && e.value != 0);
+                const bool left =
+                    e.kind == EventKind::RankFinished || (e.kind == EventKind::ProcessExited && e.value == 0);
+                if (died || left) {
+                    oc.fate = died ? OpenCollectiveFate::RankDied : OpenCollectiveFate::RankLeft;
+                    break;
+                }
+            }
+            out.push_back(oc);
+        }
+    }
+    return out;
+}
+
 const SpanRecord* RunModel::findComm(int rank, uint8_t group, EventKind kind, int peer, uint64_t seq) const {
     if (rank < 0 || size_t(rank) >= m_lanes.size())
         return nullptr;
     const auto& map = m_index[size_t(rank)].comm_by_key;
     auto it = map.find(commKey(group, kind, peer, seq));
     return it == map.end() ? nullptr : &m_lanes[size_t(rank)].comm[it->second];
+}
+
+int RunModel::lastStepBefore(int rank, int64_t t) const {
+    if (rank < 0 || size_t(rank) >= m_lanes.size())
+        return -1;
+    const std::vector<SpanRecord>& steps = m_lanes[size_t(rank)].compute[0];
+    auto it = std::upper_bound(steps.begin(), steps.end(), t,
+                               [](int64_t v, const SpanRecord& s) { return v < s.t0; });
+    while (it != steps.begin()) {
+        --it;
+        if (it->kind == EventKind::Step && it->t1 <= t)
+            return it->step;
+    }
+    return -1;
 }
 
 bool RunModel::lastCounter(int rank, EventKind kind, double& value) const {

@@ -122,6 +122,23 @@ struct RankLane {
     }
 }
 
+// Why a collective never completed (RunModel::openCollectiveList): what its
+// rank did after the collective started.
+enum class OpenCollectiveFate : uint8_t {
+    RankAlive, // nothing yet: in flight while the run is live (hung when it lasts); open when it stopped
+    RankDied,  // its process was killed, failed, or restarted first: a fault left it open
+    RankLeft,  // its rank finished and left (the job was done): nothing failed
+};
+struct OpenCollective {
+    int rank = -1;
+    SpanRecord span;
+    OpenCollectiveFate fate = OpenCollectiveFate::RankAlive;
+};
+
+// A collective open this long is stuck, not in flight: the timeline hatches it
+// red, and a rank waiting in it reads "waiting in all-reduce for 9.2 s".
+inline constexpr int64_t kCollectiveStuckAfterNs = 2'000'000'000;
+
 // Compute depth of a span kind (0 = step, 1 = phase, 2 = per block); see run_model.cpp.
 [[nodiscard]] int spanDepth(EventKind kind, int unit);
 
@@ -152,6 +169,13 @@ class RunModel {
     [[nodiscard]] uint64_t generation() const { return m_generation; }
     // Collectives that started and have not completed or failed (a hang shows here).
     [[nodiscard]] size_t openCollectives() const;
+    // The oldest collective `rank`'s current process (since its latest
+    // RankStarted) started and has not completed or failed: what it waits in
+    // (a peer hung or died). nullptr = none.
+    [[nodiscard]] const SpanRecord* blockingCollective(int rank) const;
+    // Those collectives, each with its fate, by rank then start (O(comm spans):
+    // call it when openCollectives() > 0, and cache it against generation()).
+    [[nodiscard]] std::vector<OpenCollective> openCollectiveList() const;
     // The comm span of `rank` for one Work, or nullptr. group is the process
     // group id (Event::group); peer is -1 for group collectives, the root for
     // broadcast, the other rank for send/recv.
@@ -161,6 +185,9 @@ class RunModel {
     [[nodiscard]] const SpanRecord* findPart(int rank, const SpanRecord& s) const {
         return findComm(rank, s.group, s.kind, s.peer, s.seq);
     }
+    // The last step `rank` completed by time t (its latest Step span that ended
+    // at or before t); -1 = none yet (a failure before its first step).
+    [[nodiscard]] int lastStepBefore(int rank, int64_t t) const;
     // Latest value of a counter on a rank; false when none was seen.
     [[nodiscard]] bool lastCounter(int rank, EventKind kind, double& value) const;
     // True when any rank reported this counter kind.

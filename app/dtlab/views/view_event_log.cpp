@@ -4,6 +4,8 @@
 // [SECTION] Drawing
 #include "views/view_event_log.hpp"
 
+#include "dtlab/fault_action.hpp"
+
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -66,19 +68,33 @@ EventLogRow describeNotable(const Event& e) {
         std::snprintf(buf, sizeof(buf), "rank ready: process group formed");
         break;
     case EventKind::RankFinished:
-        std::snprintf(buf, sizeof(buf), "rank finished (last step %d)", e.step);
+        if (e.step >= 0)
+            std::snprintf(buf, sizeof(buf), "rank finished (last step %d)", e.step);
+        else
+            std::snprintf(buf, sizeof(buf), "rank finished before its first step");
         break;
-    case EventKind::RankFailed:
+    case EventKind::RankFailed: // step: the last step it completed (buildEventLogRows fills it in)
         row.level = LogLevel::Error;
-        std::snprintf(buf, sizeof(buf), "rank failed at step %d", e.step);
+        if (e.step >= 0)
+            std::snprintf(buf, sizeof(buf), "rank failed after step %d", e.step);
+        else
+            std::snprintf(buf, sizeof(buf), "rank failed before its first step");
         break;
     case EventKind::ParamsChecksum:
         std::snprintf(buf, sizeof(buf), "parameters checksum %016llx", (unsigned long long)e.seq);
         break;
-    case EventKind::FaultInjected:
+    case EventKind::FaultInjected: {
         row.level = LogLevel::Warning;
-        std::snprintf(buf, sizeof(buf), "fault injected: %s (signal %d)", signalName(value), value);
+        // value: a signal (kill, hang, resume), or a fault action's negative code (fault_actions.def)
+        FaultAction action = FaultAction::Kill;
+        if (value > 0)
+            std::snprintf(buf, sizeof(buf), "fault injected: %s (signal %d)", signalName(value), value);
+        else if (faultActionFromEventCode(value, action))
+            std::snprintf(buf, sizeof(buf), "fault injected: %s", faultActionName(action));
+        else
+            std::snprintf(buf, sizeof(buf), "fault injected (code %d)", value);
         break;
+    }
     case EventKind::ProcessExited:
         if (value < 0) {
             row.level = LogLevel::Error;
@@ -101,8 +117,16 @@ std::vector<EventLogRow> buildEventLogRows(const RunModel& model) {
     rows.reserve(model.logs().size() + model.notable().size());
     for (const LogRecord& log : model.logs())
         rows.push_back({log.t_ns, log.rank, log.level, log.text});
-    for (const Event& e : model.notable())
-        rows.push_back(describeNotable(e));
+    for (const Event& e : model.notable()) {
+        if (e.kind != EventKind::RankFailed) {
+            rows.push_back(describeNotable(e));
+            continue;
+        }
+        // A rank does not know its step when it fails: the model does.
+        Event failed = e;
+        failed.step = model.lastStepBefore(e.rank, e.t_ns);
+        rows.push_back(describeNotable(failed));
+    }
     // Both sources are sorted: one merge puts them in time order (logs first on ties).
     std::inplace_merge(rows.begin(), rows.begin() + ptrdiff_t(model.logs().size()), rows.end(),
                        [](const EventLogRow& a, const EventLogRow& b) { return a.t_ns < b.t_ns; });

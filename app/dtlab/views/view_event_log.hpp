@@ -26,6 +26,8 @@ struct EventLogRow {
 // All rows in time order (pure; tests check it).
 [[nodiscard]] std::vector<EventLogRow> buildEventLogRows(const RunModel& model);
 // The sentence for one notable event ("process killed by signal 9 (SIGKILL)").
+// RankFailed reads its step as the last step the rank completed (-1: "failed
+// before its first step"); buildEventLogRows takes it from the model.
 [[nodiscard]] EventLogRow describeNotable(const Event& e);
 
 class EventLogView : public View {

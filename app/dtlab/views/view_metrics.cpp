@@ -7,10 +7,47 @@
 #include <imgui.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
 namespace dt::app {
+
+void breakAtGaps(PlotSeries& s, const std::vector<int>& incarnation) {
+    // 1. One point per step, the latest: a step done again (after a restart,
+    //    or an aborted step retried) counts once, as it was last done.
+    std::vector<size_t> order(s.x.size());
+    for (size_t i = 0; i < order.size(); ++i)
+        order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.x[a] < s.x[b]; });
+    std::vector<size_t> kept;
+    for (size_t i : order) {
+        if (!kept.empty() && s.x[kept.back()] == s.x[i])
+            kept.back() = i; // stable: i came later in time
+        else
+            kept.push_back(i);
+    }
+    // 2. A NaN between two points where the rank was not there: a step gap, or another incarnation.
+    PlotSeries out = s;
+    out.x.clear();
+    out.y.clear();
+    for (size_t k = 0; k < kept.size(); ++k) {
+        const size_t i = kept[k];
+        if (k > 0) {
+            const size_t before = kept[k - 1];
+            const bool gap = s.x[i] - s.x[before] > 1.0;
+            const bool restarted = i < incarnation.size() && before < incarnation.size() &&
+                                   incarnation[i] != incarnation[before];
+            if (gap || restarted) {
+                out.x.push_back((s.x[before] + s.x[i]) / 2.0);
+                out.y.push_back(std::nan(""));
+            }
+        }
+        out.x.push_back(s.x[i]);
+        out.y.push_back(s.y[i]);
+    }
+    s = std::move(out);
+}
 
 MetricsSeries buildMetricsSeries(const RunModel& model) {
     MetricsSeries out;
@@ -24,6 +61,15 @@ MetricsSeries buildMetricsSeries(const RunModel& model) {
 
     for (int r = 0; r < model.world(); ++r) {
         const RankLane& lane = model.lane(r);
+        // Each RankStarted begins an incarnation (a restarted replica is a new process).
+        std::vector<int64_t> starts;
+        for (const Event& e : lane.instants)
+            if (e.kind == EventKind::RankStarted)
+                starts.push_back(e.t_ns);
+        const auto incarnationAt = [&](int64_t t) {
+            return int(std::upper_bound(starts.begin(), starts.end(), t) - starts.begin());
+        };
+        std::array<std::vector<int>, size_t(EventKind::Count)> incarnation; // per counter point
         auto series = [&](EventKind kind) {
             PlotSeries s;
             s.label = "rank " + std::to_string(r);
@@ -31,6 +77,7 @@ MetricsSeries buildMetricsSeries(const RunModel& model) {
             for (const CounterPoint& p : lane.counters[size_t(kind)]) {
                 s.x.push_back(double(p.step));
                 s.y.push_back(p.value);
+                incarnation[size_t(kind)].push_back(incarnationAt(p.t));
             }
             return s;
         };
@@ -48,20 +95,10 @@ MetricsSeries buildMetricsSeries(const RunModel& model) {
             y = cumulative >= previous ? cumulative - previous : cumulative;
             previous = cumulative;
         }
-        // Steps may repeat after a restart: keep x ascending for the plot's binary search.
-        for (PlotSeries* s : {&loss, &step_ms, &throughput, &wire}) {
-            if (std::is_sorted(s->x.begin(), s->x.end()))
-                continue;
-            std::vector<size_t> order(s->x.size());
-            for (size_t i = 0; i < order.size(); ++i)
-                order[i] = i;
-            std::stable_sort(order.begin(), order.end(),
-                             [&](size_t a, size_t b) { return s->x[a] < s->x[b]; });
-            PlotSeries sorted = *s;
-            for (size_t i = 0; i < order.size(); ++i)
-                sorted.x[i] = s->x[order[i]], sorted.y[i] = s->y[order[i]];
-            *s = std::move(sorted);
-        }
+        breakAtGaps(loss, incarnation[size_t(EventKind::LossValue)]);
+        breakAtGaps(step_ms, incarnation[size_t(EventKind::StepTimeMs)]);
+        breakAtGaps(throughput, incarnation[size_t(EventKind::StepTimeMs)]);
+        breakAtGaps(wire, incarnation[size_t(EventKind::BytesSent)]);
         out.loss.push_back(std::move(loss));
         out.step_ms.push_back(std::move(step_ms));
         out.throughput.push_back(std::move(throughput));

@@ -7,6 +7,9 @@
 //                        / step time), samples/s for mlp (batch_per_rank * ranks
 //                        / step time): the whole job's rate as seen from that rank
 //   bytes on the wire    per step: differences of the cumulative BytesSent counter
+// A line breaks where the rank has no data: across steps it never reported (it
+// was dead, hung, or healed straight to a later step) and between two of its
+// incarnations (a restarted replica); a step done twice keeps its latest value.
 // The series are rebuilt only when the model changes (RunModel::generation).
 #pragma once
 
@@ -23,6 +26,10 @@ struct MetricsSeries {
     bool tokens = true; // throughput unit: tokens/s (tiny_gpt) or samples/s (mlp)
 };
 // The four plots' series from a model (pure; tests check it).
+// Sorts one rank's series by step, keeps each step's latest point, and puts a
+// NaN (a break in the line) between two points more than one step apart or of
+// different incarnations (incarnation[i]: point i's, in time order).
+void breakAtGaps(PlotSeries& series, const std::vector<int>& incarnation);
 [[nodiscard]] MetricsSeries buildMetricsSeries(const RunModel& model);
 
 class MetricsView : public View {

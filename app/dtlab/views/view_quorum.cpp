@@ -37,6 +37,8 @@ const char* replicaHealthLabel(ReplicaHealth health) {
         return "finished";
     case ReplicaHealth::Starting:
         return "starting";
+    case ReplicaHealth::Unreachable:
+        return "unreachable";
     }
     return "?";
 }
@@ -82,6 +84,8 @@ ImU32 healthColor(ReplicaHealth health) {
         return IM_COL32(70, 130, 200, 255);
     case ReplicaHealth::Starting:
         return IM_COL32(120, 130, 140, 255);
+    case ReplicaHealth::Unreachable:
+        return IM_COL32(200, 150, 20, 255);
     }
     return IM_COL32(128, 128, 128, 255);
 }
@@ -150,6 +154,7 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
         case EventKind::Commit:
             if (row)
                 row->committed += 1;
+            st.steps_committed = std::max<int64_t>(st.steps_committed, int64_t(e.step) + 1);
             break;
         case EventKind::Abort:
             if (row)
@@ -217,6 +222,13 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
                 st.reason = colon == std::string::npos ? log.text : log.text.substr(colon + 3);
             }
         }
+    }
+    // A live replica the lighthouse does not hear is not healthy, whatever its process does.
+    const double timeout_ms = model.scenario().fault_tolerance.heartbeat_timeout_ms;
+    for (ReplicaRow& row : st.rows) {
+        const bool alive = row.health == ReplicaHealth::Healthy || row.health == ReplicaHealth::Healing;
+        if (alive && (row.partitioned || row.heartbeat_age_ms > timeout_ms))
+            row.health = ReplicaHealth::Unreachable;
     }
     return st;
 }
@@ -379,9 +391,15 @@ void QuorumView::drawHeader(const ViewInputs&) {
     for (int r = 0; r < 64; ++r)
         if ((m_state.members >> r) & 1)
             members += (members.empty() ? "" : ", ") + std::to_string(r);
-    ImGui::Text("Lighthouse: quorum %lld of replicas {%s}, max step %lld, %lld quorums so far",
-                (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step,
-                (long long)m_state.quorums);
+    ImGui::Text(
+        "Lighthouse: quorum %lld of replicas {%s}, formed at step %lld, now at step %lld; %lld quorums "
+        "so far",
+        (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step,
+        (long long)std::max(m_state.max_step, m_state.steps_committed), (long long)m_state.quorums);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("formed at step: the highest step among its members when the lighthouse formed it. "
+                          "The same quorum is handed out again every step (the fast path) until its members "
+                          "change; now: the most steps a replica has committed.");
     if (!m_state.reason.empty()) {
         ImGui::TextDisabled("decision:");
         ImGui::SameLine();
@@ -493,8 +511,10 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
         ImGui::Dummy(badge_size);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s%s", replicaHealthLabel(row.health),
-                              row.partitioned ? " and partitioned: its heartbeats do not reach the lighthouse"
-                                              : "");
+                              row.partitioned ? ": partitioned, its heartbeats do not reach the lighthouse"
+                              : row.health == ReplicaHealth::Unreachable
+                                  ? ": alive, but its last heartbeat is older than heartbeat_timeout_ms"
+                                  : "");
         ImGui::SameLine();
         ImGui::AlignTextToFramePadding();
         char hb[32] = "-";
@@ -535,9 +555,11 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     }
     const Recovery& r = *m_state.recovery;
     const double since_ms = double(t_end - r.fault_ns) / 1e6;
-    ImGui::Text("Recovery stopwatch: %s %s%s", r.fault.c_str(),
-                r.replica >= 0 ? "replica " : "the lighthouse",
-                r.replica >= 0 ? std::to_string(r.replica).c_str() : "");
+    // Every phase is measured from this fault (recovery_measure.hpp), in order.
+    if (r.replica >= 0)
+        ImGui::Text("Recovery stopwatch: %s replica %d, from the fault:", r.fault.c_str(), r.replica);
+    else
+        ImGui::Text("Recovery stopwatch: the lighthouse stopped, from then:");
     const auto phase = [&](const char* name, double ms, const char* tip) {
         ImGui::SameLine();
         if (ms >= 0)
@@ -549,9 +571,11 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s", tip);
     };
-    phase("detected", r.detected_ms,
-          "the lighthouse lost the replica, or another replica saw a collective fail or aborted");
-    phase("new quorum", r.new_quorum_ms, "the lighthouse issued a quorum with a new id");
+    if (r.replica >= 0) // nothing "detects" the lighthouse: the replicas wait for it
+        phase("detected", r.detected_ms,
+              "the lighthouse lost the replica, or another replica saw a collective fail or aborted");
+    phase("new quorum", r.new_quorum_ms,
+          "the lighthouse issued a quorum with a new id once the fault was detected");
     phase("survivors commit", r.survivors_commit_ms, "another replica committed a step after the new quorum");
     ImGui::Dummy(ImVec2(ImGui::GetFontSize() * 2.0f, 0.0f)); // the replica's own recovery, on a second line
     // r.fault is recovery_measure's label: the fault action's name (fault_actions.def).

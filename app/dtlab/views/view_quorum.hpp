@@ -5,7 +5,7 @@
 //              decision (live: its status; replay: its logged decisions), or
 //              LIGHTHOUSE DOWN
 //   replicas   one row each: state (healthy, healing, hung, dead, restarting,
-//              finished), incarnation, steps committed and aborted, heartbeat
+//              finished, unreachable), incarnation, steps committed and aborted, heartbeat
 //              age, whether it is in the quorum
 //   sequence   the last few seconds (or the seconds before the time cursor)
 //              per replica: heartbeats, the quorum request, reconfigure, heal,
@@ -29,7 +29,9 @@
 
 namespace dt::app {
 
-enum class ReplicaHealth { Healthy, Healing, Hung, Dead, Restarting, Finished, Starting };
+// Unreachable: alive, but the lighthouse does not hear it (partitioned, or its
+// last heartbeat is older than heartbeat_timeout_ms): never shown as healthy.
+enum class ReplicaHealth { Healthy, Healing, Hung, Dead, Restarting, Finished, Starting, Unreachable };
 [[nodiscard]] const char* replicaHealthLabel(ReplicaHealth health);
 
 struct ReplicaRow {
@@ -47,9 +49,13 @@ struct QuorumViewState {
     bool fault_tolerant = false;
     int64_t quorum_id = -1; // latest quorum issued (-1 = none yet)
     uint64_t members = 0;   // bit r = replica r is a member
+    // The highest step among its members when the latest quorum formed. The
+    // fast path re-issues the same quorum every step without a new event, so
+    // this is where that quorum began, not where training is now:
     int64_t max_step = 0;
-    int64_t quorums = 0; // quorums issued so far
-    std::string reason;  // of the lighthouse's last decision
+    int64_t steps_committed = 0; // now: the most steps any replica committed (its last Commit's step + 1)
+    int64_t quorums = 0;         // quorums issued so far
+    std::string reason;          // of the lighthouse's last decision
     bool lighthouse_down = false;
     std::vector<ReplicaRow> rows;
     std::optional<Recovery> recovery; // the latest fault's

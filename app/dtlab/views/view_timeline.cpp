@@ -30,7 +30,7 @@ namespace dt::app {
 
 // In a live run a collective open for longer than this is drawn as hung.
 // (Gloo's own timeout, [run] timeout_s, decides when the run fails.)
-constexpr int64_t kStuckAfterNs = 2'000'000'000;
+constexpr int64_t kStuckAfterNs = kCollectiveStuckAfterNs;
 namespace {
 
 int64_t clampToTime(double t) {
@@ -336,19 +336,83 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
         ImGui::TextDisabled("%s across  |  %s events  |  %d ranks", width, events, model->world());
         if (const size_t open = model->openCollectives(); open > 0) {
             ImGui::SameLine();
+            if (m_open_model != model || m_open_generation != model->generation()) {
+                m_open = model->openCollectiveList();
+                m_open_model = model;
+                m_open_generation = model->generation();
+            }
             if (inputs.live) { // in a running Session an open collective is usually just in flight
-                ImGui::TextDisabled("%zu collective%s in flight", open, open == 1 ? "" : "s");
+                size_t stuck = 0;
+                for (const OpenCollective& oc : m_open)
+                    stuck += oc.fate == OpenCollectiveFate::RankAlive &&
+                             inputs.now_ns - oc.span.t0 > kStuckAfterNs;
+                if (stuck > 0)
+                    ImGui::TextColored(ImColor(palette::kHung), "%zu collective%s open for over %.0f s",
+                                       stuck, stuck == 1 ? "" : "s", double(kStuckAfterNs) / 1e9);
+                else
+                    ImGui::TextDisabled("%zu collective%s in flight", open, open == 1 ? "" : "s");
                 if (ImGui::IsItemHovered())
                     ImGui::SetTooltip("Started and not completed yet. One open for more than %.0f s is drawn "
                                       "hatched red: a hung peer looks like that.",
                                       double(kStuckAfterNs) / 1e9);
             } else {
-                ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
-                ImGui::Text("%zu collective%s never completed", open, open == 1 ? "" : "s");
-                ImGui::PopStyleColor();
+                bool fault = false;
+                const std::string line = openCollectivesSummary(m_open, &fault);
+                if (fault)
+                    ImGui::TextColored(ImColor(palette::kHung), "%s", line.c_str());
+                else
+                    ImGui::TextDisabled("%s", line.c_str());
+                if (ImGui::IsItemHovered()) {
+                    ImGui::BeginTooltip();
+                    for (const OpenCollective& oc : m_open) {
+                        char what[96];
+                        std::snprintf(what, sizeof(what), "rank %d: %s #%llu (step %d)", oc.rank,
+                                      kindLabel(oc.span.kind), (unsigned long long)oc.span.seq, oc.span.step);
+                        ImGui::Text("%s, %s", what,
+                                    oc.fate == OpenCollectiveFate::RankDied
+                                        ? "its process died first (a fault)"
+                                    : oc.fate == OpenCollectiveFate::RankLeft
+                                        ? "its rank left when the job finished (not a fault)"
+                                        : "still open when the run ended");
+                    }
+                    ImGui::EndTooltip();
+                }
             }
         }
     }
+}
+
+std::string openCollectivesSummary(const std::vector<OpenCollective>& open, bool* fault) {
+    std::vector<const OpenCollective*> died;
+    size_t left = 0, alive = 0;
+    for (const OpenCollective& oc : open) {
+        if (oc.fate == OpenCollectiveFate::RankDied)
+            died.push_back(&oc);
+        left += oc.fate == OpenCollectiveFate::RankLeft ? 1 : 0;
+        alive += oc.fate == OpenCollectiveFate::RankAlive ? 1 : 0;
+    }
+    if (fault)
+        *fault = !died.empty();
+    char buf[200];
+    if (!died.empty()) { // a fault left them open: say which
+        const OpenCollective& first = *died.front();
+        std::snprintf(buf, sizeof(buf), "%zu collective%s never completed: rank %d's %s #%llu (step %d), %s",
+                      died.size(), died.size() == 1 ? "" : "s", first.rank, kindLabel(first.span.kind),
+                      (unsigned long long)first.span.seq, first.span.step,
+                      died.size() == 1 ? "its process died" : "... (hover): their processes died");
+        return buf;
+    }
+    if (alive > 0) {
+        std::snprintf(buf, sizeof(buf), "%zu collective%s still open where the run stopped", alive,
+                      alive == 1 ? "" : "s");
+        return buf;
+    }
+    if (left > 0) {
+        std::snprintf(buf, sizeof(buf), "%zu collective%s abandoned when the job finished (not a fault)",
+                      left, left == 1 ? "" : "s");
+        return buf;
+    }
+    return "";
 }
 
 void TimelineView::drawLegend(const ViewInputs& inputs) {

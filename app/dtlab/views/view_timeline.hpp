@@ -154,6 +154,17 @@ class TimelineView : public View, public TimelineNavigator {
     std::vector<RowItem> m_items; // scratch for one row
     size_t m_item_count = 0;
     size_t m_fold_count = 0;
+    std::vector<OpenCollective> m_open; // RunModel::openCollectiveList, for the toolbar
+    uint64_t m_open_generation = ~uint64_t(0);
+    const RunModel* m_open_model = nullptr;
 };
+
+// The toolbar's line about collectives that never completed in a run that is
+// not live (pure; tests check it): "" when there is nothing to say. Red
+// (`*fault` = true) only for those a fault left open (their rank's process
+// died first), naming the first: "1 collective never completed: rank 1's
+// all-reduce #15 (step 15), its process died"; grey for those abandoned when
+// their rank left at the job's end, or still open where the run stopped.
+[[nodiscard]] std::string openCollectivesSummary(const std::vector<OpenCollective>& open, bool* fault);
 
 } // namespace dt::app

@@ -3,6 +3,7 @@
 #include "views/view_topology.hpp"
 
 #include "theme.hpp"
+#include "widgets/format.hpp"
 #include "widgets/help.hpp"
 
 #include <algorithm>
@@ -80,8 +81,8 @@ const char* TopologyView::helpText() const {
            "  Resume: SIGCONT, a hung rank continues.\n"
            "  Slow: adds a stated delay to each of its steps; every other rank waits for it at the "
            "all-reduce.\n"
-           "  Restart: needs a fault-tolerant strategy (a quorum of replicas); plain DDP cannot take a rank "
-           "back.\n\n"
+           "  Restart: a dead replica of a fault-tolerant run ([fault_tolerance]) starts again, heals from "
+           "a live peer and rejoins; plain DDP cannot take a rank back.\n\n"
            "Click a tile to select the rank: the timeline and event log follow, and the details below show "
            "its "
            "pid, host, process groups with their backend (gloo or mpi), delay and the errors it logged.";
@@ -145,6 +146,35 @@ std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank) {
             out.push_back(&log);
     }
     return out;
+}
+
+TileStatus tileStatus(const RunModel& model, const RankProgress& p, int64_t now_ns) {
+    TileStatus t;
+    t.state = upper(rankStateLabel(p.state));
+    const bool training =
+        p.state == RankState::Running || p.state == RankState::Paused || p.state == RankState::Healing;
+    if (training && p.partitioned) { // it waits for a quorum it cannot get (the quorum view: unreachable)
+        t.blocked = true;
+        t.state = "PARTITIONED";
+        t.wait = "cut off: waits for a quorum";
+    } else if (training) {
+        const SpanRecord* open = model.blockingCollective(p.rank);
+        const int64_t waited = open ? now_ns - open->t0 : 0;
+        if (open && waited > kCollectiveStuckAfterNs) {
+            t.blocked = true;
+            t.state = "BLOCKED";
+            char buf[96];
+            std::snprintf(buf, sizeof(buf), "waiting in %s for %.1f s", kindLabel(open->kind),
+                          double(waited) / 1e9);
+            t.wait = buf;
+        }
+    }
+    if (p.step >= 0 && ((training && !t.blocked) || p.state == RankState::Finished)) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%.0f ms/step", p.last_step_ms);
+        t.step_time = buf;
+    }
+    return t;
 }
 
 float& TopologyView::slowMs(int rank) {
@@ -224,14 +254,16 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     const ImVec2 h0 = ImGui::GetCursorScreenPos();
     const float inner_w = ImGui::GetContentRegionAvail().x;
     const ImVec2 h1(h0.x + inner_w, h0.y + line + 2.0f);
-    draw->AddRectFilled(h0, h1, rankStateColor(p.state, theme), style.FrameRounding);
-    const ImU32 text = rankStateTextColor(p.state, theme);
+    const TileStatus status = tileStatus(*inputs.model, p, inputs.now_ns);
+    draw->AddRectFilled(h0, h1, status.blocked ? warningColor(theme) : rankStateColor(p.state, theme),
+                        style.FrameRounding);
+    const ImU32 text = rankStateTextColor(status.blocked ? RankState::Hung : p.state, theme);
     char title[32];
     std::snprintf(title, sizeof(title), "rank %d", p.rank);
     const float pad = style.FramePadding.x;
     const float ty = h0.y + 1.0f + (line - ImGui::GetTextLineHeight()) * 0.5f;
     draw->AddText(ImVec2(h0.x + pad, ty), text, title);
-    const std::string state = upper(rankStateLabel(p.state));
+    const std::string& state = status.state;
     draw->AddText(ImVec2(h1.x - pad - ImGui::CalcTextSize(state.c_str()).x, ty), text, state.c_str());
     if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f)))
         inputs.act().selectRank(p.rank);
@@ -255,11 +287,13 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
                                 : scenario.topology.backend.c_str());
     else
         ImGui::TextDisabled("not started");
-    if (p.step >= 0) {
+    if (!status.step_time.empty()) { // not while blocked, hung or dead: it would read as current
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
-        ImGui::TextDisabled("%.0f ms/step", p.last_step_ms);
+        ImGui::TextDisabled("%s", status.step_time.c_str());
     }
-    if (p.delay_ms > 0)
+    if (status.blocked)
+        ImGui::TextColored(ImColor(warningColor(theme)), "%s", status.wait.c_str());
+    else if (p.delay_ms > 0)
         ImGui::TextColored(ImColor(warningColor(theme)), "slowed: +%.0f ms per step", p.delay_ms);
     else if (p.state == RankState::Hung)
         ImGui::TextColored(ImColor(warningColor(theme)), "stopped by SIGSTOP");
@@ -316,10 +350,18 @@ void TopologyView::drawFaultButtons(const ViewInputs& inputs, const RankProgress
     after();
     drawSlowPopup(inputs, p.rank);
     place("Restart");
+    // A fault-tolerant run takes a dead replica back (a new incarnation that heals
+    // from a live peer); plain training cannot: its process group has lost a member.
+    const bool restartable = inputs.model->scenario().fault_tolerance.enabled;
+    const bool dead =
+        p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
     const std::string restart_why =
-        std::string("needs a fault-tolerant strategy (quorum): not available for ") +
-        strategyKindName(inputs.model->scenario().strategy.kind);
-    act.button(("Restart" + tag).c_str(), false, live ? restart_why.c_str() : why);
+        restartable ? "only a dead replica can be restarted"
+                    : std::string("needs [fault_tolerance]: a ") +
+                          strategyKindName(inputs.model->scenario().strategy.kind) +
+                          " run without it cannot take a rank back into its process group";
+    if (act.button(("Restart" + tag).c_str(), live && restartable && dead, why ? why : restart_why.c_str()))
+        act.restartRank(p.rank);
     after();
     ImGui::PopStyleVar(2);
 }
@@ -350,6 +392,10 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
     ImGui::SameLine();
     ImGui::TextColored(ImColor(rankStateColor(p.state, inputs.theme)), "%s",
                        std::string(rankStateLabel(p.state)).c_str());
+    if (const TileStatus status = tileStatus(*inputs.model, p, inputs.now_ns); status.blocked) {
+        ImGui::SameLine();
+        ImGui::TextColored(ImColor(warningColor(inputs.theme)), "but blocked: %s", status.wait.c_str());
+    }
     if (ImGui::BeginTable("details", 4, ImGuiTableFlags_SizingStretchProp)) {
         auto cell = [](const char* key, const std::string& value) {
             ImGui::TableNextColumn();

@@ -1,13 +1,16 @@
 // view_topology.hpp: every rank as a tile, with its state, and the fault buttons.
 //
 // A tile shows the rank's state (colour + word: starting, running, paused,
-// hung, killed, failed, finished), its completed steps, host and process id,
-// last loss and step time, and an injected delay. Per-rank buttons:
+// hung, killed, failed, finished; BLOCKED for a live rank waiting in a
+// collective for longer than kCollectiveStuckAfterNs), its completed steps,
+// host and process id, last loss, its step time while it trains (a blocked,
+// hung or dead rank's last step time is not shown as current), and an injected
+// delay or what it waits in. Per-rank buttons:
 //   Kill     SIGKILL: the process dies at once
 //   Hang     SIGSTOP: the process freezes (its peers block in the next collective)
 //   Resume   SIGCONT: a hung rank continues
 //   Slow     adds a stated delay to each of its steps (0..1000 ms, Apply)
-//   Restart  disabled: needs a fault-tolerant strategy (quorum), not plain DDP
+//   Restart  a dead replica of a fault-tolerant run starts again; disabled without [fault_tolerance]
 // Clicking a tile selects the rank (shared with the timeline and event log);
 // the details panel below the tiles shows pid, host, state, step, delay and
 // the errors the rank logged. In a replay every button is disabled.
@@ -19,6 +22,7 @@
 #include "model/run_model.hpp"
 #include "views/view.hpp"
 
+#include <string>
 #include <vector>
 
 namespace dt::app {
@@ -26,6 +30,16 @@ namespace dt::app {
 // Errors and warnings the ranks and the Session logged about `rank`: the
 // rank's own lines and the Session's lines that name it ("SIGKILL sent to rank 1").
 [[nodiscard]] std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank);
+
+// What a tile says about a rank besides its steps and loss (pure; tests check it).
+struct TileStatus {
+    std::string state;     // the header's word: "RUNNING", ..., "BLOCKED" or "PARTITIONED"
+    bool blocked = false;  // alive, waiting in a collective for longer than kCollectiveStuckAfterNs,
+                           // or partitioned from the lighthouse (waiting for a quorum it cannot get)
+    std::string wait;      // "waiting in all-reduce for 9.2 s" when blocked
+    std::string step_time; // "312 ms/step" while it trains (or finished); "" otherwise
+};
+[[nodiscard]] TileStatus tileStatus(const RunModel& model, const RankProgress& p, int64_t now_ns);
 
 class TopologyView final : public View {
   public:

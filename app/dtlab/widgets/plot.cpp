@@ -225,12 +225,18 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
 
     // Lines. Points that fall in the same pixel column collapse to the
     // column's first, min, max and last value: the shape survives, the cost
-    // is bounded by the width.
+    // is bounded by the width. A non-finite y breaks the line: no data there
+    // (a rank that was dead), so nothing is drawn across it.
     draw->PushClipRect(ImVec2(plot_min.x - 3.0f, plot_min.y - 3.0f),
                        ImVec2(plot_max.x + 3.0f, plot_max.y + 3.0f), true);
     std::vector<ImVec2> points;
     for (const auto& s : series) {
         const size_t n = std::min(s.x.size(), s.y.size());
+        const bool dense = n > size_t(plot_w);
+        size_t finite = 0;
+        for (size_t i = 0; i < n; ++i)
+            finite += std::isfinite(s.y[i]) ? 1 : 0;
+        const bool markers = !dense && finite < size_t(plot_w / 8.0);
         points.clear();
         int column = std::numeric_limits<int>::min();
         float first = 0, lo = 0, hi = 0, last = 0;
@@ -245,11 +251,52 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
                 points.push_back(ImVec2(x, hi));
             if (last != first)
                 points.push_back(ImVec2(x, last));
+            column = std::numeric_limits<int>::min();
         };
-        const bool dense = n > size_t(plot_w);
+        float along = 0.0f; // dashes: the pattern carried across the segments
+        auto drawRun = [&]() {
+            if (dense)
+                flush();
+            if (s.dashed) {
+                // 6 px on, 4 px off. Each segment is first clipped to the plot
+                // (a theory line that does not set the y range may run thousands
+                // of plot heights off it), so the dash loop walks visible pixels only.
+                for (size_t i = 1; i < points.size(); ++i) {
+                    ImVec2 a = points[i - 1], b = points[i];
+                    if (!clipSegment(a, b, ImVec2(plot_min.x - 3.0f, plot_min.y - 3.0f),
+                                     ImVec2(plot_max.x + 3.0f, plot_max.y + 3.0f)))
+                        continue;
+                    const float len = std::hypot(b.x - a.x, b.y - a.y);
+                    if (!(len > 0.0f))
+                        continue;
+                    for (float d = 0.0f; d < len;) {
+                        const float phase = std::fmod(along + d, 10.0f);
+                        const float run = std::min(len - d, phase < 6.0f ? 6.0f - phase : 10.0f - phase);
+                        if (phase < 6.0f) {
+                            const float t0 = d / len, t1 = (d + run) / len;
+                            draw->AddLine(ImVec2(a.x + (b.x - a.x) * t0, a.y + (b.y - a.y) * t0),
+                                          ImVec2(a.x + (b.x - a.x) * t1, a.y + (b.y - a.y) * t1), s.color,
+                                          2.0f);
+                        }
+                        d += std::max(run, 0.01f);
+                    }
+                    along += len;
+                }
+            } else {
+                if (points.size() >= 2)
+                    draw->AddPolyline(points.data(), int(points.size()), s.color, 0, 2.0f);
+                // A lone point between two breaks is drawn too, else it would vanish.
+                if (markers || points.size() == 1)
+                    for (const ImVec2& p : points)
+                        draw->AddCircleFilled(p, 2.5f, s.color, 8);
+            }
+            points.clear();
+        };
         for (size_t i = 0; i < n; ++i) {
-            if (!std::isfinite(s.y[i]))
+            if (!std::isfinite(s.y[i])) {
+                drawRun();
                 continue;
+            }
             const float x = px(s.x[i]), y = py(s.y[i]);
             if (!dense) {
                 points.push_back(ImVec2(x, y));
@@ -266,41 +313,7 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
                 last = y;
             }
         }
-        if (dense)
-            flush();
-        if (s.dashed) {
-            // 6 px on, 4 px off, the pattern carried across the segments.
-            float along = 0.0f;
-            // Each segment is first clipped to the plot (a theory line that
-            // does not set the y range may run thousands of plot heights off
-            // it), so the dash loop walks visible pixels only.
-            for (size_t i = 1; i < points.size(); ++i) {
-                ImVec2 a = points[i - 1], b = points[i];
-                if (!clipSegment(a, b, ImVec2(plot_min.x - 3.0f, plot_min.y - 3.0f),
-                                 ImVec2(plot_max.x + 3.0f, plot_max.y + 3.0f)))
-                    continue;
-                const float len = std::hypot(b.x - a.x, b.y - a.y);
-                if (!(len > 0.0f))
-                    continue;
-                for (float d = 0.0f; d < len;) {
-                    const float phase = std::fmod(along + d, 10.0f);
-                    const float run = std::min(len - d, phase < 6.0f ? 6.0f - phase : 10.0f - phase);
-                    if (phase < 6.0f) {
-                        const float t0 = d / len, t1 = (d + run) / len;
-                        draw->AddLine(ImVec2(a.x + (b.x - a.x) * t0, a.y + (b.y - a.y) * t0),
-                                      ImVec2(a.x + (b.x - a.x) * t1, a.y + (b.y - a.y) * t1), s.color, 2.0f);
-                    }
-                    d += std::max(run, 0.01f);
-                }
-                along += len;
-            }
-            continue;
-        }
-        if (points.size() >= 2)
-            draw->AddPolyline(points.data(), int(points.size()), s.color, 0, 2.0f);
-        if (!dense && points.size() < size_t(plot_w / 8.0))
-            for (const ImVec2& p : points)
-                draw->AddCircleFilled(p, 2.5f, s.color, 8);
+        drawRun();
     }
     draw->PopClipRect();
 
@@ -325,6 +338,8 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
             continue;
         if (options.x_integer && s.x[size_t(i)] != x)
             continue; // this series has no point at this step
+        if (!std::isfinite(s.y[size_t(i)]))
+            continue; // a break in the line
         draw->AddCircleFilled(ImVec2(px(s.x[size_t(i)]), py(s.y[size_t(i)])), 4.0f, s.color, 12);
         colorSwatch(s.color);
         ImGui::SameLine();

@@ -18,7 +18,7 @@ struct PlotSeries {
     std::string label; // legend and readout ("rank 0")
     ImU32 color = 0;
     std::vector<double> x;  // ascending
-    std::vector<double> y;  // same length as x
+    std::vector<double> y;  // same length as x; a NaN breaks the line there (no data: a gap)
     bool dashed = false;    // a theory line: dashed, no point markers
     bool in_y_range = true; // false: drawn (clipped at the plot's edge) but does not widen the y range
 };

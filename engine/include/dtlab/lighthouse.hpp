@@ -31,6 +31,7 @@
 // Wire (one TCP connection per client, text lines, '\n'-terminated):
 //   client -> lighthouse  HELLO <replica> <incarnation>
 //                         HB                                     (heartbeat, no reply)
+//                         BYE                                    (done: leaving, no reply)
 //                         QUORUM <step> <commit_failures> <address|->
 //                         STATUS
 //   lighthouse -> client  QUORUM <id> <highest_step> <n> {<replica>.<incarnation>:<step>:<address|->}*n
@@ -38,7 +39,8 @@
 //                         ERROR <text>
 // A closed connection marks its member unhealthy at once (a SIGKILLed rank is
 // seen within a millisecond); a stopped (SIGSTOP) or partitioned one only when
-// its heartbeats are older than heartbeat_timeout_ms.
+// its heartbeats are older than heartbeat_timeout_ms. A member that said BYE
+// (the job finished) left: its closing connection is not reported lost.
 #pragma once
 
 #include <cstdint>
@@ -176,6 +178,9 @@ class LighthouseClient {
     void setPartitioned(bool partitioned);
     // Called on the heartbeat thread after each heartbeat sent (for telemetry).
     void onHeartbeat(std::function<void()> callback);
+    // The replica is done (the job finished): says BYE, so the lighthouse does
+    // not report it lost when its connection closes. Best effort, no reply.
+    void leave();
 
     // Blocks until a quorum that includes this member is issued. Throws
     // CommError(Timeout) after timeout_ms; while the lighthouse is down it

@@ -3,17 +3,23 @@
 // steps it committed and the steps it attempted and aborted.
 //
 // For a fault on replica r injected at t0 (the Session's FaultInjected, or
-// LighthouseDown for the lighthouse), each time is the first event after t0 of:
+// LighthouseDown for the lighthouse), each time is the first event after t0,
+// and before the next fault on the same replica (or the lighthouse's next
+// stop: what follows belongs to that fault), of:
 //   detected      the lighthouse lost r (ReplicaLost), or another replica
 //                 aborted a step or saw a collective fail
 //   new_quorum    a quorum formed (the lighthouse's QuorumFormed, rank -1)
-//                 with a new quorum id
+//                 with a new quorum id, at or after `detected` (after t0 when
+//                 nothing detects the fault: the lighthouse, a slow-down); a
+//                 quorum formed before the fault was seen answers something
+//                 else (another replica coming back)
 //   survivors_commit  a Commit by a replica other than r after new_quorum
 //                 (after t0 when no new quorum formed: a slow-down)
 //   restarted     RankRestarted of r
 //   heal          r's receiving Heal span after t0: source, bytes, duration
 //   rejoined      r's first Commit after its heal (after t0 without a heal)
-// A time never reached is -1. Durations are in ms from t0.
+// A time never reached is -1. Durations are in ms from t0, so detected <=
+// new_quorum <= survivors_commit, and restarted <= heal <= rejoined.
 #pragma once
 
 #include "dtlab/events.hpp"

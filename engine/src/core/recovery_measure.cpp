@@ -44,32 +44,55 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
     }
     m.quorums = int64_t(quorum_ids.size());
 
+    const auto isFault = [](const Event& e) {
+        const bool injected = e.kind == EventKind::FaultInjected && e.rank >= 0 &&
+                              int(e.value) != faultActionTraits(FaultAction::Resume).event_code;
+        return injected || e.kind == EventKind::LighthouseDown;
+    };
     for (size_t i = 0; i < events.size(); ++i) {
         const Event& f = events[i];
-        const bool injected = f.kind == EventKind::FaultInjected && f.rank >= 0 &&
-                              int(f.value) != faultActionTraits(FaultAction::Resume).event_code;
-        if (!injected && f.kind != EventKind::LighthouseDown)
+        if (!isFault(f))
             continue;
         Recovery r;
         r.fault = faultLabel(f);
         r.replica = f.kind == EventKind::LighthouseDown ? -1 : f.rank;
         r.fault_ns = f.t_ns;
         const auto ms = [&](const Event& e) { return double(e.t_ns - f.t_ns) / 1e6; };
-        // The quorum in force at the fault, to tell a new one.
-        int64_t quorum_before = -1;
-        for (size_t k = 0; k < i; ++k)
+        // The window: up to the next fault on the same replica (or the
+        // lighthouse's next stop); what happens after it belongs to that fault.
+        size_t end = events.size();
+        for (size_t k = i + 1; k < events.size(); ++k)
+            if (isFault(events[k]) &&
+                (events[k].kind == EventKind::LighthouseDown ? -1 : events[k].rank) == r.replica) {
+                end = k;
+                break;
+            }
+        // 1. Detection.
+        int64_t detected_ns = f.t_ns;
+        for (size_t k = i + 1; k < end; ++k) {
+            const Event& e = events[k];
+            const bool other = e.rank >= 0 && e.rank != r.replica;
+            if ((e.kind == EventKind::ReplicaLost && e.rank == r.replica) ||
+                (other && e.kind == EventKind::Abort) || (other && e.phase == EventPhase::WorkFailed)) {
+                r.detected_ms = ms(e);
+                detected_ns = e.t_ns;
+                break;
+            }
+        }
+        // 2. The new quorum answers the fault: the first new quorum id after it
+        // was detected (after the fault when nothing detects it: the
+        // lighthouse, a slow-down). A quorum another replica's return formed
+        // earlier is not this fault's.
+        int64_t quorum_before = -1; // the quorum in force then, to tell a new one
+        for (size_t k = 0; k < end && (k < i || events[k].t_ns < detected_ns); ++k)
             if (events[k].kind == EventKind::QuorumFormed && events[k].rank < 0)
                 quorum_before = int64_t(events[k].value);
         int64_t heal_end_ns = -1;
-        for (size_t k = i + 1; k < events.size(); ++k) {
+        for (size_t k = i + 1; k < end; ++k) {
             const Event& e = events[k];
             const bool other = e.rank >= 0 && e.rank != r.replica;
-            if (r.detected_ms < 0 &&
-                ((e.kind == EventKind::ReplicaLost && e.rank == r.replica) ||
-                 (other && e.kind == EventKind::Abort) || (other && e.phase == EventPhase::WorkFailed)))
-                r.detected_ms = ms(e);
-            if (r.new_quorum_ms < 0 && e.kind == EventKind::QuorumFormed && e.rank < 0 &&
-                int64_t(e.value) != quorum_before) {
+            if (r.new_quorum_ms < 0 && e.t_ns >= detected_ns && e.kind == EventKind::QuorumFormed &&
+                e.rank < 0 && int64_t(e.value) != quorum_before) {
                 r.new_quorum_ms = ms(e);
                 r.new_quorum_id = int64_t(e.value);
             }
@@ -91,7 +114,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
         }
         // No quorum change (a slow-down): the survivors' next commit after the fault.
         if (r.survivors_commit_ms < 0 && r.new_quorum_ms < 0)
-            for (size_t k = i + 1; k < events.size(); ++k)
+            for (size_t k = i + 1; k < end; ++k)
                 if (events[k].kind == EventKind::Commit && events[k].rank >= 0 &&
                     events[k].rank != r.replica) {
                     r.survivors_commit_ms = ms(events[k]);

@@ -461,6 +461,7 @@ void Manager::checkpointIfDue(int64_t step, const std::function<int64_t(int64_t 
 
 void Manager::finish(int64_t step, bool left_early) {
     const int64_t last = step - 1;
+    m_client->leave(); // the job finished: this replica leaves, it is not lost
     if (left_early)
         m_sender.log(LogLevel::Info, "the other replicas finished every step while this one was at step " +
                                          std::to_string(step) + ": leaving");

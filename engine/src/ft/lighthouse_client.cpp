@@ -298,6 +298,11 @@ void LighthouseClient::onHeartbeat(std::function<void()> callback) {
     m_impl->on_heartbeat = std::move(callback);
 }
 
+void LighthouseClient::leave() {
+    if (!m_impl->partitioned)
+        (void)m_impl->sendLine("BYE"); // not connected: the lighthouse has lost it already
+}
+
 Quorum LighthouseClient::requestQuorum(int64_t step, int commit_failures, const std::string& address,
                                        int64_t timeout_ms) {
     if (address.find_first_of(" \t\r\n") != std::string::npos)

@@ -6,7 +6,8 @@
 //   2. Accept new connections (non-blocking sockets).
 //   3. Read what each client sent; split it into '\n'-terminated lines and
 //      handle them: HELLO (who it is), HB (heartbeat), QUORUM (a request:
-//      the member now waits), STATUS (answered at once). Any line counts as
+//      the member now waits), STATUS (answered at once), BYE (the member
+//      is done: it left, and is not reported lost). Any line counts as
 //      a heartbeat. A closed connection marks its member not connected and
 //      drops its request ("connection closed": seen within a millisecond).
 //   4. Check heartbeats: a member whose last line is older than
@@ -66,6 +67,7 @@ struct MemberRecord {
     bool waiting = false;
     int64_t waiting_since_ms = 0;
     bool loss_reported = false; // onMemberLost already called for this loss
+    bool left = false;          // said BYE (the job finished): not lost when it goes
 };
 
 } // namespace
@@ -159,6 +161,7 @@ void LighthouseServer::Impl::readClient(int fd, int64_t now) {
     if (connections.count(fd) == 0)
         return; // closed earlier in this turn
     char buffer[4096];
+    bool closed = false;
     while (true) {
         const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
         if (n > 0) {
@@ -169,15 +172,17 @@ void LighthouseServer::Impl::readClient(int fd, int64_t now) {
             continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
             break;
-        closeConnection(fd, "connection closed"); // n == 0: EOF, or an error
-        return;
+        closed = true; // n == 0: EOF, or an error; its last lines (a BYE) are still read below
+        break;
     }
     // Handle every whole line (checking the connection is still open before each).
     while (connections.count(fd) != 0) {
         std::string& inbox = connections[fd].inbox;
         const auto newline = inbox.find('\n');
         if (newline == std::string::npos) {
-            if (inbox.size() > kMaxLineBytes) {
+            if (closed)
+                closeConnection(fd, "connection closed");
+            else if (inbox.size() > kMaxLineBytes) {
                 sendLine(fd, "ERROR line longer than 64 KiB");
                 closeConnection(fd, "connection closed (line too long)");
             }
@@ -219,6 +224,11 @@ void LighthouseServer::Impl::handleLine(int fd, const std::string& line, int64_t
 
     if (command == "HB")
         return;
+    if (command == "BYE") {
+        record.left = true;
+        record.waiting = false;
+        return;
+    }
     if (command == "QUORUM") {
         int64_t step = 0;
         int commit_failures = 0;
@@ -280,6 +290,7 @@ void LighthouseServer::Impl::handleHello(int fd, std::istringstream& in, int64_t
     record.waiting = false; // a reconnected client sends its request again
     record.last_heartbeat_ms = now;
     record.loss_reported = false;
+    record.left = false;
     connections[fd].replica = replica;
     connections[fd].refused.clear();
 }
@@ -300,7 +311,7 @@ void LighthouseServer::Impl::closeConnection(int fd, const std::string& why) {
 }
 
 void LighthouseServer::Impl::memberLost(MemberRecord& record, const std::string& why) {
-    if (record.loss_reported)
+    if (record.loss_reported || record.left)
         return;
     record.loss_reported = true;
     if (!on_member_lost)

@@ -1,0 +1,99 @@
+// test_topology_view.cpp: what a topology tile says about a rank (tileStatus),
+// from a RunModel built from synthetic events and a RankProgress filled by hand.
+#include "gui/views_fixture.hpp"
+
+#include "views/view_topology.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace dt;
+using namespace dt::app;
+using dt::test::HeadlessImGui;
+using dt::test::SyntheticRun;
+
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+RankProgress running(int rank, int step, double step_ms) {
+    RankProgress p;
+    p.rank = rank;
+    p.pid = 100 + rank;
+    p.state = RankState::Running;
+    p.step = step;
+    p.last_step_ms = step_ms;
+    return p;
+}
+
+} // namespace
+
+TEST_CASE("A rank blocked in an all-reduce that never completes reads BLOCKED, not RUNNING",
+          "[gui][issue22]") {
+    // DDP: rank 2 was hung (SIGSTOP); ranks 0 and 1 started all-reduce #65 at 1 s
+    // and wait in it. At 10.2 s they have waited 9.2 s; their last step took 312 ms.
+    RunModel model;
+    Scenario s;
+    s.topology.ranks = 3;
+    model.reset(s, 3);
+    using W = EventPhase;
+    const Event ev[] = {
+        SyntheticRun::work(0, 3, EventKind::AllReduce, W::WorkStarted, 65, 0, 1000 * kMs, 3),
+        SyntheticRun::work(1, 3, EventKind::AllReduce, W::WorkStarted, 65, 0, 1000 * kMs, 3),
+        SyntheticRun::work(1, 3, EventKind::AllReduce, W::WorkCompleted, 65, 0, 1010 * kMs, 3),
+    };
+    model.ingest(ev, std::size(ev));
+    const int64_t now = 10'200 * kMs;
+
+    const TileStatus blocked = tileStatus(model, running(0, 2, 312), now);
+    CHECK(blocked.blocked);
+    CHECK(blocked.state == "BLOCKED");
+    CHECK(blocked.wait == "waiting in all-reduce for 9.2 s");
+    CHECK(blocked.step_time.empty()); // 312 ms/step is not what it does now
+
+    const TileStatus training = tileStatus(model, running(1, 2, 312), now); // its all-reduce completed
+    CHECK_FALSE(training.blocked);
+    CHECK(training.state == "RUNNING");
+    CHECK(training.step_time == "312 ms/step");
+
+    SECTION("a partitioned replica waits for a quorum it cannot get: not RUNNING either") {
+        RankProgress p = running(1, 2, 312);
+        p.partitioned = true;
+        const TileStatus st = tileStatus(model, p, now);
+        CHECK(st.blocked);
+        CHECK(st.state == "PARTITIONED");
+        CHECK(st.step_time.empty());
+    }
+    SECTION("an all-reduce open for less than the stuck threshold is just in flight") {
+        const TileStatus in_flight = tileStatus(model, running(0, 2, 312), 1500 * kMs);
+        CHECK_FALSE(in_flight.blocked);
+        CHECK(in_flight.state == "RUNNING");
+    }
+    SECTION("a dead or hung rank shows no step time as if current") {
+        RankProgress killed = running(2, 2, 312);
+        killed.state = RankState::Killed;
+        CHECK(tileStatus(model, killed, now).step_time.empty());
+        killed.state = RankState::Hung;
+        CHECK(tileStatus(model, killed, now).step_time.empty());
+    }
+    SECTION("an open collective of a killed, restarted incarnation does not block the new process") {
+        Event started;
+        started.rank = 0;
+        started.kind = EventKind::RankStarted;
+        started.phase = EventPhase::Instant;
+        started.t_ns = 5000 * kMs;
+        model.ingest(&started, 1);
+        CHECK_FALSE(tileStatus(model, running(0, 2, 312), now).blocked);
+    }
+    SECTION("the tile draws it") {
+        HeadlessImGui imgui;
+        std::vector<RankProgress> ranks = {running(0, 2, 312), running(1, 2, 312), running(2, 2, 312)};
+        ranks[2].state = RankState::Hung;
+        ViewInputs in;
+        in.model = &model;
+        in.ranks = &ranks;
+        in.now_ns = now;
+        in.live = true;
+        TopologyView view;
+        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+    }
+}
