@@ -63,7 +63,7 @@ class Playback {
     [[nodiscard]] int64_t positionAt(double wall_s) const;
 
     PlaybackState m_state;
-    int64_t m_base_ns = 0;  // the cursor at m_base_wall_s
+    int64_t m_base_ns = 0; // the cursor at m_base_wall_s
     double m_base_wall_s = 0.0;
     double m_started_wall_s = 0.0;
 };

@@ -28,7 +28,8 @@ struct SyntheticFaults {
     static constexpr int64_t kMs = 1'000'000;
     static constexpr int64_t kT0 = 1'000'000'000;
 
-    static Event instant(int rank, EventKind kind, int64_t t, double value = 0, int step = -1, uint64_t seq = 0) {
+    static Event instant(int rank, EventKind kind, int64_t t, double value = 0, int step = -1,
+                         uint64_t seq = 0) {
         Event e;
         e.rank = rank;
         e.kind = kind;
@@ -138,7 +139,9 @@ struct SyntheticFaults {
         return ev;
     }
     // The Session's log line that ends replica 2's partition.
-    static LogRecord partitionHealed() { return LogRecord{at(600), -1, LogLevel::Warning, "rank 2: partition healed"}; }
+    static LogRecord partitionHealed() {
+        return LogRecord{at(600), -1, LogLevel::Warning, "rank 2: partition healed"};
+    }
 };
 
 } // namespace dt::test

@@ -26,7 +26,8 @@ RunModel modelOf(const Scenario& scenario, const std::vector<Event>& events) {
 
 } // namespace
 
-TEST_CASE("The state at a moment follows a rank through a kill, a hang, a pause and the end", "[gui][state_at]") {
+TEST_CASE("The state at a moment follows a rank through a kill, a hang, a pause and the end",
+          "[gui][state_at]") {
     const RunModel model = modelOf(F::ddpScenario(), F::killRun());
 
     SECTION("before the kill every rank runs, at its last completed step") {
@@ -90,7 +91,8 @@ TEST_CASE("The state at a moment is the same function live and in a replay", "[g
     const RunModel replay = modelOf(F::ddpScenario(), events);
     // Live: the events arrive in small batches, each rank's in order but interleaved differently.
     std::vector<Event> sorted = events;
-    std::stable_sort(sorted.begin(), sorted.end(), [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
     RunModel live;
     live.reset(F::ddpScenario(), 3);
     for (size_t i = 0; i < sorted.size(); i += 7)
@@ -222,7 +224,8 @@ TEST_CASE("A replay played at a speed takes its duration divided by the speed", 
     }
 }
 
-TEST_CASE("Instant replay plays the last seconds as a moving cursor, then returns to live", "[gui][playback]") {
+TEST_CASE("Instant replay plays the last seconds as a moving cursor, then returns to live",
+          "[gui][playback]") {
     const int64_t now = 60'000'000'000;
     for (double speed : {0.25, 0.5, 1.0}) {
         CAPTURE(speed);
@@ -246,7 +249,8 @@ TEST_CASE("Instant replay plays the last seconds as a moving cursor, then return
         Playback playback;
         playback.start(now - 10'000'000'000, now, 2.0, 0.0, /*follow_now=*/true, /*to_live=*/true);
         const double took = playToTheEnd(playback, 0.0, now, now, [](double s) { return s; });
-        CHECK(took == Approx(10.0).epsilon(0.01)); // 2 s of run per second against 1: 10 s behind closes in 10 s
+        CHECK(took ==
+              Approx(10.0).epsilon(0.01)); // 2 s of run per second against 1: 10 s behind closes in 10 s
     }
 }
 

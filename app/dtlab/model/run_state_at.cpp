@@ -12,6 +12,9 @@ namespace dt::app {
 
 namespace {
 
+// A step's SlowDelay beyond [run] step_delay_ms shorter than this is the sleep's overshoot.
+constexpr double kMinSlowMs = 10.0;
+
 // The memory counters in kMemoryCategories' order (view_inputs.hpp keeps the same list).
 constexpr std::array<EventKind, 5> kCategories = {
     EventKind::MemParameters,  EventKind::MemGradients,   EventKind::MemOptimizer,
@@ -20,7 +23,8 @@ constexpr std::array<EventKind, 5> kCategories = {
 
 // The last span of a row that ended by t (rows are sorted by start; steps do not overlap).
 const SpanRecord* lastEndedBy(const std::vector<SpanRecord>& row, int64_t t, EventKind kind) {
-    auto it = std::upper_bound(row.begin(), row.end(), t, [](int64_t v, const SpanRecord& s) { return v < s.t0; });
+    auto it =
+        std::upper_bound(row.begin(), row.end(), t, [](int64_t v, const SpanRecord& s) { return v < s.t0; });
     for (int walked = 0; it != row.begin() && walked < 64; ++walked) {
         --it;
         if (it->kind == kind && !it->open() && it->t1 <= t)
@@ -31,7 +35,8 @@ const SpanRecord* lastEndedBy(const std::vector<SpanRecord>& row, int64_t t, Eve
 
 // A span of `kind` in a row that covers t (started by t, not ended before it).
 bool inSpan(const std::vector<SpanRecord>& row, int64_t t, EventKind kind) {
-    auto it = std::upper_bound(row.begin(), row.end(), t, [](int64_t v, const SpanRecord& s) { return v < s.t0; });
+    auto it =
+        std::upper_bound(row.begin(), row.end(), t, [](int64_t v, const SpanRecord& s) { return v < s.t0; });
     for (int walked = 0; it != row.begin() && walked < 16; ++walked) {
         --it;
         if (it->kind == kind && it->t1 > t)
@@ -214,10 +219,14 @@ RunStateAt runStateAt(const RunModel& model, int64_t t) {
             if (!ft)
                 p.step = s->step;
             p.last_step_ms = double(s->t1 - s->t0) / 1e6;
-            // The slow delay of that step, beyond the scenario's own step_delay_ms.
+            // The slow delay of that step beyond the scenario's own step_delay_ms, as measured: a
+            // sleep overshoots by a few ms, so less than kMinSlowMs counts as none. (unit -3: a
+            // fault-tolerant traffic delay before an all-reduce, not the step's.)
             if (const SpanRecord* d = lastEndedBy(lane.compute[1], t, EventKind::SlowDelay);
-                d && d->step == s->step)
-                p.delay_ms = std::max(0.0, std::round(double(d->t1 - d->t0) / 1e6 - scenario.run.step_delay_ms));
+                d && d->step == s->step && d->unit != -3) {
+                const double extra = double(d->t1 - d->t0) / 1e6 - scenario.run.step_delay_ms;
+                p.delay_ms = extra >= kMinSlowMs ? std::round(extra) : 0.0;
+            }
         }
         if (const CounterPoint* loss = counterAt(lane.counters[size_t(EventKind::LossValue)], t))
             p.last_loss = loss->value;

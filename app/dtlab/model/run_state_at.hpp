@@ -30,7 +30,7 @@
 //                           else failed; fault tolerant with restart = "auto"
 //                           while no replica finished the job: restarting
 //   a Paused span around T  paused (held at a step gate)
-//   a SlowDelay span        the delay beyond [run] step_delay_ms
+//   a SlowDelay span        the delay beyond [run] step_delay_ms (10 ms or more)
 // Cost: per rank a binary search in its step and counter rows plus a walk
 // over its lifecycle instants up to T; the fault-tolerance instants up to T
 // once. Cheap enough for every frame of a playback.
@@ -48,12 +48,12 @@ namespace dt::app {
 // Memory of one rank at T, in the order of kMemoryCategories (view_inputs.hpp):
 // parameters, gradients, optimizer state, activations, comm buffers.
 struct RankMemoryAt {
-    bool any = false;               // some category was reported by T
-    std::array<int64_t, 5> now{};   // the latest sample of each category
-    std::array<int64_t, 5> peak{};  // the largest sample of each category up to T
-    double allocator_live = -1.0;   // MemLive; -1 = not reported
-    double allocator_peak = -1.0;   // largest MemPeak up to T; -1 = not reported
-    int64_t host_now = -1;          // MemHost (optimizer offload); -1 = not reported
+    bool any = false;              // some category was reported by T
+    std::array<int64_t, 5> now{};  // the latest sample of each category
+    std::array<int64_t, 5> peak{}; // the largest sample of each category up to T
+    double allocator_live = -1.0;  // MemLive; -1 = not reported
+    double allocator_peak = -1.0;  // largest MemPeak up to T; -1 = not reported
+    int64_t host_now = -1;         // MemHost (optimizer offload); -1 = not reported
     int64_t host_peak = -1;
 };
 

@@ -7,13 +7,18 @@
 //                        / step time), samples/s for mlp (batch_per_rank * ranks
 //                        / step time): the whole job's rate as seen from that rank
 //   bytes on the wire    per step: differences of the cumulative BytesSent counter
-// The series are rebuilt only when the model changes (RunModel::generation).
+// The series are rebuilt only when the model or the time cursor changes
+// (RunModel::generation). With a cursor the lines stop at it (the x axis keeps
+// the whole run's scale), a line in the cursor's colour marks its step, and
+// a line above the plots gives every rank's values there.
 #pragma once
 
 #include "views/view.hpp"
 #include "views/view_inputs.hpp"
 #include "widgets/plot.hpp"
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dt::app {
@@ -22,8 +27,11 @@ struct MetricsSeries {
     std::vector<PlotSeries> loss, step_ms, throughput, wire_bytes;
     bool tokens = true; // throughput unit: tokens/s (tiny_gpt) or samples/s (mlp)
 };
-// The four plots' series from a model (pure; tests check it).
-[[nodiscard]] MetricsSeries buildMetricsSeries(const RunModel& model);
+// The four plots' series from a model, with the points reported by until_ns (pure; tests check it).
+[[nodiscard]] MetricsSeries buildMetricsSeries(const RunModel& model, int64_t until_ns = INT64_MAX);
+// "at the cursor: rank 0 loss 2.310, 45 ms/step | rank 1 killed | ...": each rank's state and values
+// at the views' moment (ViewInputs::ranks); "" without a cursor (pure).
+[[nodiscard]] std::string metricsAtCursorLine(const ViewInputs& inputs);
 
 class MetricsView : public View {
   public:
@@ -43,6 +51,8 @@ class MetricsView : public View {
     MetricsSeries m_series;
     const RunModel* m_model = nullptr;
     uint64_t m_generation = ~uint64_t(0);
+    int64_t m_until = INT64_MAX; // the cursor m_series was cut at
+    double m_last_step = NAN;    // the whole run's last step (the x scale while cut)
 };
 
 } // namespace dt::app

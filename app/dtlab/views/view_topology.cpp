@@ -130,10 +130,12 @@ std::string rankGroupsLabel(const Scenario& s, int rank) {
 
 } // namespace
 
-std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank) {
+std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank, int64_t until_ns) {
     std::vector<const LogRecord*> out;
     const std::string name = "rank " + std::to_string(rank);
     for (const LogRecord& log : model.logs()) {
+        if (log.t_ns > until_ns)
+            break; // after the time cursor
         if (log.level == LogLevel::Info)
             continue;
         // A rank's own lines, and the Session's lines that name it ("SIGKILL sent to rank 1").
@@ -384,7 +386,8 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
                             inputs.live ? "the process has exited" : kReplayTip))
         inputs.act().slowRank(rank, slowMs(rank));
 
-    const std::vector<const LogRecord*> errors = rankErrors(*inputs.model, rank);
+    const std::vector<const LogRecord*> errors =
+        rankErrors(*inputs.model, rank, inputs.cursor().value_or(INT64_MAX));
     if (errors.empty()) {
         ImGui::TextDisabled("No errors or warnings logged for this rank.");
         return;
