@@ -130,7 +130,8 @@ TEST_CASE("With the cursor at a kill every view says the rank is dead there", "[
         REQUIRE(imgui.frame([&] { timeline.draw(in); }).balanced);
         const std::string badge = cursorBadgeText(in);
         CAPTURE(badge);
-        CHECK(badge.rfind("CURSOR +0.46 s (now +1.0 s)", 0) == 0); // from the first event (+0 ms) to the last (+1001 ms)
+        CHECK(badge.rfind("CURSOR +0.46 s (now +1.0 s)", 0) ==
+              0); // from the first event (+0 ms) to the last (+1001 ms)
         TimeControlsState ui;
         REQUIRE(imgui.frame([&] { drawTimeControls(in, ui); }).balanced);
         CHECK(at.actions.enabled.at("Live##time"));
@@ -140,7 +141,8 @@ TEST_CASE("With the cursor at a kill every view says the rank is dead there", "[
     }
 }
 
-TEST_CASE("With the cursor at a replica's kill the quorum view says it is dead there", "[gui][cursor][quorum]") {
+TEST_CASE("With the cursor at a replica's kill the quorum view says it is dead there",
+          "[gui][cursor][quorum]") {
     HeadlessImGui imgui;
     AtCursor at(F::ftScenario(), F::ftRun(), F::at(460));
     // Now (the end) replica 1 is back and running.
@@ -165,6 +167,7 @@ TEST_CASE("With the cursor at a replica's kill the quorum view says it is dead t
         REQUIRE(imgui.frame([&] { view.draw(now); }).balanced);
         CHECK(view.lastState().rows[1].health == ReplicaHealth::Healthy);
         REQUIRE(view.lastState().recovery);
-        CHECK(view.lastState().recovery->replica == -1); // the latest fault by the end: the lighthouse stopped
+        CHECK(view.lastState().recovery->replica ==
+              -1); // the latest fault by the end: the lighthouse stopped
     }
 }
