@@ -93,8 +93,9 @@ void AppContext::updatePlayback() {
     const PlaybackState& pb = m_playback.state();
     char line[200];
     std::snprintf(line, sizeof(line), "%s: %.2f s of run time in %.2f s of wall time at %s%s",
-                  pb.instant_replay ? "instant replay done" : "playback ended", double(pb.end_ns - pb.from_ns) / 1e9,
-                  wall - m_playback.startedWallS(), Playback::speedLabel(pb.speed),
+                  pb.instant_replay ? "instant replay done" : "playback ended",
+                  double(pb.end_ns - pb.from_ns) / 1e9, wall - m_playback.startedWallS(),
+                  Playback::speedLabel(pb.speed),
                   pb.to_live ? (live() ? "; back to live" : "; back to the end") : "");
     say(line);
 }

@@ -83,7 +83,7 @@ TEST_CASE("With the cursor at a kill every view says the rank is dead there", "[
     // Now (the end) rank 1 is killed and the others finished; at the cursor the others still run.
     REQUIRE(at.live_ranks[0].state == RankState::Finished);
 
-    SECTION("topology: the tiles read the ranks at the cursor; rank 1's Kill is disabled, rank 0's is not") {
+    SECTION("topology: the tiles read the ranks at the cursor; the buttons act on now") {
         TopologyView view;
         ViewInputs in = at.inputs(/*live=*/true);
         REQUIRE(imgui.frame([&] { view.draw(in); }).balanced);
@@ -91,6 +91,14 @@ TEST_CASE("With the cursor at a kill every view says the rank is dead there", "[
         CHECK((*in.ranks)[0].state == RankState::Running);
         CHECK_FALSE(at.actions.enabled.at("Kill##rank1"));
         CHECK(at.actions.enabled.at("Kill##rank0"));
+        // Now rank 2 is hung (a live run): Resume follows now, though at the cursor it runs.
+        RunFacts facts;
+        facts.ranks = at.live_ranks;
+        facts.ranks[2].state = RankState::Hung;
+        in.facts = &facts;
+        REQUIRE(imgui.frame([&] { view.draw(in); }).balanced);
+        CHECK((*in.ranks)[2].state == RankState::Running);
+        CHECK(at.actions.enabled.at("Resume##rank2"));
     }
     SECTION("memory: the bars are the samples up to the cursor, the killed rank's faded") {
         MemoryView view;

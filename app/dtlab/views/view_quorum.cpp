@@ -309,7 +309,11 @@ float QuorumView::preferredHeight(int replicas) {
 void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
     if (!inputs.live || !inputs.ranks || inputs.ranks->empty())
         return;
-    const std::vector<RankProgress>& ranks = *inputs.ranks;
+    // The buttons act on the replicas now: their state now, also at a time cursor.
+    const std::vector<RankProgress>& ranks =
+        inputs.cursor() && inputs.facts && inputs.facts->ranks.size() == inputs.ranks->size()
+            ? inputs.facts->ranks
+            : *inputs.ranks;
     ViewActions& act = inputs.act();
     int r = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
     if (r >= int(ranks.size()))

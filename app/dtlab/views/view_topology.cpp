@@ -268,7 +268,9 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     else
         ImGui::TextUnformatted("");
 
-    drawFaultButtons(inputs, p);
+    // The buttons act on the process now: enabled from its state now, also at a time cursor.
+    const bool has_now = inputs.cursor() && inputs.facts && size_t(p.rank) < inputs.facts->ranks.size();
+    drawFaultButtons(inputs, has_now ? inputs.facts->ranks[size_t(p.rank)] : p);
 
     // Clicking the tile's background selects it too.
     if (ImGui::IsWindowHovered() && ImGui::IsMouseClicked(0) && !ImGui::IsAnyItemHovered())

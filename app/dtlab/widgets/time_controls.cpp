@@ -85,12 +85,13 @@ void drawTimeControls(const ViewInputs& inputs, TimeControlsState& ui) {
         if (act.button("Play##time", has_run, "no run: open a scenario or a recording"))
             act.play(ui.speed);
         if (ImGui::IsItemHovered())
-            ImGui::SetTooltip(inputs.live ? "Play the time cursor from where it is (or the start) towards now."
-                                          : "Play the recording from the cursor (or the start) to its end.");
+            ImGui::SetTooltip(inputs.live
+                                  ? "Play the time cursor from where it is (or the start) towards now."
+                                  : "Play the recording from the cursor (or the start) to its end.");
     }
     ImGui::SameLine();
-    if (choiceCombo("##speed", ui.speed, Playback::kSpeeds.data(), Playback::kSpeeds.size(), Playback::speedLabel,
-                    em * 3.6f))
+    if (choiceCombo("##speed", ui.speed, Playback::kSpeeds.data(), Playback::kSpeeds.size(),
+                    Playback::speedLabel, em * 3.6f))
         act.setPlaybackSpeed(ui.speed);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Playback speed: run seconds per wall second.");
