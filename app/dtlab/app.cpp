@@ -8,6 +8,7 @@
 //   app_narration.cpp    the narration's position and its highlight
 //   app_layout.cpp       the default tiling (asks the views) and the views' windows
 //   app_menus.cpp        menus, keyboard shortcuts, overlays and dialogs
+//   app_playback.cpp     the time cursor's playback, instant replay, the state at the cursor
 //   app_script_host.cpp  the ScriptHost: buttons, clicks, layout, screenshots, theme, font
 // The views themselves are listed in views/view_list.cpp.
 #include "app.hpp"
@@ -68,6 +69,8 @@ void AppContext::update() {
     gatherFacts();
     holdNarrationMoment();
     runScript();
+    updatePlayback();
+    updateStateAt();
     if (m_fonts.pending()) {
         m_fonts.applyPending(true);
         m_theme_dirty = true;
@@ -241,6 +244,11 @@ ViewInputs AppContext::viewInputs() {
     in.cursor_ns = &m_cursor_ns;
     in.facts = &m_facts;
     in.ranks = &m_facts.ranks;
+    // The state at the views' moment; at a cursor every view takes its per-rank state from it.
+    in.state = hasRun() ? &m_state_at : nullptr;
+    if (m_cursor_ns && hasRun())
+        in.ranks = &m_state_at.ranks;
+    in.playback = m_playback.state();
     in.theme = m_theme;
     in.failure_reason = m_failure_reason;
     in.closing_checks = &m_checks;
@@ -300,6 +308,7 @@ void AppContext::draw() {
     drawMenuBar();
     drawViews();
     drawHighlight();
+    drawCursorFrame();
     drawBanner();
     drawOpenPopup();
     drawSavePopup();

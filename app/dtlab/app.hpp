@@ -27,12 +27,15 @@
 #include "dtlab/recording.hpp"
 #include "dtlab/session.hpp"
 #include "model/run_model.hpp"
+#include "model/run_state_at.hpp"
+#include "playback.hpp"
 #include "run_facts.hpp"
 #include "script_runner.hpp"
 #include "theme.hpp"
 #include "views/view.hpp"
 #include "views/view_actions.hpp"
 #include "views/view_inputs.hpp"
+#include "widgets/time_controls.hpp"
 
 #include <imgui.h>
 
@@ -144,6 +147,14 @@ class AppContext final : public ScriptHost, public ViewActions {
     void setPace(double steps_per_s) override;
     void selectRank(int rank) override;
     void setCursor(double seconds) override;
+    // The cursor's playback (app_playback.cpp; ViewActions and ScriptHost both).
+    void play(double speed) override;
+    void pausePlayback() override;
+    void setPlaybackSpeed(double speed) override;
+    void replayLast(double seconds, double speed) override;
+    void cursorLive() override;
+    [[nodiscard]] bool playbackPlaying() const override { return m_playback.playing(); }
+    [[nodiscard]] const RunStateAt& stateAtMoment() const { return m_state_at; }
     bool saveRecording(const std::string& path, std::string& error) override;
     void setTheme(ThemeKind kind);
     void setFontPixels(float px) override;
@@ -221,6 +232,11 @@ class AppContext final : public ScriptHost, public ViewActions {
     void releaseNarrationHold();
     [[nodiscard]] bool endHoldWanted() const;
     [[nodiscard]] bool waitingAtEndHold() const;
+    // app_playback.cpp
+    void updatePlayback();
+    void updateStateAt();
+    void drawTimeBar();
+    void drawCursorFrame();
     // app_layout.cpp
     void drawViews();
     void drawTitleHelp(const View& view);
@@ -261,7 +277,11 @@ class AppContext final : public ScriptHost, public ViewActions {
     std::vector<std::unique_ptr<View>> m_views; // views/view_list.cpp
     std::vector<WindowRect> m_windows_drawn;
     int m_selected_rank = -1;
-    std::optional<int64_t> m_cursor_ns; // the shared time cursor (ViewInputs::cursor_ns)
+    std::optional<int64_t> m_cursor_ns;     // the shared time cursor (ViewInputs::cursor_ns)
+    Playback m_playback;                    // moves the cursor over wall time (app_playback.cpp)
+    std::optional<int64_t> m_played_cursor; // where the playback last put the cursor (a change = a seek)
+    RunStateAt m_state_at;                  // the run at the views' moment (ViewInputs::state)
+    TimeControlsState m_time_controls;      // the speed and length the time controls offer
     TimelineNavigator* m_navigator = nullptr;
 
     // Presentation.

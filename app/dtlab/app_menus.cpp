@@ -26,7 +26,7 @@ const std::vector<Shortcut>& shortcuts() {
         {"Ctrl + O", "open a scenario or a recording"},
         {"Ctrl + S", "save a recording of the run"},
         {"Ctrl + Q", "quit (every rank process is stopped)"},
-        {"Esc", "close this help or a dialog"},
+        {"Esc", "close this help or a dialog; else clear the time cursor (back to live)"},
         {"Timeline: wheel / drag", "zoom around the cursor / pan"},
         {"Timeline: click", "select a span (and its rank)"},
     };
@@ -48,9 +48,13 @@ void AppContext::handleShortcuts() {
         const bool ctrl = (k.mods & GLFW_MOD_CONTROL) != 0;
         if (k.key == GLFW_KEY_F1)
             toggleHelp();
-        else if (k.key == GLFW_KEY_ESCAPE)
-            m_show_help = false;
-        else if (k.key == GLFW_KEY_F11)
+        else if (k.key == GLFW_KEY_ESCAPE) {
+            if (m_show_help)
+                m_show_help = false;
+            else if (!ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId) &&
+                     (m_cursor_ns || m_playback.playing()))
+                cursorLive();
+        } else if (k.key == GLFW_KEY_F11)
             toggleFullscreen();
         else if (ctrl) {
             if (k.key == GLFW_KEY_EQUAL || k.key == GLFW_KEY_KP_ADD)
@@ -132,6 +136,19 @@ void AppContext::drawMenuBar() {
         }
         if (ImGui::MenuItem("Pace off", nullptr, false, live()))
             setPace(0.0);
+        ImGui::Separator();
+        if (m_playback.playing() ? ImGui::MenuItem("Pause the playback")
+                                 : ImGui::MenuItem("Play the time cursor", nullptr, false, hasRun())) {
+            if (m_playback.playing())
+                pausePlayback();
+            else
+                play(m_time_controls.speed);
+        }
+        if (ImGui::MenuItem("Instant replay: the last 10 s at 1/2x", nullptr, false, live()))
+            replayLast(10.0, 0.5);
+        if (ImGui::MenuItem(live() ? "Back to live" : "Back to the end", "Esc", false,
+                            m_cursor_ns.has_value()))
+            cursorLive();
         ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("View")) {
@@ -162,6 +179,7 @@ void AppContext::drawMenuBar() {
             toggleHelp();
         ImGui::EndMenu();
     }
+    drawTimeBar();
     // Right side: what is shown.
     std::string where =
         m_replay ? "replay: " + m_replay_path : (m_session ? m_scenario.path : std::string("no run"));

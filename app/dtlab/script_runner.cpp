@@ -18,7 +18,7 @@ namespace {
 using Verb = ScriptCommand::Verb;
 
 // How a command is written and what its argument is.
-enum class Arg { None, Rank, Number, RankNumber, Text };
+enum class Arg { None, Rank, Number, RankNumber, NumberNumber, Text };
 
 struct VerbSpec {
     const char* name;
@@ -43,6 +43,11 @@ const VerbSpec kVerbs[] = {
     {"pace", Verb::Pace, Arg::Number, "pace SPS"},
     {"select", Verb::Select, Arg::Rank, "select RANK"},
     {"cursor", Verb::Cursor, Arg::Text, "cursor SECONDS|off"},
+    {"play", Verb::Play, Arg::Number, "play SPEED"},
+    {"pause_playback", Verb::PausePlayback, Arg::None, "pause_playback"},
+    {"replay_last", Verb::ReplayLast, Arg::NumberNumber, "replay_last SECONDS SPEED"},
+    {"cursor_live", Verb::CursorLive, Arg::None, "cursor_live"},
+    {"wait_playback", Verb::WaitPlayback, Arg::None, "wait_playback"},
     {"screenshot", Verb::Screenshot, Arg::Text, "screenshot PATH"},
     {"click_button", Verb::ClickButton, Arg::Text, "click_button LABEL"},
     {"save_recording", Verb::SaveRecording, Arg::Text, "save_recording PATH"},
@@ -168,6 +173,11 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
                 fail(std::string(spec->name) + ": " + usage +
                      " (a rank number and milliseconds >= 0), got '" + rest + "'");
             break;
+        case Arg::NumberNumber:
+            if (args.size() != 2 || !parseNumber(args[0], c.number) || !parseNumber(args[1], c.number2) ||
+                c.number <= 0 || c.number2 <= 0)
+                fail(std::string(spec->name) + ": " + usage + " with two numbers > 0, got '" + rest + "'");
+            break;
         case Arg::Text:
             if (rest.empty())
                 fail(std::string(spec->name) + ": " + usage);
@@ -183,6 +193,9 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
                 fail("cursor: expected seconds >= 0 after the run's first event, or 'off', got '" + c.text +
                      "'");
         }
+        if ((c.verb == Verb::Play && (c.number <= 0 || c.number > 16)) ||
+            (c.verb == Verb::ReplayLast && c.number2 > 16))
+            fail(std::string(spec->name) + ": expected a speed in (0, 16] (1/4x = 0.25), got '" + rest + "'");
         if (c.verb == Verb::Font && (c.number < 10 || c.number > 48))
             fail("font: expected a size in pixels in 10..48, got " + format(c.number));
         runner.m_commands.push_back(c);
@@ -296,6 +309,24 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
         return true;
     case Verb::Cursor:
         host.setCursor(c.number);
+        return true;
+    case Verb::Play:
+        host.play(c.number);
+        return true;
+    case Verb::PausePlayback:
+        host.pausePlayback();
+        return true;
+    case Verb::ReplayLast:
+        host.replayLast(c.number, c.number2);
+        return true;
+    case Verb::CursorLive:
+        host.cursorLive();
+        return true;
+    case Verb::WaitPlayback:
+        if (host.playbackPlaying())
+            return false;
+        std::printf("dtlab: script: playback over after %.2f s\n", now_s - m_started_s);
+        std::fflush(stdout);
         return true;
     case Verb::Screenshot:
         if (m_frames < kSettleFrames)

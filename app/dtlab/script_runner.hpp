@@ -15,6 +15,12 @@
 //   select R             select rank R (the topology details panel shows it)
 //   cursor S | cursor off    put the time cursor S seconds after the run's first
 //                        event (the FSDP flow view shows that moment), or clear it
+//   play SPEED           play the time cursor at SPEED (0.25, 0.5, 1, 2, ...) from where it
+//                        is (or the start); a replay stops at its end, a live run returns to live
+//   pause_playback       stop the playback; the cursor stays
+//   replay_last S SPEED  instant replay: the last S seconds at SPEED, then back to live
+//   cursor_live          clear the cursor: back to now (live) or the end (replay), as Esc
+//   wait_playback        until the playback ended (prints how long it took)
 //   screenshot PATH      PNG of the whole window (relative: under --screenshot-dir)
 //   click_button LABEL   press the button with this ImGui label ("Kill##rank1"),
 //                        or the only one whose visible text is LABEL
@@ -64,6 +70,12 @@ class ScriptHost {
     virtual void selectRank(int rank) = 0;
     // The shared time cursor, seconds after the run's first event; < 0 clears it.
     virtual void setCursor(double seconds) = 0;
+    // Its playback (playback.hpp).
+    virtual void play(double speed) = 0;
+    virtual void pausePlayback() = 0;
+    virtual void replayLast(double seconds, double speed) = 0;
+    virtual void cursorLive() = 0;
+    [[nodiscard]] virtual bool playbackPlaying() const = 0;
     virtual void requestScreenshot(const std::string& path) = 0;
     [[nodiscard]] virtual bool screenshotPending() const = 0;
     // click_button: the host presses the button the next time it is drawn.
@@ -106,6 +118,11 @@ struct ScriptCommand {
         Pace,
         Select,
         Cursor,
+        Play,
+        PausePlayback,
+        ReplayLast,
+        CursorLive,
+        WaitPlayback,
         Screenshot,
         ClickButton,
         SaveRecording,
@@ -127,9 +144,11 @@ struct ScriptCommand {
     };
     Verb verb = Verb::Quit;
     int line = 0;
-    int rank = -1;       // kill, hang, resume, slow, select, wait_dead
-    double number = 0.0; // wait_step, wait_seconds, wait_frames, slow (ms), pace, font, cursor (-1 = off)
-    std::string text;    // screenshot / save_recording path, button label, theme, view
+    int rank = -1;        // kill, hang, resume, slow, select, wait_dead
+    double number = 0.0;  // wait_step, wait_seconds, wait_frames, slow (ms), pace, font, cursor (-1 = off),
+                          // play (speed), replay_last (seconds)
+    double number2 = 0.0; // replay_last (speed)
+    std::string text;     // screenshot / save_recording path, button label, theme, view
 };
 
 class ScriptRunner {

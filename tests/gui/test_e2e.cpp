@@ -13,6 +13,7 @@
 // dtlab's exit codes: 0 closed or quit by the script, 1 no display / script
 // failure at run time, 2 bad flag, scenario, recording or script.
 #include "gui/e2e_support.hpp"
+#include "gui/synthetic_kill.hpp"
 #include "gui/views_fixture.hpp"
 #include "integration/process_helpers.hpp"
 
@@ -20,6 +21,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -27,6 +29,7 @@
 #include <regex>
 #include <sstream>
 #include <sys/stat.h>
+#include <tuple>
 #include <unistd.h>
 
 using namespace e2e;
@@ -491,6 +494,61 @@ TEST_CASE("dtlab --replay of a pipeline run opens the pipeline view", "[e2e]") {
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("dtlab: layout window pipeline \"Pipeline\"") != std::string::npos); // opened by itself
     checkScreenshot(art + "/e2e_pipeline.png");
+}
+
+// A 3 s recording (synthetic_kill.hpp's kill run, stretched 3x: rank 1 is
+// killed at +1.365 s) played back at 1x takes the run's own duration within
+// 10 % of wall time, at 2x half of it; the cursor at the kill is screenshotted.
+TEST_CASE("dtlab --replay plays a recording back over time at its own pace", "[e2e][playback]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the playback test");
+        return;
+    }
+    using F = dt::test::SyntheticFaults;
+    it::TempDir dir("dtlab-gui");
+    const std::string art = artifactDir();
+    dt::RunRecord record;
+    record.scenario = F::ddpScenario();
+    record.scenario.name = "kill (synthetic events, 3 s)";
+    for (dt::Event e : F::killRun()) {
+        e.t_ns = F::kT0 + (e.t_ns - F::kT0) * 3;
+        e.dur_ns *= 3;
+        record.events.push_back(e);
+    }
+    addFinishedRanks(record, 3);
+    record.ranks[1].exit_code = 0;
+    record.ranks[1].term_signal = SIGKILL;
+    record.t_start_ns = F::kT0;
+    record.t_end_ns = F::at(3003);
+    record.ok = false;
+    const std::string recording = dir.file("kill.dtrec");
+    dt::writeRecording(record, recording);
+    Xvfb x;
+    REQUIRE(x.ok());
+    const std::string script =
+        dir.write("play.script", "wait_frames 3\ncursor 1.38\nwait_frames 3\n"
+                                 "screenshot e2e_cursor_at_kill.png\ncursor off\n"
+                                 "play 1\nwait_playback\nplay 2\nwait_playback\nquit\n");
+    const it::ProcessResult r =
+        it::runProcess({kDtlab, "--replay", recording, "--script", script, "--screenshot-dir", art},
+                       displayOptions(x, 60.0));
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    CHECK(r.exit_code == 0);
+    checkScreenshot(art + "/e2e_cursor_at_kill.png");
+    // "dtlab: playback ended: 3.00 s of run time in 3.02 s of wall time at 1x"
+    const std::regex ended(R"(playback ended: ([0-9.]+) s of run time in ([0-9.]+) s of wall time at (\S+))");
+    std::vector<std::tuple<double, double, std::string>> runs;
+    for (auto m = std::sregex_iterator(r.out.begin(), r.out.end(), ended); m != std::sregex_iterator(); ++m)
+        runs.emplace_back(std::stod((*m)[1].str()), std::stod((*m)[2].str()), (*m)[3].str());
+    REQUIRE(runs.size() == 2);
+    const auto& [run_1x, wall_1x, speed_1x] = runs[0];
+    CHECK(speed_1x == "1x");
+    CHECK(run_1x == Approx(3.0).epsilon(0.01));
+    CHECK(std::fabs(wall_1x - run_1x) <= 0.10 * run_1x);
+    const auto& [run_2x, wall_2x, speed_2x] = runs[1];
+    CHECK(speed_2x == "2x");
+    CHECK(std::fabs(wall_2x - run_2x / 2.0) <= 0.10 * run_2x / 2.0);
 }
 
 TEST_CASE("SIGTERM or Ctrl+Q closes dtlab and stops every rank process", "[e2e]") {

@@ -41,6 +41,21 @@ class FakeHost final : public ScriptHost {
     void setPace(double sps) override { calls.push_back("pace " + std::to_string(sps)); }
     void selectRank(int r) override { calls.push_back("select " + std::to_string(r)); }
     void setCursor(double s) override { calls.push_back("cursor " + std::to_string(s)); }
+    bool playing = false;
+    void play(double speed) override {
+        calls.push_back("play " + std::to_string(speed));
+        playing = true;
+    }
+    void pausePlayback() override {
+        calls.push_back("pause playback");
+        playing = false;
+    }
+    void replayLast(double seconds, double speed) override {
+        calls.push_back("replay_last " + std::to_string(seconds) + " " + std::to_string(speed));
+        playing = true;
+    }
+    void cursorLive() override { calls.push_back("cursor live"); }
+    bool playbackPlaying() const override { return playing; }
     void requestScreenshot(const std::string& path) override {
         calls.push_back("screenshot " + path);
         screenshot_pending = true;
@@ -177,6 +192,35 @@ TEST_CASE("A script waits without blocking and acts in order", "[script]") {
     host.screenshot_pending = false;
     CHECK(s.tick(host, 2.2) == ScriptRunner::Status::Done);
     CHECK(host.quit);
+}
+
+TEST_CASE("Scripts play the time cursor, replay the last seconds and return to live", "[script][playback]") {
+    SECTION("the playback commands parse; a bad speed names the usage") {
+        const ScriptRunner s = ScriptRunner::parse(
+            "play 0.25\npause_playback\nreplay_last 10 0.5\ncursor_live\nwait_playback\n", "s.txt");
+        REQUIRE(s.commands().size() == 5);
+        CHECK(s.commands()[0].number == 0.25);
+        CHECK(s.commands()[2].number == 10.0);
+        CHECK(s.commands()[2].number2 == 0.5);
+        CHECK(parseError("play\n").find("s.txt:1: play: expected 'play SPEED'") == 0);
+        CHECK(parseError("play 0\n").find("s.txt:1: play: expected a speed in (0, 16]") == 0);
+        CHECK(parseError("replay_last 10\n")
+                  .find("s.txt:1: replay_last: expected 'replay_last SECONDS SPEED'") == 0);
+        CHECK(parseError("pause_playback now\n") ==
+              "s.txt:1: pause_playback takes no argument; expected 'pause_playback'");
+    }
+    SECTION("wait_playback holds the script until the playback is over") {
+        FakeHost host;
+        host.run.replay = true;
+        host.run.finished = true;
+        ScriptRunner s = ScriptRunner::parse("replay_last 10 0.5\nwait_playback\ncursor_live\n", "s.txt");
+        CHECK(s.tick(host, 0.0) == ScriptRunner::Status::Running);
+        CHECK(host.calls == std::vector<std::string>{"replay_last 10.000000 0.500000"});
+        CHECK(s.tick(host, 5.0) == ScriptRunner::Status::Running); // still playing
+        host.playing = false;
+        CHECK(s.tick(host, 20.0) == ScriptRunner::Status::Done);
+        CHECK(host.calls.back() == "cursor live");
+    }
 }
 
 TEST_CASE("A script fails at run time when a wait can never be met", "[script]") {

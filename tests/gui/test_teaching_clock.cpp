@@ -81,7 +81,8 @@ NarrationWalk narrationWalk(const dt::Scenario& s, const std::string& shot_prefi
 
 std::vector<std::string> shippedScenarios() {
     std::vector<std::string> paths;
-    for (const auto& entry : std::filesystem::directory_iterator(std::string(DTLAB_SOURCE_DIR) + "/scenarios"))
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(DTLAB_SOURCE_DIR) + "/scenarios"))
         if (entry.path().extension() == ".toml")
             paths.push_back(entry.path().string());
     std::sort(paths.begin(), paths.end());
@@ -98,8 +99,9 @@ std::string ftScenario(const it::TempDir& dir, int steps) {
     spec.d_model = 32;
     spec.layers = 1;
     spec.heads = 2;
-    spec.extra_toml = "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\ncollective_timeout_ms = "
-                      "1500\nquorum_timeout_ms = 2000\nrestart_delay_ms = 300\n";
+    spec.extra_toml =
+        "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\ncollective_timeout_ms = "
+        "1500\nquorum_timeout_ms = 2000\nrestart_delay_ms = 300\n";
     spec.faults_toml = "[[faults]]\naction = \"kill\"\nrank = 1\nstep = 6\nwhen = \"allreduce\"\n";
     return dir.write("paced_ft.toml", it::scenarioToml(spec));
 }
@@ -126,8 +128,8 @@ TEST_CASE("Every shipped narrated scenario holds its moments and lasts until its
         const NarrationWalk walk = narrationWalk(s, "narration_" + name);
         scenarios_with_holds += walk.holds > 0 ? 1 : 0;
         const std::string script = dir.write(name + ".script", walk.script);
-        const it::ProcessResult r =
-            it::runProcess({kDtlab, path, "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
+        const it::ProcessResult r = it::runProcess(
+            {kDtlab, path, "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
         INFO(name << ": " << it::describe(r) << "\nscript:\n" << walk.script << "\nstdout:\n" << r.out);
         REQUIRE_FALSE(r.timed_out);
         CHECK(r.exit_code == 0);
@@ -154,7 +156,8 @@ TEST_CASE("After a run ends, the narration says what did not happen and why", "[
     REQUIRE(x.ok());
     it::TempDir dir("dtlab-narration-end");
 
-    SECTION("a 3-step run waiting for a death that never comes: held at its last step, then 'did not happen'") {
+    SECTION(
+        "a 3-step run waiting for a death that never comes: held at its last step, then 'did not happen'") {
         it::ScenarioSpec spec;
         spec.name = "narration end";
         spec.ranks = 2;
@@ -165,16 +168,19 @@ TEST_CASE("After a run ends, the narration says what did not happen and why", "[
         spec.extra_toml = "[[steps]]\ntext = \"Kill rank 1 now.\"\nuntil = \"rank 1 dies\"\npause = true\n\n"
                           "[[steps]]\ntext = \"The end.\"\n";
         const std::string scenario = dir.write("never.toml", it::scenarioToml(spec));
-        const std::string script = dir.write("never.script", "wait_step 2\nwait_seconds 1\nprint_narration\n"
-                                                             "expect_live\nrun\nwait_finished\nprint_narration\n"
-                                                             "next\nprint_narration\nquit\n");
-        const it::ProcessResult r = it::runProcess({kDtlab, scenario, "--script", script}, displayOptions(x, 120.0));
+        const std::string script =
+            dir.write("never.script", "wait_step 2\nwait_seconds 1\nprint_narration\n"
+                                      "expect_live\nrun\nwait_finished\nprint_narration\n"
+                                      "next\nprint_narration\nquit\n");
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, scenario, "--script", script}, displayOptions(x, 120.0));
         INFO(it::describe(r) << "\nstdout:\n" << r.out);
         REQUIRE_FALSE(r.timed_out);
         CHECK(r.exit_code == 0);
         // While the narration waits, the run waits before its last step ...
-        CHECK(contains(r.out, "dtlab: narration: step 1 of 2, until \"rank 1 dies\": the run waits before its last step "
-                              "for the narration; run live"));
+        CHECK(contains(
+            r.out, "dtlab: narration: step 1 of 2, until \"rank 1 dies\": the run waits before its last step "
+                   "for the narration; run live"));
         // ... Run lets it finish; the condition never held: not "done".
         CHECK(contains(r.out, "step 1 of 2, until \"rank 1 dies\": did not happen (the run ended before it); "
                               "run ended"));
@@ -195,7 +201,8 @@ TEST_CASE("After a run ends, the narration says what did not happen and why", "[
         const std::string scenario = dir.write("killed.toml", it::scenarioToml(spec));
         const std::string script =
             dir.write("killed.script", "wait_step 2\nkill 0\nkill 1\nwait_finished\nprint_narration\nquit\n");
-        const it::ProcessResult r = it::runProcess({kDtlab, scenario, "--script", script}, displayOptions(x, 120.0));
+        const it::ProcessResult r =
+            it::runProcess({kDtlab, scenario, "--script", script}, displayOptions(x, 120.0));
         INFO(it::describe(r) << "\nstdout:\n" << r.out);
         REQUIRE_FALSE(r.timed_out);
         CHECK(r.exit_code == 0);
@@ -221,11 +228,11 @@ TEST_CASE("A paced fault-tolerant run with a killed replica, paused past every t
     // Paused 5 s after the restarted replica came back: longer than the
     // quorum timeout (2 s) and the join timeout (1 s).
     std::ostringstream script;
-    script << "pace " << pace << "\nwait_dead 1\nwait_step 9\npause\nwait_seconds 5\nprint_narration\npace " << pace
-           << "\nwait_finished\nsave_recording " << recording << "\nquit\n";
+    script << "pace " << pace << "\nwait_dead 1\nwait_step 9\npause\nwait_seconds 5\nprint_narration\npace "
+           << pace << "\nwait_finished\nsave_recording " << recording << "\nquit\n";
     const std::string script_path = dir.write("paced.script", script.str());
-    const it::ProcessResult r = it::runProcess({kDtlab, ftScenario(dir, steps), "--script", script_path},
-                                               displayOptions(x, 240.0));
+    const it::ProcessResult r =
+        it::runProcess({kDtlab, ftScenario(dir, steps), "--script", script_path}, displayOptions(x, 240.0));
     INFO("pace " << pace << ": " << it::describe(r) << "\nstdout:\n" << r.out);
     REQUIRE_FALSE(r.timed_out);
     CHECK(r.exit_code == 0);

@@ -51,6 +51,13 @@ class ViewActions {
     virtual void narrationNext() = 0;
     virtual void narrationBack() = 0;
 
+    // The time cursor's playback (the time controls; playback.hpp). No-ops by default.
+    virtual void play(double /*speed*/) {} // from the cursor (or the start), at speed x
+    virtual void pausePlayback() {}        // stop; the cursor stays where it is
+    virtual void setPlaybackSpeed(double /*speed*/) {}
+    virtual void replayLast(double /*seconds*/, double /*speed*/) {} // instant replay, then live
+    virtual void cursorLive() {} // clear the cursor: show now (or the end)
+
   protected:
     virtual bool drawButton(const char* label, bool enabled, const char* why_disabled,
                             const ImVec2& size) = 0;

@@ -149,6 +149,7 @@ const char* EventLogView::helpText() const {
     return "What happened to the run, in time order: ranks starting, forming their process group and "
            "finishing; faults injected (kill, hang, resume); processes exiting and how; failed collectives; "
            "and every warning or error a rank or the Session logged.\n\n"
+           "With a time cursor the log ends at the cursor: what had happened by then.\n\n"
            "Filter by level with the check boxes or by text in the filter box. Click a row to centre the "
            "timeline on that moment and select its rank.\n\n"
            "Try: kill a rank and follow the chain here: fault injected, process killed by SIGKILL, then the "
@@ -159,9 +160,13 @@ bool EventLogView::hasData(const ViewInputs& inputs) {
     return inputs.model && (!inputs.model->logs().empty() || !inputs.model->notable().empty());
 }
 
-void EventLogView::refresh(const RunModel& model) {
-    if (&model == m_model && model.generation() == m_generation && !m_filter_dirty)
+void EventLogView::refresh(const RunModel& model, int64_t until_ns) {
+    if (&model == m_model && model.generation() == m_generation && !m_filter_dirty && until_ns == m_until)
         return;
+    if (until_ns != m_until)
+        m_scroll_to_cursor = until_ns != INT64_MAX ? 2 : 0;
+    m_until = until_ns;
+    m_after_cursor = 0;
     if (&model != m_model || model.generation() != m_generation) {
         m_rows = buildEventLogRows(model);
         m_model = &model;
@@ -176,6 +181,10 @@ void EventLogView::refresh(const RunModel& model) {
             continue;
         if (m_filter.IsActive() && !m_filter.PassFilter(row.text.c_str()))
             continue;
+        if (row.t_ns > until_ns) { // after the time cursor
+            ++m_after_cursor;
+            continue;
+        }
         m_visible.push_back(i);
     }
     m_filter_dirty = false;
@@ -215,7 +224,13 @@ void EventLogView::drawEmptyState(const ViewInputs&) {
 void EventLogView::drawContent(const ViewInputs& inputs) {
     drawFilters();
     const RunModel& model = *inputs.model;
-    refresh(model);
+    refresh(model, inputs.cursor().value_or(INT64_MAX));
+    if (m_after_cursor > 0) {
+        ImGui::PushStyleColor(ImGuiCol_Text, palette::kCursor);
+        ImGui::Text("up to the time cursor: %zu later row%s hidden (Live or Esc shows them)", m_after_cursor,
+                    m_after_cursor == 1 ? "" : "s");
+        ImGui::PopStyleColor();
+    }
 
     const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY |
                                   ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_Resizable |
@@ -266,9 +281,12 @@ void EventLogView::drawContent(const ViewInputs& inputs) {
             ImGui::PopStyleColor();
         }
     }
-    // Keep the newest row in view while it was already at the bottom.
-    if (m_auto_scroll && m_visible.size() != m_last_count &&
-        ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4.0f)
+    // At a new cursor: scroll to the last row before it.
+    if (m_scroll_to_cursor > 0) {
+        ImGui::SetScrollY(1e9f); // clamped to the end of the rows
+        --m_scroll_to_cursor;
+    } else if (m_auto_scroll && m_visible.size() != m_last_count &&
+               ImGui::GetScrollY() >= ImGui::GetScrollMaxY() - 4.0f)
         ImGui::SetScrollHereY(1.0f);
     m_last_count = m_visible.size();
     ImGui::EndTable();

@@ -4,7 +4,9 @@
 // notable events (RunModel::notable: rank started / ready / finished / failed,
 // fault injected, process exited, failed collectives) into one table. A level
 // filter and a text filter narrow it; clicking a row centres the timeline on
-// that moment (through ViewInputs::navigator) and selects the rank.
+// that moment (through ViewInputs::navigator) and selects the rank. With a
+// time cursor it lists what happened up to the cursor, scrolled to it, and
+// says how many later rows it hides.
 #pragma once
 
 #include "views/view.hpp"
@@ -42,10 +44,17 @@ class EventLogView : public View {
 
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
     [[nodiscard]] size_t visibleRowCount() const { return m_visible.size(); } // after filtering, last frame
+    [[nodiscard]] size_t hiddenAfterCursor() const {
+        return m_after_cursor;
+    } // rows after the cursor, last frame
+    // The last row shown (after filtering and the cursor), or nullptr.
+    [[nodiscard]] const EventLogRow* lastVisibleRow() const {
+        return m_visible.empty() ? nullptr : &m_rows[m_visible.back()];
+    }
 
   private:
     void drawFilters(); // the help marker, the level check boxes and the text filter
-    void refresh(const RunModel& model);
+    void refresh(const RunModel& model, int64_t until_ns);
 
     std::vector<EventLogRow> m_rows;
     std::vector<size_t> m_visible; // indices into m_rows that pass the filters
@@ -53,6 +62,9 @@ class EventLogView : public View {
     uint64_t m_generation = ~uint64_t(0);
     bool m_show[3] = {true, true, true}; // Info, Warning, Error
     bool m_filter_dirty = true;
+    int64_t m_until = INT64_MAX; // the cursor the rows were cut at (INT64_MAX = none)
+    size_t m_after_cursor = 0;
+    int m_scroll_to_cursor = 0; // frames left to scroll to the cursor's row (content sizes settle in two)
     bool m_auto_scroll = true;
     size_t m_last_count = 0;
     int m_selected = -1; // index into m_rows

@@ -27,9 +27,17 @@
 //   ranks          live per-rank state (states, incarnations, commits, links); nullptr = none
 //   lighthouse     the Session's lighthouse status (live fault-tolerant runs only)
 //   cursor_ns      the shared time cursor (Session clock): set by a click in the
-//                  timeline, the FSDP flow view's slider or the script's
-//                  `cursor`; the flow view shows that moment. nullptr = the app
-//                  does not share one; an empty optional = no cursor (now)
+//                  timeline, the FSDP flow view's slider, the playback or the
+//                  script's `cursor`; every view shows that moment. nullptr = the
+//                  app does not share one; an empty optional = no cursor (now)
+//   state          the run at the views' moment (model/run_state_at.hpp): the
+//                  cursor when one is set, else now (live) or the end (replay);
+//                  per rank its state, memory and latest metrics, from the events
+//                  up to that moment. nullptr = none (views read the model then).
+//                  With a cursor, `ranks` points at state->ranks too, so a view
+//                  that reads `ranks` shows the rank as it was at the cursor
+//   playback       the cursor's playback (playing, speed, instant replay) for the
+//                  time controls (playback.hpp)
 //   theme          the app's theme (rank-state and accent colours)
 //   failure_reason why the run failed ("" = it did not)
 //   closing_checks the scenario's closing checks once the run has finished; nullptr or empty before
@@ -41,10 +49,13 @@
 #include "dtlab/lighthouse.hpp"
 #include "dtlab/session.hpp"
 #include "model/run_model.hpp"
+#include "model/run_state_at.hpp"
+#include "playback.hpp"
 #include "run_facts.hpp"
 #include "theme.hpp"
 #include "views/view_actions.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -98,6 +109,8 @@ struct ViewInputs {
     std::string memory_theory_label;
     std::optional<int64_t> memory_host_theory;
     std::optional<int64_t>* cursor_ns = nullptr;
+    const RunStateAt* state = nullptr;
+    PlaybackState playback;
     const RunFacts* facts = nullptr;
     const std::vector<RankProgress>* ranks = nullptr;
     std::optional<ft::LighthouseStatus> lighthouse;
@@ -106,6 +119,17 @@ struct ViewInputs {
     const std::vector<ClosingCheckResult>* closing_checks = nullptr;
     NarrationPosition narration;
     ViewActions* actions = nullptr;
+
+    // The time cursor, if one is set.
+    [[nodiscard]] std::optional<int64_t> cursor() const {
+        return cursor_ns && cursor_ns->has_value() ? *cursor_ns : std::nullopt;
+    }
+    // The moment the views show: the cursor, else now (live) or the end (replay).
+    [[nodiscard]] int64_t momentNs() const {
+        if (const std::optional<int64_t> c = cursor())
+            return *c;
+        return model ? std::max(model->tEnd(), now_ns) : now_ns;
+    }
 
     // The actions to call: `actions`, or ones that do nothing.
     [[nodiscard]] ViewActions& act() const {

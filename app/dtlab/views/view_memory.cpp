@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace dt::app {
@@ -35,6 +36,22 @@ int64_t MemoryBars::total(const std::array<int64_t, 5>& parts) {
 
 MemoryBars memoryBars(const ViewInputs& inputs, int rank) {
     MemoryBars bars;
+    if (inputs.memory_theory)
+        bars.theory = inputs.memory_theory(rank);
+    if (inputs.ranks && rank >= 0 && size_t(rank) < inputs.ranks->size())
+        bars.state = (*inputs.ranks)[size_t(rank)].state;
+    // At the views' moment (the cursor, else now): the samples up to it.
+    if (inputs.state && rank >= 0 && size_t(rank) < inputs.state->memory.size()) {
+        const RankMemoryAt& m = inputs.state->memory[size_t(rank)];
+        bars.any = m.any;
+        bars.now = m.now;
+        bars.peak = m.peak;
+        bars.allocator_live = m.allocator_live;
+        bars.allocator_peak = m.allocator_peak;
+        bars.host_now = m.host_now;
+        bars.host_peak = m.host_peak;
+        return bars;
+    }
     const RunModel& model = *inputs.model;
     const RankLane& lane = model.lane(rank);
     for (size_t c = 0; c < kMemoryCategories.size(); ++c) {
@@ -50,8 +67,6 @@ MemoryBars memoryBars(const ViewInputs& inputs, int rank) {
         bars.allocator_live = v;
     if (!lane.counters[size_t(EventKind::MemPeak)].empty())
         bars.allocator_peak = lane.counter_max[size_t(EventKind::MemPeak)];
-    if (inputs.memory_theory)
-        bars.theory = inputs.memory_theory(rank);
     const auto& host = lane.counters[size_t(EventKind::MemHost)];
     if (!host.empty()) {
         bars.host_now = int64_t(std::llround(host.back().value));
@@ -75,7 +90,8 @@ LayoutPlace MemoryView::layoutPlace(const LayoutContext&) const {
 
 const char* MemoryView::helpText() const {
     return "How much memory each rank holds, by category.\n\n"
-           "Each rank has a bar for now (the latest values it reported) and a thinner bar for the peak (each "
+           "Each rank has a bar for now (the latest values it reported; at the time cursor, the latest up to "
+           "it) and a thinner bar for the peak (each "
            "category's largest value so far, stacked). All ranks share one scale, so equal bars mean equal "
            "bytes. Hover a segment for its exact size.\n\n"
            "Categories: parameters (the weights this rank keeps), gradients (DDP's bucket buffers), "
@@ -210,6 +226,9 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
             }
         };
         stacked(b.now, y, now_h, false, "now");
+        if (b.gone()) // its last report, faded; what happened to the rank goes right of its peak bar
+            draw->AddRectFilled(ImVec2(bar_x0, y), ImVec2(xOf(double(MemoryBars::total(b.now))), y + now_h),
+                                palette::withAlpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.55f));
         const float peak_y = y + now_h + std::floor((line_h - peak_h) * 0.5f) + 1.0f;
         draw->PushClipRect(ImVec2(bar_x0, peak_y), ImVec2(bar_x0 + bar_w + 2.0f, peak_y + peak_h), true);
         stacked(b.peak, peak_y, peak_h, false, "peak");
@@ -225,6 +244,12 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         draw->AddText(ImVec2(bar_x0 + bar_w + style.ItemSpacing.x, y + (now_h - line_h) * 0.5f), text, buf);
         draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, peak_y + (peak_h - line_h) * 0.5f), dim,
                       "peak");
+        if (b.gone()) {
+            const std::string what(rankStateLabel(*b.state)); // the bars above: its last report
+            draw->AddText(ImVec2(xOf(double(MemoryBars::total(b.peak))) + style.ItemSpacing.x,
+                                 peak_y + (peak_h - line_h) * 0.5f),
+                          palette::kFailed, what.c_str());
+        }
         if (has_theory) {
             const float theory_y = y + now_h + line_h + std::floor((line_h - theory_h) * 0.5f);
             stacked(*b.theory, theory_y, theory_h, true, "theory");

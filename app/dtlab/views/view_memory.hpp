@@ -8,6 +8,8 @@
 // a third, outlined bar labelled "theory" with the expected bytes. A rank that
 // offloads its optimizer (ZeRO-Offload) gets a fourth row, "host": the bytes
 // it keeps in host memory, outside the device bars.
+// The values are those at the views' moment (ViewInputs::state: the time
+// cursor, else now): the latest sample up to it and the peak up to it.
 #pragma once
 
 #include "views/view.hpp"
@@ -28,6 +30,13 @@ struct MemoryBars {
     double allocator_peak = -1.0;
     int64_t host_now = -1; // MemHost (offload_optimizer): bytes in host memory, -1 when not reported
     int64_t host_peak = -1;
+    // The rank's state at the views' moment (ViewInputs::ranks): a killed,
+    // failed or restarting rank's bars are its last report, drawn faded.
+    std::optional<RankState> state;
+    [[nodiscard]] bool gone() const {
+        return state && (*state == RankState::Killed || *state == RankState::Failed ||
+                         *state == RankState::Restarting);
+    }
 
     [[nodiscard]] static int64_t total(const std::array<int64_t, 5>& parts);
 };

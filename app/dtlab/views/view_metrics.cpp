@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace dt::app {
@@ -49,7 +50,7 @@ void breakAtGaps(PlotSeries& s, const std::vector<int>& incarnation) {
     s = std::move(out);
 }
 
-MetricsSeries buildMetricsSeries(const RunModel& model) {
+MetricsSeries buildMetricsSeries(const RunModel& model, int64_t until_ns) {
     MetricsSeries out;
     const Scenario& scenario = model.scenario();
     const int world = std::max(1, model.world());
@@ -75,6 +76,8 @@ MetricsSeries buildMetricsSeries(const RunModel& model) {
             s.label = "rank " + std::to_string(r);
             s.color = palette::rankColor(r);
             for (const CounterPoint& p : lane.counters[size_t(kind)]) {
+                if (p.t > until_ns)
+                    break; // after the time cursor (points are in time order)
                 s.x.push_back(double(p.step));
                 s.y.push_back(p.value);
                 incarnation[size_t(kind)].push_back(incarnationAt(p.t));
@@ -151,12 +154,61 @@ void MetricsView::drawEmptyState(const ViewInputs&) {
                "Loss, step time, throughput and bytes on the wire appear here after each rank's first step.");
 }
 
+std::string metricsAtCursorLine(const ViewInputs& inputs) {
+    const std::optional<int64_t> cursor = inputs.cursor();
+    if (!cursor || !inputs.model || !inputs.ranks)
+        return "";
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "at the cursor (%+.2f s):", double(*cursor - inputs.model->tBegin()) / 1e9);
+    std::string line = buf;
+    for (const RankProgress& p : *inputs.ranks) {
+        line += p.rank > 0 ? "  |  " : "  ";
+        const bool gone =
+            RunFacts::gone(p) || p.state == RankState::Finished || p.state == RankState::Pending;
+        if (gone || p.step < 0) {
+            std::snprintf(buf, sizeof(buf), "rank %d %s", p.rank,
+                          std::string(rankStateLabel(p.state)).c_str());
+        } else if (std::isnan(p.last_loss)) {
+            std::snprintf(buf, sizeof(buf), "rank %d step %d, %.0f ms/step", p.rank, p.step + 1,
+                          p.last_step_ms);
+        } else {
+            std::snprintf(buf, sizeof(buf), "rank %d step %d, loss %.3f, %.0f ms/step", p.rank, p.step + 1,
+                          p.last_loss, p.last_step_ms);
+        }
+        line += buf;
+    }
+    return line;
+}
+
 void MetricsView::drawContent(const ViewInputs& inputs) {
     drawHeader();
-    if (inputs.model != m_model || inputs.model->generation() != m_generation) {
-        m_series = buildMetricsSeries(*inputs.model);
+    const std::optional<int64_t> cursor = inputs.cursor();
+    const int64_t until = cursor.value_or(INT64_MAX);
+    if (inputs.model != m_model || inputs.model->generation() != m_generation || until != m_until) {
+        m_series = buildMetricsSeries(*inputs.model, until);
         m_model = inputs.model;
         m_generation = inputs.model->generation();
+        m_until = until;
+        // The whole run's last step: the x axis keeps its scale while the lines stop at the cursor.
+        m_last_step = NAN;
+        for (int r = 0; r < inputs.model->world(); ++r)
+            for (EventKind kind : {EventKind::LossValue, EventKind::StepTimeMs}) {
+                const auto& points = inputs.model->lane(r).counters[size_t(kind)];
+                if (!points.empty())
+                    m_last_step = std::isnan(m_last_step) ? points.back().step
+                                                          : std::max(m_last_step, double(points.back().step));
+            }
+    }
+    double cursor_step = NAN; // the latest step reported by the cursor
+    if (cursor)
+        for (const PlotSeries& s : m_series.step_ms)
+            if (!s.x.empty())
+                cursor_step = std::isnan(cursor_step) ? s.x.back() : std::max(cursor_step, s.x.back());
+    if (const std::string line = metricsAtCursorLine(inputs); !line.empty()) {
+        ImGui::PushStyleColor(ImGuiCol_Text, palette::kCursor);
+        ImGui::TextUnformatted(line.c_str());
+        ImGui::PopStyleColor();
     }
     ImGui::BeginChild("##metrics_plots", ImVec2(0.0f, 0.0f), false);
     const ImGuiStyle& style = ImGui::GetStyle();
@@ -181,6 +233,13 @@ void MetricsView::drawContent(const ViewInputs& inputs) {
     wire.y_unit = AxisUnit::Bytes;
     wire.y_from_zero = true;
 
+    for (PlotOptions* o : {&loss, &step, &rate, &wire})
+        if (cursor) {
+            o->x_range_hi = m_last_step;
+            o->marker_x = cursor_step;
+            o->marker_color = palette::kCursor;
+            o->marker_label = "cursor";
+        }
     linePlot("##loss", ImVec2(w, h), m_series.loss, loss);
     if (two_columns)
         ImGui::SameLine();

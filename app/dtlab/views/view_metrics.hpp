@@ -10,13 +10,18 @@
 // A line breaks where the rank has no data: across steps it never reported (it
 // was dead, hung, or healed straight to a later step) and between two of its
 // incarnations (a restarted replica); a step done twice keeps its latest value.
-// The series are rebuilt only when the model changes (RunModel::generation).
+// The series are rebuilt only when the model or the time cursor changes
+// (RunModel::generation). With a cursor the lines stop at it (the x axis keeps
+// the whole run's scale), a line in the cursor's colour marks its step, and
+// a line above the plots gives every rank's values there.
 #pragma once
 
 #include "views/view.hpp"
 #include "views/view_inputs.hpp"
 #include "widgets/plot.hpp"
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dt::app {
@@ -30,7 +35,11 @@ struct MetricsSeries {
 // NaN (a break in the line) between two points more than one step apart or of
 // different incarnations (incarnation[i]: point i's, in time order).
 void breakAtGaps(PlotSeries& series, const std::vector<int>& incarnation);
-[[nodiscard]] MetricsSeries buildMetricsSeries(const RunModel& model);
+// The four plots' series from a model, with the points reported by until_ns (pure; tests check it).
+[[nodiscard]] MetricsSeries buildMetricsSeries(const RunModel& model, int64_t until_ns = INT64_MAX);
+// "at the cursor: rank 0 loss 2.310, 45 ms/step | rank 1 killed | ...": each rank's state and values
+// at the views' moment (ViewInputs::ranks); "" without a cursor (pure).
+[[nodiscard]] std::string metricsAtCursorLine(const ViewInputs& inputs);
 
 class MetricsView : public View {
   public:
@@ -50,6 +59,8 @@ class MetricsView : public View {
     MetricsSeries m_series;
     const RunModel* m_model = nullptr;
     uint64_t m_generation = ~uint64_t(0);
+    int64_t m_until = INT64_MAX; // the cursor m_series was cut at
+    double m_last_step = NAN;    // the whole run's last step (the x scale while cut)
 };
 
 } // namespace dt::app

@@ -321,7 +321,11 @@ float QuorumView::preferredHeight(int replicas) {
 void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
     if (!inputs.live || !inputs.ranks || inputs.ranks->empty())
         return;
-    const std::vector<RankProgress>& ranks = *inputs.ranks;
+    // The buttons act on the replicas now: their state now, also at a time cursor.
+    const std::vector<RankProgress>& ranks =
+        inputs.cursor() && inputs.facts && inputs.facts->ranks.size() == inputs.ranks->size()
+            ? inputs.facts->ranks
+            : *inputs.ranks;
     ViewActions& act = inputs.act();
     int r = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
     if (r >= int(ranks.size()))
@@ -362,9 +366,16 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
     const int64_t t_end = has_cursor ? **inputs.cursor_ns
                                      : (inputs.live ? inputs.now_ns : std::max(model.tEnd(), inputs.now_ns));
     m_state = quorumViewState(model, inputs.ranks, has_cursor ? std::nullopt : inputs.lighthouse, t_end);
-    if (model.generation() != m_recovery_generation) {
+    const int64_t until = has_cursor ? t_end : INT64_MAX; // at a cursor: what had happened by then
+    if (model.generation() != m_recovery_generation || until != m_recovery_until) {
         m_recovery_generation = model.generation();
-        const RecoveryMeasure measure = measureRecoveries(recoveryEvents(model), model.world());
+        m_recovery_until = until;
+        std::vector<Event> events = recoveryEvents(model);
+        events.erase(
+            std::remove_if(events.begin(), events.end(),
+                           [&](const Event& e) { return e.t_ns + std::max<int64_t>(e.dur_ns, 0) > until; }),
+            events.end());
+        const RecoveryMeasure measure = measureRecoveries(events, model.world());
         m_recovery.reset();
         if (!measure.recoveries.empty())
             m_recovery = measure.recoveries.back();
@@ -375,9 +386,19 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
     drawStopwatch(inputs, t_end);
 }
 
-void QuorumView::drawHeader(const ViewInputs&) {
+void QuorumView::drawHeader(const ViewInputs& inputs) {
     helpMarker(helpText());
     ImGui::SameLine();
+    if (const std::optional<int64_t> cursor = inputs.cursor()) {
+        // The lighthouse's live status is for now only: at a cursor, its logged decisions and events.
+        ImGui::TextColored(ImColor(palette::kCursor),
+                           "at the cursor %+.2f s:", double(*cursor - inputs.model->tBegin()) / 1e9);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("The rows show each replica as it was at the time cursor. The lighthouse's "
+                              "header comes from its logged decisions and events up to the cursor, the "
+                              "heartbeat ages from the logged heartbeats; its live status is only for now.");
+        ImGui::SameLine();
+    }
     if (m_state.lighthouse_down) {
         ImGui::TextColored(ImColor(palette::kFailed),
                            "LIGHTHOUSE DOWN: no replica can get a quorum; training waits");
@@ -564,7 +585,7 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         ImGui::SameLine();
         if (ms >= 0)
             ImGui::Text("| %s +%.0f ms", name, ms);
-        else if (inputs.live)
+        else if (inputs.live || inputs.cursor())
             ImGui::TextDisabled("| %s ... (%.1f s)", name, since_ms / 1000.0);
         else
             ImGui::TextDisabled("| %s -", name);

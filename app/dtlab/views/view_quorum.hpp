@@ -13,6 +13,7 @@
 //              lighthouse's quorums as vertical lines; faults as red marks
 //   stopwatch  the latest fault's recovery (recovery_measure.hpp): detected,
 //              new quorum, survivors' next commit, restart, heal, rejoined
+//              (at a time cursor: measured on the events up to it)
 // Per frame: the strip walks back from the window's end over the spans and
 // the fault-tolerance instants it shows; the stopwatch is recomputed only
 // when new events arrived.
@@ -93,6 +94,7 @@ class QuorumView : public View {
 
     QuorumViewState m_state;
     uint64_t m_recovery_generation = ~uint64_t(0);
+    int64_t m_recovery_until = INT64_MAX; // the cursor m_recovery was measured up to
     std::optional<Recovery> m_recovery;
 };
 

@@ -279,8 +279,10 @@ const char* TimelineView::helpText() const {
            "Mouse: wheel zooms around the cursor, drag pans (left, right or middle button), click selects a "
            "span (or zooms into a folded block), double-click zooms to a span. Hovering or selecting a "
            "collective draws arrows to its parts on the same process group's other ranks (and from a send to "
-           "its recv). A click also puts the time cursor (an orange line) there: the FSDP flow view shows "
-           "that moment.\n\n"
+           "its recv). A click also puts the time cursor (the magenta line) there: every view then shows "
+           "the run as it was at that moment (what came after is faded here), until Live or Esc. Play (in "
+           "the "
+           "menu bar) moves the cursor over time; Instant replay plays the last seconds again.\n\n"
            "Try: kill or hang a rank from the topology view and watch the others' all-reduce stay open; "
            "compare where backward per block and the bucket all-reduces overlap.";
 }
@@ -462,7 +464,10 @@ void TimelineView::applyPending(const ViewInputs& inputs) {
         m_window.start_ns = double(*m_pending_center) - 0.5 * width * m_window.ns_per_px;
         m_pending_center.reset();
     }
-    if (m_follow_live && inputs.live)
+    if (inputs.playback.playing && inputs.cursor()) // a playing cursor stays in view, at 60 % of the width
+        m_window.start_ns = std::max(double(*inputs.cursor()) - 0.6 * width * m_window.ns_per_px,
+                                     double(model.tBegin()) - 0.02 * width * m_window.ns_per_px);
+    else if (m_follow_live && inputs.live && !inputs.cursor())
         m_window.start_ns = double(t_end) - 0.97 * width * m_window.ns_per_px;
 }
 
@@ -619,15 +624,33 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
         draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1),
                       palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Text), 0.5f));
     }
-    if (inputs.cursor_ns && inputs.cursor_ns->has_value()) { // the shared time cursor
-        const float x = area_x0 + float(std::clamp(m_window.xOf(double(**inputs.cursor_ns)), -1e5, 1e5));
-        draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1), palette::kWarning, 1.5f);
+    if (const std::optional<int64_t> cursor = inputs.cursor()) { // the shared time cursor, not "now"
+        const float x = area_x0 + float(std::clamp(m_window.xOf(double(*cursor)), -1e5, 1e5));
+        // What happened after the cursor is faded: the views show the moment at the line.
+        if (x < area_x1)
+            draw->AddRectFilled(ImVec2(std::max(x, area_x0), clip_y0), ImVec2(area_x1, clip_y1),
+                                palette::withAlpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.45f));
+        draw->AddLine(ImVec2(x, clip_y0), ImVec2(x, clip_y1), palette::kCursor, 2.5f);
     }
     drawLinks(inputs, draw, area_x0);
     draw->PopClipRect();
     draw->PopClipRect();
 
     drawAxis(*model, draw, win_pos, ImVec2(win_pos.x + win_size.x, win_pos.y + axis_h), area_x0);
+    if (const std::optional<int64_t> cursor = inputs.cursor()) { // its tag on the axis
+        const float x = area_x0 + float(std::clamp(m_window.xOf(double(*cursor)), -1e5, 1e5));
+        char tag[48];
+        std::snprintf(tag, sizeof(tag), "cursor %+.2f s", double(*cursor - model->tBegin()) / 1e9);
+        const ImVec2 ts = ImGui::CalcTextSize(tag);
+        const float x0 =
+            std::clamp(x - ts.x * 0.5f - 4.0f, area_x0, std::max(area_x0, area_x1 - ts.x - 8.0f));
+        if (x >= area_x0 && x <= area_x1) {
+            draw->AddRectFilled(ImVec2(x0, win_pos.y + 1.0f),
+                                ImVec2(x0 + ts.x + 8.0f, win_pos.y + axis_h - 1.0f), palette::kCursor, 3.0f);
+            draw->AddText(ImVec2(x0 + 4.0f, win_pos.y + (axis_h - ts.y) * 0.5f),
+                          palette::textOn(palette::kCursor), tag);
+        }
+    }
     if (hovered && !(active && m_dragged))
         drawTooltip(inputs);
     ImGui::EndChild();

@@ -131,10 +131,12 @@ std::string rankGroupsLabel(const Scenario& s, int rank) {
 
 } // namespace
 
-std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank) {
+std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank, int64_t until_ns) {
     std::vector<const LogRecord*> out;
     const std::string name = "rank " + std::to_string(rank);
     for (const LogRecord& log : model.logs()) {
+        if (log.t_ns > until_ns)
+            break; // after the time cursor
         if (log.level == LogLevel::Info)
             continue;
         // A rank's own lines, and the Session's lines that name it ("SIGKILL sent to rank 1").
@@ -300,7 +302,9 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     else
         ImGui::TextUnformatted("");
 
-    drawFaultButtons(inputs, p);
+    // The buttons act on the process now: enabled from its state now, also at a time cursor.
+    const bool has_now = inputs.cursor() && inputs.facts && size_t(p.rank) < inputs.facts->ranks.size();
+    drawFaultButtons(inputs, has_now ? inputs.facts->ranks[size_t(p.rank)] : p);
 
     // Clicking the tile's background selects it too.
     if (ImGui::IsWindowHovered() && ImGui::IsMouseClicked(0) && !ImGui::IsAnyItemHovered())
@@ -430,7 +434,8 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
                             inputs.live ? "the process has exited" : kReplayTip))
         inputs.act().slowRank(rank, slowMs(rank));
 
-    const std::vector<const LogRecord*> errors = rankErrors(*inputs.model, rank);
+    const std::vector<const LogRecord*> errors =
+        rankErrors(*inputs.model, rank, inputs.cursor().value_or(INT64_MAX));
     if (errors.empty()) {
         ImGui::TextDisabled("No errors or warnings logged for this rank.");
         return;

@@ -14,6 +14,8 @@
 // Clicking a tile selects the rank (shared with the timeline and event log);
 // the details panel below the tiles shows pid, host, state, step, delay and
 // the errors the rank logged. In a replay every button is disabled.
+// The tiles show ViewInputs::ranks: with a time cursor, each rank as it was
+// there (the app fills it from runStateAt); the buttons still act on now.
 //
 // Layout: for now the topology is ranks only, laid out in a grid.
 #pragma once
@@ -22,14 +24,17 @@
 #include "model/run_model.hpp"
 #include "views/view.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace dt::app {
 
 // Errors and warnings the ranks and the Session logged about `rank`: the
-// rank's own lines and the Session's lines that name it ("SIGKILL sent to rank 1").
-[[nodiscard]] std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank);
+// rank's own lines and the Session's lines that name it ("SIGKILL sent to rank 1"),
+// logged by until_ns (the time cursor).
+[[nodiscard]] std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank,
+                                                       int64_t until_ns = INT64_MAX);
 
 // What a tile says about a rank besides its steps and loss (pure; tests check it).
 struct TileStatus {

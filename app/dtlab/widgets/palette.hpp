@@ -25,5 +25,7 @@ inline constexpr ImU32 kHung = IM_COL32(230, 57, 53, 255);   // an open (never c
 inline constexpr ImU32 kFailed = IM_COL32(230, 57, 53, 255); // a failed collective
 inline constexpr ImU32 kWarning = IM_COL32(222, 146, 20, 255);
 inline constexpr ImU32 kTheory = IM_COL32(128, 128, 128, 255); // theory overlays (with a "theory" label)
+inline constexpr ImU32 kCursor =
+    IM_COL32(214, 51, 232, 255); // the time cursor (not "now"), its badge and frame
 
 } // namespace dt::app::palette

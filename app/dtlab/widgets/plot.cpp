@@ -147,6 +147,8 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
             if (s.in_y_range)
                 yr.add(s.y[i]);
         }
+    if (xr.valid() && std::isfinite(options.x_range_hi))
+        xr.add(options.x_range_hi);
     if (!xr.valid() || !yr.valid()) {
         const char* msg = "no data yet";
         const ImVec2 ts = ImGui::CalcTextSize(msg);
@@ -314,6 +316,11 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
             }
         }
         drawRun();
+    }
+    if (std::isfinite(options.marker_x)) { // the time cursor's step
+        const float x = px(options.marker_x);
+        draw->AddLine(ImVec2(x, plot_min.y), ImVec2(x, plot_max.y), options.marker_color, 2.0f);
+        draw->AddText(ImVec2(x + 3.0f, plot_min.y), options.marker_color, options.marker_label);
     }
     draw->PopClipRect();
 

@@ -9,6 +9,8 @@
 
 #include <imgui.h>
 
+#include <cmath>
+
 #include <string>
 #include <vector>
 
@@ -32,6 +34,10 @@ struct PlotOptions {
     AxisUnit y_unit = AxisUnit::Number;
     bool y_from_zero = false; // include 0 in the y range
     bool x_integer = true;    // x are steps: ticks and the readout snap to integers
+    double x_range_hi = NAN;  // the x range reaches at least this far (a cut series keeps its scale)
+    double marker_x = NAN;    // a vertical marker line here (the time cursor's step); NaN = none
+    ImU32 marker_color = 0;
+    const char* marker_label = ""; // drawn at the marker's top
 };
 
 // Draws the plot in a `size` box at the cursor and advances the cursor.
