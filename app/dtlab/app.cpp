@@ -95,8 +95,10 @@ void AppContext::ingestNew() {
     m_events_seen = m_session->copyEventsSince(m_events_seen, m_event_buffer);
     if (!m_event_buffer.empty()) {
         m_model.ingest(m_event_buffer.data(), m_event_buffer.size());
-        for (const Event& e : m_event_buffer)
+        for (const Event& e : m_event_buffer) {
             m_facts.noteEvent(e);
+            checkBreakpoint(e);
+        }
     }
     m_log_buffer.clear();
     m_logs_seen = m_session->copyLogsSince(m_logs_seen, m_log_buffer);

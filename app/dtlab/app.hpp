@@ -26,6 +26,7 @@
 #include "dtlab/closing_check.hpp"
 #include "dtlab/recording.hpp"
 #include "dtlab/session.hpp"
+#include "model/breakpoints.hpp"
 #include "model/run_model.hpp"
 #include "model/run_state_at.hpp"
 #include "playback.hpp"
@@ -180,6 +181,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     // Held at this step's moment (the Session was told to pause).
     [[nodiscard]] bool narrationHeld() const override { return m_hold.active && live(); }
     [[nodiscard]] std::string narrationStatus() const override;
+    bool setBreakpoint(const std::string& kind, double arg, bool on, std::string& error) override;
     // The view id the current narration step highlights ("" = none) and the
     // seconds since the step began (the flash fades after a few seconds).
     [[nodiscard]] const std::string& highlightedView() const;
@@ -229,6 +231,9 @@ class AppContext final : public ScriptHost, public ViewActions {
     // app_narration.cpp
     void drawHighlight();
     void holdNarrationMoment(); // per frame, after gatherFacts()
+    // app_breakpoints.cpp
+    void checkBreakpoint(const Event& e); // a live run's new event: pause on a hit
+    void drawBreakpointsMenu();
     void releaseNarrationHold();
     [[nodiscard]] bool endHoldWanted() const;
     [[nodiscard]] bool waitingAtEndHold() const;
@@ -310,6 +315,12 @@ class AppContext final : public ScriptHost, public ViewActions {
     double m_toast_until = 0.0;
 
     // Narration.
+    double m_kept_pace = 0.0; // the presenter's Pace, kept across File > Open (0 = none)
+    // Breakpoints (app_breakpoints.cpp): kept across runs, like a debugger's.
+    BreakpointList m_breakpoints;
+    std::string m_last_breakpoint_hit;                                // "" = none in this run
+    double m_breakpoint_step_arg = 10.0, m_breakpoint_ms_arg = 500.0; // the menu's inputs
+
     int m_narration_index = 0;
     double m_narration_started_s = 0.0;
     struct NarrationHold {

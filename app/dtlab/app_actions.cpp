@@ -103,6 +103,7 @@ void AppContext::runFree() {
     if (!m_session)
         return say("cannot run: no live run");
     m_session->resume();
+    m_kept_pace = 0.0;
     m_hold.active = false; // the presenter let the held moment go
     m_hold.end_released = true;
     m_session->holdBefore(INT64_MAX);
@@ -122,6 +123,7 @@ void AppContext::setPace(double steps_per_s) {
         return say("cannot pace: no live run");
     m_session->setPace(steps_per_s);
     m_hold.active = false;
+    m_kept_pace = steps_per_s; // the next run opened starts at this pace too
     char line[64];
     if (steps_per_s > 0)
         std::snprintf(line, sizeof(line), "paced at %.1f step/s", steps_per_s);

@@ -35,6 +35,8 @@ void AppContext::resetRunState() {
     m_events_seen = 0;
     m_logs_seen = 0;
     m_facts = RunFacts{};
+    m_breakpoints.resetRun();
+    m_last_breakpoint_hit.clear();
     m_failure_reason.clear();
     m_replay_problem.clear();
     m_announced_finish = false;
@@ -74,6 +76,9 @@ void AppContext::openScenario(const Scenario& scenario) {
         // The run's last step waits for the narration's last step.
         if (m_scenario.steps.size() >= 2 && m_scenario.run.steps >= 2)
             m_session->holdBefore(m_scenario.run.steps - 1);
+        // The presenter's Pace carries over to the next scenario opened.
+        if (m_kept_pace > 0)
+            m_session->setPace(m_kept_pace);
     } catch (...) {
         m_session.reset();
         throw;

@@ -149,6 +149,8 @@ void AppContext::drawMenuBar() {
         if (ImGui::MenuItem(live() ? "Back to live" : "Back to the end", "Esc", false,
                             m_cursor_ns.has_value()))
             cursorLive();
+        ImGui::Separator();
+        drawBreakpointsMenu();
         ImGui::EndMenu();
     }
     if (ImGui::BeginMenu("View")) {

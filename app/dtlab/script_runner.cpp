@@ -59,6 +59,8 @@ const VerbSpec kVerbs[] = {
     {"expect_held", Verb::ExpectHeld, Arg::None, "expect_held"},
     {"expect_live", Verb::ExpectLive, Arg::None, "expect_live"},
     {"print_narration", Verb::PrintNarration, Arg::None, "print_narration"},
+    {"break", Verb::Break, Arg::Text, "break KIND [ARG]"},
+    {"unbreak", Verb::Unbreak, Arg::Text, "unbreak KIND"},
     {"theme", Verb::Theme, Arg::Text, "theme dark|light"},
     {"font", Verb::Font, Arg::Number, "font PX"},
     {"show", Verb::Show, Arg::Text, "show VIEW"},
@@ -389,6 +391,17 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
         if (!f.live)
             fail(c, "expect_live: the run has ended (" + host.narrationStatus() + ")");
         return true;
+    case Verb::Break:
+    case Verb::Unbreak: {
+        std::istringstream in(c.text);
+        std::string kind;
+        double arg = 0.0;
+        in >> kind >> arg;
+        std::string error;
+        if (!host.setBreakpoint(kind, arg, c.verb == Verb::Break, error))
+            fail(c, std::string(c.verb == Verb::Break ? "break " : "unbreak ") + c.text + ": " + error);
+        return true;
+    }
     case Verb::PrintNarration:
         std::printf("dtlab: narration: %s\n", host.narrationStatus().c_str());
         std::fflush(stdout);

@@ -34,6 +34,9 @@
 //   expect_held          fail unless the narration holds the run paused at its step's moment
 //   expect_live          fail if the run has ended
 //   print_narration      print the narration's state ("dtlab: narration: step 2 of 5 ...")
+//   break KIND [ARG]     pause the run when KIND happens (rank_dies, rank_hangs, quorum_changes,
+//                        collective_fails, collective_slower MS, heal, step N, loss_nan)
+//   unbreak KIND         remove that breakpoint
 //   theme dark|light     switch theme;  font PX   font size in pixels
 //   fullscreen           full screen on / off (as F11)
 //   show VIEW | hide VIEW    open or close a view window (topology, timeline, ...)
@@ -93,6 +96,12 @@ class ScriptHost {
     [[nodiscard]] virtual bool narrationOnLastStep() const { return true; }
     [[nodiscard]] virtual bool narrationHeld() const { return false; }
     [[nodiscard]] virtual std::string narrationStatus() const { return "no narration"; }
+    // break / unbreak: false with `error` set when the kind or its argument is wrong.
+    virtual bool setBreakpoint(const std::string& kind, double arg, bool on, std::string& error) {
+        (void)kind, (void)arg, (void)on;
+        error = "breakpoints are not supported here";
+        return false;
+    }
     virtual bool setThemeByName(const std::string& name) = 0;
     virtual void setFontPixels(float px) = 0;
     virtual bool showView(const std::string& name, bool show) = 0;
@@ -134,6 +143,8 @@ struct ScriptCommand {
         ExpectHeld,
         ExpectLive,
         PrintNarration,
+        Break,
+        Unbreak,
         Theme,
         Font,
         Show,

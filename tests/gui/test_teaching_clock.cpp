@@ -140,7 +140,8 @@ TEST_CASE("Every shipped narrated scenario holds its moments and lasts until its
              at = r.out.find("held (the run is paused at", at + 1))
             ++held_lines;
         CHECK(held_lines >= size_t(walk.holds - walk.holds_after_end));
-        CHECK(held_lines <= size_t(walk.holds));
+        CHECK(held_lines <=
+              size_t(walk.holds) + (s.steps.back().pause ? 1 : 0)); // the last step may hold too
         CHECK(it::waitForNoWorkers(10.0).empty());
     }
     CHECK(scenarios_with_holds >= 20);
@@ -264,5 +265,46 @@ TEST_CASE("A paced fault-tolerant run with a killed replica, paused past every t
     REQUIRE(last_checksum.size() == 3);
     CHECK(last_checksum[0] == last_checksum[1]);
     CHECK(last_checksum[1] == last_checksum[2]);
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
+TEST_CASE("A breakpoint set from the script pauses the live run where it was hit", "[e2e][breakpoints]") {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
+        return;
+    }
+    Xvfb x;
+    REQUIRE(x.ok());
+    it::TempDir dir("dtlab-breakpoint");
+    it::ScenarioSpec spec;
+    spec.name = "breakpoint";
+    spec.ranks = 2;
+    spec.steps = 60;
+    spec.d_model = 32;
+    spec.layers = 1;
+    spec.heads = 2;
+    spec.run_toml = "step_delay_ms = 20\n";
+    const std::string scenario = dir.write("break.toml", it::scenarioToml(spec));
+    const std::string recording = dir.file("break.dtrec");
+    const std::string script =
+        dir.write("break.script", "break step 3\nwait_step 3\nwait_seconds 1.5\nscreenshot "
+                                  "breakpoint_step3.png\nsave_recording " +
+                                      recording + "\nquit\n");
+    const it::ProcessResult r = it::runProcess(
+        {kDtlab, scenario, "--script", script, "--screenshot-dir", artifactDir()}, displayOptions(x, 120.0));
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    CHECK(contains(r.out, "dtlab: breakpoint set: pause when step 3 is completed"));
+    CHECK(contains(r.out, "completed step 3; paused at the next step boundary"));
+    // 1.5 s later (about 50 steps' time at 20 ms) the ranks are still where it paused them.
+    const dt::RecordingLoad load = dt::readRecording(recording);
+    int64_t last_step = -1;
+    for (const dt::Event& e : load.record.events)
+        if (e.kind == dt::EventKind::Step && e.phase == dt::EventPhase::Span)
+            last_step = std::max<int64_t>(last_step, e.step);
+    CHECK(last_step >= 2);
+    CHECK(last_step <= 5);
     CHECK(it::waitForNoWorkers(10.0).empty());
 }

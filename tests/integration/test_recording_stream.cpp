@@ -151,7 +151,7 @@ TEST_CASE("a Session records its run as it goes and closes the recording at the 
     }
 }
 
-TEST_CASE("--record refuses a path that is not a regular file, exit 2", "[recording][cli]") {
+TEST_CASE("dtrun run --record refuses a path that is not a regular file, exit 2", "[recording][cli]") {
     it::TempDir dir;
     const std::string scenario = dir.write("s.toml", smallScenario(2));
     auto refused = [&](const std::string& path, const std::string& says) {
