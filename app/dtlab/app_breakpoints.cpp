@@ -58,12 +58,16 @@ void AppContext::drawBreakpointsMenu() {
         return;
     ImGui::TextDisabled("Pause the run when ...");
     for (const BreakpointKindInfo& info : breakpointKinds()) {
-        bool set = false;
-        for (const Breakpoint& b : m_breakpoints.list())
-            set = set || b.kind == info.kind;
         double* arg = info.kind == BreakpointKind::Step               ? &m_breakpoint_step_arg
                       : info.kind == BreakpointKind::CollectiveSlower ? &m_breakpoint_ms_arg
                                                                       : nullptr;
+        bool set = false;
+        for (const Breakpoint& b : m_breakpoints.list())
+            if (b.kind == info.kind) {
+                set = true;
+                if (arg)
+                    *arg = b.arg; // a breakpoint set from a script shows its own N or X
+            }
         const Breakpoint shown{info.kind, arg ? *arg : 0.0};
         const std::string label = shown.describe() + "##break_" + info.id;
         std::string error;

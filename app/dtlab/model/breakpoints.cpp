@@ -44,7 +44,8 @@ void BreakpointList::add(const Breakpoint& b) {
 }
 
 bool BreakpointList::remove(BreakpointKind kind) {
-    const auto it = std::remove_if(m_list.begin(), m_list.end(), [&](const Breakpoint& b) { return b.kind == kind; });
+    const auto it =
+        std::remove_if(m_list.begin(), m_list.end(), [&](const Breakpoint& b) { return b.kind == kind; });
     const bool found = it != m_list.end();
     m_list.erase(it, m_list.end());
     return found;
@@ -91,14 +92,15 @@ std::optional<BreakpointHit> BreakpointList::check(const Event& e) {
             break;
         case BreakpointKind::CollectiveFails:
             if (comm && e.phase == EventPhase::WorkFailed)
-                what = rank + "'s " + std::string(eventKindLabel(e.kind)) + " #" + std::to_string(e.seq) + " failed";
+                what = rank + "'s " + std::string(eventKindLabel(e.kind)) + " #" + std::to_string(e.seq) +
+                       " failed";
             break;
         case BreakpointKind::CollectiveSlower:
             if (e.phase == EventPhase::WorkCompleted && collective_ms > b.arg) {
                 char text[160];
                 std::snprintf(text, sizeof(text), "%s's %s #%llu took %.0f ms", rank.c_str(),
-                              std::string(eventKindLabel(e.kind)).c_str(), static_cast<unsigned long long>(e.seq),
-                              collective_ms);
+                              std::string(eventKindLabel(e.kind)).c_str(),
+                              static_cast<unsigned long long>(e.seq), collective_ms);
                 what = text;
             }
             break;

@@ -45,7 +45,7 @@ struct BreakpointKindInfo {
 
 struct Breakpoint {
     BreakpointKind kind = BreakpointKind::RankDies;
-    double arg = 0.0; // step N, or X ms; unused by kinds without an argument
+    double arg = 0.0;                           // step N, or X ms; unused by kinds without an argument
     [[nodiscard]] std::string describe() const; // "step 12 is completed"
 };
 

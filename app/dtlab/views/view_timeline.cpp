@@ -438,7 +438,9 @@ void TimelineView::drawLegend(const ViewInputs& inputs) {
 void TimelineView::applyPending(const ViewInputs& inputs) {
     const RunModel& model = *inputs.model;
     const double width = std::max(1.0f, m_window.width);
-    const int64_t t_end = std::max(model.tEnd(), inputs.now_ns); // open spans reach "now"
+    // Open spans reach "now"; live, "now" stays where the ranks stopped while paused
+    // (heartbeats keep arriving, so the last event would scroll into empty time).
+    const int64_t t_end = inputs.live ? inputs.now_ns : std::max(model.tEnd(), inputs.now_ns);
     constexpr double kMinNsPerPx = 0.05, kMaxNsPerPx = 1e12;
     if (!m_initialized) {
         m_initialized = true;
