@@ -37,6 +37,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -63,7 +64,10 @@ std::string selfExecutable() {
     return buf;
 }
 
-// An output path must be in an existing directory; checked before anything starts.
+// An output path must be in an existing directory, and what is already at
+// it must be a regular file dtrun may replace: never a directory, a symlink
+// (its target would not be what is written), a device or a FIFO, nor a file
+// without write permission. Checked before anything starts.
 void checkOutputPath(const std::string& flag, const std::string& path) {
     if (path.empty())
         return;
@@ -74,8 +78,52 @@ void checkOutputPath(const std::string& flag, const std::string& path) {
         throw dt::UsageError(flag + ": the directory '" + dir + "' of '" + path + "' does not exist");
     if (access(dir.c_str(), W_OK) != 0)
         throw dt::UsageError(flag + ": the directory '" + dir + "' is not writable");
-    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    if (lstat(path.c_str(), &st) != 0)
+        return; // a new file
+    if (S_ISDIR(st.st_mode))
         throw dt::UsageError(flag + ": '" + path + "' is a directory, expected a file name");
+    if (S_ISLNK(st.st_mode))
+        throw dt::UsageError(flag + ": '" + path +
+                             "' is a symbolic link; dtrun does not replace it (give the "
+                             "path of a regular file)");
+    if (!S_ISREG(st.st_mode))
+        throw dt::UsageError(flag + ": '" + path +
+                             "' is not a regular file (a device, FIFO or socket); dtrun "
+                             "does not replace it");
+    // By its mode bits too: root may write anything, but a file marked read-only is kept.
+    if (access(path.c_str(), W_OK) != 0 || (st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0)
+        throw dt::UsageError(flag + ": '" + path + "' is read-only; dtrun does not replace it");
+}
+
+// The same file, by device and inode (a path that does not exist yet is no file).
+bool sameFile(const std::string& a, const std::string& b) {
+    struct stat sa {
+    }, sb{};
+    return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
+// Where the three outputs and the scenario may clash: an output that is the
+// scenario file itself, or two outputs at one path (the second would replace
+// the first).
+void checkOutputsApart(const std::string& scenario_path,
+                       const std::vector<std::pair<std::string, std::string>>& outputs) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        const auto& [flag, path] = outputs[i];
+        if (path.empty())
+            continue;
+        if (path == scenario_path || sameFile(path, scenario_path))
+            throw dt::UsageError(flag + ": '" + path +
+                                 "' is the scenario being run; dtrun does not replace it");
+        for (size_t j = i + 1; j < outputs.size(); ++j) {
+            const auto& [other_flag, other] = outputs[j];
+            if (!other.empty() &&
+                (other == path || sameFile(other, path) ||
+                 std::filesystem::weakly_canonical(other) == std::filesystem::weakly_canonical(path)))
+                throw dt::UsageError(flag + " and " + other_flag + " name the same file '" + path +
+                                     "'; give each output its own path");
+        }
+    }
 }
 
 // "Flag not given" for the integer overrides; 0 is a value (and refused by validation).
@@ -236,6 +284,9 @@ int runCommand(const RunFlags& f) {
             throw dt::UsageError(
                 "--check starts baseline runs whose ranks dtrun starts itself; it cannot be combined "
                 "with --external");
+        checkOutputsApart(
+            f.scenario_path,
+            {{"--trace", f.trace_path}, {"--summary", f.summary_path}, {"--record", f.record_path}});
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
         checkOutputPath("--record", f.record_path);

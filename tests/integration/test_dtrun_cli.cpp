@@ -5,6 +5,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 using it::runDtrun;
@@ -112,6 +115,38 @@ TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
         INFO(it::describe(r));
         CHECK(r.exit_code == 2);
         CHECK(contains(r.err, "--summary"));
+    }
+    SECTION("an output is never the scenario, another output, a symlink, a device or a read-only file") {
+        const std::string before = it::readTextFile(good);
+        const auto onto_scenario = runDtrun({"run", good, "--summary", good});
+        INFO(it::describe(onto_scenario));
+        CHECK(onto_scenario.exit_code == 2);
+        CHECK(contains(onto_scenario.err, "is the scenario being run"));
+        CHECK(it::readTextFile(good) == before); // nothing lost
+
+        const auto twice =
+            runDtrun({"run", good, "--summary", dir.file("x.json"), "--trace", dir.file("x.json")});
+        CHECK(twice.exit_code == 2);
+        CHECK(contains(twice.err, "name the same file"));
+
+        const std::string target = dir.write("target.json", "keep me");
+        const std::string link = dir.file("link.json");
+        REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+        const auto through_link = runDtrun({"run", good, "--trace", link});
+        CHECK(through_link.exit_code == 2);
+        CHECK(contains(through_link.err, "is a symbolic link"));
+        CHECK(it::readTextFile(target) == "keep me");
+
+        const auto device = runDtrun({"run", good, "--trace", "/dev/null"});
+        CHECK(device.exit_code == 2);
+        CHECK(contains(device.err, "is not a regular file"));
+
+        const std::string read_only = dir.write("ro.json", "keep me too");
+        REQUIRE(::chmod(read_only.c_str(), 0444) == 0);
+        const auto onto_read_only = runDtrun({"run", good, "--summary", read_only});
+        CHECK(onto_read_only.exit_code == 2);
+        CHECK(contains(onto_read_only.err, "is read-only"));
+        CHECK(it::readTextFile(read_only) == "keep me too");
     }
     SECTION("dtrun worker without rank information names RANK and --rank") {
         it::ProcessOptions opts;
