@@ -258,6 +258,23 @@ TEST_CASE("RunModel sorts spans by start and puts them at the right depth", "[gu
     }
 }
 
+TEST_CASE("RunModel skips events of a kind or phase it does not know", "[gui]") {
+    // A counter of kind 0xFFFF once indexed lane.counters out of bounds (issue 23).
+    RunModel model = emptyModel(1);
+    Event bad_kind = instant(0, EventKind::LossValue, 100, 2.5);
+    bad_kind.phase = EventPhase::Counter;
+    bad_kind.kind = EventKind(0xFFFF);
+    Event bad_phase = instant(0, EventKind::LossValue, 200, 2.5);
+    bad_phase.phase = EventPhase(200);
+    Event good = instant(0, EventKind::LossValue, 300, 2.0);
+    good.phase = EventPhase::Counter;
+    const Event events[] = {bad_kind, bad_phase, good};
+    model.ingest(events, 3);
+    CHECK(model.eventCount() == 1);
+    REQUIRE(model.lane(0).counters[size_t(EventKind::LossValue)].size() == 1);
+    CHECK(model.lane(0).counters[size_t(EventKind::LossValue)][0].value == 2.0);
+}
+
 // -----------------------------------------------------------------------------
 // [SECTION] Timeline: level of detail and hit testing (pure)
 // -----------------------------------------------------------------------------

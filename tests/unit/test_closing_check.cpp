@@ -143,6 +143,32 @@ TEST_CASE("A closing check's mistakes are found before the run, with where they 
         CHECK(syntaxProblem("final_loss < 1 2") == "15: unexpected '2' (comparisons are joined with 'and')");
         CHECK(syntaxProblem("final_loss < $") == "13: unexpected character '$'");
     }
+    SECTION("an expression nested too deeply is refused at the level past the limit, not a stack overflow") {
+        const std::string tooDeep =
+            ": the expression nests too deeply (more than 256 parentheses, functions, "
+            "minus signs or chained operators inside one another)";
+        // 10,000 parentheses and 100,000 minus signs once crashed dtrun check and dtlab (issue 23).
+        CHECK(syntaxProblem(std::string(10000, '(') + "1" + std::string(10000, ')') + " < 2")
+                  .rfind("256" + tooDeep, 0) == 0);
+        CHECK(syntaxProblem(std::string(100000, '-') + "1 < 2").rfind("256" + tooDeep, 0) == 0);
+        std::string functions;
+        for (int i = 0; i < 1000; ++i)
+            functions += "abs(";
+        CHECK(syntaxProblem(functions + "final_loss" + std::string(1000, ')') + " < 1")
+                  .rfind("1024" + tooDeep, 0) == 0);
+        // A chain of 100,000 terms: the 256th '-' makes a subtree 257 deep.
+        std::string chain = "1";
+        for (int i = 0; i < 100000; ++i)
+            chain += "-1";
+        CHECK(syntaxProblem(chain + " < 2").rfind("511" + tooDeep, 0) == 0);
+        // At the limit is fine, and evaluates.
+        CHECK(syntaxProblem(std::string(255, '(') + "1" + std::string(255, ')') + " < 2") == "");
+        CHECK(check(std::string(254, '-') + "1 < 2").passed);
+        // The evaluator parses with the same limit.
+        const auto deep = check(std::string(100000, '-') + "1 < 2");
+        CHECK_FALSE(deep.passed);
+        CHECK(deep.detail.find("nests too deeply") != std::string::npos);
+    }
     SECTION("baseline without a baseline run is refused") {
         CHECK(syntaxProblem("baseline.final_loss < 1").rfind("0: 'baseline' needs a baseline run", 0) == 0);
     }
@@ -183,6 +209,19 @@ TEST_CASE("A scenario's [[checks]] table is read and checked with file:line:colu
             // expect = "final_loss < loss": the value's quote is column 10, 'loss' is offset 13.
             CHECK(std::string(e.what()).rfind(
                       "t.toml:5:24: error: [[checks]] expect: unknown summary field 'loss'", 0) == 0);
+        }
+    }
+    SECTION("an expect nested too deeply points at the column where the limit is passed") {
+        try {
+            (void)dt::parseScenarioText(kHeader + "[[checks]]\nclaim = \"c\"\nexpect = \"" +
+                                            std::string(10000, '(') + "1" + std::string(10000, ')') +
+                                            " < 2\"\n",
+                                        "t.toml");
+            FAIL("expected a UsageError");
+        } catch (const dt::UsageError& e) {
+            // The quote is column 10; the 257th '(' is offset 256.
+            CHECK(std::string(e.what()).rfind(
+                      "t.toml:5:267: error: [[checks]] expect: the expression nests too deeply", 0) == 0);
         }
     }
     SECTION("missing keys, unknown keys and bad baselines are errors") {

@@ -9,6 +9,9 @@
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
+#include <zlib.h>
+
+#include <filesystem>
 
 #include <memory>
 #include <string>
@@ -184,4 +187,27 @@ TEST_CASE("A missing data path is a UsageError naming the path", "[data]") {
     SECTION("an unknown source") {
         CHECK_THROWS_AS(dt::makeDataSource(dataConfig("imagenet"), gptModel(), kSeed), dt::UsageError);
     }
+}
+
+TEST_CASE("A Fashion-MNIST source with 0 images is a UsageError, not a division by zero", "[data]") {
+    // Well-formed idx files that hold no image (this once killed a rank with SIGFPE).
+    char tmpl[] = "/tmp/dtlab-fmnist-XXXXXX";
+    const std::string dir = ::mkdtemp(tmpl);
+    const auto writeGzip = [&](const std::string& name, const std::vector<uint8_t>& bytes) {
+        gzFile file = gzopen((dir + "/" + name).c_str(), "wb");
+        REQUIRE(file != nullptr);
+        gzwrite(file, bytes.data(), unsigned(bytes.size()));
+        gzclose(file);
+    };
+    writeGzip("train-images-idx3-ubyte.gz",
+              {0, 0, 8, 3, 0, 0, 0, 0, 0, 0, 0, 28, 0, 0, 0, 28});     // magic 2051, 0 images
+    writeGzip("train-labels-idx1-ubyte.gz", {0, 0, 8, 1, 0, 0, 0, 0}); // magic 2049, 0 labels
+    try {
+        (void)dt::makeDataSource(dataConfig("fashion_mnist", dir), mlpModel(), kSeed);
+        FAIL("expected a UsageError");
+    } catch (const dt::UsageError& e) {
+        CHECK(std::string(e.what()) ==
+              "Fashion-MNIST files in '" + dir + "' hold no images: nothing to train on");
+    }
+    std::filesystem::remove_all(dir);
 }

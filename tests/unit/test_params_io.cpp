@@ -138,6 +138,15 @@ TEST_CASE("Parameter files round-trip and refuse damage", "[params]") {
         CHECK_THAT(usageErrorText(file.path + ".missing"), Catch::Matchers::Contains(file.path + ".missing"));
     }
 
+    SECTION("a directory or a device at the path is refused, not an uncaught ios failure") {
+        // A shard path that is a directory once aborted dtrun with std::__ios_failure (issue 23).
+        const std::string dir = file.path + ".dir";
+        std::filesystem::create_directory(dir);
+        CHECK(usageErrorText(dir) == "parameter file '" + dir + "' is a directory, not a file");
+        std::filesystem::remove(dir);
+        CHECK(usageErrorText("/dev/zero") == "parameter file '/dev/zero' is a device, not a file");
+    }
+
     SECTION("a save into a missing directory is a UsageError") {
         CHECK_THROWS_AS(dt::saveParameters("/nonexistent/dtlab/params.bin", params), dt::UsageError);
     }

@@ -392,3 +392,72 @@ TEST_CASE("recordings of other versions", "[recording]") {
         }
     }
 }
+
+// Inputs that once crashed or hung dtlab's replay (issue 23): each is now refused, or read
+// up to the bad part, with the reason.
+TEST_CASE("a recording with impossible contents is refused, not replayed", "[recording]") {
+    TempDir dir;
+    const std::string path = dir.file("bad.dtrec");
+    auto errorOf = [&](const dt::RunRecord& record) {
+        {
+            dt::RecordingWriter writer(path, record);
+            writer.finish(record);
+        }
+        try {
+            (void)dt::readRecording(path);
+        } catch (const dt::UsageError& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+
+    SECTION("a scenario of 0 ranks (the theory divides by it: SIGFPE)") {
+        dt::RunRecord record = startRecord();
+        record.scenario.topology.ranks = 0;
+        const std::string error = errorOf(record);
+        CHECK(contains(error, "is unreadable: an unreadable 'META' chunk at byte 12"));
+        CHECK(contains(error, "its scenario: [topology] ranks: expected an integer in 1..64, got 0"));
+    }
+    SECTION("a model of 2e9 layers (a replay would build its theory forever)") {
+        dt::RunRecord record = startRecord();
+        record.scenario.model.layers = 2'000'000'000;
+        CHECK(contains(errorOf(record),
+                       "its scenario: [model] layers: expected an integer in 1..64, got 2000000000"));
+    }
+    SECTION("a model 2e9 wide") {
+        dt::RunRecord record = startRecord();
+        record.scenario.model.d_model = 2'000'000'000;
+        CHECK(contains(errorOf(record), "[model] d_model: expected an integer in 1..8192, got 2000000000"));
+    }
+    SECTION("the data and checkpoints of the recording's machine need not exist here") {
+        dt::RunRecord record = startRecord();
+        record.scenario.data.path = dir.file("no-such-data");
+        record.scenario.run.resume_from = dir.file("no-such-checkpoint");
+        CHECK(errorOf(record) == "no error");
+    }
+    SECTION("an event of unknown kind or phase ends the reading there, with the reason") {
+        for (const bool bad_kind : {true, false}) {
+            dt::RunRecord record = startRecord();
+            {
+                dt::RecordingWriter writer(path, record);
+                const Event good = eventNumber(0);
+                writer.addEvents(&good, 1);
+                writer.flush();
+                Event bad = eventNumber(1);
+                if (bad_kind)
+                    bad.kind = EventKind(0xFFFF);
+                else
+                    bad.phase = EventPhase(200);
+                writer.addEvents(&bad, 1);
+                writer.finish(record);
+            }
+            const dt::RecordingLoad load = dt::readRecording(path);
+            CHECK_FALSE(load.complete);
+            REQUIRE(load.record.events.size() == 1);
+            CHECK(load.record.events[0].kind == eventNumber(0).kind);
+            CHECK(contains(load.problem, bad_kind
+                                             ? "an event of unknown kind 65535 in the events chunk at byte "
+                                             : "an event of unknown phase 200 in the events chunk at byte "));
+        }
+    }
+}

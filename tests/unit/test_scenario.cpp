@@ -428,7 +428,17 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
     SECTION("an integer too large for the field is out of range, not truncated") {
         UsageError e = parseError(kHeader + "[model]\nheads = 4294967300\n");
         CHECK(e.where().line == 4);
-        CHECK(std::string(e.what()).find("[model] heads: expected an integer in 1..2147483647") !=
+        CHECK(std::string(e.what()).find("[model] heads: expected an integer in 1..256") !=
+              std::string::npos);
+    }
+
+    SECTION("absurd model sizes are refused before anything starts (issue 23)") {
+        CHECK(std::string(parseError(kHeader + "[model]\nd_model = 2000000000\n").what()) ==
+              "t.toml:4:11: error: [model] d_model: expected an integer in 1..8192, got 2000000000");
+        CHECK(std::string(parseError(kHeader + "[model]\nlayers = 2000000000\n").what()) ==
+              "t.toml:4:10: error: [model] layers: expected an integer in 1..64, got 2000000000");
+        CHECK(std::string(parseError(kHeader + "[model]\nkind = \"mlp\"\nhidden = [2000000000]\n").what())
+                  .find("[model] hidden: expected an integer in 1..65536, got 2000000000") !=
               std::string::npos);
     }
 

@@ -145,6 +145,9 @@ void RunModel::ingest(const Event* events, size_t count) {
         const Event& e = events[i];
         if (e.rank < -1 || e.rank >= kMaxRank)
             continue; // not a rank we can draw
+        if (uint16_t(e.kind) >= uint16_t(EventKind::Count) ||
+            uint8_t(e.phase) > uint8_t(EventPhase::WorkFailed))
+            continue; // a kind or phase this build does not know: the lanes index tables by kind
         const int64_t end = e.phase == EventPhase::Span ? e.t_ns + std::max<int64_t>(e.dur_ns, 0) : e.t_ns;
         if (m_event_count == 0) {
             m_t_begin = e.t_ns;

@@ -316,6 +316,10 @@ struct Scenario {
 // `origin` names where the override came from for the message ("--ranks").
 void validateScenario(const Scenario& scenario, const std::string& origin);
 
+// Check the scenario stored in a recording by the same rules, except those about files on this
+// machine (data, checkpoints). Throws UsageError "its scenario: [table] key: ...".
+void validateRecordedScenario(const Scenario& scenario);
+
 // The strategy a command-line override names ("--strategy", "zero2"); throws
 // UsageError "ORIGIN: [strategy] kind: expected one of ..., got ..." otherwise.
 [[nodiscard]] StrategyKind strategyKindFromOverride(const std::string& text, const std::string& origin);

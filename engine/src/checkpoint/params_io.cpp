@@ -4,6 +4,7 @@
 #include "dtlab/atomic_file.hpp"
 
 #include "dtlab/errors.hpp"
+#include "dtlab/read_file.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -77,10 +78,8 @@ void saveParameters(const std::string& path, const std::vector<NamedParameter>& 
 }
 
 std::vector<NamedParameter> loadParameters(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw UsageError("cannot open parameter file '" + path + "': " + std::strerror(errno));
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // A directory, a device or a FIFO at the path is a UsageError, not an uncaught ios failure.
+    const std::string bytes = readRegularFile(path, "parameter file");
     if (bytes.size() < 24 || std::memcmp(bytes.data(), "DTPARAMS", 8) != 0)
         throw UsageError("'" + path + "' is not a dtlab parameter file (no DTPARAMS header)");
     uint64_t stored = 0;
@@ -101,8 +100,14 @@ std::vector<NamedParameter> loadParameters(const std::string& path) {
         r.at += name_len;
         const auto ndim = r.get<uint32_t>();
         std::vector<int64_t> dims;
-        for (uint32_t d = 0; d < ndim; ++d)
+        int64_t numel = 1; // checked against what is left before anything is allocated
+        for (uint32_t d = 0; d < ndim; ++d) {
             dims.push_back(r.get<int64_t>());
+            if (dims.back() < 0 || (dims.back() > 0 && numel > int64_t(bytes.size()) / 4 / dims.back()))
+                throw UsageError("parameter file '" + path + "': tensor '" + name + "' has a size (" +
+                                 std::to_string(dims.back()) + ") larger than the file");
+            numel *= dims.back();
+        }
         auto t = at::empty(dims, at::kFloat);
         r.need(t.nbytes());
         std::memcpy(t.data_ptr(), bytes.data() + r.at, t.nbytes());

@@ -26,6 +26,11 @@ using Json = nlohmann::json;
 
 const std::vector<std::string> kFunctions = {"max", "min", "mean", "sum", "count", "distinct", "abs"};
 
+// How deep an expression may nest: parentheses, function calls and minus signs inside one
+// another, and operators chained (a - b - c is two deep). The parser, the evaluator and the
+// tree's destructor all recurse, so without a limit a long enough expression overflows the stack.
+constexpr int kMaxDepth = 256;
+
 struct Token {
     enum class Kind { Number, Name, String, Op, LParen, RParen, LBracket, RBracket, Dot, End };
     Kind kind = Kind::End;
@@ -55,9 +60,27 @@ std::vector<Token> tokenize(const std::string& text) {
         Token t;
         t.offset = i;
         if (std::isdigit(static_cast<unsigned char>(c))) {
+            // Only the number's own characters go to stod (digits, '.', an exponent), so that
+            // a long expression is not copied once per number.
+            const auto digitAt = [&](size_t k) {
+                return k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]));
+            };
+            size_t j = i;
+            while (digitAt(j) || (j < text.size() && text[j] == '.'))
+                ++j;
+            if (j < text.size() && (text[j] == 'e' || text[j] == 'E')) {
+                size_t k = j + 1;
+                if (k < text.size() && (text[k] == '+' || text[k] == '-'))
+                    ++k;
+                if (digitAt(k)) {
+                    while (digitAt(k))
+                        ++k;
+                    j = k;
+                }
+            }
             size_t used = 0;
             t.kind = Token::Kind::Number;
-            t.number = std::stod(text.substr(i), &used);
+            t.number = std::stod(text.substr(i, j - i), &used);
             t.text = text.substr(i, used);
             i += used;
         } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
@@ -118,6 +141,7 @@ struct Node {
     std::string op; // function name, arithmetic or comparison operator
     std::unique_ptr<Node> left, right;
     std::string source; // the text this node was parsed from, for details
+    int depth = 1;      // levels of this subtree, itself included (kept <= kMaxDepth)
 };
 
 class Parser {
@@ -142,6 +166,29 @@ class Parser {
     const Token& peek() const { return m_tokens[m_pos]; }
     const Token& next() { return m_tokens[m_pos++]; }
 
+    [[noreturn]] static void tooDeep(size_t offset) {
+        throw SyntaxError(offset, "the expression nests too deeply (more than " + std::to_string(kMaxDepth) +
+                                      " parentheses, functions, minus signs or chained operators inside one "
+                                      "another); split it into comparisons joined with 'and'");
+    }
+
+    // One level down in the parser's recursion (a parenthesis, a function, a minus sign).
+    struct Descent {
+        Descent(Parser& parser, size_t offset) : p(parser) {
+            if (++p.m_nesting > kMaxDepth)
+                tooDeep(offset);
+        }
+        ~Descent() { --p.m_nesting; }
+        Parser& p;
+    };
+
+    // A new node over its children: its depth, refused past the limit.
+    static void setDepth(Node& node, size_t offset) {
+        node.depth = 1 + std::max(node.left ? node.left->depth : 0, node.right ? node.right->depth : 0);
+        if (node.depth > kMaxDepth)
+            tooDeep(offset);
+    }
+
     std::unique_ptr<Node> parseComparison() {
         const size_t start = peek().offset;
         auto left = parseSum();
@@ -156,6 +203,7 @@ class Parser {
         node->op = t.text;
         node->left = std::move(left);
         node->right = parseSum();
+        setDepth(*node, t.offset);
         return node;
     }
 
@@ -170,9 +218,11 @@ class Parser {
         while (peek().kind == Token::Kind::Op && (peek().text == op_a || peek().text == op_b)) {
             auto node = std::make_unique<Node>();
             node->kind = Node::Kind::Arithmetic;
+            const size_t at = peek().offset;
             node->op = next().text;
             node->left = std::move(left);
             node->right = (this->*operand)();
+            setDepth(*node, at);
             left = std::move(node);
         }
         left->source = trimmed(m_text.substr(start, peek().offset - start));
@@ -182,9 +232,11 @@ class Parser {
     std::unique_ptr<Node> parseUnary() {
         if (peek().kind == Token::Kind::Op && peek().text == "-") {
             const size_t start = next().offset;
+            const Descent down(*this, start);
             auto node = std::make_unique<Node>();
             node->kind = Node::Kind::Negate;
             node->left = parseUnary();
+            setDepth(*node, start);
             node->source = trimmed(m_text.substr(start, peek().offset - start));
             return node;
         }
@@ -201,6 +253,7 @@ class Parser {
             return node;
         }
         if (t.kind == Token::Kind::LParen) {
+            const Descent down(*this, t.offset);
             node = parseSum();
             expect(Token::Kind::RParen, "')'");
             return node;
@@ -213,9 +266,11 @@ class Parser {
                 throw SyntaxError(t.offset, "unknown function '" + t.text +
                                                 "'; expected max, min, mean, sum, count, distinct or abs");
             next();
+            const Descent down(*this, t.offset);
             node->kind = Node::Kind::Function;
             node->op = t.text;
             node->left = parseSum();
+            setDepth(*node, t.offset);
             expect(Token::Kind::RParen, "')'");
             node->source = trimmed(m_text.substr(t.offset, m_tokens[m_pos - 1].offset + 1 - t.offset));
             return node;
@@ -293,6 +348,7 @@ class Parser {
     std::vector<Token> m_tokens;
     size_t m_pos = 0;
     bool m_has_baseline;
+    int m_nesting = 0; // parentheses, functions and minus signs open now (see Descent)
 };
 
 // A value during evaluation: one number, or one per element of an array, or strings.

@@ -52,6 +52,8 @@ class FashionMnist final : public DataSource {
             m_images.size() != 16 + size_t(m_count) * 784 || bigEndian32(m_labels, 4) != m_count ||
             m_labels.size() != 8 + size_t(m_count))
             throw UsageError("Fashion-MNIST files in '" + dir + "' are truncated or do not match");
+        if (m_count == 0) // a sample is image hash mod count
+            throw UsageError("Fashion-MNIST files in '" + dir + "' hold no images: nothing to train on");
     }
 
     Batch batch(int64_t step, int rank, int world, int B) const override {

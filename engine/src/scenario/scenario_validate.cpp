@@ -457,6 +457,8 @@ std::string findValueProblem(const Scenario& s) {
     const std::string checks[] = {
         checkString("scenario", "name", s.name),
         checkInt("topology", "ranks", s.topology.ranks),
+        checkInt("topology", "replicas", s.topology.replicas),
+        checkInt("topology", "stages", s.topology.stages),
         checkString("topology", "backend", s.topology.backend),
         checkInt("collectives", "repeats", s.collectives.repeats),
         checkString("model", "kind", s.model.kind),
@@ -469,6 +471,11 @@ std::string findValueProblem(const Scenario& s) {
         checkString("data", "source", s.data.source),
         checkInt("data", "batch_per_rank", s.data.batch_per_rank),
         checkString("strategy", "pipeline_data_parallel", s.strategy.pipeline_data_parallel),
+        checkInt("strategy", "chunks_per_rank", s.strategy.chunks_per_rank),
+        checkInt("strategy", "slow_stage", s.strategy.slow_stage),
+        checkFloat("strategy", "slow_stage_ms", s.strategy.slow_stage_ms),
+        checkInt("strategy", "prefetch_limit", s.strategy.prefetch_limit),
+        checkInt("strategy", "microbatches", s.strategy.microbatches),
         checkFloat("strategy", "bucket_mb", s.strategy.bucket_mb),
         checkString("optimizer", "kind", s.optimizer.kind),
         checkFloat("optimizer", "lr", s.optimizer.lr),
@@ -479,7 +486,16 @@ std::string findValueProblem(const Scenario& s) {
         checkInt("run", "steps", s.run.steps),
         checkFloat("run", "timeout_s", s.run.timeout_s),
         checkFloat("run", "step_delay_ms", s.run.step_delay_ms),
+        checkInt("run", "checkpoint_every", s.run.checkpoint_every),
         checkInt("telemetry", "queue_capacity", s.telemetry.queue_capacity),
+        checkInt("diloco", "inner_steps", s.diloco.inner_steps),
+        checkInt("diloco", "fragments", s.diloco.fragments),
+        checkInt("diloco", "sync_delay", s.diloco.sync_delay),
+        checkFloat("diloco", "outer_lr", s.diloco.outer_lr),
+        checkFloat("diloco", "outer_momentum", s.diloco.outer_momentum),
+        checkFloat("diloco", "alpha", s.diloco.alpha),
+        checkFloat("network", "bandwidth_mbit_s", s.network.bandwidth_mbit_s),
+        checkFloat("network", "latency_ms", s.network.latency_ms),
     };
     for (const std::string& problem : checks)
         if (!problem.empty())
@@ -569,6 +585,16 @@ void validateScenario(const Scenario& scenario, const std::string& origin) {
         message += " (the " + std::string(message.rfind("[[steps]]", 0) == 0 ? "step" : "fault") + " at " +
                    describeLocation(where) + ")";
     throw UsageError(origin + ": " + message);
+}
+
+void validateRecordedScenario(const Scenario& scenario) {
+    // The same rules as a scenario file, less those that look at this machine's files: the
+    // data and the checkpoints were on the machine that recorded the run.
+    Scenario s = scenario;
+    s.data.path.clear();
+    s.run.checkpoint_dir.clear();
+    s.run.resume_from.clear();
+    validateScenario(s, "its scenario");
 }
 
 StrategyKind strategyKindFromOverride(const std::string& text, const std::string& origin) {

@@ -13,6 +13,7 @@
 
 #include "dtlab/atomic_file.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/read_file.hpp"
 #include "dtlab/summary.hpp"
 
 #include <algorithm>
@@ -93,8 +94,10 @@ std::string metaJson(const RunRecord& r, bool final_meta, bool with_scenario) {
 // Returns whether this META is the run's final one. The first META has the scenario.
 bool applyMeta(RunRecord& r, const std::string& text, bool first) {
     const Json j = Json::parse(text);
-    if (first || j.contains("scenario"))
+    if (first || j.contains("scenario")) {
         r.scenario = scenarioFromJson(j.at("scenario").dump());
+        validateRecordedScenario(r.scenario); // 0 ranks or 2e9 layers would crash or hang a replay
+    }
     r.ranks.clear();
     for (const auto& x : j.at("ranks")) {
         RankInfo info;
@@ -113,6 +116,18 @@ bool applyMeta(RunRecord& r, const std::string& text, bool first) {
     r.t_start_ns = j.at("t_start_ns");
     r.t_end_ns = j.at("t_end_ns");
     return j.value("final", false);
+}
+
+// Why this event cannot be shown ("" when it can): a kind or phase this dtlab does not know
+// (the views index tables by kind), or a rank below -1 (the Session).
+std::string eventProblem(const Event& e) {
+    if (uint16_t(e.kind) >= uint16_t(EventKind::Count))
+        return "an event of unknown kind " + std::to_string(uint16_t(e.kind));
+    if (uint8_t(e.phase) > uint8_t(EventPhase::WorkFailed))
+        return "an event of unknown phase " + std::to_string(uint8_t(e.phase));
+    if (e.rank < -1)
+        return "an event of rank " + std::to_string(e.rank);
+    return "";
 }
 
 void appendLogs(std::vector<LogRecord>& out, const char* payload, size_t size) {
@@ -298,10 +313,7 @@ void writeRecording(const RunRecord& record, const std::string& path) {
 // [SECTION] Reading --------------------------------------------------------------------
 
 RecordingLoad readRecording(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw UsageError("cannot open recording '" + path + "': " + std::strerror(errno));
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bytes = readRegularFile(path, "recording"); // a directory or a device: a UsageError
     if (bytes.size() < 12 || std::memcmp(bytes.data(), kMagic, 8) != 0)
         throw UsageError("'" + path + "' is not a dtlab recording (no DTLABREC header)");
     uint32_t version = 0;
@@ -364,9 +376,15 @@ RecordingLoad readRecording(const std::string& path) {
                     break;
                 }
                 const size_t n = size / sizeof(Event);
-                const size_t old = rec.events.size();
-                rec.events.resize(old + n);
-                std::memcpy(rec.events.data() + old, payload, size);
+                std::vector<Event> events(n);
+                std::memcpy(events.data(), payload, size);
+                for (size_t i = 0; i < n && cut.empty(); ++i)
+                    if (std::string problem = eventProblem(events[i]); !problem.empty())
+                        cut = problem + " in the events chunk at byte " + std::to_string(at) +
+                              " (nothing from that chunk on is read)";
+                if (!cut.empty())
+                    break;
+                rec.events.insert(rec.events.end(), events.begin(), events.end());
             } else if (t == "LOGS") {
                 appendLogs(rec.logs, payload, size);
             } // unknown chunk tags are skipped: newer writers may add chunks
