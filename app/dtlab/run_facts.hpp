@@ -5,6 +5,7 @@
 
 #include "dtlab/scenario.hpp"
 #include "dtlab/session.hpp"
+#include "model/event_meaning.hpp"
 
 #include <vector>
 
@@ -61,13 +62,10 @@ struct RunFacts {
                 first_quorum_id = e.value;
             new_quorum_formed = new_quorum_formed || e.value != first_quorum_id;
         }
-        if (e.kind == EventKind::OuterStep && e.phase == EventPhase::Span)
-            first_outer_sync_ended = true;
-        if (e.rank < 0)
-            return;
-        if (e.kind == EventKind::Heal && e.phase == EventPhase::Span && e.value == 0)
+        first_outer_sync_ended = first_outer_sync_ended || isOuterSyncEnd(e);
+        if (isHealReceived(e))
             markRank(rank_healed, e.rank);
-        if (e.kind == EventKind::ProcessExited && e.value != 0)
+        if (isRankDeath(e))
             markRank(rank_died, e.rank);
     }
     static void markRank(std::vector<bool>& flags, int rank) {

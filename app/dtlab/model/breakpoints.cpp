@@ -1,6 +1,8 @@
 // breakpoints.cpp: see breakpoints.hpp.
 #include "model/breakpoints.hpp"
 
+#include "model/event_meaning.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -77,12 +79,12 @@ std::optional<BreakpointHit> BreakpointList::check(const Event& e) {
         std::string what;
         switch (b.kind) {
         case BreakpointKind::RankDies:
-            if (e.kind == EventKind::ProcessExited && e.value != 0 && e.rank >= 0)
+            if (isRankDeath(e))
                 what = rank + (e.value < 0 ? " died of signal " + std::to_string(int(-e.value))
                                            : " exited with code " + std::to_string(int(e.value)));
             break;
         case BreakpointKind::RankHangs:
-            if (e.kind == EventKind::FaultInjected && int(e.value) == 19 && e.rank >= 0) // SIGSTOP
+            if (isRankHang(e))
                 what = rank + " was frozen (SIGSTOP)";
             break;
         case BreakpointKind::QuorumChanges:
@@ -105,7 +107,7 @@ std::optional<BreakpointHit> BreakpointList::check(const Event& e) {
             }
             break;
         case BreakpointKind::Heal:
-            if (e.kind == EventKind::Heal && e.phase == EventPhase::Span && e.value == 0 && e.rank >= 0)
+            if (isHealReceived(e))
                 what = rank + " healed from replica " + std::to_string(e.peer);
             break;
         case BreakpointKind::Step:

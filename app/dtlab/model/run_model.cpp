@@ -8,6 +8,8 @@
 // [SECTION] Queries
 #include "model/run_model.hpp"
 
+#include "model/event_meaning.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -417,8 +419,7 @@ std::vector<OpenCollective> RunModel::openCollectiveList() const {
                 if (e.t_ns < s.t0)
                     continue;
                 const bool died = e.kind == EventKind::RankFailed || e.kind == EventKind::RankRestarted ||
-                                  e.kind == EventKind::RankStarted ||
-                                  (e.kind == EventKind::ProcessExited && e.value != 0);
+                                  e.kind == EventKind::RankStarted || isRankDeath(e);
                 const bool left =
                     e.kind == EventKind::RankFinished || (e.kind == EventKind::ProcessExited && e.value == 0);
                 if (died || left) {
