@@ -55,9 +55,7 @@ void AppContext::holdNarrationMoment() {
     if (m_hold.active || m_narration_index < 0 || m_narration_index >= int(steps.size()))
         return;
     const NarrationStep& step = steps[size_t(m_narration_index)];
-    NarrationCondition c;
-    if (!step.pause || m_hold.held_index == m_narration_index ||
-        !currentCondition(m_scenario, m_narration_index, c) || !narrationConditionMet(c, m_facts))
+    if (!step.pause || m_hold.held_index == m_narration_index || !narrationConditionMetNow())
         return;
     m_hold.active = true;
     m_hold.held_index = m_narration_index;
@@ -124,11 +122,8 @@ void AppContext::narrationNext() {
     ++m_narration_index;
     // The new step's moment already happened: the run stays held there
     // (no resume-then-pause flicker); else the run goes on.
-    const auto& steps = m_scenario.steps;
-    NarrationCondition c;
-    const bool moment_passed = steps[size_t(m_narration_index)].pause && live() &&
-                               currentCondition(m_scenario, m_narration_index, c) &&
-                               narrationConditionMet(c, m_facts);
+    const bool moment_passed =
+        m_scenario.steps[size_t(m_narration_index)].pause && live() && narrationConditionMetNow();
     if (moment_passed && m_hold.active)
         m_hold.held_index = m_narration_index;
     else
