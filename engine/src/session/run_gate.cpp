@@ -14,30 +14,25 @@
 
 namespace dt {
 
-// Tell every connected rank the current gate (the pause/pace gate, or the
-// hold ahead when that comes first).
-void Session::Impl::broadcastGate(int64_t allowed_step) {
-    RunControl gate;
-    {
-        std::lock_guard<std::mutex> lock(mutex);
-        gate = control;
-    }
-    gate.allowed_step = allowed_step;
-    wire::ControlMessage message{uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.effectiveGate(),
-                                 0.0};
+// Tell every connected rank the gate (RunControl::effectiveGate(): the
+// pause/pace gate, or the hold ahead when that comes first).
+void Session::Impl::broadcastGate(int64_t effective_gate) {
+    wire::ControlMessage message{uint32_t(wire::ControlCommand::SetAllowedStep), 0, effective_gate, 0.0};
     for (int r = 0; r < world; ++r)
         collector->sendControl(r, message);
 }
 
 void Session::Impl::setGate(RunMode mode, int64_t allowed_step, double pace) {
+    int64_t gate = 0;
     {
         std::lock_guard<std::mutex> lock(mutex);
         control.mode = mode;
         control.allowed_step = allowed_step;
         control.pace_steps_per_s = pace;
         last_pace_tick_ns = monotonicNowNs();
+        gate = control.effectiveGate();
     }
-    broadcastGate(allowed_step);
+    broadcastGate(gate);
 }
 
 // One monitor tick: ranks that said hello since the last tick get the gate,
@@ -101,7 +96,7 @@ void Session::Impl::syncNewRanksAndPace() {
                                {uint32_t(wire::ControlCommand::SetLink), 0, int64_t(mbit * 1000.0), latency});
     }
     if (tick)
-        broadcastGate(gate.allowed_step);
+        broadcastGate(gate.effectiveGate());
 }
 
 // [SECTION] Public API ---------------------------------------------------------
@@ -145,13 +140,13 @@ void Session::setPace(double steps_per_s) {
 }
 
 void Session::holdBefore(int64_t step) {
-    int64_t allowed = 0;
+    int64_t gate = 0;
     {
         std::lock_guard<std::mutex> lock(m_impl->mutex);
         m_impl->control.hold_before_step = step;
-        allowed = m_impl->control.allowed_step;
+        gate = m_impl->control.effectiveGate();
     }
-    m_impl->broadcastGate(allowed);
+    m_impl->broadcastGate(gate);
 }
 
 RunControl Session::runControl() const {

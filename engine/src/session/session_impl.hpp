@@ -155,7 +155,7 @@ struct Session::Impl final : TelemetrySink {
     int64_t last_pace_tick_ns = 0;
     bool job_held = false; // every rank that steps waits at the gate (told to ranks and the lighthouse)
 
-    void broadcastGate(int64_t allowed_step);                      // no mutex
+    void broadcastGate(int64_t effective_gate);                    // no mutex
     void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex
     void syncNewRanksAndPace();                                    // no mutex: one monitor tick
 
