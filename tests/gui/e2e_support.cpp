@@ -114,4 +114,15 @@ void requireDtlab() {
         FAIL("test_gui was built without the dtlab target (DTLAB_PATH unset)");
 }
 
+std::unique_ptr<Xvfb> startDisplay() {
+    requireDtlab();
+    if (!onPath("Xvfb")) {
+        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
+        return nullptr;
+    }
+    auto x = std::make_unique<Xvfb>();
+    REQUIRE(x->ok());
+    return x;
+}
+
 } // namespace e2e

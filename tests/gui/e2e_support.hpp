@@ -48,5 +48,8 @@ std::vector<pid_t> summaryPids(const std::string& out);
 void checkNoWorkerLeft(const std::string& out, size_t expected_ranks = 3);
 // FAIL when test_gui was built without dtlab.
 void requireDtlab();
+// What every display test starts with: dtlab built, and an Xvfb of its own
+// (REQUIREd to start); nullptr, with a warning, when Xvfb is not installed.
+std::unique_ptr<Xvfb> startDisplay();
 
 } // namespace e2e

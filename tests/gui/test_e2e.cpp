@@ -128,13 +128,10 @@ TEST_CASE("dtlab refuses bad input before opening a window", "[e2e]") {
 }
 
 TEST_CASE("a scripted Kill in dtlab kills rank 1 and the screenshots show it", "[e2e]") {
-    requireDtlab();
-    if (!onPath("Xvfb")) {
-        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
-        return;
-    }
-    Xvfb x;
-    REQUIRE(x.ok());
+    const auto display = startDisplay();
+    if (!display)
+        return; // no Xvfb: skipped with a warning
+    Xvfb& x = *display;
     it::TempDir dir("dtlab-gui");
     const std::string art = artifactDir();
     const std::string recording = dir.file("killed.dtrec");
@@ -180,13 +177,10 @@ TEST_CASE("a scripted Kill in dtlab kills rank 1 and the screenshots show it", "
 
 TEST_CASE("in a fault-tolerant run, Kill in the quorum view is followed by a restart and a heal",
           "[e2e][ft]") {
-    requireDtlab();
-    if (!onPath("Xvfb")) {
-        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
-        return;
-    }
-    Xvfb x;
-    REQUIRE(x.ok());
+    const auto display = startDisplay();
+    if (!display)
+        return; // no Xvfb: skipped with a warning
+    Xvfb& x = *display;
     it::TempDir dir("dtlab-gui");
     const std::string art = artifactDir();
     const std::string recording = dir.file("ft.dtrec");

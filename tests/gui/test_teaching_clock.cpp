@@ -110,13 +110,10 @@ std::string ftScenario(const it::TempDir& dir, int steps) {
 
 TEST_CASE("Every shipped narrated scenario holds its moments and lasts until its narration's last step",
           "[e2e][narration]") {
-    requireDtlab();
-    if (!onPath("Xvfb")) {
-        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
-        return;
-    }
-    Xvfb x;
-    REQUIRE(x.ok());
+    const auto display = startDisplay();
+    if (!display)
+        return; // no Xvfb: skipped with a warning
+    Xvfb& x = *display;
     const std::string art = artifactDir();
     it::TempDir dir("dtlab-narration");
     int scenarios_with_holds = 0;
@@ -148,13 +145,10 @@ TEST_CASE("Every shipped narrated scenario holds its moments and lasts until its
 }
 
 TEST_CASE("After a run ends, the narration says what did not happen and why", "[e2e][narration]") {
-    requireDtlab();
-    if (!onPath("Xvfb")) {
-        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
-        return;
-    }
-    Xvfb x;
-    REQUIRE(x.ok());
+    const auto display = startDisplay();
+    if (!display)
+        return; // no Xvfb: skipped with a warning
+    Xvfb& x = *display;
     it::TempDir dir("dtlab-narration-end");
 
     SECTION(
@@ -215,13 +209,10 @@ TEST_CASE("After a run ends, the narration says what did not happen and why", "[
 
 TEST_CASE("A paced fault-tolerant run with a killed replica, paused past every timeout, commits every step",
           "[e2e][ft][pace]") {
-    requireDtlab();
-    if (!onPath("Xvfb")) {
-        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
-        return;
-    }
-    Xvfb x;
-    REQUIRE(x.ok());
+    const auto display = startDisplay();
+    if (!display)
+        return; // no Xvfb: skipped with a warning
+    Xvfb& x = *display;
     it::TempDir dir("dtlab-paced-ft");
     const int steps = 16;
     const double pace = GENERATE(1.0, 2.0);
@@ -269,13 +260,10 @@ TEST_CASE("A paced fault-tolerant run with a killed replica, paused past every t
 }
 
 TEST_CASE("A breakpoint set from the script pauses the live run where it was hit", "[e2e][breakpoints]") {
-    requireDtlab();
-    if (!onPath("Xvfb")) {
-        WARN("Xvfb is not installed (apt-get install xvfb): skipping the dtlab end-to-end test");
-        return;
-    }
-    Xvfb x;
-    REQUIRE(x.ok());
+    const auto display = startDisplay();
+    if (!display)
+        return; // no Xvfb: skipped with a warning
+    Xvfb& x = *display;
     it::TempDir dir("dtlab-breakpoint");
     it::ScenarioSpec spec;
     spec.name = "breakpoint";
