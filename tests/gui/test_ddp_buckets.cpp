@@ -1,10 +1,13 @@
 // test_ddp_buckets.cpp: the DDP bucket view, headless, from synthetic events
 // (views_fixture.hpp): its empty states, the buckets it derives from the
-// scenario (the same plan DDP builds), and where it places each bucket's
-// launch within one step's backward.
+// scenario (the plan DDP rebuilds after step 0), and where it places each
+// bucket's launch within one step's backward; and from a real recorded run,
+// that the buckets it draws are the ones the engine all-reduced.
 #include "gui/views_fixture.hpp"
+#include "integration/process_helpers.hpp"
 
 #include "dtlab/ddp_buckets.hpp"
+#include "dtlab/recording.hpp"
 #include "views/view_ddp_buckets.hpp"
 
 #include <catch2/catch.hpp>
@@ -129,5 +132,52 @@ TEST_CASE("The DDP bucket view places each bucket's launch in the real backward"
         const auto stats = imgui.frame([&] { view.draw(in); });
         CHECK(stats.balanced);
         CHECK(view.lastPicture().step == 0);
+    }
+}
+
+// The view from a real run: `dtrun run --record` of 2-rank DDP on ddp_basics' TinyGPT, the recording
+// fed to the same RunModel the app uses. Every predicted bucket is matched by an all-reduce of exactly
+// its bytes in a step after step 0, and step 0 all-reduced every gradient as one bucket.
+TEST_CASE("The DDP bucket view's buckets are the ones a real DDP run all-reduced", "[gui][ddp]") {
+    it::TempDir dir("dtlab-buckets");
+    it::ScenarioSpec spec;
+    spec.name = "buckets from a real run";
+    spec.ranks = 2;
+    spec.steps = 4;
+    spec.batch_per_rank = 2;
+    const std::string scenario = dir.write("ddp.toml", it::scenarioToml(spec));
+    const std::string recording = dir.file("run.dtrec");
+    const auto r = it::runDtrun({"run", scenario, "--record", recording, "--quiet"}, {{}, {}, 120.0, ""});
+    INFO(it::describe(r));
+    REQUIRE(r.exit_code == 0);
+    const dt::RecordingLoad load = dt::readRecording(recording);
+    REQUIRE(load.complete);
+
+    RunModel model;
+    model.reset(load.record.scenario, int(load.record.ranks.size()));
+    model.ingest(load.record.events.data(), load.record.events.size());
+    const std::vector<BucketPlan> plan = ddpBucketPlan(model.scenario());
+    REQUIRE(plan.size() == 4);
+    int64_t total = 0;
+    for (const BucketPlan& b : plan)
+        total += b.numel * 4;
+
+    for (int rank = 0; rank < 2; ++rank) {
+        CAPTURE(rank);
+        const BucketPicture pic = computeBucketPicture(model, rank, std::nullopt);
+        REQUIRE(pic.step >= 1);
+        REQUIRE(pic.buckets.size() == plan.size());
+        for (const BucketRow& row : pic.buckets) {
+            CAPTURE(row.bucket);
+            CHECK(row.measured);
+            CHECK(row.measured_bytes == row.bytes);
+            CHECK(row.allreduce_ms > 0.0);
+        }
+        // Step 0: one all-reduce of every gradient.
+        std::vector<int64_t> step0;
+        for (const SpanRecord& c : model.lane(rank).comm)
+            if (c.kind == EventKind::AllReduce && c.step == 0)
+                step0.push_back(c.bytes);
+        CHECK(step0 == std::vector<int64_t>{total});
     }
 }

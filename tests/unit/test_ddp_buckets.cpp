@@ -1,8 +1,11 @@
-// test_ddp_buckets.cpp: DDP's bucket plan (reverse order, cap, oversize
-// parameters, contiguous offsets) and DdpGradientSync on a real in-process Gloo
-// group: gradients live in the buckets, and after a step they are the mean over
-// ranks of each rank's local gradient, with and without overlap.
+// test_ddp_buckets.cpp: DDP's bucket assignment (PyTorch 1.13's rule, checked
+// against a table PyTorch itself produced) and DdpGradientSync on a real
+// in-process Gloo group: one bucket in step 0, buckets rebuilt from the ready
+// order after it, gradients divided by N before the all-reduce, and after a
+// step the mean over ranks of each rank's local gradient, with and without
+// overlap.
 #include "dtlab/ddp_buckets.hpp"
+#include "model/model.hpp"
 #include "strategy/ddp.hpp"
 
 #include "inprocess_gloo.hpp"
@@ -11,12 +14,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <numeric>
 #include <set>
 #include <vector>
 
+using dt::assignBucketsBySize;
 using dt::BucketPlan;
-using dt::planBuckets;
 
 namespace {
 
@@ -39,69 +43,172 @@ void checkPlanIsAPartition(const std::vector<BucketPlan>& plan, const std::vecto
     CHECK(seen == all);
 }
 
-// Parameter indices in plan order (bucket by bucket, slot by slot).
-std::vector<int> planOrder(const std::vector<BucketPlan>& plan) {
-    std::vector<int> out;
-    for (const auto& b : plan)
+// Parameter indices per bucket, in slot order.
+std::vector<std::vector<int>> members(const std::vector<BucketPlan>& plan) {
+    std::vector<std::vector<int>> out;
+    for (const auto& b : plan) {
+        out.emplace_back();
         for (const auto& s : b.slots)
-            out.push_back(s.param_index);
+            out.back().push_back(s.param_index);
+    }
+    return out;
+}
+
+std::vector<int64_t> bucketBytes(const std::vector<BucketPlan>& plan) {
+    std::vector<int64_t> out;
+    for (const auto& b : plan)
+        out.push_back(b.numel * 4);
     return out;
 }
 
 } // namespace
 
-TEST_CASE("planBuckets packs parameters in reverse order under the cap", "[buckets]") {
-    SECTION("parameters are taken last to first") {
+TEST_CASE("assignBucketsBySize follows reducer.cpp's compute_bucket_assignment_by_size", "[buckets]") {
+    SECTION("a bucket closes when it reaches its limit, with the parameter that crossed it inside") {
+        // 4-byte elements, limits 80 then 160 bytes, order 3 2 1 0 (40, 30, 20, 10 elements):
+        // 3 (160 B >= 80) | 2 + 1 (120 B, then 200 B >= 160) | 0 (40 B, still open at the end)
         const std::vector<int64_t> numel{10, 20, 30, 40};
-        const auto plan = planBuckets(numel, 4, 1 << 20);
+        const auto plan = assignBucketsBySize({3, 2, 1, 0}, numel, 4, {80, 160});
+        checkPlanIsAPartition(plan, numel);
+        CHECK(members(plan) == std::vector<std::vector<int>>{{3}, {2, 1}, {0}});
+        CHECK(plan[1].slots[1].offset == 30);
+    }
+
+    SECTION("a bucket that exactly reaches the limit closes (>=, not >)") {
+        const auto plan = assignBucketsBySize({0, 1, 2}, {8, 8, 8}, 4, {64});
+        CHECK(members(plan) == std::vector<std::vector<int>>{{0, 1}, {2}});
+    }
+
+    SECTION("the first limit applies to the first bucket only; the last limit repeats") {
+        // limits 4 elements then 12: [0] | [1 2 3] | [4 5 6] | [7]
+        const std::vector<int64_t> numel(8, 4);
+        const auto plan = assignBucketsBySize({0, 1, 2, 3, 4, 5, 6, 7}, numel, 4, {16, 48});
+        CHECK(members(plan) == std::vector<std::vector<int>>{{0}, {1, 2, 3}, {4, 5, 6}, {7}});
+    }
+
+    SECTION("the order given is kept, not sorted") {
+        const auto plan = assignBucketsBySize({2, 0, 3, 1}, {5, 5, 5, 5}, 4, {40});
+        CHECK(members(plan) == std::vector<std::vector<int>>{{2, 0}, {3, 1}});
+    }
+
+    SECTION("the first iteration puts every parameter in one bucket, in registration order") {
+        const std::vector<int64_t> numel{1 << 20, 3, 1 << 22, 7};
+        const auto plan = dt::firstIterationBuckets(numel);
         REQUIRE(plan.size() == 1);
-        CHECK(planOrder(plan) == std::vector<int>{3, 2, 1, 0});
+        CHECK(members(plan)[0] == std::vector<int>{0, 1, 2, 3});
         checkPlanIsAPartition(plan, numel);
-    }
-
-    SECTION("no bucket holding several parameters exceeds the cap") {
-        const std::vector<int64_t> numel{7, 3, 12, 5, 5, 9, 1, 16, 2, 8};
-        for (int64_t cap_elems : {8, 10, 16, 20, 33, 100}) {
-            CAPTURE(cap_elems);
-            const auto plan = planBuckets(numel, 4, cap_elems * 4);
-            checkPlanIsAPartition(plan, numel);
-            std::vector<int> order = planOrder(plan);
-            std::vector<int> reversed(numel.size());
-            std::iota(reversed.rbegin(), reversed.rend(), 0);
-            CHECK(order == reversed);
-            for (const auto& b : plan)
-                if (b.slots.size() > 1)
-                    CHECK(b.numel * 4 <= cap_elems * 4);
-            // greedy: a bucket is closed only because the next parameter did not fit
-            for (size_t i = 0; i + 1 < plan.size(); ++i) {
-                const int64_t next = plan[i + 1].slots.front().numel;
-                CHECK((plan[i].numel + next) * 4 > cap_elems * 4);
-            }
-        }
-    }
-
-    SECTION("a parameter larger than the cap gets a bucket of its own") {
-        // cap 10 elements: 3 | 50 | 4+6 | 2
-        const std::vector<int64_t> numel{2, 6, 4, 50, 3};
-        const auto plan = planBuckets(numel, 4, 40);
-        checkPlanIsAPartition(plan, numel);
-        REQUIRE(plan.size() == 4);
-        CHECK(planOrder({plan[0]}) == std::vector<int>{4});
-        CHECK(planOrder({plan[1]}) == std::vector<int>{3});
-        CHECK(plan[1].numel == 50);
-        CHECK(planOrder({plan[2]}) == std::vector<int>{2, 1});
-        CHECK(plan[2].slots[1].offset == 4);
-        CHECK(planOrder({plan[3]}) == std::vector<int>{0});
-    }
-
-    SECTION("the element size scales the cap") {
-        const std::vector<int64_t> numel{4, 4, 4, 4};
-        CHECK(planBuckets(numel, 4, 32).size() == 2); // 2 float32 params per 32 bytes
-        CHECK(planBuckets(numel, 2, 32).size() == 1); // 4 half params fit
     }
 
     SECTION("no parameters give no buckets") {
-        CHECK(planBuckets({}, 4, 1024).empty());
+        CHECK(assignBucketsBySize({}, {}, 4, {1024}).empty());
+    }
+}
+
+// The table: tests/tools/pytorch_ddp_buckets.py run with Debian's torch 1.13.1
+// (python3-torch): PyTorch's own DistributedDataParallel, bucket_cap_mb as
+// given, the Reducer's rebuilt_bucket_sizes and rebuilt_per_bucket_param_indices
+// after the first iteration. Parameter indices are registration order.
+TEST_CASE("the buckets predicted for the shipped DDP models are the ones PyTorch 1.13 builds", "[buckets]") {
+    struct Row {
+        const char* what;
+        dt::ModelConfig model;
+        double bucket_mb;
+        std::vector<int64_t> pytorch_bytes;
+        std::vector<std::vector<int>> pytorch_members; // in gradient-ready order
+    };
+    dt::ModelConfig gpt;         // ddp_basics, ddp_slow_link, ddp_kill_rank: the default TinyGPT
+    dt::ModelConfig small = gpt; // ranks_and_rendezvous
+    small.context = 32;
+    small.d_model = 64;
+    small.layers = 2;
+    small.heads = 2;
+    dt::ModelConfig mlp; // mlp_fashion
+    mlp.kind = "mlp";
+    mlp.hidden = {256, 128};
+    const std::vector<std::vector<int>> gpt_1mib{
+        {52, 50, 51, 49, 48, 47, 46, 44, 45, 43, 42, 41, 40, 38, 39, 37, 36},
+        {35, 34, 32, 33, 31, 30, 29, 28, 26, 27, 25, 24, 23, 22},
+        {20, 21, 19, 18, 17, 16, 14, 15, 13, 12, 11, 10, 8, 9, 7, 6, 5, 4},
+        {2, 3, 1, 0}};
+    const std::vector<Row> rows{
+        {"TinyGPT, 1 MiB", gpt, 1.0, {1122304, 1057280, 1058304, 99328}, gpt_1mib},
+        {"TinyGPT, 0.25 MiB",
+         gpt,
+         0.25,
+         {1122304, 264192, 265216, 263680, 264192, 265216, 263680, 264192, 265216, 99328},
+         {gpt_1mib[0],
+          {35, 34},
+          {32, 33, 31, 30, 29, 28},
+          {26, 27, 25, 24},
+          {23, 22},
+          {20, 21, 19, 18, 17, 16},
+          {14, 15, 13, 12},
+          {11, 10},
+          {8, 9, 7, 6, 5, 4},
+          {2, 3, 1, 0}}},
+        {"TinyGPT, 25 MiB (PyTorch's default cap)",
+         gpt,
+         25.0,
+         {1122304, 2214912},
+         {gpt_1mib[0], {35, 34, 32, 33, 31, 30, 29, 28, 26, 27, 25, 24, 23, 22, 20, 21, 19, 18,
+                        17, 16, 14, 15, 13, 12, 11, 10, 8,  9,  7,  6,  5,  4,  2,  3,  1,  0}}},
+        {"small TinyGPT, 1 MiB", small, 1.0, {474112}, {{28, 26, 27, 25, 24, 23, 22, 20, 21, 19,
+                                                         18, 17, 16, 14, 15, 13, 12, 11, 10, 8,
+                                                         9,  7,  6,  5,  4,  2,  3,  1,  0}}},
+        {"MLP 784-256-128-10, 1 MiB", mlp, 1.0, {940584}, {{5, 4, 3, 2, 1, 0}}},
+    };
+    for (const Row& row : rows) {
+        CAPTURE(row.what);
+        dt::Scenario s;
+        s.model = row.model;
+        s.strategy.bucket_mb = row.bucket_mb;
+        const auto plan = dt::ddpBucketPlan(s);
+        CHECK(bucketBytes(plan) == row.pytorch_bytes);
+        // The same parameters in each bucket (the prediction takes exact reverse registration order;
+        // PyTorch's ready order differs only inside a bucket: a LayerNorm's weight before its bias).
+        REQUIRE(plan.size() == row.pytorch_members.size());
+        for (size_t b = 0; b < plan.size(); ++b) {
+            CAPTURE(b);
+            std::vector<int> got = members(plan)[b], want = row.pytorch_members[b];
+            std::sort(got.begin(), got.end());
+            std::sort(want.begin(), want.end());
+            CHECK(got == want);
+        }
+    }
+
+    SECTION(
+        "the engine's DDP on the real TinyGPT records PyTorch's ready order and rebuilds PyTorch's buckets") {
+        for (const double cap_mb : {1.0, 0.25}) {
+            CAPTURE(cap_mb);
+            const auto& row = cap_mb == 1.0 ? rows[0] : rows[1];
+            std::vector<std::vector<int>> got_members;
+            std::vector<int> ready;
+            size_t buckets_in_step0 = 0;
+            dttest::runGlooRanks(1, "ddp-rebuild", [&](int, std::unique_ptr<dt::Communicator>& comm) {
+                auto model = dt::makeModel(gpt, 7);
+                std::vector<at::Tensor> params;
+                for (const auto& p : model->trainableParameters())
+                    params.push_back(p.tensor);
+                dt::DdpGradientSync sync(params, *comm, cap_mb, true, nullptr);
+                dt::UnitTimer quiet;
+                quiet.forward = [](int, bool) {};
+                at::manual_seed(3);
+                for (int step = 0; step < 2; ++step) {
+                    sync.beginStep(step);
+                    if (step == 0)
+                        buckets_in_step0 = sync.plan().size();
+                    auto tokens = at::randint(0, gpt.vocab, {2, gpt.context}, at::kLong);
+                    model->loss(tokens, tokens, quiet).backward();
+                    sync.finishBackward();
+                }
+                got_members = members(sync.plan());
+                ready = sync.readyOrder();
+            });
+            CHECK(buckets_in_step0 == 1);
+            // Exactly PyTorch's order, LayerNorm weight-before-bias included: the same autograd engine.
+            CHECK(got_members == row.pytorch_members);
+            CHECK(ready.size() == 53);
+        }
     }
 }
 
@@ -151,19 +258,24 @@ std::vector<at::Tensor> referenceMeanGradients(int world, int step) {
 struct RankResult {
     std::vector<std::vector<at::Tensor>> grads; // per step
     std::vector<int> launched_in_backward;      // per step
+    std::vector<size_t> buckets;                // per step
+    std::vector<int> ready_order;
+    std::vector<BucketPlan> final_plan;
     bool grads_are_bucket_views = false;
-    size_t buckets = 0;
+    bool divided_before_allreduce =
+        true; // overlap off: before finishBackward each .grad = local gradient / N
 };
 
-// Runs `steps` DDP steps on `world` thread ranks.
-std::vector<RankResult> runDdp(int world, double bucket_mb, bool overlap, int steps) {
+// Runs `steps` DDP steps on `world` thread ranks; first_bucket_bytes scales PyTorch's 1 MiB first bucket
+// down to this small model.
+std::vector<RankResult> runDdp(int world, double bucket_mb, bool overlap, int steps,
+                               int64_t first_bucket_bytes) {
     std::vector<RankResult> results(static_cast<size_t>(world));
     dttest::runGlooRanks(
         world, overlap ? "ddp-overlap" : "ddp-serial", [&](int r, std::unique_ptr<dt::Communicator>& comm) {
             auto params = makeParams();
-            dt::DdpGradientSync sync(params, *comm, bucket_mb, overlap, nullptr);
+            dt::DdpGradientSync sync(params, *comm, bucket_mb, overlap, nullptr, first_bucket_bytes);
             auto& out = results[size_t(r)];
-            out.buckets = sync.plan().size();
             auto viewsOk = [&] {
                 const auto buffers = sync.bucketBuffers();
                 for (size_t b = 0; b < sync.plan().size(); ++b)
@@ -180,8 +292,19 @@ std::vector<RankResult> runDdp(int world, double bucket_mb, bool overlap, int st
             bool ok = viewsOk();
             for (int step = 0; step < steps; ++step) {
                 sync.beginStep(step);
+                out.buckets.push_back(sync.plan().size());
+                ok = ok && viewsOk();
                 localLoss(params, rankInput(r, step), r).backward();
                 out.launched_in_backward.push_back(sync.bucketsLaunchedDuringBackward());
+                if (!overlap) { // nothing launched yet: the slots hold the local gradient divided by N
+                    auto local = makeParams();
+                    localLoss(local, rankInput(r, step), r).backward();
+                    for (size_t i = 0; i < params.size(); ++i) {
+                        const auto want = local[i].grad() / double(world);
+                        if ((params[i].grad() - want).abs().max().item<double>() > 1e-7)
+                            out.divided_before_allreduce = false;
+                    }
+                }
                 sync.finishBackward();
                 ok = ok && viewsOk();
                 std::vector<at::Tensor> grads;
@@ -190,6 +313,8 @@ std::vector<RankResult> runDdp(int world, double bucket_mb, bool overlap, int st
                 out.grads.push_back(grads);
             }
             out.grads_are_bucket_views = ok;
+            out.ready_order = sync.readyOrder();
+            out.final_plan = sync.plan();
         });
     return results;
 }
@@ -199,10 +324,12 @@ std::vector<RankResult> runDdp(int world, double bucket_mb, bool overlap, int st
 TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets]") {
     const int world = GENERATE(1, 2, 3);
     CAPTURE(world);
-    const int steps = 2;
-    // Bucket cap of 32 float32 elements: b2 (3) | w2 (30) | b1 (10) | w1 (40, oversize).
+    const int steps = 3;
+    // Limits of 32 float32 elements (first bucket and cap), parameters w1 (40), b1 (10), w2 (30), b2 (3):
+    // step 0 one bucket; then, in the ready order, buckets close at 32 elements or more.
     const double small_mb = 32.0 * 4 / (1024.0 * 1024.0);
-    const double large_mb = 1.0; // one bucket for all four
+    const int64_t small_first = 32 * 4;
+    const double large_mb = 1.0; // with the 1 MiB first bucket: one bucket for all four
 
     std::vector<std::vector<at::Tensor>> reference;
     for (int step = 0; step < steps; ++step)
@@ -222,24 +349,45 @@ TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets
                 }
     };
 
-    SECTION("with overlap, several buckets launch during backward and match the reference") {
-        const auto results = runDdp(world, small_mb, true, steps);
+    // Step 0 runs with one bucket; from step 1 on the buckets are rebuilt from the recorded ready order.
+    auto checkRebuild = [&](const RankResult& result, int64_t first_bytes, double cap_mb) {
+        REQUIRE(result.buckets.size() == size_t(steps));
+        CHECK(result.buckets[0] == 1);
+        std::vector<int> sorted = result.ready_order;
+        std::sort(sorted.begin(), sorted.end());
+        CHECK(sorted == std::vector<int>{0, 1, 2, 3});
+        const auto expected = dt::rebuiltBuckets(result.ready_order, {40, 10, 30, 3}, 4,
+                                                 int64_t(cap_mb * 1024 * 1024), first_bytes);
+        CHECK(members(result.final_plan) == members(expected));
+        for (int step = 1; step < steps; ++step)
+            CHECK(result.buckets[size_t(step)] == expected.size());
+        checkPlanIsAPartition(result.final_plan, {40, 10, 30, 3});
+    };
+
+    SECTION("with overlap, the rebuilt buckets launch during backward and match the reference") {
+        const auto results = runDdp(world, small_mb, true, steps, small_first);
         for (int r = 0; r < world; ++r) {
             CAPTURE(r);
-            CHECK(results[size_t(r)].buckets == 4);
+            checkRebuild(results[size_t(r)], small_first, small_mb);
+            CHECK(results[size_t(r)].final_plan.size() >= 2);
             CHECK(results[size_t(r)].grads_are_bucket_views);
-            for (int launched : results[size_t(r)].launched_in_backward)
-                CHECK(launched == 4);
+            for (int step = 0; step < steps; ++step)
+                CHECK(results[size_t(r)].launched_in_backward[size_t(step)] ==
+                      int(results[size_t(r)].buckets[size_t(step)]));
+            // every rank builds the same buckets (rank 0's order is broadcast)
+            CHECK(members(results[size_t(r)].final_plan) == members(results[0].final_plan));
         }
         checkAgainstReference(results);
     }
 
-    SECTION("without overlap, nothing launches during backward and the result matches") {
-        const auto results = runDdp(world, small_mb, false, steps);
+    SECTION("without overlap, nothing launches during backward, gradients are divided by N before the "
+            "all-reduce, and the result matches") {
+        const auto results = runDdp(world, small_mb, false, steps, small_first);
         for (int r = 0; r < world; ++r) {
             CAPTURE(r);
-            CHECK(results[size_t(r)].buckets == 4);
+            checkRebuild(results[size_t(r)], small_first, small_mb);
             CHECK(results[size_t(r)].grads_are_bucket_views);
+            CHECK(results[size_t(r)].divided_before_allreduce);
             for (int launched : results[size_t(r)].launched_in_backward)
                 CHECK(launched == 0);
         }
@@ -247,8 +395,8 @@ TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets
     }
 
     SECTION("overlap on and off give bit-identical gradients on every rank") {
-        const auto on = runDdp(world, small_mb, true, steps);
-        const auto off = runDdp(world, small_mb, false, steps);
+        const auto on = runDdp(world, small_mb, true, steps, small_first);
+        const auto off = runDdp(world, small_mb, false, steps, small_first);
         for (int r = 0; r < world; ++r)
             for (int step = 0; step < steps; ++step)
                 for (size_t i = 0; i < on[size_t(r)].grads[size_t(step)].size(); ++i) {
@@ -260,11 +408,12 @@ TEST_CASE("DdpGradientSync averages gradients over a real Gloo group", "[buckets
                 }
     }
 
-    SECTION("one large bucket holds every gradient and matches the reference") {
-        const auto results = runDdp(world, large_mb, true, steps);
+    SECTION("with the 1 MiB first bucket the small model stays in one bucket and matches the reference") {
+        const auto results = runDdp(world, large_mb, true, steps, dt::kDefaultFirstBucketBytes);
         for (int r = 0; r < world; ++r) {
             CAPTURE(r);
-            CHECK(results[size_t(r)].buckets == 1);
+            checkRebuild(results[size_t(r)], dt::kDefaultFirstBucketBytes, large_mb);
+            CHECK(results[size_t(r)].final_plan.size() == 1);
             CHECK(results[size_t(r)].grads_are_bucket_views);
             for (int launched : results[size_t(r)].launched_in_backward)
                 CHECK(launched == 1);

@@ -109,6 +109,7 @@ BucketPicture computeBucketPicture(const RunModel& model, int rank, std::optiona
             const SpanRecord& w = *works[size_t(row.bucket)];
             const int64_t launched = w.t_scheduled != 0 ? w.t_scheduled : w.t0;
             row.measured = true;
+            row.measured_bytes = w.bytes;
             row.launched_ms = double(launched - backward.t0) / 1e6;
             row.allreduce_ms = double(w.t1 - launched) / 1e6;
             row.hidden_ms = std::max(0.0, double(std::min(w.t1, backward.t1) - launched) / 1e6);
@@ -132,18 +133,23 @@ BucketPicture computeBucketPicture(const RunModel& model, int rank, std::optiona
 
 const char* DdpBucketsView::helpText() const {
     return "Why DDP all-reduces during backward. Backward visits the model from the loss to the first layer, "
-           "so the "
-           "last layers' gradients are ready first. DDP packs the parameters in that order into buckets of "
-           "about "
-           "[strategy] bucket_mb; a hook on each gradient launches a bucket's all-reduce as soon as its last "
-           "gradient is ready, while backward goes on with the earlier layers.\n\n"
-           "Top: the layers in backward order. Brackets: the parameters each bucket holds. Triangles: where "
-           "each "
+           "so "
+           "the last layers' gradients are ready first.\n\n"
+           "Buckets as PyTorch 1.13 builds them: step 0 runs with ONE bucket holding every gradient, "
+           "all-reduced "
+           "when the last one is ready, while DDP records the order the gradients arrive in. After step 0 it "
+           "rebuilds the buckets from that order: a parameter is added to the bucket, and the bucket closes "
+           "once it reaches its limit (the first 1 MiB, the others [strategy] bucket_mb), so the last bucket "
+           "holds whatever is left. Each gradient is divided by the number of ranks as it becomes ready; the "
+           "all-reduce sums. A bucket is launched when its last gradient is ready and every bucket before it "
+           "has been launched.\n\n"
+           "Top: the layers in backward order. Brackets: the parameters each bucket holds (predicted from "
+           "the "
+           "model; the MiB column shows the bytes the all-reduce really carried). Triangles: where each "
            "bucket's all-reduce was really launched in one step of the selected rank (the time cursor's "
-           "step, else "
-           "the latest). The table gives when, for how long, and how much of it was hidden behind backward. "
-           "With "
-           "overlap = false every bucket waits for the end of backward.";
+           "step, "
+           "else the latest). The table gives when, for how long, and how much of it was hidden behind "
+           "backward; the rest is exposed. With overlap = false every bucket waits for the end of backward.";
 }
 
 BucketsEmpty ddpBucketsEmpty(const ViewInputs& inputs) {
@@ -214,7 +220,10 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
     helpMarker(helpText());
     ImGui::SameLine();
     if (pic.step < 0)
-        ImGui::TextDisabled("rank %d: waiting for a step whose all-reduces have all completed", rank);
+        ImGui::TextDisabled(
+            "rank %d: waiting for a step after step 0 whose all-reduces have all completed (step 0 "
+            "all-reduces every gradient as one bucket; the buckets below are built after it)",
+            rank);
     else
         ImGui::Text("rank %d, step %d%s: backward %.1f ms, %d buckets of <= %.1f MiB, overlap %s", rank,
                     pic.step, at ? " (at the time cursor)" : "", pic.backward_ms, int(pic.buckets.size()),
@@ -290,7 +299,18 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
             ImGui::TableNextColumn();
             ImGui::Text("%s .. %s", row.first_param.c_str(), row.last_param.c_str());
             ImGui::TableNextColumn();
-            ImGui::Text("%.2f", double(row.bytes) / (1024.0 * 1024.0));
+            if (row.measured && row.measured_bytes > 0 && row.measured_bytes != row.bytes) {
+                ImGui::TextColored(ImVec4(1.0f, 0.45f, 0.35f, 1.0f), "%.2f (ran %.2f)",
+                                   double(row.bytes) / (1024.0 * 1024.0),
+                                   double(row.measured_bytes) / (1024.0 * 1024.0));
+                if (ImGui::IsItemHovered())
+                    ImGui::SetTooltip(
+                        "The all-reduce carried a different size than the predicted bucket: the "
+                        "gradients arrived in another order than the model's reverse registration "
+                        "order.");
+            } else {
+                ImGui::Text("%.2f", double(row.bytes) / (1024.0 * 1024.0));
+            }
             ImGui::TableNextColumn();
             if (!row.measured)
                 ImGui::TextDisabled("-");

@@ -2,10 +2,12 @@
 // real step.
 //
 // Backward walks the autograd graph from the loss to the first layer, so the
-// gradients of the last layers are ready first. DDP packs the parameters in
-// that reverse order into buckets of about [strategy] bucket_mb
-// (ddp_buckets.hpp), and a hook on each parameter's gradient accumulator
-// launches a bucket's all-reduce the moment its last gradient is ready.
+// gradients of the last layers are ready first. After step 0 (one bucket of
+// everything) DDP packs the parameters in the order their gradients arrived
+// into buckets, PyTorch 1.13's rule (ddp_buckets.hpp: the first closes at
+// 1 MiB, the others at [strategy] bucket_mb), and a hook on each parameter's
+// gradient accumulator launches a bucket's all-reduce once its last gradient
+// is ready and every earlier bucket has been launched.
 //
 // The view draws the model as its backward visits it (TinyGPT: head, blocks
 // L-1 .. 0, embeddings; MLP: the last layer first), the buckets as brackets
@@ -39,6 +41,7 @@ struct BucketRow {
         last_param; // in backward order: the first gradient ready, the one that launches it
     // Measured in the picture's step (false while none is found):
     bool measured = false;
+    int64_t measured_bytes = 0;    // what the all-reduce carried
     double launched_ms = 0.0;      // after backward began
     int launched_during_node = -1; // the node whose backward was running; -1 = after backward ended
     double allreduce_ms = 0.0;     // scheduled -> completed

@@ -1,27 +1,50 @@
-// ddp_buckets.cpp: greedy reverse-order bucket packing (rule in the header).
+// ddp_buckets.cpp: PyTorch 1.13's bucket assignment (the rule is in the header).
 #include "dtlab/ddp_buckets.hpp"
 
 #include "dtlab/errors.hpp"
 
+#include <algorithm>
+#include <limits>
+
 namespace dt {
 
-std::vector<BucketPlan> planBuckets(const std::vector<int64_t>& param_numel, int64_t element_bytes,
-                                    int64_t cap_bytes) {
-    DT_ENFORCE(element_bytes > 0 && cap_bytes > 0, "bucket cap and element size must be positive");
+std::vector<BucketPlan> assignBucketsBySize(const std::vector<int>& order,
+                                            const std::vector<int64_t>& param_numel, int64_t element_bytes,
+                                            const std::vector<int64_t>& limits_bytes) {
+    DT_ENFORCE(element_bytes > 0 && !limits_bytes.empty(), "bucket limits and element size must be given");
+    for (int64_t limit : limits_bytes)
+        DT_ENFORCE(limit > 0, "bucket limits must be positive");
     std::vector<BucketPlan> buckets;
-    BucketPlan current;
-    for (int i = int(param_numel.size()) - 1; i >= 0; --i) {
+    BucketPlan open;
+    size_t limit = 0; // index into limits_bytes; the last one repeats
+    for (int i : order) {
+        DT_ENFORCE(i >= 0 && size_t(i) < param_numel.size(),
+                   "bucket order names a parameter that does not exist");
         const int64_t numel = param_numel[size_t(i)];
-        if (!current.slots.empty() && (current.numel + numel) * element_bytes > cap_bytes) {
-            buckets.push_back(std::move(current));
-            current = BucketPlan{};
+        open.slots.push_back(BucketSlot{i, open.numel, numel});
+        open.numel += numel;
+        if (open.numel * element_bytes >= limits_bytes[limit]) {
+            buckets.push_back(std::move(open));
+            open = BucketPlan{};
+            limit = std::min(limit + 1, limits_bytes.size() - 1);
         }
-        current.slots.push_back(BucketSlot{i, current.numel, numel});
-        current.numel += numel;
     }
-    if (!current.slots.empty())
-        buckets.push_back(std::move(current));
+    if (!open.slots.empty())
+        buckets.push_back(std::move(open));
     return buckets;
+}
+
+std::vector<BucketPlan> firstIterationBuckets(const std::vector<int64_t>& param_numel) {
+    std::vector<int> registration(param_numel.size());
+    for (size_t i = 0; i < registration.size(); ++i)
+        registration[i] = int(i);
+    return assignBucketsBySize(registration, param_numel, 1, {std::numeric_limits<int64_t>::max()});
+}
+
+std::vector<BucketPlan> rebuiltBuckets(const std::vector<int>& ready_order,
+                                       const std::vector<int64_t>& param_numel, int64_t element_bytes,
+                                       int64_t cap_bytes, int64_t first_bucket_bytes) {
+    return assignBucketsBySize(ready_order, param_numel, element_bytes, {first_bucket_bytes, cap_bytes});
 }
 
 std::vector<ParameterShape> parameterLayout(const ModelConfig& m) {
@@ -62,11 +85,20 @@ std::vector<ParameterShape> parameterLayout(const ModelConfig& m) {
     return out;
 }
 
+int64_t bucketCapBytes(const Scenario& s) {
+    // PyTorch: int(bucket_cap_mb * 1024 * 1024); at least one byte, so a tiny cap means one parameter per
+    // bucket.
+    return std::max<int64_t>(1, int64_t(s.strategy.bucket_mb * 1024.0 * 1024.0));
+}
+
 std::vector<BucketPlan> ddpBucketPlan(const Scenario& s) {
     std::vector<int64_t> numel;
     for (const ParameterShape& p : parameterLayout(s.model))
         numel.push_back(p.numel);
-    return planBuckets(numel, 4, int64_t(s.strategy.bucket_mb * 1024 * 1024));
+    std::vector<int> reverse_registration;
+    for (int i = int(numel.size()) - 1; i >= 0; --i)
+        reverse_registration.push_back(i);
+    return rebuiltBuckets(reverse_registration, numel, 4, bucketCapBytes(s));
 }
 
 } // namespace dt

@@ -147,7 +147,11 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
         m_timer_copy = timer; // the checkpointed blocks' backward runs after loss() returns
         markForward(timer, -1, true);
         auto positions = at::arange(T, at::kLong);
-        auto x = tok_emb->forward(tokens) + pos_emb->forward(positions); // (B,T,C)
+        // Two statements: C++ leaves the order of `a + b`'s operands open, and the order the embeddings
+        // run in forward decides the order their gradients become ready in backward (DDP's buckets).
+        // tok_emb first, as in PyTorch's Python model.
+        auto tok = tok_emb->forward(tokens);
+        auto x = tok + pos_emb->forward(positions); // (B,T,C)
         markForward(timer, -1, false);
 
         for (size_t i = 0; i < blocks.size(); ++i) {

@@ -66,7 +66,7 @@ struct FloatRule {
 };
 
 const FloatRule kFloatRules[] = {
-    {"strategy", "bucket_mb", 0.0, false, false, 0.0},
+    {"strategy", "bucket_mb", 0.0, false, true, 1048576.0}, // < 1 TiB: bytes fit int64
     {"strategy", "slow_stage_ms", 0.0, true, false, 0.0},
     {"optimizer", "lr", 0.0, false, false, 0.0},
     {"optimizer", "beta1", 0.0, true, true, 1.0},
