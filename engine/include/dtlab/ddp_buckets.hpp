@@ -80,10 +80,17 @@ struct ParameterShape {
 };
 [[nodiscard]] std::vector<ParameterShape> parameterLayout(const ModelConfig& model);
 
+// The order the model's gradients become ready in backward, predicted
+// without LibTorch: reverse registration order (the head first, the token
+// embedding last; a Linear's bias before its weight), except that a
+// LayerNorm's weight comes before its bias: autograd's LayerNorm backward
+// hands both gradients over at once and the engine accumulates the weight's
+// first. tests/unit/test_ddp_buckets.cpp checks it against the order the
+// engine measures and the one PyTorch's own DDP reports.
+[[nodiscard]] std::vector<int> expectedGradientReadyOrder(const ModelConfig& model);
+
 // The buckets DDP runs with from step 1 on, predicted without LibTorch: the
-// rebuild (step 3) from reverse registration order, which is the order the
-// shipped models' gradients arrive in (tests/integration/test_ddp_equivalence.cpp
-// checks the engine's measured order against it).
+// rebuild (step 3) from expectedGradientReadyOrder.
 [[nodiscard]] std::vector<BucketPlan> ddpBucketPlan(const Scenario& scenario);
 
 // [strategy] bucket_mb in bytes.

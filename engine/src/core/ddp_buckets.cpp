@@ -85,6 +85,25 @@ std::vector<ParameterShape> parameterLayout(const ModelConfig& m) {
     return out;
 }
 
+std::vector<int> expectedGradientReadyOrder(const ModelConfig& model) {
+    const std::vector<ParameterShape> layout = parameterLayout(model);
+    std::vector<int> order;
+    for (int i = int(layout.size()) - 1; i >= 0; --i) {
+        // A LayerNorm's "weight" is registered just before its "bias": keep that pair's order.
+        const std::string& name = layout[size_t(i)].name;
+        const bool layer_norm_bias = name.find("ln") != std::string::npos && name.size() > 5 &&
+                                     name.compare(name.size() - 5, 5, ".bias") == 0;
+        if (layer_norm_bias && i > 0) {
+            order.push_back(i - 1);
+            order.push_back(i);
+            --i;
+        } else {
+            order.push_back(i);
+        }
+    }
+    return order;
+}
+
 int64_t bucketCapBytes(const Scenario& s) {
     // PyTorch: int(bucket_cap_mb * 1024 * 1024); at least one byte, so a tiny cap means one parameter per
     // bucket.
@@ -95,10 +114,7 @@ std::vector<BucketPlan> ddpBucketPlan(const Scenario& s) {
     std::vector<int64_t> numel;
     for (const ParameterShape& p : parameterLayout(s.model))
         numel.push_back(p.numel);
-    std::vector<int> reverse_registration;
-    for (int i = int(numel.size()) - 1; i >= 0; --i)
-        reverse_registration.push_back(i);
-    return rebuiltBuckets(reverse_registration, numel, 4, bucketCapBytes(s));
+    return rebuiltBuckets(expectedGradientReadyOrder(s.model), numel, 4, bucketCapBytes(s));
 }
 
 } // namespace dt
