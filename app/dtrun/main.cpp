@@ -414,7 +414,10 @@ int runCommand(const RunFlags& f) {
             ++failed;
         if (f.quiet && r.passed)
             continue;
-        const char* mark = !r.evaluated ? "skipped" : r.passed ? "passed " : "FAILED ";
+        const char* mark = r.run_failed   ? "not judged"
+                           : !r.evaluated ? "skipped"
+                           : r.passed     ? "passed "
+                                          : "FAILED ";
         std::cerr << "dtrun: check " << mark << ": " << r.claim << "\n    " << r.detail << "\n";
     }
     if (f.check && failed > 0) {
