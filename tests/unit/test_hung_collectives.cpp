@@ -138,8 +138,8 @@ TEST_CASE("Hang diagnosis reads the scenario's groups and point-to-point pairs",
         const GroupMembers m = groupMembersFor(s, 4); // shards 2: replicate group of shard 1 = {1, 3}
         CHECK(m.at(groupIdReplicate(1)) == std::vector<int>{1, 3});
         CHECK(m.at(groupIdShard(1)) == std::vector<int>{2, 3});
-        std::vector<Event> ev = {work(1, EventPhase::WorkStarted, 10, 0, 3, 0, EventKind::AllReduce,
-                                      groupIdReplicate(1))};
+        std::vector<Event> ev = {
+            work(1, EventPhase::WorkStarted, 10, 0, 3, 0, EventKind::AllReduce, groupIdReplicate(1))};
         const auto hung = findHungCollectives(workPartsFromEvents(ev), m, at(10, true));
         REQUIRE(hung.size() == 1);
         CHECK(hung[0].group_ranks == std::vector<int>{1, 3});
@@ -152,7 +152,8 @@ TEST_CASE("Hang diagnosis reads the scenario's groups and point-to-point pairs",
             work(1, EventPhase::WorkStarted, 11, 0, 1, 0, EventKind::Recv, kGroupWorld, 0),
             work(0, EventPhase::WorkCompleted, 12, 0, 1, 0, EventKind::Send, kGroupWorld, 1),
             work(1, EventPhase::WorkCompleted, 12, 0, 1, 0, EventKind::Recv, kGroupWorld, 0),
-            work(1, EventPhase::WorkStarted, 20, 1, 2, 0, EventKind::Send, kGroupWorld, 2), // rank 2 never receives
+            work(1, EventPhase::WorkStarted, 20, 1, 2, 0, EventKind::Send, kGroupWorld,
+                 2), // rank 2 never receives
         };
         const auto hung = findHungCollectives(workPartsFromEvents(ev), worldOf(3), at(30, true));
         REQUIRE(hung.size() == 1);

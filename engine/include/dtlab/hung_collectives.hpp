@@ -73,16 +73,16 @@ inline constexpr int64_t kCollectiveHungAfterNs = 2'000'000'000;
 [[nodiscard]] int64_t hangThresholdNs(const Scenario& scenario);
 
 struct HangQuery {
-    int64_t now_ns = 0;                             // the Session clock now (or the end of the run)
-    int64_t threshold_ns = kCollectiveHungAfterNs;  // open at least this long = hung (live)
-    bool run_ended = false;                         // the run is over: anything still open is hung
-    const char* unit_word = "unit";                 // unitWordFor(strategy)
+    int64_t now_ns = 0;                            // the Session clock now (or the end of the run)
+    int64_t threshold_ns = kCollectiveHungAfterNs; // open at least this long = hung (live)
+    bool run_ended = false;                        // the run is over: anything still open is hung
+    const char* unit_word = "unit";                // unitWordFor(strategy)
 };
 
 struct HungCollective {
     uint8_t group = kGroupWorld;
     EventKind kind = EventKind::AllReduce;
-    int peer = -1; // as in WorkPart, for a send/recv: the receiver's group rank
+    int peer = -1;   // as in WorkPart, for a send/recv: the receiver's group rank
     int sender = -1; // send/recv only: the sending group rank
     uint64_t seq = 0;
     int step = -1;
@@ -103,9 +103,8 @@ struct HungCollective {
 // those of the collectives in question; a rank's part that appears twice for
 // one key (a restarted rank numbers from 0 again) counts by its latest start.
 // Sorted by open_since_ns, then group, kind, seq.
-[[nodiscard]] std::vector<HungCollective> findHungCollectives(const std::vector<WorkPart>& parts,
-                                                              const GroupMembers& members,
-                                                              const HangQuery& query);
+[[nodiscard]] std::vector<HungCollective>
+findHungCollectives(const std::vector<WorkPart>& parts, const GroupMembers& members, const HangQuery& query);
 
 // Folds Work records into parts (events in per-rank time order, as a
 // RunRecord holds them): Scheduled, Started and Completed | Failed of one

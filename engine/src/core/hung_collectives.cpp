@@ -117,8 +117,8 @@ std::string describeDiagnosis(const HungCollective& h) {
 
 } // namespace
 
-std::vector<HungCollective> findHungCollectives(const std::vector<WorkPart>& parts, const GroupMembers& members,
-                                                const HangQuery& query) {
+std::vector<HungCollective> findHungCollectives(const std::vector<WorkPart>& parts,
+                                                const GroupMembers& members, const HangQuery& query) {
     // 1. Key each part by its collective; keep each rank's latest part per key.
     std::map<CollectiveKey, std::map<int, const WorkPart*>> by_key;
     std::map<uint8_t, std::set<int>> seen_in_group; // for groups not in `members`
@@ -145,7 +145,8 @@ std::vector<HungCollective> findHungCollectives(const std::vector<WorkPart>& par
 
     std::vector<HungCollective> out;
     for (const auto& [key, ranks] : by_key) {
-        // 2. Completed anywhere: every rank joined (Gloo and MPI need all of them). Nobody started: queued only.
+        // 2. Completed anywhere: every rank joined (Gloo and MPI need all of them). Nobody started: queued
+        // only.
         bool completed = false, started = false, failed = false, open_long = false;
         int64_t since = INT64_MAX;
         for (const auto& [rank, part] : ranks) {
@@ -155,7 +156,8 @@ std::vector<HungCollective> findHungCollectives(const std::vector<WorkPart>& par
             started = true;
             since = std::min(since, part->t_started);
             failed = failed || part->failed;
-            if (part->t_ended < 0 && (query.run_ended || query.now_ns - part->t_started >= query.threshold_ns))
+            if (part->t_ended < 0 &&
+                (query.run_ended || query.now_ns - part->t_started >= query.threshold_ns))
                 open_long = true;
         }
         // 3. Hung: open past the threshold (or at the end of the run), or failed waiting.
@@ -173,8 +175,9 @@ std::vector<HungCollective> findHungCollectives(const std::vector<WorkPart>& par
         const auto m = members.find(h.group);
         if (isP2P(h.kind)) {
             const auto global = [&](int local) {
-                return m != members.end() && local >= 0 && local < int(m->second.size()) ? m->second[size_t(local)]
-                                                                                          : local;
+                return m != members.end() && local >= 0 && local < int(m->second.size())
+                           ? m->second[size_t(local)]
+                           : local;
             };
             h.group_ranks = {global(h.sender), global(h.peer)};
         } else if (m != members.end()) {
@@ -230,7 +233,8 @@ std::vector<WorkPart> workPartsFromEvents(const std::vector<Event>& events) {
             const WorkPart& p = parts[it->second];
             fresh = (e.phase == EventPhase::WorkScheduled && p.t_scheduled >= 0) ||
                     (e.phase == EventPhase::WorkStarted && p.t_started >= 0) ||
-                    ((e.phase == EventPhase::WorkCompleted || e.phase == EventPhase::WorkFailed) && p.t_ended >= 0);
+                    ((e.phase == EventPhase::WorkCompleted || e.phase == EventPhase::WorkFailed) &&
+                     p.t_ended >= 0);
         }
         if (fresh) {
             WorkPart p;
