@@ -33,6 +33,8 @@ std::string describeCondition(const std::string& until) {
         return "a new quorum to form";
     case NarrationCondition::Kind::FirstOuterSyncEnds:
         return "the first DiLoCo outer sync to end";
+    case NarrationCondition::Kind::CollectiveHangs:
+        return "a collective to hang (a rank never joins it)";
     case NarrationCondition::Kind::RunFinished:
         return "the run to finish";
     }
