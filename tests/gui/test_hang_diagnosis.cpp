@@ -37,7 +37,8 @@ TEST_CASE("The app's model says which rank never joined a hung collective", "[gu
     std::vector<Event> ev;
     for (int r : {0, 2, 3}) {
         ev.push_back(SyntheticRun::work(r, 14, EventKind::AllReduce, W::WorkScheduled, 57, 2, 1000 * kMs, 4));
-        ev.push_back(SyntheticRun::work(r, 14, EventKind::AllReduce, W::WorkStarted, 57, 2, 1000 * kMs + r, 4));
+        ev.push_back(
+            SyntheticRun::work(r, 14, EventKind::AllReduce, W::WorkStarted, 57, 2, 1000 * kMs + r, 4));
     }
     // An earlier collective every rank completed is never listed.
     for (int r : {0, 1, 2, 3}) {
@@ -52,7 +53,8 @@ TEST_CASE("The app's model says which rank never joined a hung collective", "[gu
         REQUIRE(hung.size() == 1);
         CHECK(hung[0].started_ranks == std::vector<int>{0, 2, 3});
         CHECK(hung[0].missing_ranks == std::vector<int>{1});
-        CHECK(hung[0].diagnosis == "all-reduce bucket 2 of step 14: ranks {0,2,3} waiting, rank 1 never joined");
+        CHECK(hung[0].diagnosis ==
+              "all-reduce bucket 2 of step 14: ranks {0,2,3} waiting, rank 1 never joined");
     }
 
     SECTION("the event log lists it on the missing rank, in time order") {
