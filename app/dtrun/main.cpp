@@ -212,10 +212,7 @@ dt::Scenario resolveScenario(const RunFlags& f) {
 // The collectives that never completed, with the ranks that never joined them
 // (hung_collectives.hpp), as Flight Recorder's analyzer lists them after a hang.
 void printHungCollectives(const dt::RunRecord& record) {
-    dt::HangQuery query;
-    query.now_ns = record.t_end_ns;
-    query.run_ended = true;
-    query.unit_word = dt::unitWordFor(record.scenario.strategy.kind);
+    const dt::HangQuery query = dt::hangQueryFor(record.scenario, record.t_end_ns, true);
     const auto hung =
         dt::findHungCollectives(dt::workPartsFromEvents(record.events),
                                 dt::groupMembersFor(record.scenario, int(record.ranks.size())), query);

@@ -162,6 +162,22 @@ TEST_CASE("Hang diagnosis reads the scenario's groups and point-to-point pairs",
         CHECK(hung[0].missing_ranks == std::vector<int>{2});
     }
 
+    SECTION("the microbatch is named only when a step has several") {
+        Event e = work(0, EventPhase::WorkStarted, 10, 0, 4, 1);
+        e.microbatch = 0;
+        Scenario s;
+        s.strategy.kind = StrategyKind::Ddp;
+        const auto one =
+            findHungCollectives(workPartsFromEvents({e}), worldOf(2), hangQueryFor(s, 20 * kMs, true));
+        REQUIRE(one.size() == 1);
+        CHECK(one[0].what == "all-reduce bucket 1 of step 4");
+        s.strategy.microbatches = 4;
+        const auto four =
+            findHungCollectives(workPartsFromEvents({e}), worldOf(2), hangQueryFor(s, 20 * kMs, true));
+        REQUIRE(four.size() == 1);
+        CHECK(four[0].what == "all-reduce bucket 1 microbatch 0 of step 4");
+    }
+
     SECTION("a group the scenario does not fix (a quorum's) is the ranks seen in it") {
         std::vector<Event> ev = {
             work(0, EventPhase::WorkStarted, 10, 0, 1, -1, EventKind::AllReduce, 5),

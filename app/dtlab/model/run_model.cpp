@@ -513,12 +513,8 @@ std::vector<HungCollective> RunModel::hungCollectives(int64_t now_ns, bool run_e
             if (const SpanRecord* p = findPart(r, s))
                 add(r, *p);
     }
-    HangQuery query;
-    query.now_ns = now_ns;
-    query.threshold_ns = hangThresholdNs(m_scenario);
-    query.run_ended = run_ended;
-    query.unit_word = unitWordFor(m_scenario.strategy.kind);
-    return findHungCollectives(parts, groupMembersFor(m_scenario, world()), query);
+    return findHungCollectives(parts, groupMembersFor(m_scenario, world()),
+                               hangQueryFor(m_scenario, now_ns, run_ended));
 }
 
 const SpanRecord* RunModel::findComm(int rank, uint8_t group, EventKind kind, int peer, uint64_t seq) const {

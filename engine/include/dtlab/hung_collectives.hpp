@@ -77,7 +77,11 @@ struct HangQuery {
     int64_t threshold_ns = kCollectiveHungAfterNs; // open at least this long = hung (live)
     bool run_ended = false;                        // the run is over: anything still open is hung
     const char* unit_word = "unit";                // unitWordFor(strategy)
+    bool name_microbatch = false;                  // say "microbatch M" (several microbatches per step)
 };
+
+// The query for a run of this scenario: its threshold, unit word and microbatches.
+[[nodiscard]] HangQuery hangQueryFor(const Scenario& scenario, int64_t now_ns, bool run_ended);
 
 struct HungCollective {
     uint8_t group = kGroupWorld;

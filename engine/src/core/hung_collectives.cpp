@@ -53,6 +53,16 @@ int64_t hangThresholdNs(const Scenario& scenario) {
     return timeout > 0 ? std::min(kCollectiveHungAfterNs, timeout) : kCollectiveHungAfterNs;
 }
 
+HangQuery hangQueryFor(const Scenario& scenario, int64_t now_ns, bool run_ended) {
+    HangQuery q;
+    q.now_ns = now_ns;
+    q.threshold_ns = hangThresholdNs(scenario);
+    q.run_ended = run_ended;
+    q.unit_word = unitWordFor(scenario.strategy.kind);
+    q.name_microbatch = scenario.strategy.microbatches > 1;
+    return q;
+}
+
 std::string rankSetText(const std::vector<int>& ranks) {
     std::string s = "{";
     for (size_t i = 0; i < ranks.size(); ++i)
@@ -80,13 +90,14 @@ std::string ranksPhrase(const std::vector<int>& ranks) {
     return ranks.size() == 1 ? "rank " + std::to_string(ranks[0]) : "ranks " + rankSetText(ranks);
 }
 
-std::string describeWhat(const HungCollective& h, const char* unit_word) {
+std::string describeWhat(const HungCollective& h, const HangQuery& query) {
+    const char* unit_word = query.unit_word;
     std::string s(eventKindLabel(h.kind));
     if (isP2P(h.kind))
         s = "send from group rank " + std::to_string(h.sender) + " to " + std::to_string(h.peer);
     if (h.unit >= 0)
         s += std::string(" ") + unit_word + " " + std::to_string(h.unit);
-    if (h.microbatch >= 0)
+    if (h.microbatch >= 0 && query.name_microbatch)
         s += " microbatch " + std::to_string(h.microbatch);
     if (h.step >= 0)
         s += " of step " + std::to_string(h.step);
@@ -209,7 +220,7 @@ std::vector<HungCollective> findHungCollectives(const std::vector<WorkPart>& par
         for (int r : h.group_ranks)
             if (!std::binary_search(h.started_ranks.begin(), h.started_ranks.end(), r))
                 h.missing_ranks.push_back(r);
-        h.what = describeWhat(h, query.unit_word);
+        h.what = describeWhat(h, query);
         h.diagnosis = describeDiagnosis(h);
         out.push_back(std::move(h));
     }

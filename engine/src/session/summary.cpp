@@ -250,10 +250,7 @@ Json faultToleranceJson(const RunRecord& record) {
 // ranks that never joined (hung_collectives.hpp; the run is over, so every
 // collective still open counts).
 static Json hungCollectivesJson(const RunRecord& record) {
-    HangQuery query;
-    query.now_ns = record.t_end_ns;
-    query.run_ended = true;
-    query.unit_word = unitWordFor(record.scenario.strategy.kind);
+    const HangQuery query = hangQueryFor(record.scenario, record.t_end_ns, true);
     const int world = static_cast<int>(record.ranks.size());
     Json out = Json::array();
     for (const HungCollective& h : findHungCollectives(workPartsFromEvents(record.events),
