@@ -140,6 +140,15 @@ void AppContext::gatherFacts() {
         announceRecording();
     }
     m_facts.elapsed_s = double((m_facts.finished ? m_end_ns : monotonicNowNs()) - m_start_ns) / 1e9;
+    // Hangs are time passing, not events: the diagnosis is taken each frame while the run is live
+    // (and once at its end, when everything still open counts).
+    if (!m_facts.finished || !m_facts.collective_hung) {
+        const int64_t now = m_facts.finished ? m_end_ns : monotonicNowNs();
+        const std::vector<HungCollective> hung = m_model.hungCollectives(now, m_facts.finished);
+        m_facts.collective_hung = m_facts.collective_hung || !hung.empty();
+        if (!m_facts.finished)
+            checkHungBreakpoint(hung);
+    }
     // Frozen: paused, and no rank is still finishing its step. The views'
     // "now" stays at the moment the last rank stopped, so follow-live and the
     // strips keep the picture being discussed instead of scrolling into
@@ -164,6 +173,7 @@ void AppContext::computeReplayProgress() {
     m_facts.ranks.resize(size_t(world));
     for (int r = 0; r < world; ++r)
         m_facts.ranks[size_t(r)].rank = r;
+    m_facts.collective_hung = !m_model.hungCollectives(m_model.tEnd(), true).empty();
     for (const Event& e : record.events) {
         if (e.rank < 0 || e.rank >= world)
             continue;

@@ -233,6 +233,8 @@ class AppContext final : public ScriptHost, public ViewActions {
     void holdNarrationMoment(); // per frame, after gatherFacts()
     // app_breakpoints.cpp
     void checkBreakpoint(const Event& e); // a live run's new event: pause on a hit
+    void checkHungBreakpoint(const std::vector<HungCollective>& hung); // each live frame: collective_hangs
+    void onBreakpointHit(const BreakpointHit& hit);                    // pause and say which
     void drawBreakpointsMenu();
     void releaseNarrationHold();
     [[nodiscard]] bool endHoldWanted() const;

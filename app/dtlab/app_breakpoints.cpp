@@ -14,9 +14,19 @@ namespace dt::app {
 void AppContext::checkBreakpoint(const Event& e) {
     if (!live() || m_breakpoints.list().empty())
         return;
-    const std::optional<BreakpointHit> hit = m_breakpoints.check(e);
-    if (!hit)
+    if (const std::optional<BreakpointHit> hit = m_breakpoints.check(e))
+        onBreakpointHit(*hit);
+}
+
+void AppContext::checkHungBreakpoint(const std::vector<HungCollective>& hung) {
+    if (!live())
         return;
+    if (const std::optional<BreakpointHit> hit = m_breakpoints.checkHung(hung))
+        onBreakpointHit(*hit);
+}
+
+void AppContext::onBreakpointHit(const BreakpointHit& hit_) {
+    const BreakpointHit* hit = &hit_;
     m_session->pause();
     m_last_breakpoint_hit = hit->breakpoint.describe() + ": " + hit->what;
     m_toast = "Breakpoint: " + m_last_breakpoint_hit + ". Paused; Run or Pace goes on.";

@@ -25,8 +25,9 @@ struct RunFacts {
     double first_quorum_id = -1.0;          // the id of the first quorum seen (-1: none yet)
     bool new_quorum_formed = false;         // a quorum with another id formed after the first
     bool first_outer_sync_ended = false;    // DiLoCo: some replica completed an outer step
-    int steps_total = 0;                    // [run] steps
-    double elapsed_s = 0.0;                 // since the Session started (or the recording's length)
+    bool collective_hung = false; // the hang diagnosis listed a collective (RunModel::hungCollectives)
+    int steps_total = 0;          // [run] steps
+    double elapsed_s = 0.0;       // since the Session started (or the recording's length)
 
     // A rank that can no longer make progress: killed, failed (or exited before
     // finishing), or dead and waiting for the supervisor to start it again.
@@ -118,6 +119,8 @@ struct RunFacts {
         return f.new_quorum_formed;
     case NarrationCondition::Kind::FirstOuterSyncEnds:
         return f.first_outer_sync_ended;
+    case NarrationCondition::Kind::CollectiveHangs:
+        return f.collective_hung;
     case NarrationCondition::Kind::RunFinished:
         return f.finished;
     }

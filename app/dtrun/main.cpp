@@ -22,6 +22,7 @@
 #include "dtlab/checkpoint.hpp"
 #include "dtlab/closing_check.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/hung_collectives.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "dtlab/recording.hpp"
 #include "dtlab/scenario.hpp"
@@ -208,6 +209,17 @@ dt::Scenario resolveScenario(const RunFlags& f) {
 
 // The backend comparison's result: one line per (backend, op, size), then
 // the fitted cost model per (backend, op).
+// The collectives that never completed, with the ranks that never joined them
+// (hung_collectives.hpp), as Flight Recorder's analyzer lists them after a hang.
+void printHungCollectives(const dt::RunRecord& record) {
+    const dt::HangQuery query = dt::hangQueryFor(record.scenario, record.t_end_ns, true);
+    const auto hung =
+        dt::findHungCollectives(dt::workPartsFromEvents(record.events),
+                                dt::groupMembersFor(record.scenario, int(record.ranks.size())), query);
+    for (const dt::HungCollective& h : hung)
+        std::cerr << "  hung collective: " << h.diagnosis << "\n";
+}
+
 void printBusBandwidth(const dt::RunRecord& record) {
     const nlohmann::json j = nlohmann::json::parse(dt::summaryJson(record)).at("bus_bandwidth");
     std::fprintf(stderr, "  %-6s %-15s %10s %12s %12s\n", "backend", "op", "size", "time", "bus GB/s");
@@ -401,6 +413,7 @@ int runCommand(const RunFlags& f) {
                 printBusBandwidth(record);
         } else {
             std::cerr << "dtrun: the run failed: " << record.failure_reason << "\n";
+            printHungCollectives(record);
             for (const auto& log : record.logs)
                 if (log.level != dt::LogLevel::Info)
                     std::cerr << "  " << (log.rank >= 0 ? "rank " + std::to_string(log.rank) : "session")
@@ -414,7 +427,10 @@ int runCommand(const RunFlags& f) {
             ++failed;
         if (f.quiet && r.passed)
             continue;
-        const char* mark = !r.evaluated ? "skipped" : r.passed ? "passed " : "FAILED ";
+        const char* mark = r.run_failed   ? "not judged"
+                           : !r.evaluated ? "skipped"
+                           : r.passed     ? "passed "
+                                          : "FAILED ";
         std::cerr << "dtrun: check " << mark << ": " << r.claim << "\n    " << r.detail << "\n";
     }
     if (f.check && failed > 0) {

@@ -567,16 +567,31 @@ TEST_CASE("The views draw a small run and respond to the mouse", "[gui]") {
         CHECK(rows[1].text == "killed rank 1");
         CHECK(rows[2].text.find("killed by signal 9") != std::string::npos);
         CHECK(rows[2].level == LogLevel::Error);
+        // The view adds the hang diagnosis of the collective left open at the end.
+        const auto shown = buildEventLogRows(model, model.hungCollectives(model.tEnd(), true));
+        REQUIRE(shown.size() == 4);
+        const auto hung = std::find_if(shown.begin(), shown.end(),
+                                       [](const EventLogRow& r) { return r.text.rfind("hung: ", 0) == 0; });
+        REQUIRE(hung != shown.end());
+        INFO(hung->text);
+        CHECK(hung->text.find("never joined") !=
+              std::string::npos); // the fixture leaves rank 2 waiting alone
+        const int killed_row =
+            int(std::find_if(shown.begin(), shown.end(),
+                             [](const EventLogRow& r) {
+                                 return r.text.find("killed by signal 9") != std::string::npos;
+                             }) -
+                shown.begin());
         FakeNavigator nav;
         in.navigator = &nav;
         EventLogView log;
         imgui.mouse(ImVec2(-1, -1));
         CHECK(imgui.frame([&] { log.draw(in); }).balanced);
-        CHECK(log.visibleRowCount() == 3);
-        // The table's third row: header + 2 rows below the filter line.
+        CHECK(log.visibleRowCount() == 4);
+        // The kill's row: header + killed_row rows below the filter line.
         const float row_h = ImGui::GetTextLineHeight() + ImGui::GetStyle().CellPadding.y * 2.0f;
         const float y = ImGui::GetFrameHeightWithSpacing() + 8.0f /* window padding */ +
-                        ImGui::GetFrameHeight() /* title */ + row_h * 3.5f;
+                        ImGui::GetFrameHeight() /* title */ + row_h * (float(killed_row) + 1.5f);
         imgui.mouse(ImVec2(300, y));
         imgui.frame([&] { log.draw(in); });
         imgui.mouse(ImVec2(300, y), true);

@@ -198,3 +198,51 @@ TEST_CASE("interrupting or killing dtrun leaves no worker running", "[fault][slo
         CHECK(left.empty());
     }
 }
+
+TEST_CASE("a hung rank is named as the one that never joined the collective the others wait in",
+          "[fault][slow][hang]") {
+    // Rank 1 is frozen as step 2 starts. With overlap off, a rank's all-reduces start after its
+    // whole backward, so rank 1 is stopped well before its first one: ranks 0, 2 and 3 start
+    // bucket 0's all-reduce of step 2 and wait in it until Gloo's timeout.
+    it::TempDir dir;
+    it::ScenarioSpec spec;
+    spec.name = "hang diagnosis test";
+    spec.ranks = 4;
+    spec.steps = 6;
+    spec.timeout_s = 3.0;
+    spec.strategy_toml = "overlap = false\n";
+    spec.faults_toml = "[[faults]]\naction = \"hang\"\nrank = 1\nstep = 2\nwhen = \"step\"\n";
+    spec.extra_toml = "[[checks]]\nclaim = \"the loss falls\"\nexpect = \"final_loss < initial_loss\"\n";
+    const std::string scenario = dir.write("hang.toml", it::scenarioToml(spec));
+    const std::string summary_path = dir.file("s.json");
+    const auto r = it::runDtrun({"run", scenario, "--summary", summary_path, "--check"}, {{}, {}, 120.0, ""});
+    INFO(it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 1);
+
+    const auto s = it::readJsonFile(summary_path);
+    INFO("summary: " << s.dump());
+    CHECK(s["ok"] == false);
+    const nlohmann::json* found = nullptr;
+    for (const auto& h : s["hung_collectives"])
+        if (h["step"] == 2 && h["kind"] == "all-reduce" && h["missing_ranks"] == nlohmann::json::array({1}))
+            found = &h;
+    REQUIRE(found != nullptr);
+    CHECK((*found)["started_ranks"] == nlohmann::json::array({0, 2, 3}));
+    CHECK((*found)["group_ranks"] == nlohmann::json::array({0, 1, 2, 3}));
+    const std::string diagnosis = (*found)["diagnosis"].get<std::string>();
+    CHECK(contains(diagnosis, "rank 1 never joined"));
+    // Nothing lists rank 1 as having started a collective the others never joined.
+    for (const auto& h : s["hung_collectives"])
+        CHECK(h["missing_ranks"] != nlohmann::json::array({0, 2, 3}));
+
+    SECTION("dtrun prints the diagnosis, and the failed run's check is not judged") {
+        CHECK(contains(r.err, "hung collective: all-reduce bucket "));
+        CHECK(contains(r.err, " of step 2: "));
+        CHECK(contains(r.err, "rank 1 never joined"));
+        CHECK(contains(r.err, "check not judged: the loss falls"));
+        REQUIRE(s["checks"].size() == 1);
+        CHECK(s["checks"][0]["run_failed"] == true);
+        CHECK(s["checks"][0]["detail"] == "not judged: the run failed");
+    }
+}

@@ -251,3 +251,54 @@ TEST_CASE("A scenario's [[checks]] table is read and checked with file:line:colu
               "pipeline_data_parallel, pseudo_gradient");
     }
 }
+
+TEST_CASE("Closing checks on a failed run are not judged, except those about the failure", "[checks]") {
+    std::string failed = kSummary;
+    failed.replace(failed.find("\"ok\": true"), 10, "\"ok\": false");
+    std::vector<dt::ClosingCheck> checks(3);
+    checks[0].claim = "the loss falls";
+    checks[0].expect = "final_loss < initial_loss"; // would pass: the failure makes it meaningless
+    checks[1].claim = "memory is as predicted";
+    checks[1].expect = "max(peak_memory.parameters) <= 100"; // would fail
+    checks[2].claim = "one lost rank stops plain DDP";
+    checks[2].expect = "ok == 0 and steps < 4";
+
+    SECTION("a failed run's checks say 'not judged: the run failed', pass or fail as they might") {
+        const auto results = dt::evaluateClosingChecks(checks, failed, {});
+        REQUIRE(results.size() == 3);
+        for (int i : {0, 1}) {
+            CHECK_FALSE(results[size_t(i)].evaluated);
+            CHECK_FALSE(results[size_t(i)].passed);
+            CHECK(results[size_t(i)].run_failed);
+            CHECK(results[size_t(i)].detail == "not judged: the run failed");
+        }
+        SECTION("a check that reads ok is about the failure and is judged") {
+            CHECK(results[2].evaluated);
+            CHECK(results[2].passed);
+            CHECK_FALSE(results[2].run_failed);
+        }
+        SECTION("the summary's checks array carries it") {
+            const std::string with = dt::summaryWithChecks(failed, results);
+            CHECK(with.find("\"run_failed\": true") != std::string::npos);
+            CHECK(with.find("not judged: the run failed") != std::string::npos);
+        }
+    }
+
+    SECTION("the same checks on a run that succeeded get verdicts") {
+        const auto results = dt::evaluateClosingChecks(checks, kSummary, {});
+        CHECK(results[0].evaluated);
+        CHECK(results[0].passed);
+        CHECK(results[1].evaluated);
+        CHECK_FALSE(results[1].passed);
+        CHECK(results[2].evaluated);
+        CHECK_FALSE(results[2].passed);
+        CHECK_FALSE(results[0].run_failed);
+    }
+
+    SECTION("only a path rooted at ok or failure_reason reads the outcome") {
+        CHECK(dt::checkReadsRunOutcome("ok == 1"));
+        CHECK(dt::checkReadsRunOutcome("steps > 2 and ok == 0"));
+        CHECK_FALSE(dt::checkReadsRunOutcome("fault_tolerance.ok == 1"));
+        CHECK_FALSE(dt::checkReadsRunOutcome("steps == steps_requested"));
+    }
+}

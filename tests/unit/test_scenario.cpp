@@ -613,6 +613,7 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
         CHECK(parsed("rank 1 heals").value == 1);
         CHECK(parsed("new quorum forms").kind == Kind::NewQuorumForms);
         CHECK(parsed("first outer sync ends").kind == Kind::FirstOuterSyncEnds);
+        CHECK(parsed("a collective hangs").kind == Kind::CollectiveHangs);
         CHECK(parsed("run finished").kind == Kind::RunFinished);
     }
 
@@ -634,7 +635,7 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
               "t.toml:5:9: error: [[steps]] until: expected one of \"\" (no wait), \"step >= N\", "
               "\"first all-reduce ends\", \"first all-gather ends\", \"first reduce-scatter ends\", \"rank R "
               "dies\", \"rank R heals\", \"new quorum forms\", \"first outer sync ends\", "
-              "\"run finished\", got \"after step 3\"");
+              "\"a collective hangs\", \"run finished\", got \"after step 3\"");
     }
 
     SECTION("pause = true is read, and needs an event to pause at") {
@@ -659,6 +660,9 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
         CHECK(std::string(outer.what()).find("needs strategy \"diloco\"") != std::string::npos);
         UsageError heal = parseError(kHeader + "[[steps]]\ntext = \"x\"\nuntil = \"rank 9 heals\"\n");
         CHECK(std::string(heal.what()).find("rank 9 does not exist") != std::string::npos);
+        UsageError alone = parseError(kHeader + "[topology]\nranks = 1\n[[steps]]\ntext = \"x\"\nuntil = \"a "
+                                                "collective hangs\"\n");
+        CHECK(std::string(alone.what()).find("needs 2 ranks or more") != std::string::npos);
     }
 
     SECTION("a step without text points at the entry") {

@@ -318,7 +318,34 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
         CHECK(j["collectives"]["broadcast"]["count"] == 2);
         CHECK(j["collectives"]["broadcast"]["bytes"] == 2000);
         CHECK(j["failed_collectives"] == 1);
-        CHECK(j["hung_collectives"] == 1);
+        CHECK(j["open_collective_works"] == 1);
+    }
+
+    SECTION("hung_collectives lists each collective that never completed, with who started it") {
+        auto j = nlohmann::json::parse(dt::summaryJson(record));
+        REQUIRE(j["hung_collectives"].size() == 1);
+        const auto& h = j["hung_collectives"][0];
+        CHECK(h["kind"] == "all-reduce");
+        CHECK(h["seq"] == 3);
+        CHECK(h["step"] == 3);
+        CHECK(h["group_ranks"] == nlohmann::json::array({0, 1}));
+        CHECK(h["started_ranks"] == nlohmann::json::array({0, 1}));
+        CHECK(h["failed_ranks"] == nlohmann::json::array({1}));
+        CHECK(h["missing_ranks"].empty());
+
+        SECTION("and names the rank that never joined it") {
+            record.events.erase(std::remove_if(record.events.begin(), record.events.end(),
+                                               [](const Event& e) {
+                                                   return e.rank == 1 && isWorkPhase(e.phase) && e.seq == 3;
+                                               }),
+                                record.events.end());
+            j = nlohmann::json::parse(dt::summaryJson(record));
+            REQUIRE(j["hung_collectives"].size() == 1);
+            CHECK(j["hung_collectives"][0]["started_ranks"] == nlohmann::json::array({0}));
+            CHECK(j["hung_collectives"][0]["missing_ranks"] == nlohmann::json::array({1}));
+            CHECK(j["hung_collectives"][0]["diagnosis"] ==
+                  "all-reduce of step 3: rank 0 waiting, rank 1 never joined");
+        }
     }
 
     SECTION("exit gives each rank's pid, exit code or signal, and error") {

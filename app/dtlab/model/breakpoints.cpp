@@ -56,6 +56,21 @@ bool BreakpointList::remove(BreakpointKind kind) {
 void BreakpointList::resetRun() {
     m_last_quorum_id = -1.0;
     m_started.clear();
+    m_hung_seen.clear();
+}
+
+std::optional<BreakpointHit> BreakpointList::checkHung(const std::vector<HungCollective>& hung) {
+    std::optional<BreakpointHit> hit;
+    for (const HungCollective& h : hung) {
+        const bool fresh = m_hung_seen.insert({int(h.group), int(h.kind), h.sender, h.peer, h.seq})
+                               .second; // seen even unarmed
+        if (!fresh || hit)
+            continue;
+        for (const Breakpoint& b : m_list)
+            if (b.kind == BreakpointKind::CollectiveHangs)
+                hit = BreakpointHit{b, h.diagnosis};
+    }
+    return hit;
 }
 
 std::optional<BreakpointHit> BreakpointList::check(const Event& e) {
@@ -97,6 +112,8 @@ std::optional<BreakpointHit> BreakpointList::check(const Event& e) {
                 what = rank + "'s " + std::string(eventKindLabel(e.kind)) + " #" + std::to_string(e.seq) +
                        " failed";
             break;
+        case BreakpointKind::CollectiveHangs:
+            break; // time passing, not an event: checkHung
         case BreakpointKind::CollectiveSlower:
             if (e.phase == EventPhase::WorkCompleted && collective_ms > b.arg) {
                 char text[160];

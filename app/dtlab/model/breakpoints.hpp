@@ -7,6 +7,9 @@
 //   rank_hangs         FaultInjected with SIGSTOP (the Hang action's code)
 //   quorum_changes     QuorumFormed whose id differs from the last one seen
 //   collective_fails   a collective's WorkFailed record
+//   collective_hangs   the hang diagnosis (RunModel::hungCollectives) lists a
+//                      collective not seen before: checkHung(), each frame,
+//                      since a hang is time passing, not an event
 //   collective_slower  WorkCompleted more than X ms after its WorkStarted
 //                      (same rank, process group and sequence number)
 //   heal               a receiving Heal span (a restarted replica got a peer's state)
@@ -17,10 +20,12 @@
 #pragma once
 
 #include "dtlab/events.hpp"
+#include "dtlab/hung_collectives.hpp"
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -67,12 +72,17 @@ class BreakpointList {
 
     // Reads one event; the first breakpoint it hits, if any.
     [[nodiscard]] std::optional<BreakpointHit> check(const Event& e);
+    // Reads the hang diagnosis now: collective_hangs hits on a collective not
+    // listed before ("all-reduce bucket 2 of step 14: ranks {0,2,3} waiting, rank 1 never joined").
+    [[nodiscard]] std::optional<BreakpointHit> checkHung(const std::vector<HungCollective>& hung);
 
   private:
     std::vector<Breakpoint> m_list;
     double m_last_quorum_id = -1.0;
     // (rank, group, seq) -> WorkStarted time, for collective_slower
     std::map<std::tuple<int, int, uint64_t>, int64_t> m_started;
+    // (group, kind, sender, peer, seq) of the hung collectives already reported
+    std::set<std::tuple<int, int, int, int, uint64_t>> m_hung_seen;
 };
 
 } // namespace dt::app

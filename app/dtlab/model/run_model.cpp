@@ -12,6 +12,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <tuple>
 
 namespace dt::app {
 namespace {
@@ -97,6 +99,28 @@ bool isHungState(const SpanRecord& s) {
 }
 
 } // namespace
+
+const HungCollective* findHungFor(const std::vector<HungCollective>& hung, int rank, const SpanRecord& s) {
+    for (const HungCollective& h : hung) {
+        if (h.group != s.group || h.seq != s.seq)
+            continue;
+        const bool p2p = s.kind == EventKind::Send || s.kind == EventKind::Recv;
+        const bool same =
+            p2p ? h.kind == EventKind::Send && (s.kind == EventKind::Send ? h.peer : h.sender) == s.peer
+                : h.kind == s.kind && h.peer == s.peer;
+        if (same && std::find(h.group_ranks.begin(), h.group_ranks.end(), rank) != h.group_ranks.end())
+            return &h;
+    }
+    return nullptr;
+}
+
+std::string missingRanksNote(const HungCollective& h) {
+    if (h.missing_ranks.empty())
+        return "every rank started it";
+    return (h.missing_ranks.size() == 1 ? "rank " + std::to_string(h.missing_ranks[0])
+                                        : "ranks " + rankSetText(h.missing_ranks)) +
+           " never joined";
+}
 
 int spanDepth(EventKind kind, int unit) {
     switch (kind) {
@@ -431,6 +455,66 @@ std::vector<OpenCollective> RunModel::openCollectiveList() const {
         }
     }
     return out;
+}
+
+std::vector<HungCollective> RunModel::hungCollectives(int64_t now_ns, bool run_ended) const {
+    // The candidates: every open span and every failed one (their WorkFailed records are notable).
+    struct Candidate {
+        int rank;
+        const SpanRecord* span;
+    };
+    std::vector<Candidate> candidates;
+    if (m_open_collectives > 0)
+        for (int r = 0; r < world(); ++r) {
+            const RankLane& lane = m_lanes[size_t(r)];
+            auto it = std::lower_bound(lane.comm_end_max.begin(), lane.comm_end_max.end(), SpanRecord::kOpen);
+            for (size_t i = size_t(it - lane.comm_end_max.begin()); i < lane.comm.size(); ++i)
+                if (isHungState(lane.comm[i]))
+                    candidates.push_back({r, &lane.comm[i]});
+        }
+    for (const Event& e : m_notable)
+        if (e.phase == EventPhase::WorkFailed)
+            if (const SpanRecord* s = findComm(e.rank, e.group, e.kind, e.peer, e.seq))
+                candidates.push_back({e.rank, s});
+    if (candidates.empty())
+        return {};
+
+    // Every rank's part of each candidate's collective (a send's receive on its peer).
+    std::vector<WorkPart> parts;
+    std::set<std::tuple<int, uint64_t>> taken; // (rank, commKey)
+    auto add = [&](int rank, const SpanRecord& s) {
+        if (!taken.insert({rank, commKey(s)}).second)
+            return;
+        WorkPart p;
+        p.rank = rank;
+        p.group = s.group;
+        p.kind = s.kind;
+        p.peer = s.peer;
+        p.seq = s.seq;
+        p.step = s.step;
+        p.unit = s.unit;
+        p.microbatch = s.microbatch;
+        p.t_scheduled = s.t_scheduled != 0 ? s.t_scheduled : -1;
+        p.t_started = s.started ? s.t0 : -1;
+        p.t_ended = s.open() ? -1 : s.t1;
+        p.failed = s.failed;
+        parts.push_back(p);
+    };
+    for (const Candidate& c : candidates) {
+        const SpanRecord& s = *c.span;
+        if (s.kind == EventKind::Send || s.kind == EventKind::Recv) {
+            add(c.rank, s);
+            const EventKind other = s.kind == EventKind::Send ? EventKind::Recv : EventKind::Send;
+            if (const SpanRecord* p = findComm(s.peer, s.group, other, c.rank, s.seq))
+                add(s.peer, *p); // the world group's peers are global ranks
+            continue;
+        }
+        for (int r = 0; r < world(); ++r)
+            if (const SpanRecord* p = findPart(r, s))
+                add(r, *p);
+    }
+    return findHungCollectives(parts, groupMembersFor(m_scenario, world()),
+                               hangQueryFor(m_scenario, now_ns, run_ended));
 }
 
 const SpanRecord* RunModel::findComm(int rank, uint8_t group, EventKind kind, int peer, uint64_t seq) const {

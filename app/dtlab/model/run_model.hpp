@@ -43,6 +43,7 @@
 #pragma once
 
 #include "dtlab/events.hpp"
+#include "dtlab/hung_collectives.hpp"
 #include "dtlab/scenario.hpp"
 
 #include <array>
@@ -136,8 +137,17 @@ struct OpenCollective {
 };
 
 // A collective open this long is stuck, not in flight: the timeline hatches it
-// red, and a rank waiting in it reads "waiting in all-reduce for 9.2 s".
-inline constexpr int64_t kCollectiveStuckAfterNs = 2'000'000'000;
+// red, and a rank waiting in it reads "waiting in all-reduce for 9.2 s". The
+// same moment the hang diagnosis calls it hung (dtlab/hung_collectives.hpp).
+inline constexpr int64_t kCollectiveStuckAfterNs = kCollectiveHungAfterNs;
+
+// The diagnosis of the collective `rank`'s comm span `s` belongs to, or nullptr
+// (a point-to-point span matches as its send: sender and receiver by group rank).
+[[nodiscard]] const HungCollective* findHungFor(const std::vector<HungCollective>& hung, int rank,
+                                                const SpanRecord& s);
+// What the timeline writes on a hung span: "rank 1 never joined", "ranks {1,2}
+// never joined", or "every rank started it".
+[[nodiscard]] std::string missingRanksNote(const HungCollective& h);
 
 // Compute depth of a span kind (0 = step, 1 = phase, 2 = per block); see run_model.cpp.
 [[nodiscard]] int spanDepth(EventKind kind, int unit);
@@ -176,6 +186,12 @@ class RunModel {
     // Those collectives, each with its fate, by rank then start (O(comm spans):
     // call it when openCollectives() > 0, and cache it against generation()).
     [[nodiscard]] std::vector<OpenCollective> openCollectiveList() const;
+    // Hang diagnosis (dtlab/hung_collectives.hpp) of the collectives open or
+    // failed so far: which ranks of each group started it, which never did.
+    // Live: open at least hangThresholdNs(scenario) at now_ns; run_ended (a
+    // finished run, a replay): every collective still open. Cost: O(open and
+    // failed Works x ranks); cache it against generation() and now.
+    [[nodiscard]] std::vector<HungCollective> hungCollectives(int64_t now_ns, bool run_ended) const;
     // The comm span of `rank` for one Work, or nullptr. group is the process
     // group id (Event::group); peer is -1 for group collectives, the root for
     // broadcast, the other rank for send/recv.

@@ -112,7 +112,19 @@ EventLogRow describeNotable(const Event& e) {
     return row;
 }
 
-std::vector<EventLogRow> buildEventLogRows(const RunModel& model) {
+EventLogRow describeHung(const HungCollective& h) {
+    EventLogRow row;
+    row.t_ns = h.open_since_ns;
+    // The row selects the rank to look at: the one that never joined, else one that waits.
+    row.rank = !h.missing_ranks.empty()   ? h.missing_ranks.front()
+               : !h.started_ranks.empty() ? h.started_ranks.front()
+                                          : -1;
+    row.level = LogLevel::Error;
+    row.text = "hung: " + h.diagnosis;
+    return row;
+}
+
+std::vector<EventLogRow> buildEventLogRows(const RunModel& model, const std::vector<HungCollective>& hung) {
     std::vector<EventLogRow> rows;
     rows.reserve(model.logs().size() + model.notable().size());
     for (const LogRecord& log : model.logs())
@@ -128,8 +140,13 @@ std::vector<EventLogRow> buildEventLogRows(const RunModel& model) {
         rows.push_back(describeNotable(failed));
     }
     // Both sources are sorted: one merge puts them in time order (logs first on ties).
-    std::inplace_merge(rows.begin(), rows.begin() + ptrdiff_t(model.logs().size()), rows.end(),
-                       [](const EventLogRow& a, const EventLogRow& b) { return a.t_ns < b.t_ns; });
+    const auto earlier = [](const EventLogRow& a, const EventLogRow& b) { return a.t_ns < b.t_ns; };
+    std::inplace_merge(rows.begin(), rows.begin() + ptrdiff_t(model.logs().size()), rows.end(), earlier);
+    // Hung collectives (sorted by when they started) merge in the same way.
+    const size_t before = rows.size();
+    for (const HungCollective& h : hung)
+        rows.push_back(describeHung(h));
+    std::inplace_merge(rows.begin(), rows.begin() + ptrdiff_t(before), rows.end(), earlier);
     return rows;
 }
 
@@ -148,6 +165,8 @@ LayoutPlace EventLogView::layoutPlace(const LayoutContext&) const {
 const char* EventLogView::helpText() const {
     return "What happened to the run, in time order: ranks starting, forming their process group and "
            "finishing; faults injected (kill, hang, resume); processes exiting and how; failed collectives; "
+           "hung collectives (\"hung: all-reduce bucket 2 of step 14: ranks {0,2,3} waiting, rank 1 never "
+           "joined\": open over 2 s live, or never completed in a run that ended); "
            "and every warning or error a rank or the Session logged.\n\n"
            "With a time cursor the log ends at the cursor: what had happened by then.\n\n"
            "Filter by level with the check boxes or by text in the filter box. Click a row to centre the "
@@ -160,7 +179,17 @@ bool EventLogView::hasData(const ViewInputs& inputs) {
     return inputs.model && (!inputs.model->logs().empty() || !inputs.model->notable().empty());
 }
 
-void EventLogView::refresh(const RunModel& model, int64_t until_ns) {
+void EventLogView::refresh(const RunModel& model, int64_t until_ns, int64_t now_ns, bool live) {
+    // A hang appears with time, not with an event: live, while a collective is open,
+    // the diagnosis is taken again each frame and the rows rebuilt when it changes.
+    const bool same_model = &model == m_model && model.generation() == m_generation;
+    if (!same_model || (live && model.openCollectives() > 0)) {
+        std::vector<HungCollective> hung = model.hungCollectives(now_ns, !live);
+        if (!same_model || hung.size() != m_hung.size()) {
+            m_hung = std::move(hung);
+            m_generation = ~uint64_t(0); // rebuild the rows below
+        }
+    }
     if (&model == m_model && model.generation() == m_generation && !m_filter_dirty && until_ns == m_until)
         return;
     if (until_ns != m_until)
@@ -168,7 +197,7 @@ void EventLogView::refresh(const RunModel& model, int64_t until_ns) {
     m_until = until_ns;
     m_after_cursor = 0;
     if (&model != m_model || model.generation() != m_generation) {
-        m_rows = buildEventLogRows(model);
+        m_rows = buildEventLogRows(model, m_hung);
         m_model = &model;
         m_generation = model.generation();
         if (m_selected >= int(m_rows.size()))
@@ -224,7 +253,7 @@ void EventLogView::drawEmptyState(const ViewInputs&) {
 void EventLogView::drawContent(const ViewInputs& inputs) {
     drawFilters();
     const RunModel& model = *inputs.model;
-    refresh(model, inputs.cursor().value_or(INT64_MAX));
+    refresh(model, inputs.cursor().value_or(INT64_MAX), inputs.now_ns, inputs.live);
     if (m_after_cursor > 0) {
         ImGui::PushStyleColor(ImGuiCol_Text, palette::kCursor);
         ImGui::Text("up to the time cursor: %zu later row%s hidden (Live or Esc shows them)", m_after_cursor,

@@ -2,7 +2,8 @@
 //
 // Merges the Session's and the ranks' log lines (RunModel::logs) with the
 // notable events (RunModel::notable: rank started / ready / finished / failed,
-// fault injected, process exited, failed collectives) into one table. A level
+// fault injected, process exited, failed collectives) and the hung
+// collectives (RunModel::hungCollectives) into one table. A level
 // filter and a text filter narrow it; clicking a row centres the timeline on
 // that moment (through ViewInputs::navigator) and selects the rank. With a
 // time cursor it lists what happened up to the cursor, scrolled to it, and
@@ -25,8 +26,13 @@ struct EventLogRow {
     LogLevel level = LogLevel::Info;
     std::string text;
 };
-// All rows in time order (pure; tests check it).
-[[nodiscard]] std::vector<EventLogRow> buildEventLogRows(const RunModel& model);
+// All rows in time order (pure; tests check it), with one error row per hung
+// collective (RunModel::hungCollectives) at the time it started.
+[[nodiscard]] std::vector<EventLogRow> buildEventLogRows(const RunModel& model,
+                                                         const std::vector<HungCollective>& hung = {});
+// "hung: all-reduce bucket 2 of step 14: ranks {0,2,3} waiting, rank 1 never joined",
+// on the rank that never joined (else the first that started).
+[[nodiscard]] EventLogRow describeHung(const HungCollective& h);
 // The sentence for one notable event ("process killed by signal 9 (SIGKILL)").
 // RankFailed reads its step as the last step the rank completed (-1: "failed
 // before its first step"); buildEventLogRows takes it from the model.
@@ -54,10 +60,11 @@ class EventLogView : public View {
 
   private:
     void drawFilters(); // the help marker, the level check boxes and the text filter
-    void refresh(const RunModel& model, int64_t until_ns);
+    void refresh(const RunModel& model, int64_t until_ns, int64_t now_ns, bool live);
 
     std::vector<EventLogRow> m_rows;
-    std::vector<size_t> m_visible; // indices into m_rows that pass the filters
+    std::vector<HungCollective> m_hung; // the diagnosis the rows were built with
+    std::vector<size_t> m_visible;      // indices into m_rows that pass the filters
     const RunModel* m_model = nullptr;
     uint64_t m_generation = ~uint64_t(0);
     bool m_show[3] = {true, true, true}; // Info, Warning, Error

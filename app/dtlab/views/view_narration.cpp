@@ -33,6 +33,8 @@ std::string describeCondition(const std::string& until) {
         return "a new quorum to form";
     case NarrationCondition::Kind::FirstOuterSyncEnds:
         return "the first DiLoCo outer sync to end";
+    case NarrationCondition::Kind::CollectiveHangs:
+        return "a collective to hang (a rank never joins it)";
     case NarrationCondition::Kind::RunFinished:
         return "the run to finish";
     }
@@ -84,7 +86,10 @@ void drawClosingChecks(const ViewInputs& inputs) {
         return;
     }
     for (const ClosingCheckResult& r : results) {
-        const char* mark = !r.evaluated ? "[needs dtrun]" : r.passed ? "[shown]" : "[NOT shown]";
+        const char* mark = r.run_failed   ? "[not judged: the run failed]"
+                           : !r.evaluated ? "[needs dtrun]"
+                           : r.passed     ? "[shown]"
+                                          : "[NOT shown]";
         const ImU32 color = !r.evaluated ? ImGui::GetColorU32(ImGuiCol_TextDisabled)
                             : r.passed   ? rankStateColor(RankState::Running, theme)
                                          : warningColor(theme);
@@ -93,10 +98,10 @@ void drawClosingChecks(const ViewInputs& inputs) {
         ImGui::TextWrapped("%s", r.claim.c_str());
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s\n%s", r.expect.c_str(),
-                              r.evaluated ? r.detail.c_str()
-                                          : ("compared with a baseline run { " + r.baseline +
-                                             " }: dtrun run " + scenario.path + " --check")
-                                                .c_str());
+                              r.evaluated || r.run_failed ? r.detail.c_str()
+                                                          : ("compared with a baseline run { " + r.baseline +
+                                                             " }: dtrun run " + scenario.path + " --check")
+                                                                .c_str());
     }
 }
 

@@ -587,6 +587,14 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     m_window.now_ns =
         inputs.live ? inputs.now_ns : std::max(inputs.now_ns, model->tEnd()); // live: frozen while paused
     m_live = inputs.live;
+    // The hang diagnosis for the labels: again with each new event, and each frame while a
+    // live collective is open (it becomes hung with time alone).
+    if (inputs.model && (inputs.model != m_hung_model || inputs.model->generation() != m_hung_generation ||
+                         (m_live && inputs.model->openCollectives() > 0))) {
+        m_hung = inputs.model->hungCollectives(inputs.now_ns, !m_live);
+        m_hung_model = inputs.model;
+        m_hung_generation = inputs.model->generation();
+    }
     m_lanes.top = origin.y + axis_h;
     m_area_x0 = area_x0;
     applyPending(inputs);
@@ -764,7 +772,7 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
     const float xa = area_x0 + item.x0;
     const float xb = std::max(area_x0 + item.x1, xa + 1.0f);
     const ImVec2 a(xa, y0), b(xb, y1);
-    char label[64];
+    char label[160];
 
     if (item.folded()) {
         ++m_fold_count;
@@ -815,9 +823,13 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
     }
     if (xb - xa >= 40.0f) {
         spanLabel(label, sizeof(label), s);
+        const HungCollective* diagnosis = hung || s.failed ? findHungFor(m_hung, rank, s) : nullptr;
         if (hung)
             std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label),
                           ", never completed");
+        if (diagnosis && !diagnosis->missing_ranks.empty())
+            std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label), ": %s",
+                          missingRanksNote(*diagnosis).c_str());
         if (s.failed)
             std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label), ", FAILED");
         const ImVec4 clip(xa + 2.0f, y0, xb - 2.0f, y1);
@@ -981,6 +993,13 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
             ImGui::PushStyleColor(ImGuiCol_Text, palette::kFailed);
             ImGui::TextUnformatted("FAILED (the communicator reported an error)");
             ImGui::PopStyleColor();
+        }
+        if (const HungCollective* h = findHungFor(m_hung, rank, s)) {
+            ImGui::PushStyleColor(ImGuiCol_Text, palette::kHung);
+            ImGui::Text("hung: %s", missingRanksNote(*h).c_str());
+            ImGui::PopStyleColor();
+            ImGui::Text("group ranks %s, started %s", rankSetText(h->group_ranks).c_str(),
+                        rankSetText(h->started_ranks).c_str());
         }
         ImGui::Text("bytes     %s (%s)", formatBytes(double(s.bytes)).c_str(),
                     formatBytesExact(s.bytes).c_str());

@@ -155,6 +155,9 @@ class TimelineView : public View, public TimelineNavigator {
     size_t m_item_count = 0;
     size_t m_fold_count = 0;
     std::vector<OpenCollective> m_open; // RunModel::openCollectiveList, for the toolbar
+    std::vector<HungCollective> m_hung; // RunModel::hungCollectives: the labels name the missing ranks
+    uint64_t m_hung_generation = ~uint64_t(0);
+    const RunModel* m_hung_model = nullptr;
     uint64_t m_open_generation = ~uint64_t(0);
     const RunModel* m_open_model = nullptr;
 };

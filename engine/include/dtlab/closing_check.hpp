@@ -66,15 +66,23 @@ struct CheckOutcome {
 struct ClosingCheckResult {
     std::string claim;
     std::string expect;
-    std::string baseline;   // CheckBaseline::describe(); "" without one
-    bool evaluated = false; // false: its baseline run did not run
+    std::string baseline;    // CheckBaseline::describe(); "" without one
+    bool evaluated = false;  // false: its baseline run did not run, or the run failed
+    bool run_failed = false; // not judged: the run failed and the check is not about the failure
     bool passed = false;
     std::string detail; // the values compared, or why it could not be evaluated
 };
 
+// True when `expect` reads the run's outcome (a path rooted at `ok` or
+// `failure_reason`): a check about a failure, judged even when the run failed.
+[[nodiscard]] bool checkReadsRunOutcome(const std::string& expect);
+
 // Evaluates every check of a scenario. baseline_summaries maps
 // CheckBaseline::describe() to that baseline run's summary JSON; a check whose
-// baseline is missing is reported as not evaluated.
+// baseline is missing is reported as not evaluated. When the run failed
+// (summary ok = false), a check that does not read the outcome
+// (checkReadsRunOutcome) is not judged: run_failed, detail
+// "not judged: the run failed".
 [[nodiscard]] std::vector<ClosingCheckResult>
 evaluateClosingChecks(const std::vector<ClosingCheck>& checks, const std::string& summary_json,
                       const std::map<std::string, std::string>& baseline_summaries);

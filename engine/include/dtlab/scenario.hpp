@@ -224,6 +224,9 @@ struct NarrationStep {
 //   "rank R heals"            rank R (a restarted replica) received a live peer's state
 //   "new quorum forms"        a quorum with a new id (membership changed after the first)
 //   "first outer sync ends"   DiLoCo: some replica completed its first outer step
+//   "a collective hangs"      a collective is open 2 s (hangThresholdNs) while a rank of its group
+//                             has not started it, or the run ended with it open or failed
+//                             (dtlab/hung_collectives.hpp)
 //   "run finished"            the Session ended (every rank exited)
 struct NarrationCondition {
     enum class Kind {
@@ -236,6 +239,7 @@ struct NarrationCondition {
         RankHeals,
         NewQuorumForms,
         FirstOuterSyncEnds,
+        CollectiveHangs,
         RunFinished
     };
     Kind kind = Kind::None;

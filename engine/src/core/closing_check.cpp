@@ -624,6 +624,7 @@ const std::vector<std::string>& checkSummaryRoots() {
                                                    "dropped_events_total",
                                                    "collectives",
                                                    "failed_collectives",
+                                                   "open_collective_works",
                                                    "hung_collectives",
                                                    "exit",
                                                    "wall_time_s",
@@ -686,11 +687,29 @@ CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary
 
 namespace dt {
 
+bool checkReadsRunOutcome(const std::string& expect) {
+    std::vector<Token> tokens;
+    try {
+        tokens = tokenize(expect);
+    } catch (const SyntaxError&) {
+        return false;
+    }
+    for (size_t i = 0; i < tokens.size(); ++i) {
+        const bool root = i == 0 || tokens[i - 1].kind != Token::Kind::Dot;
+        if (root && tokens[i].kind == Token::Kind::Name &&
+            (tokens[i].text == "ok" || tokens[i].text == "failure_reason"))
+            return true;
+    }
+    return false;
+}
+
 std::vector<ClosingCheckResult>
 evaluateClosingChecks(const std::vector<ClosingCheck>& checks, const std::string& summary_json,
                       const std::map<std::string, std::string>& baseline_summaries) {
     // Each summary is parsed once, however many checks read it (summaryJson always writes valid JSON).
     const Json summary = Json::parse(summary_json);
+    const bool run_failed =
+        summary.contains("ok") && summary["ok"].is_boolean() && !summary["ok"].get<bool>();
     std::map<std::string, Json> baselines;
     for (const auto& [key, text] : baseline_summaries)
         baselines[key] = Json::parse(text);
@@ -700,6 +719,14 @@ evaluateClosingChecks(const std::vector<ClosingCheck>& checks, const std::string
         r.claim = c.claim;
         r.expect = c.expect;
         r.baseline = c.baseline.describe();
+        if (run_failed && !checkReadsRunOutcome(c.expect)) {
+            // A failed run shows nothing about the claim (a memory or a loss check would fail for
+            // the wrong reason); only a check that is about the failure itself reads it.
+            r.run_failed = true;
+            r.detail = "not judged: the run failed";
+            results.push_back(r);
+            continue;
+        }
         const Json* baseline = nullptr;
         if (!c.baseline.empty()) {
             const auto it = baselines.find(r.baseline);
@@ -729,6 +756,7 @@ std::string summaryWithChecks(const std::string& summary_json,
                           {"expect", r.expect},
                           {"baseline", r.baseline},
                           {"evaluated", r.evaluated},
+                          {"run_failed", r.run_failed},
                           {"passed", r.passed},
                           {"detail", r.detail}});
     j["checks"] = checks;

@@ -429,6 +429,11 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            {"until"},
                            static_cast<int>(i),
                            label + " needs [fault_tolerance] enabled = true: there is no quorum otherwise"};
+        if (c.kind == Kind::CollectiveHangs && ranks < 2)
+            return Problem{"steps",
+                           {"until"},
+                           static_cast<int>(i),
+                           label + " needs 2 ranks or more: one rank has no peer to wait for"};
         if (c.kind == Kind::FirstOuterSyncEnds && s.strategy.kind != StrategyKind::Diloco)
             return Problem{"steps",
                            {"until"},

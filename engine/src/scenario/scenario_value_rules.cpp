@@ -218,7 +218,7 @@ const char* narrationConditionForms() {
     return "\"\" (no wait), \"step >= N\", \"first all-reduce ends\", \"first all-gather ends\", \"first "
            "reduce-scatter ends\", \"rank R dies\", \"rank R heals\", \"new quorum forms\", \"first outer "
            "sync "
-           "ends\", \"run finished\"";
+           "ends\", \"a collective hangs\", \"run finished\"";
 }
 
 bool parseNarrationCondition(const std::string& text, NarrationCondition& out) {
@@ -266,6 +266,8 @@ bool parseNarrationCondition(const std::string& text, NarrationCondition& out) {
         c.kind = Kind::NewQuorumForms;
     else if (words == std::vector<std::string>{"first", "outer", "sync", "ends"})
         c.kind = Kind::FirstOuterSyncEnds;
+    else if (words == std::vector<std::string>{"a", "collective", "hangs"})
+        c.kind = Kind::CollectiveHangs;
     else if (words == std::vector<std::string>{"run", "finished"})
         c.kind = Kind::RunFinished;
     else

@@ -10,6 +10,7 @@
 #include "dtlab/summary.hpp"
 
 #include "dtlab/collective_cost.hpp"
+#include "dtlab/hung_collectives.hpp"
 #include "dtlab/pipeline_measure.hpp"
 #include "dtlab/recovery_measure.hpp"
 #include "dtlab/sharding_theory.hpp"
@@ -245,6 +246,31 @@ Json faultToleranceJson(const RunRecord& record) {
 
 } // namespace
 
+// Collectives that never completed, with the ranks that started them and the
+// ranks that never joined (hung_collectives.hpp; the run is over, so every
+// collective still open counts).
+static Json hungCollectivesJson(const RunRecord& record) {
+    const HangQuery query = hangQueryFor(record.scenario, record.t_end_ns, true);
+    const int world = static_cast<int>(record.ranks.size());
+    Json out = Json::array();
+    for (const HungCollective& h : findHungCollectives(workPartsFromEvents(record.events),
+                                                       groupMembersFor(record.scenario, world), query))
+        out.push_back(Json{{"collective", h.what},
+                           {"kind", std::string(eventKindLabel(h.kind))},
+                           {"group", int(h.group)},
+                           {"seq", h.seq},
+                           {"step", h.step},
+                           {"unit", h.unit},
+                           {"group_ranks", h.group_ranks},
+                           {"started_ranks", h.started_ranks},
+                           {"failed_ranks", h.failed_ranks},
+                           {"missing_ranks", h.missing_ranks},
+                           {"queued_ranks", h.queued_ranks},
+                           {"open_since_s", static_cast<double>(h.open_since_ns - record.t_start_ns) / 1e9},
+                           {"diagnosis", h.diagnosis}});
+    return out;
+}
+
 std::string summaryJson(const RunRecord& record) {
     const int worldSize = static_cast<int>(record.ranks.size());
     std::vector<RankTally> tallies(static_cast<size_t>(worldSize));
@@ -255,7 +281,7 @@ std::string summaryJson(const RunRecord& record) {
     std::map<EventKind, CollectiveTally> collectives;
     std::map<WorkKey, int64_t> openWork; // started, not yet ended -> bytes of the start
     int64_t failedCollectives = 0;
-    int64_t hungCollectives = 0;
+    int64_t openCollectiveWorks = 0; // per-rank Works started and never ended
 
     // ---- one pass over the events -------------------------------------------
     for (const Event& e : record.events) {
@@ -291,7 +317,7 @@ std::string summaryJson(const RunRecord& record) {
         case EventPhase::WorkStarted: {
             auto [it, inserted] = openWork.emplace(key, e.bytes);
             if (!inserted) { // the same (rank, kind, seq) started again: the first never ended
-                ++hungCollectives;
+                ++openCollectiveWorks;
                 it->second = e.bytes;
             }
             break;
@@ -317,7 +343,7 @@ std::string summaryJson(const RunRecord& record) {
         }
         }
     }
-    hungCollectives += static_cast<int64_t>(openWork.size());
+    openCollectiveWorks += static_cast<int64_t>(openWork.size());
 
     // ---- steps completed by every rank --------------------------------------
     std::vector<int> completedSteps; // ascending
@@ -461,7 +487,8 @@ std::string summaryJson(const RunRecord& record) {
     }
     j["collectives"] = collectivesJson;
     j["failed_collectives"] = failedCollectives;
-    j["hung_collectives"] = hungCollectives;
+    j["open_collective_works"] = openCollectiveWorks;
+    j["hung_collectives"] = hungCollectivesJson(record);
 
     Json exits = Json::array();
     for (const RankInfo& info : record.ranks) {
