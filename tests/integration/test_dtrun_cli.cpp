@@ -70,6 +70,18 @@ TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
         CHECK(contains(r.err, path + ":5:"));
         CHECK(contains(r.err, "ranks"));
     }
+    SECTION("a vocabulary smaller than the data's tokens is refused by dtrun check and run, with the line") {
+        const std::string path = it::sourceDir() + "/tests/regression/scenarios/vocab_101_on_fortunes.toml";
+        for (const char* command : {"check", "run"}) {
+            CAPTURE(command);
+            const auto r = runDtrun({command, path});
+            INFO(it::describe(r));
+            CHECK(r.exit_code == 2);
+            CHECK(contains(r.err, path + ":6:9"));
+            CHECK(contains(r.err, "vocab = 101"));
+        }
+        CHECK(it::runningWorkerPids().empty());
+    }
     SECTION("dtrun check reports the same broken file with exit code 2") {
         const std::string path = dir.write("bad.toml", "[scenario]\nname = \"x\"\n\n[run]\nsteps = 2.5\n");
         const auto r = runDtrun({"check", path});

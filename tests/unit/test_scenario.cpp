@@ -7,6 +7,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
+#include <regex>
+
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -537,8 +540,10 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
 
     SECTION("fashion_mnist needs a directory, not a file") {
         const std::string file = scenarioPath("ddp_basics.toml");
-        UsageError e = parseError(kHeader + "[data]\nsource = \"fashion_mnist\"\npath = \"" + file + "\"\n");
-        CHECK(e.where().line == 5);
+        UsageError e =
+            parseError(kHeader + "[model]\nkind = \"mlp\"\n[data]\nsource = \"fashion_mnist\"\npath = \"" +
+                       file + "\"\n");
+        CHECK(e.where().line == 7);
         CHECK(std::string(e.what()).find("is not a directory") != std::string::npos);
     }
 
@@ -555,9 +560,9 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
 
 TEST_CASE("Data paths are checked and resolved", "[scenario]") {
     SECTION("fortunes accepts an existing file or directory") {
-        Scenario dir =
-            dt::parseScenarioText(kHeader + "[data]\npath = \"" + kSourceDir + "/scenarios\"\n", "t.toml");
-        CHECK(dir.data.path == kSourceDir + "/scenarios");
+        const std::string fortunes_dir = kSourceDir + "/tests/regression/data/fortunes_dir";
+        Scenario dir = dt::parseScenarioText(kHeader + "[data]\npath = \"" + fortunes_dir + "\"\n", "t.toml");
+        CHECK(dir.data.path == fortunes_dir);
         Scenario file = dt::parseScenarioText(
             kHeader + "[data]\npath = \"" + scenarioPath("ddp_basics.toml") + "\"\n", "t.toml");
         CHECK(file.data.path == scenarioPath("ddp_basics.toml"));
@@ -718,4 +723,37 @@ TEST_CASE("Narrated steps are read from [[steps]] tables", "[scenario]") {
         s.topology.ranks = 0;
         CHECK_THROWS_AS(dt::validateScenario(s, "--ranks"), UsageError);
     }
+}
+
+// tests/regression/scenarios: each file is an input that once passed the checks and then failed
+// inside the ranks (issue 23). Its second line says what the error must contain; the error must
+// also say file:line:column.
+TEST_CASE("Every regression scenario is refused before any rank starts, with where and why", "[scenario]") {
+    namespace fs = std::filesystem;
+    const fs::path folder = fs::path(kSourceDir) / "tests/regression/scenarios";
+    int files = 0;
+    for (const auto& entry : fs::directory_iterator(folder)) {
+        if (entry.path().extension() != ".toml")
+            continue;
+        ++files;
+        const std::string path = entry.path().string();
+        CAPTURE(path);
+        std::ifstream in(path);
+        std::string first, second;
+        std::getline(in, first);
+        std::getline(in, second);
+        const std::string marker = "# expect: ";
+        REQUIRE(second.rfind(marker, 0) == 0);
+        const std::string expected = second.substr(marker.size());
+        std::string message;
+        try {
+            (void)dt::loadScenarioFile(path);
+        } catch (const UsageError& e) {
+            message = e.what();
+        }
+        CAPTURE(message);
+        CHECK(message.find(expected) != std::string::npos);
+        CHECK(std::regex_search(message, std::regex("^" + path + ":[0-9]+:[0-9]+: ")));
+    }
+    CHECK(files >= 11);
 }

@@ -8,6 +8,8 @@
 // the world size.
 #pragma once
 
+#include "data/data_files.hpp"
+
 #include <ATen/Tensor.h>
 
 #include <cstdint>
@@ -39,9 +41,6 @@ class DataSource {
 
 // The bytes of Debian's `fortunes` text (every file without an extension in
 // the directory), each byte masked to 7 bits so the vocabulary is 128.
-[[nodiscard]] std::vector<uint8_t> loadFortunesCorpus(const std::string& path);
-[[nodiscard]] std::string defaultFortunesPath();
-[[nodiscard]] std::string defaultFashionMnistPath();
 
 [[nodiscard]] std::unique_ptr<DataSource> makeDataSource(const DataConfig& data, const ModelConfig& model,
                                                          uint64_t seed);

@@ -2,58 +2,23 @@
 //
 // Files: train-images-idx3-ubyte.gz (magic 2051, n, 28, 28, then n*784 bytes)
 // and train-labels-idx1-ubyte.gz (magic 2049, n, then n bytes), big-endian
-// headers, read through zlib. Sample g is image sampleHash(seed, g) mod n;
+// headers, read and checked by data_files.cpp. Sample g is image sampleHash(seed, g) mod n;
 // pixels scaled to [0,1]: inputs (B,784) float32, targets (B) int64.
+#include "data/data_files.hpp"
 #include "data/data_source.hpp"
 
 #include "dtlab/errors.hpp"
 
-#include <cstring>
-#include <zlib.h>
-
 namespace dt {
 namespace {
-
-std::vector<uint8_t> readGzip(const std::string& path) {
-    gzFile file = gzopen(path.c_str(), "rb");
-    if (!file)
-        throw UsageError("cannot open '" + path +
-                         "' (install Debian's dataset-fashion-mnist or set [data] path)");
-    std::vector<uint8_t> out;
-    uint8_t buffer[1 << 16];
-    int n = 0;
-    while ((n = gzread(file, buffer, sizeof(buffer))) > 0)
-        out.insert(out.end(), buffer, buffer + n);
-    const bool failed = n < 0;
-    gzclose(file);
-    if (failed)
-        throw UsageError("'" + path + "' is not a readable gzip file");
-    return out;
-}
-
-uint32_t bigEndian32(const std::vector<uint8_t>& bytes, size_t at) {
-    return uint32_t(bytes[at]) << 24 | uint32_t(bytes[at + 1]) << 16 | uint32_t(bytes[at + 2]) << 8 |
-           bytes[at + 3];
-}
 
 class FashionMnist final : public DataSource {
   public:
     FashionMnist(const std::string& dir, uint64_t seed) : m_seed(seed) {
-        const std::string image_path = dir + "/train-images-idx3-ubyte.gz";
-        const std::string label_path = dir + "/train-labels-idx1-ubyte.gz";
-        m_images = readGzip(image_path);
-        m_labels = readGzip(label_path);
-        if (m_images.size() < 16 || bigEndian32(m_images, 0) != 2051)
-            throw UsageError("'" + image_path + "' is not an idx3 image file (magic 2051)");
-        if (m_labels.size() < 8 || bigEndian32(m_labels, 0) != 2049)
-            throw UsageError("'" + label_path + "' is not an idx1 label file (magic 2049)");
-        m_count = bigEndian32(m_images, 4);
-        if (bigEndian32(m_images, 8) != 28 || bigEndian32(m_images, 12) != 28 ||
-            m_images.size() != 16 + size_t(m_count) * 784 || bigEndian32(m_labels, 4) != m_count ||
-            m_labels.size() != 8 + size_t(m_count))
-            throw UsageError("Fashion-MNIST files in '" + dir + "' are truncated or do not match");
-        if (m_count == 0) // a sample is image hash mod count
-            throw UsageError("Fashion-MNIST files in '" + dir + "' hold no images: nothing to train on");
+        FashionMnistFiles files = loadFashionMnistFiles(dir); // checked: n > 0, 28 x 28, labels < 10
+        m_images = std::move(files.images);
+        m_labels = std::move(files.labels);
+        m_count = files.count;
     }
 
     Batch batch(int64_t step, int rank, int world, int B) const override {
@@ -81,10 +46,6 @@ class FashionMnist final : public DataSource {
 };
 
 } // namespace
-
-std::string defaultFashionMnistPath() {
-    return "/usr/share/datasets/fashion-mnist";
-}
 
 std::unique_ptr<DataSource> makeFashionMnist(const std::string& dir, uint64_t seed) {
     return std::make_unique<FashionMnist>(dir, seed);

@@ -5,33 +5,14 @@
 // order, each byte & 0x7F (vocab 128). Sample g is the window starting at
 // offset sampleHash(seed, g) mod (N - T - 1): inputs = bytes [o, o+T),
 // targets = bytes [o+1, o+T+1).
+#include "data/data_files.hpp"
 #include "data/data_source.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 
-#include <algorithm>
-#include <cstring>
-#include <dirent.h>
-#include <fstream>
-#include <sys/stat.h>
-
 namespace dt {
 namespace {
-
-bool isRegularFile(const std::string& path) {
-    struct stat st {};
-    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-void appendFile(const std::string& path, std::vector<uint8_t>& out) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        throw UsageError("cannot read fortunes file '" + path + "': " + std::strerror(errno));
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (char c : bytes)
-        out.push_back(uint8_t(c) & 0x7F);
-}
 
 class FortunesText final : public DataSource {
   public:
@@ -81,37 +62,6 @@ uint64_t splitmix64(uint64_t x) {
 
 uint64_t sampleHash(uint64_t seed, uint64_t global_index) {
     return splitmix64(splitmix64(seed) ^ global_index);
-}
-
-std::string defaultFortunesPath() {
-    return "/usr/share/games/fortunes";
-}
-
-std::vector<uint8_t> loadFortunesCorpus(const std::string& path) {
-    std::vector<uint8_t> corpus;
-    if (isRegularFile(path)) {
-        appendFile(path, corpus);
-        return corpus;
-    }
-    DIR* dir = opendir(path.c_str());
-    if (!dir)
-        throw UsageError("cannot open the fortunes directory '" + path + "': " + std::strerror(errno) +
-                         " (install Debian's 'fortunes' package or set [data] path)");
-    std::vector<std::string> names;
-    while (dirent* entry = readdir(dir)) {
-        std::string name = entry->d_name;
-        if (name.empty() || name[0] == '.' || name.find('.') != std::string::npos)
-            continue;
-        if (isRegularFile(path + "/" + name))
-            names.push_back(name);
-    }
-    closedir(dir);
-    std::sort(names.begin(), names.end());
-    for (const auto& name : names)
-        appendFile(path + "/" + name, corpus);
-    if (corpus.empty())
-        throw UsageError("no fortune text files found in '" + path + "'");
-    return corpus;
 }
 
 std::unique_ptr<DataSource> makeFashionMnist(const std::string& dir, uint64_t seed);

@@ -1,6 +1,7 @@
 // scenario_validate.cpp: the cross-field rules of a scenario (shared with the TOML
 // parser through scenario_rules.hpp) and validateScenario, which re-checks a whole
 // scenario after command-line overrides; the baseline runs of closing checks.
+#include "data/data_files.hpp"
 #include "dtlab/diloco_schedule.hpp"
 #include "scenario/scenario_rules.hpp"
 
@@ -26,6 +27,33 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                        "[model] d_model " + std::to_string(m.d_model) + " is not divisible by heads " +
                            std::to_string(m.heads) + " (each head gets d_model / heads dimensions)"};
 
+    // The model must fit its data: what a rank would otherwise only find out in its first step.
+    const bool text = s.data.source == "fortunes";
+    if (m.kind == "tiny_gpt" && !text)
+        return Problem{
+            "data",
+            {"source", "kind"},
+            -1,
+            "[data] source = \"" + s.data.source +
+                "\" gives images and labels, but [model] kind = \"tiny_gpt\" reads text tokens: use "
+                "source = \"fortunes\", or [model] kind = \"mlp\""};
+    if (m.kind == "mlp" && text)
+        return Problem{
+            "data",
+            {"source", "kind"},
+            -1,
+            "[data] source = \"fortunes\" gives text tokens, but [model] kind = \"mlp\" classifies "
+            "28 x 28 images: use source = \"fashion_mnist\", or [model] kind = \"tiny_gpt\""};
+    if (m.kind == "tiny_gpt" && text && m.vocab < kFortunesTokenCount)
+        return Problem{
+            "model",
+            {"vocab"},
+            -1,
+            "[model] vocab = " + std::to_string(m.vocab) + " is smaller than the " +
+                std::to_string(kFortunesTokenCount) +
+                " token values of the fortunes text (each byte & 0x7F is a token, 0..127): set vocab = " +
+                std::to_string(kFortunesTokenCount) + " or more"};
+
     if (!s.data.path.empty()) {
         namespace fs = std::filesystem;
         std::error_code ec;
@@ -38,6 +66,24 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            -1,
                            "[data] path: '" + s.data.path +
                                "' is not a directory (fashion_mnist needs the folder holding the IDX files)"};
+    }
+    { // The files themselves (the default location only when it is installed: a rank says how to install it).
+        const std::string path = !s.data.path.empty() ? s.data.path
+                                 : text               ? defaultFortunesPath()
+                                                      : defaultFashionMnistPath();
+        std::error_code ec;
+        if (!s.data.path.empty() || std::filesystem::exists(path, ec)) {
+            if (text) {
+                if (auto problem = fortunesProblem(path, m.context))
+                    return Problem{"data", {"path", "source"}, -1, "[data] " + *problem};
+            } else {
+                try {
+                    (void)loadFashionMnistFiles(path);
+                } catch (const UsageError& e) {
+                    return Problem{"data", {"path", "source"}, -1, std::string("[data] ") + e.what()};
+                }
+            }
+        }
     }
 
     const int ranks = s.topology.ranks;

@@ -73,7 +73,7 @@ const FloatRule kFloatRules[] = {
     {"optimizer", "beta2", 0.0, true, true, 1.0},
     {"optimizer", "eps", 0.0, false, false, 0.0},
     {"optimizer", "weight_decay", 0.0, true, false, 0.0},
-    {"run", "timeout_s", 0.0, false, false, 0.0},
+    {"run", "timeout_s", 0.1, true, true, 1e6}, // Gloo takes whole milliseconds, as a 64-bit count
     {"run", "step_delay_ms", 0.0, true, false, 0.0},
     {"faults", "at_s", 0.0, true, false, 0.0},
     {"faults", "duration_s", 0.0, true, false, 0.0},
