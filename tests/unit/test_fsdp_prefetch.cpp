@@ -98,7 +98,8 @@ std::vector<RankRun> runOneStep(bool backward_prefetch) {
             };
 
             const int64_t B = 2, T = scenario.model.context;
-            const at::Tensor tokens = at::arange(B * T, at::kLong).remainder(scenario.model.vocab).view({B, T});
+            const at::Tensor tokens =
+                at::arange(B * T, at::kLong).remainder(scenario.model.vocab).view({B, T});
             const at::Tensor targets = (tokens + 1).remainder(scenario.model.vocab);
             strategy->beginStep(0);
             strategy->beginMicrobatch(0, /*last=*/true);
