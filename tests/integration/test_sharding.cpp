@@ -12,7 +12,10 @@
 //    as it was, takes the optimizer state off the device and holds 16 Psi / N
 //    on the host; a checkpoint written with it resumes without it, and back;
 //  - a sharded checkpoint resumes on another shard count; a corrupt or
-//    incomplete one, or one that would be overwritten, is refused with exit 2.
+//    incomplete one, or one that would be overwritten, is refused with exit 2;
+//  - hsdp issues each unit's all-reduce across replicas during backward, right
+//    after the unit's reduce-scatter (before the next unit's reduce-scatter is
+//    issued, and before the end of backward waits).
 // The checks are blocks with an INFO sentence rather than SECTIONs: Catch2
 // re-runs a test case from the top for every SECTION, which would start every
 // process again.
@@ -20,6 +23,7 @@
 #include "param_compare.hpp"
 #include "process_helpers.hpp"
 
+#include "dtlab/recording.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
 
@@ -382,5 +386,64 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
         const std::string err = refused("overwrite", s, {});
         CHECK(err.find("exists already") != std::string::npos);
         CHECK(fs::last_write_time(ckpt_dir + "/step-3/checkpoint.json") == before);
+    }
+}
+
+TEST_CASE("HSDP all-reduces each unit across replicas right after its reduce-scatter, during backward",
+          "[sharding][slow]") {
+    // As FSDP's HYBRID_SHARD: the all-reduce is issued in the unit's
+    // post-backward, behind its reduce-scatter, while the units before it still
+    // compute their backward; it used to be issued only after every
+    // reduce-scatter of the step had been waited on.
+    it::TempDir dir;
+    it::ScenarioSpec s = spec("hsdp", 4, 2);
+    s.layers = 3;
+    const auto r = it::runDtrun({"run", dir.write("hsdp.toml", it::scenarioToml(s)), "--summary",
+                                 dir.file("s.json"), "--record", dir.file("r.dtrec"), "--quiet"},
+                                {{}, {}, 180.0, ""});
+    INFO(it::describe(r));
+    REQUIRE(r.exit_code == 0);
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    const int units = s.layers + 1; // the blocks and the root
+    for (int rank = 0; rank < s.ranks; ++rank) {
+        for (int step = 0; step < s.steps; ++step) {
+            CAPTURE(rank, step);
+            std::vector<std::pair<int, int64_t>> reduce_scatters; // (unit, scheduled), in issue order
+            std::map<int, int64_t> all_reduces;                   // unit -> scheduled
+            int64_t final_wait_begin = 0; // the end of backward's wait: the step's last Wait of unit -1
+            for (const dt::Event& e : load.record.events) {
+                if (e.rank != rank || e.step != step)
+                    continue;
+                if (e.phase == dt::EventPhase::WorkScheduled && e.kind == dt::EventKind::ReduceScatter)
+                    reduce_scatters.emplace_back(e.unit, e.t_ns);
+                if (e.phase == dt::EventPhase::WorkScheduled && e.kind == dt::EventKind::AllReduce) {
+                    CHECK(e.group >= 128); // the replicate group
+                    all_reduces[e.unit] = e.t_ns;
+                }
+                if (e.phase == dt::EventPhase::Span && e.kind == dt::EventKind::Wait && e.unit == -1)
+                    final_wait_begin = std::max(final_wait_begin, e.t_ns);
+            }
+            REQUIRE(reduce_scatters.size() == size_t(units));
+            REQUIRE(all_reduces.size() == size_t(units));
+            REQUIRE(final_wait_begin > 0);
+            {
+                INFO("a unit's all-reduce is scheduled before the next unit in backward issues its "
+                     "reduce-scatter");
+                for (size_t k = 0; k + 1 < reduce_scatters.size(); ++k) {
+                    const auto [unit, rs_scheduled] = reduce_scatters[k];
+                    CAPTURE(unit);
+                    CHECK(rs_scheduled <= all_reduces.at(unit));
+                    CHECK(all_reduces.at(unit) <= reduce_scatters[k + 1].second);
+                }
+            }
+            {
+                INFO("every all-reduce is scheduled before the end of backward starts waiting");
+                for (const auto& [unit, scheduled] : all_reduces) {
+                    CAPTURE(unit);
+                    CHECK(scheduled < final_wait_begin);
+                }
+            }
+        }
     }
 }

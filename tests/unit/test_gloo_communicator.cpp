@@ -467,3 +467,91 @@ TEST_CASE("Rendezvous fails with CommError when a rank never shows up", "[comm]"
     CHECK_THROWS_AS(dt::makeGlooCommunicator(store, 0, 2, gloo, nullptr), CommError);
     CHECK(seconds(start) < 10.0);
 }
+
+TEST_CASE("A call issued after another group's Work starts once that Work is done, and fails with it",
+          "[comm]") {
+    // HSDP's order: a unit's all-reduce over the replicate group is issued right
+    // after its reduce-scatter over the shard group and must not start before
+    // it. Here: an all-reduce on a second group of the same two ranks, issued
+    // with after = an all-reduce of the first group.
+    auto store = c10::make_intrusive<c10d::HashStore>();
+    const std::string second_prefix = dttest::uniqueGroupPrefix("after-second");
+
+    SECTION("it starts after the other Work completed and reads what that Work wrote") {
+        std::vector<std::unique_ptr<dt::RecordingEventSink>> sinks;
+        dttest::GroupOptions options;
+        recordEveryRank(2, sinks, options);
+        std::vector<std::unique_ptr<dt::RecordingEventSink>> second_sinks;
+        for (int r = 0; r < 2; ++r)
+            second_sinks.push_back(std::make_unique<dt::RecordingEventSink>());
+        std::vector<float> result(2, 0.0f);
+        dttest::Latch done(2);
+        dttest::runGlooRanks(
+            2, "after-first",
+            [&](int r, std::unique_ptr<Communicator>& first) {
+                dt::GlooOptions o;
+                o.prefix = second_prefix;
+                auto second = dt::makeGlooCommunicator(store, r, 2, o, second_sinks[size_t(r)].get());
+                auto x = at::full({1024}, float(r + 1), at::kFloat);
+                auto a = first->allReduce(x);                    // x = 1 + 2 = 3
+                auto b = second->allReduce(x, dt::CommTag{}, a); // x = 3 + 3 = 6, only after a
+                b->wait();
+                result[size_t(r)] = x[0].item<float>();
+                done.arriveAndWait(); // no rank tears its second group down under its peer
+            },
+            options);
+        for (int r = 0; r < 2; ++r) {
+            CAPTURE(r);
+            CHECK(result[size_t(r)] == 6.0f); // the sum of the sums: a's result went into b
+            const auto a = workEvents(*sinks[size_t(r)], EventKind::AllReduce);
+            const auto b = workEvents(*second_sinks[size_t(r)], EventKind::AllReduce);
+            REQUIRE(a.size() == 3);
+            REQUIRE(b.size() == 3);
+            CHECK(a[2].phase == EventPhase::WorkCompleted);
+            CHECK(b[1].phase == EventPhase::WorkStarted);
+            CHECK(b[1].t_ns >= a[2].t_ns); // started only after a completed
+        }
+    }
+
+    SECTION("when the other Work fails, the call fails with its error") {
+        dttest::GroupOptions options;
+        options.timeout = std::chrono::milliseconds(500);
+        bool threw = false;
+        CommErrorKind kind = CommErrorKind::Other;
+        std::string message;
+        dttest::Latch done(2);
+        dttest::runGlooRanks(
+            2, "after-fails",
+            [&](int r, std::unique_ptr<Communicator>& first) {
+                dt::GlooOptions o;
+                o.prefix = second_prefix;
+                o.timeout = std::chrono::milliseconds(1000);
+                auto second = dt::makeGlooCommunicator(store, r, 2, o, nullptr);
+                if (r == 1) { // joins the second group's all-reduce only, which rank 0's never runs
+                    auto y = at::ones({16}, at::kFloat);
+                    try {
+                        second->allReduce(y)->wait();
+                    } catch (const CommError&) {
+                    }
+                }
+                if (r == 0) { // rank 1 never joins the first all-reduce: it times out
+                    auto x = at::ones({16}, at::kFloat);
+                    auto a = first->allReduce(x);
+                    auto b = second->allReduce(x, dt::CommTag{}, a);
+                    try {
+                        b->wait();
+                    } catch (const CommError& e) {
+                        threw = true;
+                        kind = e.kind();
+                        message = e.what();
+                    }
+                }
+                done.arriveAndWait();
+            },
+            options);
+        CAPTURE(message);
+        REQUIRE(threw);
+        CHECK(kind == CommErrorKind::Timeout);
+        CHECK_THAT(message, Catch::Matchers::Contains("all-reduce"));
+    }
+}

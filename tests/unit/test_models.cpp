@@ -197,7 +197,7 @@ TEST_CASE("TinyGPT calls the UnitTimer around every block", "[models]") {
         CHECK(backward.empty()); // nothing before backward runs
     }
 
-    SECTION("backward marks begin and end for each block, last block first") {
+    SECTION("backward marks the root's begin first, then begin and end for each block, last block first") {
         loss.backward();
         std::map<int, std::vector<size_t>> begins, ends; // unit -> positions in the record
         for (size_t i = 0; i < backward.size(); ++i)
@@ -209,10 +209,14 @@ TEST_CASE("TinyGPT calls the UnitTimer around every block", "[models]") {
             REQUIRE(ends[unit].size() == 1);
             CHECK(begins[unit][0] < ends[unit][0]);
         }
-        CHECK(backward.size() == size_t(2 * c.layers));
+        CHECK(backward.size() == size_t(2 * c.layers + 1));
         CHECK(begins[1][0] < begins[0][0]); // gradients flow from the last block down
         CHECK(ends[1][0] <= ends[0][0]);
-        CHECK(backward.front() == Mark{1, true});
+        // The loss's gradient comes first: the root's pre-backward, where FSDP
+        // prefetches the last block's all-gather. The root has no end mark.
+        CHECK(backward.front() == Mark{-1, true});
+        CHECK(ends[-1].empty());
+        CHECK(backward[1] == Mark{1, true});
         CHECK(backward.back() == Mark{0, false});
     }
 

@@ -136,7 +136,7 @@ void Communicator::emitWork(const Job& job, EventPhase phase) {
 }
 
 CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer,
-                                  std::function<void()> run, Dispatch dispatch) {
+                                  std::function<void()> run, Dispatch dispatch, CommWorkPtr after) {
     auto work = std::make_shared<CommWork>();
     work->m_owner = this;
     {
@@ -151,7 +151,7 @@ CommWorkPtr Communicator::enqueue(EventKind kind, CommTag tag, int64_t bytes, in
             seq = m_p2p_received[peer]++;
         else
             seq = m_next_seq++;
-        Job job{kind, tag, bytes, peer, seq, work, std::move(run)};
+        Job job{kind, tag, bytes, peer, seq, work, std::move(run), std::move(after)};
         emitWork(job, EventPhase::WorkScheduled);
         if (m_stopping) {
             work->finish(CommWork::State::Failed, CommErrorKind::Other, "communicator shut down");
@@ -212,6 +212,16 @@ void Communicator::runInlineIfNext(const CommWork* work) {
 }
 
 void Communicator::runJob(Job& job) {
+    if (job.after) { // stream order: start once the other communicator's Work is done
+        try {
+            job.after->wait();
+        } catch (...) { // it failed: so does this one, with its reason
+            const std::exception_ptr error = std::current_exception();
+            finishJob(job, [error] { std::rethrow_exception(error); });
+            return;
+        }
+        job.after = nullptr;
+    }
     {
         std::lock_guard<std::mutex> lock(job.work->m_mutex);
         job.work->m_state = CommWork::State::Started;
@@ -290,10 +300,10 @@ CommWorkPtr Communicator::postRecv(at::Tensor x, int peer, int tag, CommTag ctag
 
 // Each call is defined once, with how it is dispatched; the public async and
 // blocking forms below choose the dispatch.
-CommWorkPtr Communicator::issueAllReduce(at::Tensor x, CommTag tag, Dispatch dispatch) {
+CommWorkPtr Communicator::issueAllReduce(at::Tensor x, CommTag tag, Dispatch dispatch, CommWorkPtr after) {
     return enqueue(
-        EventKind::AllReduce, tag, int64_t(x.nbytes()), -1, [this, x]() mutable { doAllReduce(x); },
-        dispatch);
+        EventKind::AllReduce, tag, int64_t(x.nbytes()), -1, [this, x]() mutable { doAllReduce(x); }, dispatch,
+        std::move(after));
 }
 
 CommWorkPtr Communicator::issueAllGather(at::Tensor out, at::Tensor x, CommTag tag, Dispatch dispatch) {
@@ -322,8 +332,8 @@ CommWorkPtr Communicator::issueBarrier(CommTag tag, Dispatch dispatch) {
         EventKind::Barrier, tag, 0, -1, [this]() { doBarrier(); }, dispatch);
 }
 
-CommWorkPtr Communicator::allReduce(at::Tensor x, CommTag tag) {
-    return issueAllReduce(std::move(x), tag, Dispatch::WakeThread);
+CommWorkPtr Communicator::allReduce(at::Tensor x, CommTag tag, CommWorkPtr after) {
+    return issueAllReduce(std::move(x), tag, Dispatch::WakeThread, std::move(after));
 }
 CommWorkPtr Communicator::allGather(at::Tensor out, at::Tensor x, CommTag tag) {
     return issueAllGather(std::move(out), std::move(x), tag, Dispatch::WakeThread);

@@ -21,6 +21,11 @@
 //   reduceScatter(out, x)   out (numel(x)/N) := this rank's chunk of sum(x)
 //   broadcast(x, root)      x := root's x
 //   send(x, peer) / recv(x, peer), barrier()
+// An async call may name `after`, a Work of another communicator: the call is
+// queued at once but starts only when `after` is done (it fails if `after`
+// failed). This is CUDA's stream order across process groups: HSDP issues a
+// unit's all-reduce over the replicas right after the unit's reduce-scatter,
+// on the same post-backward stream, without the CPU waiting in between.
 // Failures (peer lost, timeout) surface as CommError from CommWork::wait().
 #pragma once
 
@@ -89,7 +94,7 @@ class Communicator {
     // (Event::group): kGroupWorld unless a strategy builds sub-groups (hsdp).
     void setGroupId(uint8_t group) { m_group = group; }
 
-    CommWorkPtr allReduce(at::Tensor x, CommTag tag = {});
+    CommWorkPtr allReduce(at::Tensor x, CommTag tag = {}, CommWorkPtr after = nullptr);
     CommWorkPtr allGather(at::Tensor out, at::Tensor x, CommTag tag = {});
     CommWorkPtr reduceScatter(at::Tensor out, at::Tensor x, CommTag tag = {});
     CommWorkPtr broadcast(at::Tensor x, int root, CommTag tag = {});
@@ -154,12 +159,13 @@ class Communicator {
         uint64_t seq;
         CommWorkPtr work;
         std::function<void()> run;
+        CommWorkPtr after; // another communicator's Work this one starts after (or null)
     };
     enum class Dispatch { WakeThread, CallerRuns };
     CommWorkPtr enqueue(EventKind kind, CommTag tag, int64_t bytes, int peer, std::function<void()> run,
-                        Dispatch dispatch = Dispatch::WakeThread);
+                        Dispatch dispatch = Dispatch::WakeThread, CommWorkPtr after = nullptr);
     void runNow(const CommWorkPtr& work); // CallerRuns: inline if next, else wake the thread; then wait
-    CommWorkPtr issueAllReduce(at::Tensor x, CommTag tag, Dispatch dispatch);
+    CommWorkPtr issueAllReduce(at::Tensor x, CommTag tag, Dispatch dispatch, CommWorkPtr after = nullptr);
     CommWorkPtr issueAllGather(at::Tensor out, at::Tensor x, CommTag tag, Dispatch dispatch);
     CommWorkPtr issueReduceScatter(at::Tensor out, at::Tensor x, CommTag tag, Dispatch dispatch);
     CommWorkPtr issueBroadcast(at::Tensor x, int root, CommTag tag, Dispatch dispatch);

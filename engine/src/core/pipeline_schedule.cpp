@@ -313,7 +313,7 @@ struct Executor {
                     slots.push_back({r, a, start, end});
                 } else if (a.op == PipeOp::SendAct || a.op == PipeOp::SendGrad) {
                     sent[{a.peer, messageOf(a)}] = clock[size_t(r)];
-                } // receives are posted at the start of the step: they never block
+                } // a receive is only posted (at the latest here): it never blocks; the compute waits
                 ++pc[size_t(r)];
                 moved = true;
             }

@@ -48,6 +48,7 @@ class MlpClassifier final : public TrainableModel, public nn::Module {
         markForward(timer, -1, true);
         auto loss = at::cross_entropy_loss(h, labels);
         markForward(timer, -1, false);
+        markRootBackwardBegins(timer, loss);
         return loss;
     }
 

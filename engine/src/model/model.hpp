@@ -52,6 +52,17 @@ inline void markBackwardWithHooks(const UnitTimer& timer, int unit, const at::Te
         input.register_hook([mark, unit](const at::Tensor&) { mark(unit, false); });
 }
 
+// Marks the start of the whole backward on the loss (the root unit -1's
+// pre-backward, as FSDP hooks the root module's outputs): its gradient is the
+// first one autograd computes. No end mark: the root's parameters are used at
+// both ends of the model.
+inline void markRootBackwardBegins(const UnitTimer& timer, const at::Tensor& loss) {
+    if (!timer.backward || !loss.requires_grad())
+        return;
+    auto mark = timer.backward;
+    loss.register_hook([mark](const at::Tensor&) { mark(-1, true); });
+}
+
 struct NamedParameter {
     std::string name;
     at::Tensor tensor;

@@ -170,6 +170,7 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
         auto logits = head->forward(ln_f->forward(x)); // (B,T,V)
         auto loss = at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
         markForward(timer, -1, false);
+        markRootBackwardBegins(timer, loss);
         return loss;
     }
 

@@ -16,8 +16,16 @@
 //               gradient; W(mb, g) forms the weight gradients from the layers'
 //               recorded inputs and those dy (model.hpp, WeightGradTape).
 //   SendAct / SendGrad  posted at once (asynchronous), waited at the step's end.
-//   RecvAct / RecvGrad  all posted when the step starts; the compute that needs
-//               the data waits for it.
+//   RecvAct / RecvGrad  posted one compute action ahead: when the action before
+//               the compute that needs the data starts (so the message travels
+//               while this rank computes); that compute waits for it.
+// What a (microbatch, chunk) keeps between its forward and its backward (the
+// received input, the output, the output gradient) is freed as soon as the
+// schedule no longer names it, as torch.distributed.pipelining pops its
+// forward cache at the backward: the output and its gradient after the
+// backward, the input (and its gradient) after the gradient is sent, a zero
+// bubble's tape after W. So a rank holds the boundary tensors of the
+// microbatches in flight only: 1F1B's at most p - stage, GPipe's all m.
 // Bytes per message: (B/m) x T x C x 4. After the schedule, with d pipelines
 // side by side, a stage's copies are kept equal over its data-parallel group
 // (pipeline_data_parallel):
@@ -56,6 +64,16 @@
 
 namespace dt {
 namespace {
+
+bool isCompute(PipeOp op) {
+    return op == PipeOp::Forward || op == PipeOp::Backward || op == PipeOp::BackwardInput ||
+           op == PipeOp::BackwardWeight;
+}
+bool isReceive(PipeOp op) {
+    return op == PipeOp::RecvAct || op == PipeOp::RecvGrad;
+}
+
+using StateKey = std::pair<int, int>; // (microbatch, chunk)
 
 // What one (microbatch, chunk) keeps between its forward and its backward.
 struct ChunkState {
@@ -139,24 +157,32 @@ class PipelineStrategy final : public TrainingStrategy {
             gatherStage(/*telemetry=*/true);
         const int m = m_shape.microbatches;
         const int64_t rows = inputs.size(0) / m;
-        std::map<std::pair<int, int>, ChunkState> state; // (mb, g)
+        std::map<StateKey, ChunkState> state; // (mb, g), while the schedule still names it
         std::vector<CommWorkPtr> sends;
         double loss_sum = 0.0;
         bool has_loss = false;
         const int C = m_shape.chunks();
+        const int64_t T = inputs.size(1);
+        const std::map<StateKey, size_t> last_use = lastUses();
+        std::vector<bool> posted(m_actions.size(), false);
+        const auto postOnce = [&](size_t k) {
+            if (!posted[k])
+                postReceive(m_actions[k], state, rows, T);
+            posted[k] = true;
+        };
 
-        // Every receive of the step is posted first: a message then travels as
-        // soon as its sender has it, while this rank computes, instead of
-        // waiting for the receiver to reach it (the validator's model too).
-        for (const PipeAction& a : m_actions)
-            postReceive(a, state, rows, inputs.size(1));
-
-        for (const PipeAction& a : m_actions) {
+        for (size_t i = 0; i < m_actions.size(); ++i) {
+            const PipeAction& a = m_actions[i];
             const int mb = a.microbatch, g = a.chunk;
+            if (isCompute(a.op)) // the next compute's receives: their data arrives while this one runs
+                for (size_t k = i + 1; k < m_actions.size() && !isCompute(m_actions[k].op); ++k)
+                    if (isReceive(m_actions[k].op))
+                        postOnce(k);
             switch (a.op) {
             case PipeOp::RecvAct:
             case PipeOp::RecvGrad:
-                break; // posted above
+                postOnce(i); // unless posted during the compute before
+                break;
             case PipeOp::Forward: {
                 ChunkState& s = state[{mb, g}];
                 at::Tensor x;
@@ -214,6 +240,8 @@ class PipelineStrategy final : public TrainingStrategy {
                         s.input.mutable_grad() = got[0];
                     s.tape_grads.assign(got.begin() + (g > 0 ? 1 : 0), got.end());
                 }
+                s.output = at::Tensor(); // the graph it rooted is freed; so is its gradient
+                s.output_grad = at::Tensor();
                 span(a.op == PipeOp::Backward ? EventKind::Backward : EventKind::BackwardInput, t, mb, g);
                 break;
             }
@@ -237,6 +265,11 @@ class PipelineStrategy final : public TrainingStrategy {
             case PipeOp::Optimizer:
                 break; // the worker calls optimizerStep()
             }
+            // What the schedule names for the last time here goes now (a posted
+            // send keeps its own reference until the message is out).
+            for (const StateKey& key : statesUsed(a))
+                if (last_use.at(key) == i)
+                    state.erase(key);
             const bool computed =
                 a.op == PipeOp::Forward || a.op == PipeOp::Backward || a.op == PipeOp::BackwardWeight;
             if (m_telemetry.sink() && computed)
@@ -374,8 +407,33 @@ class PipelineStrategy final : public TrainingStrategy {
         m_stage_unit->materialized = false;
     }
 
-    void postReceive(const PipeAction& a, std::map<std::pair<int, int>, ChunkState>& state, int64_t rows,
-                     int64_t T) {
+    // The (microbatch, chunk) states action a reads or writes on this rank: its
+    // own, and a neighbouring chunk's when that chunk is on this rank too (p = 1):
+    // F reads the previous chunk's output, B / Bi the next chunk's input gradient.
+    std::vector<StateKey> statesUsed(const PipeAction& a) const {
+        if (a.op == PipeOp::Optimizer)
+            return {};
+        const int mb = a.microbatch, g = a.chunk;
+        std::vector<StateKey> keys{{mb, g}};
+        if (a.op == PipeOp::Forward && g > 0 && m_shape.rankOfChunk(g - 1) == m_stage)
+            keys.push_back({mb, g - 1});
+        if ((a.op == PipeOp::Backward || a.op == PipeOp::BackwardInput) && g + 1 < m_shape.chunks() &&
+            m_shape.rankOfChunk(g + 1) == m_stage)
+            keys.push_back({mb, g + 1});
+        return keys;
+    }
+
+    // For every state, the index of the last action that names it: after that
+    // action it goes.
+    std::map<StateKey, size_t> lastUses() const {
+        std::map<StateKey, size_t> last;
+        for (size_t i = 0; i < m_actions.size(); ++i)
+            for (const StateKey& key : statesUsed(m_actions[i]))
+                last[key] = i;
+        return last;
+    }
+
+    void postReceive(const PipeAction& a, std::map<StateKey, ChunkState>& state, int64_t rows, int64_t T) {
         const int mb = a.microbatch, g = a.chunk;
         const int64_t C = m_scenario.model.d_model;
         if (a.op == PipeOp::RecvAct) {

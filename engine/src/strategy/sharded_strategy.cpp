@@ -14,12 +14,17 @@
 //        before its backward, freed once its gradients are flattened. The root
 //        unit (embeddings, final norm, head) stays materialized from its first
 //        forward to the end of backward. Prefetch issues the next unit's
-//        all-gather early (forward: unit i+1 when unit i starts; backward: unit
-//        i-1 before unit i's reduce-scatter), at most prefetch_limit in flight.
+//        all-gather early (forward: unit i+1 when unit i starts; backward: the
+//        last block from the root's pre-backward, when the loss's gradient
+//        starts the backward, then unit i-1 before unit i's reduce-scatter),
+//        at most prefetch_limit in flight (as FSDP's BACKWARD_PRE prefetch).
 //        Bytes: all-gather 2x + reduce-scatter ~ 3 (N-1)/N 4Psi.
 // hsdp   fsdp inside each replica group (shard group), and each reduce-scattered
 //        shard gradient all-reduced across replica groups (replicate group):
-//        + 2 (R-1)/R 4Psi/N.
+//        + 2 (R-1)/R 4Psi/N. A unit's all-reduce is issued right after its
+//        reduce-scatter and starts when that is done (FSDP's HYBRID_SHARD: both
+//        on the post-backward stream), so it overlaps the backward of the
+//        units before it; the end of backward waits for the last ones only.
 // offload_optimizer (ZeRO-Offload, Ren et al. 2021), any of the above: AdamW's
 //        state and an fp32 copy of the shard (host_shard, with its gradient
 //        host_grad) live in host memory (memory/host_memory.hpp), outside the
@@ -174,6 +179,15 @@ class ShardedStrategy final : public TrainingStrategy {
     void beforeUnitBackward(int id) override {
         if (m_stage != Stage::Fsdp)
             return;
+        if (id < 0) {
+            // The root's pre-backward (the loss's gradient, before the head's
+            // backward): the root is still whole; the last block, freed after
+            // its forward, runs backward first. FSDP's root pre-backward hook
+            // prefetches it here, so its all-gather overlaps the head's backward.
+            if (m_config.backward_prefetch && !m_block_units.empty())
+                prefetch(m_block_units.back());
+            return;
+        }
         FlatUnit* u = unitById(id);
         if (!u)
             return;
@@ -215,12 +229,8 @@ class ShardedStrategy final : public TrainingStrategy {
             return;
         const int64_t wait_begin = now();
         at::NoGradGuard no_grad;
-        for (auto& p : m_pending)
-            p.reduce_scatter->wait();
-        if (m_replicate)
-            for (auto& p : m_pending)
-                p.all_reduce = m_replicate->allReduce(p.output, tag(p.unit->id));
         for (auto& p : m_pending) {
+            p.reduce_scatter->wait();
             if (p.all_reduce)
                 p.all_reduce->wait();
             if (m_stage == Stage::Zero1) {
@@ -386,6 +396,11 @@ class ShardedStrategy final : public TrainingStrategy {
             p.output = at::empty({u.shard_numel}, at::kFloat);
         }
         p.reduce_scatter = m_comm.reduceScatter(p.output, p.input, tag(u.id));
+        // hsdp: the all-reduce across replicas is issued now too, queued to start
+        // when the reduce-scatter is done (FSDP's HYBRID_SHARD: both on the
+        // post-backward stream), so it overlaps the backward of the units before.
+        if (m_replicate)
+            p.all_reduce = m_replicate->allReduce(p.output, tag(u.id), /*after=*/p.reduce_scatter);
         m_pending.push_back(std::move(p));
         if (m_stage == Stage::Fsdp)
             release(u);
