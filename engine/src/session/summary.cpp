@@ -19,9 +19,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace dt {
@@ -39,8 +41,20 @@ enum MemSlot {
     kMemLivePeak,
     kMemParamsMaterialized,
     kMemHost,
-    kMemSlots
+    kMemStepPeak,      // MemPeak alone: the allocator's peak since set-up ended
+    kMemStartupPeak,   // the allocator's peak during set-up
+    kMemRss,           // the process's resident set
+    kMemMeasuredFirst, // the allocator's live bytes per owner tag, kMemoryOwners slots
+    kMemSlots = kMemMeasuredFirst + 6
 };
+// The measured categories in MemoryOwner order (memory/tracking_allocator.hpp)
+// and the counter kind that carries each.
+constexpr std::pair<const char*, EventKind> kMeasuredCategories[] = {
+    {"parameters", EventKind::MemMeasuredParameters},     {"gradients", EventKind::MemMeasuredGradients},
+    {"optimizer_state", EventKind::MemMeasuredOptimizer}, {"comm_buffers", EventKind::MemMeasuredCommBuffers},
+    {"activations", EventKind::MemMeasuredActivations},   {"temporaries", EventKind::MemMeasuredTemporaries},
+};
+static_assert(std::size(kMeasuredCategories) == kMemSlots - kMemMeasuredFirst);
 
 // Everything the summary needs to know about one rank.
 struct RankTally {
@@ -180,10 +194,22 @@ void tallyCounter(RankTally& tally, const Event& e) {
         break;
     // The peak of live memory: the MemPeak counter, or a higher MemLive sample.
     case EventKind::MemPeak:
+        raisePeak(tally, kMemStepPeak, e.value);
+        raisePeak(tally, kMemLivePeak, e.value);
+        break;
     case EventKind::MemLive:
         raisePeak(tally, kMemLivePeak, e.value);
         break;
+    case EventKind::MemStartupPeak:
+        raisePeak(tally, kMemStartupPeak, e.value);
+        break;
+    case EventKind::MemRss:
+        raisePeak(tally, kMemRss, e.value);
+        break;
     default:
+        for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
+            if (e.kind == kMeasuredCategories[k].second)
+                raisePeak(tally, MemSlot(kMemMeasuredFirst + k), e.value);
         break;
     }
 }
@@ -402,6 +428,14 @@ std::string summaryJson(const RunRecord& record) {
         peak["live_peak"] = toInteger(tally.mem_peak[kMemLivePeak]);
         peak["params_materialized"] = toInteger(tally.mem_peak[kMemParamsMaterialized]);
         peak["host"] = toInteger(tally.mem_peak[kMemHost]);
+        // Measured by the allocator (each block tagged with its owner where it was made).
+        Json measured;
+        for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
+            measured[kMeasuredCategories[k].first] = toInteger(tally.mem_peak[kMemMeasuredFirst + k]);
+        peak["measured"] = measured;
+        peak["step_peak"] = toInteger(tally.mem_peak[kMemStepPeak]);
+        peak["startup_peak"] = toInteger(tally.mem_peak[kMemStartupPeak]);
+        peak["rss"] = toInteger(tally.mem_peak[kMemRss]);
         peakMemory.push_back(peak);
 
         checksums.push_back(tally.has_checksum ? Json(checksumHex(tally.checksum)) : Json(nullptr));
