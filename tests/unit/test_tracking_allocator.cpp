@@ -319,6 +319,21 @@ TEST_CASE("The start-up peak is kept when set-up ends and the step peak starts f
         CHECK(dt::trackedStartupPeakBytes() == startup_peak);
     }
 
+    SECTION("each owner keeps its own peak, exact between samples, reset with the step peak") {
+        const int64_t grads0 = dt::trackedLiveBytes(MemoryOwner::Gradients);
+        CHECK(dt::trackedPeakBytes(MemoryOwner::Gradients) == grads0);
+        {
+            const dt::AllocationOwnerScope scope(MemoryOwner::Gradients);
+            auto a = at::empty({1000}, at::kFloat);
+            { auto b = at::empty({500}, at::kFloat); } // 6000 bytes at once, then 4000
+            auto c = at::empty({100}, at::kFloat);     // 4400: below the mark
+        }
+        CHECK(dt::trackedLiveBytes(MemoryOwner::Gradients) == grads0);
+        CHECK(dt::trackedPeakBytes(MemoryOwner::Gradients) == grads0 + 6000);
+        dt::resetTrackedPeak();
+        CHECK(dt::trackedPeakBytes(MemoryOwner::Gradients) == grads0);
+    }
+
     SECTION("a sample's measured side reads the allocator's counters") {
         at::Tensor opt;
         {
@@ -326,8 +341,10 @@ TEST_CASE("The start-up peak is kept when set-up ends and the step peak starts f
             opt = at::zeros({300}, at::kFloat);
         }
         const auto s = dt::sampleMemory(0, 0, 0, 0);
-        for (int k = 0; k < dt::kMemoryOwners; ++k)
+        for (int k = 0; k < dt::kMemoryOwners; ++k) {
             CHECK(s.measured.of(MemoryOwner(k)) == dt::trackedLiveBytes(MemoryOwner(k)));
+            CHECK(s.measured.peak_by_owner[size_t(k)] == dt::trackedPeakBytes(MemoryOwner(k)));
+        }
         CHECK(s.measured.of(MemoryOwner::OptimizerState) >= 1200);
         CHECK(s.measured.step_peak == dt::trackedPeakBytes());
         CHECK(s.measured.startup_peak == startup_peak);

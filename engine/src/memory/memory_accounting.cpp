@@ -47,8 +47,10 @@ int64_t residentSetBytes() {
 
 MeasuredMemory measureMemory() {
     MeasuredMemory m;
-    for (int k = 0; k < kMemoryOwners; ++k)
+    for (int k = 0; k < kMemoryOwners; ++k) {
         m.by_owner[size_t(k)] = trackedLiveBytes(MemoryOwner(k));
+        m.peak_by_owner[size_t(k)] = trackedPeakBytes(MemoryOwner(k));
+    }
     m.step_peak = trackedPeakBytes();
     m.startup_peak = trackedStartupPeakBytes();
     m.rss = residentSetBytes();

@@ -30,7 +30,9 @@ namespace dt {
 
 // What the allocator measured (bytes), one entry per MemoryOwner.
 struct MeasuredMemory {
-    std::array<int64_t, kMemoryOwners> by_owner{};
+    std::array<int64_t, kMemoryOwners> by_owner{}; // live now
+    std::array<int64_t, kMemoryOwners>
+        peak_by_owner{};      // each owner's peak since set-up ended (exact, not sampled)
     int64_t step_peak = 0;    // peak since set-up ended
     int64_t startup_peak = 0; // peak during set-up (0 until it ends)
     int64_t rss = 0;          // resident set of the process

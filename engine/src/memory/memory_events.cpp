@@ -27,8 +27,12 @@ void emitMeasuredMemory(const RankTelemetry& telemetry, int64_t step, const Meas
     const auto counter = [&](EventKind kind, int64_t bytes) {
         telemetry.counter(kind).step(step).value(double(bytes)).emit();
     };
-    for (int k = 0; k < kMemoryOwners; ++k)
-        counter(measuredMemoryKind(MemoryOwner(k)), m.by_owner[size_t(k)]);
+    for (int k = 0; k < kMemoryOwners; ++k) // value = live now, bytes = the owner's peak since set-up
+        telemetry.counter(measuredMemoryKind(MemoryOwner(k)))
+            .step(step)
+            .value(double(m.by_owner[size_t(k)]))
+            .bytes(m.peak_by_owner[size_t(k)])
+            .emit();
     counter(EventKind::MemPeak, m.step_peak);
     counter(EventKind::MemStartupPeak, m.startup_peak);
     counter(EventKind::MemRss, m.rss);

@@ -1,6 +1,7 @@
 // memory_events.hpp: a MemorySample's measured side as counters on a rank's lane.
 //
-// One counter per allocator owner tag (MemMeasuredParameters .. MemMeasuredTemporaries),
+// One counter per allocator owner tag (MemMeasuredParameters .. MemMeasuredTemporaries:
+// value = live bytes now, bytes = that owner's peak since set-up ended),
 // the step peak (MemPeak), the start-up peak (MemStartupPeak) and the resident set (MemRss).
 #pragma once
 

@@ -2,8 +2,9 @@
 //
 // Layout of one block: [64-byte header: size_t size, uint8 owner][payload of size bytes]
 // The payload stays 64-byte aligned (c10::alloc_cpu aligns the block to 64).
-// Counters: one atomic per owner plus the total (relaxed: each is a sum of
-// independent increments); the peak is raised with a compare-exchange loop.
+// Counters: live bytes per owner plus the total (relaxed atomics: each is a sum
+// of independent increments), and a peak for each (raised with a
+// compare-exchange loop, lowered to live by resetTrackedPeak).
 #include "memory/tracking_allocator.hpp"
 
 #include <atomic>
@@ -22,15 +23,21 @@ static_assert(sizeof(Header) <= kHeader);
 
 std::atomic<int64_t> g_live{0};
 std::atomic<int64_t> g_live_by_owner[kMemoryOwners] = {};
+std::atomic<int64_t> g_peak_by_owner[kMemoryOwners] = {};
 std::atomic<int64_t> g_peak{0};
 std::atomic<int64_t> g_startup_peak{0};
 std::atomic<bool> g_installed{false};
 thread_local MemoryOwner t_owner = MemoryOwner::Temporaries;
 
-void notePeak(int64_t live) {
-    int64_t peak = g_peak.load(std::memory_order_relaxed);
-    while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+void notePeak(std::atomic<int64_t>& peak_counter, int64_t live) {
+    int64_t peak = peak_counter.load(std::memory_order_relaxed);
+    while (live > peak && !peak_counter.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
+}
+
+void add(uint8_t owner, int64_t bytes) {
+    notePeak(g_peak_by_owner[owner],
+             g_live_by_owner[owner].fetch_add(bytes, std::memory_order_relaxed) + bytes);
 }
 
 Header* headerOf(void* payload) {
@@ -57,8 +64,8 @@ struct TrackingCpuAllocator final : c10::Allocator {
         char* block = static_cast<char*>(c10::alloc_cpu(nbytes + kHeader));
         const auto owner = uint8_t(t_owner);
         new (block) Header{nbytes, owner};
-        g_live_by_owner[owner].fetch_add(int64_t(nbytes), std::memory_order_relaxed);
-        notePeak(g_live.fetch_add(int64_t(nbytes), std::memory_order_relaxed) + int64_t(nbytes));
+        add(owner, int64_t(nbytes));
+        notePeak(g_peak, g_live.fetch_add(int64_t(nbytes), std::memory_order_relaxed) + int64_t(nbytes));
         void* payload = block + kHeader;
         return {payload, payload, &trackedDelete, c10::Device(c10::DeviceType::CPU)};
     }
@@ -112,6 +119,9 @@ int64_t trackedLiveBytes() {
 int64_t trackedLiveBytes(MemoryOwner owner) {
     return g_live_by_owner[size_t(owner)].load(std::memory_order_relaxed);
 }
+int64_t trackedPeakBytes(MemoryOwner owner) {
+    return g_peak_by_owner[size_t(owner)].load(std::memory_order_relaxed);
+}
 int64_t trackedPeakBytes() {
     return g_peak.load(std::memory_order_relaxed);
 }
@@ -120,6 +130,8 @@ int64_t trackedStartupPeakBytes() {
 }
 void resetTrackedPeak() {
     g_peak.store(g_live.load());
+    for (int k = 0; k < kMemoryOwners; ++k)
+        g_peak_by_owner[k].store(g_live_by_owner[k].load());
 }
 void markStartupEnd() {
     g_startup_peak.store(g_peak.load());
@@ -133,7 +145,7 @@ bool retagAllocation(const c10::DataPtr& data, MemoryOwner owner) {
     const auto size = int64_t(h->size);
     const uint8_t previous = h->owner.exchange(uint8_t(owner), std::memory_order_relaxed);
     g_live_by_owner[previous].fetch_sub(size, std::memory_order_relaxed);
-    g_live_by_owner[size_t(owner)].fetch_add(size, std::memory_order_relaxed);
+    add(uint8_t(owner), size);
     return true;
 }
 

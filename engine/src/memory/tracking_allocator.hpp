@@ -59,8 +59,9 @@ void installTrackingAllocator(); // idempotent
 [[nodiscard]] int64_t trackedLiveBytes();                  // all owners
 [[nodiscard]] int64_t trackedLiveBytes(MemoryOwner owner); // one owner
 [[nodiscard]] int64_t trackedPeakBytes();                  // since the last reset: the step peak
+[[nodiscard]] int64_t trackedPeakBytes(MemoryOwner owner); // one owner's peak since the last reset
 [[nodiscard]] int64_t trackedStartupPeakBytes();           // the peak when markStartupEnd ran; 0 before
-void resetTrackedPeak();                                   // peak := live
+void resetTrackedPeak();                                   // every peak := its live bytes
 void markStartupEnd();                                     // start-up peak := peak; peak := live
 
 // Moves a block this allocator made to `owner` (its bytes change category);

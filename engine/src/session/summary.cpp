@@ -208,8 +208,8 @@ void tallyCounter(RankTally& tally, const Event& e) {
         break;
     default:
         for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
-            if (e.kind == kMeasuredCategories[k].second)
-                raisePeak(tally, MemSlot(kMemMeasuredFirst + k), e.value);
+            if (e.kind == kMeasuredCategories[k].second) // bytes: the allocator's own peak for the owner
+                raisePeak(tally, MemSlot(kMemMeasuredFirst + k), std::max(e.value, double(e.bytes)));
         break;
     }
 }

@@ -491,6 +491,8 @@ class ShardedStrategy final : public TrainingStrategy {
         };
         counter(EventKind::MemParamsMaterialized, materializedBytes());
         counter(EventKind::MemParameters, memory().parameters);
+        counter(EventKind::MemMeasuredParameters,
+                trackedLiveBytes(MemoryOwner::Parameters)); // the allocator's
     }
 
     int64_t materializedBytes() const {
