@@ -273,6 +273,9 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
         CHECK(m["comm_buffers"] == 1100);
         CHECK(m["activations"] == 950);
         CHECK(m["temporaries"] == 77);
+        // measured_held: the live values at the samples only (the 950 peak was never live at one).
+        CHECK(j["peak_memory"][1]["measured_held"]["activations"] == 900);
+        CHECK(j["peak_memory"][1]["measured_held"]["optimizer_state"] == 8300);
         CHECK(j["peak_memory"][1]["startup_peak"] == 90000);
         CHECK(j["peak_memory"][1]["rss"] == 123456789);
         // The strategy's own categories are untouched by the measured counters.

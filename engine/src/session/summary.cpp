@@ -41,11 +41,12 @@ enum MemSlot {
     kMemLivePeak,
     kMemParamsMaterialized,
     kMemHost,
-    kMemStepPeak,      // MemPeak alone: the allocator's peak since set-up ended
-    kMemStartupPeak,   // the allocator's peak during set-up
-    kMemRss,           // the process's resident set
-    kMemMeasuredFirst, // the allocator's live bytes per owner tag, kMemoryOwners slots
-    kMemSlots = kMemMeasuredFirst + 6
+    kMemStepPeak,                          // MemPeak alone: the allocator's peak since set-up ended
+    kMemStartupPeak,                       // the allocator's peak during set-up
+    kMemRss,                               // the process's resident set
+    kMemMeasuredFirst,                     // the allocator's peak per owner tag, kMemoryOwners slots
+    kMemHeldFirst = kMemMeasuredFirst + 6, // the largest live bytes per owner tag at a sample point
+    kMemSlots = kMemHeldFirst + 6
 };
 // The measured categories in MemoryOwner order (memory/tracking_allocator.hpp)
 // and the counter kind that carries each.
@@ -54,7 +55,7 @@ constexpr std::pair<const char*, EventKind> kMeasuredCategories[] = {
     {"optimizer_state", EventKind::MemMeasuredOptimizer}, {"comm_buffers", EventKind::MemMeasuredCommBuffers},
     {"activations", EventKind::MemMeasuredActivations},   {"temporaries", EventKind::MemMeasuredTemporaries},
 };
-static_assert(std::size(kMeasuredCategories) == kMemSlots - kMemMeasuredFirst);
+static_assert(std::size(kMeasuredCategories) == kMemSlots - kMemHeldFirst);
 
 // Everything the summary needs to know about one rank.
 struct RankTally {
@@ -208,8 +209,10 @@ void tallyCounter(RankTally& tally, const Event& e) {
         break;
     default:
         for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
-            if (e.kind == kMeasuredCategories[k].second) // bytes: the allocator's own peak for the owner
+            if (e.kind == kMeasuredCategories[k].second) { // bytes: the allocator's own peak for the owner
                 raisePeak(tally, MemSlot(kMemMeasuredFirst + k), std::max(e.value, double(e.bytes)));
+                raisePeak(tally, MemSlot(kMemHeldFirst + k), e.value);
+            }
         break;
     }
 }
@@ -433,6 +436,12 @@ std::string summaryJson(const RunRecord& record) {
         for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
             measured[kMeasuredCategories[k].first] = toInteger(tally.mem_peak[kMemMeasuredFirst + k]);
         peak["measured"] = measured;
+        // The same tags, live at the sample points (after forward, after the step): what stays
+        // allocated, without the transients inside a phase.
+        Json held;
+        for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
+            held[kMeasuredCategories[k].first] = toInteger(tally.mem_peak[kMemHeldFirst + k]);
+        peak["measured_held"] = held;
         peak["step_peak"] = toInteger(tally.mem_peak[kMemStepPeak]);
         peak["startup_peak"] = toInteger(tally.mem_peak[kMemStartupPeak]);
         peak["rss"] = toInteger(tally.mem_peak[kMemRss]);
