@@ -120,9 +120,10 @@ TEST_CASE("The allocator's measured memory by owner matches the ZeRO formulas", 
             INFO("the parameters' exact peak is what is held: they are allocated once (fsdp: per gather)");
             CHECK(bytes(measured, "parameters") == bytes(held, "parameters"));
 
-            INFO("the gradients' peak adds only autograd's gradients waiting to be added in: one parameter's "
-                 "(ddp, zero1: added into the bucket / flat view), or one block's and the root's (zero2, "
-                 "fsdp: a unit's are flattened when all have arrived; the root's last, after the embeddings)");
+            INFO(
+                "the gradients' peak adds only autograd's gradients waiting to be added in: one parameter's "
+                "(ddp, zero1: added into the bucket / flat view), or one block's and the root's (zero2, "
+                "fsdp: a unit's are flattened when all have arrived; the root's last, after the embeddings)");
             const double grad_transient =
                 double(flattens ? shapes.largest_block + shapes.root : shapes.largest_param);
             CHECK(bytes(measured, "gradients") >= bytes(held, "gradients"));
@@ -151,8 +152,8 @@ TEST_CASE("The allocator's measured memory by owner matches the ZeRO formulas", 
             INFO("the start-up peak holds the whole model; the step peak holds every owner's held bytes; "
                  "RSS is above both");
             CHECK(bytes(peak, "startup_peak") >= double(shapes.all));
-            CHECK(bytes(peak, "step_peak") >= bytes(held, "parameters") + bytes(held, "gradients") +
-                                                  bytes(held, "optimizer_state"));
+            CHECK(bytes(peak, "step_peak") >=
+                  bytes(held, "parameters") + bytes(held, "gradients") + bytes(held, "optimizer_state"));
             CHECK(bytes(peak, "rss") > bytes(peak, "step_peak"));
             CHECK(bytes(peak, "rss") > bytes(peak, "startup_peak"));
         }
