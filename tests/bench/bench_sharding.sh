@@ -11,7 +11,9 @@
 #   SCENARIO=FILE       default scenarios/zero_stages.toml (TinyGPT, 4 blocks, batch 8 per rank)
 #   BENCH_MD=FILE       also write the table as Markdown to FILE
 # The reference (the "anchor") is the papers' arithmetic: ratios measured/theory
-# for model states (goal: within 10%) and measured/cost-model for bytes. Step time
+# for model states (measured = the tracking allocator's owner tags, live at the
+# sample points; goal: within 10%), then each owner's exact peak, the step and
+# start-up peaks and RSS and measured/cost-model for bytes. Step time
 # is given as a ratio to DDP's in the same run. No PyTorch is needed.
 set -euo pipefail
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -50,35 +52,45 @@ import json, sys
 out, ranks, strategies, md_path = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4]
 MiB = 1024 * 1024
 rows = []
-head = ("| ranks | strategy | params (sharded) MiB (theory) | grads MiB (theory) | AdamW MiB (theory) | model states measured/theory "
-        "| materialized peak MiB (theory max) | live peak MiB | bytes/step MiB (cost model) | measured/model | step ms | step vs ddp |")
+# Memory columns: the tracking allocator's bytes per owner tag (measured_held: live at the
+# sample points; measured: each owner's exact peak), against the formulas (theory).
+head = ("| ranks | strategy | params held MiB (theory) | grads held MiB (theory) | AdamW held MiB (theory) | model states measured/theory "
+        "| materialized peak MiB (theory max) | step peak MiB | bytes/step MiB (cost model) | measured/model | step ms | step vs ddp |")
 rows.append(head)
 rows.append("|" + "---|" * 12)
+peaks = ["", "| ranks | strategy | grads peak MiB | AdamW peak MiB | comm buffers peak MiB | activations peak MiB "
+         "| temporaries peak MiB | step peak MiB | start-up peak MiB | RSS MiB |", "|" + "---|" * 10]
 for n in ranks:
     ddp_ms = None
     for s in strategies:
         j = json.load(open(f"{out}/{s}-{n}.json"))
         t = j["theory"]
-        peak = max(j["peak_memory"], key=lambda p: p["live_peak"])
-        # Sharded model states: fsdp's parameters counter also holds the unsharded
-        # copies alive when it was sampled; those are the materialized column.
-        sharded_params = peak["parameters"] - peak["params_materialized"]
-        measured_states = sharded_params + peak["gradients"] + peak["optimizer_state"]
-        theory_states = t["parameters"] + t["gradients"] + t["optimizer_state"]
+        peak = max(j["peak_memory"], key=lambda p: p["step_peak"])
+        held, measured = peak["measured_held"], peak["measured"]
+        # fsdp: the parameters held include the unsharded units alive at a gather;
+        # the formula's side is the shards plus the materialized peak.
+        theory_params = t["parameters"] + (t["params_materialized_peak"] if s in ("fsdp", "hsdp") else 0)
+        measured_states = held["parameters"] + held["gradients"] + held["optimizer_state"]
+        theory_states = theory_params + t["gradients"] + t["optimizer_state"]
         steps = j["steps"]
         per_step = j["bytes_sent"][0] / steps if steps else 0
         ms = max(x for x in j["step_ms_median"] if x is not None)
         if s == "ddp": ddp_ms = ms
         bytes_ratio = (per_step / t["bytes_sent_per_step"]) if t["bytes_sent_per_step"] else float("nan")
-        rows.append(f"| {n} | {s} | {sharded_params/MiB:.2f} ({t['parameters']/MiB:.2f}) "
-                    f"| {peak['gradients']/MiB:.2f} ({t['gradients']/MiB:.2f}) "
-                    f"| {peak['optimizer_state']/MiB:.2f} ({t['optimizer_state']/MiB:.2f}) "
-                    f"| {measured_states/theory_states:.3f} "
+        rows.append(f"| {n} | {s} | {held['parameters']/MiB:.2f} ({theory_params/MiB:.2f}) "
+                    f"| {held['gradients']/MiB:.2f} ({t['gradients']/MiB:.2f}) "
+                    f"| {held['optimizer_state']/MiB:.2f} ({t['optimizer_state']/MiB:.2f}) "
+                    f"| {measured_states/theory_states:.4f} "
                     f"| {peak['params_materialized']/MiB:.2f} ({t['params_materialized_peak']/MiB:.2f}) "
-                    f"| {peak['live_peak']/MiB:.1f} "
+                    f"| {peak['step_peak']/MiB:.1f} "
                     f"| {per_step/MiB:.2f} ({t['bytes_sent_per_step']/MiB:.2f}) | "
                     + ("-" if n == "1" else f"{bytes_ratio:.4f}") +
                     f" | {ms:.1f} | " + (f"{ms/ddp_ms:.2f}" if ddp_ms else "-") + " |")
+        peaks.append(f"| {n} | {s} | {measured['gradients']/MiB:.2f} | {measured['optimizer_state']/MiB:.2f} "
+                     f"| {measured['comm_buffers']/MiB:.2f} | {measured['activations']/MiB:.1f} "
+                     f"| {measured['temporaries']/MiB:.2f} | {peak['step_peak']/MiB:.1f} "
+                     f"| {peak['startup_peak']/MiB:.2f} | {peak['rss']/MiB:.0f} |")
+rows.extend(peaks)
 import statistics
 reps = int(sys.argv[5])
 def prefetch(tag):

@@ -531,6 +531,31 @@ TEST_CASE("The views draw a small run and respond to the mouse", "[gui]") {
         imgui.mouse(ImVec2(400, 80));
         CHECK(imgui.frame([&] { memory.draw(in); }).balanced);
     }
+    SECTION("memory bars: the allocator's measured categories replace the bookkeeping once reported, "
+            "with temporaries, step peak, start-up peak and RSS beside them") {
+        CHECK_FALSE(memoryBars(in, 0).measured); // the synthetic run reports bookkeeping only
+        const int64_t t = model.tEnd();
+        const Event measured[] = {
+            SyntheticRun::counter(0, 50, EventKind::MemMeasuredParameters, 1'004'096, t + 1),
+            SyntheticRun::counter(0, 50, EventKind::MemMeasuredActivations, 700'000, t + 1),
+            SyntheticRun::counter(0, 51, EventKind::MemMeasuredActivations, 20'000, t + 2),
+            SyntheticRun::counter(0, 51, EventKind::MemMeasuredTemporaries, 3'000, t + 2),
+            SyntheticRun::counter(0, 51, EventKind::MemStartupPeak, 9'000'000, t + 2),
+            SyntheticRun::counter(0, 51, EventKind::MemRss, 200'000'000, t + 2)};
+        model.ingest(measured, 6);
+        const MemoryBars b = memoryBars(in, 0);
+        CHECK(b.measured);
+        CHECK(b.now[0] == 1'004'096); // the allocator's parameters, not the bookkeeping's 1,000,000
+        CHECK(b.now[3] == 20'000);
+        CHECK(b.peak[3] == 700'000);
+        CHECK(b.temporaries_now == 3'000);
+        CHECK(b.startup_peak == 9'000'000);
+        CHECK(b.rss == 200'000'000);
+        CHECK_FALSE(memoryBars(in, 1).measured); // rank 1 reported no tags: its bookkeeping stays
+        MemoryView memory;
+        imgui.mouse(ImVec2(400, 80));
+        CHECK(imgui.frame([&] { memory.draw(in); }).balanced);
+    }
     SECTION("memory bars: an offloading rank's host bytes, latest and largest, beside the device bars") {
         const int64_t t = model.tEnd();
         const Event host[] = {SyntheticRun::counter(0, 50, EventKind::MemHost, 6'000'000, t + 1),

@@ -250,6 +250,41 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
         CHECK(j["peak_memory"][1]["live_peak"].is_number_integer());
     }
 
+    SECTION("the allocator's measured categories, step peak, start-up peak and RSS are kept apart from the "
+            "strategy's bookkeeping") {
+        const int64_t t = kStartNs + 500 * kMs;
+        const std::pair<EventKind, double> measured[] = {
+            {EventKind::MemMeasuredParameters, 4100.0}, {EventKind::MemMeasuredGradients, 4200.0},
+            {EventKind::MemMeasuredOptimizer, 8300.0},  {EventKind::MemMeasuredCommBuffers, 1100.0},
+            {EventKind::MemMeasuredActivations, 900.0}, {EventKind::MemMeasuredTemporaries, 77.0},
+            {EventKind::MemStartupPeak, 90000.0},       {EventKind::MemRss, 123456789.0}};
+        for (int s = 0; s < 2; ++s) // step 1 lower than step 0: the maximum is kept
+            for (const auto& [kind, bytes] : measured)
+                record.events.push_back(counter(1, kind, s, t + s * kMs, bytes - 10.0 * s));
+        // A measured category's Event::bytes is the allocator's own peak for it, above any sample.
+        Event between = counter(1, EventKind::MemMeasuredActivations, 1, t + 2 * kMs, 100.0);
+        between.bytes = 950;
+        record.events.push_back(between);
+        const auto j = nlohmann::json::parse(dt::summaryJson(record));
+        const auto& m = j["peak_memory"][1]["measured"];
+        CHECK(m["parameters"] == 4100);
+        CHECK(m["gradients"] == 4200);
+        CHECK(m["optimizer_state"] == 8300);
+        CHECK(m["comm_buffers"] == 1100);
+        CHECK(m["activations"] == 950);
+        CHECK(m["temporaries"] == 77);
+        // measured_held: the live values at the samples only (the 950 peak was never live at one).
+        CHECK(j["peak_memory"][1]["measured_held"]["activations"] == 900);
+        CHECK(j["peak_memory"][1]["measured_held"]["optimizer_state"] == 8300);
+        CHECK(j["peak_memory"][1]["startup_peak"] == 90000);
+        CHECK(j["peak_memory"][1]["rss"] == 123456789);
+        // The strategy's own categories are untouched by the measured counters.
+        CHECK(j["peak_memory"][1]["parameters"] != 4100);
+        // The step peak is the MemPeak counter (here the only live counter, so live_peak too).
+        CHECK(j["peak_memory"][0]["step_peak"] == 25000);
+        CHECK(j["peak_memory"][0]["measured"]["parameters"] == 0); // rank 0 reported none
+    }
+
     SECTION("an offloading run gets the host peak and the median copy and host-optimizer times") {
         CHECK_FALSE(nlohmann::json::parse(dt::summaryJson(record)).contains("offload"));
         record.scenario.strategy.kind = dt::StrategyKind::Zero2;

@@ -1,5 +1,6 @@
-// test_tracking_allocator.cpp: the counting CPU allocator (live, peak, reset)
-// and the memory accounting built on it (storage bytes, the activations rule).
+// test_tracking_allocator.cpp: the counting CPU allocator (live, peak, reset,
+// owner tags, start-up peak) and the memory accounting built on it (storage
+// bytes, the activations rule, the measured side of a sample).
 //
 // The allocator is process-wide once installed, so every check here works on
 // differences of trackedLiveBytes() around its own allocations.
@@ -10,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 TEST_CASE("The tracking allocator counts live and peak bytes", "[allocator]") {
@@ -145,5 +148,207 @@ TEST_CASE("sampleMemory reports activations as live minus the owned categories",
     SECTION("peak is at least live") {
         const auto s = dt::sampleMemory(0, 0, 0, 0);
         CHECK(s.peak >= s.live);
+    }
+}
+
+namespace {
+
+using dt::MemoryOwner;
+
+// Live bytes per owner now.
+std::vector<int64_t> liveByOwner() {
+    std::vector<int64_t> v;
+    for (int k = 0; k < dt::kMemoryOwners; ++k)
+        v.push_back(dt::trackedLiveBytes(MemoryOwner(k)));
+    return v;
+}
+
+// after - before, per owner
+std::vector<int64_t> grownBy(const std::vector<int64_t>& before) {
+    std::vector<int64_t> d = liveByOwner();
+    for (size_t k = 0; k < d.size(); ++k)
+        d[k] -= before[k];
+    return d;
+}
+
+std::vector<int64_t> only(MemoryOwner owner, int64_t bytes) {
+    std::vector<int64_t> v(size_t(dt::kMemoryOwners), 0);
+    v[size_t(owner)] = bytes;
+    return v;
+}
+
+} // namespace
+
+TEST_CASE("The tracking allocator counts each allocation against the owner that made it", "[allocator]") {
+    dt::installTrackingAllocator();
+
+    SECTION("without a scope an allocation is a temporary") {
+        CHECK(dt::currentAllocationOwner() == MemoryOwner::Temporaries);
+        const auto before = liveByOwner();
+        auto t = at::empty({250}, at::kFloat);
+        CHECK(grownBy(before) == only(MemoryOwner::Temporaries, 1000));
+    }
+
+    SECTION("an allocation under each scope adds exactly its bytes to that owner and no other") {
+        for (int k = 0; k < dt::kMemoryOwners; ++k) {
+            const auto owner = MemoryOwner(k);
+            CAPTURE(dt::memoryOwnerName(owner));
+            const auto before = liveByOwner();
+            {
+                at::Tensor t;
+                {
+                    const dt::AllocationOwnerScope scope(owner);
+                    t = at::empty({1000 + k}, at::kFloat);
+                }
+                CHECK(grownBy(before) == only(owner, (1000 + k) * 4));
+            }
+            CHECK(grownBy(before) == only(owner, 0));
+        }
+    }
+
+    SECTION("the innermost scope wins and the outer one comes back when it ends") {
+        const auto before = liveByOwner();
+        const dt::AllocationOwnerScope outer(MemoryOwner::Parameters);
+        auto p = at::empty({100}, at::kFloat);
+        at::Tensor g;
+        {
+            const dt::AllocationOwnerScope inner(MemoryOwner::Gradients);
+            CHECK(dt::currentAllocationOwner() == MemoryOwner::Gradients);
+            g = at::empty({30}, at::kFloat);
+        }
+        CHECK(dt::currentAllocationOwner() == MemoryOwner::Parameters);
+        auto p2 = at::empty({5}, at::kDouble);
+        auto expected = only(MemoryOwner::Parameters, 400 + 40);
+        expected[size_t(MemoryOwner::Gradients)] = 120;
+        CHECK(grownBy(before) == expected);
+    }
+
+    SECTION("a free under another scope subtracts from the owner that allocated the block") {
+        const auto before = liveByOwner();
+        at::Tensor state;
+        {
+            const dt::AllocationOwnerScope scope(MemoryOwner::OptimizerState);
+            state = at::zeros({512}, at::kFloat);
+        }
+        {
+            const dt::AllocationOwnerScope scope(MemoryOwner::Activations);
+            CHECK(grownBy(before) == only(MemoryOwner::OptimizerState, 2048));
+            state = at::Tensor(); // freed while activations are the current owner
+        }
+        CHECK(grownBy(before) == only(MemoryOwner::OptimizerState, 0));
+    }
+
+    SECTION("the per-owner sums add up to the total live bytes") {
+        int64_t sum = 0;
+        for (int64_t v : liveByOwner())
+            sum += v;
+        CHECK(sum == dt::trackedLiveBytes());
+    }
+
+    SECTION("retagging moves a block's bytes to the new owner, and its free subtracts from there") {
+        const auto before = liveByOwner();
+        auto grad = at::empty({64, 4}, at::kFloat); // a temporary of the backward...
+        CHECK(grownBy(before) == only(MemoryOwner::Temporaries, 1024));
+        CHECK(dt::retagStorage(grad.narrow(0, 3, 2), MemoryOwner::Gradients)); // ...handed to .grad
+        CHECK(grownBy(before) == only(MemoryOwner::Gradients, 1024));          // the whole block moves
+        grad = at::Tensor();
+        CHECK(grownBy(before) == only(MemoryOwner::Gradients, 0));
+        CHECK(grownBy(before) == only(MemoryOwner::Temporaries, 0));
+    }
+
+    SECTION("memory the allocator did not make cannot be retagged") {
+        std::vector<float> outside(16, 1.0f);
+        auto blob = at::from_blob(outside.data(), {16}, at::kFloat);
+        const auto before = liveByOwner();
+        CHECK_FALSE(dt::retagStorage(blob, MemoryOwner::Gradients));
+        CHECK_FALSE(dt::retagStorage(at::Tensor(), MemoryOwner::Gradients));
+        CHECK(grownBy(before) == only(MemoryOwner::Gradients, 0));
+    }
+
+    SECTION("scopes are per thread: concurrent threads count against their own owners") {
+        // Four threads, each under its own owner, allocate and free many blocks,
+        // keeping some; the totals are exact, with nothing lost to races.
+        const std::vector<MemoryOwner> owners = {MemoryOwner::Parameters, MemoryOwner::Gradients,
+                                                 MemoryOwner::OptimizerState, MemoryOwner::CommBuffers};
+        const auto before = liveByOwner();
+        std::vector<std::vector<at::Tensor>> kept(owners.size());
+        std::atomic<int> ready{0};
+        std::vector<std::thread> threads;
+        for (size_t i = 0; i < owners.size(); ++i)
+            threads.emplace_back([&, i] {
+                const dt::AllocationOwnerScope scope(owners[i]);
+                ++ready;
+                while (ready.load() < int(owners.size()))
+                    std::this_thread::yield(); // start together, so the counters are contended
+                for (int n = 1; n <= 2000; ++n) {
+                    auto t = at::empty({n % 97 + 1}, at::kFloat);
+                    if (n % 100 == 0)
+                        kept[i].push_back(t); // 20 kept blocks: n = 100, 200, ..., 2000
+                }
+            });
+        for (auto& t : threads)
+            t.join();
+        int64_t kept_bytes = 0;
+        for (int n = 100; n <= 2000; n += 100)
+            kept_bytes += (n % 97 + 1) * 4;
+        auto expected = only(MemoryOwner::Parameters, 0);
+        for (MemoryOwner o : owners)
+            expected[size_t(o)] = kept_bytes;
+        CHECK(grownBy(before) == expected);
+        CHECK(dt::currentAllocationOwner() == MemoryOwner::Temporaries); // this thread's owner is untouched
+    }
+}
+
+TEST_CASE("The start-up peak is kept when set-up ends and the step peak starts from live", "[allocator]") {
+    dt::installTrackingAllocator();
+    auto keep = at::empty({1000}, at::kFloat);
+    { auto build_whole_model = at::empty({1 << 18}, at::kFloat); } // 1 MiB, freed before set-up ends
+    const int64_t startup_peak = dt::trackedPeakBytes();
+    REQUIRE(startup_peak >= dt::trackedLiveBytes() + (1 << 20));
+    dt::markStartupEnd();
+
+    SECTION("the start-up peak is the peak reached before markStartupEnd") {
+        CHECK(dt::trackedStartupPeakBytes() == startup_peak);
+    }
+
+    SECTION("the step peak is what is live plus what the step allocates") {
+        const int64_t live = dt::trackedLiveBytes();
+        CHECK(dt::trackedPeakBytes() == live);
+        { auto activation = at::empty({1 << 10}, at::kFloat); }
+        CHECK(dt::trackedPeakBytes() == live + 4096);
+        CHECK(dt::trackedStartupPeakBytes() == startup_peak);
+    }
+
+    SECTION("each owner keeps its own peak, exact between samples, reset with the step peak") {
+        const int64_t grads0 = dt::trackedLiveBytes(MemoryOwner::Gradients);
+        CHECK(dt::trackedPeakBytes(MemoryOwner::Gradients) == grads0);
+        {
+            const dt::AllocationOwnerScope scope(MemoryOwner::Gradients);
+            auto a = at::empty({1000}, at::kFloat);
+            { auto b = at::empty({500}, at::kFloat); } // 6000 bytes at once, then 4000
+            auto c = at::empty({100}, at::kFloat);     // 4400: below the mark
+        }
+        CHECK(dt::trackedLiveBytes(MemoryOwner::Gradients) == grads0);
+        CHECK(dt::trackedPeakBytes(MemoryOwner::Gradients) == grads0 + 6000);
+        dt::resetTrackedPeak();
+        CHECK(dt::trackedPeakBytes(MemoryOwner::Gradients) == grads0);
+    }
+
+    SECTION("a sample's measured side reads the allocator's counters") {
+        at::Tensor opt;
+        {
+            const dt::AllocationOwnerScope scope(MemoryOwner::OptimizerState);
+            opt = at::zeros({300}, at::kFloat);
+        }
+        const auto s = dt::sampleMemory(0, 0, 0, 0);
+        for (int k = 0; k < dt::kMemoryOwners; ++k) {
+            CHECK(s.measured.of(MemoryOwner(k)) == dt::trackedLiveBytes(MemoryOwner(k)));
+            CHECK(s.measured.peak_by_owner[size_t(k)] == dt::trackedPeakBytes(MemoryOwner(k)));
+        }
+        CHECK(s.measured.of(MemoryOwner::OptimizerState) >= 1200);
+        CHECK(s.measured.step_peak == dt::trackedPeakBytes());
+        CHECK(s.measured.startup_peak == startup_peak);
+        // The resident set holds at least what the allocator made (it also holds LibTorch itself).
+        CHECK(s.measured.rss >= s.live);
     }
 }

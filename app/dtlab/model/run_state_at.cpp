@@ -15,11 +15,25 @@ namespace {
 // A step's SlowDelay beyond [run] step_delay_ms shorter than this is the sleep's overshoot.
 constexpr double kMinSlowMs = 10.0;
 
-// The memory counters in kMemoryCategories' order (view_inputs.hpp keeps the same list).
+// The memory counters in kMemoryCategories' order (view_inputs.hpp keeps the same list),
+// as the strategy's bookkeeping and as the allocator measured them.
 constexpr std::array<EventKind, 5> kCategories = {
     EventKind::MemParameters,  EventKind::MemGradients,   EventKind::MemOptimizer,
     EventKind::MemActivations, EventKind::MemCommBuffers,
 };
+constexpr std::array<EventKind, 5> kMeasuredCategories = {
+    EventKind::MemMeasuredParameters,  EventKind::MemMeasuredGradients,   EventKind::MemMeasuredOptimizer,
+    EventKind::MemMeasuredActivations, EventKind::MemMeasuredCommBuffers,
+};
+
+// Latest value and largest value up to p (the samples; the summary has the allocator's exact peaks).
+void latestAndPeak(const std::vector<CounterPoint>& points, const CounterPoint* p, double& now,
+                   double& peak) {
+    now = p->value;
+    peak = 0.0;
+    for (const CounterPoint* q = points.data(); q <= p; ++q)
+        peak = std::max(peak, q->value);
+}
 
 // The last span of a row that ended by t (rows are sorted by start; steps do not overlap).
 const SpanRecord* lastEndedBy(const std::vector<SpanRecord>& row, int64_t t, EventKind kind) {
@@ -47,18 +61,28 @@ bool inSpan(const std::vector<SpanRecord>& row, int64_t t, EventKind kind) {
 
 RankMemoryAt memoryAt(const RankLane& lane, int64_t t) {
     RankMemoryAt m;
-    for (size_t c = 0; c < kCategories.size(); ++c) {
-        const auto& points = lane.counters[size_t(kCategories[c])];
+    // Measured when the allocator reported by t; else the strategy's bookkeeping (an older recording).
+    m.measured = counterAt(lane.counters[size_t(EventKind::MemMeasuredParameters)], t) != nullptr;
+    const auto& categories = m.measured ? kMeasuredCategories : kCategories;
+    for (size_t c = 0; c < categories.size(); ++c) {
+        const auto& points = lane.counters[size_t(categories[c])];
         const CounterPoint* p = counterAt(points, t);
         if (!p)
             continue;
         m.any = true;
-        m.now[c] = int64_t(std::llround(p->value));
-        double peak = 0.0;
-        for (const CounterPoint* q = points.data(); q <= p; ++q)
-            peak = std::max(peak, q->value);
+        double now = 0.0, peak = 0.0;
+        latestAndPeak(points, p, now, peak);
+        m.now[c] = int64_t(std::llround(now));
         m.peak[c] = int64_t(std::llround(peak));
     }
+    const auto& temporaries = lane.counters[size_t(EventKind::MemMeasuredTemporaries)];
+    if (const CounterPoint* p = counterAt(temporaries, t))
+        latestAndPeak(temporaries, p, m.temporaries_now, m.temporaries_peak);
+    const auto& startup = lane.counters[size_t(EventKind::MemStartupPeak)];
+    if (const CounterPoint* p = counterAt(startup, t))
+        m.startup_peak = p->value;
+    if (const CounterPoint* p = counterAt(lane.counters[size_t(EventKind::MemRss)], t))
+        m.rss = p->value;
     if (const CounterPoint* p = counterAt(lane.counters[size_t(EventKind::MemLive)], t))
         m.allocator_live = p->value;
     const auto& peaks = lane.counters[size_t(EventKind::MemPeak)];

@@ -55,6 +55,12 @@ struct RankMemoryAt {
     double allocator_peak = -1.0;  // largest MemPeak up to T; -1 = not reported
     int64_t host_now = -1;         // MemHost (optimizer offload); -1 = not reported
     int64_t host_peak = -1;
+    // The tracking allocator's own numbers, when the rank reports them:
+    bool measured = false; // now/peak are the allocator's owner tags (else the strategy's bookkeeping)
+    double temporaries_now = -1.0;  // MemMeasuredTemporaries; -1 = not reported
+    double temporaries_peak = -1.0; // its largest sample up to T
+    double startup_peak = -1.0;     // MemStartupPeak
+    double rss = -1.0;              // MemRss (the latest)
 };
 
 struct RunStateAt {

@@ -82,6 +82,12 @@ inline constexpr std::array<EventKind, 5> kMemoryCategories = {
     EventKind::MemParameters,  EventKind::MemGradients,   EventKind::MemOptimizer,
     EventKind::MemActivations, EventKind::MemCommBuffers,
 };
+// The same categories measured by the tracking allocator (its owner tags), same order;
+// temporaries, its sixth tag, is shown apart (MemMeasuredTemporaries).
+inline constexpr std::array<EventKind, 5> kMeasuredMemoryCategories = {
+    EventKind::MemMeasuredParameters,  EventKind::MemMeasuredGradients,   EventKind::MemMeasuredOptimizer,
+    EventKind::MemMeasuredActivations, EventKind::MemMeasuredCommBuffers,
+};
 
 // Where the narration is.
 struct NarrationPosition {

@@ -50,18 +50,36 @@ MemoryBars memoryBars(const ViewInputs& inputs, int rank) {
         bars.allocator_peak = m.allocator_peak;
         bars.host_now = m.host_now;
         bars.host_peak = m.host_peak;
+        bars.measured = m.measured;
+        bars.temporaries_now = m.temporaries_now;
+        bars.temporaries_peak = m.temporaries_peak;
+        bars.startup_peak = m.startup_peak;
+        bars.rss = m.rss;
         return bars;
     }
     const RunModel& model = *inputs.model;
     const RankLane& lane = model.lane(rank);
-    for (size_t c = 0; c < kMemoryCategories.size(); ++c) {
-        const auto& points = lane.counters[size_t(kMemoryCategories[c])];
+    // Measured when the allocator reported; else the strategy's bookkeeping (an older recording).
+    bars.measured = !lane.counters[size_t(EventKind::MemMeasuredParameters)].empty();
+    const auto& categories = bars.measured ? kMeasuredMemoryCategories : kMemoryCategories;
+    for (size_t c = 0; c < categories.size(); ++c) {
+        const auto& points = lane.counters[size_t(categories[c])];
         if (points.empty())
             continue;
         bars.any = true;
         bars.now[c] = int64_t(std::llround(points.back().value));
-        bars.peak[c] = int64_t(std::llround(lane.counter_max[size_t(kMemoryCategories[c])]));
+        bars.peak[c] = int64_t(std::llround(lane.counter_max[size_t(categories[c])]));
     }
+    const auto& temporaries = lane.counters[size_t(EventKind::MemMeasuredTemporaries)];
+    if (!temporaries.empty()) {
+        bars.temporaries_now = temporaries.back().value;
+        bars.temporaries_peak = lane.counter_max[size_t(EventKind::MemMeasuredTemporaries)];
+    }
+    double value = 0.0;
+    if (model.lastCounter(rank, EventKind::MemStartupPeak, value))
+        bars.startup_peak = value;
+    if (model.lastCounter(rank, EventKind::MemRss, value))
+        bars.rss = value;
     double v = 0.0;
     if (model.lastCounter(rank, EventKind::MemLive, v))
         bars.allocator_live = v;
@@ -98,6 +116,15 @@ const char* MemoryView::helpText() const {
            "optimizer "
            "state (AdamW's two moments: 2x the parameters), activations (what the forward pass keeps for "
            "backward), communication buffers.\n\n"
+           "Measured, not computed: the bars are the tracking allocator's own sums. Every block a rank "
+           "allocates is tagged with its owner where it is made (model build = parameters, the optimizer "
+           "step = optimizer state, forward = activations, ...), so each category is counted by the "
+           "allocator, independently of the strategy's idea of what it holds. The row under the bars "
+           "(\"alloc\") gives what has no bar: temporaries (everything else a step allocates), the step "
+           "peak (the allocator's peak since set-up ended), the start-up peak (model build, before "
+           "sharding) and the process's RSS (everything resident, LibTorch included: a sanity line). "
+           "A recording made before the allocator tagged blocks shows the strategy's bookkeeping instead; "
+           "the legend says which.\n\n"
            "With DDP every rank holds a full copy of everything, so the bars are equal. Sharding strategies "
            "(ZeRO/FSDP) divide parameters, gradients and optimizer state by the number of shards: watch "
            "those segments shrink (ZeRO-1: optimizer state; ZeRO-2: also gradients; FSDP: also parameters, "
@@ -129,6 +156,17 @@ bool MemoryView::isEmpty(const ViewInputs& inputs) const {
 
 void MemoryView::drawLegend(const ViewInputs& inputs) {
     helpMarker(helpText());
+    ImGui::SameLine();
+    bool measured = false; // any rank's bars measured by the allocator
+    if (inputs.model)
+        for (int r = 0; r < inputs.model->world(); ++r)
+            measured = measured || memoryBars(inputs, r).measured;
+    ImGui::TextDisabled(measured ? "bars: measured (allocator)" : "bars: strategy bookkeeping");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(measured ? "The tracking allocator's bytes per owner tag: each block is tagged "
+                                     "where it is allocated."
+                                   : "This recording has no allocator tags: the bars are the bytes of the "
+                                     "tensors the strategy says it holds.");
     ImGui::SameLine();
     for (size_t c = 0; c < kMemoryCategories.size(); ++c)
         legendItem(palette::kindColor(kMemoryCategories[c]), kCategoryNames[c], c == 0);
@@ -193,7 +231,9 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         // Rows: "now" (a full bar), then "peak" and "theory" (thinner bars, each
         // in a row one text line tall so their labels never overlap).
         const bool has_host = b.host_now >= 0;
-        const float block_h = now_h + line_h + (has_theory ? line_h : 0.0f) + (has_host ? line_h : 0.0f);
+        const bool has_alloc = b.any && (b.allocator_peak >= 0.0 || b.startup_peak >= 0.0 || b.rss >= 0.0);
+        const float block_h = now_h + line_h + (has_theory ? line_h : 0.0f) + (has_host ? line_h : 0.0f) +
+                              (has_alloc ? line_h : 0.0f);
         if (inputs.selected_rank && *inputs.selected_rank == r)
             draw->AddRectFilled(ImVec2(origin.x, y - 2.0f), ImVec2(origin.x + avail_w, y + block_h + 2.0f),
                                 palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Header), 0.45f));
@@ -276,6 +316,22 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
                 mouse.y < host_y + peak_h)
                 hover_host_rank = r;
         }
+        if (has_alloc) { // the allocator's numbers without a bar, measured
+            const float alloc_y =
+                y + now_h + line_h + (has_theory ? line_h : 0.0f) + (has_host ? line_h : 0.0f);
+            draw->AddText(ImVec2(origin.x + style.ItemSpacing.x + 8.0f, alloc_y), dim, "alloc");
+            std::string line;
+            const auto part = [&](const char* name, double bytes) {
+                if (bytes < 0.0)
+                    return;
+                line += (line.empty() ? "" : "  ") + std::string(name) + " " + formatBytes(bytes);
+            };
+            part("temporaries", b.temporaries_now);
+            part("step peak", b.allocator_peak);
+            part("start-up peak", b.startup_peak);
+            part("RSS", b.rss);
+            draw->AddText(ImVec2(bar_x0, alloc_y), dim, line.c_str());
+        }
         // Clicking a rank's block selects the rank (shared with the other views).
         if (window_hovered && inputs.selected_rank && ImGui::IsMouseClicked(ImGuiMouseButton_Left) &&
             mouse.y >= y && mouse.y < y + block_h && mouse.x >= origin.x && mouse.x < origin.x + avail_w)
@@ -320,7 +376,10 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         ImGui::BeginTooltip();
         colorSwatch(palette::kindColor(kMemoryCategories[c]));
         ImGui::SameLine();
-        ImGui::Text("rank %d, %s (%s bar)", hover_rank, kCategoryNames[c], hover_bar);
+        ImGui::Text("rank %d, %s (%s bar, %s)", hover_rank, kCategoryNames[c], hover_bar,
+                    std::string(hover_bar) == "theory" ? "formula"
+                    : b.measured                       ? "measured by the allocator"
+                                                       : "the strategy's bookkeeping");
         ImGui::Separator();
         ImGui::Text("now     %s  (%s)", formatBytes(double(b.now[c])).c_str(),
                     formatBytesExact(b.now[c]).c_str());
@@ -334,8 +393,12 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         }
         ImGui::Text("rank total now %s", formatBytesExact(MemoryBars::total(b.now)).c_str());
         if (b.allocator_live >= 0.0)
-            ImGui::TextDisabled("allocator: live %s, peak %s", formatBytes(b.allocator_live).c_str(),
+            ImGui::TextDisabled("allocator: live %s, step peak %s", formatBytes(b.allocator_live).c_str(),
                                 formatBytes(std::max(b.allocator_peak, 0.0)).c_str());
+        if (b.temporaries_now >= 0.0)
+            ImGui::TextDisabled("temporaries (no bar): now %s, peak %s",
+                                formatBytes(b.temporaries_now).c_str(),
+                                formatBytes(std::max(b.temporaries_peak, 0.0)).c_str());
         ImGui::EndTooltip();
     }
     ImGui::EndChild();

@@ -1,7 +1,13 @@
 // view_memory.hpp: per-rank memory by category, now and at its peak.
 //
-// Each rank reports five memory counters once per step (parameters, gradients,
-// optimizer state, activations, communication buffers). The view stacks them
+// Each rank reports five memory categories at phase boundaries (parameters,
+// gradients, optimizer state, activations, communication buffers), measured by
+// the tracking allocator: every block is tagged with its owner where it is
+// allocated (memory/tracking_allocator.hpp). Older recordings carry only the
+// strategy's bookkeeping (the bytes of the tensors it says it holds); the bars
+// then show that and the legend says so. A text row per rank gives the
+// allocator's temporaries, step peak, start-up peak and the process's RSS.
+// The view stacks them
 // into one bar per rank for the latest values ("now") and one for each
 // category's largest value so far ("peak"), all on one shared byte scale so
 // ranks compare at a glance. A theory hook (ViewInputs::memory_theory) may add
@@ -30,6 +36,11 @@ struct MemoryBars {
     double allocator_peak = -1.0;
     int64_t host_now = -1; // MemHost (offload_optimizer): bytes in host memory, -1 when not reported
     int64_t host_peak = -1;
+    bool measured = false;         // now/peak come from the allocator's owner tags
+    double temporaries_now = -1.0; // the allocator's sixth tag, -1 when not reported
+    double temporaries_peak = -1.0;
+    double startup_peak = -1.0; // the allocator's peak during set-up, -1 when not reported
+    double rss = -1.0;          // the process's resident set, -1 when not reported
     // The rank's state at the views' moment (ViewInputs::ranks): a killed,
     // failed or restarting rank's bars are its last report, drawn faded.
     std::optional<RankState> state;

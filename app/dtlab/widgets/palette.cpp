@@ -49,17 +49,24 @@ ImU32 kindColor(EventKind kind) {
         return IM_COL32(160, 160, 90, 255); // olive
     // memory categories (counters)
     case EventKind::MemParameters:
+    case EventKind::MemMeasuredParameters:
         return IM_COL32(66, 133, 244, 255); // like forward: the weights
     case EventKind::MemGradients:
+    case EventKind::MemMeasuredGradients:
         return IM_COL32(149, 117, 205, 255); // like backward: what it makes
     case EventKind::MemOptimizer:
+    case EventKind::MemMeasuredOptimizer:
         return IM_COL32(240, 166, 50, 255); // like optimizer
     case EventKind::MemActivations:
+    case EventKind::MemMeasuredActivations:
         return IM_COL32(77, 182, 172, 255); // teal
     case EventKind::MemCommBuffers:
+    case EventKind::MemMeasuredCommBuffers:
         return IM_COL32(46, 173, 107, 255); // like all-reduce
     case EventKind::MemHost:
         return IM_COL32(190, 130, 40, 255); // darker amber: optimizer state moved to the host
+    case EventKind::MemMeasuredTemporaries:
+        return IM_COL32(150, 150, 150, 255); // grey: scratch of the step
     // lifecycle markers
     case EventKind::RankStarted:
     case EventKind::RankReady:

@@ -236,6 +236,10 @@ void Communicator::finishJob(Job& job, const std::function<void()>& run) {
     try {
         const auto begin = std::chrono::steady_clock::now();
         run();
+        // Drop the tensors the job captured before the waiter wakes: after wait()
+        // the caller frees its buffers, and this thread must not keep them alive
+        // (the allocator's comm-buffer bytes showed it did, until its next job).
+        job.run = nullptr;
         const WireBytes wire = modelBytes(job.kind, job.bytes, m_size, m_rank, job.peer);
         if (m_link && m_link->active()) { // hold the collective as long as the modelled link needs
             const auto until = begin + m_link->linkTime(std::max(wire.sent, wire.received));

@@ -98,6 +98,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
 
     int outer_steps = 0;
     bool left_early = false;
+    markStartupEnd(); // the allocator's peak from here on is the step peak
     while (step < scenario.run.steps) {
         if (c.faults->job_finished.load()) {
             left_early = true;

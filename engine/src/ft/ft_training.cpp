@@ -76,6 +76,7 @@ int trainFaultTolerant(const FtRankContext& c) {
     }
 
     bool left_early = false;
+    markStartupEnd(); // the allocator's peak from here on is the step peak
     while (step < scenario.run.steps) {
         if (c.faults->job_finished.load()) {
             left_early = true;

@@ -2,6 +2,8 @@
 // replica_loop.hpp).
 #include "ft/replica_loop.hpp"
 
+#include "memory/memory_events.hpp"
+
 #include "rank/step_gate.hpp"
 
 #include <torch/optim/adamw.h>
@@ -88,7 +90,7 @@ void emitReplicaMemory(const RankTelemetry& telemetry, int64_t step, const Memor
     if (comm_buffers)
         counter(EventKind::MemCommBuffers, m.comm_buffers);
     counter(EventKind::MemLive, m.live);
-    counter(EventKind::MemPeak, m.peak);
+    emitMeasuredMemory(telemetry, step, m.measured); // the step peak (MemPeak) among them
 }
 
 } // namespace dt::ft

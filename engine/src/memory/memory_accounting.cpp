@@ -6,6 +6,8 @@
 #include <torch/optim/adamw.h>
 
 #include <algorithm>
+#include <fstream>
+#include <unistd.h>
 #include <unordered_set>
 
 namespace dt {
@@ -35,6 +37,30 @@ int64_t adamStateBytes(const torch::optim::AdamW& optimizer) {
     return storageBytes(tensors);
 }
 
+int64_t residentSetBytes() {
+    std::ifstream in("/proc/self/statm");
+    int64_t size_pages = 0, resident_pages = 0;
+    if (!(in >> size_pages >> resident_pages))
+        return 0;
+    return resident_pages * int64_t(sysconf(_SC_PAGESIZE));
+}
+
+MeasuredMemory measureMemory() {
+    MeasuredMemory m;
+    for (int k = 0; k < kMemoryOwners; ++k) {
+        m.by_owner[size_t(k)] = trackedLiveBytes(MemoryOwner(k));
+        m.peak_by_owner[size_t(k)] = trackedPeakBytes(MemoryOwner(k));
+    }
+    m.step_peak = trackedPeakBytes();
+    m.startup_peak = trackedStartupPeakBytes();
+    m.rss = residentSetBytes();
+    return m;
+}
+
+bool retagStorage(const at::Tensor& tensor, MemoryOwner owner) {
+    return tensor.defined() && tensor.has_storage() && retagAllocation(tensor.storage().data_ptr(), owner);
+}
+
 MemorySample sampleMemory(int64_t parameters, int64_t gradients, int64_t optimizer_state,
                           int64_t comm_buffers) {
     MemorySample s;
@@ -45,6 +71,7 @@ MemorySample sampleMemory(int64_t parameters, int64_t gradients, int64_t optimiz
     s.live = trackedLiveBytes();
     s.peak = trackedPeakBytes();
     s.activations = std::max<int64_t>(0, s.live - (parameters + gradients + optimizer_state + comm_buffers));
+    s.measured = measureMemory();
     return s;
 }
 

@@ -1,7 +1,10 @@
 // tracking_allocator.cpp: see the header.
 //
-// Layout of one block: [64-byte header: size_t size][payload of size bytes]
+// Layout of one block: [64-byte header: size_t size, uint8 owner][payload of size bytes]
 // The payload stays 64-byte aligned (c10::alloc_cpu aligns the block to 64).
+// Counters: live bytes per owner plus the total (relaxed atomics: each is a sum
+// of independent increments), and a peak for each (raised with a
+// compare-exchange loop, lowered to live by resetTrackedPeak).
 #include "memory/tracking_allocator.hpp"
 
 #include <atomic>
@@ -12,23 +15,44 @@ namespace dt {
 namespace {
 
 constexpr size_t kHeader = 64;
-std::atomic<int64_t> g_live{0};
-std::atomic<int64_t> g_peak{0};
-std::atomic<bool> g_installed{false};
+struct Header {
+    size_t size;
+    std::atomic<uint8_t> owner;
+};
+static_assert(sizeof(Header) <= kHeader);
 
-void notePeak(int64_t live) {
-    int64_t peak = g_peak.load(std::memory_order_relaxed);
-    while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+std::atomic<int64_t> g_live{0};
+std::atomic<int64_t> g_live_by_owner[kMemoryOwners] = {};
+std::atomic<int64_t> g_peak_by_owner[kMemoryOwners] = {};
+std::atomic<int64_t> g_peak{0};
+std::atomic<int64_t> g_startup_peak{0};
+std::atomic<bool> g_installed{false};
+thread_local MemoryOwner t_owner = MemoryOwner::Temporaries;
+
+void notePeak(std::atomic<int64_t>& peak_counter, int64_t live) {
+    int64_t peak = peak_counter.load(std::memory_order_relaxed);
+    while (live > peak && !peak_counter.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
     }
+}
+
+void add(uint8_t owner, int64_t bytes) {
+    notePeak(g_peak_by_owner[owner],
+             g_live_by_owner[owner].fetch_add(bytes, std::memory_order_relaxed) + bytes);
+}
+
+Header* headerOf(void* payload) {
+    return reinterpret_cast<Header*>(static_cast<char*>(payload) - kHeader);
 }
 
 void trackedDelete(void* payload) {
     if (!payload)
         return;
-    char* block = static_cast<char*>(payload) - kHeader;
-    const size_t size = *reinterpret_cast<size_t*>(block);
-    g_live.fetch_sub(int64_t(size), std::memory_order_relaxed);
-    c10::free_cpu(block);
+    Header* h = headerOf(payload);
+    const auto size = int64_t(h->size);
+    g_live_by_owner[h->owner.load(std::memory_order_relaxed)].fetch_sub(size, std::memory_order_relaxed);
+    g_live.fetch_sub(size, std::memory_order_relaxed);
+    h->~Header();
+    c10::free_cpu(h);
 }
 
 void noDelete(void*) {}
@@ -38,8 +62,10 @@ struct TrackingCpuAllocator final : c10::Allocator {
         if (nbytes == 0)
             return {nullptr, nullptr, &noDelete, c10::Device(c10::DeviceType::CPU)};
         char* block = static_cast<char*>(c10::alloc_cpu(nbytes + kHeader));
-        *reinterpret_cast<size_t*>(block) = nbytes;
-        notePeak(g_live.fetch_add(int64_t(nbytes), std::memory_order_relaxed) + int64_t(nbytes));
+        const auto owner = uint8_t(t_owner);
+        new (block) Header{nbytes, owner};
+        add(owner, int64_t(nbytes));
+        notePeak(g_peak, g_live.fetch_add(int64_t(nbytes), std::memory_order_relaxed) + int64_t(nbytes));
         void* payload = block + kHeader;
         return {payload, payload, &trackedDelete, c10::Device(c10::DeviceType::CPU)};
     }
@@ -49,6 +75,34 @@ struct TrackingCpuAllocator final : c10::Allocator {
 TrackingCpuAllocator g_allocator;
 
 } // namespace
+
+const char* memoryOwnerName(MemoryOwner owner) {
+    switch (owner) {
+    case MemoryOwner::Parameters:
+        return "parameters";
+    case MemoryOwner::Gradients:
+        return "gradients";
+    case MemoryOwner::OptimizerState:
+        return "optimizer_state";
+    case MemoryOwner::CommBuffers:
+        return "comm_buffers";
+    case MemoryOwner::Activations:
+        return "activations";
+    case MemoryOwner::Temporaries:
+        return "temporaries";
+    }
+    return "?";
+}
+
+AllocationOwnerScope::AllocationOwnerScope(MemoryOwner owner) : m_previous(t_owner) {
+    t_owner = owner;
+}
+AllocationOwnerScope::~AllocationOwnerScope() {
+    t_owner = m_previous;
+}
+MemoryOwner currentAllocationOwner() {
+    return t_owner;
+}
 
 void installTrackingAllocator() {
     if (g_installed.exchange(true))
@@ -62,11 +116,37 @@ bool trackingAllocatorInstalled() {
 int64_t trackedLiveBytes() {
     return g_live.load(std::memory_order_relaxed);
 }
+int64_t trackedLiveBytes(MemoryOwner owner) {
+    return g_live_by_owner[size_t(owner)].load(std::memory_order_relaxed);
+}
+int64_t trackedPeakBytes(MemoryOwner owner) {
+    return g_peak_by_owner[size_t(owner)].load(std::memory_order_relaxed);
+}
 int64_t trackedPeakBytes() {
     return g_peak.load(std::memory_order_relaxed);
 }
+int64_t trackedStartupPeakBytes() {
+    return g_startup_peak.load(std::memory_order_relaxed);
+}
 void resetTrackedPeak() {
     g_peak.store(g_live.load());
+    for (int k = 0; k < kMemoryOwners; ++k)
+        g_peak_by_owner[k].store(g_live_by_owner[k].load());
+}
+void markStartupEnd() {
+    g_startup_peak.store(g_peak.load());
+    resetTrackedPeak();
+}
+
+bool retagAllocation(const c10::DataPtr& data, MemoryOwner owner) {
+    if (!data.get() || data.get_deleter() != &trackedDelete)
+        return false;
+    Header* h = headerOf(data.get());
+    const auto size = int64_t(h->size);
+    const uint8_t previous = h->owner.exchange(uint8_t(owner), std::memory_order_relaxed);
+    g_live_by_owner[previous].fetch_sub(size, std::memory_order_relaxed);
+    add(uint8_t(owner), size);
+    return true;
 }
 
 } // namespace dt

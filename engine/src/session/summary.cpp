@@ -20,9 +20,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace dt {
@@ -40,8 +42,21 @@ enum MemSlot {
     kMemLivePeak,
     kMemParamsMaterialized,
     kMemHost,
-    kMemSlots
+    kMemStepPeak,                          // MemPeak alone: the allocator's peak since set-up ended
+    kMemStartupPeak,                       // the allocator's peak during set-up
+    kMemRss,                               // the process's resident set
+    kMemMeasuredFirst,                     // the allocator's peak per owner tag, kMemoryOwners slots
+    kMemHeldFirst = kMemMeasuredFirst + 6, // the largest live bytes per owner tag at a sample point
+    kMemSlots = kMemHeldFirst + 6
 };
+// The measured categories in MemoryOwner order (memory/tracking_allocator.hpp)
+// and the counter kind that carries each.
+constexpr std::pair<const char*, EventKind> kMeasuredCategories[] = {
+    {"parameters", EventKind::MemMeasuredParameters},     {"gradients", EventKind::MemMeasuredGradients},
+    {"optimizer_state", EventKind::MemMeasuredOptimizer}, {"comm_buffers", EventKind::MemMeasuredCommBuffers},
+    {"activations", EventKind::MemMeasuredActivations},   {"temporaries", EventKind::MemMeasuredTemporaries},
+};
+static_assert(std::size(kMeasuredCategories) == kMemSlots - kMemHeldFirst);
 
 // Everything the summary needs to know about one rank.
 struct RankTally {
@@ -181,10 +196,24 @@ void tallyCounter(RankTally& tally, const Event& e) {
         break;
     // The peak of live memory: the MemPeak counter, or a higher MemLive sample.
     case EventKind::MemPeak:
+        raisePeak(tally, kMemStepPeak, e.value);
+        raisePeak(tally, kMemLivePeak, e.value);
+        break;
     case EventKind::MemLive:
         raisePeak(tally, kMemLivePeak, e.value);
         break;
+    case EventKind::MemStartupPeak:
+        raisePeak(tally, kMemStartupPeak, e.value);
+        break;
+    case EventKind::MemRss:
+        raisePeak(tally, kMemRss, e.value);
+        break;
     default:
+        for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
+            if (e.kind == kMeasuredCategories[k].second) { // bytes: the allocator's own peak for the owner
+                raisePeak(tally, MemSlot(kMemMeasuredFirst + k), std::max(e.value, double(e.bytes)));
+                raisePeak(tally, MemSlot(kMemHeldFirst + k), e.value);
+            }
         break;
     }
 }
@@ -428,6 +457,20 @@ std::string summaryJson(const RunRecord& record) {
         peak["live_peak"] = toInteger(tally.mem_peak[kMemLivePeak]);
         peak["params_materialized"] = toInteger(tally.mem_peak[kMemParamsMaterialized]);
         peak["host"] = toInteger(tally.mem_peak[kMemHost]);
+        // Measured by the allocator (each block tagged with its owner where it was made).
+        Json measured;
+        for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
+            measured[kMeasuredCategories[k].first] = toInteger(tally.mem_peak[kMemMeasuredFirst + k]);
+        peak["measured"] = measured;
+        // The same tags, live at the sample points (after forward, after the step): what stays
+        // allocated, without the transients inside a phase.
+        Json held;
+        for (size_t k = 0; k < std::size(kMeasuredCategories); ++k)
+            held[kMeasuredCategories[k].first] = toInteger(tally.mem_peak[kMemHeldFirst + k]);
+        peak["measured_held"] = held;
+        peak["step_peak"] = toInteger(tally.mem_peak[kMemStepPeak]);
+        peak["startup_peak"] = toInteger(tally.mem_peak[kMemStartupPeak]);
+        peak["rss"] = toInteger(tally.mem_peak[kMemRss]);
         peakMemory.push_back(peak);
 
         checksums.push_back(tally.has_checksum ? Json(checksumHex(tally.checksum)) : Json(nullptr));

@@ -9,6 +9,7 @@
 
 #include "dtlab/scenario.hpp"
 #include "memory/memory_accounting.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "strategy/optimizer_factory.hpp"
 
 #include <torch/optim/optimizer.h>
@@ -24,7 +25,10 @@ class DdpStrategy final : public TrainingStrategy {
         for (const auto& p : m_model.trainableParameters())
             m_params.push_back(p.tensor);
         const StrategyConfig& st = m_scenario.strategy;
-        m_sync = std::make_unique<DdpGradientSync>(m_params, m_comm, st.bucket_mb, st.overlap, c.sink);
+        {
+            const AllocationOwnerScope owner(MemoryOwner::Gradients); // the bucket buffers the .grad view
+            m_sync = std::make_unique<DdpGradientSync>(m_params, m_comm, st.bucket_mb, st.overlap, c.sink);
+        }
         m_optimizer = makeOptimizer(m_params, m_scenario.optimizer);
     }
 

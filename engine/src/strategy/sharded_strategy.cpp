@@ -44,11 +44,14 @@
 #include "dtlab/scenario.hpp"
 #include "memory/host_memory.hpp"
 #include "memory/memory_accounting.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "rank/rank_telemetry.hpp"
 
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/variable.h>
 #include <torch/optim/adamw.h>
+
+#include <optional>
 
 namespace dt {
 
@@ -93,6 +96,7 @@ class ShardedStrategy final : public TrainingStrategy {
 
         at::NoGradGuard no_grad;
         for (auto& u : m_units) {
+            std::optional<AllocationOwnerScope> grads(std::in_place, MemoryOwner::Gradients);
             if (m_stage == Stage::Zero1) {
                 u.flat_grad = at::zeros({u.padded}, at::kFloat);
                 for (size_t k = 0; k < u.params.size(); ++k) {
@@ -103,6 +107,7 @@ class ShardedStrategy final : public TrainingStrategy {
             } else {
                 u.shard_grad = at::zeros({u.shard_numel}, at::kFloat);
             }
+            grads.reset();
             if (m_stage == Stage::Fsdp) {
                 u.shard = u.shard.clone(); // its own storage; then the unsharded vector goes
                 releaseStorage(u.full);
@@ -381,6 +386,7 @@ class ShardedStrategy final : public TrainingStrategy {
             return;
         }
         at::NoGradGuard no_grad;
+        const AllocationOwnerScope owner(MemoryOwner::CommBuffers);
         PendingReduce p;
         p.unit = &u;
         if (m_stage == Stage::Zero1) {
@@ -418,7 +424,10 @@ class ShardedStrategy final : public TrainingStrategy {
     void issueGather(FlatUnit& u, bool telemetry = true) {
         if (u.materialized || u.gather)
             return;
-        allocateStorage(u.full);
+        {
+            const AllocationOwnerScope owner(MemoryOwner::Parameters);
+            allocateStorage(u.full);
+        }
         u.gather = m_comm.allGather(u.full, u.shard.detach(), tag(u.id));
         ++m_gathers_in_flight;
         if (telemetry)
@@ -497,6 +506,8 @@ class ShardedStrategy final : public TrainingStrategy {
         };
         counter(EventKind::MemParamsMaterialized, materializedBytes());
         counter(EventKind::MemParameters, memory().parameters);
+        counter(EventKind::MemMeasuredParameters,
+                trackedLiveBytes(MemoryOwner::Parameters)); // the allocator's
     }
 
     int64_t materializedBytes() const {

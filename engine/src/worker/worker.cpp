@@ -1,7 +1,8 @@
 // worker.cpp: the life of one rank.
 //
 //  1. Resolve rank, world and the Session address (flags, mpirun or torchrun).
-//  2. One torch thread, one OpenBLAS thread; install the tracking allocator.
+//  2. One torch thread, one OpenBLAS thread; install the tracking allocator
+//     (allocations are tagged by owner: the scopes below say whose they are).
 //  3. Join the Session's TCPStore; read the resolved scenario (JSON) and the
 //     telemetry address from it; connect telemetry (clock offset measured).
 //  4. Build data, model (seeded), Gloo communicators (hsdp: two sub-groups),
@@ -12,6 +13,8 @@
 //     gathers and frees units) -> backward (gradient collectives launch as
 //     units / buckets fill) -> wait; then the optimizer, a checkpoint when
 //     due, counters (loss, step time, bytes, memory by category).
+//     The allocator's peak until here is the start-up peak; it is reset, and
+//     from here on it is the step peak.
 //  6. Report the parameter checksum, optionally write the parameters, say Bye.
 // A CommError (peer lost, timeout) is reported to the Session with its text
 // and the rank exits with kExitRankFailed.
@@ -26,6 +29,7 @@
 #include "dtlab/scenario.hpp"
 #include "ft/ft_training.hpp"
 #include "memory/memory_accounting.hpp"
+#include "memory/memory_events.hpp"
 #include "memory/tracking_allocator.hpp"
 #include "model/model.hpp"
 #include "model/tensor_parallel_model.hpp"
@@ -48,6 +52,7 @@
 #include <dlfcn.h>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -139,6 +144,9 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     RankGroups groups = makeGroups(env, scenario, store, sink);
     Communicator& comm = *groups.world;
     std::unique_ptr<TrainableModel> model;
+    // Everything set-up allocates is a parameter unless a narrower scope says
+    // otherwise (DDP's buckets and the shard gradients are gradients).
+    std::optional<AllocationOwnerScope> setup_owner(std::in_place, MemoryOwner::Parameters);
     if (scenario.strategy.kind == StrategyKind::TensorParallel) {
         // Each rank keeps its shards of the same seeded model (nothing to broadcast).
         model = makeTensorParallelGpt(scenario.model, scenario.run.seed, comm);
@@ -167,9 +175,17 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     context.rank = rank;
     context.slow_delay_ms = [&gate] { return gate.delayMs(); };
     auto strategy = makeStrategy(context);
+    setup_owner.reset();
+    // A gradient is made by autograd (a temporary of the backward) and handed to
+    // the parameter's .grad: from then on its bytes are gradient memory.
+    for (const auto& p : model->trainableParameters())
+        if (p.tensor.requires_grad())
+            p.tensor.register_hook(
+                [](const at::Tensor& grad) { retagStorage(grad, MemoryOwner::Gradients); });
     int first_step = 0;
     if (!scenario.run.resume_from.empty()) {
         int64_t bytes = 0;
+        const AllocationOwnerScope owner(MemoryOwner::OptimizerState); // the AdamW moments it reads
         const int last = strategy->loadCheckpoint(scenario.run.resume_from, bytes);
         first_step = last + 1;
         if (first_step >= scenario.run.steps)
@@ -183,6 +199,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
                                            std::to_string(last) + ", " + std::to_string(bytes) +
                                            " bytes read per rank)");
     }
+    markStartupEnd();
     telemetry.instant(EventKind::RankReady).step(-1).emit();
 
     const ProcIo io_start = readProcIo();
@@ -196,6 +213,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         const auto memory = [&](EventKind kind, int64_t bytes) {
             telemetry.counter(kind).step(step).value(double(bytes)).emitIfDetailed();
         };
+        emitMeasuredMemory(telemetry, step,
+                           m.measured); // the allocator's tags (the caller checked detailed())
         memory(EventKind::MemActivations, m.activations);
         if (activations_only)
             return;
@@ -205,7 +224,6 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         memory(EventKind::MemOptimizer, m.optimizer_state);
         memory(EventKind::MemCommBuffers, m.comm_buffers);
         memory(EventKind::MemLive, m.live);
-        memory(EventKind::MemPeak, m.peak);
         if (scenario.strategy.offload_optimizer)
             memory(EventKind::MemHost, sm.host);
     };
@@ -272,7 +290,12 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
                 const at::Tensor inputs = M == 1 ? batch.inputs : batch.inputs.narrow(0, mb * rows, rows);
                 const at::Tensor targets = M == 1 ? batch.targets : batch.targets.narrow(0, mb * rows, rows);
                 strategy->beginMicrobatch(mb, mb == M - 1);
-                at::Tensor loss = model->loss(inputs, targets, timer);
+                at::Tensor loss;
+                {
+                    // What forward leaves alive is what autograd saved for backward.
+                    const AllocationOwnerScope owner(MemoryOwner::Activations);
+                    loss = model->loss(inputs, targets, timer);
+                }
                 if (telemetry.detailed())
                     emitMemory(step, /*activations_only=*/true);
                 step_loss += loss.item<double>() / M;
@@ -291,7 +314,11 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         }
 
         t = telemetry.now();
-        strategy->optimizerStep();
+        {
+            // AdamW creates its moments at its first step: optimizer state.
+            const AllocationOwnerScope owner(MemoryOwner::OptimizerState);
+            strategy->optimizerStep();
+        }
         telemetry.span(EventKind::Optimizer).from(t).step(step).emitIfDetailed();
 
         if (isCheckpointStep(scenario.run, step)) {
