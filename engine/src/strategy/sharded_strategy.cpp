@@ -298,8 +298,8 @@ class ShardedStrategy final : public TrainingStrategy {
             m.gradients += storageBytes(grads);
         }
         for (const auto& p : m_pending)
-            m.comm_buffers +=
-                (m_stage == Stage::Zero1 ? 0 : storageNbytes(p.input)) + storageNbytes(p.output);
+            m.comm_buffers += (m_stage == Stage::Zero1 || !p.input.defined() ? 0 : storageNbytes(p.input)) +
+                              storageNbytes(p.output);
         if (m_config.offload_optimizer) {
             std::vector<at::Tensor> host;
             for (const auto& u : m_units)
@@ -386,6 +386,7 @@ class ShardedStrategy final : public TrainingStrategy {
             return;
         }
         at::NoGradGuard no_grad;
+        freeFinishedReduceInputs();
         const AllocationOwnerScope owner(MemoryOwner::CommBuffers);
         PendingReduce p;
         p.unit = &u;
@@ -410,6 +411,18 @@ class ShardedStrategy final : public TrainingStrategy {
         m_pending.push_back(std::move(p));
         if (m_stage == Stage::Fsdp)
             release(u);
+    }
+
+    // zero2/fsdp: a reduce-scatter's flattened input is needed only until the
+    // collective has read it. FSDP drops it when the collective is done (the
+    // post-backward stream's free); here, at the next unit's gradients, so that
+    // at most the units whose reduce-scatters are still queued hold one.
+    void freeFinishedReduceInputs() {
+        if (m_stage == Stage::Zero1)
+            return; // the input is flat_grad itself
+        for (auto& p : m_pending)
+            if (p.input.defined() && p.reduce_scatter->isCompleted())
+                p.input = at::Tensor();
     }
 
     void zeroOtherSlices(FlatUnit& u) {
