@@ -25,8 +25,16 @@
 //   1f1b         p-1-r warm-up forwards on rank r, then one forward / one backward,
 //                then the remaining backwards (holds at most p - r microbatches)
 //   interleaved  1f1b over v chunks per rank in Megatron's order (m a multiple of p)
-//   zb-h1        1f1b with the backward split in Bi and W; W runs one slot later,
-//                so a rank sends its input gradient before computing weight gradients
+//   zb-h1        1f1b's order of F and Bi (the backward split in Bi and W); each W is
+//                placed greedily, planned by running the ranks in time order with
+//                F = Bi = W = one time unit (the run keeps the planned order whatever
+//                the real times): a rank runs its next F or Bi when that one's input
+//                has arrived, and otherwise its oldest pending W (in microbatch
+//                order) to fill the wait. A forward also waits (filled with a W if
+//                one is pending) while p microbatches hold activations on the rank
+//                (F run, W not yet): at most p, 1f1b's peak on its first stage.
+//                Ws left at the end run back to back before the optimizer. A Bi's
+//                input gradient is sent at once, before any W.
 // Bubble fraction of the wall time of one step, t_f/t_b/t_w per chunk:
 //   gpipe, 1f1b   (p-1) / (m + p - 1)
 //   interleaved   (p-1) / (v m + p - 1)                (Megatron: bubble / ideal = (p-1) / (v m))
