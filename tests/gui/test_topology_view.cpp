@@ -2,6 +2,7 @@
 // from a RunModel built from synthetic events and a RankProgress filled by hand.
 #include "gui/views_fixture.hpp"
 
+#include "model/rank_clock.hpp"
 #include "views/view_topology.hpp"
 
 #include <catch2/catch.hpp>
@@ -95,5 +96,56 @@ TEST_CASE("A rank blocked in an all-reduce that never completes reads BLOCKED, n
         in.live = true;
         TopologyView view;
         CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+    }
+}
+
+TEST_CASE("A rank's clock line: nothing on the tile on the Session's host, the error bound from another host",
+          "[gui][clock]") {
+    RunModel model;
+    Scenario s;
+    s.topology.ranks = 3;
+    model.reset(s, 3);
+    Event same;
+    same.rank = 0;
+    same.kind = EventKind::ClockSync;
+    same.phase = EventPhase::Instant;
+    same.t_ns = 10 * kMs;
+    same.unit = 0;
+    Event measured = same;
+    measured.rank = 1;
+    measured.unit = 1;
+    measured.bytes = -250'012'300; // offset applied
+    measured.value = 12'400;       // error bound
+    measured.dur_ns = 24'800;      // round trip
+    Event older = measured;        // arrives late: must not replace the newer one
+    older.t_ns = 5 * kMs;
+    older.value = 99'000;
+    Event drift = measured;
+    drift.kind = EventKind::ClockDriftPpm;
+    drift.phase = EventPhase::Counter;
+    drift.value = 40.2;
+    const Event ev[] = {same, measured, older, drift};
+    model.ingest(ev, std::size(ev));
+
+    SECTION("same host: exact, and the tile stays quiet") {
+        const RankClockText t = rankClockText(model.lane(0));
+        CHECK(t.tile.empty());
+        CHECK(t.detail == "same host as the Session: one clock, offset 0 (exact)");
+    }
+    SECTION("another host: the bound on the tile, offset, round trip, drift and syncs in the details") {
+        const RankClockText t = rankClockText(model.lane(1));
+        CHECK(t.tile == "clock \xC2\xB1"
+                        "12 \xC2\xB5s");
+        CHECK(t.detail == "offset -250.0 ms \xC2\xB1"
+                          "12 \xC2\xB5s (measured, round trip 25 \xC2\xB5s), drift "
+                          "+40.2 ppm, 2 syncs");
+    }
+    SECTION("a rank that never reported a clock") {
+        const RankClockText t = rankClockText(model.lane(2));
+        CHECK(t.tile.empty());
+        CHECK(t.detail == "-");
+    }
+    SECTION("ClockSync stays out of the event log's instants") {
+        CHECK(model.lane(1).instants.empty());
     }
 }

@@ -394,6 +394,40 @@ TEST_CASE("summaryJson computes a run's numbers from its events", "[summary]") {
         CHECK(j["exit"][1]["error"] == "peer lost");
     }
 
+    SECTION("clock gives each rank's offset and error bound from its last ClockSync, null without one") {
+        // rank 0 on the Session's host; rank 1 measured twice, its drift once.
+        Event same = makeEvent(0, EventKind::ClockSync, EventPhase::Instant, -1, kStartNs);
+        same.unit = 0;
+        record.events.push_back(same);
+        for (int i = 0; i < 2; ++i) {
+            Event sync = makeEvent(1, EventKind::ClockSync, EventPhase::Instant, -1, kStartNs + i * kMs);
+            sync.unit = 1;
+            sync.bytes = -250'000'000 - i * 40;
+            sync.value = i == 0 ? 61'000.0 : 42'500.0;
+            record.events.push_back(sync);
+        }
+        Event drift = makeEvent(1, EventKind::ClockDriftPpm, EventPhase::Counter, -1, kStartNs + kMs);
+        drift.value = 39.5;
+        record.events.push_back(drift);
+        auto j = nlohmann::json::parse(dt::summaryJson(record));
+        REQUIRE(j["clock"].size() == 2);
+        CHECK(j["clock"][0]["source"] == "same host");
+        CHECK(j["clock"][0]["offset_ns"] == 0);
+        CHECK(j["clock"][0]["error_bound_ns"] == 0);
+        CHECK(j["clock"][0]["drift_ppm"].is_null());
+        CHECK(j["clock"][1]["source"] == "measured");
+        CHECK(j["clock"][1]["offset_ns"] == -250'000'040);
+        CHECK(j["clock"][1]["error_bound_ns"] == 42'500);
+        CHECK(j["clock"][1]["max_error_bound_ns"] == 61'000);
+        CHECK(j["clock"][1]["syncs"] == 2);
+        CHECK(j["clock"][1]["drift_ppm"] == 39.5);
+
+        record.events.erase(record.events.end() - 4, record.events.end());
+        j = nlohmann::json::parse(dt::summaryJson(record));
+        CHECK(j["clock"][0].is_null());
+        CHECK(j["clock"][1].is_null());
+    }
+
     SECTION("a NaN loss is written as null, so the file stays valid JSON") {
         for (Event& e : record.events) {
             if (e.kind == EventKind::LossValue && e.step == 2)

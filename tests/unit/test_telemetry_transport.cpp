@@ -55,7 +55,10 @@ class TestSink final : public dt::TelemetrySink {
     }
     void onEvents(int rank, const Event* e, size_t count) override {
         std::lock_guard<std::mutex> lock(m_mutex);
-        events.insert(events.end(), e, e + count);
+        for (size_t i = 0; i < count; ++i) // the sender's own clock reports apart from the test's events
+            (e[i].kind == EventKind::ClockSync || e[i].kind == EventKind::ClockDriftPpm ? clock_events
+                                                                                        : events)
+                .push_back(e[i]);
         event_frame_ranks.push_back(rank);
         order.push_back("events");
         m_cv.notify_all();
@@ -94,6 +97,7 @@ class TestSink final : public dt::TelemetrySink {
     bool accept_hello = true;
     std::vector<Hello> hellos;
     std::vector<Event> events;
+    std::vector<Event> clock_events; // ClockSync, ClockDriftPpm
     std::vector<int> event_frame_ranks;
     std::vector<Log> logs;
     std::vector<Disconnect> disconnects;
@@ -178,18 +182,61 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
         });
     }
 
-    SECTION("the clock offset measured on one host is small") {
+    SECTION("on the Session's host the clock is the same: offset 0, error 0, one ClockSync that says so") {
         dt::TelemetrySender sender(0, 16);
         sender.connect("127.0.0.1", collector.port(), 2000);
-        CAPTURE(sender.clockOffsetNs());
-        CHECK(std::llabs(sender.clockOffsetNs()) < 5'000'000); // 5 ms; same CLOCK_MONOTONIC
+        CHECK(sender.clockOffsetNs() == 0);
+        CHECK(sender.clockEstimate().same_host);
         const int64_t a = dt::monotonicNowNs();
         const int64_t t = sender.now();
         const int64_t b = dt::monotonicNowNs();
-        CHECK(t >= a - 5'000'000);
-        CHECK(t <= b + 5'000'000);
+        CHECK(t >= a);
+        CHECK(t <= b);
         sender.close();
         REQUIRE(sink.waitUntil([&] { return !sink.disconnects.empty(); }));
+        sink.read([&] {
+            REQUIRE(sink.clock_events.size() == 1);
+            const Event& sync = sink.clock_events[0];
+            CHECK(sync.kind == EventKind::ClockSync);
+            CHECK(sync.unit == 0); // same host
+            CHECK(sync.bytes == 0);
+            CHECK(sync.value == 0.0);
+            return 0;
+        });
+    }
+
+    SECTION("a rank on a host whose clock is 250 ms ahead measures the offset within its bound and "
+            "re-syncs") {
+        dt::TelemetrySender sender(0, 64);
+        sender.simulateClockSkew(250'000'000, 40.0); // 250 ms ahead, 40 ppm fast
+        sender.connect("127.0.0.1", collector.port(), 2000);
+        const dt::ClockEstimate first = sender.clockEstimate();
+        CHECK_FALSE(first.same_host);
+        CAPTURE(first.offset_ns, first.error_bound_ns, first.round_trip_ns);
+        // The truth: session = local - 250 ms - 40 ppm x t, within the bound (loopback: < 1 ms).
+        CHECK(first.error_bound_ns > 0);
+        CHECK(first.error_bound_ns < 1'000'000);
+        const int64_t a = dt::monotonicNowNs();
+        const int64_t t = sender.now();
+        const int64_t b = dt::monotonicNowNs();
+        CHECK(t >= a - first.error_bound_ns - 100'000); // the bound, plus drift between syncs
+        CHECK(t <= b + first.error_bound_ns + 100'000);
+        // One re-sync (every ClockSync::kResyncNs): a second ClockSync arrives.
+        CHECK(sink.waitUntil([&] { return sink.clock_events.size() >= 2; },
+                             std::chrono::milliseconds(dt::ClockSync::kResyncNs / 1'000'000 + 3000)));
+        const int64_t later = sender.now(), now = dt::monotonicNowNs();
+        CHECK(std::llabs(later - now) < sender.clockEstimate().error_bound_ns + 100'000);
+        sender.close();
+        REQUIRE(sink.waitUntil([&] { return !sink.disconnects.empty(); }));
+        sink.read([&] {
+            for (const Event& e : sink.clock_events) {
+                CHECK(e.kind == EventKind::ClockSync);
+                CHECK(e.unit == 1); // measured
+                CHECK(e.value > 0.0);
+                CHECK(e.dur_ns > 0); // the round trip
+            }
+            return 0;
+        });
     }
 
     SECTION("a full queue drops events and counts every drop") {
@@ -204,7 +251,7 @@ TEST_CASE("A sender's stream reaches the collector intact", "[telemetry]") {
         CAPTURE(delivered, sender.dropped());
         CHECK(sender.dropped() > 0);
         CHECK(delivered + sender.dropped() == size_t(emitted));
-        CHECK(delivered >= 4); // the first 4 fit the queue
+        CHECK(delivered >= 3); // the first 3 fit the queue, behind the connect's ClockSync
         // what got through is still in emit order
         sink.read([&] {
             for (size_t i = 1; i < sink.events.size(); ++i)

@@ -384,6 +384,15 @@ void RunModel::ingestInstant(const Event& e) {
             insertSorted(laneFor(e.rank).unit_events, e, e.t_ns, timeOf);
         return;
     }
+    if (e.kind == EventKind::ClockSync) { // the latest only (see RankLane::clock_sync)
+        if (e.rank >= 0) {
+            RankLane& lane = laneFor(e.rank);
+            if (lane.clock_syncs == 0 || e.t_ns >= lane.clock_sync.t_ns)
+                lane.clock_sync = e;
+            ++lane.clock_syncs;
+        }
+        return;
+    }
     if (m_scenario.fault_tolerance.enabled && isFtEvent(e.kind))
         insertSorted(m_ft_events, e, e.t_ns, timeOf);
     if (isFrequentFtEvent(e, m_scenario.fault_tolerance.enabled))

@@ -21,6 +21,7 @@
 //                  heartbeats, quorums, commits, aborts, lost replicas,
 //                  restarts, the lighthouse down / up: the quorum view reads
 //                  them; the per-step ones stay out of the event log.
+//   clock          the latest ClockSync instant (offset applied, error bound).
 //   unit events    FSDP's UnitMaterialized / UnitFreed instants, kept apart:
 //                  several per unit and microbatch, so they would drown the
 //                  lifecycle markers and the event log; the FSDP flow view
@@ -94,6 +95,13 @@ struct RankLane {
     std::array<double, size_t(EventKind::Count)> counter_max{}; // largest value seen per counter kind
     std::vector<Event> instants;                                // lifecycle, sorted by t
     std::vector<Event> unit_events;                             // UnitMaterialized / UnitFreed, sorted by t
+    // The rank's latest ClockSync (kind == ClockSync once it sent one): the
+    // offset it applies to its clock and that offset's error bound
+    // (telemetry/clock_sync.hpp); kept apart from the instants (one every
+    // 1.25 s from a rank on another host would drown the event log).
+    Event clock_sync;
+    int clock_syncs = 0;
+    [[nodiscard]] bool hasClock() const { return clock_syncs > 0; }
 
     // Row r: 0..kDepths-1 = compute depth, kCommRow = comm.
     [[nodiscard]] const std::vector<SpanRecord>& row(int r) const {

@@ -2,6 +2,7 @@
 // (see view_topology.hpp).
 #include "views/view_topology.hpp"
 
+#include "model/rank_clock.hpp"
 #include "theme.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
@@ -85,7 +86,10 @@ const char* TopologyView::helpText() const {
            "a live peer and rejoins; plain DDP cannot take a rank back.\n\n"
            "Click a tile to select the rank: the timeline and event log follow, and the details below show "
            "its "
-           "pid, host, process groups with their backend (gloo or mpi), delay and the errors it logged.";
+           "pid, host, process groups with their backend (gloo or mpi), delay and the errors it logged.\n\n"
+           "Clock: every timestamp is on the Session's clock. A rank on the Session's host shares its "
+           "clock (offset 0, exact); a rank on another host measures its offset by ping-pong every 1.25 s, "
+           "and its tile shows the error bound (\xC2\xB1 half the round trip, plus the drift since).";
 }
 
 LayoutPlace TopologyView::layoutPlace(const LayoutContext&) const {
@@ -289,6 +293,18 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
                                 : scenario.topology.backend.c_str());
     else
         ImGui::TextDisabled("not started");
+    if (p.rank < inputs.model->world()) {
+        // A rank on another host: how far its timestamps may be off (same host: exact, nothing to say).
+        const RankClockText clock = rankClockText(inputs.model->lane(p.rank));
+        if (ImGui::IsItemHovered() && !clock.detail.empty() && clock.detail != "-")
+            ImGui::SetTooltip("clock: %s", clock.detail.c_str());
+        if (!clock.tile.empty()) {
+            ImGui::SameLine(0.0f, ImGui::GetFontSize());
+            ImGui::TextDisabled("%s", clock.tile.c_str());
+            if (ImGui::IsItemHovered())
+                ImGui::SetTooltip("clock: %s", clock.detail.c_str());
+        }
+    }
     if (!status.step_time.empty()) { // not while blocked, hung or dead: it would read as current
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
         ImGui::TextDisabled("%s", status.step_time.c_str());
@@ -419,6 +435,7 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
         cell("last loss", p.step >= 0 && !std::isnan(p.last_loss) ? buf : "-");
         std::snprintf(buf, sizeof(buf), "+%.0f ms per step", p.delay_ms);
         cell("delay", p.delay_ms > 0 ? buf : "none");
+        cell("clock", rank < inputs.model->world() ? rankClockText(inputs.model->lane(rank)).detail : "-");
         ImGui::EndTable();
     }
     // Slow: slider + Apply (the same as the tile's Slow popup).

@@ -9,6 +9,8 @@
 // record are not counted.
 #include "dtlab/summary.hpp"
 
+#include "session/clock_report.hpp"
+
 #include "dtlab/collective_cost.hpp"
 #include "dtlab/hung_collectives.hpp"
 #include "dtlab/pipeline_measure.hpp"
@@ -545,6 +547,7 @@ std::string summaryJson(const RunRecord& record) {
         exits.push_back(ex);
     }
     j["exit"] = exits;
+    j["clock"] = clockReportJson(record);
     j["wall_time_s"] = static_cast<double>(record.t_end_ns - record.t_start_ns) / 1e9;
 
     // Error text from a rank may hold invalid UTF-8: replace it rather than throw.

@@ -13,6 +13,7 @@
 // so a long run never needs its whole trace in memory as one json tree.
 // The layout is described in docs/summary.md.
 #include "dtlab/summary.hpp"
+#include "session/clock_report.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -316,6 +317,7 @@ void writeChromeTrace(const RunRecord& record, std::ostream& out) {
     other["ok"] = record.ok;
     other["failure_reason"] = record.failure_reason;
     other["t_start_ns"] = record.t_start_ns;
+    other["clock"] = clockReportJson(record); // per rank: offset applied and its error bound
     out << other.dump(-1, ' ', false, Json::error_handler_t::replace) << "\n}\n";
 }
 

@@ -2,13 +2,16 @@
 //
 // Per connection: send a Challenge, read Hello (refuse a wrong magic, version
 // or token proof, and log who was refused), send Welcome with the Session's
-// own proof, answer kClockPings pings with the Session clock, then read
-// frames until Bye or EOF. The handshake must finish within 10 s.
+// own proof and this host's boot id, answer kClockPings pings with the
+// Session clock, then read frames until Bye or EOF (a ClockPing frame, a
+// re-sync from a rank on another host, is answered with a ClockPong at once).
+// The handshake must finish within 10 s.
 // Every Event's rank field is overwritten with the connection's rank, so a
 // confused rank cannot write into another rank's lane.
 #include "telemetry/telemetry_collector.hpp"
 
 #include "dtlab/clock.hpp"
+#include "telemetry/clock_sync.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
 #include "core/sha256.hpp"
@@ -136,6 +139,8 @@ bool TelemetryCollector::authenticate(int fd, wire::Hello& hello) {
     wire::Welcome welcome{};
     std::memcpy(welcome.magic, wire::kWelcomeMagic, 4);
     welcome.proof = wire::sessionProof(m_token, challenge.session_nonce, hello.rank_nonce);
+    const BootId boot = thisBootId();
+    std::memcpy(welcome.boot_id, boot.bytes, sizeof(welcome.boot_id));
     if (!wire::sendAll(fd, &welcome, sizeof(welcome)))
         return false;
     setReceiveTimeout(fd, 0); // frames may be far apart (a paused run)
@@ -191,6 +196,15 @@ void TelemetryCollector::readLoop(int fd) {
             for (auto& e : events)
                 e.rank = rank;
             m_sink.onEvents(rank, events.data(), events.size());
+        } else if (header.type == uint32_t(wire::FrameType::ClockPing) && header.length == 8) {
+            wire::ClockPong pong{};
+            if (!wire::recvAll(fd, &pong.t_rank, 8))
+                break;
+            pong.t_session = monotonicNowNs();
+            std::lock_guard<std::mutex> lock(m_write_mutex);
+            wire::FrameHeader reply{uint32_t(wire::FrameType::ClockPong), uint32_t(sizeof(pong))};
+            if (!wire::sendAll(fd, &reply, sizeof(reply)) || !wire::sendAll(fd, &pong, sizeof(pong)))
+                break;
         } else if (header.type == uint32_t(wire::FrameType::Log) && header.length >= 1) {
             uint8_t level = 0;
             text.resize(header.length - 1);

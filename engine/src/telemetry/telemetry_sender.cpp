@@ -1,11 +1,15 @@
 // telemetry_sender.cpp: bounded queue + sender thread (see the header).
 //
-// Steps: connect -> Hello -> kClockPings ping-pongs, keep the offset of the
-// one with the least round trip (offset = t_session - (t_send + t_recv) / 2)
+// Steps: connect -> Hello -> Welcome (the Session's boot id: same host means
+// one CLOCK_MONOTONIC, offset 0) -> kClockPings ping-pongs, each a sample for
+// ClockSync (clock_sync.hpp: offset = t_session - (t_send + t_recv) / 2,
+// error <= round trip / 2) -> a ClockSync event
 // -> loop: every 20 ms or when 1024 events wait, swap the queue out and send
 // it as one Events frame; after kHeartbeatNs with nothing to send, an empty
 // Events frame says "still here" (the Session notices a rank that goes
-// silent: a stopped process, a host or link that is down)
+// silent: a stopped process, a host or link that is down); on another host a
+// ClockPing every ClockSync::kResyncNs, whose ClockPong the control reader
+// turns into a sample, a new estimate and a ClockSync event
 // -> close(): send what is left, then Bye.
 #include "telemetry/telemetry_sender.hpp"
 
@@ -14,6 +18,7 @@
 #include "telemetry/telemetry_wire.hpp"
 
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <sys/socket.h>
@@ -62,21 +67,87 @@ void TelemetrySender::connect(const std::string& host, int port, int timeout_ms,
         throw std::runtime_error("the Session at " + where +
                                  " did not prove it holds the token: refusing its control messages");
 
-    int64_t best_rtt = INT64_MAX;
+    BootId session_boot;
+    std::memcpy(session_boot.bytes, welcome.boot_id, sizeof(session_boot.bytes));
+    const bool same_host =
+        m_skew_offset_ns == 0 && m_skew_drift == 0.0 && session_boot.known() && session_boot == thisBootId();
+    if (same_host) {
+        std::lock_guard<std::mutex> lock(m_clock_mutex);
+        m_clock.setSameHost();
+        m_same_host.store(true);
+    }
+    std::vector<ClockSample> samples;
     for (int i = 0; i < wire::kClockPings; ++i) {
-        const int64_t t_send = monotonicNowNs();
-        int64_t t_session = 0;
-        if (!wire::sendAll(m_fd, &t_send, 8) || !wire::recvAll(m_fd, &t_session, 8))
+        ClockSample sample;
+        sample.t_send_ns = localNowNs();
+        if (!wire::sendAll(m_fd, &sample.t_send_ns, 8) || !wire::recvAll(m_fd, &sample.t_session_ns, 8))
             throw std::runtime_error(
                 "telemetry clock sync failed (Session closed the connection: wrong version?)");
-        const int64_t t_recv = monotonicNowNs();
-        if (t_recv - t_send < best_rtt) {
-            best_rtt = t_recv - t_send;
-            m_offset_ns = t_session - (t_send + t_recv) / 2;
-        }
+        sample.t_recv_ns = localNowNs();
+        samples.push_back(sample);
     }
+    for (size_t i = 0; i < samples.size(); ++i)
+        applyClockSample(samples[i], i + 1 == samples.size()); // one ClockSync event for them all
     m_thread = std::thread([this] { senderLoop(); });
     m_control_thread = std::thread([this] { controlLoop(); });
+}
+
+void TelemetrySender::simulateClockSkew(int64_t offset_ns, double drift_ppm) {
+    m_skew_offset_ns = offset_ns;
+    m_skew_drift = drift_ppm * 1e-6;
+}
+
+int64_t TelemetrySender::localNowNs() const {
+    const int64_t t = monotonicNowNs();
+    if (m_skew_offset_ns == 0 && m_skew_drift == 0.0)
+        return t;
+    return t + m_skew_offset_ns + int64_t(std::llround(double(t) * m_skew_drift));
+}
+
+void TelemetrySender::applyClockSample(const ClockSample& sample, bool emit_event) {
+    ClockEstimate estimate;
+    {
+        std::lock_guard<std::mutex> lock(m_clock_mutex);
+        m_clock.addSample(sample);
+        estimate = m_clock.estimateAt(sample.t_recv_ns);
+        m_offset_ns = estimate.offset_ns;
+        m_offset_at_local_ns = sample.t_recv_ns;
+        m_drift = estimate.drift_ppm ? *estimate.drift_ppm * 1e-6 : 0.0;
+    }
+    if (emit_event)
+        emitClockSync(estimate);
+}
+
+void TelemetrySender::emitClockSync(const ClockEstimate& estimate) {
+    Event sync;
+    sync.kind = EventKind::ClockSync;
+    sync.phase = EventPhase::Instant;
+    sync.t_ns = now();
+    sync.rank = m_rank;
+    sync.bytes = estimate.offset_ns;
+    sync.value = double(estimate.error_bound_ns);
+    sync.dur_ns = estimate.round_trip_ns;
+    sync.unit = estimate.same_host ? 0 : 1;
+    emit(sync);
+    if (estimate.drift_ppm) {
+        Event drift = sync;
+        drift.kind = EventKind::ClockDriftPpm;
+        drift.phase = EventPhase::Counter;
+        drift.value = *estimate.drift_ppm;
+        drift.bytes = 0;
+        drift.dur_ns = 0;
+        emit(drift);
+    }
+}
+
+int64_t TelemetrySender::clockOffsetNs() const {
+    std::lock_guard<std::mutex> lock(m_clock_mutex);
+    return m_offset_ns;
+}
+
+ClockEstimate TelemetrySender::clockEstimate() const {
+    std::lock_guard<std::mutex> lock(m_clock_mutex);
+    return m_clock.estimateAt(localNowNs());
 }
 
 void TelemetrySender::controlLoop() {
@@ -84,6 +155,13 @@ void TelemetrySender::controlLoop() {
         wire::FrameHeader header{};
         if (!wire::recvAll(m_fd, &header, sizeof(header)))
             return;
+        if (header.type == uint32_t(wire::FrameType::ClockPong) && header.length == sizeof(wire::ClockPong)) {
+            wire::ClockPong pong{};
+            if (!wire::recvAll(m_fd, &pong, sizeof(pong)))
+                return;
+            applyClockSample(ClockSample{pong.t_rank, pong.t_session, localNowNs()}, true);
+            continue;
+        }
         if (header.type != uint32_t(wire::FrameType::Control) ||
             header.length != sizeof(wire::ControlMessage))
             return;
@@ -96,7 +174,20 @@ void TelemetrySender::controlLoop() {
 }
 
 int64_t TelemetrySender::now() const {
-    return monotonicNowNs() + m_offset_ns;
+    if (m_same_host.load(std::memory_order_relaxed))
+        return monotonicNowNs(); // one clock: nothing to add
+    int64_t t = 0;
+    {
+        std::lock_guard<std::mutex> lock(m_clock_mutex);
+        const int64_t local = localNowNs();
+        t = local + m_offset_ns + int64_t(std::llround(m_drift * double(local - m_offset_at_local_ns)));
+    }
+    // A re-sync may move the estimate back by a few microseconds: never let
+    // this rank's timestamps go backwards (a span would end before it began).
+    int64_t last = m_last_now.load(std::memory_order_relaxed);
+    while (t > last && !m_last_now.compare_exchange_weak(last, t, std::memory_order_relaxed)) {
+    }
+    return std::max(t, last);
 }
 
 void TelemetrySender::emit(const Event& event) {
@@ -134,6 +225,7 @@ void TelemetrySender::senderLoop() {
     std::vector<std::pair<LogLevel, std::string>> logs;
     bool connected = true;
     int64_t last_sent_ns = monotonicNowNs();
+    int64_t last_clock_ping_ns = monotonicNowNs();
     while (true) {
         bool closing = false;
         {
@@ -159,6 +251,16 @@ void TelemetrySender::senderLoop() {
                 connected = connected && wire::sendAll(m_fd, &header, sizeof(header)) &&
                             wire::sendAll(m_fd, batch.data(), batch.size() * sizeof(Event));
                 last_sent_ns = now;
+            }
+            if (!m_same_host.load(std::memory_order_relaxed) &&
+                now - last_clock_ping_ns >= ClockSync::kResyncNs) {
+                // A re-sync: the control reader takes the ClockPong.
+                wire::FrameHeader header{uint32_t(wire::FrameType::ClockPing), 8};
+                const int64_t t_send = localNowNs();
+                m_bytes_written += sizeof(header) + 8;
+                connected = connected && wire::sendAll(m_fd, &header, sizeof(header)) &&
+                            wire::sendAll(m_fd, &t_send, 8);
+                last_clock_ping_ns = now;
             }
         }
         batch.clear();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "dtlab/events.hpp"
+#include "telemetry/clock_sync.hpp"
 #include "telemetry/event_sink.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
@@ -29,9 +30,19 @@ class TelemetrySender final : public EventSink {
     // Throws std::runtime_error if the Session cannot be reached in time.
     // Connects and authenticates both ways with `token` (telemetry_wire.hpp);
     // throws when the Session refuses us or cannot prove the token itself.
+    // On the Session's host (same boot id) the offset is 0; elsewhere the
+    // sender re-syncs every ClockSync::kResyncNs (clock_sync.hpp) and emits a
+    // ClockSync event (offset, error bound) after each.
     void connect(const std::string& host, int port, int timeout_ms, const std::string& token = "");
 
-    // Session-clock time now (local monotonic + measured offset).
+    // Pretend to be on another host whose clock is `offset_ns` ahead of this
+    // one and runs `drift_ppm` fast (DTLAB_CLOCK_SKEW; tests and teaching:
+    // the ClockSync events then show the offset and drift being measured).
+    // Call before connect().
+    void simulateClockSkew(int64_t offset_ns, double drift_ppm);
+
+    // Session-clock time now (local clock + the estimated offset); never goes
+    // back when a re-sync moves the estimate.
     [[nodiscard]] int64_t now() const override;
 
     void emit(const Event& event) override; // thread-safe, never blocks on I/O
@@ -48,18 +59,32 @@ class TelemetrySender final : public EventSink {
     [[nodiscard]] uint64_t bytesWritten() const {
         return m_bytes_written.load();
     } // telemetry's own socket bytes
-    [[nodiscard]] int64_t clockOffsetNs() const { return m_offset_ns; }
+    [[nodiscard]] int64_t clockOffsetNs() const;
+    [[nodiscard]] ClockEstimate clockEstimate() const;
     [[nodiscard]] int rank() const { return m_rank; }
 
   private:
     void senderLoop();
     void controlLoop();
     bool sendLog(LogLevel level, const std::string& text);
+    [[nodiscard]] int64_t localNowNs() const; // this host's clock (or the simulated skewed one)
+    void applyClockSample(const ClockSample& sample, bool emit_event); // re-estimate, publish, ClockSync
+    void emitClockSync(const ClockEstimate& estimate);
 
     int m_rank;
     size_t m_capacity;
     int m_fd = -1;
+    // The clock: m_clock holds the samples; now() reads the published
+    // m_offset_ns at m_offset_at_local_ns carried forward by m_drift (ns/ns).
+    int64_t m_skew_offset_ns = 0; // simulateClockSkew
+    double m_skew_drift = 0.0;
+    mutable std::mutex m_clock_mutex;
+    ClockSync m_clock;
     int64_t m_offset_ns = 0;
+    int64_t m_offset_at_local_ns = 0;
+    double m_drift = 0.0;
+    std::atomic<bool> m_same_host{false};
+    mutable std::atomic<int64_t> m_last_now{INT64_MIN};
     std::mutex m_mutex;
     std::condition_variable m_wake;
     std::vector<Event> m_queue;

@@ -7,8 +7,10 @@
 //   rank -> session   Hello    {magic "DTLT", u32 version, i32 rank, i32 pid, char host[64],
 //                               u8 rank_nonce[16], u8 proof[32]}
 //                     proof = HMAC-SHA256(token, "dtlab rank" | session_nonce | rank_nonce | rank)
-//   session -> rank   Welcome  {magic "DTLW", u32 0, u8 proof[32]}
+//   session -> rank   Welcome  {magic "DTLW", u32 0, u8 proof[32], u8 boot_id[16]}
 //                     proof = HMAC-SHA256(token, "dtlab session" | session_nonce | rank_nonce)
+//                     boot_id: the Session host's boot id; a rank with the same
+//                     one shares its CLOCK_MONOTONIC and applies no offset
 //                     A wrong rank proof: the Session logs the refusal and
 //                     closes. A wrong session proof: the rank refuses the
 //                     Session (its control messages can kill the rank).
@@ -17,10 +19,13 @@
 //   rank -> session   Ping     t_rank (i64)        } repeated kClockPings times;
 //   session -> rank   Pong     t_session (i64)     } offset from the least round trip
 //   rank -> session   frames:  {u32 type, u32 length, payload[length]}
-//                       Events: length/64 Event records (64 bytes each, events.hpp)
-//                       Log:    u8 level, text
-//                       Bye:    empty (clean end of stream)
-//   session -> rank   frames:  Control: one ControlMessage (gates, per-rank delay)
+//                       Events:    length/64 Event records (64 bytes each, events.hpp)
+//                       Log:       u8 level, text
+//                       ClockPing: t_rank (i64): a re-sync (ranks on another host,
+//                                  every ClockSync::kResyncNs; clock_sync.hpp)
+//                       Bye:       empty (clean end of stream)
+//   session -> rank   frames:  Control:   one ControlMessage (gates, per-rank delay)
+//                              ClockPong: t_rank (i64) echoed, t_session (i64)
 //
 // Version rule: bump kWireVersion whenever Event's layout or the numeric
 // values of EventKind change; a Session refuses a rank with another version.
@@ -36,8 +41,9 @@
 namespace dt::wire {
 
 constexpr uint32_t kWireVersion =
-    7; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
-       // DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth; 6: offload kinds; 7: measured memory kinds
+    8; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
+       // DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth; 6: offload kinds; 7: measured memory kinds;
+       // 8: Welcome's boot id, ClockPing/ClockPong frames, clock kinds
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
@@ -46,7 +52,7 @@ constexpr uint32_t kMaxFrameBytes = 16u << 20;
 constexpr int64_t kHeartbeatNs = 1'000'000'000;
 constexpr int64_t kSilentNs = 3'000'000'000;
 
-enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3, Control = 4 };
+enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3, Control = 4, ClockPing = 5, ClockPong = 6 };
 
 // Session -> rank. Gates sit at step boundaries: a rank starts step s only
 // while s <= allowed_step. Run mode sends a huge allowed_step; pause sends the
@@ -107,8 +113,15 @@ struct Welcome {
     char magic[4];
     uint32_t reserved;
     Proof proof;
+    uint8_t boot_id[16];
 };
-static_assert(sizeof(Welcome) == 40);
+static_assert(sizeof(Welcome) == 56);
+
+struct ClockPong {
+    int64_t t_rank;    // the ClockPing's payload, echoed
+    int64_t t_session; // the Session's clock when it answered
+};
+static_assert(sizeof(ClockPong) == 16);
 
 // The two proofs of the handshake (HMAC-SHA256 keyed by the shared token).
 [[nodiscard]] Proof rankProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce,
