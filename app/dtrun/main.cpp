@@ -33,10 +33,13 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -50,6 +53,35 @@
 #include <unistd.h>
 
 namespace {
+
+// CLI11 validators see the text before it becomes a number: they refuse what
+// the conversion would let through (NaN passes "> 0"; a seed past 2^63 is
+// clamped into an int64 without a word).
+CLI::Validator finitePositiveAtMost(double most) {
+    return CLI::Validator(
+        [most](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double value = std::strtod(text.c_str(), &end);
+            if (text.empty() || *end != '\0' || !std::isfinite(value) || value <= 0.0 || value > most)
+                return "expected a number > 0 and <= " + std::to_string(int64_t(most)) + ", got '" + text +
+                       "'";
+            return "";
+        },
+        "NUMBER in (0, " + std::to_string(int64_t(most)) + "]");
+}
+
+CLI::Validator wholeNumberAtMostInt64Max() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            const bool digits =
+                !text.empty() && text.size() <= 19 &&
+                std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+            if (!digits || (text.size() == 19 && text > "9223372036854775807"))
+                return "expected a whole number from 0 to 9223372036854775807, got '" + text + "'";
+            return "";
+        },
+        "INT in [0, 2^63)");
+}
 
 std::atomic<int> g_interrupt{0};
 void onSignal(int signo) {
@@ -150,6 +182,7 @@ struct RunFlags {
     std::string listen_host = "127.0.0.1";
     int port = 0;
     bool external = false;
+    double join_timeout_s = 60.0;
     bool no_telemetry = false;
     bool quiet = false;
     bool check = false;
@@ -318,6 +351,7 @@ int runCommand(const RunFlags& f) {
     options.scenario = scenario;
     options.worker_executable = selfExecutable();
     options.spawn_ranks = !f.external;
+    options.join_timeout_s = f.join_timeout_s;
     options.listen_host = f.listen_host;
     try {
         options.token = dt::readSessionToken(f.token_file);
@@ -411,6 +445,11 @@ int runCommand(const RunFlags& f) {
         if (record.ok) {
             if (scenario.strategy.kind == dt::StrategyKind::Collectives)
                 printBusBandwidth(record);
+            // An ok run can still have had something go wrong that a person must
+            // know (a replica left down after its restart budget): the errors.
+            for (const auto& log : record.logs)
+                if (log.level == dt::LogLevel::Error && log.rank < 0)
+                    std::cerr << "dtrun: session: " << log.text << "\n";
         } else {
             std::cerr << "dtrun: the run failed: " << record.failure_reason << "\n";
             printHungCollectives(record);
@@ -443,12 +482,23 @@ int runCommand(const RunFlags& f) {
 
 struct LighthouseFlags {
     dt::ft::LighthouseOptions options;
+    std::string token_file;
     bool quiet = false;
 };
 
 // A lighthouse on its own until SIGINT / SIGTERM: prints each quorum and lost member.
-int lighthouseCommand(const LighthouseFlags& f) {
+int lighthouseCommand(LighthouseFlags f) {
+    try {
+        f.options.token = dt::readSessionToken(f.token_file);
+    } catch (const std::exception& e) {
+        std::cerr << "dtrun lighthouse: " << e.what() << "\n";
+        return dt::kExitUsage;
+    }
+    if (f.options.token.empty() && !f.quiet)
+        std::cerr << "dtrun lighthouse: no token (--token-file or DTLAB_TOKEN): any process that reaches "
+                     "this port can speak for a replica\n";
     dt::ft::LighthouseServer server(f.options);
+    server.onRefused([](const std::string& why) { std::cerr << "dtrun lighthouse: " << why << "\n"; });
     std::mutex print_mutex;
     server.onQuorum([&](const dt::ft::Quorum& q, const dt::ft::QuorumDecision& d) {
         std::lock_guard<std::mutex> lock(print_mutex);
@@ -543,9 +593,14 @@ int main(int argc, char** argv) {
     run_cmd->add_option(
         "--token-file", run.token_file,
         "file (mode 600) whose first line is the token every rank must present (or set DTLAB_TOKEN)");
-    run_cmd->add_option("--port", run.port, "rendezvous store port (default: any free port)");
+    run_cmd->add_option("--port", run.port, "rendezvous store port (default: any free port)")
+        ->check(CLI::Range(0, 65535));
     run_cmd->add_flag("--external", run.external,
                       "start no ranks: wait for ranks started by mpirun or torchrun");
+    run_cmd
+        ->add_option("--join-timeout", run.join_timeout_s,
+                     "with --external: seconds to wait for every rank to join before giving up (default 60)")
+        ->check(finitePositiveAtMost(86400.0));
     run_cmd->add_flag("--no-telemetry", run.no_telemetry,
                       "send only per-step records (step time, loss, checksum)");
     run_cmd->add_flag("--quiet,-q", run.quiet, "no progress line");
@@ -553,18 +608,22 @@ int main(int argc, char** argv) {
         "--check", run.check,
         "evaluate the scenario's closing checks, running their baseline runs, and exit 1 if one fails");
     run_cmd->add_option("--pace", run.pace, "presentation pace: at most this many steps per second")
-        ->check(CLI::PositiveNumber);
+        ->check(finitePositiveAtMost(1000.0));
     run_cmd
         ->add_option("--chaos-seed", run.chaos_seed, "turn [chaos] on with this seed (replays a chaos run)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(wholeNumberAtMostInt64Max());
 
     LighthouseFlags lighthouse;
     auto* lighthouse_cmd =
         app.add_subcommand("lighthouse", "run the quorum server of fault-tolerant training");
     lighthouse_cmd->add_option("--listen", lighthouse.options.host,
                                "address to listen on (default 127.0.0.1)");
-    lighthouse_cmd->add_option("--port", lighthouse.options.port,
-                               "port (default: any free port, printed on stdout)");
+    lighthouse_cmd
+        ->add_option("--port", lighthouse.options.port, "port (default: any free port, printed on stdout)")
+        ->check(CLI::Range(0, 65535));
+    lighthouse_cmd->add_option("--token-file", lighthouse.token_file,
+                               "file (mode 600) whose first line is the token every replica must prove "
+                               "(or set DTLAB_TOKEN); the ranks need the same one");
     lighthouse_cmd
         ->add_option("--min-replicas", lighthouse.options.min_replicas, "fewest replicas in a quorum")
         ->check(CLI::PositiveNumber);

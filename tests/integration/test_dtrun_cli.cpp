@@ -3,12 +3,16 @@
 // nothing started on bad input, and output files written atomically.
 #include "process_helpers.hpp"
 
+#include "dtlab/clock.hpp"
+
 #include <catch2/catch.hpp>
 
+#include <csignal>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 
 using it::runDtrun;
 
@@ -103,6 +107,46 @@ TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
         INFO(it::describe(batch));
         CHECK(batch.exit_code == 2);
         CHECK(contains(batch.err, "--batch-per-rank"));
+    }
+    SECTION("numbers a flag cannot mean are refused: a port past 65535, a NaN pace, a seed past 2^63") {
+        const std::pair<std::vector<std::string>, std::string> cases[] = {
+            {{"--port", "70000"}, "--port"},
+            {{"--pace", "nan"}, "--pace"},
+            {{"--pace", "inf"}, "--pace"},
+            {{"--pace", "0"}, "--pace"},
+            {{"--chaos-seed", "18446744073709551615"}, "--chaos-seed"},
+            {{"--chaos-seed", "-1"}, "--chaos-seed"},
+        };
+        for (const auto& [flags, name] : cases) {
+            std::vector<std::string> args = {"run", good};
+            args.insert(args.end(), flags.begin(), flags.end());
+            const auto r = runDtrun(args);
+            INFO(it::describe(r));
+            CHECK(r.exit_code == 2);
+            CHECK(contains(r.err, name));
+        }
+        const auto lighthouse = runDtrun({"lighthouse", "--port", "65536"});
+        CHECK(lighthouse.exit_code == 2);
+    }
+    SECTION("a FIFO as the scenario is refused instead of read forever") {
+        const std::string fifo = dir.file("scenario.fifo");
+        REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+        const auto r = runDtrun({"check", fifo}, {{}, {}, 20.0, ""});
+        INFO(it::describe(r));
+        CHECK_FALSE(r.timed_out);
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "not a regular file"));
+    }
+    SECTION("--listen on an address this machine does not have is refused at once") {
+        const std::string token = dir.write("token", "a shared token\n");
+        REQUIRE(::chmod(token.c_str(), 0600) == 0);
+        const auto r =
+            runDtrun({"run", good, "--listen", "192.0.2.77", "--token-file", token}, {{}, {}, 30.0, ""});
+        INFO(it::describe(r));
+        CHECK_FALSE(r.timed_out);
+        CHECK(r.exit_code == 2);
+        CHECK(r.seconds < 10.0);
+        CHECK(contains(r.err, "cannot listen on 192.0.2.77"));
     }
     SECTION("--trace into a missing directory is refused before any worker starts") {
         const std::string trace = dir.file("no/such/dir/t.json");
@@ -243,4 +287,126 @@ TEST_CASE("a run writes a Chrome trace and replaces its summary atomically", "[c
     CHECK(std::none_of(names.begin(), names.end(),
                        [](const std::string& n) { return n.find(".tmp") != std::string::npos; }));
     CHECK(it::waitForNoWorkers(2.0).empty());
+}
+
+TEST_CASE("Ranks on a clock 250 ms ahead and 40 ppm fast report offset, bound and drift",
+          "[cli][clock][slow]") {
+    // The summary gives the offset within its bound, the re-syncs and the drift.
+    // DTLAB_CLOCK_SKEW makes each rank behave as if on another host (its boot
+    // id no longer counts): local = monotonic + 250 ms + 40 ppm x monotonic.
+    it::TempDir dir;
+    it::ScenarioSpec spec;
+    spec.name = "clock skew";
+    spec.ranks = 2;
+    spec.steps = 28;
+    spec.batch_per_rank = 2;
+    spec.d_model = 32;
+    spec.layers = 1;
+    spec.heads = 2;
+    spec.timeout_s = 30;
+    const std::string scenario = dir.write("clock.toml", it::scenarioToml(spec));
+    const std::string summary = dir.file("s.json");
+    it::ProcessOptions opts;
+    opts.env = {{"DTLAB_CLOCK_SKEW", "250,40"}};
+    // --pace 2: two steps a second, so the run spans the 10 s a drift needs.
+    const auto r = runDtrun({"run", scenario, "--pace", "2", "--summary", summary, "--quiet"}, opts);
+    const int64_t t_end = dt::monotonicNowNs();
+    INFO(it::describe(r));
+    REQUIRE(r.exit_code == 0);
+    const auto s = it::readJsonFile(summary);
+    INFO(s["clock"].dump());
+    REQUIRE(s["clock"].size() == 2);
+    const double expected = -(250e6 + 40e-6 * double(t_end)); // session - local, at the end
+    for (const auto& c : s["clock"]) {
+        REQUIRE(c.is_object());
+        CHECK(c["source"] == "measured");
+        CHECK(c["syncs"].get<int>() >= 6); // one every 1.25 s
+        const double offset = c["offset_ns"].get<double>();
+        const double bound = c["error_bound_ns"].get<double>();
+        CHECK(bound > 0);
+        CHECK(bound < 1e6); // loopback: well under a millisecond
+        // The last sync was at most ~1.5 s before t_end: 40 ppm x 1.5 s = 60 us more.
+        CHECK(std::fabs(offset - expected) <= bound + 100e3);
+        REQUIRE(c["drift_ppm"].is_number());
+        CHECK(c["drift_ppm"].get<double>() == Approx(40.0).margin(8.0)); // loopback under load: 36-39 seen
+    }
+}
+
+TEST_CASE("A dtrun stopped while its ranks finish still reports them finished", "[cli][slow]") {
+    // SIGSTOP on dtrun alone (a debugger, Ctrl-Z): the ranks finish and exit
+    // meanwhile; when dtrun resumes it reaps them before reading their last
+    // telemetry, and must not call a clean exit a failure.
+    it::TempDir dir;
+    it::ScenarioSpec spec;
+    spec.name = "stopped session";
+    spec.ranks = 2;
+    spec.steps = 10;
+    spec.batch_per_rank = 2;
+    spec.d_model = 32;
+    spec.layers = 1;
+    spec.heads = 2;
+    spec.timeout_s = 30;
+    spec.run_toml = "step_delay_ms = 100\n";
+    const std::string scenario = dir.write("stop.toml", it::scenarioToml(spec));
+    it::Process dtrun({it::dtrunPath(), "run", scenario, "--summary", dir.file("s.json"), "--quiet"});
+    it::sleepSeconds(1.0);
+    dtrun.signal(SIGSTOP);
+    it::sleepSeconds(5.0); // the ranks finish (about 1 s of steps left) and exit
+    dtrun.signal(SIGCONT);
+    const auto r = dtrun.wait(60.0);
+    INFO(it::describe(r));
+    CHECK(r.exit_code == 0);
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    CHECK(s["ok"] == true);
+    CHECK(s["steps"] == 10);
+    CHECK(it::waitForNoWorkers(2.0).empty());
+}
+
+TEST_CASE("A loss that turns NaN fails the run at that step, with the reason", "[cli][slow]") {
+    // lr = 9e5 (allowed: < 1e6) makes AdamW's first update blow the weights up.
+    it::TempDir dir;
+    SECTION("ddp: every rank sees it") {
+        it::ScenarioSpec spec;
+        spec.name = "diverges";
+        spec.steps = 20;
+        spec.d_model = 32;
+        spec.layers = 1;
+        spec.heads = 2;
+        spec.extra_toml = "[optimizer]\nlr = 9e5\n";
+        const auto r = runDtrun({"run", dir.write("nan.toml", it::scenarioToml(spec)), "--summary",
+                                 dir.file("s.json"), "--quiet"});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 1);
+        const auto s = it::readJsonFile(dir.file("s.json"));
+        CHECK(s["ok"] == false);
+        CHECK(
+            contains(s["failure_reason"].get<std::string>(), "the loss is NaN at step 1: training diverged"));
+        CHECK(s["steps"].get<int>() <= 1);
+    }
+    SECTION("a pipeline: its last stage sees it, and the first stage is not left waiting") {
+        const std::string text =
+            "[scenario]\nname = \"pipeline diverges\"\n[topology]\nranks = 2\nstages = 2\n"
+            "[model]\nd_model = 32\nlayers = 2\nheads = 2\n[strategy]\nkind = \"pipeline\"\n"
+            "microbatches = 2\n[optimizer]\nlr = 9e5\n[run]\nsteps = 20\ntimeout_s = 30\n";
+        const auto r =
+            runDtrun({"run", dir.write("nanpipe.toml", text), "--summary", dir.file("p.json"), "--quiet"});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 1);
+        CHECK(r.seconds < 20.0); // not the 30 s timeout: rank 0 sees its peer leave
+        const auto s = it::readJsonFile(dir.file("p.json"));
+        CHECK(contains(s["failure_reason"].get<std::string>(), "training diverged"));
+    }
+}
+
+TEST_CASE("An external run gives up when its ranks never join, and says which", "[cli]") {
+    it::TempDir dir;
+    const std::string good = dir.write("good.toml", smallScenario("nobody comes"));
+    const auto r =
+        runDtrun({"run", good, "--external", "--join-timeout", "2", "--quiet"}, {{}, {}, 60.0, ""});
+    INFO(it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 1);
+    CHECK(contains(r.err, "ranks 0, 1 did not join within"));
+    CHECK(contains(r.err, "dtrun worker --join 127.0.0.1:"));
+    CHECK(r.seconds < 20.0);
 }

@@ -94,7 +94,8 @@ TEST_CASE("a killed rank ends the run with exit 1, a clear reason, and no orphan
 TEST_CASE("a hung rank makes the others time out, and is killed itself", "[fault][slow]") {
     it::TempDir dir;
     const double timeout_s = 3.0;
-    const double grace_s = 5.0; // the Session waits timeout_s + 5 s after the first failure, then kills
+    const double grace_s =
+        5.0; // the Session waits min(timeout_s, 5) + 5 s after the first failure, then kills
     const std::string scenario = dir.write("hang.toml", faultScenario("hang", 1, 2, timeout_s, 6));
     const std::string summary_path = dir.file("s.json");
     const std::string trace_path = dir.file("t.json");

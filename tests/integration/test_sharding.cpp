@@ -33,6 +33,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sys/stat.h>
 
 namespace {
@@ -370,6 +371,45 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
         const std::string err = refused("incomplete", spec("fsdp", 2), {"--resume", copy});
         CHECK(err.find("incomplete") != std::string::npos);
         CHECK(err.find("shard-0-of-2.dtparams") != std::string::npos);
+    }
+
+    {
+        INFO("two shard files swapped are refused: each file says which shard of which step it holds");
+        const std::string copy = dir.file("swapped");
+        fs::copy(ckpt_dir + "/step-1", copy);
+        fs::rename(copy + "/shard-0-of-2.dtparams", copy + "/tmp");
+        fs::rename(copy + "/shard-1-of-2.dtparams", copy + "/shard-0-of-2.dtparams");
+        fs::rename(copy + "/tmp", copy + "/shard-1-of-2.dtparams");
+        const std::string err = refused("swapped", spec("fsdp", 2), {"--resume", copy});
+        CHECK(err.find("shard-0-of-2.dtparams holds shard 1 of 2 of step 1, not shard 0 of 2 of step 1") !=
+              std::string::npos);
+    }
+
+    {
+        INFO("a shard copied in from another step's checkpoint is refused");
+        const std::string copy = dir.file("foreign");
+        fs::copy(ckpt_dir + "/step-1", copy);
+        fs::copy_file(ckpt_dir + "/step-3/shard-1-of-2.dtparams", copy + "/shard-1-of-2.dtparams",
+                      fs::copy_options::overwrite_existing);
+        const std::string err = refused("foreign", spec("fsdp", 2), {"--resume", copy});
+        CHECK(err.find("holds shard 1 of 2 of step 3") != std::string::npos);
+    }
+
+    {
+        INFO("a negative step or AdamW step in checkpoint.json is refused");
+        for (const auto& [key, value] : {std::pair<std::string, std::string>{"\"step\": 1", "\"step\": -5"},
+                                         {"\"adam_step\": 2", "\"adam_step\": -7"}}) {
+            const std::string copy = dir.file("negative" + std::to_string(value.size()) + key.substr(1, 4));
+            fs::copy(ckpt_dir + "/step-1", copy);
+            std::ifstream in(copy + "/checkpoint.json");
+            std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+            const auto at = text.find(key);
+            REQUIRE(at != std::string::npos);
+            text.replace(at, key.size(), value);
+            std::ofstream(copy + "/checkpoint.json", std::ios::trunc) << text;
+            const std::string err = refused("neg" + key.substr(1, 4), spec("fsdp", 2), {"--resume", copy});
+            CHECK(err.find("must be >= 0") != std::string::npos);
+        }
     }
 
     {

@@ -91,6 +91,17 @@ TEST_CASE("A closing check compares values taken from the run summary", "[checks
         CHECK_FALSE(o.passed);
         CHECK(o.detail.find("holds strings") != std::string::npos);
     }
+    SECTION("distinct counts each null as a value of its own: ranks with no checksum never pass '== 1'") {
+        const std::string one_null = R"({"params_checksum": ["aa", null, "aa"]})";
+        CHECK(dt::evaluateCheck("distinct(params_checksum) == 2", one_null, "").passed);
+        CHECK(dt::evaluateCheck("count(params_checksum) == 3", one_null, "").passed);
+        const std::string all_null = R"({"params_checksum": [null, null, null, null]})";
+        const auto o = dt::evaluateCheck("distinct(params_checksum) == 1", all_null, "");
+        CHECK_FALSE(o.passed);
+        CHECK(o.detail == "distinct(params_checksum) = 4 == 1");
+        CHECK(dt::evaluateCheck("distinct(dropped_events) == 2", R"({"dropped_events": [1, null, 1]})", "")
+                  .passed);
+    }
     SECTION("booleans are 1 and 0, and null fails every comparison") {
         CHECK(check("ok == 1").passed);
         CHECK_FALSE(check("final_loss_null < 1e9").passed);

@@ -8,6 +8,7 @@
 #include "dtlab/errors.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "ft/lighthouse_detail.hpp"
+#include "telemetry/telemetry_wire.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -16,6 +17,10 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 using namespace dt::ft;
 
@@ -650,4 +655,143 @@ TEST_CASE("A replica gone for ten heartbeat timeouts is forgotten", "[lighthouse
     const int64_t forgotten_ms = msSince(closed_at);
     CAPTURE(forgotten_ms);
     CHECK(forgotten_ms >= 10 * 50 - 50); // its last sign of life was the HELLO, just before closed_at
+}
+
+namespace {
+
+// A raw connection, as a hostile local process would open one.
+struct RawClient {
+    int fd = -1;
+    std::string inbox;
+    explicit RawClient(const LighthouseServer& server) {
+        std::string host;
+        int port = 0;
+        dt::wire::splitAddress(server.address(), host, port);
+        fd = dt::wire::connectTcp(host, port, 2000);
+    }
+    ~RawClient() {
+        if (fd >= 0)
+            ::close(fd);
+    }
+    bool send(const std::string& text) { return dt::wire::sendAll(fd, text.data(), text.size()); }
+    // The next line within timeout_ms; "<closed>" when the server closed, "<none>" on timeout.
+    std::string line(int timeout_ms = 2000) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+        while (inbox.find('\n') == std::string::npos) {
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  deadline - std::chrono::steady_clock::now())
+                                  .count();
+            pollfd p{fd, POLLIN, 0};
+            if (left <= 0 || ::poll(&p, 1, int(left)) <= 0)
+                return "<none>";
+            char buffer[4096];
+            const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+            if (n <= 0)
+                return "<closed>";
+            inbox.append(buffer, size_t(n));
+        }
+        const auto newline = inbox.find('\n');
+        std::string out = inbox.substr(0, newline);
+        inbox.erase(0, newline + 1);
+        return out;
+    }
+};
+
+} // namespace
+
+TEST_CASE("The lighthouse lets only a holder of the run's token speak for a replica", "[lighthouse][auth]") {
+    LighthouseOptions options;
+    options.min_replicas = 1;
+    options.quorum_tick_ms = 5;
+    options.token = "the run's token";
+    std::mutex refused_mutex;
+    std::vector<std::string> refused;
+    LighthouseServer server(options);
+    server.onRefused([&](const std::string& why) {
+        std::lock_guard<std::mutex> lock(refused_mutex);
+        refused.push_back(why);
+    });
+    server.start();
+
+    SECTION("every connection is challenged with a fresh nonce first") {
+        RawClient a(server), b(server);
+        const std::string ca = a.line(), cb = b.line();
+        CHECK_THAT(ca, Catch::StartsWith("CHALLENGE "));
+        CHECK(ca.size() == 10 + 32); // 16 random bytes in hex
+        CHECK(ca != cb);
+    }
+    SECTION("a HELLO with a wrong proof is refused and reported; later lines get the same refusal") {
+        RawClient impostor(server);
+        impostor.line();
+        REQUIRE(impostor.send("HELLO 0 999 " + std::string(64, 'a') + "\n"));
+        CHECK(impostor.line() ==
+              "ERROR HELLO as replica 0 refused: wrong or missing token (DTLAB_TOKEN or --token-file)");
+        REQUIRE(impostor.send("QUORUM 0 0 -\n"));
+        CHECK_THAT(impostor.line(), Catch::Contains("refused: wrong or missing token"));
+        CHECK(server.status().members.empty());
+        std::this_thread::sleep_for(std::chrono::milliseconds(50)); // the callback runs on the server thread
+        std::lock_guard<std::mutex> lock(refused_mutex);
+        REQUIRE(refused.size() == 1);
+        CHECK_THAT(refused[0], Catch::Contains("replica 0"));
+    }
+    SECTION("a HELLO without a proof (the old form) is refused") {
+        RawClient old(server);
+        old.line();
+        REQUIRE(old.send("HELLO 0 0\n"));
+        CHECK(old.line() == "ERROR expected HELLO <replica> <incarnation> <proof>");
+    }
+    SECTION("a request before HELLO, and a second HELLO as another replica, are errors") {
+        RawClient raw(server);
+        const std::string challenge = raw.line().substr(10);
+        REQUIRE(raw.send("QUORUM 0 0 -\n"));
+        CHECK(raw.line() == "ERROR say HELLO <replica> <incarnation> first");
+        REQUIRE(raw.send("HELLO 2 0 " + helloProof(options.token, challenge, 2, 0) + "\n"));
+        REQUIRE(raw.send("HELLO 3 0 " + helloProof(options.token, challenge, 3, 0) + "\n"));
+        CHECK(raw.line() == "ERROR this connection already said HELLO as replica 2");
+        CHECK(server.status().members.size() == 1);
+    }
+    SECTION("a proof made for another connection's nonce does not work here (no replay)") {
+        RawClient first(server), second(server);
+        const std::string nonce = first.line().substr(10);
+        second.line();
+        REQUIRE(second.send("HELLO 1 0 " + helloProof(options.token, nonce, 1, 0) + "\n"));
+        CHECK_THAT(second.line(), Catch::Contains("refused: wrong or missing token"));
+    }
+    SECTION("the real replica keeps its place: an impostor with a newer incarnation cannot take it over") {
+        LighthouseClient real(server.address(), 0, 0, options.token);
+        real.startHeartbeats(50);
+        CHECK(real.requestQuorum(0, 0, "", 3000).quorum_id == 1);
+        RawClient impostor(server);
+        impostor.line();
+        REQUIRE(impostor.send("HELLO 0 999 " + helloProof("a guessed token", "00", 0, 999) + "\n"));
+        CHECK_THAT(impostor.line(), Catch::Contains("refused"));
+        const LighthouseStatus status = server.status();
+        REQUIRE(status.members.size() == 1);
+        CHECK(status.members[0].member.incarnation == 0);
+        CHECK(real.requestQuorum(1, 0, "", 3000).members.size() == 1);
+    }
+    SECTION("a client with the wrong token never gets a quorum") {
+        LighthouseClient wrong(server.address(), 0, 0, "another token");
+        CHECK_THROWS_AS(wrong.requestQuorum(0, 0, "", 500), dt::CommError);
+        CHECK(server.status().members.empty());
+    }
+    SECTION("a line of more than 64 KiB is cut off with its connection") {
+        RawClient flood(server);
+        flood.line();
+        flood.send(std::string(70 * 1024, 'x'));
+        CHECK(flood.line() == "ERROR line longer than 64 KiB");
+        CHECK(flood.line() == "<closed>");
+        LighthouseClient real(server.address(), 0, 0, options.token); // the server still serves
+        CHECK(real.requestQuorum(0, 0, "", 3000).quorum_id >= 1);
+    }
+    SECTION("a client that never reads its answers is dropped, not waited for") {
+        RawClient deaf(server);
+        std::string many;
+        for (int i = 0; i < 2000; ++i)
+            many += "STATUS\n";
+        for (int i = 0; i < 20 && deaf.send(many); ++i) {
+        }
+        LighthouseClient real(server.address(), 0, 0, options.token);
+        CHECK(real.requestQuorum(0, 0, "", 3000).quorum_id >= 1);
+    }
 }

@@ -58,6 +58,10 @@ struct LighthouseOptions {
     int64_t join_timeout_ms = 1000;
     int64_t heartbeat_timeout_ms = 1000;
     int64_t quorum_tick_ms = 10;
+    // Every HELLO must prove this token (the run's: the Session's own token,
+    // or dtrun lighthouse --token-file); "" = an empty key, which anyone can
+    // compute: only for a lighthouse nobody else can reach.
+    std::string token;
 };
 
 struct QuorumMember {
@@ -157,6 +161,8 @@ class LighthouseServer {
     void onQuorum(std::function<void(const Quorum&, const QuorumDecision&)> callback);
     // Called on the server thread when a member disconnects or its heartbeat times out.
     void onMemberLost(std::function<void(const QuorumMember&, const std::string& why)> callback);
+    // Called on the server thread when a HELLO did not prove the token.
+    void onRefused(std::function<void(const std::string& why)> callback);
 
   private:
     struct Impl;
@@ -168,7 +174,8 @@ class LighthouseServer {
 // one thread at a time. A lost lighthouse is reconnected to with backoff.
 class LighthouseClient {
   public:
-    LighthouseClient(std::string address, int replica, int incarnation);
+    // `token`: the run's token, proved in every HELLO (see LighthouseOptions::token).
+    LighthouseClient(std::string address, int replica, int incarnation, std::string token = "");
     ~LighthouseClient();
     LighthouseClient(const LighthouseClient&) = delete;
     LighthouseClient& operator=(const LighthouseClient&) = delete;

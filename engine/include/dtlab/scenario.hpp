@@ -168,6 +168,7 @@ struct FaultToleranceConfig {
     std::string restart =
         "auto"; // "auto": restart a dead replica after restart_delay_ms; "manual": on request; "never"
     double restart_delay_ms = 500;
+    int max_restarts_per_minute = 10; // restart = "auto": a replica restarted this often in 60 s stays down
 };
 
 // Random faults for a chaos run ([chaos]): every ~mean_interval_s the Session

@@ -33,6 +33,9 @@ struct SessionOptions {
     Scenario scenario;
     std::string worker_executable; // path of dtrun (spawned as `dtrun worker ...`)
     bool spawn_ranks = true;       // false: wait for ranks started by mpirun/torchrun
+    // spawn_ranks false: a rank that has not joined this long after start()
+    // fails the run ("ranks 2, 3 did not join within 60 s").
+    double join_timeout_s = 60.0;
     // Where the store, telemetry/control and lighthouse ports listen. Loopback
     // by default; any other address needs a `token` (the Session refuses to
     // start without one), because the control channel can kill processes.

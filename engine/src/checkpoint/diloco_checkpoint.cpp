@@ -53,6 +53,10 @@ DilocoMeta readMeta(const std::string& step_dir) {
         m.inner = meta.at("inner_optimizer").get<std::string>();
     });
     const std::string meta_path = checkpointMetaPath(step_dir);
+    if (m.step < 0 || m.replicas < 1 || m.fragments < 1)
+        throw UsageError("checkpoint '" + meta_path +
+                         "': step must be >= 0 and replicas, fragments >= 1 (got " + std::to_string(m.step) +
+                         ", " + std::to_string(m.replicas) + ", " + std::to_string(m.fragments) + ")");
     if (int(m.fragment_numel.size()) != m.fragments)
         throw UsageError("checkpoint '" + meta_path + "' is inconsistent: " + std::to_string(m.fragments) +
                          " fragments but " + std::to_string(m.fragment_numel.size()) + " sizes");

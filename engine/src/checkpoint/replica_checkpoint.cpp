@@ -36,6 +36,9 @@ ReplicaMeta readReplicaMeta(const std::string& step_dir) {
         m.committed_steps = meta.at("committed_steps").get<int64_t>();
         m.state_numel = meta.at("state_numel").get<int64_t>();
     });
+    if (m.step < 0)
+        throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "': step must be >= 0, got " +
+                         std::to_string(m.step));
     if (m.committed_steps != m.step + 1)
         throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "' is inconsistent: step " +
                          std::to_string(m.step) + " but committed_steps " +

@@ -25,6 +25,37 @@ std::string shardFileName(int rank, int count) {
     return "shard-" + std::to_string(rank) + "-of-" + std::to_string(count) + ".dtparams";
 }
 
+// Each shard file says which it is: {index, shard count, last step} in a
+// tensor of its own, so a file swapped with another shard's, or copied in from
+// another checkpoint, is refused instead of loaded into the wrong slice
+// (files written before this entry existed carry none and are not checked).
+constexpr const char* kShardIdentityKey = "dtlab/shard";
+
+at::Tensor shardIdentity(int index, int count, int step) {
+    return at::tensor({float(index), float(count), float(step)}, at::kFloat);
+}
+
+void checkShardIdentity(const std::string& step_dir, const std::vector<NamedParameter>& tensors, int index,
+                        int count, int step) {
+    for (const NamedParameter& p : tensors) {
+        if (p.name != kShardIdentityKey)
+            continue;
+        const at::Tensor t = p.tensor.reshape({-1});
+        const bool ok = t.numel() == 3 && t[0].item<float>() == float(index) &&
+                        t[1].item<float>() == float(count) && t[2].item<float>() == float(step);
+        if (!ok)
+            throw UsageError("checkpoint '" + step_dir + "': " + shardFileName(index, count) + " holds " +
+                             (t.numel() == 3 ? "shard " + std::to_string(int(t[0].item<float>())) + " of " +
+                                                   std::to_string(int(t[1].item<float>())) + " of step " +
+                                                   std::to_string(int(t[2].item<float>()))
+                                             : std::string("a malformed shard identity")) +
+                             ", not shard " + std::to_string(index) + " of " + std::to_string(count) +
+                             " of step " + std::to_string(step) +
+                             " (a file swapped, renamed or copied from another checkpoint?)");
+        return;
+    }
+}
+
 std::string unitKey(int id, const char* what) {
     return "unit" + std::to_string(id) + "/" + what;
 }
@@ -56,6 +87,11 @@ CheckpointMeta readMeta(const std::string& step_dir) {
     const std::string meta_path = checkpointMetaPath(step_dir);
     if (m.shards < 1)
         throw UsageError("checkpoint '" + meta_path + "': shards must be >= 1");
+    if (m.step < 0)
+        throw UsageError("checkpoint '" + meta_path + "': step must be >= 0, got " + std::to_string(m.step));
+    if (m.adam_step < 0) // AdamW's bias correction 1 - beta^t: a negative t makes NaN
+        throw UsageError("checkpoint '" + meta_path + "': adam_step must be >= 0, got " +
+                         std::to_string(m.adam_step));
     return m;
 }
 
@@ -97,8 +133,8 @@ void verifyShardedCheckpoint(const std::string& step_dir, const Scenario& scenar
     if (layout.root_numel > 0)
         units.push_back({-1, layout.root_numel});
     checkFits(step_dir, m, units);
-    for (int r = 0; r < m.shards; ++r)
-        (void)loadParameters(shardPath(step_dir, r, m.shards)); // checksums
+    for (int r = 0; r < m.shards; ++r) // checksums, and each file is the shard it is named
+        checkShardIdentity(step_dir, loadParameters(shardPath(step_dir, r, m.shards)), r, m.shards, m.step);
     if (m.step + 1 >= scenario.run.steps)
         throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
                          " but the run has only " + std::to_string(scenario.run.steps) +
@@ -121,6 +157,7 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
         if (ec)
             throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
         std::vector<NamedParameter> tensors;
+        tensors.push_back({kShardIdentityKey, shardIdentity(comm.rank(), comm.size(), last_step)});
         for (auto& u : units) {
             auto* state = adamState(optimizer, u.optimizedShard());
             const at::Tensor zeros = at::zeros({u.shard_numel}, at::kFloat);
@@ -180,7 +217,9 @@ int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& un
     for (int r = 0; r < old_count; ++r) {
         const std::string file = shardPath(step_dir, r, old_count);
         std::error_code ec;
-        for (auto& p : loadParameters(file))
+        const std::vector<NamedParameter> tensors = loadParameters(file);
+        checkShardIdentity(step_dir, tensors, r, old_count, step);
+        for (auto& p : tensors)
             old_shards[size_t(r)][p.name] = p.tensor;
         bytes_read += int64_t(fs::file_size(file, ec));
     }

@@ -356,6 +356,7 @@ struct Value {
     bool is_array = false;
     std::vector<double> numbers;
     std::vector<std::string> strings; // only from a path to strings; only count/distinct take them
+    size_t null_strings = 0;          // nulls among strings (a rank with no checksum): count/distinct
 };
 
 std::string formatNumber(double v) {
@@ -535,6 +536,11 @@ class Evaluator {
                     (j->is_object() ? "an object; name one of its fields: " + fields : "not a number"));
             }
         }
+        if (!v.strings.empty() &&
+            std::all_of(v.numbers.begin(), v.numbers.end(), [](double x) { return std::isnan(x); })) {
+            v.null_strings = v.numbers.size(); // strings with nulls among them: kept apart
+            v.numbers.clear();
+        }
         if (!v.strings.empty() && !v.numbers.empty())
             throw EvalError("'" + walked + "' mixes numbers and strings");
         return v;
@@ -561,14 +567,28 @@ class Evaluator {
 
     static Value evalFunction(const std::string& name, const Value& arg, const std::string& source) {
         if (name == "count")
-            return Value{false, {double(arg.strings.empty() ? arg.numbers.size() : arg.strings.size())}, {}};
+            return Value{
+                false,
+                {double(arg.strings.empty() ? arg.numbers.size() : arg.strings.size() + arg.null_strings)},
+                {}};
         if (name == "distinct") {
+            // A null is unknown: it cannot be taken to equal any other value,
+            // so each counts as a value of its own (4 ranks with no checksum:
+            // distinct = 4, and "distinct(params_checksum) == 1" fails).
             if (!arg.strings.empty())
                 return Value{false,
-                             {double(std::set<std::string>(arg.strings.begin(), arg.strings.end()).size())},
+                             {double(std::set<std::string>(arg.strings.begin(), arg.strings.end()).size() +
+                                     arg.null_strings)},
                              {}};
-            return Value{
-                false, {double(std::set<double>(arg.numbers.begin(), arg.numbers.end()).size())}, {}};
+            std::set<double> known;
+            size_t nulls = 0;
+            for (double x : arg.numbers) {
+                if (std::isnan(x))
+                    ++nulls;
+                else
+                    known.insert(x);
+            }
+            return Value{false, {double(known.size() + nulls)}, {}};
         }
         const Value v = numeric(arg, source);
         if (name == "abs") {

@@ -156,7 +156,7 @@ Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, R
       m_replica(context.env.rank) { // one rank per replica group: the replica id is the rank
     const std::string lighthouse =
         m_config.lighthouse.empty() ? storeGet(*context.store, "dtlab/lighthouse") : m_config.lighthouse;
-    m_client = std::make_unique<LighthouseClient>(lighthouse, m_replica, context.incarnation);
+    m_client = std::make_unique<LighthouseClient>(lighthouse, m_replica, context.incarnation, context.token);
     if (m_telemetry.detailed())
         m_client->onHeartbeat([this] { m_telemetry.instant(EventKind::Heartbeat).step(-1).emit(); });
     context.faults->attach(m_client.get());

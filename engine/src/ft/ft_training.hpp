@@ -69,6 +69,7 @@ struct FtRankContext {
     int incarnation = 0; // 0 = first start; k = k-th restart
     FtFaultSwitches* faults = nullptr;
     const LinkShaper* link = nullptr; // the rank's modelled link ([network]), null = none
+    std::string token;                // the run's token: the lighthouse HELLO proves it
 };
 
 // Trains until the replica has committed every step (or the Session says the

@@ -10,8 +10,10 @@
 // A request, step by step (ask()):
 //   1. Drop answers left over from an earlier request that timed out.
 //   2. While partitioned: send nothing, read nothing, just wait.
-//   3. Not connected: connect once, say "HELLO <replica> <incarnation>"; on
-//      failure retry after a backoff of 50 ms, doubling up to 500 ms.
+//   3. Not connected: connect once, read the lighthouse's "CHALLENGE <nonce>"
+//      (within 1 s), say "HELLO <replica> <incarnation> <proof>" (the proof:
+//      helloProof, the run's token over the nonce); on failure retry after a
+//      backoff of 50 ms, doubling up to 500 ms.
 //   4. Send the request (again after every reconnect).
 //   5. poll() for a line, at most 50 ms at a time (a partition or the
 //      deadline is noticed promptly); a closed connection -> back to 3.
@@ -55,6 +57,7 @@ struct LighthouseClient::Impl {
     int port = 0;
     int replica = -1;
     int incarnation = 0;
+    std::string token;
 
     std::mutex write_mutex; // guards writes to fd, and changes of fd
     int fd = -1;            // changed only by the requester thread (and the constructor/destructor)
@@ -83,14 +86,36 @@ bool LighthouseClient::Impl::connectOnce() {
     const int new_fd = wire::connectTcp(host, port, 0); // one attempt
     if (new_fd < 0)
         return false;
-    const std::string hello = "HELLO " + std::to_string(replica) + " " + std::to_string(incarnation) + "\n";
+    // The challenge: one line, within a second.
+    std::string received;
+    const auto deadline = Clock::now() + std::chrono::seconds(1);
+    while (received.find('\n') == std::string::npos && received.size() < 256) {
+        pollfd p{new_fd, POLLIN, 0};
+        const int64_t wait = std::max<int64_t>(0, msUntil(deadline));
+        char buffer[256];
+        ssize_t n = 0;
+        if (::poll(&p, 1, int(wait)) <= 0 || (n = ::recv(new_fd, buffer, sizeof(buffer), 0)) <= 0) {
+            ::close(new_fd);
+            return false;
+        }
+        received.append(buffer, size_t(n));
+    }
+    const auto newline = received.find('\n');
+    const std::string first = newline == std::string::npos ? "" : received.substr(0, newline);
+    if (first.rfind("CHALLENGE ", 0) != 0) {
+        ::close(new_fd);
+        return false; // not a dtlab lighthouse (or an older one)
+    }
+    const std::string nonce = first.substr(10);
+    const std::string hello = "HELLO " + std::to_string(replica) + " " + std::to_string(incarnation) + " " +
+                              helloProof(token, nonce, replica, incarnation) + "\n";
     if (!wire::sendAll(new_fd, hello.data(), hello.size())) {
         ::close(new_fd);
         return false;
     }
     std::lock_guard<std::mutex> lock(write_mutex);
     fd = new_fd;
-    inbox.clear();
+    inbox = received.substr(newline + 1);
     return true;
 }
 
@@ -260,9 +285,10 @@ std::string LighthouseClient::Impl::ask(const std::string& request,
 
 // ---- the public class ----
 
-LighthouseClient::LighthouseClient(std::string address, int replica, int incarnation)
+LighthouseClient::LighthouseClient(std::string address, int replica, int incarnation, std::string token)
     : m_impl(std::make_unique<Impl>()) {
     Impl& c = *m_impl;
+    c.token = std::move(token);
     c.address = std::move(address);
     wire::splitAddress(c.address, c.host, c.port); // throws UsageError on a malformed address
     c.replica = replica;

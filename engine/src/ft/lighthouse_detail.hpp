@@ -5,6 +5,9 @@
 //   formatQuorumLine   Quorum -> "QUORUM <id> <highest_step> <n> {entry}*n",
 //                      entry = <replica>.<incarnation>:<step>:<address|->
 //   parseQuorumLine    the reverse; false on a malformed line
+//   helloProof         the HMAC a HELLO carries: hex of HMAC-SHA256(token,
+//                      "dtlab lighthouse <nonce> <replica> <incarnation>"), nonce
+//                      from the server's "CHALLENGE <nonce>" line
 #pragma once
 
 #include "dtlab/lighthouse.hpp"
@@ -18,5 +21,8 @@ namespace dt::ft {
 
 [[nodiscard]] std::string formatQuorumLine(const Quorum& quorum); // without the trailing '\n'
 [[nodiscard]] bool parseQuorumLine(const std::string& line, Quorum& out);
+
+[[nodiscard]] std::string helloProof(const std::string& token, const std::string& nonce_hex, int replica,
+                                     int incarnation);
 
 } // namespace dt::ft

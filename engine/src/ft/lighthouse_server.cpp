@@ -3,7 +3,11 @@
 // Each turn of the loop:
 //   1. poll() the wake eventfd, the listening socket and every client socket,
 //      waking at least every quorum_tick_ms.
-//   2. Accept new connections (non-blocking sockets).
+//   2. Accept new connections (non-blocking sockets); each is sent
+//      "CHALLENGE <nonce>" (16 random bytes, hex): its HELLO must carry
+//      HMAC-SHA256(token, "dtlab lighthouse <nonce> <replica> <incarnation>"),
+//      so only a holder of the run's token can speak for a replica (a HELLO
+//      without it is refused, and onRefused says so). STATUS needs no HELLO.
 //   3. Read what each client sent; split it into '\n'-terminated lines and
 //      handle them: HELLO (who it is), HB (heartbeat), QUORUM (a request:
 //      the member now waits), STATUS (answered at once), BYE (the member
@@ -21,6 +25,7 @@
 // Callbacks run on this thread after the state mutex is released, so they
 // may call status(). Writes are small lines on non-blocking sockets: a client
 // whose socket buffer is full is dropped rather than allowed to block the loop.
+#include "core/sha256.hpp"
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/lighthouse.hpp"
@@ -54,6 +59,7 @@ constexpr int kForgetAfterHeartbeatTimeouts = 10;
 
 // One client connection.
 struct Connection {
+    std::string nonce;   // the CHALLENGE sent on accept (hex); its HELLO must prove the token with it
     std::string inbox;   // bytes received, not yet a whole line
     int replica = -1;    // set by HELLO; -1 = not introduced yet
     std::string refused; // set when its HELLO was refused: every later line gets this ERROR
@@ -94,6 +100,7 @@ struct LighthouseServer::Impl {
 
     std::function<void(const Quorum&, const QuorumDecision&)> on_quorum;
     std::function<void(const QuorumMember&, const std::string&)> on_member_lost;
+    std::function<void(const std::string&)> on_refused;
     std::vector<std::function<void()>> pending_callbacks; // run after the mutex is released
 
     void loop();
@@ -153,7 +160,11 @@ void LighthouseServer::Impl::acceptClients() {
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return; // EAGAIN: no more waiting connections
-        connections[fd] = Connection{};
+        Connection c;
+        const auto nonce = randomNonce();
+        c.nonce = toHex(nonce.data(), nonce.size());
+        connections[fd] = c;
+        sendLine(fd, "CHALLENGE " + c.nonce);
     }
 }
 
@@ -256,8 +267,21 @@ void LighthouseServer::Impl::handleLine(int fd, const std::string& line, int64_t
 // (closing it at once could reset the socket before the client reads why).
 void LighthouseServer::Impl::handleHello(int fd, std::istringstream& in, int64_t now) {
     int replica = -1, incarnation = -1;
-    if (!(in >> replica >> incarnation) || replica < 0 || incarnation < 0) {
-        sendLine(fd, "ERROR expected HELLO <replica> <incarnation>");
+    std::string proof;
+    if (!(in >> replica >> incarnation >> proof) || replica < 0 || incarnation < 0) {
+        sendLine(fd, "ERROR expected HELLO <replica> <incarnation> <proof>");
+        return;
+    }
+    // The proof: HMAC-SHA256(token, this connection's nonce, replica, incarnation).
+    const std::string expected = helloProof(options.token, connections[fd].nonce, replica, incarnation);
+    if (proof.size() != expected.size() ||
+        !constantTimeEqual(reinterpret_cast<const uint8_t*>(proof.data()),
+                           reinterpret_cast<const uint8_t*>(expected.data()), expected.size())) {
+        connections[fd].refused = "HELLO as replica " + std::to_string(replica) +
+                                  " refused: wrong or missing token (DTLAB_TOKEN or --token-file)";
+        sendLine(fd, "ERROR " + connections[fd].refused);
+        if (on_refused)
+            pending_callbacks.push_back([cb = on_refused, why = connections[fd].refused] { cb(why); });
         return;
     }
     if (connections[fd].replica >= 0 && connections[fd].replica != replica) {
@@ -513,6 +537,11 @@ void LighthouseServer::onMemberLost(
     std::function<void(const QuorumMember&, const std::string& why)> callback) {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     m_impl->on_member_lost = std::move(callback);
+}
+
+void LighthouseServer::onRefused(std::function<void(const std::string& why)> callback) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    m_impl->on_refused = std::move(callback);
 }
 
 } // namespace dt::ft

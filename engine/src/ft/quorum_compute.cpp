@@ -27,6 +27,7 @@
 // up to date (they average gradients), the others heal: the i-th healer (in
 // replica order) receives from up-to-date replica i % n (round-robin).
 #include "ft/lighthouse_detail.hpp"
+#include "telemetry/telemetry_wire.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -248,6 +249,11 @@ QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation)
 }
 
 // ---- the QUORUM wire line ----
+
+std::string helloProof(const std::string& token, const std::string& nonce_hex, int replica, int incarnation) {
+    return wire::textProofHex(token, "dtlab lighthouse " + nonce_hex + " " + std::to_string(replica) + " " +
+                                         std::to_string(incarnation));
+}
 
 std::string formatQuorumLine(const Quorum& quorum) {
     std::string line = "QUORUM " + std::to_string(quorum.quorum_id) + " " +

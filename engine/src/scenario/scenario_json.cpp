@@ -155,7 +155,8 @@ std::string scenarioToJson(const Scenario& s) {
           {"quorum_timeout_ms", s.fault_tolerance.quorum_timeout_ms},
           {"collective_timeout_ms", s.fault_tolerance.collective_timeout_ms},
           {"restart", s.fault_tolerance.restart},
-          {"restart_delay_ms", s.fault_tolerance.restart_delay_ms}}},
+          {"restart_delay_ms", s.fault_tolerance.restart_delay_ms},
+          {"max_restarts_per_minute", s.fault_tolerance.max_restarts_per_minute}}},
         {"diloco",
          {{"inner_steps", s.diloco.inner_steps},
           {"outer_lr", s.diloco.outer_lr},
@@ -324,6 +325,7 @@ Scenario scenarioFromJson(const std::string& text) {
             ft.at("collective_timeout_ms").get_to(c.collective_timeout_ms);
             ft.at("restart").get_to(c.restart);
             ft.at("restart_delay_ms").get_to(c.restart_delay_ms);
+            c.max_restarts_per_minute = ft.value("max_restarts_per_minute", c.max_restarts_per_minute);
         }
         if (j.contains("diloco")) {
             const json& d = j.at("diloco");

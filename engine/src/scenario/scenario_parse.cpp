@@ -379,6 +379,17 @@ class ScenarioReader {
             else if (e.key == "pipeline_data_parallel")
                 out.pipeline_data_parallel = readString("strategy", e.key, *e.node);
         }
+        // A pipeline's keys on another kind would be ignored without a word:
+        // the reader would think they changed something.
+        if (!strategyTraits(out.kind).uses_stages)
+            for (const Entry& e : checkedEntries(t, "strategy", kStrategyKeys))
+                for (const char* key : {"schedule", "chunks_per_rank", "slow_stage",
+                                        "slow_stage_ms"}) // pipeline_data_parallel: scenario_validate
+                    if (e.key == key)
+                        fail(e.keySource,
+                             std::string("[strategy] ") + key +
+                                 " applies only to kind = \"pipeline\"; this scenario's kind is \"" +
+                                 strategyKindName(out.kind) + "\" (remove the key, or change kind)");
     }
 
     void readOptimizer(const toml::table& t, OptimizerConfig& out) const {
@@ -449,6 +460,8 @@ class ScenarioReader {
                 out.restart = readString(table, e.key, *e.node);
             else if (e.key == "restart_delay_ms")
                 out.restart_delay_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "max_restarts_per_minute")
+                out.max_restarts_per_minute = readInt(table, e.key, *e.node);
         }
     }
 
@@ -682,6 +695,9 @@ Scenario loadScenarioFile(const std::string& path) {
         error = ENOENT;
     else if (std::filesystem::is_directory(path, ec))
         error = EISDIR;
+    else if (!std::filesystem::is_regular_file(path, ec)) // a FIFO would block the read forever
+        throw UsageError("cannot open scenario file '" + path +
+                         "': not a regular file (a FIFO, a device or a socket)");
     std::ifstream in;
     if (error == 0) {
         errno = 0;

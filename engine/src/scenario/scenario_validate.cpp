@@ -583,6 +583,7 @@ std::string findValueProblem(const Scenario& s) {
           checkFloat("fault_tolerance", "collective_timeout_ms", ft.collective_timeout_ms),
           checkString("fault_tolerance", "restart", ft.restart),
           checkFloat("fault_tolerance", "restart_delay_ms", ft.restart_delay_ms),
+          checkInt("fault_tolerance", "max_restarts_per_minute", ft.max_restarts_per_minute),
           checkFloat("chaos", "mean_interval_s", s.chaos.mean_interval_s)})
         if (!problem.empty())
             return problem;

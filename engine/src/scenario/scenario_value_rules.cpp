@@ -50,6 +50,7 @@ const IntRule kIntRules[] = {
     {"faults", "rank", 0, kIntMax},
     {"faults", "step", 0, kIntMax},
     {"fault_tolerance", "min_replicas", 1, 64},
+    {"fault_tolerance", "max_restarts_per_minute", 1, 100000},
     {"chaos", "seed", 0, INT64_MAX},
     {"diloco", "inner_steps", 1, 100000},
     {"diloco", "fragments", 1, 64},
@@ -65,34 +66,40 @@ struct FloatRule {
     double max; // exclusive
 };
 
+// Every time and rate has an upper bound: each is turned into a 64-bit count
+// of nanoseconds or microseconds somewhere (1e7 s is 1e16 ns, far from 9.2e18),
+// and a value past it is a typo, not a plan.
+constexpr double kMaxMs = 1e10; // 115 days
+constexpr double kMaxS = 1e7;   // 115 days
 const FloatRule kFloatRules[] = {
-    {"strategy", "bucket_mb", 0.0, false, true, 1048576.0}, // < 1 TiB: bytes fit int64
-    {"strategy", "slow_stage_ms", 0.0, true, false, 0.0},
-    {"optimizer", "lr", 0.0, false, false, 0.0},
+    {"strategy", "bucket_mb", 1e-6, true, true, 1048576.0}, // 1 byte .. < 1 TiB: bytes fit int64
+    {"strategy", "slow_stage_ms", 0.0, true, true, kMaxMs},
+    {"optimizer", "lr", 0.0, false, true, 1e6},
     {"optimizer", "beta1", 0.0, true, true, 1.0},
     {"optimizer", "beta2", 0.0, true, true, 1.0},
-    {"optimizer", "eps", 0.0, false, false, 0.0},
-    {"optimizer", "weight_decay", 0.0, true, false, 0.0},
+    {"optimizer", "eps", 0.0, false, true, 1.0},
+    {"optimizer", "weight_decay", 0.0, true, true, 1e6},
     {"run", "timeout_s", 0.1, true, true, 1e6}, // Gloo takes whole milliseconds, as a 64-bit count
-    {"run", "step_delay_ms", 0.0, true, false, 0.0},
-    {"faults", "at_s", 0.0, true, false, 0.0},
-    {"faults", "duration_s", 0.0, true, false, 0.0},
-    {"faults", "delay_ms", 0.0, true, false, 0.0},
-    {"fault_tolerance", "join_timeout_ms", 0.0, true, false, 0.0},
-    {"fault_tolerance", "heartbeat_interval_ms", 1.0, true, false, 0.0},
-    {"fault_tolerance", "heartbeat_timeout_ms", 1.0, true, false, 0.0},
-    {"fault_tolerance", "quorum_timeout_ms", 1.0, true, false, 0.0},
-    {"fault_tolerance", "collective_timeout_ms", 1.0, true, false, 0.0},
-    {"fault_tolerance", "restart_delay_ms", 0.0, true, false, 0.0},
-    {"chaos", "mean_interval_s", 0.0, false, false, 0.0},
-    {"chaos", "hang_s", 0.0, true, false, 0.0},
-    {"chaos", "slow_ms", 0.0, true, false, 0.0},
-    {"chaos", "slow_s", 0.0, true, false, 0.0},
-    {"diloco", "outer_lr", 0.0, false, false, 0.0},
+    {"run", "step_delay_ms", 0.0, true, true, kMaxMs},
+    {"faults", "at_s", 0.0, true, true, kMaxS},
+    {"faults", "duration_s", 0.0, true, true, kMaxS},
+    {"faults", "delay_ms", 0.0, true, true, kMaxMs},
+    {"fault_tolerance", "join_timeout_ms", 0.0, true, true, kMaxMs},
+    {"fault_tolerance", "heartbeat_interval_ms", 1.0, true, true, kMaxMs},
+    {"fault_tolerance", "heartbeat_timeout_ms", 1.0, true, true, kMaxMs},
+    {"fault_tolerance", "quorum_timeout_ms", 1.0, true, true, kMaxMs},
+    {"fault_tolerance", "collective_timeout_ms", 1.0, true, true, kMaxMs},
+    {"fault_tolerance", "restart_delay_ms", 0.0, true, true, kMaxMs},
+    {"chaos", "mean_interval_s", 0.0, false, true, kMaxS},
+    {"chaos", "hang_s", 0.0, true, true, kMaxS},
+    {"chaos", "slow_ms", 0.0, true, true, kMaxMs},
+    {"chaos", "slow_s", 0.0, true, true, kMaxS},
+    {"diloco", "outer_lr", 0.0, false, true, 1e6},
     {"diloco", "outer_momentum", 0.0, true, true, 1.0},
     {"diloco", "alpha", 0.0, true, true, 1.0},
-    {"network", "bandwidth_mbit_s", 0.0, true, false, 0.0},
-    {"network", "latency_ms", 0.0, true, false, 0.0},
+    // 0 = no cap; a cap is at least 1 kbit/s (the Session sends it in whole kbit/s)
+    {"network", "bandwidth_mbit_s", 0.0, true, true, 1e9},
+    {"network", "latency_ms", 0.0, true, true, kMaxMs},
 };
 
 struct EnumRule {
@@ -169,6 +176,9 @@ std::string checkFloat(const std::string& table, const std::string& key, double 
             continue;
         if (!std::isfinite(value))
             return prefix(table, key) + "expected a finite number, got " + formatNumber(value);
+        if (table == "network" && key == "bandwidth_mbit_s" && value > 0.0 && value < 0.001)
+            return prefix(table, key) + "expected 0 (no cap) or at least 0.001 (1 kbit/s), got " +
+                   formatNumber(value);
         const bool aboveMin = rule.minInclusive ? value >= rule.min : value > rule.min;
         const bool belowMax = !rule.hasMax || value < rule.max;
         if (aboveMin && belowMax)

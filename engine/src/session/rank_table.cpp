@@ -87,6 +87,21 @@ void Session::Impl::heardFrom(int rank) {
 }
 
 void Session::Impl::checkSilentRanks(int64_t now) {
+    // Ranks started by someone else (mpirun, torchrun, by hand) that never come.
+    if (!options.spawn_ranks && first_failure_ns == 0 && !stop_requested && !join_timeout_reported &&
+        now - record.t_start_ns > int64_t(options.join_timeout_s * 1e9)) {
+        std::vector<int> missing;
+        for (int r = 0; r < world; ++r)
+            if (!record.ranks[size_t(r)].started)
+                missing.push_back(r);
+        if (!missing.empty()) {
+            join_timeout_reported = true;
+            noteFailure(namedRanks(missing) + " did not join within " +
+                        formatSeconds(now - record.t_start_ns) + " (start them with `dtrun worker --join " +
+                        options.listen_host + ":" + std::to_string(store ? store->getPort() : 0) +
+                        "`, mpirun or torchrun)");
+        }
+    }
     for (int r = 0; r < world; ++r) {
         const size_t i = size_t(r);
         const RankState state = progress[i].state;
@@ -219,6 +234,7 @@ void Session::Impl::onDisconnect(int rank, bool clean) {
     std::lock_guard<std::mutex> lock(mutex);
     if (rank < 0 || rank >= world)
         return;
+    telemetry_closed[size_t(rank)] = true;
     if (!options.spawn_ranks || via_mpirun) {
         // Joined ranks and mpirun's ranks are not our children: the stream's end is their end.
         rank_gone[size_t(rank)] = true;

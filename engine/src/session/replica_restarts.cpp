@@ -28,7 +28,12 @@ void Session::Impl::hostLighthouse() {
     lo.min_replicas = ftc.min_replicas;
     lo.join_timeout_ms = int64_t(ftc.join_timeout_ms);
     lo.heartbeat_timeout_ms = int64_t(ftc.heartbeat_timeout_ms);
+    lo.token = options.token;
     lighthouse = std::make_unique<ft::LighthouseServer>(lo);
+    lighthouse->onRefused([this](const std::string& why) {
+        std::lock_guard<std::mutex> lock(mutex);
+        log(LogLevel::Warning, "lighthouse: " + why);
+    });
     lighthouse->onQuorum([this](const ft::Quorum& quorum, const ft::QuorumDecision& decision) {
         std::lock_guard<std::mutex> lock(mutex);
         // The fast path hands out the same quorum every step: only a new id is news.
@@ -79,8 +84,25 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
         rank_gone[size_t(x.rank)] = true;
         return;
     }
-    if (ft.restart == "auto") {
-        restart_at_ns[size_t(x.rank)] = monotonicNowNs() + int64_t(ft.restart_delay_ms * 1e6);
+    auto& recent = recent_restarts_ns[size_t(x.rank)];
+    const int64_t now = monotonicNowNs();
+    while (!recent.empty() && now - recent.front() > 60'000'000'000LL)
+        recent.pop_front();
+    if (ft.restart == "auto" && int(recent.size()) >= ft.max_restarts_per_minute) {
+        // A kill storm: restarting again would only feed it. The job goes on
+        // with the other replicas, or fails saying why.
+        const std::string why = "replica " + std::to_string(x.rank) + " " + how + " after " +
+                                std::to_string(recent.size()) +
+                                " restarts in the last minute: its restart budget ([fault_tolerance] "
+                                "max_restarts_per_minute = " +
+                                std::to_string(ft.max_restarts_per_minute) + ") is spent, so it stays down";
+        restart_at_ns[size_t(x.rank)] = 0;
+        rank_gone[size_t(x.rank)] = true;
+        restart_budget_note += "; " + why;
+        log(LogLevel::Error, why);
+    } else if (ft.restart == "auto") {
+        recent.push_back(now);
+        restart_at_ns[size_t(x.rank)] = now + int64_t(ft.restart_delay_ms * 1e6);
         p.state = RankState::Restarting;
         rank_gone[size_t(x.rank)] = false;
         log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + "; restarting it in " +
@@ -165,6 +187,7 @@ void Session::Impl::restartDueReplicas() {
         record.ranks[size_t(r)].exited = false;
         rank_gone[size_t(r)] = false;
         rank_finished[size_t(r)] = false;
+        telemetry_closed[size_t(r)] = false;
         emitSessionEvent(EventKind::RankRestarted, r, incarnation);
         log(LogLevel::Info, "replica " + std::to_string(r) + " restarted (incarnation " +
                                 std::to_string(incarnation) + ", pid " + std::to_string(pid) + ")");

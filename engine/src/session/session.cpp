@@ -17,6 +17,8 @@
 #include "session/session_impl.hpp"
 
 #include "comm/mpi_communicator.hpp"
+#include "core/replica_agreement.hpp"
+#include "core/sha256.hpp"
 #include "dtlab/checkpoint.hpp"
 #include "dtlab/errors.hpp"
 
@@ -55,6 +57,33 @@ std::string_view rankStateLabel(RankState state) {
 }
 
 // [SECTION] Monitor thread -----------------------------------------------------
+
+// A rank that exited with code 0 before its last telemetry (RankFinished,
+// then Bye) was read is not judged yet: the reap can come first, e.g. when
+// this process was stopped (SIGSTOP, a debugger) and both threads resume at
+// once. It waits until its stream closed or said it finished, 5 s at most.
+// Mutex held.
+void Session::Impl::judgeExits(const std::vector<ChildExit>& exits, int64_t now) {
+    for (const ChildExit& x : exits) {
+        const bool awaits = x.rank != kMpirunChild && x.rank >= 0 && x.rank < world && x.signal == 0 &&
+                            x.exit_code == 0 && !rank_finished[size_t(x.rank)] &&
+                            !telemetry_closed[size_t(x.rank)];
+        if (awaits)
+            exits_awaiting_telemetry.push_back({x, now + 5'000'000'000LL});
+        else
+            onRankExited(x);
+    }
+    for (size_t i = 0; i < exits_awaiting_telemetry.size();) {
+        const auto& [x, deadline] = exits_awaiting_telemetry[i];
+        if (rank_finished[size_t(x.rank)] || telemetry_closed[size_t(x.rank)] || now >= deadline) {
+            const ChildExit exit = x;
+            exits_awaiting_telemetry.erase(exits_awaiting_telemetry.begin() + ptrdiff_t(i));
+            onRankExited(exit);
+        } else {
+            ++i;
+        }
+    }
+}
 void Session::Impl::monitorLoop() {
     while (!monitor_stop.load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -72,8 +101,7 @@ void Session::Impl::monitorLoop() {
         {
             std::lock_guard<std::mutex> lock(mutex);
             checkSilentRanks(monotonicNowNs());
-            for (const auto& x : exits)
-                onRankExited(x);
+            judgeExits(exits, monotonicNowNs());
             ended = decideEnd(monotonicNowNs());
             takeRecordingBatch(ended);
         }
@@ -87,10 +115,26 @@ void Session::Impl::monitorLoop() {
     }
 }
 
+// An ok run whose replicas end with different parameters is not ok
+// (core/replica_agreement.hpp). Mutex held.
+void Session::Impl::noteReplicaDisagreement() {
+    if (!record.ok)
+        return;
+    const std::string why = replicaDisagreement(record.scenario, record.events, int(record.ranks.size()));
+    if (why.empty())
+        return;
+    record.ok = false;
+    record.failure_reason = why;
+    log(LogLevel::Error, why);
+}
+
 // Whether the run is over, and how (mutex held). After a failure or a stop,
-// whatever still runs past the grace period is killed.
+// whatever still runs past the grace period is killed. The grace: the other
+// ranks' own timeouts fire within a step of the first failure's (they waited
+// in the same collective), so min(timeout_s, 5 s) + 5 s is enough for them to
+// report, and a hang ends the run within timeout_s + 10 s, not 2 x timeout_s.
 bool Session::Impl::decideEnd(int64_t now) {
-    const int64_t grace_ns = int64_t((record.scenario.run.timeout_s + 5.0) * 1e9);
+    const int64_t grace_ns = int64_t((std::min(record.scenario.run.timeout_s, 5.0) + 5.0) * 1e9);
     bool all_gone = !via_mpirun || mpirun_exited; // mpirun reports the job's end
     for (bool g : rank_gone)
         all_gone = all_gone && g;
@@ -121,8 +165,9 @@ bool Session::Impl::decideEnd(int64_t now) {
     if (ft_enabled && !stop_requested) {
         if (!job_done && record.failure_reason.empty())
             record.failure_reason = "every replica is gone before any committed every step (restart = \"" +
-                                    record.scenario.fault_tolerance.restart + "\")";
+                                    record.scenario.fault_tolerance.restart + "\")" + restart_budget_note;
         record.ok = job_done && record.failure_reason.empty();
+        noteReplicaDisagreement();
     } else {
         bool ok = record.failure_reason.empty() && !stop_requested;
         for (size_t r = 0; r < rank_finished.size(); ++r)
@@ -137,6 +182,7 @@ bool Session::Impl::decideEnd(int64_t now) {
         if (!ok)
             record.failure_reason += silentRanksNote() + neverJoinedNote();
         record.ok = ok;
+        noteReplicaDisagreement();
     }
     record.t_end_ns = now;
     finished = true; // published by the monitor once the recording is closed
@@ -207,6 +253,13 @@ void Session::start() {
             "listening on " + s.options.listen_host +
             " opens the Session's control port, which can kill processes, to the network: give a shared "
             "token (dtrun --token-file FILE, or DTLAB_TOKEN) that every worker must also present");
+    if (s.options.token.empty() && s.options.spawn_ranks) {
+        // Ranks this Session starts get a token of this run's own (DTLAB_TOKEN
+        // in their environment): another local process cannot join as a rank,
+        // nor speak to the lighthouse as a replica.
+        const auto a = randomNonce(), b = randomNonce();
+        s.options.token = toHex(a.data(), a.size()) + toHex(b.data(), b.size());
+    }
     if (s.via_mpirun) {
         if (!mpiAvailable())
             throw UsageError("this scenario uses the mpi backend, but " + mpiUnavailableReason() +
@@ -217,6 +270,8 @@ void Session::start() {
                 "or use backend = \"gloo\")");
     }
     s.restart_at_ns.assign(size_t(world), 0);
+    s.recent_restarts_ns.assign(size_t(world), {});
+    s.telemetry_closed.assign(size_t(world), false);
     s.rank_left.assign(size_t(world), false);
     s.chaos_rng.seed(scenario.chaos.seed);
     s.record.t_start_ns = monotonicNowNs();
@@ -229,6 +284,11 @@ void Session::start() {
             s.log(LogLevel::Info, "resuming from checkpoint " + scenario.run.resume_from);
     }
 
+    // The collector first: it binds listen_host itself, so an address this
+    // machine does not have is a UsageError here (the TCPStore binds every
+    // interface and its own client would then wait for its whole timeout).
+    s.collector = std::make_unique<TelemetryCollector>(s.options.listen_host, 0, s, s.options.token);
+    s.collector->start();
     // Rendezvous store: ranks find the scenario and the collector here.
     c10d::TCPStoreOptions store_options;
     store_options.port = uint16_t(s.options.store_port);
@@ -242,8 +302,6 @@ void Session::start() {
         throw UsageError("cannot start the rendezvous store on " + s.options.listen_host + ":" +
                          std::to_string(s.options.store_port) + ": " + what.substr(0, what.find('\n')));
     }
-    s.collector = std::make_unique<TelemetryCollector>(s.options.listen_host, 0, s, s.options.token);
-    s.collector->start();
     auto put = [&](const std::string& key, const std::string& value) {
         s.store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
     };

@@ -40,6 +40,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -138,8 +139,15 @@ struct Session::Impl final : TelemetrySink {
 
     // [replica_restarts.cpp] ------------------------------------------------
     std::vector<int64_t> restart_at_ns; // when to start a dead rank again; 0 = not scheduled
-    std::vector<bool> rank_left;        // left because the job finished without it
-    bool job_done = false;              // some replica committed every step
+    // restart = "auto": each replica's automatic restarts of the last minute;
+    // one more than max_restarts_per_minute and it stays down (a kill storm ends).
+    std::vector<std::deque<int64_t>> recent_restarts_ns;
+    std::vector<bool> telemetry_closed; // the rank's telemetry stream ended (Bye or EOF)
+    bool join_timeout_reported = false; // spawn_ranks false: some rank never joined in time
+    std::vector<std::pair<ChildExit, int64_t>> exits_awaiting_telemetry; // judgeExits: (exit, deadline)
+    std::string restart_budget_note; // "; replica 1 stayed down: ..." for the failure reason
+    std::vector<bool> rank_left;     // left because the job finished without it
+    bool job_done = false;           // some replica committed every step
     int64_t job_done_ns = 0;
     int64_t last_quorum_id = -1;         // the last quorum id logged
     mutable std::mutex lighthouse_mutex; // guards lighthouse (never taken with mutex held)
@@ -184,7 +192,9 @@ struct Session::Impl final : TelemetrySink {
 
     // [session.cpp] ---------------------------------------------------------
     void monitorLoop();
-    bool decideEnd(int64_t now); // mutex held: true when the run has ended
+    bool decideEnd(int64_t now);    // mutex held: true when the run has ended
+    void noteReplicaDisagreement(); // mutex held: an ok run whose replicas differ is not ok
+    void judgeExits(const std::vector<ChildExit>& exits, int64_t now); // mutex held
 };
 
 // "rank 2" or "ranks 2, 3"

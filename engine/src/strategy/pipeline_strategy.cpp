@@ -281,7 +281,10 @@ class PipelineStrategy final : public TrainingStrategy {
         if (!sends.empty())
             span(EventKind::Wait, t, -1, -1);
         m_world.reapPosted();
-        return has_loss ? loss_sum / m : std::numeric_limits<double>::quiet_NaN();
+        if (!has_loss)
+            return std::numeric_limits<double>::quiet_NaN(); // a stage before the last: no loss here
+        requireFiniteLoss(loss_sum / m, step);
+        return loss_sum / m;
     }
 
     void optimizerStep() override {

@@ -4,6 +4,10 @@
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
 namespace dt {
 
 std::unique_ptr<TrainingStrategy> makeDdpStrategy(const StrategyContext& context);     // ddp_strategy.cpp
@@ -34,6 +38,18 @@ std::unique_ptr<TrainingStrategy> makeStrategy(const StrategyContext& context) {
     }
     throw UsageError(std::string("strategy \"") + strategyKindName(context.scenario->strategy.kind) +
                      "\" trains no model");
+}
+
+} // namespace dt
+
+namespace dt {
+
+void requireFiniteLoss(double loss, int step) {
+    if (std::isfinite(loss))
+        return;
+    throw std::runtime_error("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
+                             " at step " + std::to_string(step) +
+                             ": training diverged (is [optimizer] lr too large?); the run stops here");
 }
 
 } // namespace dt

@@ -101,4 +101,9 @@ struct StrategyContext {
 
 [[nodiscard]] std::unique_ptr<TrainingStrategy> makeStrategy(const StrategyContext& context);
 
+// A rank whose step loss is NaN or infinite stops the run here: the training
+// diverged, and every step after it would report ok on garbage. Throws
+// std::runtime_error "the loss is nan at step 12: training diverged ...".
+void requireFiniteLoss(double loss, int step);
+
 } // namespace dt

@@ -37,6 +37,7 @@
 #include "rank/rank_telemetry.hpp"
 #include "rank/step_gate.hpp"
 #include "strategy/training_strategy.hpp"
+#include "telemetry/clock_sync.hpp"
 #include "telemetry/telemetry_sender.hpp"
 #include "telemetry/telemetry_wire.hpp"
 #include "worker/collectives_run.hpp"
@@ -311,6 +312,9 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
                 if (telemetry.detailed() && mb + 1 < M)
                     emitMemory(step, false);
             }
+            // Diverged: stop before the optimizer applies it (a pipeline's last
+            // stage checks its own loss in runStep; the other stages have none).
+            requireFiniteLoss(step_loss, step);
         }
 
         t = telemetry.now();
@@ -474,6 +478,15 @@ int runWorker(const WorkerArgs& args) {
         }
     });
     try {
+        if (const char* skew = std::getenv("DTLAB_CLOCK_SKEW")) {
+            const ClockSkew s = parseClockSkew(skew);
+            sender.simulateClockSkew(s.offset_ns, s.drift_ppm);
+        }
+    } catch (const UsageError& e) {
+        std::cerr << "dtrun worker (rank " << env.rank << "): " << e.what() << "\n";
+        return kExitUsage;
+    }
+    try {
         std::string host;
         int port = 0;
         wire::splitAddress(telemetry_address, host, port);
@@ -499,6 +512,7 @@ int runWorker(const WorkerArgs& args) {
             context.incarnation = args.incarnation;
             context.faults = &ft_faults;
             context.link = &link;
+            context.token = token;
             code = scenario.strategy.kind == StrategyKind::Diloco ? trainFaultTolerantDiloco(context)
                                                                   : trainFaultTolerant(context);
         } else if (!strategyTraits(scenario.strategy.kind).trains_model) {
