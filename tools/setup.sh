@@ -2,7 +2,8 @@
 # tools/setup.sh: the one entry point for a fresh Debian 12 machine.
 #
 #   tools/setup.sh run [SCENARIO]   install what is missing, build, run the main job
-#   tools/setup.sh test             install what is missing, build, check the formatting, run the whole test suite
+#   tools/setup.sh test             install what is missing, build, check the formatting, run the whole test suite,
+#                                   then dtcore's unit tests and the decoders' fuzzer under ASan + UBSan
 #   tools/setup.sh build            install what is missing and build
 #   tools/setup.sh bench            also install python3-torch and run tests/bench/bench_ddp.sh
 #
@@ -81,8 +82,15 @@ test)
     say "checking the formatting (.clang-format)"
     "$ROOT/tools/check_format.sh" || die "the tree is not formatted: run tools/check_format.sh --fix"
     say "running the test suite"
-    cd "$BUILD_DIR"
-    ctest --output-on-failure -j "$JOBS" --timeout 900
+    (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
+    # The sanitize preset: every decoder of outside input, instrumented (no LibTorch in it).
+    SANITIZE_DIR="${SANITIZE_DIR:-$ROOT/build-sanitize}"
+    say "dtcore's unit tests and the decoders' fuzzer under AddressSanitizer + UBSan ($SANITIZE_DIR)"
+    cmake -S "$ROOT" -B "$SANITIZE_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDTLAB_CORE_ONLY=ON \
+        -DDTLAB_SANITIZE=ON -DDTLAB_GUI=OFF -DDTLAB_FUZZ_ITERATIONS=20000 >/dev/null
+    cmake --build "$SANITIZE_DIR" -j "$JOBS"
+    cd "$SANITIZE_DIR"
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS" --timeout 900
     ;;
 build)
     build

@@ -400,7 +400,10 @@ TEST_CASE("A loss that turns NaN fails the run at that step, with the reason", "
 
 TEST_CASE("An external run gives up when its ranks never join, and says which", "[cli]") {
     it::TempDir dir;
-    const std::string good = dir.write("good.toml", smallScenario("nobody comes"));
+    it::ScenarioSpec spec;
+    spec.name = "nobody comes";
+    spec.timeout_s = 1; // the grace after the first failure is min(timeout_s, 5) + 5 s
+    const std::string good = dir.write("good.toml", it::scenarioToml(spec));
     const auto r =
         runDtrun({"run", good, "--external", "--join-timeout", "2", "--quiet"}, {{}, {}, 60.0, ""});
     INFO(it::describe(r));

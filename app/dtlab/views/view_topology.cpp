@@ -293,18 +293,12 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
                                 : scenario.topology.backend.c_str());
     else
         ImGui::TextDisabled("not started");
-    if (p.rank < inputs.model->world()) {
-        // A rank on another host: how far its timestamps may be off (same host: exact, nothing to say).
-        const RankClockText clock = rankClockText(inputs.model->lane(p.rank));
-        if (ImGui::IsItemHovered() && !clock.detail.empty() && clock.detail != "-")
-            ImGui::SetTooltip("clock: %s", clock.detail.c_str());
-        if (!clock.tile.empty()) {
-            ImGui::SameLine(0.0f, ImGui::GetFontSize());
-            ImGui::TextDisabled("%s", clock.tile.c_str());
-            if (ImGui::IsItemHovered())
-                ImGui::SetTooltip("clock: %s", clock.detail.c_str());
-        }
-    }
+    // A rank on another host: how far its timestamps may be off (same host:
+    // exact, nothing to say). On the third line, when it has nothing more urgent.
+    const RankClockText clock =
+        p.rank < inputs.model->world() ? rankClockText(inputs.model->lane(p.rank)) : RankClockText{};
+    if (ImGui::IsItemHovered() && !clock.detail.empty() && clock.detail != "-")
+        ImGui::SetTooltip("clock: %s", clock.detail.c_str());
     if (!status.step_time.empty()) { // not while blocked, hung or dead: it would read as current
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
         ImGui::TextDisabled("%s", status.step_time.c_str());
@@ -315,7 +309,11 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
         ImGui::TextColored(ImColor(warningColor(theme)), "slowed: +%.0f ms per step", p.delay_ms);
     else if (p.state == RankState::Hung)
         ImGui::TextColored(ImColor(warningColor(theme)), "stopped by SIGSTOP");
-    else
+    else if (!clock.tile.empty()) {
+        ImGui::TextDisabled("%s", clock.tile.c_str());
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("clock: %s", clock.detail.c_str());
+    } else
         ImGui::TextUnformatted("");
 
     // The buttons act on the process now: enabled from its state now, also at a time cursor.
@@ -435,9 +433,13 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
         cell("last loss", p.step >= 0 && !std::isnan(p.last_loss) ? buf : "-");
         std::snprintf(buf, sizeof(buf), "+%.0f ms per step", p.delay_ms);
         cell("delay", p.delay_ms > 0 ? buf : "none");
-        cell("clock", rank < inputs.model->world() ? rankClockText(inputs.model->lane(rank)).detail : "-");
         ImGui::EndTable();
     }
+    // The clock on a line of its own: the measured case is a sentence.
+    ImGui::TextDisabled("clock");
+    ImGui::SameLine();
+    ImGui::TextWrapped(
+        "%s", rank < inputs.model->world() ? rankClockText(inputs.model->lane(rank)).detail.c_str() : "-");
     // Slow: slider + Apply (the same as the tile's Slow popup).
     const bool can_slow = inputs.live && alive(p.state);
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.0f);
