@@ -91,21 +91,31 @@ TEST_CASE("ClockSync estimates another host's clock within the bound it reports"
         std::bernoulli_distribution queued(0.2);                       // sometimes 2 ms more
         dt::ClockSync sync;
         int checked = 0, over = 0;
+        int corrections_over = 0;
         for (double s = 1e9; s < 61e9; s += double(dt::ClockSync::kResyncNs)) {
             const double up = delay(rng) + (queued(rng) ? 2e6 : 0.0), down = delay(rng);
             sync.addSample(pingPong(host, s, up, down));
+            // What a sender applies until the next sync (TelemetrySender::now()).
+            const dt::ClockCorrection correction = sync.correctionAt(host.localAt(s + up + down));
             // Between this sync and the next, at a few moments:
             for (double later : {0.1e9, 0.6e9, 1.2e9}) {
                 const int64_t local = host.localAt(s + up + down + later);
                 const dt::ClockEstimate e = sync.estimateAt(local);
-                const double error = std::fabs(double(e.offset_ns) - host.trueOffsetAtLocal(double(local)));
+                const double truth = host.trueOffsetAtLocal(double(local));
+                const double error = std::fabs(double(e.offset_ns) - truth);
+                const double carried = std::fabs(double(correction.sessionTime(local) - local) - truth);
                 ++checked;
                 if (error > double(e.error_bound_ns))
                     ++over;
+                if (carried > double(e.error_bound_ns))
+                    ++corrections_over;
             }
         }
         CHECK(checked > 100);
         CHECK(over == 0);
+        CHECK(corrections_over == 0);
+        // A clock 40 ppm fast: its offset (Session - local) falls 40 ns every ms.
+        CHECK(sync.correctionAt(host.localAt(61e9)).offset_slope == Approx(-40e-6).margin(1e-6));
         const dt::ClockEstimate e = sync.estimateAt(host.localAt(61e9));
         REQUIRE(e.drift_ppm.has_value());
         CAPTURE(*e.drift_ppm, e.bound_growth_ppm);
@@ -136,7 +146,7 @@ TEST_CASE("DTLAB_CLOCK_SKEW is read as OFFSET_MS[,DRIFT_PPM] and anything else i
         CHECK(s.drift_ppm == 40.0);
     }
     SECTION("text, trailing junk, NaN and values out of range name the variable") {
-        for (const char* bad : {"", "abc", "250ms", "250,", "nan", "1e7", "0,2000", "0,inf"}) {
+        for (const char* bad : {"", "abc", "250ms", "250,", "nan", "1e7", "0,2000", "0,101", "0,inf"}) {
             CAPTURE(bad);
             CHECK_THROWS_WITH(dt::parseClockSkew(bad), Catch::Matchers::Contains("DTLAB_CLOCK_SKEW"));
         }

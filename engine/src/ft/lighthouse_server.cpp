@@ -55,6 +55,11 @@ int64_t nowMs() {
 }
 
 constexpr size_t kMaxLineBytes = 64 * 1024; // a client that sends more without '\n' is dropped
+// Fairness against a flooding client: at most this many lines of one
+// connection per turn (the rest wait for the next turn, which then does not
+// sleep in poll), and no more reading from it while this much waits unread.
+constexpr int kMaxLinesPerTurn = 256;
+constexpr size_t kMaxInboxBytes = 1 << 20;
 constexpr int kForgetAfterHeartbeatTimeouts = 10;
 
 // One client connection.
@@ -96,7 +101,8 @@ struct LighthouseServer::Impl {
     int64_t quorums_issued = 0;
     int64_t highest_step = 0;
     std::string last_reason;
-    bool held = false; // setJobHeld: the join timeout's clock stands still
+    bool held = false;          // setJobHeld: the join timeout's clock stands still
+    bool lines_pending = false; // some connection has whole lines left for the next turn (fairness)
 
     std::function<void(const Quorum&, const QuorumDecision&)> on_quorum;
     std::function<void(const QuorumMember&, const std::string&)> on_member_lost;
@@ -128,7 +134,9 @@ void LighthouseServer::Impl::loop() {
             for (const auto& entry : connections)
                 fds.push_back({entry.first, POLLIN, 0});
         }
-        ::poll(fds.data(), nfds_t(fds.size()), int(std::max<int64_t>(1, options.quorum_tick_ms)));
+        // Lines already read and not yet handled: poll would not report them.
+        ::poll(fds.data(), nfds_t(fds.size()),
+               lines_pending ? 0 : int(std::max<int64_t>(1, options.quorum_tick_ms)));
         if (stop_requested)
             break;
 
@@ -143,9 +151,14 @@ void LighthouseServer::Impl::loop() {
             if (fds[1].revents & POLLIN)
                 acceptClients();
             // Accept first, then read: a fd closed below cannot be reused by an accept in this turn.
-            for (size_t i = 2; i < fds.size(); ++i)
-                if (fds[i].revents & (POLLIN | POLLHUP | POLLERR))
+            lines_pending = false;
+            for (size_t i = 2; i < fds.size(); ++i) {
+                const auto c = connections.find(fds[i].fd);
+                const bool waiting =
+                    c != connections.end() && c->second.inbox.find('\n') != std::string::npos;
+                if (waiting || (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
                     readClient(fds[i].fd, now);
+            }
             checkHeartbeats(now);
             decide(now);
             callbacks.swap(pending_callbacks);
@@ -173,7 +186,7 @@ void LighthouseServer::Impl::readClient(int fd, int64_t now) {
         return; // closed earlier in this turn
     char buffer[4096];
     bool closed = false;
-    while (true) {
+    while (connections[fd].inbox.size() < kMaxInboxBytes) { // a flood waits in the kernel's buffer
         const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
         if (n > 0) {
             connections[fd].inbox.append(buffer, size_t(n));
@@ -186,11 +199,18 @@ void LighthouseServer::Impl::readClient(int fd, int64_t now) {
         closed = true; // n == 0: EOF, or an error; its last lines (a BYE) are still read below
         break;
     }
-    // Handle every whole line (checking the connection is still open before each).
-    while (connections.count(fd) != 0) {
+    // Handle up to kMaxLinesPerTurn whole lines (checking the connection is
+    // still open before each); the consumed prefix is erased once.
+    size_t consumed = 0;
+    for (int handled = 0; connections.count(fd) != 0; ++handled) {
         std::string& inbox = connections[fd].inbox;
-        const auto newline = inbox.find('\n');
-        if (newline == std::string::npos) {
+        const auto newline = inbox.find('\n', consumed);
+        if (newline == std::string::npos || handled == kMaxLinesPerTurn) {
+            inbox.erase(0, consumed);
+            if (newline != std::string::npos) {
+                lines_pending = true; // the rest next turn, after the others
+                return;
+            }
             if (closed)
                 closeConnection(fd, "connection closed");
             else if (inbox.size() > kMaxLineBytes) {
@@ -199,8 +219,8 @@ void LighthouseServer::Impl::readClient(int fd, int64_t now) {
             }
             return;
         }
-        std::string line = inbox.substr(0, newline);
-        inbox.erase(0, newline + 1);
+        std::string line = inbox.substr(consumed, newline - consumed);
+        consumed = newline + 1;
         if (!line.empty() && line.back() == '\r')
             line.pop_back();
         handleLine(fd, line, now);
@@ -213,6 +233,10 @@ void LighthouseServer::Impl::handleLine(int fd, const std::string& line, int64_t
     in >> command;
     if (command.empty())
         return;
+    if (command == "HELLO" && !connections[fd].refused.empty()) {
+        sendLine(fd, "ERROR " + connections[fd].refused); // refused once, reported once
+        return;
+    }
     if (command == "HELLO")
         return handleHello(fd, in, now);
     if (command == "STATUS") {

@@ -72,6 +72,8 @@ void Session::Impl::maybeInjectFault(const Event& e) {
         log(LogLevel::Warning, "scenario fault: " + what);
         if (signo == SIGSTOP)
             progress[size_t(f.rank)].state = RankState::Hung;
+        if (!ft_enabled && first_failure_ns == 0)
+            first_failure_is_hang = signo == SIGSTOP;
         if (!ft_enabled)
             noteFailure("rank " + std::to_string(f.rank) + (signo == SIGKILL ? " was killed" : " was hung") +
                         " by a scenario fault: " + what);

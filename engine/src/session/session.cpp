@@ -6,7 +6,9 @@
 //
 // End of a run:
 //   ok      every rank finished every step (RankFinished) and exited 0
-//   failed  a rank failed or died: the others get timeout_s + 5 s to notice
+//   failed  a rank failed or died: the others get min(timeout_s, 5) + 5 s
+//           to notice (timeout_s + 5 s after an injected hang, which they
+//           can only notice at their own timeout)
 //           and exit on their own (they should, via Gloo's error or timeout),
 //           then whatever is left is SIGKILLed. failure_reason names the
 //           first cause (the injected fault or the first rank error).
@@ -134,7 +136,11 @@ void Session::Impl::noteReplicaDisagreement() {
 // in the same collective), so min(timeout_s, 5 s) + 5 s is enough for them to
 // report, and a hang ends the run within timeout_s + 10 s, not 2 x timeout_s.
 bool Session::Impl::decideEnd(int64_t now) {
-    const int64_t grace_ns = int64_t((std::min(record.scenario.run.timeout_s, 5.0) + 5.0) * 1e9);
+    // An injected hang is noted when the SIGSTOP is sent: the survivors notice
+    // it only at their own timeout, so they get all of it.
+    const double grace_s = first_failure_is_hang ? record.scenario.run.timeout_s + 5.0
+                                                 : std::min(record.scenario.run.timeout_s, 5.0) + 5.0;
+    const int64_t grace_ns = int64_t(grace_s * 1e9);
     bool all_gone = !via_mpirun || mpirun_exited; // mpirun reports the job's end
     for (bool g : rank_gone)
         all_gone = all_gone && g;
@@ -253,10 +259,12 @@ void Session::start() {
             "listening on " + s.options.listen_host +
             " opens the Session's control port, which can kill processes, to the network: give a shared "
             "token (dtrun --token-file FILE, or DTLAB_TOKEN) that every worker must also present");
-    if (s.options.token.empty() && s.options.spawn_ranks) {
+    if (s.options.token.empty() && s.options.spawn_ranks && scenario.fault_tolerance.lighthouse.empty()) {
         // Ranks this Session starts get a token of this run's own (DTLAB_TOKEN
         // in their environment): another local process cannot join as a rank,
-        // nor speak to the lighthouse as a replica.
+        // nor speak to the lighthouse as a replica. (Not with an external
+        // lighthouse: it knows only the token it was started with, so the
+        // run and `dtrun lighthouse` must be given the same one.)
         const auto a = randomNonce(), b = randomNonce();
         s.options.token = toHex(a.data(), a.size()) + toHex(b.data(), b.size());
     }

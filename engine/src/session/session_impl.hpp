@@ -144,6 +144,7 @@ struct Session::Impl final : TelemetrySink {
     std::vector<std::deque<int64_t>> recent_restarts_ns;
     std::vector<bool> telemetry_closed; // the rank's telemetry stream ended (Bye or EOF)
     bool join_timeout_reported = false; // spawn_ranks false: some rank never joined in time
+    bool first_failure_is_hang = false; // the first failure was an injected SIGSTOP (decideEnd's grace)
     std::vector<std::pair<ChildExit, int64_t>> exits_awaiting_telemetry; // judgeExits: (exit, deadline)
     std::string restart_budget_note; // "; replica 1 stayed down: ..." for the failure reason
     std::vector<bool> rank_left;     // left because the job finished without it

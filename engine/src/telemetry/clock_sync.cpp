@@ -90,6 +90,19 @@ ClockEstimate ClockSync::estimateAt(int64_t local_now_ns) const {
     return e;
 }
 
+int64_t ClockCorrection::sessionTime(int64_t local_ns) const {
+    return local_ns + offset_ns + int64_t(std::llround(offset_slope * double(local_ns - at_local_ns)));
+}
+
+ClockCorrection ClockSync::correctionAt(int64_t local_now_ns) const {
+    const ClockEstimate e = estimateAt(local_now_ns);
+    ClockCorrection c;
+    c.offset_ns = e.offset_ns;
+    c.at_local_ns = local_now_ns;
+    c.offset_slope = e.drift_ppm ? -*e.drift_ppm * 1e-6 : 0.0;
+    return c;
+}
+
 bool BootId::known() const {
     for (uint8_t b : bytes)
         if (b != 0)
@@ -122,6 +135,10 @@ BootId thisBootId() {
     return filled == 16 ? id : BootId{};
 }
 
+// A simulated drift beyond the bound's assumed worst case before the drift is
+// measured (ClockSync::kUnmeasuredDriftPpm) would make the reported bound a lie.
+constexpr double kUnmeasuredDriftPpmLimit = ClockSync::kUnmeasuredDriftPpm;
+
 ClockSkew parseClockSkew(const std::string& text) {
     auto bad = [&](const std::string& why) {
         return UsageError("DTLAB_CLOCK_SKEW='" + text + "': " + why +
@@ -145,7 +162,7 @@ ClockSkew parseClockSkew(const std::string& text) {
     ClockSkew skew;
     skew.offset_ns = int64_t(std::llround(number(text.substr(0, comma), 1e6, "the offset") * 1e6));
     if (comma != std::string::npos)
-        skew.drift_ppm = number(text.substr(comma + 1), 1000, "the drift");
+        skew.drift_ppm = number(text.substr(comma + 1), kUnmeasuredDriftPpmLimit, "the drift");
     return skew;
 }
 

@@ -53,6 +53,15 @@ struct ClockEstimate {
     int samples = 0;                 // in the window
 };
 
+// What a sender applies between syncs, cheap enough for every timestamp:
+// session_time(local) = local + offset_ns + offset_slope x (local - at_local_ns).
+struct ClockCorrection {
+    int64_t offset_ns = 0;   // the estimate's offset at at_local_ns
+    int64_t at_local_ns = 0; // the local time it was estimated for
+    double offset_slope = 0; // the offset's change per ns of local time (-drift: a fast clock's offset falls)
+    [[nodiscard]] int64_t sessionTime(int64_t local_ns) const;
+};
+
 class ClockSync {
   public:
     static constexpr int64_t kResyncNs = 1'250'000'000;        // one ping every 1.25 s
@@ -68,6 +77,8 @@ class ClockSync {
 
     // The estimate at local time `local_now_ns`.
     [[nodiscard]] ClockEstimate estimateAt(int64_t local_now_ns) const;
+    // The estimate at `local_now_ns` as a correction to carry forward until the next sync.
+    [[nodiscard]] ClockCorrection correctionAt(int64_t local_now_ns) const;
 
   private:
     struct Drift {
@@ -90,7 +101,8 @@ struct BootId {
 
 // DTLAB_CLOCK_SKEW="OFFSET_MS[,DRIFT_PPM]": a rank that pretends to be on
 // another host whose clock is OFFSET_MS ahead and runs DRIFT_PPM fast
-// (|offset| <= 1e6 ms, |drift| <= 1000 ppm). Throws UsageError naming the
+// (|offset| <= 1e6 ms, |drift| <= 100 ppm, the bound's worst case before the
+// drift is measured). Throws UsageError naming the
 // variable on anything else.
 struct ClockSkew {
     int64_t offset_ns = 0;

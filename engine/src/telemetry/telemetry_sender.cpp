@@ -110,9 +110,7 @@ void TelemetrySender::applyClockSample(const ClockSample& sample, bool emit_even
         std::lock_guard<std::mutex> lock(m_clock_mutex);
         m_clock.addSample(sample);
         estimate = m_clock.estimateAt(sample.t_recv_ns);
-        m_offset_ns = estimate.offset_ns;
-        m_offset_at_local_ns = sample.t_recv_ns;
-        m_drift = estimate.drift_ppm ? *estimate.drift_ppm * 1e-6 : 0.0;
+        m_correction = m_clock.correctionAt(sample.t_recv_ns);
     }
     if (emit_event)
         emitClockSync(estimate);
@@ -142,7 +140,7 @@ void TelemetrySender::emitClockSync(const ClockEstimate& estimate) {
 
 int64_t TelemetrySender::clockOffsetNs() const {
     std::lock_guard<std::mutex> lock(m_clock_mutex);
-    return m_offset_ns;
+    return m_correction.offset_ns;
 }
 
 ClockEstimate TelemetrySender::clockEstimate() const {
@@ -179,8 +177,7 @@ int64_t TelemetrySender::now() const {
     int64_t t = 0;
     {
         std::lock_guard<std::mutex> lock(m_clock_mutex);
-        const int64_t local = localNowNs();
-        t = local + m_offset_ns + int64_t(std::llround(m_drift * double(local - m_offset_at_local_ns)));
+        t = m_correction.sessionTime(localNowNs());
     }
     // A re-sync may move the estimate back by a few microseconds: never let
     // this rank's timestamps go backwards (a span would end before it began).

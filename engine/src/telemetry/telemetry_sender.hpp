@@ -74,15 +74,13 @@ class TelemetrySender final : public EventSink {
     int m_rank;
     size_t m_capacity;
     int m_fd = -1;
-    // The clock: m_clock holds the samples; now() reads the published
-    // m_offset_ns at m_offset_at_local_ns carried forward by m_drift (ns/ns).
+    // The clock: m_clock holds the samples; now() applies the published
+    // correction (ClockSync::correctionAt at the last sync).
     int64_t m_skew_offset_ns = 0; // simulateClockSkew
     double m_skew_drift = 0.0;
     mutable std::mutex m_clock_mutex;
     ClockSync m_clock;
-    int64_t m_offset_ns = 0;
-    int64_t m_offset_at_local_ns = 0;
-    double m_drift = 0.0;
+    ClockCorrection m_correction;
     std::atomic<bool> m_same_host{false};
     mutable std::atomic<int64_t> m_last_now{INT64_MIN};
     std::mutex m_mutex;
