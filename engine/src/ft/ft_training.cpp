@@ -118,6 +118,14 @@ int trainFaultTolerant(const FtRankContext& c) {
         manager.allReduce(gradient, {int(step), -1, -1});
 
         // 5. Commit (a healer first adopts the received state and step) or abort.
+        // The others finished every step while this replica computed this one
+        // (restarted near the end, in a quorum of the few still here): a step
+        // committed now would be past the job's end, diverging from every
+        // finished replica. Leave without it.
+        if (c.faults->job_finished.load()) {
+            left_early = true;
+            break;
+        }
         const bool commit = manager.shouldCommit();
         if (commit) {
             const int64_t t = telemetry.now();
