@@ -18,18 +18,22 @@ using it::runDtrun;
 
 namespace {
 
-// A small, fast scenario: 2 ranks of a narrow TinyGPT, 2 steps.
-std::string smallScenario(const std::string& name) {
+// A small, fast scenario: 2 ranks of a narrow TinyGPT, `steps` steps.
+it::ScenarioSpec smallSpec(const std::string& name, int steps = 2, double timeout_s = 20) {
     it::ScenarioSpec spec;
     spec.name = name;
     spec.ranks = 2;
-    spec.steps = 2;
+    spec.steps = steps;
     spec.batch_per_rank = 2;
     spec.d_model = 32;
     spec.layers = 1;
     spec.heads = 2;
-    spec.timeout_s = 20;
-    return it::scenarioToml(spec);
+    spec.timeout_s = timeout_s;
+    return spec;
+}
+
+std::string smallScenario(const std::string& name) {
+    return it::scenarioToml(smallSpec(name));
 }
 
 bool contains(const std::string& haystack, const std::string& needle) {
@@ -295,15 +299,7 @@ TEST_CASE("Ranks on a clock 250 ms ahead and 40 ppm fast report offset, bound an
     // DTLAB_CLOCK_SKEW makes each rank behave as if on another host (its boot
     // id no longer counts): local = monotonic + 250 ms + 40 ppm x monotonic.
     it::TempDir dir;
-    it::ScenarioSpec spec;
-    spec.name = "clock skew";
-    spec.ranks = 2;
-    spec.steps = 28;
-    spec.batch_per_rank = 2;
-    spec.d_model = 32;
-    spec.layers = 1;
-    spec.heads = 2;
-    spec.timeout_s = 30;
+    const it::ScenarioSpec spec = smallSpec("clock skew", 28, 30);
     const std::string scenario = dir.write("clock.toml", it::scenarioToml(spec));
     const std::string summary = dir.file("s.json");
     it::ProcessOptions opts;
@@ -337,15 +333,7 @@ TEST_CASE("A dtrun stopped while its ranks finish still reports them finished", 
     // meanwhile; when dtrun resumes it reaps them before reading their last
     // telemetry, and must not call a clean exit a failure.
     it::TempDir dir;
-    it::ScenarioSpec spec;
-    spec.name = "stopped session";
-    spec.ranks = 2;
-    spec.steps = 10;
-    spec.batch_per_rank = 2;
-    spec.d_model = 32;
-    spec.layers = 1;
-    spec.heads = 2;
-    spec.timeout_s = 30;
+    it::ScenarioSpec spec = smallSpec("stopped session", 10, 30);
     spec.run_toml = "step_delay_ms = 100\n";
     const std::string scenario = dir.write("stop.toml", it::scenarioToml(spec));
     it::Process dtrun({it::dtrunPath(), "run", scenario, "--summary", dir.file("s.json"), "--quiet"});
