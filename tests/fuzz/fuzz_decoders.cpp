@@ -3,7 +3,7 @@
 // "sanitize" preset) and, more briefly, in the plain build.
 //
 //   fuzz_decoders TARGET ITERATIONS SEED CORPUS_DIR [OUT_DIR]
-//   TARGET   scenario | expression | recording | lighthouse | json | all
+//   TARGET   scenario | expression | recording | lighthouse | store | json | all
 //
 // Steps, per target:
 //   1. Seeds: the corpus files of CORPUS_DIR/<target>/ (the inputs kept from
@@ -11,7 +11,8 @@
 //      scenarios/*.toml and tests/regression/scenarios/*.toml (scenario), the
 //      same scenarios as JSON (json), their [[checks]] expressions
 //      (expression), a small recording written here (recording), a QUORUM
-//      line and a STATUS JSON (lighthouse).
+//      line and a STATUS JSON (lighthouse), one request of each kind
+//      (store: the op code, then the body).
 //   2. Each iteration picks a seed and applies 1..8 mutations (flip a bit, set
 //      a byte to an interesting value, insert, delete, duplicate a range,
 //      splice in part of another seed, truncate), from a std::mt19937_64
@@ -20,8 +21,8 @@
 //      throws UsageError with file:line:column) is the expected outcome for
 //      bad input; what is accepted is used further (a parsed scenario is
 //      validated and printed to JSON and back; a loaded recording is turned
-//      into a summary and a Chrome trace) so that what a decoder lets through
-//      is exercised too.
+//      into a summary and a Chrome trace; a decoded store request must encode
+//      to the same bytes) so that what a decoder lets through is exercised too.
 //   4. A crash, a sanitizer report or a non-std exception ends the process:
 //      the input that caused it is in OUT_DIR/last-<target> (written before
 //      each try), to keep as a regression input under tests/fuzz/corpus.
@@ -33,10 +34,12 @@
 #include "dtlab/scenario.hpp"
 #include "dtlab/summary.hpp"
 #include "ft/lighthouse_detail.hpp"
+#include "store/store_protocol.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -238,7 +241,7 @@ std::string sampleRecording(const fs::path& dir) {
 int main(int argc, char** argv) {
     if (argc < 5) {
         std::cerr << "usage: fuzz_decoders TARGET ITERATIONS SEED CORPUS_DIR [OUT_DIR]\n"
-                     "  TARGET: scenario | expression | recording | lighthouse | json | all\n";
+                     "  TARGET: scenario | expression | recording | lighthouse | store | json | all\n";
         return 2;
     }
     const std::string target = argv[1];
@@ -336,6 +339,40 @@ int main(int argc, char** argv) {
                     return;
                 }
                 (void)dt::ft::statusFromJson(line); // throws std::runtime_error on anything else
+            },
+            iterations, seed, out_dir);
+        ran = true;
+    }
+    if (want("store")) { // a rendezvous-store request: u32 op, then its body
+        std::vector<std::string> seeds = filesIn(corpus / "store");
+        using dt::store::Op;
+        for (const dt::store::Request& r :
+             std::vector<dt::store::Request>{{Op::Set, {"dtlab/scenario"}, "{}", {}, 0},
+                                             {Op::CompareSet, {"k"}, "", "v", 0},
+                                             {Op::Get, {"dtlab/world"}, {}, {}, 60000},
+                                             {Op::Add, {"dtlab/ft/started"}, {}, {}, 1},
+                                             {Op::Delete, {"k"}, {}, {}, 0},
+                                             {Op::Check, {"a", "b"}, {}, {}, 0},
+                                             {Op::NumKeys, {}, {}, {}, 0},
+                                             {Op::Wait, {"a", "b", "c"}, {}, {}, 500}}) {
+            const std::string frame = dt::store::encodeRequest(r);
+            seeds.push_back(frame.substr(0, 4) + frame.substr(8)); // the op code, then the body
+        }
+        fuzz(
+            "store", seeds,
+            [](const std::string& bytes) {
+                if (bytes.size() < 4)
+                    throw std::runtime_error("short");
+                uint32_t code = 0;
+                std::memcpy(&code, bytes.data(), 4);
+                std::string why;
+                const auto request = dt::store::decodeRequest(code, bytes.substr(4), why);
+                if (!request)
+                    throw std::runtime_error(why);
+                // What decodes must encode to the same bytes.
+                const std::string frame = dt::store::encodeRequest(*request);
+                if (frame.substr(8) != bytes.substr(4))
+                    std::abort();
             },
             iterations, seed, out_dir);
         ran = true;

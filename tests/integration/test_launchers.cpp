@@ -177,8 +177,10 @@ TEST_CASE("a Session with a token runs only workers that hold it", "[launch][aut
             const auto w = it::runDtrun({"worker"}, workerOptions(0, token));
             INFO("worker with token '" << token << "': " << it::describe(w));
             CHECK(w.exit_code == 2);
-            CHECK(contains(w.err, "not signed with this rank's token"));
+            CHECK(contains(w.err, "the rendezvous store at 127.0.0.1:" + std::to_string(session.port) +
+                                      " refused this rank's token"));
         }
+
         it::Process rank1({it::dtrunPath(), "worker"}, workerOptions(1, "workshop-token-42"));
         const auto w0 = it::runDtrun({"worker"}, workerOptions(0, "workshop-token-42"));
         INFO("rank 0: " << it::describe(w0));
@@ -188,5 +190,7 @@ TEST_CASE("a Session with a token runs only workers that hold it", "[launch][aut
         INFO("dtrun: " << it::describe(r));
         CHECK(r.exit_code == 0);
         checkTwoRankSummary(session.summary);
+        // The Session says so too (an ok run still prints it), naming where the connections came from.
+        CHECK(contains(r.err, "dtrun: session: refused a rendezvous-store connection from 127.0.0.1:"));
     }
 }

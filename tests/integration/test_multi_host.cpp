@@ -19,6 +19,7 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -252,4 +253,100 @@ TEST_CASE("Ranks on two hosts train together, ride out a short link loss and rep
             CHECK(r.exit_code != 0);
         }
     }
+}
+
+namespace {
+
+// The TCP sockets listening in a host: "address:port" for IPv4 (from
+// /proc/net/tcp, read inside the host's namespace), "[v6]:port" for IPv6.
+std::vector<std::string> listeningSockets(const TwoHosts& hosts, int host) {
+    std::vector<std::string> found;
+    for (const std::string table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        const auto r = it::runProcess(hosts.inHost(host, "probe", {it::findInPath("cat"), table}),
+                                      it::ProcessOptions{{}, {}, 10.0, ""});
+        std::istringstream lines(r.out);
+        std::string line;
+        std::getline(lines, line); // header
+        while (std::getline(lines, line)) {
+            std::istringstream fields(line);
+            std::string slot, local, remote, state;
+            fields >> slot >> local >> remote >> state;
+            if (state != "0A") // TCP_LISTEN
+                continue;
+            const auto colon = local.find(':');
+            const int port = std::stoi(local.substr(colon + 1), nullptr, 16);
+            if (table == "/proc/net/tcp6") {
+                found.push_back("[" + local.substr(0, colon) + "]:" + std::to_string(port));
+                continue;
+            }
+            const unsigned long raw =
+                std::stoul(local.substr(0, colon), nullptr, 16); // network order, as read
+            found.push_back(std::to_string(raw & 0xff) + "." + std::to_string((raw >> 8) & 0xff) + "." +
+                            std::to_string((raw >> 16) & 0xff) + "." + std::to_string(raw >> 24) + ":" +
+                            std::to_string(port));
+        }
+    }
+    return found;
+}
+
+// True if a TCP connection from host `from` to address:port succeeds.
+bool canConnect(const TwoHosts& hosts, int from, const std::string& address, int port) {
+    const auto r = it::runProcess(hosts.inHost(from, "probe",
+                                               {it::findInPath("bash"), "-c",
+                                                "exec 3<>/dev/tcp/" + address + "/" + std::to_string(port)}),
+                                  it::ProcessOptions{{}, {}, 10.0, ""});
+    return r.exit_code == 0;
+}
+
+} // namespace
+
+TEST_CASE("A run's services listen on loopback only, and another host reaches none of them", "[multihost]") {
+    TwoHosts hosts;
+    if (!hosts.skipReason().empty()) {
+        WARN("loopback test not run: " << hosts.skipReason());
+        return;
+    }
+    it::TempDir dir("dtlab-loopback");
+    // A fault-tolerant run, so every kind of service is up: the rendezvous
+    // store, the telemetry collector, the lighthouse, and the ranks' Gloo pairs.
+    it::ScenarioSpec spec;
+    spec.name = "loopback only";
+    spec.ranks = 2;
+    spec.steps = 400;
+    spec.extra_toml = "[fault_tolerance]\nenabled = true\nmin_replicas = 1\n";
+    const std::string scenario = dir.write("loopback.toml", it::scenarioToml(spec));
+    const std::string summary = dir.file("summary.json");
+    const int store_port = 29000 + getpid() % 1000; // the namespace is fresh: nothing else listens there
+    it::Process session(hosts.inHost(0, "hostA",
+                                     {it::dtrunPath(), "run", scenario, "--port", std::to_string(store_port),
+                                      "--summary", summary}),
+                        it::ProcessOptions{{}, kLauncherVariables, 180.0, ""});
+    // Wait until the store, the collector and the lighthouse listen, then
+    // until the ranks train (anything they listen on is seen too).
+    std::vector<std::string> listening;
+    REQUIRE(it::waitFor(
+        [&] {
+            listening = listeningSockets(hosts, 0);
+            return listening.size() >= 3 || !session.running();
+        },
+        60.0));
+    it::sleepSeconds(2.0);
+    listening = listeningSockets(hosts, 0);
+    CHECK(listening.size() >= 3);
+    INFO("dtrun: " << session.stderrSoFar());
+    REQUIRE(session.running());
+    CAPTURE(listening);
+    // The probe itself works: the store answers on loopback inside host A.
+    // (Only the store is probed from inside: a stray connection to a Gloo
+    // pair's listener could break the ring.)
+    CHECK(canConnect(hosts, 0, "127.0.0.1", store_port));
+    for (const std::string& socket : listening) {
+        CHECK(socket.rfind("127.0.0.1:", 0) == 0); // nothing on 0.0.0.0, 10.X.0.1 or IPv6
+        const int port = std::stoi(socket.substr(socket.rfind(':') + 1));
+        CHECK_FALSE(canConnect(hosts, 1, hosts.address(0), port)); // host B is refused on every port
+    }
+    const auto result = session.wait(120.0);
+    INFO(it::describe(result));
+    CHECK(result.exit_code == 0);
+    CHECK(it::readJsonFile(summary)["ok"] == true);
 }

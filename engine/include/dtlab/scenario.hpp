@@ -3,7 +3,7 @@
 // A scenario file (scenarios/*.toml) fills these structs; dtrun flags such as
 // --ranks and --steps override fields afterwards and the result is validated
 // again. The Session hands the resolved scenario to every rank as JSON through
-// the TCPStore, so a rank started by mpirun or torchrun needs only the address.
+// the rendezvous store, so a rank started by mpirun or torchrun needs only the address.
 #pragma once
 
 #include "dtlab/errors.hpp"

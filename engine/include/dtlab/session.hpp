@@ -1,6 +1,7 @@
 // session.hpp: one run of a scenario, as seen from dtrun or the dtlab GUI.
 //
-// The Session hosts the c10d TCPStore (rendezvous), a telemetry collector
+// The Session hosts the rendezvous store (store/store_server.hpp: TCPStore's
+// operations, one address, token-checked), a telemetry collector
 // (TCP; every rank streams its events here), and a supervisor that starts the
 // rank processes (`dtrun worker`), injects faults (SIGKILL, SIGSTOP, SIGCONT)
 // and reaps them. When the Session ends, or its owner is interrupted, every

@@ -255,7 +255,7 @@ void Manager::configure() {
         .peer(m_role.heal ? memberReplica(m_role.heal_source) : -1)
         .emit();
 
-    // Kept while the quorum id is the same, else rebuilt on a fresh TCPStore
+    // Kept while the quorum id is the same, else rebuilt on a fresh store
     // prefix with the replica's modelled link. A group that cannot be built
     // is logged and aborts the round.
     if (m_group && m_group_quorum_id == m_role.quorum_id)

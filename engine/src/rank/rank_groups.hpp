@@ -5,7 +5,7 @@
 //   replicate       the ranks holding the same shard, one per replica (hsdp)
 //   data_parallel   the ranks running the same pipeline stage     (pipeline, ranks > stages)
 //
-// Backend "gloo": each group rendezvous on its own TCPStore prefix.
+// Backend "gloo": each group rendezvous on its own store prefix (PrefixStore over the rendezvous store).
 // Backend "mpi":  each group is MPI_Comm_split of MPI_COMM_WORLD with a color
 // (0 for the world, the replica / shard / stage for the others); every rank
 // makes the groups in the same order, as MPI_Comm_split is collective.
@@ -28,7 +28,7 @@ struct RankGroups {
 // One process group of `size` ranks, this rank being `rank` in it.
 struct GroupSpec {
     std::string backend = "gloo"; // "gloo" | "mpi"
-    std::string prefix;           // gloo: TCPStore prefix
+    std::string prefix;           // gloo: store prefix
     int color = 0;                // mpi: MPI_Comm_split color
     int rank = 0;
     int size = 1;

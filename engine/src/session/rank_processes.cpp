@@ -85,7 +85,7 @@ std::map<std::string, std::string> Session::Impl::rankEnvironment() const {
 }
 
 std::string Session::Impl::storeAddressLocked() const {
-    return options.listen_host + ":" + std::to_string(store->getPort());
+    return options.listen_host + ":" + std::to_string(store->port());
 }
 
 // Start (or restart) rank `rank` as `dtrun worker`.

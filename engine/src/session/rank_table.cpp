@@ -98,7 +98,7 @@ void Session::Impl::checkSilentRanks(int64_t now) {
             join_timeout_reported = true;
             noteFailure(namedRanks(missing) + " did not join within " +
                         formatSeconds(now - record.t_start_ns) + " (start them with `dtrun worker --join " +
-                        options.listen_host + ":" + std::to_string(store ? store->getPort() : 0) +
+                        options.listen_host + ":" + std::to_string(store ? store->port() : 0) +
                         "`, mpirun or torchrun)");
         }
     }

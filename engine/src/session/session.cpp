@@ -213,6 +213,8 @@ Session::~Session() {
         std::lock_guard<std::mutex> lock(m_impl->lighthouse_mutex);
         m_impl->lighthouse.reset(); // its callbacks use the Impl
     }
+    if (m_impl->store)
+        m_impl->store->stop(); // its refusal callback uses the Impl
     if (m_impl->collector)
         m_impl->collector->stop();
     std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
@@ -293,30 +295,33 @@ void Session::start() {
     }
 
     // The collector first: it binds listen_host itself, so an address this
-    // machine does not have is a UsageError here (the TCPStore binds every
-    // interface and its own client would then wait for its whole timeout).
+    // machine does not have is a UsageError here.
     s.collector = std::make_unique<TelemetryCollector>(s.options.listen_host, 0, s, s.options.token);
     s.collector->start();
-    // Rendezvous store: ranks find the scenario and the collector here.
-    c10d::TCPStoreOptions store_options;
-    store_options.port = uint16_t(s.options.store_port);
-    store_options.isServer = true;
-    store_options.waitWorkers = false;
-    store_options.timeout = std::chrono::milliseconds(int64_t(scenario.run.timeout_s * 1000) + 30000);
+    // Rendezvous store: ranks find the scenario and the collector here. It
+    // binds listen_host only and admits only holders of the token
+    // (store/store_server.hpp); LibTorch's TCPStore would bind every interface
+    // and admit anyone.
+    store::StoreServerOptions store_options;
+    store_options.host = s.options.listen_host;
+    store_options.port = s.options.store_port;
+    store_options.token = s.options.token;
+    // A refused connection is logged as an error (dtrun prints those even for
+    // an ok run): something without the token tried to reach this run.
+    s.store = std::make_unique<store::StoreServer>(store_options, [&s](const std::string& why) {
+        std::lock_guard<std::mutex> lock(s.mutex);
+        s.log(LogLevel::Error, why);
+    });
     try {
-        s.store = std::make_unique<c10d::TCPStore>(s.options.listen_host, store_options);
+        s.store->start();
     } catch (const std::exception& e) {
-        const std::string what = e.what();
-        throw UsageError("cannot start the rendezvous store on " + s.options.listen_host + ":" +
-                         std::to_string(s.options.store_port) + ": " + what.substr(0, what.find('\n')));
+        throw UsageError("cannot start the rendezvous store: " + std::string(e.what()));
     }
-    auto put = [&](const std::string& key, const std::string& value) {
-        s.store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
-    };
+    auto put = [&](const std::string& key, const std::string& value) { s.store->set(key, value); };
     const std::string scenario_json = scenarioToJson(scenario);
     put("dtlab/scenario", scenario_json);
-    // The store has no authentication of its own: ranks check that the
-    // scenario they read is the one a holder of the token wrote.
+    // Defence in depth: the store admits only token holders, and a rank also
+    // checks that the scenario it reads is the one a token holder wrote.
     put("dtlab/scenario_proof", wire::textProofHex(s.options.token, scenario_json));
     put("dtlab/telemetry", s.options.listen_host + ":" + std::to_string(s.collector->port()));
     put("dtlab/world", std::to_string(world));
@@ -400,7 +405,7 @@ size_t Session::copyLogsSince(size_t from, std::vector<LogRecord>& out) const {
 std::string Session::storeAddress() const {
     if (!m_impl->store)
         return "";
-    return m_impl->options.listen_host + ":" + std::to_string(m_impl->store->getPort());
+    return m_impl->options.listen_host + ":" + std::to_string(m_impl->store->port());
 }
 
 std::vector<RankProgress> Session::progress() const {

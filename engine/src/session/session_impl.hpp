@@ -32,11 +32,10 @@
 #include "dtlab/clock.hpp"
 #include "dtlab/session.hpp"
 #include "session/supervisor.hpp"
+#include "store/store_server.hpp"
 #include "telemetry/event_sink.hpp"
 #include "telemetry/telemetry_collector.hpp"
 #include "telemetry/telemetry_wire.hpp"
-
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <atomic>
 #include <condition_variable>
@@ -68,7 +67,7 @@ struct Session::Impl final : TelemetrySink {
     int64_t give_up_ns = 0; // external ranks: stop waiting for them after this
     bool grace_logged = false;
 
-    std::unique_ptr<c10d::TCPStore> store;
+    std::unique_ptr<store::StoreServer> store;
     std::unique_ptr<TelemetryCollector> collector;
     std::thread monitor;
     std::atomic<bool> monitor_stop{false};

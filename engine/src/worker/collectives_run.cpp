@@ -2,7 +2,7 @@
 //
 // No model: one message size per step, the same calls on every backend.
 //  1. Build a world communicator per backend in [collectives] backends
-//     (gloo: TCPStore rendezvous; mpi: MPI_COMM_WORLD split with color 0).
+//     (gloo: rendezvous through the Session's store; mpi: MPI_COMM_WORLD split with color 0).
 //  2. Step s, size S = sizes_kb[s] KiB (float32, the full tensor):
 //       for each backend, for each op:
 //         one warm-up call, checked against the exact sum (rank r sends r + 1),

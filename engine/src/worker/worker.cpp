@@ -3,7 +3,7 @@
 //  1. Resolve rank, world and the Session address (flags, mpirun or torchrun).
 //  2. One torch thread, one OpenBLAS thread; install the tracking allocator
 //     (allocations are tagged by owner: the scopes below say whose they are).
-//  3. Join the Session's TCPStore; read the resolved scenario (JSON) and the
+//  3. Join the Session's rendezvous store (authenticated); read the resolved scenario (JSON) and the
 //     telemetry address from it; connect telemetry (clock offset measured).
 //  4. Build data, model (seeded), Gloo communicators (hsdp: two sub-groups),
 //     broadcast rank 0's parameters so every replica starts identical, then
@@ -36,13 +36,13 @@
 #include "rank/rank_groups.hpp"
 #include "rank/rank_telemetry.hpp"
 #include "rank/step_gate.hpp"
+#include "store/c10d_store.hpp"
 #include "strategy/training_strategy.hpp"
 #include "telemetry/clock_sync.hpp"
 #include "telemetry/telemetry_sender.hpp"
 #include "telemetry/telemetry_wire.hpp"
 #include "worker/collectives_run.hpp"
 
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <torch/optim/adamw.h>
 
 #include <cmath>
@@ -405,14 +405,16 @@ int runWorker(const WorkerArgs& args) {
     std::string telemetry_address;
     std::string params_out_dir = args.params_out_dir;
     try {
-        c10d::TCPStoreOptions opts;
-        opts.port = uint16_t(env.master_port);
-        opts.isServer = false;
-        opts.waitWorkers = false;
-        opts.timeout = std::chrono::seconds(60);
-        store = c10::make_intrusive<c10d::TCPStore>(env.master_host, opts);
+        // The Session's rendezvous store: this rank proves the token and the
+        // store proves it back (store/store_client.hpp).
+        store::StoreClientOptions opts;
+        opts.host = env.master_host;
+        opts.port = env.master_port;
+        opts.token = token;
+        opts.connect_timeout_ms = 60'000;
+        store = c10::make_intrusive<store::C10dStore>(opts, std::chrono::seconds(60));
         const std::string scenario_json = storeGetString(*store, "dtlab/scenario");
-        // The store is not authenticated: only run a scenario a token holder wrote.
+        // Defence in depth: only run a scenario a token holder wrote.
         if (storeGetString(*store, "dtlab/scenario_proof") != wire::textProofHex(token, scenario_json))
             throw UsageError(
                 "the scenario in the store at " + env.master_host + ":" + std::to_string(env.master_port) +
