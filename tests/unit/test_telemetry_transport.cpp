@@ -69,7 +69,7 @@ class TestSink final : public dt::TelemetrySink {
         order.push_back("log");
         m_cv.notify_all();
     }
-    void onDisconnect(int rank, bool clean) override {
+    void onDisconnect(int rank, int /*pid*/, bool clean) override {
         std::lock_guard<std::mutex> lock(m_mutex);
         disconnects.push_back({rank, clean});
         order.push_back("disconnect");

@@ -11,9 +11,9 @@
 //   1. Drop answers left over from an earlier request that timed out.
 //   2. While partitioned: send nothing, read nothing, just wait.
 //   3. Not connected: connect once, read the lighthouse's "CHALLENGE <nonce>"
-//      (within 1 s), say "HELLO <replica> <incarnation> <proof>" (the proof:
-//      helloProof, the run's token over the nonce); on failure retry after a
-//      backoff of 50 ms, doubling up to 500 ms.
+//      (within 1 s, and never past the request's deadline), say "HELLO <replica> <incarnation> <proof>" (the
+//      proof: helloProof, the run's token over the nonce); on failure retry after a backoff of 50 ms,
+//      doubling up to 500 ms.
 //   4. Send the request (again after every reconnect).
 //   5. poll() for a line, at most 50 ms at a time (a partition or the
 //      deadline is noticed promptly); a closed connection -> back to 3.
@@ -71,7 +71,8 @@ struct LighthouseClient::Impl {
     std::function<void()> on_heartbeat;
     std::thread heartbeat_thread;
 
-    bool connectOnce();
+    // One connection attempt; the challenge must come within wait_ms (at most 1 s).
+    bool connectOnce(int64_t wait_ms);
     void disconnect();
     bool sendLine(const std::string& line);
     enum class Read { Line, NothingYet, Closed };
@@ -82,13 +83,13 @@ struct LighthouseClient::Impl {
                     int64_t timeout_ms, const std::string& what);
 };
 
-bool LighthouseClient::Impl::connectOnce() {
+bool LighthouseClient::Impl::connectOnce(int64_t wait_ms) {
     const int new_fd = wire::connectTcp(host, port, 0); // one attempt
     if (new_fd < 0)
         return false;
     // The challenge: one line, within a second.
     std::string received;
-    const auto deadline = Clock::now() + std::chrono::seconds(1);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(std::clamp<int64_t>(wait_ms, 0, 1000));
     while (received.find('\n') == std::string::npos && received.size() < 256) {
         pollfd p{new_fd, POLLIN, 0};
         const int64_t wait = std::max<int64_t>(0, msUntil(deadline));
@@ -248,7 +249,7 @@ std::string LighthouseClient::Impl::ask(const std::string& request,
                 std::this_thread::sleep_until(std::min(next_connect, deadline));
                 continue;
             }
-            if (!connectOnce()) {
+            if (!connectOnce(msUntil(deadline))) { // never past the request's own deadline
                 retryLater();
                 continue;
             }
@@ -293,7 +294,7 @@ LighthouseClient::LighthouseClient(std::string address, int replica, int incarna
     wire::splitAddress(c.address, c.host, c.port); // throws UsageError on a malformed address
     c.replica = replica;
     c.incarnation = incarnation;
-    c.connectOnce(); // best effort: the first request retries until its timeout
+    c.connectOnce(1000); // best effort: the first request retries until its timeout
 }
 
 LighthouseClient::~LighthouseClient() {

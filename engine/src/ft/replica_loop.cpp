@@ -5,6 +5,7 @@
 #include "memory/memory_events.hpp"
 
 #include "rank/step_gate.hpp"
+#include "strategy/training_strategy.hpp"
 
 #include <torch/optim/adamw.h>
 
@@ -51,6 +52,11 @@ double ReplicaModel::forwardBackward(int64_t step, int shard, int shards, const 
     at::Tensor loss = m_model->loss(batch.inputs, batch.targets, m_timer);
     telemetry.span(EventKind::Forward).from(t).step(step).unit(-2).emit(); // the whole model: unit -2
     const double value = loss.item<double>();
+    // Diverged (every replica holds the same weights, so every one sees it):
+    // the job stops here, before a NaN gradient reaches the all-reduce, where
+    // it would only abort the step again and again (TrainingDiverged: the
+    // Session fails the run instead of restarting the replica).
+    requireFiniteLoss(value, int(step));
     t = telemetry.now();
     loss.backward();
     telemetry.span(EventKind::Backward).from(t).step(step).unit(-2).emit();

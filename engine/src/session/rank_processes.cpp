@@ -8,6 +8,7 @@
 // are not our children: a kill goes over their authenticated control channel.
 // onRankExited turns a reaped child into the rank's state and, for a run that
 // is not fault tolerant, the run's failure reason.
+#include "dtlab/errors.hpp"
 #include "session/session_impl.hpp"
 
 #include "comm/mpi_communicator.hpp"
@@ -135,6 +136,13 @@ void Session::Impl::onRankExited(const ChildExit& x) {
     rank_gone[size_t(x.rank)] = true;
     emitSessionEvent(EventKind::ProcessExited, x.rank, x.signal ? -x.signal : x.exit_code);
     auto& p = progress[size_t(x.rank)];
+    if (ft_enabled && x.signal == 0 && x.exit_code == kExitDiverged) {
+        // Every replica holds the same weights: restarting one (or healing it
+        // from a peer) would only diverge again. The job fails, saying where.
+        p.state = RankState::Failed;
+        noteFailure("replica " + std::to_string(x.rank) + ": " + info.error);
+        return;
+    }
     if (ft_enabled && !(x.exit_code == 0 && x.signal == 0 && rank_finished[size_t(x.rank)])) {
         onReplicaDied(x, info.error);
         return;
@@ -155,7 +163,8 @@ void Session::Impl::onRankExited(const ChildExit& x) {
     } else {
         p.state = RankState::Failed;
         noteFailure("rank " + std::to_string(x.rank) + " exited with code " + std::to_string(x.exit_code) +
-                    (info.error.empty() ? "" : ": " + info.error));
+                        (info.error.empty() ? "" : ": " + info.error),
+                    lost_peer[size_t(x.rank)]);
     }
 }
 

@@ -33,9 +33,13 @@ void Session::Impl::log(LogLevel level, const std::string& text) {
     record.logs.push_back({monotonicNowNs(), -1, level, text});
 }
 
-void Session::Impl::noteFailure(const std::string& reason) {
-    if (record.failure_reason.empty())
+void Session::Impl::noteFailure(const std::string& reason, bool consequence) {
+    // When rank 1 fails, rank 0 sees its Gloo connection reset at once and may
+    // report first: the room must read rank 1's reason, not rank 0's.
+    if (record.failure_reason.empty() || (failure_is_consequence && !consequence)) {
         record.failure_reason = reason;
+        failure_is_consequence = consequence;
+    }
     if (first_failure_ns == 0)
         first_failure_ns = monotonicNowNs();
 }
@@ -167,6 +171,7 @@ bool Session::Impl::onHello(int rank, int pid, const std::string& host) {
     info.pid = pid;
     info.host = host;
     info.started = true;
+    telemetry_closed[size_t(rank)] = false; // a new stream is open (a restarted incarnation's)
     progress[size_t(rank)].pid = pid;
     if (via_mpirun)
         rank_pids[size_t(rank)].store(pid);
@@ -206,6 +211,8 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
             p.aborted += 1;
         if (e.kind == EventKind::LossValue)
             p.last_loss = e.value;
+        if (e.kind == EventKind::RankFailed && e.seq == 1)
+            lost_peer[size_t(rank)] = true; // the worker's mark: a peer's failure, not its own
         if (e.kind == EventKind::RankFinished) {
             rank_finished[size_t(rank)] = true;
             if (ft_enabled && e.value != 0)
@@ -226,13 +233,18 @@ void Session::Impl::onLog(int rank, LogLevel level, const std::string& text) {
     if (level == LogLevel::Error && rank >= 0 && rank < world) {
         record.ranks[size_t(rank)].error = text;
         if (!ft_enabled)
-            noteFailure("rank " + std::to_string(rank) + " failed: " + text);
+            noteFailure("rank " + std::to_string(rank) + " failed: " + text, lost_peer[size_t(rank)]);
     }
 }
 
-void Session::Impl::onDisconnect(int rank, bool clean) {
+void Session::Impl::onDisconnect(int rank, int pid, bool clean) {
     std::lock_guard<std::mutex> lock(mutex);
     if (rank < 0 || rank >= world)
+        return;
+    // A restarted replica's previous incarnation can close its stream after
+    // the new one said hello (restart_delay_ms = 0): that end is not the new
+    // stream's.
+    if (pid != progress[size_t(rank)].pid)
         return;
     telemetry_closed[size_t(rank)] = true;
     if (!options.spawn_ranks || via_mpirun) {

@@ -60,16 +60,16 @@ std::string_view rankStateLabel(RankState state) {
 
 // [SECTION] Monitor thread -----------------------------------------------------
 
-// A rank that exited with code 0 before its last telemetry (RankFinished,
-// then Bye) was read is not judged yet: the reap can come first, e.g. when
-// this process was stopped (SIGSTOP, a debugger) and both threads resume at
-// once. It waits until its stream closed or said it finished, 5 s at most.
-// Mutex held.
+// A rank that exited on its own before its last telemetry (RankFinished, or
+// its error line, then Bye) was read is not judged yet: the reap can come
+// first, e.g. when this process was stopped (SIGSTOP, a debugger) and both
+// threads resume at once, or when a failing rank's error is still in flight.
+// It waits until its stream closed or said it finished, 5 s at most. A rank
+// killed by a signal said nothing more: it is judged at once. Mutex held.
 void Session::Impl::judgeExits(const std::vector<ChildExit>& exits, int64_t now) {
     for (const ChildExit& x : exits) {
         const bool awaits = x.rank != kMpirunChild && x.rank >= 0 && x.rank < world && x.signal == 0 &&
-                            x.exit_code == 0 && !rank_finished[size_t(x.rank)] &&
-                            !telemetry_closed[size_t(x.rank)];
+                            !rank_finished[size_t(x.rank)] && !telemetry_closed[size_t(x.rank)];
         if (awaits)
             exits_awaiting_telemetry.push_back({x, now + 5'000'000'000LL});
         else
@@ -249,6 +249,7 @@ void Session::start() {
     s.rank_gone.assign(size_t(world), false);
     s.last_heard_ns.assign(size_t(world), 0);
     s.silent.assign(size_t(world), false);
+    s.lost_peer.assign(size_t(world), false);
     s.fault_fired.assign(scenario.faults.size(), false);
     s.ft_enabled = scenario.fault_tolerance.enabled;
     s.sigkill_sent.assign(size_t(world), false);

@@ -64,7 +64,8 @@ struct Session::Impl final : TelemetrySink {
     bool stop_requested = false;
     std::string stop_reason;
     int64_t first_failure_ns = 0;
-    int64_t give_up_ns = 0; // external ranks: stop waiting for them after this
+    bool failure_is_consequence = false; // failure_reason is a rank that lost its peer: a cause replaces it
+    int64_t give_up_ns = 0;              // external ranks: stop waiting for them after this
     bool grace_logged = false;
 
     std::unique_ptr<store::StoreServer> store;
@@ -78,12 +79,13 @@ struct Session::Impl final : TelemetrySink {
     std::vector<bool> rank_gone;         // exited (spawned) or disconnected (joined)
     std::vector<int64_t> last_heard_ns;  // per rank: its last telemetry frame (0 = no hello yet)
     std::vector<bool> silent;            // per rank: no frame for wire::kSilentNs (logged once)
+    std::vector<bool> lost_peer;         // per rank: its RankFailed said it only lost a peer
     std::vector<int> pending_hello_sync; // said hello since the last tick: the run gate greets them
 
     bool onHello(int rank, int pid, const std::string& host) override;
     void onEvents(int rank, const Event* events, size_t count) override;
     void onLog(int rank, LogLevel level, const std::string& text) override;
-    void onDisconnect(int rank, bool clean) override;
+    void onDisconnect(int rank, int pid, bool clean) override;
     void onProtocolError(const std::string& what) override;
     void heardFrom(int rank);             // mutex held
     void checkSilentRanks(int64_t now);   // mutex held
@@ -91,8 +93,10 @@ struct Session::Impl final : TelemetrySink {
     std::string neverJoinedNote() const;  // mutex held
     int maxCompletedStep() const;         // mutex held
     int minSteppingCompletedStep() const; // mutex held; over ranks that step on their own (below)
-    void log(LogLevel level, const std::string& text);             // mutex held
-    void noteFailure(const std::string& reason);                   // mutex held
+    void log(LogLevel level, const std::string& text); // mutex held
+    // The run failed; the first reason is kept, except that a consequence (a
+    // rank that only lost its peer) gives way to the first cause. Mutex held.
+    void noteFailure(const std::string& reason, bool consequence = false);
     void emitSessionEvent(EventKind kind, int rank, double value); // mutex held
 
     // [rank_processes.cpp] --------------------------------------------------

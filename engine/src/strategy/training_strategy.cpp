@@ -47,9 +47,9 @@ namespace dt {
 void requireFiniteLoss(double loss, int step) {
     if (std::isfinite(loss))
         return;
-    throw std::runtime_error("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") +
-                             " at step " + std::to_string(step) +
-                             ": training diverged (is [optimizer] lr too large?); the run stops here");
+    throw TrainingDiverged("the loss is " + std::string(std::isnan(loss) ? "NaN" : "infinite") + " at step " +
+                           std::to_string(step) +
+                           ": training diverged (is [optimizer] lr too large?); the run stops here");
 }
 
 } // namespace dt

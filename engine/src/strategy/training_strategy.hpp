@@ -103,7 +103,8 @@ struct StrategyContext {
 
 // A rank whose step loss is NaN or infinite stops the run here: the training
 // diverged, and every step after it would report ok on garbage. Throws
-// std::runtime_error "the loss is nan at step 12: training diverged ...".
+// TrainingDiverged "the loss is NaN at step 12: training diverged ..."
+// (the rank exits with kExitDiverged; a fault-tolerant replica is not restarted).
 void requireFiniteLoss(double loss, int step);
 
 } // namespace dt

@@ -223,7 +223,7 @@ void TelemetryCollector::readLoop(int fd) {
         if (it != m_rank_fd.end() && it->second == fd)
             m_rank_fd.erase(it);
     }
-    m_sink.onDisconnect(rank, clean);
+    m_sink.onDisconnect(rank, hello.pid, clean);
 }
 
 bool TelemetryCollector::sendControl(int rank, const wire::ControlMessage& message) {

@@ -25,7 +25,9 @@ class TelemetrySink {
     virtual void onEvents(int rank, const Event* events, size_t count) = 0;
     virtual void onLog(int rank, LogLevel level, const std::string& text) = 0;
     // clean = the rank said Bye; otherwise the stream broke (rank died?).
-    virtual void onDisconnect(int rank, bool clean) = 0;
+    // pid: the process whose stream ended (its Hello's), so that a late end of
+    // an earlier incarnation's stream is not taken for the current one's.
+    virtual void onDisconnect(int rank, int pid, bool clean) = 0;
     virtual void onProtocolError(const std::string& what) = 0;
 };
 

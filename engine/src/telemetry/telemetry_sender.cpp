@@ -236,11 +236,9 @@ void TelemetrySender::senderLoop() {
         if (connected) {
             std::lock_guard<std::mutex> lock(m_send_mutex);
             const int64_t now = monotonicNowNs();
-            for (const auto& [level, text] : logs)
-                connected = connected && sendLog(level, text);
-            if (!logs.empty())
-                last_sent_ns = now;
-            if (!batch.empty() || now - last_sent_ns >= wire::kHeartbeatNs) {
+            // Events before logs: a rank's RankFailed (which says whether it only
+            // lost a peer) reaches the Session before the error line it explains.
+            if (!batch.empty() || !logs.empty() || now - last_sent_ns >= wire::kHeartbeatNs) {
                 // An empty batch is the heartbeat.
                 wire::FrameHeader header{uint32_t(wire::FrameType::Events),
                                          uint32_t(batch.size() * sizeof(Event))};
@@ -249,6 +247,8 @@ void TelemetrySender::senderLoop() {
                             wire::sendAll(m_fd, batch.data(), batch.size() * sizeof(Event));
                 last_sent_ns = now;
             }
+            for (const auto& [level, text] : logs)
+                connected = connected && sendLog(level, text);
             if (!m_same_host.load(std::memory_order_relaxed) &&
                 now - last_clock_ping_ns >= ClockSync::kResyncNs) {
                 // A re-sync: the control reader takes the ClockPong.

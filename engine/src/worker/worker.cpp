@@ -502,6 +502,7 @@ int runWorker(const WorkerArgs& args) {
 
     int code = 0;
     std::string error;
+    bool lost_peer = false; // failed only because a peer went away: the Session prefers the peer's reason
     try {
         if (scenario.fault_tolerance.enabled) {
             FtRankContext context;
@@ -525,8 +526,12 @@ int runWorker(const WorkerArgs& args) {
     } catch (const CommError& e) {
         code = kExitRankFailed;
         error = e.what();
+        lost_peer = e.kind() == CommErrorKind::PeerLost;
     } catch (const UsageError& e) {
         code = kExitUsage;
+        error = e.what();
+    } catch (const TrainingDiverged& e) {
+        code = kExitDiverged;
         error = e.what();
     } catch (const std::exception& e) {
         code = kExitRankFailed;
@@ -534,7 +539,8 @@ int runWorker(const WorkerArgs& args) {
         error = what.substr(0, what.find('\n'));
     }
     if (code != 0) {
-        lifecycle.instant(EventKind::RankFailed).emit();
+        // value: the exit code; seq 1: a consequence (a peer was lost), not a cause.
+        lifecycle.instant(EventKind::RankFailed).value(double(code)).seq(lost_peer ? 1 : 0).emit();
         sender.log(LogLevel::Error, error);
         // A Session that started this rank prints the error itself; under mpirun
         // or torchrun this line is the only place a person sees it.
