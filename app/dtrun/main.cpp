@@ -136,18 +136,39 @@ bool sameFile(const std::string& a, const std::string& b) {
            sa.st_ino == sb.st_ino;
 }
 
-// Where the three outputs and the scenario may clash: an output that is the
-// scenario file itself, or two outputs at one path (the second would replace
-// the first).
-void checkOutputsApart(const std::string& scenario_path,
+// Whether `path` is `input` (the same file) or lies under it (a directory of
+// inputs: a data folder, a checkpoint), by canonical path.
+bool isOrUnder(const std::string& path, const std::string& input) {
+    if (path == input || sameFile(path, input))
+        return true;
+    std::error_code ec;
+    const auto out = std::filesystem::weakly_canonical(path, ec);
+    const auto in = std::filesystem::weakly_canonical(input, ec);
+    if (ec || in.empty())
+        return false;
+    auto o = out.begin();
+    for (auto i = in.begin(); i != in.end(); ++i, ++o)
+        if (o == out.end() || *o != *i)
+            return false;
+    return true;
+}
+
+// Where the outputs and the run's inputs may clash: an output that is an
+// input (the scenario, the token file, a data file, the checkpoint being
+// resumed, or anything under an input directory), or two outputs at one path
+// (the second would replace the first).
+void checkOutputsApart(const std::vector<dt::ScenarioInput>& inputs,
                        const std::vector<std::pair<std::string, std::string>>& outputs) {
     for (size_t i = 0; i < outputs.size(); ++i) {
         const auto& [flag, path] = outputs[i];
         if (path.empty())
             continue;
-        if (path == scenario_path || sameFile(path, scenario_path))
-            throw dt::UsageError(flag + ": '" + path +
-                                 "' is the scenario being run; dtrun does not replace it");
+        for (const auto& input : inputs)
+            if (!input.path.empty() && isOrUnder(path, input.path))
+                throw dt::UsageError(
+                    flag + ": '" + path + "' is " + input.what +
+                    (path == input.path || sameFile(path, input.path) ? "" : " ('" + input.path + "')") +
+                    "; dtrun does not replace it");
         for (size_t j = i + 1; j < outputs.size(); ++j) {
             const auto& [other_flag, other] = outputs[j];
             if (!other.empty() &&
@@ -329,9 +350,12 @@ int runCommand(const RunFlags& f) {
             throw dt::UsageError(
                 "--check starts baseline runs whose ranks dtrun starts itself; it cannot be combined "
                 "with --external");
+        std::vector<dt::ScenarioInput> inputs = dt::scenarioInputs(scenario);
+        inputs.push_back({"the scenario being run", f.scenario_path});
+        if (!f.token_file.empty())
+            inputs.push_back({"the --token-file", f.token_file});
         checkOutputsApart(
-            f.scenario_path,
-            {{"--trace", f.trace_path}, {"--summary", f.summary_path}, {"--record", f.record_path}});
+            inputs, {{"--trace", f.trace_path}, {"--summary", f.summary_path}, {"--record", f.record_path}});
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
         checkOutputPath("--record", f.record_path);

@@ -405,7 +405,10 @@ std::string scenarioToml(const ScenarioSpec& spec) {
       << "[model]\nkind = \"tiny_gpt\"\nd_model = " << spec.d_model << "\nlayers = " << spec.layers
       << "\nheads = " << spec.heads << "\n\n"
       << "[data]\nsource = \"fortunes\"\nbatch_per_rank = " << spec.batch_per_rank << "\n\n"
-      << "[strategy]\nkind = \"" << spec.strategy << "\"\nbucket_mb = " << spec.bucket_mb << "\n"
+      << "[strategy]\nkind = \"" << spec.strategy
+      << "\"\n"
+      // bucket_mb is DDP's own: on another kind it is refused.
+      << (spec.strategy == "ddp" ? "bucket_mb = " + std::to_string(spec.bucket_mb) + "\n" : std::string())
       << spec.strategy_toml << "\n"
       << "[run]\nsteps = " << spec.steps << "\nseed = 1\ntimeout_s = " << spec.timeout_s << "\n"
       << spec.run_toml << "\n"

@@ -208,6 +208,42 @@ TEST_CASE("dtrun refuses bad command lines with exit code 2", "[cli]") {
         CHECK(contains(onto_read_only.err, "is read-only"));
         CHECK(it::readTextFile(read_only) == "keep me too");
     }
+    SECTION("an output is never another input of the run: the token file or the training data") {
+        // A corpus of its own: a folder whose extension-less files are the text.
+        const std::string data = dir.file("corpus");
+        REQUIRE(::mkdir(data.c_str(), 0755) == 0);
+        std::string text;
+        for (int i = 0; i < 400; ++i)
+            text += "A fortune " + std::to_string(i) + " for the tests.\n";
+        const std::string corpus = dir.write("corpus/fortunes", text);
+        it::ScenarioSpec spec;
+        std::string toml = it::scenarioToml(spec);
+        const std::string source = "source = \"fortunes\"\n";
+        toml.replace(toml.find(source), source.size(), source + "path = \"" + data + "\"\n");
+        const std::string scenario = dir.write("own_data.toml", toml);
+        const std::string token = dir.write("token", "a-token-of-this-test\n");
+        REQUIRE(::chmod(token.c_str(), 0600) == 0);
+
+        const auto onto_token = runDtrun({"run", scenario, "--token-file", token, "--summary", token});
+        INFO(it::describe(onto_token));
+        CHECK(onto_token.exit_code == 2);
+        CHECK(contains(onto_token.err, "--summary: '" + token + "' is the --token-file"));
+        CHECK(it::readTextFile(token) == "a-token-of-this-test\n");
+
+        const auto onto_data = runDtrun({"run", scenario, "--trace", corpus});
+        INFO(it::describe(onto_data));
+        CHECK(onto_data.exit_code == 2);
+        CHECK(contains(onto_data.err, "is the training data"));
+        CHECK(it::readTextFile(corpus) == text);
+
+        // A new file inside the data folder would become part of the corpus next time.
+        const auto into_data = runDtrun({"run", scenario, "--record", data + "/run.dtrec"});
+        INFO(it::describe(into_data));
+        CHECK(into_data.exit_code == 2);
+        CHECK(contains(into_data.err, "is the training data ('" + data + "')"));
+        CHECK_FALSE(it::fileExists(data + "/run.dtrec"));
+        CHECK_FALSE(it::fileExists(data + "/run.dtrec.partial"));
+    }
     SECTION("dtrun worker without rank information names RANK and --rank") {
         it::ProcessOptions opts;
         opts.unset_env = {
@@ -383,6 +419,34 @@ TEST_CASE("A loss that turns NaN fails the run at that step, with the reason", "
         CHECK(r.seconds < 20.0); // not the 30 s timeout: rank 0 sees its peer leave
         const auto s = it::readJsonFile(dir.file("p.json"));
         CHECK(contains(s["failure_reason"].get<std::string>(), "training diverged"));
+    }
+    for (const std::string kind : {"ddp", "diloco"}) {
+        SECTION("fault tolerant " + kind + ": the job fails at that step and no replica is restarted") {
+            it::ScenarioSpec spec;
+            spec.name = "ft diverges";
+            spec.ranks = 3;
+            spec.steps = 20;
+            spec.d_model = 32;
+            spec.layers = 1;
+            spec.heads = 2;
+            spec.strategy = kind;
+            if (kind == "diloco")
+                spec.extra_toml = "[diloco]\ninner_steps = 2\n";
+            spec.extra_toml +=
+                "[optimizer]\nlr = 9e5\n[fault_tolerance]\nenabled = true\nrestart = \"auto\"\n";
+            const auto r = runDtrun(
+                {"run", dir.write("nanft.toml", it::scenarioToml(spec)), "--summary", dir.file("f.json")});
+            INFO(it::describe(r));
+            CHECK(r.exit_code == 1);
+            CHECK(r.seconds < 25.0); // not an endless retry of the same NaN step
+            CHECK_FALSE(contains(r.err, "restarting it"));
+            const auto s = it::readJsonFile(dir.file("f.json"));
+            CHECK(s["ok"] == false);
+            const std::string reason = s["failure_reason"];
+            CAPTURE(reason);
+            CHECK(contains(reason, "the loss is NaN at step 1: training diverged"));
+            CHECK(contains(reason, "replica "));
+        }
     }
 }
 

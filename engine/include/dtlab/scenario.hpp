@@ -321,6 +321,17 @@ struct Scenario {
 // `origin` names where the override came from for the message ("--ranks").
 void validateScenario(const Scenario& scenario, const std::string& origin);
 
+// What a run of this scenario reads from disk, so that no output replaces it:
+// the data ([data] path, or the package's default location) and the
+// checkpoint it resumes from ([run] resume_from). `what` names it for a
+// message ("the training data", "the checkpoint being resumed"); a path may be
+// a directory, meaning everything under it.
+struct ScenarioInput {
+    std::string what;
+    std::string path;
+};
+[[nodiscard]] std::vector<ScenarioInput> scenarioInputs(const Scenario& scenario);
+
 // Check the scenario stored in a recording by the same rules, except those about files on this
 // machine (data, checkpoints). Throws UsageError "its scenario: [table] key: ...".
 void validateRecordedScenario(const Scenario& scenario);

@@ -3,6 +3,8 @@
 // Private to the scenario module: read by the TOML parser (scenario_parse.cpp).
 #pragma once
 
+#include "dtlab/strategy_kind.hpp"
+
 #include <string>
 #include <vector>
 
@@ -32,6 +34,36 @@ inline const std::vector<std::string> kStrategyKeys = {"kind",
                                                        "slow_stage_ms",
                                                        "offload_optimizer",
                                                        "pipeline_data_parallel"};
+// [strategy] keys that mean something for some kinds only: on another kind
+// the parser refuses them at their line rather than ignore them.
+// (pipeline_data_parallel and offload_optimizer are checked in
+// scenario_validate.cpp: their rule involves other tables.)
+struct KindScopedKey {
+    const char* key;
+    bool (*applies)(StrategyKind);
+    const char* kinds; // for the message: "kind = \"ddp\" (...)"
+};
+inline bool gathersParameters(StrategyKind k) {
+    return strategyTraits(k).shards_parameters;
+}
+inline bool runsStages(StrategyKind k) {
+    return strategyTraits(k).uses_stages;
+}
+inline bool bucketsGradients(StrategyKind k) {
+    return k == StrategyKind::Ddp;
+}
+inline const KindScopedKey kKindScopedStrategyKeys[] = {
+    {"bucket_mb", bucketsGradients, "kind = \"ddp\" (its gradient buckets)"},
+    {"overlap", bucketsGradients, "kind = \"ddp\" (bucket all-reduces during backward)"},
+    {"forward_prefetch", gathersParameters, "kind = \"fsdp\" or \"hsdp\" (parameters gathered before use)"},
+    {"backward_prefetch", gathersParameters, "kind = \"fsdp\" or \"hsdp\" (parameters gathered before use)"},
+    {"prefetch_limit", gathersParameters, "kind = \"fsdp\" or \"hsdp\" (parameters gathered before use)"},
+    {"schedule", runsStages, "kind = \"pipeline\""},
+    {"chunks_per_rank", runsStages, "kind = \"pipeline\""},
+    {"slow_stage", runsStages, "kind = \"pipeline\""},
+    {"slow_stage_ms", runsStages, "kind = \"pipeline\""},
+};
+
 inline const std::vector<std::string> kOptimizerKeys = {"kind",  "lr",  "beta1",
                                                         "beta2", "eps", "weight_decay"};
 inline const std::vector<std::string> kRunKeys = {

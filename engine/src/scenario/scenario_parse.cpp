@@ -379,26 +379,14 @@ class ScenarioReader {
             else if (e.key == "pipeline_data_parallel")
                 out.pipeline_data_parallel = readString("strategy", e.key, *e.node);
         }
-        // A pipeline's or FSDP's keys on another kind would be ignored without
-        // a word: the reader would think they changed something.
-        if (!strategyTraits(out.kind).shards_parameters)
-            for (const Entry& e : checkedEntries(t, "strategy", kStrategyKeys))
-                for (const char* key : {"forward_prefetch", "backward_prefetch", "prefetch_limit"})
-                    if (e.key == key)
-                        fail(e.keySource,
-                             std::string("[strategy] ") + key +
-                                 " applies only to kind = \"fsdp\" or \"hsdp\" (parameters gathered "
-                                 "before use); this scenario's kind is \"" +
-                                 strategyKindName(out.kind) + "\" (remove the key, or change kind)");
-        if (!strategyTraits(out.kind).uses_stages)
-            for (const Entry& e : checkedEntries(t, "strategy", kStrategyKeys))
-                for (const char* key : {"schedule", "chunks_per_rank", "slow_stage",
-                                        "slow_stage_ms"}) // pipeline_data_parallel: scenario_validate
-                    if (e.key == key)
-                        fail(e.keySource,
-                             std::string("[strategy] ") + key +
-                                 " applies only to kind = \"pipeline\"; this scenario's kind is \"" +
-                                 strategyKindName(out.kind) + "\" (remove the key, or change kind)");
+        // A key of another kind would be ignored without a word: the reader
+        // would think it changed something (kKindScopedStrategyKeys).
+        for (const Entry& e : checkedEntries(t, "strategy", kStrategyKeys))
+            for (const KindScopedKey& scoped : kKindScopedStrategyKeys)
+                if (e.key == scoped.key && !scoped.applies(out.kind))
+                    fail(e.keySource, std::string("[strategy] ") + scoped.key + " applies only to " +
+                                          scoped.kinds + "; this scenario's kind is \"" +
+                                          strategyKindName(out.kind) + "\" (remove the key, or change kind)");
     }
 
     void readOptimizer(const toml::table& t, OptimizerConfig& out) const {

@@ -717,4 +717,18 @@ Scenario scenarioForBaseline(const Scenario& scenario, const CheckBaseline& base
     return s;
 }
 
+std::vector<ScenarioInput> scenarioInputs(const Scenario& scenario) {
+    std::vector<ScenarioInput> inputs;
+    if (strategyTraits(scenario.strategy.kind).trains_model) {
+        const bool text = scenario.data.source != "fashion_mnist";
+        const std::string data = !scenario.data.path.empty() ? scenario.data.path
+                                 : text                      ? defaultFortunesPath()
+                                                             : defaultFashionMnistPath();
+        inputs.push_back({"the training data", data});
+    }
+    if (!scenario.run.resume_from.empty())
+        inputs.push_back({"the checkpoint being resumed", scenario.run.resume_from});
+    return inputs;
+}
+
 } // namespace dt
