@@ -122,6 +122,12 @@ std::string missingRanksNote(const HungCollective& h) {
            " never joined";
 }
 
+const Event* checksumAt(const RankLane& lane, int64_t t) {
+    auto it = std::upper_bound(lane.checksums.begin(), lane.checksums.end(), t,
+                               [](int64_t v, const Event& e) { return v < e.t_ns; });
+    return it == lane.checksums.begin() ? nullptr : &*(it - 1);
+}
+
 int spanDepth(EventKind kind, int unit) {
     switch (kind) {
     case EventKind::Step:
@@ -393,6 +399,8 @@ void RunModel::ingestInstant(const Event& e) {
         }
         return;
     }
+    if (e.kind == EventKind::ParamsChecksum && e.rank >= 0)
+        insertSorted(laneFor(e.rank).checksums, e, e.t_ns, timeOf);
     if (m_scenario.fault_tolerance.enabled && isFtEvent(e.kind))
         insertSorted(m_ft_events, e, e.t_ns, timeOf);
     if (isFrequentFtEvent(e, m_scenario.fault_tolerance.enabled))

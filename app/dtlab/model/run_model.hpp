@@ -101,6 +101,10 @@ struct RankLane {
     // 1.25 s from a rank on another host would drown the event log).
     Event clock_sync;
     int clock_syncs = 0;
+    // Every ParamsChecksum of the rank, sorted by t (fault tolerant: one per
+    // commit, kept out of the instants; the rank details show the one at the
+    // cursor: checksumAt).
+    std::vector<Event> checksums;
     [[nodiscard]] bool hasClock() const { return clock_syncs > 0; }
 
     // Row r: 0..kDepths-1 = compute depth, kCommRow = comm.
@@ -111,6 +115,9 @@ struct RankLane {
         return r == kCommRow ? comm_end_max : compute_end_max[size_t(r)];
     }
 };
+
+// The rank's latest ParamsChecksum at or before t, or nullptr.
+[[nodiscard]] const Event* checksumAt(const RankLane& lane, int64_t t);
 
 // The instants the quorum view reads (fault tolerance).
 [[nodiscard]] inline bool isFtEvent(EventKind kind) {

@@ -86,7 +86,8 @@ const char* TopologyView::helpText() const {
            "a live peer and rejoins; plain DDP cannot take a rank back.\n\n"
            "Click a tile to select the rank: the timeline and event log follow, and the details below show "
            "its "
-           "pid, host, process groups with their backend (gloo or mpi), delay and the errors it logged.\n\n"
+           "pid, host, process groups with their backend (gloo or mpi), delay, the checksum of its weights "
+           "after its last step (replicas that must agree show the same one) and the errors it logged.\n\n"
            "Clock: every timestamp is on the Session's clock. A rank on the Session's host shares its "
            "clock (offset 0, exact); a rank on another host measures its offset by ping-pong every 1.25 s, "
            "and its tile shows the error bound (\xC2\xB1 half the round trip, plus the drift since).";
@@ -433,6 +434,13 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
         cell("last loss", p.step >= 0 && !std::isnan(p.last_loss) ? buf : "-");
         std::snprintf(buf, sizeof(buf), "+%.0f ms per step", p.delay_ms);
         cell("delay", p.delay_ms > 0 ? buf : "none");
+        // The parameters' checksum after the rank's last step (fault tolerant: its
+        // last commit) at the cursor: replicas that must agree show the same one.
+        const Event* checksum = rank < inputs.model->world() ? checksumAt(inputs.model->lane(rank),
+                                                                          inputs.cursor().value_or(INT64_MAX))
+                                                             : nullptr;
+        std::snprintf(buf, sizeof(buf), "%016llx", checksum ? (unsigned long long)checksum->seq : 0ULL);
+        cell("weights", checksum ? buf : "-");
         ImGui::EndTable();
     }
     // The clock on a line of its own: the measured case is a sentence.
