@@ -199,7 +199,7 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
 
     // Tile geometry: as many columns as fit at a readable width; a tile is a
     // header, three lines of text and one row of compact buttons.
-    const float details_h = selected >= 0 ? line * 9.5f : line * 1.6f;
+    const float details_h = selected >= 0 ? line * 10.5f : line * 1.6f;
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float tiles_h = std::max(line * 6.0f, avail.y - details_h);
     auto columnsFor = [&](float width) {
@@ -434,14 +434,17 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
         cell("last loss", p.step >= 0 && !std::isnan(p.last_loss) ? buf : "-");
         std::snprintf(buf, sizeof(buf), "+%.0f ms per step", p.delay_ms);
         cell("delay", p.delay_ms > 0 ? buf : "none");
-        // The parameters' checksum after the rank's last step (fault tolerant: its
-        // last commit) at the cursor: replicas that must agree show the same one.
-        const Event* checksum = rank < inputs.model->world() ? checksumAt(inputs.model->lane(rank),
-                                                                          inputs.cursor().value_or(INT64_MAX))
-                                                             : nullptr;
-        std::snprintf(buf, sizeof(buf), "%016llx", checksum ? (unsigned long long)checksum->seq : 0ULL);
-        cell("weights", checksum ? buf : "-");
         ImGui::EndTable();
+    }
+    // The parameters' checksum after the rank's last step (fault tolerant: its
+    // last commit) at the cursor, on a line of its own (16 hex digits): replicas
+    // that must agree show the same one.
+    if (const Event* checksum = rank < inputs.model->world() ? checksumAt(inputs.model->lane(rank),
+                                                                          inputs.cursor().value_or(INT64_MAX))
+                                                             : nullptr) {
+        ImGui::TextDisabled("weights");
+        ImGui::SameLine();
+        ImGui::Text("checksum %016llx after step %d", (unsigned long long)checksum->seq, checksum->step);
     }
     // The clock on a line of its own: the measured case is a sentence.
     ImGui::TextDisabled("clock");
