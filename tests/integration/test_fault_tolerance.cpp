@@ -485,6 +485,18 @@ TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is
         CHECK(s["params_checksum"][0] == reference["params_checksum"][0]);
         CHECK(fs::exists(dir.file("ckpt2") + "/step-11/checkpoint.json"));
     }
+    {
+        INFO("a replica state of the same step written by another run is refused: each file names its run");
+        REQUIRE(fs::exists(dir.file("ckpt2") + "/step-7/replica.dtparams")); // the resumed run's own step 7
+        const std::string mixed = dir.file("mixed");
+        fs::copy(dir.file("good") + "/step-7", mixed);
+        fs::copy_file(dir.file("ckpt2") + "/step-7/replica.dtparams", mixed + "/replica.dtparams",
+                      fs::copy_options::overwrite_existing);
+        const auto r = it::runDtrun({"run", scenario, "--resume", mixed, "--quiet"});
+        INFO(it::describe(r));
+        CHECK(r.exit_code == 2);
+        CHECK(contains(r.err, "replica.dtparams' was written by run "));
+    }
 
     CHECK(it::waitForNoWorkers(10.0).empty());
 }

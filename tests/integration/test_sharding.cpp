@@ -396,6 +396,36 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
     }
 
     {
+        INFO("a shard of the same step copied in from another run's checkpoint is refused");
+        it::ScenarioSpec again = s;
+        again.run_toml = "checkpoint_dir = \"" + dir.file("ckpt_again") + "\"\ncheckpoint_every = 2\n";
+        (void)run(dir, "again", again);
+        const std::string copy = dir.file("other_run");
+        fs::copy(ckpt_dir + "/step-1", copy);
+        fs::copy_file(dir.file("ckpt_again") + "/step-1/shard-1-of-2.dtparams",
+                      copy + "/shard-1-of-2.dtparams", fs::copy_options::overwrite_existing);
+        const std::string err = refused("other_run", spec("fsdp", 2), {"--resume", copy});
+        CHECK(err.find("shard-1-of-2.dtparams' was written by run ") != std::string::npos);
+        CHECK(err.find("its checkpoint.json by run ") != std::string::npos);
+    }
+
+    {
+        INFO("a checkpoint written for another model kind is refused, naming both");
+        const std::string copy = dir.file("other_kind");
+        fs::copy(ckpt_dir + "/step-1", copy);
+        std::ifstream in(copy + "/checkpoint.json");
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::string key = "\"model\": \"tiny_gpt\"";
+        const auto at = text.find(key);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, key.size(), "\"model\": \"mlp\"");
+        std::ofstream(copy + "/checkpoint.json", std::ios::trunc) << text;
+        const std::string err = refused("other_kind", spec("fsdp", 2), {"--resume", copy});
+        CHECK(err.find("was written for [model] kind = \"mlp\"; this run trains \"tiny_gpt\"") !=
+              std::string::npos);
+    }
+
+    {
         INFO("a negative step or AdamW step in checkpoint.json is refused");
         for (const auto& [key, value] : {std::pair<std::string, std::string>{"\"step\": 1", "\"step\": -5"},
                                          {"\"adam_step\": 2", "\"adam_step\": -7"}}) {

@@ -110,6 +110,10 @@ struct RunConfig {
     std::string checkpoint_dir; // "" = no checkpoints
     int checkpoint_every = 0;   // save after every k-th step (and the last); 0 = only the last
     std::string resume_from;    // a checkpoint directory (DIR/step-<S>) to load before step 0
+    // Not a scenario key: the Session draws one per run (16 hex digits) and the
+    // ranks write it into every checkpoint file, so files of different runs
+    // mixed in one checkpoint are refused.
+    std::string run_id;
 };
 
 // DiLoCo and Streaming DiLoCo ([strategy] kind = "diloco"; diloco_strategy.cpp).

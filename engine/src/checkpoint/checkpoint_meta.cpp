@@ -40,4 +40,11 @@ void readCheckpointMeta(const std::string& step_dir, const std::string& format,
     }
 }
 
+void checkCheckpointModel(const std::string& step_dir, const std::string& recorded_model,
+                          const std::string& model_kind) {
+    if (!recorded_model.empty() && recorded_model != model_kind)
+        throw UsageError("checkpoint '" + step_dir + "' was written for [model] kind = \"" + recorded_model +
+                         "\"; this run trains \"" + model_kind + "\"");
+}
+
 } // namespace dt

@@ -23,4 +23,10 @@ namespace dt {
 void readCheckpointMeta(const std::string& step_dir, const std::string& format,
                         const std::function<void(const nlohmann::json& meta)>& read);
 
+// Throws UsageError when checkpoint.json's "model" (empty: not recorded) is
+// not the run's [model] kind. (Its "strategy" may differ: resharding from one
+// strategy to another is a feature.)
+void checkCheckpointModel(const std::string& step_dir, const std::string& recorded_model,
+                          const std::string& model_kind);
+
 } // namespace dt

@@ -33,6 +33,7 @@ struct DilocoMeta {
     int64_t parameters = 0;
     std::vector<int64_t> fragment_numel;
     std::string inner;
+    std::string run_id, model; // empty: not recorded (older checkpoints)
 };
 
 std::string replicaFile(const std::string& dir, int rank) {
@@ -51,6 +52,8 @@ DilocoMeta readMeta(const std::string& step_dir) {
         m.parameters = meta.at("parameters").get<int64_t>();
         m.fragment_numel = meta.at("fragment_numel").get<std::vector<int64_t>>();
         m.inner = meta.at("inner_optimizer").get<std::string>();
+        m.run_id = meta.value("run_id", "");
+        m.model = meta.value("model", "");
     });
     const std::string meta_path = checkpointMetaPath(step_dir);
     if (m.step < 0 || m.replicas < 1 || m.fragments < 1)
@@ -70,6 +73,7 @@ void checkFits(const std::string& step_dir, const DilocoMeta& m, const Scenario&
     const auto refuse = [&](const std::string& what) {
         throw UsageError("checkpoint '" + step_dir + "' does not fit this scenario: " + what);
     };
+    checkCheckpointModel(step_dir, m.model, s.model.kind);
     if (m.parameters != P)
         refuse("it holds " + std::to_string(m.parameters) + " parameters, this model has " +
                std::to_string(P));
@@ -106,6 +110,7 @@ at::Tensor find(const std::vector<NamedParameter>& tensors, const std::string& n
 
 void checkReplicaFile(const std::vector<NamedParameter>& tensors, const DilocoMeta& m,
                       const std::string& file) {
+    checkRunIdentity(tensors, m.run_id, file);
     if (m.inner == "adamw")
         (void)find(tensors, "inner_state", 3 * m.parameters + 2, file);
     else
@@ -114,6 +119,7 @@ void checkReplicaFile(const std::vector<NamedParameter>& tensors, const DilocoMe
 
 void checkOuterFile(const std::vector<NamedParameter>& tensors, const DilocoMeta& m,
                     const std::string& file) {
+    checkRunIdentity(tensors, m.run_id, file);
     for (int k = 0; k < m.fragments; ++k) {
         (void)find(tensors, "global.f" + std::to_string(k), m.fragment_numel[size_t(k)], file);
         (void)find(tensors, "momentum.f" + std::to_string(k), m.fragment_numel[size_t(k)], file);
@@ -141,11 +147,15 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
     int64_t written = 0;
     {
         const std::string file = replicaFile(partial, comm.rank());
+        std::vector<NamedParameter> tensors;
         if (auto* adamw = dynamic_cast<torch::optim::AdamW*>(&inner))
-            saveParameters(file,
-                           {{"inner_state", packReplicaState(local_params, *adamw, int64_t(last_step) + 1)}});
+            tensors.push_back(
+                {"inner_state", packReplicaState(local_params, *adamw, int64_t(last_step) + 1)});
         else
-            saveParameters(file, {{"local", flatten(local_params)}});
+            tensors.push_back({"local", flatten(local_params)});
+        if (!scenario.run.run_id.empty())
+            tensors.push_back(runIdentity(scenario.run.run_id));
+        saveParameters(file, tensors);
         written += int64_t(fs::file_size(file, ec));
     }
     comm.barrierNow(); // every replica's file is in place
@@ -158,6 +168,8 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
             steps[int64_t(k)] = double(outer.outer_steps[k]);
         }
         tensors.push_back({"outer_steps", steps});
+        if (!scenario.run.run_id.empty())
+            tensors.push_back(runIdentity(scenario.run.run_id));
         saveParameters(outerFile(partial), tensors);
         Json meta;
         meta["format"] = kFormat;
@@ -173,6 +185,7 @@ int64_t saveDilocoCheckpoint(const std::string& step_dir, int last_step, const S
         meta["fragment_numel"] = sizes;
         meta["inner_optimizer"] = scenario.optimizer.kind;
         meta["model"] = scenario.model.kind;
+        meta["run_id"] = scenario.run.run_id;
         const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
         writeFileAtomically(meta_path, meta.dump(2) + "\n");
         written += int64_t(fs::file_size(outerFile(partial), ec)) + int64_t(fs::file_size(meta_path, ec));

@@ -117,4 +117,30 @@ std::vector<NamedParameter> loadParameters(const std::string& path) {
     return out;
 }
 
+NamedParameter runIdentity(const std::string& run_id) {
+    at::Tensor t = at::empty({int64_t(run_id.size())}, at::kFloat);
+    for (size_t i = 0; i < run_id.size(); ++i)
+        t[int64_t(i)] = float(static_cast<unsigned char>(run_id[i]));
+    return {kRunIdentityKey, t};
+}
+
+void checkRunIdentity(const std::vector<NamedParameter>& tensors, const std::string& meta_run_id,
+                      const std::string& file) {
+    for (const NamedParameter& p : tensors) {
+        if (p.name != kRunIdentityKey)
+            continue;
+        const at::Tensor t = p.tensor.reshape({-1});
+        std::string id;
+        for (int64_t i = 0; i < t.numel() && i < 64; ++i) {
+            const float c = t[i].item<float>();
+            id += (c >= 32.0f && c < 127.0f) ? char(int(c)) : '?';
+        }
+        if (!meta_run_id.empty() && id != meta_run_id)
+            throw UsageError("checkpoint file '" + file + "' was written by run " + id +
+                             ", its checkpoint.json by run " + meta_run_id +
+                             " (a file copied in from another run's checkpoint?)");
+        return;
+    }
+}
+
 } // namespace dt

@@ -22,4 +22,16 @@ void saveParameters(const std::string& path, const std::vector<NamedParameter>& 
 // Throws UsageError naming the file and what is wrong with it.
 [[nodiscard]] std::vector<NamedParameter> loadParameters(const std::string& path);
 
+// The run that wrote a checkpoint file. Every checkpoint kind stores the
+// Session's run id ([run] run_id) twice: in checkpoint.json as "run_id", and in
+// each of its tensor files as one more tensor, kRunIdentityKey, holding the
+// id's characters as floats. A file whose identity differs from its
+// checkpoint.json (copied in from another run's checkpoint of the same step)
+// is refused. Files or checkpoints written before this carry none: not checked.
+inline constexpr const char* kRunIdentityKey = "dtlab/run";
+[[nodiscard]] NamedParameter runIdentity(const std::string& run_id);
+// Throws UsageError "FILE was written by run X, its checkpoint.json by run Y".
+void checkRunIdentity(const std::vector<NamedParameter>& tensors, const std::string& meta_run_id,
+                      const std::string& file);
+
 } // namespace dt

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -27,6 +28,7 @@ struct ReplicaMeta {
     int step = 0;
     int64_t committed_steps = 0;
     int64_t state_numel = 0;
+    std::string run_id, model; // empty: not recorded (older checkpoints)
 };
 
 ReplicaMeta readReplicaMeta(const std::string& step_dir) {
@@ -35,6 +37,8 @@ ReplicaMeta readReplicaMeta(const std::string& step_dir) {
         m.step = meta.at("step").get<int>();
         m.committed_steps = meta.at("committed_steps").get<int64_t>();
         m.state_numel = meta.at("state_numel").get<int64_t>();
+        m.run_id = meta.value("run_id", "");
+        m.model = meta.value("model", "");
     });
     if (m.step < 0)
         throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "': step must be >= 0, got " +
@@ -53,10 +57,13 @@ at::Tensor readState(const std::string& step_dir, const ReplicaMeta& m) {
     if (!fs::exists(file, ec))
         throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" + std::string(kStateFile) +
                          "' is missing");
-    auto tensors = loadParameters(file);
-    if (tensors.size() != 1 || tensors[0].name != "replica_state")
-        throw UsageError("checkpoint '" + file + "' does not hold one 'replica_state' tensor");
-    at::Tensor state = tensors[0].tensor.reshape({-1});
+    const auto tensors = loadParameters(file);
+    checkRunIdentity(tensors, m.run_id, file);
+    const auto found = std::find_if(tensors.begin(), tensors.end(),
+                                    [](const NamedParameter& p) { return p.name == "replica_state"; });
+    if (found == tensors.end())
+        throw UsageError("checkpoint '" + file + "' holds no 'replica_state' tensor");
+    at::Tensor state = found->tensor.reshape({-1});
     if (state.numel() != m.state_numel)
         throw UsageError("checkpoint '" + file + "' holds " + std::to_string(state.numel()) +
                          " values, checkpoint.json says " + std::to_string(m.state_numel));
@@ -84,7 +91,10 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
 
     const at::Tensor state = packReplicaState(params, optimizer, int64_t(last_step) + 1);
     const std::string state_path = (fs::path(partial) / kStateFile).string();
-    saveParameters(state_path, {{"replica_state", state}});
+    std::vector<NamedParameter> tensors{{"replica_state", state}};
+    if (!scenario.run.run_id.empty())
+        tensors.push_back(runIdentity(scenario.run.run_id));
+    saveParameters(state_path, tensors);
 
     Json meta;
     meta["format"] = kFormat;
@@ -93,6 +103,7 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
     meta["committed_steps"] = int64_t(last_step) + 1;
     meta["state_numel"] = state.numel();
     meta["model"] = scenario.model.kind;
+    meta["run_id"] = scenario.run.run_id;
     meta["written_by_replica"] = replica;
     const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
     writeFileAtomically(meta_path, meta.dump(2) + "\n");
@@ -119,6 +130,7 @@ int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at:
 
 void verifyReplicaCheckpoint(const std::string& step_dir, const Scenario& scenario) {
     const ReplicaMeta m = readReplicaMeta(step_dir);
+    checkCheckpointModel(step_dir, m.model, scenario.model.kind);
     const int64_t P = unitLayout(scenario.model).total();
     if (m.state_numel != 3 * P + 2)
         throw UsageError("checkpoint '" + step_dir + "' does not fit this model: it holds " +

@@ -70,6 +70,7 @@ struct CheckpointMeta {
     int shards = 0;
     int step = 0;
     int64_t adam_step = 0;
+    std::string run_id, model;            // empty: not recorded (older checkpoints)
     std::map<int, int64_t> numel, padded; // unit id ->
 };
 
@@ -79,6 +80,8 @@ CheckpointMeta readMeta(const std::string& step_dir) {
         m.shards = meta.at("shards").get<int>();
         m.step = meta.at("step").get<int>();
         m.adam_step = meta.at("adam_step").get<int64_t>();
+        m.run_id = meta.value("run_id", "");
+        m.model = meta.value("model", "");
         for (const auto& u : meta.at("units")) {
             m.numel[u.at("id").get<int>()] = u.at("numel").get<int64_t>();
             m.padded[u.at("id").get<int>()] = u.at("padded").get<int64_t>();
@@ -132,9 +135,14 @@ void verifyShardedCheckpoint(const std::string& step_dir, const Scenario& scenar
         units.push_back({int(i), layout.unit_numel[i]});
     if (layout.root_numel > 0)
         units.push_back({-1, layout.root_numel});
+    checkCheckpointModel(step_dir, m.model, scenario.model.kind);
     checkFits(step_dir, m, units);
-    for (int r = 0; r < m.shards; ++r) // checksums, and each file is the shard it is named
-        checkShardIdentity(step_dir, loadParameters(shardPath(step_dir, r, m.shards)), r, m.shards, m.step);
+    for (int r = 0; r < m.shards; ++r) { // checksums, and each file is the shard it is named, of this run
+        const std::string file = shardPath(step_dir, r, m.shards);
+        const auto tensors = loadParameters(file);
+        checkShardIdentity(step_dir, tensors, r, m.shards, m.step);
+        checkRunIdentity(tensors, m.run_id, file);
+    }
     if (m.step + 1 >= scenario.run.steps)
         throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
                          " but the run has only " + std::to_string(scenario.run.steps) +
@@ -158,6 +166,8 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
             throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
         std::vector<NamedParameter> tensors;
         tensors.push_back({kShardIdentityKey, shardIdentity(comm.rank(), comm.size(), last_step)});
+        if (!scenario.run.run_id.empty())
+            tensors.push_back(runIdentity(scenario.run.run_id));
         for (auto& u : units) {
             auto* state = adamState(optimizer, u.optimizedShard());
             const at::Tensor zeros = at::zeros({u.shard_numel}, at::kFloat);
@@ -181,6 +191,7 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
         meta["step"] = last_step;
         meta["adam_step"] = adam_step;
         meta["model"] = scenario.model.kind;
+        meta["run_id"] = scenario.run.run_id;
         Json list = Json::array();
         for (const auto& u : units)
             list.push_back({{"id", u.id}, {"numel", u.numel}, {"padded", u.padded}});
@@ -219,6 +230,7 @@ int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& un
         std::error_code ec;
         const std::vector<NamedParameter> tensors = loadParameters(file);
         checkShardIdentity(step_dir, tensors, r, old_count, step);
+        checkRunIdentity(tensors, meta.run_id, file);
         for (auto& p : tensors)
             old_shards[size_t(r)][p.name] = p.tensor;
         bytes_read += int64_t(fs::file_size(file, ec));

@@ -140,7 +140,8 @@ std::string scenarioToJson(const Scenario& s) {
           {"step_delay_ms", s.run.step_delay_ms},
           {"checkpoint_dir", s.run.checkpoint_dir},
           {"checkpoint_every", s.run.checkpoint_every},
-          {"resume_from", s.run.resume_from}}},
+          {"resume_from", s.run.resume_from},
+          {"run_id", s.run.run_id}}},
         {"telemetry", {{"enabled", s.telemetry.enabled}, {"queue_capacity", s.telemetry.queue_capacity}}},
         {"faults", faults},
         {"steps", steps},
@@ -250,6 +251,8 @@ Scenario scenarioFromJson(const std::string& text) {
         r.at("checkpoint_dir").get_to(s.run.checkpoint_dir);
         r.at("checkpoint_every").get_to(s.run.checkpoint_every);
         r.at("resume_from").get_to(s.run.resume_from);
+        if (r.contains("run_id")) // recordings before it have none
+            r.at("run_id").get_to(s.run.run_id);
 
         const json& t = j.at("telemetry");
         t.at("enabled").get_to(s.telemetry.enabled);

@@ -233,6 +233,10 @@ void Session::start() {
         skipped_checkpoints = std::move(choice.skipped);
         checkCheckpointsNotOverwritten(s.options.scenario, choice.step + 1);
     }
+    {
+        const auto id = randomNonce(); // this run's identity, written into its checkpoints
+        s.options.scenario.run.run_id = toHex(id.data(), 8);
+    }
     const Scenario& scenario = s.options.scenario;
     const int world = s.world;
     s.record.scenario = scenario;
