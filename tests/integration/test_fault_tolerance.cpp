@@ -60,11 +60,19 @@ struct CommitRecord {
 // Checks the invariants every fault-tolerant run must keep, from its events.
 void checkInvariants(const dt::RunRecord& record, int steps) {
     // 1. Within one process (between restarts) a replica's commits go up by
-    //    one, or jump forward after it healed; never back, never twice.
+    //    one, or jump forward after it healed; never back, never twice. A
+    //    restarted process commits step 0, the step it healed to, or the step
+    //    after the durable checkpoint it loaded.
     std::map<int, int> last_commit;   // rank -> last committed step in this incarnation
     std::map<int, bool> healed_since; // rank -> a receiving heal since its last commit
     std::set<int> committed_somewhere;
-    std::map<int, std::map<int, uint64_t>> checksum_by_step; // step -> rank -> checksum
+    // (epoch, step) -> rank -> checksum. The epoch moves when the job went
+    // back (every replica was down, the restarted ones redo steps from a
+    // checkpoint): a step redone then may differ from its first commit (other
+    // participants), but within an epoch every replica must agree.
+    std::map<std::pair<int, int>, std::map<int, uint64_t>> checksum_by_step;
+    int epoch = 0, highest = -1;
+    bool going_back = false;
     for (const dt::Event& e : record.events) {
         if (e.rank < 0)
             continue;
@@ -72,11 +80,19 @@ void checkInvariants(const dt::RunRecord& record, int steps) {
             last_commit.erase(e.rank); // a new incarnation starts from scratch
             healed_since[e.rank] = false;
         }
-        if (e.kind == dt::EventKind::Heal && e.value == 0)
+        if ((e.kind == dt::EventKind::Heal && e.value == 0) || e.kind == dt::EventKind::CheckpointLoaded)
             healed_since[e.rank] = true;
         if (e.kind == dt::EventKind::Commit) {
             CAPTURE(e.rank, e.step);
             auto it = last_commit.find(e.rank);
+            // A fresh or healed replica below the job's highest step: the job went back.
+            if ((it == last_commit.end() || healed_since[e.rank]) && e.step < highest && !going_back) {
+                epoch += 1;
+                going_back = true;
+            }
+            if (e.step > highest)
+                going_back = false;
+            highest = std::max(highest, int(e.step));
             if (it == last_commit.end()) {
                 // a fresh process commits step 0, or the step it healed to
                 CHECK((e.step == 0 || healed_since[e.rank]));
@@ -90,7 +106,7 @@ void checkInvariants(const dt::RunRecord& record, int steps) {
             committed_somewhere.insert(e.step);
         }
         if (e.kind == dt::EventKind::ParamsChecksum && e.step >= 0)
-            checksum_by_step[e.step][e.rank] = e.seq;
+            checksum_by_step[{epoch, int(e.step)}][e.rank] = e.seq;
     }
     // 2. No committed step is lost: every step was committed by some replica.
     for (int s = 0; s < steps; ++s) {
@@ -99,8 +115,8 @@ void checkInvariants(const dt::RunRecord& record, int steps) {
     }
     // 3. Every replica that committed a step holds the same parameters after it.
     int compared = 0;
-    for (const auto& [step, by_rank] : checksum_by_step) {
-        CAPTURE(step);
+    for (const auto& [epoch_step, by_rank] : checksum_by_step) {
+        CAPTURE(epoch_step.first, epoch_step.second);
         for (const auto& [rank, sum] : by_rank) {
             CAPTURE(rank);
             CHECK(sum == by_rank.begin()->second);
@@ -161,6 +177,90 @@ TEST_CASE("a killed replica is restarted, heals from a live peer, and every repl
     const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
     REQUIRE(load.complete);
     checkInvariants(load.record, 60);
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
+TEST_CASE("TorchFT's vote counts only real contributions: with 2 replicas and min_replicas 2 the async heal "
+          "round aborts, the sync one commits",
+          "[ft][slow]") {
+    // Replica 1 is killed and restarted. Async (TorchFT's default): it heals
+    // while the survivor computes and contributes zeros, so that round has one
+    // participant, fewer than min_replicas = 2: every replica votes abort (the
+    // healer keeps the state it received), and the next round commits with 2.
+    // Sync: it heals before computing and contributes, so the heal round
+    // commits with 2 participants.
+    for (const std::string mode : {"async", "sync"}) {
+        DYNAMIC_SECTION("quorum_mode = " << mode) {
+            it::TempDir dir;
+            const std::string scenario = dir.write(
+                "vote.toml", ftScenario(2, 30, "[[faults]]\naction = \"kill\"\nrank = 1\nstep = 8\n",
+                                        "min_replicas = 2\nquorum_mode = \"" + mode + "\"\n"));
+            const auto r = it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record",
+                                         dir.file("r.dtrec"), "--quiet"},
+                                        {{}, {}, 240.0, ""});
+            INFO(it::describe(r));
+            REQUIRE(r.exit_code == 0);
+            const auto s = it::readJsonFile(dir.file("s.json"));
+            INFO("summary: " << s.dump());
+            CHECK(s["ok"] == true);
+            CHECK(s["fault_tolerance"]["heals"][1] == 1);
+            CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
+            const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+            REQUIRE(load.complete);
+            checkInvariants(load.record, 30);
+            int too_few = 0, other_aborts = 0, commits_with_one = 0;
+            for (const dt::Event& e : load.record.events) {
+                if (e.kind == dt::EventKind::Abort)
+                    (int(e.value) == 3 ? too_few : other_aborts) += 1; // 3: too few participants
+                if (e.kind == dt::EventKind::Commit && e.group_size < 2)
+                    commits_with_one += 1;
+            }
+            CHECK(other_aborts == 0);
+            CHECK(commits_with_one == 0); // no step is ever committed on one real gradient
+            if (mode == "async")
+                CHECK(too_few == 2); // the heal round, on both replicas
+            else
+                CHECK(too_few == 0);
+        }
+    }
+}
+
+TEST_CASE("every replica killed at once: the restarted job resumes from its newest durable checkpoint and "
+          "reports the steps it redid",
+          "[ft][slow]") {
+    // No [run] checkpoint_dir: a fault-tolerant ddp run keeps durable
+    // checkpoints every 10 steps in a temporary directory by default. All
+    // three replicas die at step 25; there is no live peer to heal from, so
+    // the restarted ones' first quorum has nobody ahead of step-19, so they
+    // load it and redo steps 20..24 (or 25), not 0..24.
+    it::TempDir dir;
+    std::string faults;
+    for (int rank = 0; rank < 3; ++rank)
+        faults += "[[faults]]\naction = \"kill\"\nrank = " + std::to_string(rank) + "\nstep = 25\n";
+    const std::string scenario = dir.write("all.toml", ftScenario(3, 40, faults));
+    const auto r =
+        it::runDtrun({"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec")},
+                     {{}, {}, 240.0, ""});
+    INFO(it::describe(r));
+    REQUIRE(r.exit_code == 0);
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    INFO("summary: " << s["fault_tolerance"].dump());
+    CHECK(s["ok"] == true);
+    CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
+    CHECK(s["params_checksum"][1] == s["params_checksum"][2]);
+    const auto& ft = s["fault_tolerance"];
+    CHECK(ft["rollbacks"] == 1);
+    CHECK(ft["steps_rolled_back"].get<int>() >= 5);
+    CHECK(ft["steps_rolled_back"].get<int>() <= 6); // not 25: the checkpoint of step 19 was used
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 40);
+    bool resumed_from_19 = false;
+    for (const auto& log : load.record.logs)
+        resumed_from_19 =
+            resumed_from_19 || (contains(log.text, "resumed from the job's durable checkpoint") &&
+                                contains(log.text, "(step 19)"));
+    CHECK(resumed_from_19);
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 

@@ -146,3 +146,57 @@ TEST_CASE("A recovery's phases run in order from its own fault", "[recovery][iss
             CHECK(r.survivors_commit_ms >= r.new_quorum_ms);
     }
 }
+
+namespace {
+
+Event commitOf(int rank, int step, int64_t ms) {
+    Event e = at(rank, EventKind::Commit, ms);
+    e.step = step;
+    return e;
+}
+
+} // namespace
+
+TEST_CASE("Steps redone after every replica was down are counted, and nothing else is", "[recovery]") {
+    SECTION("both replicas die at step 5 and the restarted ones start again from step 0") {
+        std::vector<Event> ev;
+        int64_t t = 0;
+        for (int s = 0; s <= 5; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        ev.push_back(at(0, EventKind::RankStarted, t += 10));
+        ev.push_back(at(1, EventKind::RankStarted, t += 10));
+        for (int s = 0; s <= 8; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        const RecoveryMeasure m = measureRecoveries(ev, 2);
+        CHECK(m.rollbacks == 1);
+        CHECK(m.steps_rolled_back == 6); // steps 0..5, each once however many replicas redid it
+    }
+    SECTION("a replica restarted while another lives heals to the highest step: no rollback") {
+        std::vector<Event> ev;
+        int64_t t = 0;
+        for (int s = 0; s <= 5; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        ev.push_back(commitOf(0, 6, t += 10)); // replica 1 is down, replica 0 goes on
+        ev.push_back(at(1, EventKind::RankStarted, t += 10));
+        Event heal = at(1, EventKind::Heal, t += 10, 0.0, EventPhase::Span);
+        heal.step = 7;
+        ev.push_back(heal);
+        ev.push_back(commitOf(0, 7, t += 10)); // the same step, the survivor first
+        ev.push_back(commitOf(1, 7, t += 1));
+        ev.push_back(commitOf(0, 8, t += 10));
+        ev.push_back(commitOf(1, 8, t += 1));
+        const RecoveryMeasure m = measureRecoveries(ev, 2);
+        CHECK(m.rollbacks == 0);
+        CHECK(m.steps_rolled_back == 0);
+    }
+    SECTION("a hung replica's late commit of the step it was in is not a rollback") {
+        std::vector<Event> ev{commitOf(0, 0, 10), commitOf(1, 0, 11), commitOf(0, 1, 20), commitOf(0, 2, 30),
+                              commitOf(1, 1, 40)};
+        const RecoveryMeasure m = measureRecoveries(ev, 2);
+        CHECK(m.rollbacks == 0);
+        CHECK(m.steps_rolled_back == 0);
+    }
+}

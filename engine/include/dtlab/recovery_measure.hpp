@@ -59,6 +59,12 @@ struct RecoveryMeasure {
     int64_t committed_total = 0;
     int64_t aborted_total = 0;
     int64_t quorums = 0; // distinct quorum ids issued
+    // Steps committed again after the job had already committed them: when
+    // every replica was down at once, the restarted ones went back (to the
+    // newest durable checkpoint, or to step 0) and redid them. 0 when some
+    // replica survived every fault. rollbacks: how many times that happened.
+    int64_t steps_rolled_back = 0;
+    int64_t rollbacks = 0;
 };
 
 [[nodiscard]] RecoveryMeasure measureRecoveries(const std::vector<Event>& events, int world);

@@ -173,6 +173,14 @@ struct FaultToleranceConfig {
         "auto"; // "auto": restart a dead replica after restart_delay_ms; "manual": on request; "never"
     double restart_delay_ms = 500;
     int max_restarts_per_minute = 10; // restart = "auto": a replica restarted this often in 60 s stays down
+    // TorchFT's use_async_quorum. "async": the quorum is asked while the
+    // replica computes; a replica that heals contributes zeros that round and
+    // only the replicas already up to date count as participants (the vote
+    // needs min_replicas of them). "sync": every replica waits for the quorum
+    // before computing, a healer heals first and then contributes a real
+    // gradient. "" = the kind's default: "async" for ddp (TorchFT's default),
+    // "sync" for diloco (TorchFT's DiLoCo requires it). See asyncQuorum().
+    std::string quorum_mode;
 };
 
 // Random faults for a chaos run ([chaos]): every ~mean_interval_s the Session
@@ -324,6 +332,10 @@ struct Scenario {
 // Re-check a scenario after overrides (e.g. --ranks from the command line).
 // `origin` names where the override came from for the message ("--ranks").
 void validateScenario(const Scenario& scenario, const std::string& origin);
+
+// Whether a fault-tolerant run asks for its quorum while it computes
+// ([fault_tolerance] quorum_mode, or the kind's default: async for ddp).
+[[nodiscard]] bool asyncQuorum(const Scenario& scenario);
 
 // What a run of this scenario reads from disk, so that no output replaces it:
 // the data ([data] path, or the package's default location) and the

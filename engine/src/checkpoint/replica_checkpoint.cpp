@@ -143,4 +143,15 @@ void verifyReplicaCheckpoint(const std::string& step_dir, const Scenario& scenar
                          " steps: nothing left to train (raise [run] steps)");
 }
 
+bool replicaCheckpointSavedByRun(const std::string& step_dir, int last_step, const std::string& run_id) {
+    if (run_id.empty())
+        return false;
+    try {
+        const ReplicaMeta m = readReplicaMeta(step_dir);
+        return m.step == last_step && m.run_id == run_id;
+    } catch (const UsageError&) {
+        return false; // none, or not readable: the save says what is wrong
+    }
+}
+
 } // namespace dt

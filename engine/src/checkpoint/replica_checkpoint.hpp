@@ -46,4 +46,10 @@ int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at:
 // scenario's model, the checksum good, and steps left to train after it.
 void verifyReplicaCheckpoint(const std::string& step_dir, const Scenario& scenario);
 
+// True when STEP_DIR holds a replica checkpoint of `last_step` written by the
+// run `run_id` already (a job that went back after every replica was down
+// commits that step again, with the same bits: nothing to save).
+[[nodiscard]] bool replicaCheckpointSavedByRun(const std::string& step_dir, int last_step,
+                                               const std::string& run_id);
+
 } // namespace dt

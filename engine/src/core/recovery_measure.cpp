@@ -27,6 +27,37 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
     RecoveryMeasure m;
     m.replicas.resize(size_t(std::max(world, 0)));
     std::set<int64_t> quorum_ids;
+    // Rollbacks: a replica that starts afresh (a new process) or has just
+    // healed commits a step the job had already committed. That happens only
+    // when no replica held the job's highest step any more (every one was
+    // down at once): the restarted ones went back and redo those steps. The
+    // episode lasts until the job passes its old highest step; every step
+    // committed in it counts once. (A fresh replica committing the step the
+    // others commit now is the normal case, so an episode needs a step below
+    // the highest. A replica that falls behind while others
+    // live heals to the highest step first, so it never starts an episode; a
+    // hung replica's late commit of the step it was in does not either.)
+    int64_t highest_committed = -1;
+    std::set<int64_t> redone;
+    std::vector<bool> fresh(size_t(std::max(world, 0)), true);
+    bool in_rollback = false;
+    for (const Event& e : events) {
+        const bool on_rank = e.rank >= 0 && e.rank < world;
+        if (on_rank && (e.kind == EventKind::RankStarted || (e.kind == EventKind::Heal && e.value == 0)))
+            fresh[size_t(e.rank)] = true;
+        if (e.kind == EventKind::Commit && on_rank) {
+            if (fresh[size_t(e.rank)] && e.step < highest_committed && !in_rollback) {
+                in_rollback = true;
+                m.rollbacks += 1;
+            }
+            fresh[size_t(e.rank)] = false;
+            if (e.step > highest_committed)
+                in_rollback = false;
+            else if (in_rollback)
+                redone.insert(e.step);
+            highest_committed = std::max<int64_t>(highest_committed, e.step);
+        }
+    }
     for (const Event& e : events) {
         const bool on_rank = e.rank >= 0 && e.rank < world;
         if (e.kind == EventKind::Commit && on_rank)
@@ -43,6 +74,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
         m.aborted_total += r.aborted;
     }
     m.quorums = int64_t(quorum_ids.size());
+    m.steps_rolled_back = int64_t(redone.size());
 
     const auto isFault = [](const Event& e) {
         const bool injected = e.kind == EventKind::FaultInjected && e.rank >= 0 &&

@@ -153,7 +153,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
             }
 
             // 2d. Commit (a healer first adopts the received state) or abort.
-            if (manager.shouldCommit()) {
+            if (manager.shouldCommit(/*adopt_before_vote=*/false)) {
                 const int64_t t = telemetry.now();
                 outerSgdStep(global, momentum, delta, dc);
                 copyInto(params, global); // every replica continues from the new global model

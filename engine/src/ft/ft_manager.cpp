@@ -5,10 +5,12 @@
 //
 //  1. startQuorum: ask the lighthouse for a quorum (QUORUM <committed steps>
 //     <commit failures>) on a helper thread, in 2 s slices so that "the job
-//     finished" is noticed while waiting; the loop computes meanwhile, so the
-//     quorum overlaps forward and backward, as in TorchFT. A restarted
-//     replica asks first and computes only if it need not heal
-//     (healsBeforeCompute; TorchFT's use_async_quorum=False).
+//     finished" is noticed while waiting. quorum_mode "async" (TorchFT's
+//     default, use_async_quorum=True): the loop computes meanwhile, so the
+//     quorum overlaps forward and backward. "sync" (use_async_quorum=False):
+//     the loop waits for the quorum, heals (healBeforeCompute) and only then
+//     computes. (The DiLoCo loop: a restarted replica asks first and skips
+//     its inner steps while it will heal; healsBeforeCompute.)
 //  2. waitQuorum, configure: role = computeQuorumRole (lighthouse.hpp). A new
 //     quorum id rebuilds the cross-replica Gloo group on a fresh store prefix
 //     dtlab/ft/q<id>/<members> (a Reconfigure span), so no stale key is ever
@@ -19,15 +21,20 @@
 //     it serves and goes on; a healer posts the receives. One point-to-point
 //     message per part, Gloo tag 1000 n + n (id % 1000) + i for part i of n.
 //  4. allReduce the tensor (P fp32; ring: 2 (N-1)/N x 4P bytes sent per
-//     replica). A healer contributes zeros (its gradient came from stale
-//     parameters); the sum is divided by the replicas that are up to date
-//     (TorchFT's num_participants).
-//  5. shouldCommit: commit iff the group was built, the all-reduce and the
-//     heal succeeded, the averaged tensor is finite and the quorum has at
-//     least min_replicas replicas. Commit: the healer adopts the received
-//     state and the step, then everyone applies the same update to the same
-//     average, so the replicas stay bit-identical (the loops' ParamsChecksum
-//     after every commit shows it). Abort: nothing is applied,
+//     replica), divided by participants() (TorchFT's num_participants). Async:
+//     a healer contributes zeros (its gradient came from stale parameters)
+//     and only the replicas up to date participate; sync: the healer healed
+//     before computing, so every replica of the quorum participates.
+//  5. shouldCommit: a healer whose transfer succeeded adopts the received
+//     state and step first, whatever the vote (TorchFT applies the pending
+//     state before voting), so an aborted heal round is not healed again.
+//     Then TorchFT's vote: commit iff the group was built, the all-reduce and
+//     the heal succeeded, the averaged tensor is finite and participants() >=
+//     min_replicas. With 2 replicas and min_replicas = 2, async, the heal
+//     round of a restarted replica has 1 participant: it aborts, and the next
+//     round commits with 2. Commit: everyone applies the same update to the
+//     same average, so the replicas stay bit-identical (the loops'
+//     ParamsChecksum after every commit shows it). Abort: nothing is applied,
 //     commit_failures += 1 (the lighthouse then issues a new quorum id), and
 //     after a collective or heal failure the group is dropped so that the
 //     next round rebuilds it.
@@ -38,15 +45,14 @@
 // the same all-reduce result, so they agree; one left behind by a collective
 // that failed part-way is behind at the next quorum, and heals.
 //
-// Where this differs from TorchFT (kept as dtlab did it before the Manager;
-// the next issue revisits the commit rule):
-//  - the vote: TorchFT commits iff num_participants() (the replicas up to
-//    date) >= min_replica_size and no error was reported, agreed by every
-//    rank of the replica group through its ManagerServer; here the quorum's
-//    size (healers included) is compared with min_replicas, a non-finite
-//    average is a reason too, and the vote is the one rank's own.
-//  - healing: TorchFT applies the received state in should_commit before the
-//    vote; here the healer adopts it only when the round commits.
+// Where this differs from TorchFT:
+//  - the vote is the one rank's own (one rank per replica group); TorchFT
+//    agrees it across the ranks of a group through its ManagerServer. A
+//    non-finite average is a reason to abort too.
+//  - the DiLoCo loop adopts a heal only when its outer step commits.
+//  - sync mode: if a healer's transfer fails it contributes zeros while the
+//    others still divide by the whole quorum (TorchFT's sync mode counts the
+//    same participants); that round the failed healer votes abort.
 //  - allReduce blocks until the sum is in (TorchFT returns a future).
 #include "ft/ft_manager.hpp"
 
@@ -141,7 +147,7 @@ const char* abortText(AbortReason reason) {
     case AbortReason::NanGradients:
         return "the averaged gradients are not finite";
     case AbortReason::TooFewReplicas:
-        return "the quorum has fewer than min_replicas replicas";
+        return "fewer than min_replicas participants (replicas whose contribution was real)";
     case AbortReason::HealFailed:
         return "the heal transfer failed";
     case AbortReason::None:
@@ -153,7 +159,8 @@ const char* abortText(AbortReason reason) {
 Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state)
     : m_context(context), m_config(context.scenario->fault_tolerance), m_telemetry(telemetry),
       m_sender(*context.sender), m_state(std::move(state)),
-      m_replica(context.env.rank) { // one rank per replica group: the replica id is the rank
+      m_replica(context.env.rank), // one rank per replica group: the replica id is the rank
+      m_async(dt::asyncQuorum(*context.scenario)) {
     const std::string lighthouse =
         m_config.lighthouse.empty() ? storeGet(*context.store, "dtlab/lighthouse") : m_config.lighthouse;
     m_client = std::make_unique<LighthouseClient>(lighthouse, m_replica, context.incarnation, context.token);
@@ -198,6 +205,8 @@ void Manager::startQuorum(int64_t step, int64_t committed_steps) {
     m_step = step;
     m_abort = AbortReason::None;
     m_finite = true;
+    m_heal_applied = false;
+    m_heal_failed = false;
     m_role = QuorumRole();
     m_quorum_begin = m_telemetry.now();
     const int failures = m_commit_failures;
@@ -355,8 +364,8 @@ void Manager::allReduce(at::Tensor& tensor, const CommTag& tag) {
         std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay * 1000)));
         m_telemetry.span(EventKind::SlowDelay).from(t).step(m_step).value(delay).unit(-3).emit();
     }
-    if (m_role.heal)
-        tensor.zero_();
+    if (m_role.heal && !m_heal_applied)
+        tensor.zero_(); // async: its gradient came from stale weights
     if (m_context.faults->fail_next_collective.exchange(false)) {
         // Dropping our end of the group closes its connections: the peers'
         // all-reduce fails at once, as with a real broken link.
@@ -369,7 +378,7 @@ void Manager::allReduce(at::Tensor& tensor, const CommTag& tag) {
     }
     try {
         m_group->allReduceNow(tensor, tag);
-        tensor.div_(double(std::max(1, m_role.up_to_date)));
+        tensor.div_(double(std::max(1, participants())));
         m_finite = m_finite && at::isfinite(tensor).all().item<bool>();
     } catch (const CommError& e) {
         m_abort = AbortReason::CollectiveFailed;
@@ -378,28 +387,54 @@ void Manager::allReduce(at::Tensor& tensor, const CommTag& tag) {
 }
 
 // ---- 5. the vote -------------------------------------------------------------
-bool Manager::shouldCommit() {
-    if (m_abort == AbortReason::None) {
-        for (auto& w : m_heal_receives) {
-            try {
-                w->wait();
-            } catch (const CommError& e) {
+int Manager::participants() const {
+    return m_async ? m_role.up_to_date : m_role.replica_world;
+}
+
+bool Manager::finishHealReceives() {
+    for (auto& w : m_heal_receives) {
+        try {
+            w->wait();
+        } catch (const CommError& e) {
+            m_heal_failed = true;
+            if (m_abort == AbortReason::None)
                 m_abort = AbortReason::HealFailed;
-                const int source = memberReplica(m_role.heal_source);
-                m_sender.log(LogLevel::Warning,
-                             "heal from replica " + std::to_string(source) + " failed: " + e.what());
-                break;
-            }
+            const int source = memberReplica(m_role.heal_source);
+            m_sender.log(LogLevel::Warning,
+                         "heal from replica " + std::to_string(source) + " failed: " + e.what());
+            break;
         }
     }
+    m_heal_receives.clear();
+    return !m_heal_failed;
+}
+
+void Manager::healBeforeCompute() {
+    if (!m_role.heal || m_abort != AbortReason::None || m_heal_applied)
+        return;
+    if (finishHealReceives())
+        applyHealedState();
+}
+
+bool Manager::shouldCommit(bool adopt_before_vote) {
+    // The heal first (TorchFT applies the pending state before it votes): a
+    // healer whose transfer succeeded is up to date from here on, even if the
+    // round aborts, so it does not heal again and again.
+    // (After a collective failure the group may be gone: its receives are not waited for.)
+    bool received = m_heal_applied;
+    if (!received && m_role.heal && m_abort == AbortReason::None)
+        received = finishHealReceives();
+    if (received && !m_heal_applied && adopt_before_vote)
+        applyHealedState();
     finishHealSends();
     if (m_abort == AbortReason::None && !m_finite)
         m_abort = AbortReason::NanGradients;
-    if (m_abort == AbortReason::None && m_role.replica_world < m_config.min_replicas)
+    // TorchFT's vote: enough participants (replicas whose contribution was real).
+    if (m_abort == AbortReason::None && participants() < m_config.min_replicas)
         m_abort = AbortReason::TooFewReplicas;
     if (m_abort != AbortReason::None)
         return false;
-    if (m_role.heal)
+    if (m_role.heal && !m_heal_applied)
         applyHealedState();
     return true;
 }
@@ -423,11 +458,12 @@ void Manager::applyHealedState() {
         .unit(0)
         .emit();
     m_heal_received.clear();
+    m_heal_applied = true;
 }
 
 void Manager::committed(int64_t first_step, int64_t last_step) {
     for (int64_t k = first_step; k <= last_step; ++k)
-        m_telemetry.instant(EventKind::Commit).step(k).groupSize(m_role.up_to_date).emit();
+        m_telemetry.instant(EventKind::Commit).step(k).groupSize(participants()).emit();
     m_commit_failures = 0;
     m_committed_once = true;
 }
@@ -450,6 +486,8 @@ void Manager::checkpointIfDue(int64_t step, const std::function<int64_t(int64_t 
     const int64_t t = m_telemetry.now();
     try {
         const int64_t bytes = save(step);
+        if (bytes < 0)
+            return; // this run saved that step already (before it went back)
         const double ms_saving = double(m_telemetry.now() - t) / 1e6;
         m_telemetry.instant(EventKind::CheckpointSaved).step(step).value(ms_saving).bytes(bytes).emit();
     } catch (const UsageError& e) {

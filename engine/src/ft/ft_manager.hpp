@@ -67,8 +67,19 @@ class Manager {
     Manager& operator=(const Manager&) = delete;
 
     // A restarted replica that has not committed yet will heal: it asks for
-    // the quorum before computing anything (TorchFT's use_async_quorum=False).
+    // the quorum before computing anything (the DiLoCo loop's rule).
     [[nodiscard]] bool healsBeforeCompute() const;
+    // TorchFT's use_async_quorum ([fault_tolerance] quorum_mode): true = the
+    // quorum is asked while the replica computes, a healer contributes zeros;
+    // false = the loop waits for the quorum and heals (healBeforeCompute)
+    // before it computes, and every replica of the quorum contributes.
+    [[nodiscard]] bool asyncQuorum() const { return m_async; }
+    // Sync mode, after heal(): a healer waits for the received state and
+    // adopts it now, so that it computes its gradient on the healed weights.
+    void healBeforeCompute();
+    // TorchFT's num_participants: the replicas whose contribution is real
+    // (async: those up to date; sync: the whole quorum, healers healed first).
+    [[nodiscard]] int participants() const;
 
     // 1. TorchFT's start_quorum: asks on a helper thread, reporting
     //    `committed_steps` and this replica's commit failures; `step` is the
@@ -85,9 +96,11 @@ class Manager {
     // 4. Averages `tensor` over the replicas up to date, in place (TorchFT's
     //    allreduce). A healer contributes zeros. A failure aborts the round.
     void allReduce(at::Tensor& tensor, const CommTag& tag);
-    // 5. The vote (dtlab's rule, see ft_manager.cpp). On commit a healer
-    //    adopts the received state (ReplicaStateTransfer::load) first.
-    [[nodiscard]] bool shouldCommit();
+    // 5. The vote (TorchFT's rule, see ft_manager.cpp): a healer first adopts
+    //    the received state (ReplicaStateTransfer::load) if its heal succeeded,
+    //    whatever the vote (TorchFT applies the pending state before voting;
+    //    the DiLoCo loop adopts only on commit: adopt_before_vote = false).
+    [[nodiscard]] bool shouldCommit(bool adopt_before_vote = true);
     // 6. After the round's update was applied: a Commit instant for every step
     //    in [first_step, last_step]; commit failures back to 0.
     void committed(int64_t first_step, int64_t last_step);
@@ -95,7 +108,8 @@ class Manager {
     // then issues a new quorum id); a broken group is dropped.
     void aborted(int64_t first_step, int64_t last_step);
     // On a checkpoint step ([run] checkpoint_dir, checkpoint_every) the lowest
-    // replica of the quorum calls save(step), which returns the bytes written.
+    // replica of the quorum calls save(step), which returns the bytes written
+    // (negative: this run saved that step before; nothing is reported).
     void checkpointIfDue(int64_t step, const std::function<int64_t(int64_t step)>& save);
     // The end: a note when leaving early, DroppedEvents and RankFinished.
     void finish(int64_t step, bool left_early);
@@ -132,6 +146,7 @@ class Manager {
     int64_t m_bytes_sent_before = 0; // modelled bytes of the groups already dropped
     int m_commit_failures = 0;
     bool m_committed_once = false; // this process committed a round
+    const bool m_async;            // TorchFT's use_async_quorum (asyncQuorum(scenario))
 
     // The round in progress.
     int64_t m_step = 0;
@@ -145,6 +160,10 @@ class Manager {
     std::vector<CommWorkPtr> m_heal_receives;
     std::vector<at::Tensor> m_heal_received;
     int64_t m_heal_begin = 0;
+    bool m_heal_applied = false; // the received state was adopted this round
+    bool m_heal_failed = false;  // a heal receive of this round failed
+    // Wait for the heal receives; false (and HealFailed) when one failed.
+    bool finishHealReceives();
 };
 
 } // namespace dt::ft

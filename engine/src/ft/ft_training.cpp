@@ -3,18 +3,22 @@
 // here; the quorum protocol itself is ft::Manager (ft_manager.cpp).
 //
 // One step; s = the steps this replica has committed so far, P = parameters:
-//  1. startQuorum(s) on a helper thread while forward and backward run on
-//     this replica's batch (step s, shard = replica index): the flat gradient,
-//     P fp32. A restarted replica asks first and skips the compute when it heals.
+//  1. startQuorum(s) on a helper thread; quorum_mode "async" (TorchFT's
+//     default): forward and backward run meanwhile on this replica's batch
+//     (step s, shard = replica index): the flat gradient, P fp32.
 //  2. waitQuorum, configure: a new quorum id rebuilds the cross-replica group.
 //  3. heal: the state a healer receives is replica_state.hpp's one message
 //     (committed steps, AdamW step, parameters, exp_avg, exp_avg_sq:
 //     4 (3P + 2) bytes); adopting it moves the healer to the source's step.
+//     "sync": the healer adopts it now, then every replica computes.
 //  4. allReduce the gradient (ring: 2 (N-1)/N x 4P bytes sent per replica),
-//     averaged over the replicas up to date; a healer sends zeros.
-//  5. shouldCommit: on commit everyone runs the same AdamW step on the same
-//     average, so the replicas stay bit-identical (ParamsChecksum after every
-//     commit); on abort nothing is applied and the step is retried.
+//     averaged over the participants (async: a healer sends zeros and does
+//     not count).
+//  5. shouldCommit: a healer adopts the received state (if not yet), then the
+//     vote (participants >= min_replicas); on commit everyone runs the same
+//     AdamW step on the same average, so the replicas stay bit-identical
+//     (ParamsChecksum after every commit); on abort nothing is applied and
+//     the step is retried.
 //  6. On a checkpoint step the quorum's lowest replica writes the committed
 //     state (replica_checkpoint.hpp); a new job can resume from it.
 #include "ft/ft_training.hpp"
@@ -23,6 +27,7 @@
 #include "checkpoint/replica_checkpoint.hpp"
 #include "checkpoint/replica_state.hpp"
 #include "checkpoint/sharded_checkpoint.hpp"
+#include "dtlab/checkpoint.hpp"
 #include "dtlab/errors.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
@@ -55,8 +60,33 @@ int trainFaultTolerant(const FtRankContext& c) {
     };
     ft::Manager manager(c, telemetry, std::move(state));
     if (c.incarnation > 0)
-        sender.log(LogLevel::Info, "restarted (incarnation " + std::to_string(c.incarnation) +
-                                       "): will heal from a live peer");
+        sender.log(LogLevel::Info,
+                   "restarted (incarnation " + std::to_string(c.incarnation) +
+                       "): will heal from a live peer, or resume from the job's newest durable "
+                       "checkpoint if no live replica is ahead of it");
+    // A restarted replica's first quorum says whether any live replica is
+    // ahead. If none is (every replica was down at once), the quorum's members
+    // are all restarted ones at step 0: each loads the job's newest durable
+    // checkpoint instead of going back to step 0 (they read the same one, so
+    // they stay equal).
+    bool may_resume_from_checkpoint = c.incarnation > 0 && !scenario.run.checkpoint_dir.empty();
+    const auto resumeFromNewestCheckpoint = [&] {
+        may_resume_from_checkpoint = false;
+        try {
+            const CheckpointChoice choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
+            if (choice.step + 1 <= step)
+                return;
+            int64_t bytes = 0;
+            step = loadReplicaCheckpoint(choice.step_dir, params, optimizer, bytes);
+            telemetry.instant(EventKind::CheckpointLoaded).step(step - 1).bytes(bytes).emit();
+            sender.log(LogLevel::Warning,
+                       "no live replica was ahead: resumed from the job's durable checkpoint " +
+                           choice.step_dir + " (step " + std::to_string(step - 1) +
+                           "); the steps after it are redone");
+        } catch (const UsageError&) {
+            // none yet (or none usable): the job goes on from its quorum's step
+        }
+    };
 
     if (!scenario.run.resume_from.empty() && c.incarnation == 0) {
         // A whole job resumes: every replica loads the same checkpoint, so
@@ -101,8 +131,13 @@ int trainFaultTolerant(const FtRankContext& c) {
                            "fault: this replica's gradients are NaN at step " + std::to_string(step));
             }
         };
-        const bool quorum_first = manager.healsBeforeCompute(); // a healer's gradient is thrown away
-        if (!quorum_first)
+        // Async (TorchFT's default): compute while the quorum is asked; a
+        // healer's gradient (from stale weights) is replaced by zeros. A
+        // restarted replica's first round asks first (it may heal, or resume
+        // from a checkpoint; a healer's gradient would be zeros anyway).
+        const bool async = manager.asyncQuorum();
+        const bool compute_first = async && !manager.healsBeforeCompute();
+        if (compute_first)
             computeGradient();
 
         // 2. - 4. The quorum, the group, the heal, the average.
@@ -110,11 +145,19 @@ int trainFaultTolerant(const FtRankContext& c) {
             left_early = true;
             break;
         }
-        if (quorum_first && !manager.healing())
-            computeGradient();
+        if (may_resume_from_checkpoint && !manager.healing())
+            resumeFromNewestCheckpoint();
         const bool healing = manager.healing();
         manager.configure();
         manager.heal();
+        if (!compute_first) {
+            // Sync: a healer adopts the received state first, then every
+            // replica computes on up-to-date weights and contributes.
+            if (!async)
+                manager.healBeforeCompute();
+            if (!(async && healing))
+                computeGradient();
+        }
         manager.allReduce(gradient, {int(step), -1, -1});
 
         // 5. Commit (a healer first adopts the received state and step) or abort.
@@ -145,11 +188,13 @@ int trainFaultTolerant(const FtRankContext& c) {
             manager.committed(step, step);
             const uint64_t checksum = parametersChecksum(m.model().trainableParameters());
             telemetry.instant(EventKind::ParamsChecksum).step(step).seq(checksum).emit();
-            if (!healing && !std::isnan(step_loss))
+            if (!(healing && async) && !std::isnan(step_loss)) // async: a healer's loss is of stale weights
                 telemetry.counter(EventKind::LossValue).step(step).value(step_loss).emit();
             // 6. A durable checkpoint of the committed state.
             manager.checkpointIfDue(step, [&](int64_t s) {
                 const std::string dir = checkpointStepDir(scenario.run.checkpoint_dir, int(s));
+                if (replicaCheckpointSavedByRun(dir, int(s), scenario.run.run_id))
+                    return int64_t(-1); // saved before this job went back to an older step
                 return saveReplicaCheckpoint(dir, int(s), scenario, params, optimizer, replica,
                                              c.incarnation);
             });

@@ -157,7 +157,8 @@ std::string scenarioToJson(const Scenario& s) {
           {"collective_timeout_ms", s.fault_tolerance.collective_timeout_ms},
           {"restart", s.fault_tolerance.restart},
           {"restart_delay_ms", s.fault_tolerance.restart_delay_ms},
-          {"max_restarts_per_minute", s.fault_tolerance.max_restarts_per_minute}}},
+          {"max_restarts_per_minute", s.fault_tolerance.max_restarts_per_minute},
+          {"quorum_mode", s.fault_tolerance.quorum_mode}}},
         {"diloco",
          {{"inner_steps", s.diloco.inner_steps},
           {"outer_lr", s.diloco.outer_lr},
@@ -329,6 +330,7 @@ Scenario scenarioFromJson(const std::string& text) {
             ft.at("restart").get_to(c.restart);
             ft.at("restart_delay_ms").get_to(c.restart_delay_ms);
             c.max_restarts_per_minute = ft.value("max_restarts_per_minute", c.max_restarts_per_minute);
+            c.quorum_mode = ft.value("quorum_mode", c.quorum_mode);
         }
         if (j.contains("diloco")) {
             const json& d = j.at("diloco");

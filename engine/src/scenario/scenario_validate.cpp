@@ -376,6 +376,20 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                 "[fault_tolerance] runs classic DiLoCo only: [diloco] fragments = 1, sync_delay = 0, alpha = "
                 "0 "
                 "and pseudo_gradient = \"fp32\" (Streaming DiLoCo under the quorum is not supported yet)"};
+        if (!ft.quorum_mode.empty() && ft.quorum_mode != "async" && ft.quorum_mode != "sync")
+            return Problem{"fault_tolerance",
+                           {"quorum_mode"},
+                           -1,
+                           "[fault_tolerance] quorum_mode: expected \"async\" or \"sync\", got \"" +
+                               ft.quorum_mode + "\""};
+        if (s.strategy.kind == StrategyKind::Diloco && ft.quorum_mode == "async")
+            return Problem{
+                "fault_tolerance",
+                {"quorum_mode"},
+                -1,
+                "[fault_tolerance] quorum_mode = \"async\" does not apply to diloco: as TorchFT's "
+                "DiLoCo (use_async_quorum=False), a replica heals before it takes part in an outer "
+                "step (remove the key, or write \"sync\")"};
         if (s.optimizer.kind != "adamw")
             return Problem{"optimizer",
                            {"kind"},
@@ -729,6 +743,11 @@ std::vector<ScenarioInput> scenarioInputs(const Scenario& scenario) {
     if (!scenario.run.resume_from.empty())
         inputs.push_back({"the checkpoint being resumed", scenario.run.resume_from});
     return inputs;
+}
+
+bool asyncQuorum(const Scenario& scenario) {
+    const std::string& mode = scenario.fault_tolerance.quorum_mode;
+    return mode.empty() ? scenario.strategy.kind != StrategyKind::Diloco : mode == "async";
 }
 
 } // namespace dt

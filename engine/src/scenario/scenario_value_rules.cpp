@@ -122,6 +122,7 @@ const EnumRule kEnumRules[] = {
     {"faults", "action", faultActionNames()},
     {"faults", "when", {std::begin(kFaultWhenNames), std::end(kFaultWhenNames)}},
     {"fault_tolerance", "restart", {"auto", "manual", "never"}},
+    {"fault_tolerance", "quorum_mode", {"async", "sync"}}, // when given ("" = the kind's default)
     {"chaos", "actions", faultActionNames(/*chaos_only=*/true)},
     {"steps",
      "highlight",

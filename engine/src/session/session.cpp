@@ -25,6 +25,8 @@
 #include "dtlab/errors.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 namespace dt {
 
@@ -219,6 +221,33 @@ Session::~Session() {
         m_impl->collector->stop();
     std::lock_guard<std::mutex> plock(m_impl->proc_mutex);
     m_impl->killEverything();
+    if (!m_impl->temp_checkpoint_dir.empty()) {
+        std::error_code ec;
+        std::filesystem::remove_all(m_impl->temp_checkpoint_dir, ec);
+    }
+}
+
+// Durable checkpoints by default for a fault-tolerant ddp run whose ranks
+// this Session starts (a directory on this host would not reach ranks on
+// others), unless restarts are off: without them, when every replica is down
+// at once the job would go back to step 0.
+void Session::Impl::makeTemporaryCheckpointDir() {
+    Scenario& sc = options.scenario;
+    if (!sc.fault_tolerance.enabled || sc.strategy.kind != StrategyKind::Ddp ||
+        !sc.run.checkpoint_dir.empty() || sc.fault_tolerance.restart == "never" || !options.spawn_ranks)
+        return;
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/dtlab-ft-checkpoints-XXXXXX";
+    if (!::mkdtemp(pattern.data()))
+        return; // no checkpoints then: as before
+    temp_checkpoint_dir = pattern;
+    sc.run.checkpoint_dir = pattern;
+    if (sc.run.checkpoint_every == 0)
+        sc.run.checkpoint_every = kDefaultFtCheckpointEvery;
+    default_checkpoint_note = "durable checkpoints every " + std::to_string(sc.run.checkpoint_every) +
+                              " steps in " + pattern +
+                              " (temporary, removed at the end; [run] checkpoint_dir keeps them): if every "
+                              "replica is down at once, the restarted ones resume from the newest";
 }
 
 void Session::start() {
@@ -237,6 +266,7 @@ void Session::start() {
         const auto id = randomNonce(); // this run's identity, written into its checkpoints
         s.options.scenario.run.run_id = toHex(id.data(), 8);
     }
+    s.makeTemporaryCheckpointDir();
     const Scenario& scenario = s.options.scenario;
     const int world = s.world;
     s.record.scenario = scenario;
@@ -295,6 +325,8 @@ void Session::start() {
         std::lock_guard<std::mutex> lock(s.mutex);
         for (const std::string& why : skipped_checkpoints)
             s.log(LogLevel::Warning, "skipped checkpoint " + why);
+        if (!s.default_checkpoint_note.empty())
+            s.log(LogLevel::Info, s.default_checkpoint_note);
         if (!scenario.run.resume_from.empty())
             s.log(LogLevel::Info, "resuming from checkpoint " + scenario.run.resume_from);
     }

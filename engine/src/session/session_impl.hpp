@@ -63,6 +63,13 @@ struct Session::Impl final : TelemetrySink {
     bool end_published = false; // ... and its recording is closed: Session::finished() says so
     bool stop_requested = false;
     std::string stop_reason;
+    // A fault-tolerant ddp run without [run] checkpoint_dir keeps durable
+    // checkpoints here (made by start(), removed by ~Session): when every
+    // replica is down at once, the restarted ones resume from the newest.
+    std::string temp_checkpoint_dir;
+    void makeTemporaryCheckpointDir();   // start(): sets scenario.run.checkpoint_dir when it applies
+    std::string default_checkpoint_note; // logged once the log exists
+    static constexpr int kDefaultFtCheckpointEvery = 10;
     int64_t first_failure_ns = 0;
     bool failure_is_consequence = false; // failure_reason is a rank that lost its peer: a cause replaces it
     int64_t give_up_ns = 0;              // external ranks: stop waiting for them after this

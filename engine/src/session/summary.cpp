@@ -271,6 +271,8 @@ Json faultToleranceJson(const RunRecord& record) {
                 {"attempted_steps_total", m.committed_total + m.aborted_total},
                 {"committed_steps_total", m.committed_total},
                 {"heals", heals},
+                {"steps_rolled_back", m.steps_rolled_back},
+                {"rollbacks", m.rollbacks},
                 {"quorums", m.quorums},
                 {"recoveries", recoveries}};
 }
