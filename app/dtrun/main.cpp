@@ -25,6 +25,7 @@
 #include "dtlab/hung_collectives.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "dtlab/recording.hpp"
+#include "dtlab/recovery_measure.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/session.hpp"
 #include "dtlab/summary.hpp"
@@ -474,6 +475,14 @@ int runCommand(const RunFlags& f) {
             for (const auto& log : record.logs)
                 if (log.level == dt::LogLevel::Error && log.rank < 0)
                     std::cerr << "dtrun: session: " << log.text << "\n";
+            // Progress lost is never silent: the job went back when every replica was down at once.
+            if (record.scenario.fault_tolerance.enabled) {
+                const dt::RecoveryMeasure m = dt::measureRecoveries(record.events, int(record.ranks.size()));
+                if (m.rollbacks > 0)
+                    std::cerr << "dtrun: every replica was down at once (" << m.rollbacks
+                              << " time(s)): the job went back and redid " << m.steps_rolled_back
+                              << " step(s) (fault_tolerance.steps_rolled_back in the summary)\n";
+            }
         } else {
             std::cerr << "dtrun: the run failed: " << record.failure_reason << "\n";
             printHungCollectives(record);

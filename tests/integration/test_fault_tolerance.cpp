@@ -251,6 +251,7 @@ TEST_CASE("every replica killed at once: the restarted job resumes from its newe
     CHECK(s["params_checksum"][1] == s["params_checksum"][2]);
     const auto& ft = s["fault_tolerance"];
     CHECK(ft["rollbacks"] == 1);
+    CHECK(contains(r.err, "dtrun: every replica was down at once (1 time(s)): the job went back and redid "));
     CHECK(ft["steps_rolled_back"].get<int>() >= 5);
     CHECK(ft["steps_rolled_back"].get<int>() <= 6); // not 25: the checkpoint of step 19 was used
     const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
