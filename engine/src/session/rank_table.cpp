@@ -257,7 +257,8 @@ void Session::Impl::onDisconnect(int rank, int pid, bool clean) {
                   : sigkill_sent[size_t(rank)] ? RankState::Killed
                                                : RankState::Failed;
         if (!clean || !rank_finished[size_t(rank)])
-            noteFailure("rank " + std::to_string(rank) + " disconnected before finishing");
+            noteFailure("rank " + std::to_string(rank) + " disconnected before finishing",
+                        lost_peer[size_t(rank)]);
     }
 }
 

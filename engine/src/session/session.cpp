@@ -71,7 +71,8 @@ std::string_view rankStateLabel(RankState state) {
 void Session::Impl::judgeExits(const std::vector<ChildExit>& exits, int64_t now) {
     for (const ChildExit& x : exits) {
         const bool awaits = x.rank != kMpirunChild && x.rank >= 0 && x.rank < world && x.signal == 0 &&
-                            !rank_finished[size_t(x.rank)] && !telemetry_closed[size_t(x.rank)];
+                            !rank_finished[size_t(x.rank)] && !telemetry_closed[size_t(x.rank)] &&
+                            last_heard_ns[size_t(x.rank)] != 0; // a rank that never said hello sent nothing
         if (awaits)
             exits_awaiting_telemetry.push_back({x, now + 5'000'000'000LL});
         else

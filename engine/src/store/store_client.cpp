@@ -108,7 +108,23 @@ void StoreClient::receive(void* data, size_t size, int64_t deadline_ms) {
 StoreClient::Reply StoreClient::call(const std::string& frame, int64_t timeout_ms) {
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_fd < 0)
-        fail("not connected");
+        fail("not connected (an earlier request failed)");
+    try {
+        return exchange(frame, timeout_ms);
+    } catch (const std::runtime_error& e) {
+        // A reply cut short or late would be read as the next request's:
+        // the connection is out of step, so it is closed. (An Error reply
+        // was read whole: the connection stays usable.)
+        if (!m_reply_was_error) {
+            ::close(m_fd);
+            m_fd = -1;
+        }
+        throw;
+    }
+}
+
+StoreClient::Reply StoreClient::exchange(const std::string& frame, int64_t timeout_ms) {
+    m_reply_was_error = false;
     if (!wire::sendAll(m_fd, frame.data(), frame.size()))
         fail("the connection closed (the Session ended?)");
     const int64_t deadline = timeout_ms > 0
@@ -124,6 +140,7 @@ StoreClient::Reply StoreClient::call(const std::string& frame, int64_t timeout_m
     if (header.length > 0)
         receive(reply.body.data(), header.length, deadline);
     if (reply.status == uint32_t(Status::Error)) {
+        m_reply_was_error = true;
         BodyReader r(reply.body);
         const std::string why = r.bytes();
         fail(r.failed() ? std::string("error") : why);

@@ -57,12 +57,14 @@ class StoreClient {
     };
     void handshake();
     Reply call(const std::string& frame, int64_t timeout_ms);
+    Reply exchange(const std::string& frame, int64_t timeout_ms); // call()'s work, m_mutex held
     void receive(void* data, size_t size, int64_t deadline_ms);
     [[noreturn]] void fail(const std::string& why) const;
 
     StoreClientOptions m_options;
     std::mutex m_mutex;
     int m_fd = -1;
+    bool m_reply_was_error = false; // the last reply was a whole Error frame (the stream is in step)
 };
 
 } // namespace dt::store

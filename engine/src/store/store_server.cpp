@@ -53,6 +53,10 @@ int64_t nowMs() {
 
 constexpr size_t kMaxOutboxBytes = size_t(64) << 20;
 constexpr int64_t kIdleTickMs = 100;
+// Connections that have not proved the token yet: at most this many at once,
+// so that a local process without the token cannot use up the Session's file
+// descriptors by opening connections and saying nothing.
+constexpr size_t kMaxUnauthenticated = 64;
 
 struct Connection {
     std::string peer; // "ip:port", for refusal messages
@@ -112,7 +116,9 @@ struct StoreServer::Impl {
     int bound_port = 0;
     std::atomic<bool> stop_requested{false};
     std::thread loop_thread;
-    std::vector<std::string> refusals; // reported after the mutex is released
+    std::vector<std::string> refusals;  // reported after the mutex is released
+    int64_t accept_paused_until_ms = 0; // out of file descriptors: the listening socket rests
+    int64_t crowd_refusals = 0;         // connections refused for kMaxUnauthenticated (logged sparsely)
 
     void loop();
     void acceptClients(int64_t now);
@@ -232,7 +238,7 @@ void StoreServer::Impl::loop() {
             std::lock_guard<std::mutex> lock(mutex);
             const int64_t now = nowMs();
             fds.push_back({wake_fd, POLLIN, 0});
-            fds.push_back({listen_fd, POLLIN, 0});
+            fds.push_back({listen_fd, short(now >= accept_paused_until_ms ? POLLIN : 0), 0});
             for (const auto& [fd, c] : connections) {
                 fds.push_back({fd, short(POLLIN | (c.outbox.empty() ? 0 : POLLOUT)), 0});
                 const int64_t deadline = !c.authenticated ? c.handshake_deadline_ms
@@ -271,8 +277,23 @@ void StoreServer::Impl::loop() {
 void StoreServer::Impl::acceptClients(int64_t now) {
     while (true) {
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) // the connection waits in the backlog; do not spin on it
+                accept_paused_until_ms = now + kIdleTickMs;
             return; // EAGAIN: none left
+        }
+        const size_t unauthenticated =
+            size_t(std::count_if(connections.begin(), connections.end(),
+                                 [](const auto& entry) { return !entry.second.authenticated; }));
+        if (unauthenticated >= kMaxUnauthenticated) {
+            if (crowd_refusals++ % 100 == 0)
+                refusals.push_back("refused a rendezvous-store connection from " + peerOf(fd) + ": already " +
+                                   std::to_string(unauthenticated) +
+                                   " connections that have not proved the token (" +
+                                   std::to_string(crowd_refusals) + " refused so far)");
+            ::close(fd);
+            continue;
+        }
         if (connections.size() >= options.max_connections) {
             refusals.push_back("refused a rendezvous-store connection from " + peerOf(fd) + ": already " +
                                std::to_string(connections.size()) + " connections");
