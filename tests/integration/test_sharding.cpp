@@ -332,6 +332,16 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
         CHECK(maxAbsDifference(resumed1.rank0, straight.rank0) < kTolerance);
     }
 
+    // Replaces `key` (which must be there) with `value` in STEP_DIR/checkpoint.json.
+    const auto editCheckpointJson = [](const std::string& step_dir, const std::string& key,
+                                       const std::string& value) {
+        std::ifstream in(step_dir + "/checkpoint.json");
+        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const auto at = text.find(key);
+        REQUIRE(at != std::string::npos);
+        text.replace(at, key.size(), value);
+        std::ofstream(step_dir + "/checkpoint.json", std::ios::trunc) << text;
+    };
     const auto refused = [&](const std::string& tag, const it::ScenarioSpec& spec_,
                              const std::vector<std::string>& extra) {
         std::vector<std::string> args{"run", dir.write(tag + ".toml", it::scenarioToml(spec_)), "--summary",
@@ -413,13 +423,7 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
         INFO("a checkpoint written for another model kind is refused, naming both");
         const std::string copy = dir.file("other_kind");
         fs::copy(ckpt_dir + "/step-1", copy);
-        std::ifstream in(copy + "/checkpoint.json");
-        std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        const std::string key = "\"model\": \"tiny_gpt\"";
-        const auto at = text.find(key);
-        REQUIRE(at != std::string::npos);
-        text.replace(at, key.size(), "\"model\": \"mlp\"");
-        std::ofstream(copy + "/checkpoint.json", std::ios::trunc) << text;
+        editCheckpointJson(copy, "\"model\": \"tiny_gpt\"", "\"model\": \"mlp\"");
         const std::string err = refused("other_kind", spec("fsdp", 2), {"--resume", copy});
         CHECK(err.find("was written for [model] kind = \"mlp\"; this run trains \"tiny_gpt\"") !=
               std::string::npos);
@@ -431,12 +435,7 @@ TEST_CASE("A sharded checkpoint resumes on another shard count and a bad one is 
                                          {"\"adam_step\": 2", "\"adam_step\": -7"}}) {
             const std::string copy = dir.file("negative" + std::to_string(value.size()) + key.substr(1, 4));
             fs::copy(ckpt_dir + "/step-1", copy);
-            std::ifstream in(copy + "/checkpoint.json");
-            std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-            const auto at = text.find(key);
-            REQUIRE(at != std::string::npos);
-            text.replace(at, key.size(), value);
-            std::ofstream(copy + "/checkpoint.json", std::ios::trunc) << text;
+            editCheckpointJson(copy, key, value);
             const std::string err = refused("neg" + key.substr(1, 4), spec("fsdp", 2), {"--resume", copy});
             CHECK(err.find("must be >= 0") != std::string::npos);
         }
