@@ -8,6 +8,7 @@
 //   app_narration.cpp    the narration's position and its highlight
 //   app_layout.cpp       the default tiling (asks the views) and the views' windows
 //   app_menus.cpp        menus, keyboard shortcuts, overlays and dialogs
+//   app_gallery.cpp      the scenario gallery: the start screen and File > Open
 //   app_playback.cpp     the time cursor's playback, instant replay, the state at the cursor
 //   app_script_host.cpp  the ScriptHost: buttons, clicks, layout, screenshots, theme, font
 // The views themselves are listed in views/view_list.cpp.
@@ -318,11 +319,14 @@ void AppContext::draw() {
     }
     handleShortcuts();
     drawMenuBar();
-    drawViews();
-    drawHighlight();
-    drawCursorFrame();
+    if (m_gallery_open) {
+        drawGallery();
+    } else {
+        drawViews();
+        drawHighlight();
+        drawCursorFrame();
+    }
     drawBanner();
-    drawOpenPopup();
     drawSavePopup();
     drawHelpOverlay();
     m_buttons_drawn.swap(m_buttons_drawing);

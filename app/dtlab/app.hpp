@@ -23,9 +23,11 @@
 // header lists them).
 #pragma once
 
+#include "app_layout.hpp"
 #include "dtlab/closing_check.hpp"
 #include "dtlab/recording.hpp"
 #include "dtlab/session.hpp"
+#include "gallery_screen.hpp"
 #include "model/breakpoints.hpp"
 #include "model/run_model.hpp"
 #include "model/run_state_at.hpp"
@@ -41,6 +43,7 @@
 #include <imgui.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +63,8 @@ struct Shortcut {
 struct AppOptions {
     std::string worker_executable; // dtrun, found next to dtlab
     std::string screenshot_dir;    // --screenshot-dir; relative script screenshots go here
+    std::string gallery_toml;      // assets/gallery.toml ("" = none: every scenario under "Other")
+    std::string scenarios_dir;     // the shipped scenarios, the gallery's cards
 };
 
 class AppContext final : public ScriptHost, public ViewActions {
@@ -160,7 +165,10 @@ class AppContext final : public ScriptHost, public ViewActions {
     void setTheme(ThemeKind kind);
     void setFontPixels(float px) override;
     void toggleFullscreen() override;
-    void openScenarioDialog() override { m_open_popup_requested = true; }
+    // The scenario gallery (gallery_screen.hpp): the start screen, and File > Open (Ctrl+O).
+    void openScenarioDialog() override { openGallery(); }
+    void openGallery() override;
+    [[nodiscard]] bool galleryOpen() const { return m_gallery_open; }
     void openSaveDialog() override { m_save_popup_requested = true; }
     void toggleHelp() override { m_show_help = !m_show_help; }
     void requestQuit() override { m_quit = true; }
@@ -196,9 +204,13 @@ class AppContext final : public ScriptHost, public ViewActions {
     void printLayout() override;
     bool setThemeByName(const std::string& name) override;
     bool showView(const std::string& name, bool show) override;
+    void setWindowSize(int width, int height) override;
+    [[nodiscard]] WindowSize displaySize() const override;
+    [[nodiscard]] std::string viewsFitProblem(float min_px) const override;
 
   protected:
     bool drawButton(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) override;
+    bool noteScriptableItem(const char* label, bool pressed, bool enabled) override;
 
   private:
     struct ButtonRect {
@@ -211,7 +223,8 @@ class AppContext final : public ScriptHost, public ViewActions {
         std::string id;
         std::string title;
         ImVec2 min, max;
-        ImDrawList* draw = nullptr; // the window's draw list (this frame)
+        ImDrawList* draw = nullptr;  // the window's draw list (this frame)
+        float content_height = 0.0f; // under the title bar, inside the padding
     };
     // app.cpp
     void ingestNew();
@@ -246,13 +259,15 @@ class AppContext final : public ScriptHost, public ViewActions {
     void drawCursorFrame();
     // app_layout.cpp
     void drawViews();
+    void drawShelf(const ViewTiling& tiling, ImGuiCond cond,
+                   const std::function<void(const View&, float)>& record);
     void drawTitleHelp(const View& view);
     // app_menus.cpp
     void handleShortcuts();
     void drawMenuBar();
     void drawBanner();
     void drawHelpOverlay();
-    void drawOpenPopup();
+    void drawGallery();
     void drawSavePopup();
 
     AppOptions m_options;
@@ -280,6 +295,11 @@ class AppContext final : public ScriptHost, public ViewActions {
     bool m_announced_finish = false;
     int64_t m_frozen_since_ns = 0; // paused and every rank waiting: the views' "now" (0 = not frozen)
 
+    // The gallery (app_gallery.cpp): drawn instead of the views while open.
+    GalleryScreen m_gallery;
+    bool m_gallery_open = false;
+    std::vector<int> m_gallery_keys; // keys pressed for it since the last draw()
+
     // Views and selection.
     std::vector<std::unique_ptr<View>> m_views; // views/view_list.cpp
     std::vector<WindowRect> m_windows_drawn;
@@ -298,6 +318,8 @@ class AppContext final : public ScriptHost, public ViewActions {
     bool m_fullscreen = false;
     int m_windowed_x = 0, m_windowed_y = 0, m_windowed_w = 1600, m_windowed_h = 900;
     bool m_layout_dirty = true;
+    std::vector<bool> m_open_views;     // which views were open at the last tiling
+    int m_shelf_selected_for_step = -1; // the narration step whose view's shelf tab was selected
     ImVec2 m_last_display_size{0, 0};
     bool m_show_help = false;
     struct KeyPress {
@@ -307,9 +329,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     std::vector<KeyPress> m_key_presses; // since the last draw()
 
     // Popups.
-    bool m_open_popup_requested = false;
     bool m_save_popup_requested = false;
-    char m_open_path[1024] = {};
     char m_save_path[1024] = {};
     std::string m_popup_error;
     std::vector<std::string> m_dropped;

@@ -152,7 +152,11 @@ bool AppContext::openRecordingFile(const std::string& path, std::string& error) 
 }
 
 bool AppContext::openPath(const std::string& path, std::string& error) {
-    return endsWith(path, ".toml") ? openScenarioFile(path, error) : openRecordingFile(path, error);
+    const bool opened =
+        endsWith(path, ".toml") ? openScenarioFile(path, error) : openRecordingFile(path, error);
+    if (opened)
+        m_gallery_open = false; // the run it opened is what the room should see now
+    return opened;
 }
 
 void AppContext::printSummary(const RunRecord& record) const {

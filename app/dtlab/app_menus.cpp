@@ -1,5 +1,6 @@
 // app_menus.cpp: the menu bar, the keyboard shortcuts (and their help
-// overlay), the banner and toasts at the bottom, and the Open and Save dialogs.
+// overlay), the banner and toasts at the bottom, and the Save dialog (File >
+// Open is the gallery: app_gallery.cpp).
 #include "app.hpp"
 
 #include "wall_clock.hpp"
@@ -23,7 +24,8 @@ const std::vector<Shortcut>& shortcuts() {
         {"Ctrl + =  /  Ctrl + -", "bigger / smaller text (the font is re-rendered, stays crisp)"},
         {"Ctrl + 0", "default text size"},
         {"Ctrl + T", "dark / high-contrast light theme"},
-        {"Ctrl + O", "open a scenario or a recording"},
+        {"Ctrl + O", "the scenario gallery: open a scenario or a recording"},
+        {"Gallery: arrows, Enter", "move between the cards, start the one in focus"},
         {"Ctrl + S", "save a recording of the run"},
         {"Ctrl + Q", "quit (every rank process is stopped)"},
         {"Esc", "close this help or a dialog; else clear the time cursor (back to live)"},
@@ -46,6 +48,11 @@ void AppContext::handleShortcuts() {
         !typing && !ImGui::IsAnyItemActive() && !ImGui::IsPopupOpen("", ImGuiPopupFlags_AnyPopupId);
     for (const KeyPress& k : presses) {
         const bool ctrl = (k.mods & GLFW_MOD_CONTROL) != 0;
+        if (m_gallery_open && !ctrl && k.key != GLFW_KEY_F1 && k.key != GLFW_KEY_F11 &&
+            !(k.key == GLFW_KEY_ESCAPE && m_show_help)) {
+            m_gallery_keys.push_back(k.key); // arrows, Enter, Esc: the gallery's (drawGallery)
+            continue;
+        }
         if (k.key == GLFW_KEY_F1)
             toggleHelp();
         else if (k.key == GLFW_KEY_ESCAPE) {
@@ -92,7 +99,7 @@ void AppContext::drawMenuBar() {
     if (!ImGui::BeginMainMenuBar())
         return;
     if (ImGui::BeginMenu("File")) {
-        if (ImGui::MenuItem("Open scenario or recording...", "Ctrl+O"))
+        if (ImGui::MenuItem("Scenario gallery, or open a file...", "Ctrl+O"))
             openScenarioDialog();
         if (ImGui::MenuItem("Save recording...", "Ctrl+S", false, hasRun()))
             openSaveDialog();
@@ -247,57 +254,6 @@ void AppContext::drawHelpOverlay() {
         ImGui::TextDisabled("Theme: %s   text: %.0f px", themeLabel(m_theme), m_fonts.pixels());
     }
     ImGui::End();
-}
-
-void AppContext::drawOpenPopup() {
-    if (m_open_popup_requested) {
-        m_open_popup_requested = false;
-        m_popup_error.clear();
-        ImGui::OpenPopup("Open scenario or recording");
-    }
-    ImGui::SetNextWindowSize(ImVec2(ImGui::GetFontSize() * 40.0f, 0), ImGuiCond_Appearing);
-    if (!ImGui::BeginPopupModal("Open scenario or recording", nullptr, ImGuiWindowFlags_NoSavedSettings))
-        return;
-    ImGui::TextWrapped(
-        "A scenario (.toml) starts a new run and stops the current one. Any other file is opened as a "
-        "recording (dtrun run ... --record FILE). You can also drop a file on the window.");
-    if (ImGui::IsWindowAppearing())
-        ImGui::SetKeyboardFocusHere();
-    ImGui::SetNextItemWidth(-1);
-    const bool enter = ImGui::InputTextWithHint("##path", "scenarios/ddp_basics.toml", m_open_path,
-                                                sizeof(m_open_path), ImGuiInputTextFlags_EnterReturnsTrue);
-    // Shipped scenarios, for a quick pick.
-    std::error_code ec;
-    for (const char* dir : {"scenarios", "../scenarios", "../../scenarios"}) {
-        if (!std::filesystem::is_directory(dir, ec))
-            continue;
-        ImGui::TextDisabled("In %s/:", dir);
-        std::vector<std::string> files;
-        for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-            if (entry.path().extension() == ".toml")
-                files.push_back(entry.path().string());
-        std::sort(files.begin(), files.end());
-        for (const std::string& f : files) {
-            ImGui::SameLine();
-            if (ImGui::SmallButton(std::filesystem::path(f).filename().string().c_str()))
-                std::snprintf(m_open_path, sizeof(m_open_path), "%s", f.c_str());
-        }
-        break;
-    }
-    if (!m_popup_error.empty()) {
-        ImGui::PushStyleColor(ImGuiCol_Text, rankStateColor(RankState::Failed, m_theme));
-        ImGui::TextWrapped("%s", m_popup_error.c_str());
-        ImGui::PopStyleColor();
-    }
-    if (button("Open##openpopup") || enter) {
-        const std::string path = m_open_path;
-        if (openPath(path, m_popup_error))
-            ImGui::CloseCurrentPopup();
-    }
-    ImGui::SameLine();
-    if (button("Cancel##openpopup") || ImGui::IsKeyPressed(GLFW_KEY_ESCAPE))
-        ImGui::CloseCurrentPopup();
-    ImGui::EndPopup();
 }
 
 void AppContext::drawSavePopup() {

@@ -24,7 +24,10 @@ std::string visibleLabel(const std::string& label) {
 } // namespace
 
 bool AppContext::drawButton(const char* label, bool enabled, const char* why_disabled, const ImVec2& size) {
-    bool pressed = plainButton(label, enabled, why_disabled, size);
+    return noteScriptableItem(label, plainButton(label, enabled, why_disabled, size), enabled);
+}
+
+bool AppContext::noteScriptableItem(const char* label, bool pressed, bool enabled) {
     const ImGuiWindow* window = ImGui::GetCurrentWindow();
     m_buttons_drawing.push_back(ButtonRect{label, window ? window->Name : "", ImGui::GetItemRectMin(),
                                            ImGui::GetItemRectMax(), enabled});
@@ -50,6 +53,8 @@ void AppContext::printLayout() {
     for (const WindowRect& w : m_windows_drawn)
         std::printf("dtlab: layout window %s \"%s\" %.0f %.0f %.0f %.0f\n", w.id.c_str(), w.title.c_str(),
                     w.min.x, w.min.y, w.max.x - w.min.x, w.max.y - w.min.y);
+    for (const WindowRect& w : m_windows_drawn)
+        std::printf("dtlab: layout content %s %.0f\n", w.id.c_str(), w.content_height);
     for (const ButtonRect& b : m_buttons_drawn)
         std::printf("dtlab: layout button \"%s\" %.0f %.0f %.0f %.0f %s\n", b.label.c_str(), b.min.x, b.min.y,
                     b.max.x - b.min.x, b.max.y - b.min.y, b.enabled ? "enabled" : "disabled");
@@ -85,6 +90,46 @@ bool AppContext::showView(const std::string& name, bool show) {
     view->open = show;
     m_layout_dirty = true;
     return true;
+}
+
+void AppContext::setWindowSize(int width, int height) {
+    if (!m_window)
+        return say("window: no window");
+    if (m_fullscreen)
+        toggleFullscreen();
+    glfwSetWindowSize(m_window, width, height);
+    say("window " + std::to_string(width) + " x " + std::to_string(height));
+}
+
+WindowSize AppContext::displaySize() const {
+    const ImVec2 d = ImGui::GetIO().DisplaySize;
+    return WindowSize{int(d.x), int(d.y)};
+}
+
+// From the last drawn frame's windows (the script runs before the next one).
+std::string AppContext::viewsFitProblem(float min_px) const {
+    const ImVec2 d = ImGui::GetIO().DisplaySize;
+    std::string problem;
+    char line[256];
+    for (const WindowRect& w : m_windows_drawn) {
+        const View* view = findView(w.id);
+        if (view && !view->closable())
+            continue; // the control bar: one row by design
+        if (w.content_height + 0.5f < min_px) {
+            std::snprintf(line, sizeof(line), "%s%s's content is %.0f px tall", problem.empty() ? "" : "; ",
+                          w.title.c_str(), w.content_height);
+            problem += line;
+        }
+        if (w.min.x < -0.5f || w.min.y < -0.5f || w.max.x > d.x + 0.5f || w.max.y > d.y + 0.5f) {
+            std::snprintf(line, sizeof(line), "%s%s (%.0f,%.0f)-(%.0f,%.0f) leaves the %.0f x %.0f window",
+                          problem.empty() ? "" : "; ", w.title.c_str(), w.min.x, w.min.y, w.max.x, w.max.y,
+                          d.x, d.y);
+            problem += line;
+        }
+    }
+    if (m_windows_drawn.empty())
+        problem = "no window was drawn";
+    return problem;
 }
 
 void AppContext::setTheme(ThemeKind kind) {

@@ -62,6 +62,21 @@ std::string executableDir() {
     return std::filesystem::path(buf).parent_path().string();
 }
 
+// The source tree's `name` folder (scenarios, assets): in the working
+// directory, else beside the build tree that holds this binary (build/app/dtlab).
+std::string findShippedFolder(const std::string& name) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(name, ec))
+        return name;
+    for (const char* up : {"/../..", "/..", "/../share/dtlab"}) {
+        const std::filesystem::path dir =
+            std::filesystem::path(executableDir() + up + "/" + name).lexically_normal();
+        if (std::filesystem::is_directory(dir, ec))
+            return dir.string();
+    }
+    return "";
+}
+
 int usageError(const std::string& message) {
     std::cerr << "dtlab: " << message << "\n";
     return dt::kExitUsage;
@@ -100,7 +115,7 @@ int main(int argc, char** argv) {
     // 1. Flags, then every input file is read and checked before any window opens.
     Flags flags;
     CLI::App cli{"dtlab: watch and break a real distributed training run.\n"
-                 "With no SCENARIO, the window opens empty: File > Open (Ctrl+O) or drop a file on it."};
+                 "With no SCENARIO, the window opens on the scenario gallery: click a card to start it."};
     cli.add_option("scenario", flags.scenario_path, "scenario TOML file to run (scenarios/*.toml)");
     cli.add_option("--replay", flags.replay_path, "open a saved run (dtrun run ... --record FILE) instead");
     cli.add_option("--script", flags.script_path, "scripted input: one command per line (see docs/gui.md)");
@@ -153,6 +168,9 @@ int main(int argc, char** argv) {
     dt::app::AppOptions options;
     options.worker_executable = executableDir() + "/dtrun";
     options.screenshot_dir = flags.screenshot_dir;
+    options.scenarios_dir = findShippedFolder("scenarios");
+    const std::string assets = findShippedFolder("assets");
+    options.gallery_toml = assets.empty() ? "" : assets + "/gallery.toml";
     if (scenario && access(options.worker_executable.c_str(), X_OK) != 0) {
         std::cerr
             << "dtlab: cannot find the worker executable '" << options.worker_executable
@@ -216,6 +234,8 @@ int main(int argc, char** argv) {
         std::cerr << "dtlab: cannot start the run: " << e.what() << "\n";
         exit_code = 1;
     }
+    if (!scenario && !recording)
+        app->openGallery(); // the start screen: pick a scenario
     if (script)
         app->setScript(std::move(*script));
     std::signal(SIGINT, onSignal);

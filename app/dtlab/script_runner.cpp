@@ -67,6 +67,9 @@ const VerbSpec kVerbs[] = {
     {"hide", Verb::Hide, Arg::Text, "hide VIEW"},
     {"help", Verb::Help, Arg::None, "help"},
     {"fullscreen", Verb::Fullscreen, Arg::None, "fullscreen"},
+    {"gallery", Verb::Gallery, Arg::None, "gallery"},
+    {"window", Verb::Window, Arg::NumberNumber, "window WIDTH HEIGHT"},
+    {"expect_views_fit", Verb::ExpectViewsFit, Arg::Number, "expect_views_fit PX"},
     {"quit", Verb::Quit, Arg::None, "quit"},
 };
 
@@ -76,6 +79,8 @@ const VerbSpec kVerbs[] = {
 constexpr int kSettleFrames = 3;
 // Frames a click_button waits for its button to be drawn.
 constexpr int kClickFrames = 30;
+// Frames a window command waits for the new size.
+constexpr int kWindowFrames = 120;
 
 std::string trim(const std::string& s) {
     const size_t b = s.find_first_not_of(" \t\r");
@@ -198,6 +203,9 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
         if ((c.verb == Verb::Play && (c.number <= 0 || c.number > 16)) ||
             (c.verb == Verb::ReplayLast && c.number2 > 16))
             fail(std::string(spec->name) + ": expected a speed in (0, 16] (1/4x = 0.25), got '" + rest + "'");
+        if (c.verb == Verb::Window &&
+            (c.number < 320 || c.number2 < 240 || c.number > 7680 || c.number2 > 4320))
+            fail("window: expected a size from 320 x 240 to 7680 x 4320 px, got '" + rest + "'");
         if (c.verb == Verb::Font && (c.number < 10 || c.number > 48))
             fail("font: expected a size in pixels in 10..48, got " + format(c.number));
         runner.m_commands.push_back(c);
@@ -429,6 +437,32 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     case Verb::Fullscreen:
         host.toggleFullscreen();
         return true;
+    case Verb::Gallery:
+        host.openGallery();
+        return true;
+    case Verb::Window: {
+        if (!m_requested) {
+            host.setWindowSize(int(c.number), int(c.number2));
+            m_requested = true;
+            return false;
+        }
+        const WindowSize d = host.displaySize();
+        if (d.width == int(c.number) && d.height == int(c.number2))
+            return m_frames >= kSettleFrames;
+        if (m_frames >= kWindowFrames)
+            fail(c, "window: the window is " + std::to_string(d.width) + " x " + std::to_string(d.height) +
+                        " px, not " + format(c.number) + " x " + format(c.number2) +
+                        " (is the screen smaller? xvfb-run -s \"-screen 0 WxHx24\")");
+        return false;
+    }
+    case Verb::ExpectViewsFit: {
+        if (m_frames < kSettleFrames)
+            return false;
+        const std::string problem = host.viewsFitProblem(float(c.number));
+        if (!problem.empty())
+            fail(c, "expect_views_fit " + format(c.number) + ": " + problem);
+        return true;
+    }
     case Verb::Quit:
         host.requestQuit();
         return true;

@@ -28,6 +28,10 @@
 //   open PATH            open a scenario (.toml: stops the current run, starts
 //                        a new one) or a recording, as File > Open or a drop does
 //   print_layout         print every window and button rectangle to stdout
+//   gallery              open the scenario gallery (as Ctrl+O; cards: click_button NAME)
+//   window W H           resize the window to W x H px (waits until the frame has that size)
+//   expect_views_fit PX  fail unless every open view's content area is at least PX tall and
+//                        every view lies inside the window (the app's own layout numbers)
 //   next | back          narration: next / previous step
 //   wait_next            wait until the narration's Next is enabled (its step's event happened,
 //                        or the run ended); fails on the last step
@@ -56,6 +60,11 @@
 #include <vector>
 
 namespace dt::app {
+
+// The window's drawable size in px.
+struct WindowSize {
+    int width = 0, height = 0;
+};
 
 // What a script needs from the app; AppContext implements it, tests fake it.
 class ScriptHost {
@@ -108,6 +117,12 @@ class ScriptHost {
     virtual void toggleHelp() = 0;
     virtual void toggleFullscreen() = 0;
     virtual void requestQuit() = 0;
+    // The gallery, the window's size and the layout's check (no-ops in fakes).
+    virtual void openGallery() {}
+    virtual void setWindowSize(int /*width*/, int /*height*/) {}
+    [[nodiscard]] virtual WindowSize displaySize() const { return {}; }
+    // "" when every open view has a content area >= min_px tall inside the window, else what does not.
+    [[nodiscard]] virtual std::string viewsFitProblem(float /*min_px*/) const { return ""; }
 };
 
 struct ScriptCommand {
@@ -151,6 +166,9 @@ struct ScriptCommand {
         Hide,
         Help,
         Fullscreen,
+        Gallery,
+        Window,
+        ExpectViewsFit,
         Quit,
     };
     Verb verb = Verb::Quit;

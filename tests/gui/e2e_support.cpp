@@ -38,7 +38,7 @@ Xvfb::Xvfb() {
         m_display = ":" + std::to_string(n);
         m_process =
             std::make_unique<it::Process>(std::vector<std::string>{toolPath("Xvfb"), m_display, "-screen",
-                                                                   "0", "1600x900x24", "-nolisten", "tcp"},
+                                                                   "0", "1920x1080x24", "-nolisten", "tcp"},
                                           it::ProcessOptions{{}, {}, 3600.0, ""});
         if (it::waitFor([&] { return it::fileExists(socket) || !m_process->running(); }, 10.0) &&
             m_process->running())

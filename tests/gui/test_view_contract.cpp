@@ -6,6 +6,7 @@
 #include "gui/views_fixture.hpp"
 
 #include "app_layout.hpp"
+#include "theme.hpp"
 #include "views/view_diloco.hpp"
 #include "views/view_list.hpp"
 #include "views/view_narration.hpp"
@@ -15,6 +16,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -291,7 +294,7 @@ TEST_CASE("Each view says which scenarios it belongs to", "[gui][contract]") {
 namespace {
 
 // A view the app does not know: it says it goes in the band under the
-// timeline, in a slot of its own, 100 px high.
+// timeline, 100 px high.
 class ExtraBandView final : public View {
   public:
     ExtraBandView() : View("extra", "Extra") {}
@@ -299,9 +302,7 @@ class ExtraBandView final : public View {
     [[nodiscard]] LayoutPlace layoutPlace(const LayoutContext&) const override {
         LayoutPlace place;
         place.area = LayoutArea::Band;
-        place.slot = 5;
         place.height = 100.0f;
-        place.timeline_share = 0.40f;
         return place;
     }
     [[nodiscard]] bool isEmpty(const ViewInputs&) const override { return true; }
@@ -317,24 +318,49 @@ float rightOf(const ImVec4& r) {
     return r.x + r.z;
 }
 
+size_t indexOf(const std::vector<std::unique_ptr<View>>& views, const std::string& id) {
+    for (size_t i = 0; i < views.size(); ++i)
+        if (views[i]->id() == id)
+            return i;
+    FAIL("no view " << id);
+    return 0;
+}
+
+void openRelevant(const std::vector<std::unique_ptr<View>>& views, const Scenario& scenario) {
+    for (const auto& view : views)
+        if (const std::optional<bool> open = view->relevantTo(scenario))
+            view->open = *open;
+}
+
+// The content height of view i in the tiling, as drawViews gives it: under
+// its title bar, or under the shelf's tabs, inside the window padding.
+float contentHeight(const ViewTiling& tiling, size_t i) {
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float pad = style.WindowPadding.y * 2.0f;
+    if (tiling.shelved[i])
+        return tiling.shelf.w - ImGui::GetFrameHeightWithSpacing() - pad;
+    return tiling.rects[i].w - (ImGui::GetFontSize() + style.FramePadding.y * 2.0f) - pad;
+}
+
+bool overlaps(const ImVec4& a, const ImVec4& b) {
+    return a.x + 0.5f < rightOf(b) && b.x + 0.5f < rightOf(a) && a.y + 0.5f < bottomOf(b) &&
+           b.y + 0.5f < bottomOf(a);
+}
+
 } // namespace
 
 TEST_CASE("The default tiling places each view where it says", "[gui][contract][layout]") {
     HeadlessImGui imgui;
     std::vector<std::unique_ptr<View>> views = makeViews();
     const Scenario scenario = scenarioOf("ddp");
-    for (const auto& view : views)
-        if (const std::optional<bool> open = view->relevantTo(scenario))
-            view->open = *open;
-    auto index = [&](const std::string& id) {
-        for (size_t i = 0; i < views.size(); ++i)
-            if (views[i]->id() == id)
-                return i;
-        FAIL("no view " << id);
-        return size_t(0);
-    };
+    openRelevant(views, scenario);
+    auto index = [&](const std::string& id) { return indexOf(views, id); };
     std::vector<ImVec4> rects;
-    auto layout = [&] { imgui.frame([&] { rects = layoutViews(views, scenario, 20.0f); }); };
+    ViewTiling tiling;
+    auto layout = [&] {
+        imgui.frame([&] { tiling = layoutViews(views, scenario, 20.0f); });
+        rects = tiling.rects;
+    };
     const float width = ImGui::GetIO().DisplaySize.x, height = ImGui::GetIO().DisplaySize.y;
 
     SECTION("a plain DDP run: controls on top, topology on the left, timeline over the buckets over the "
@@ -357,24 +383,140 @@ TEST_CASE("The default tiling places each view where it says", "[gui][contract][
         CHECK(events.x == rightOf(memory));
         CHECK(rightOf(events) == width);
         CHECK(bottomOf(events) == Approx(height));
+        CHECK(tiling.shelf.z == 0.0f); // everything fits: no shelf
+        CHECK(tiling.main_view == "timeline");
     }
-    SECTION("a view the app has never heard of gets its own place under the timeline") {
+    SECTION("a view the app has never heard of gets its own row under the timeline, no taller than it asks "
+            "unless 120 px of content need more") {
         views.push_back(std::make_unique<ExtraBandView>());
         views[index("ddp")]->open = false;
         layout();
         const ImVec4 extra = rects.back(), timeline = rects[index("timeline")];
         CHECK(extra.x == timeline.x);
         CHECK(extra.y == bottomOf(timeline));
-        CHECK(extra.w == 100.0f);
+        CHECK(contentHeight(tiling, views.size() - 1) >= kMinContentPx - 1.0f);
+        CHECK(extra.w <= std::max(100.0f, minContentHeight() + 60.0f));
         CHECK(rects[index("metrics")].y == Approx(bottomOf(extra)));
     }
-    SECTION("quorum and DiLoCo stack in the lower band and the bottom row starts under both") {
+    SECTION("quorum and DiLoCo stack in the lower band; what does not fit becomes a tab of the shelf at the "
+            "bottom") {
         views[index("quorum")]->open = true;
         views[index("diloco")]->open = true;
         layout();
         const ImVec4 quorum = rects[index("quorum")], diloco = rects[index("diloco")];
         CHECK(quorum.y == Approx(bottomOf(rects[index("ddp")])));
-        CHECK(diloco.y == Approx(bottomOf(quorum)));
-        CHECK(rects[index("metrics")].y == Approx(bottomOf(diloco)));
+        if (tiling.shelved[index("diloco")]) {
+            CHECK(tiling.shelf.y == Approx(bottomOf(quorum)));
+            CHECK(tiling.shelved[index("metrics")]); // the bottom row went first
+            CHECK(bottomOf(tiling.shelf) == Approx(height));
+        } else {
+            CHECK(diloco.y == Approx(bottomOf(quorum)));
+            CHECK(rects[index("metrics")].y == Approx(bottomOf(diloco)));
+        }
     }
+    SECTION("closing a view tiles the others again: the bottom row moves up into the buckets' room") {
+        layout();
+        const float metrics_before = rects[index("metrics")].y;
+        views[index("ddp")]->open = false;
+        layout();
+        CHECK(rects[index("metrics")].y < metrics_before);
+        CHECK(rects[index("metrics")].y == Approx(bottomOf(rects[index("timeline")])));
+        views[index("metrics")]->open = false;
+        layout();
+        CHECK(rects[index("memory")].x == rightOf(rects[index("topology")])); // memory takes metrics' place
+        CHECK(rightOf(rects[index("events")]) == width);
+    }
+}
+
+TEST_CASE("Each scenario family's main view gets the most room", "[gui][contract][layout]") {
+    HeadlessImGui imgui;
+    const std::vector<std::pair<std::string, std::string>> families = {{"pipeline", "pipeline"},
+                                                                       {"fsdp", "memory"},
+                                                                       {"zero2", "memory"},
+                                                                       {"diloco", "diloco"},
+                                                                       {"ddp", "timeline"}};
+    for (const auto& [kind, main] : families) {
+        DYNAMIC_SECTION(kind << ": " << main) {
+            std::vector<std::unique_ptr<View>> views = makeViews();
+            Scenario scenario = scenarioOf(kind);
+            if (kind == "pipeline")
+                scenario.topology.stages = 4;
+            openRelevant(views, scenario);
+            ViewTiling tiling;
+            imgui.frame([&] { tiling = layoutViews(views, scenario, 20.0f); });
+            CHECK(tiling.main_view == main);
+            const size_t m = indexOf(views, main);
+            REQUIRE(views[m]->open);
+            // Every other view of the right column is shorter, unless the main view has all it can use.
+            const float natural = views[m]->layoutPlace(LayoutContext{scenario, 800.0f}).height;
+            for (size_t i = 0; i < views.size(); ++i)
+                if (views[i]->open && i != m && tiling.rects[i].x > 0.0f &&
+                    tiling.rects[i].y > tiling.rects[m].y - 1e4f && views[i]->id() != "controls")
+                    CHECK((tiling.rects[i].w <= tiling.rects[m].w + 0.5f ||
+                           (natural > 0.0f && tiling.rects[m].w >= natural - 0.5f)));
+        }
+    }
+    SECTION("a fault-tolerant run's main view is the quorum") {
+        Scenario s = scenarioOf("ddp");
+        s.fault_tolerance.enabled = true;
+        CHECK(mainViewOf(s) == "quorum");
+    }
+}
+
+// The presentation sizes of issue 25: every shipped scenario, at each window
+// size and text size, shows every open view with at least kMinContentPx of
+// content, inside the window, with no two windows overlapping.
+TEST_CASE("Every shipped scenario's views keep 120 px of content at presentation sizes",
+          "[gui][contract][layout]") {
+    HeadlessImGui imgui;
+    std::vector<std::string> files;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(std::string(DTLAB_SOURCE_DIR) + "/scenarios"))
+        if (entry.path().extension() == ".toml")
+            files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    REQUIRE(files.size() >= 20);
+    const std::vector<ImVec2> displays = {{1280, 720}, {1600, 900}, {1920, 1080}};
+    const std::vector<float> fonts = {14, 20, 24, 28, 32};
+    int checked = 0, shelved_layouts = 0;
+    for (const std::string& file : files) {
+        Scenario scenario;
+        try {
+            scenario = loadScenarioFile(file);
+        } catch (const std::exception&) {
+            continue; // a scenario whose data is not installed (mlp_fashion): the gallery shows why
+        }
+        std::vector<std::unique_ptr<View>> views = makeViews();
+        openRelevant(views, scenario);
+        for (const ImVec2& display : displays)
+            for (float font : fonts) {
+                ImGui::GetIO().DisplaySize = display;
+                ImGui::GetIO().FontGlobalScale = font / ImGui::GetIO().Fonts->Fonts[0]->FontSize;
+                applyTheme(ThemeKind::Dark, font);
+                ViewTiling tiling;
+                imgui.frame([&] { tiling = layoutViews(views, scenario, ImGui::GetFrameHeight()); });
+                INFO(file << " at " << display.x << "x" << display.y << ", " << font << " px");
+                shelved_layouts += tiling.shelf.z > 0.0f ? 1 : 0;
+                for (size_t i = 0; i < views.size(); ++i) {
+                    if (!views[i]->open)
+                        continue;
+                    INFO(views[i]->id());
+                    const ImVec4 r = tiling.rects[i];
+                    CHECK(r.x >= 0.0f);
+                    CHECK(rightOf(r) <= display.x + 0.5f);
+                    CHECK(bottomOf(r) <= display.y + 0.5f);
+                    if (views[i]->id() != "controls") {
+                        CHECK(contentHeight(tiling, i) >= kMinContentPx - 0.5f);
+                        CHECK(contentHeight(tiling, i) >= minContentHeight() - 0.5f); // five lines at 32 px
+                    }
+                    for (size_t j = i + 1; j < views.size(); ++j)
+                        if (views[j]->open && !(tiling.shelved[i] && tiling.shelved[j]))
+                            CHECK_FALSE(overlaps(r, tiling.rects[j]));
+                }
+                ++checked;
+            }
+    }
+    ImGui::GetIO().FontGlobalScale = 1.0f;
+    CHECK(checked >= 20 * 15);
+    CHECK(shelved_layouts > 0); // the small sizes do need the shelf
 }

@@ -21,6 +21,12 @@ class ViewActions {
                 const ImVec2& size = ImVec2(0, 0)) {
         return drawButton(label, enabled, why_disabled, size);
     }
+    // A clickable area with no drawn label (the caller draws over it, as the
+    // gallery's cards): scriptable by `label` like a button. True when clicked.
+    bool clickArea(const char* label, const ImVec2& size) {
+        const bool pressed = ImGui::InvisibleButton(label, size);
+        return noteScriptableItem(label, pressed, true);
+    }
 
     // Step gates (the control bar).
     virtual void runFree() = 0;
@@ -61,6 +67,9 @@ class ViewActions {
   protected:
     virtual bool drawButton(const char* label, bool enabled, const char* why_disabled,
                             const ImVec2& size) = 0;
+    // The last drawn item, under `label`: the app lists it and lets a script
+    // press it; returns `pressed`, or true when the script pressed it.
+    virtual bool noteScriptableItem(const char* /*label*/, bool pressed, bool /*enabled*/) { return pressed; }
 };
 
 // Draws a plain ImGui button, greyed out with a tooltip when disabled; true when pressed and enabled.

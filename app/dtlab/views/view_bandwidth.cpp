@@ -53,9 +53,7 @@ std::optional<bool> BandwidthView::relevantTo(const Scenario& scenario) const {
 LayoutPlace BandwidthView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
     place.area = LayoutArea::Band;
-    place.slot = 2;
     place.height = std::round(context.body_height * 0.42f);
-    place.timeline_share = 0.40f;
     return place;
 }
 

@@ -167,10 +167,7 @@ std::optional<bool> DdpBucketsView::relevantTo(const Scenario& scenario) const {
 LayoutPlace DdpBucketsView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
     place.area = LayoutArea::Band;
-    place.slot = 1;
-    const int buckets = int(ddpBucketPlan(context.scenario).size());
-    place.height = std::round(std::min(preferredHeight(buckets), context.body_height * 0.36f));
-    place.timeline_share = 0.40f;
+    place.height = std::round(preferredHeight(int(ddpBucketPlan(context.scenario).size())));
     return place;
 }
 

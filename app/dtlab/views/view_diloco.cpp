@@ -102,17 +102,12 @@ std::optional<bool> DilocoView::relevantTo(const Scenario& scenario) const {
 LayoutPlace DilocoView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
     place.area = LayoutArea::LowerBand;
-    place.slot = 1;
     const Scenario& s = context.scenario;
     if (isDilocoRun(s)) {
-        place.height = std::round(std::min(preferredHeight(s.topology.ranks, s.diloco.fragments),
-                                           context.body_height * (context.crowded ? 0.38f : 0.52f)));
-        place.timeline_share = context.crowded ? 0.18f : 0.24f;
+        place.height = std::round(preferredHeight(s.topology.ranks, s.diloco.fragments));
     } else {
-        place.height =
-            std::round(std::min(ImGui::GetFrameHeightWithSpacing() * 6.0f, context.body_height * 0.25f));
+        place.height = std::round(ImGui::GetFrameHeightWithSpacing() * 6.0f); // the link control alone
         place.compact = true;
-        place.timeline_share = 0.40f;
     }
     return place;
 }

@@ -206,9 +206,8 @@ std::optional<bool> FsdpFlowView::relevantTo(const Scenario& scenario) const {
 LayoutPlace FsdpFlowView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
     place.area = LayoutArea::Band;
-    place.slot = 0;
-    place.height = std::round(std::min(preferredHeight(), context.body_height * 0.4f));
-    place.timeline_share = 0.40f;
+    place.height = std::round(preferredHeight());
+    (void)context;
     return place;
 }
 

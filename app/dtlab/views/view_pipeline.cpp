@@ -69,10 +69,7 @@ std::optional<bool> PipelineView::relevantTo(const Scenario& scenario) const {
 LayoutPlace PipelineView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
     place.area = LayoutArea::LowerBand;
-    place.slot = 0;
-    place.height =
-        std::round(std::min(preferredHeight(context.scenario.topology.stages), context.body_height * 0.5f));
-    place.timeline_share = 0.30f;
+    place.height = std::round(preferredHeight(context.scenario.topology.stages));
     return place;
 }
 

@@ -257,10 +257,7 @@ std::optional<bool> QuorumView::relevantTo(const Scenario& scenario) const {
 LayoutPlace QuorumView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
     place.area = LayoutArea::LowerBand;
-    place.slot = 1;
-    place.height = std::round(std::min(preferredHeight(context.scenario.topology.ranks),
-                                       context.body_height * (context.crowded ? 0.30f : 0.45f)));
-    place.timeline_share = 0.30f;
+    place.height = std::round(preferredHeight(context.scenario.topology.ranks));
     return place;
 }
 

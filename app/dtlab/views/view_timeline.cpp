@@ -12,6 +12,7 @@
 
 #include "dtlab/sharding_theory.hpp"
 
+#include "widgets/elide.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -335,7 +336,12 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
         formatDuration(width, sizeof(width), double(m_window.width) * m_window.ns_per_px);
         formatCount(events, sizeof(events), model->eventCount());
         ImGui::AlignTextToFramePadding();
-        ImGui::TextDisabled("%s across  |  %s events  |  %d ranks", width, events, model->world());
+        char stats[128];
+        std::snprintf(stats, sizeof(stats), "%s across  |  %s events  |  %d ranks", width, events,
+                      model->world());
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+        textElided(stats, ImGui::GetContentRegionAvail().x);
+        ImGui::PopStyleColor();
         if (const size_t open = model->openCollectives(); open > 0) {
             ImGui::SameLine();
             if (m_open_model != model || m_open_generation != model->generation()) {
@@ -418,21 +424,37 @@ std::string openCollectivesSummary(const std::vector<OpenCollective>& open, bool
 }
 
 void TimelineView::drawLegend(const ViewInputs& inputs) {
+    // A short window keeps its height for the lanes: the legend is one line, in full on hover.
+    if (ImGui::GetContentRegionAvail().y < ImGui::GetTextLineHeightWithSpacing() * 12.0f) {
+        ImGui::TextDisabled("colours: hover here for the legend");
+        if (ImGui::IsItemHovered()) {
+            ImGui::BeginTooltip();
+            drawLegendItems(inputs, 4);
+            ImGui::EndTooltip();
+        }
+        return;
+    }
+    drawLegendItems(inputs, 0);
+}
+
+void TimelineView::drawLegendItems(const ViewInputs& inputs, int per_line) {
     static constexpr EventKind kinds[] = {
         EventKind::Step,      EventKind::Data,      EventKind::Forward,   EventKind::Backward,
         EventKind::Recompute, EventKind::Optimizer, EventKind::Wait,      EventKind::Paused,
         EventKind::SlowDelay, EventKind::AllReduce, EventKind::AllGather, EventKind::ReduceScatter,
         EventKind::Broadcast, EventKind::Send,      EventKind::Recv,      EventKind::Barrier,
     };
-    bool first = true;
-    for (EventKind kind : kinds) {
-        legendItem(palette::kindColor(kind), kindLabel(kind), first);
-        first = false;
-    }
+    int n = 0; // per_line > 0: a new line every per_line items; else wrap at the window's edge
+    auto item = [&](ImU32 color, const char* label) {
+        legendItem(color, label, per_line > 0 ? n % per_line == 0 : n == 0);
+        ++n;
+    };
+    for (EventKind kind : kinds)
+        item(palette::kindColor(kind), kindLabel(kind));
     if (inputs.model && inputs.model->scenario().strategy.offload_optimizer)
         for (EventKind kind : {EventKind::GradsToHost, EventKind::ParamsToDevice})
-            legendItem(palette::kindColor(kind), kindLabel(kind), false);
-    legendItem(palette::kHung, "never completed", false);
+            item(palette::kindColor(kind), kindLabel(kind));
+    item(palette::kHung, "never completed");
 }
 
 void TimelineView::applyPending(const ViewInputs& inputs) {

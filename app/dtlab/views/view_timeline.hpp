@@ -124,7 +124,10 @@ class TimelineView : public View, public TimelineNavigator {
   private:
     void beginFrame(const ViewInputs& inputs); // per-frame resets, the toolbar and the legend
     void drawToolbar(const ViewInputs& inputs);
-    void drawLegend(const ViewInputs& inputs); // the offload copies only when the run has them
+    // The legend: in full when the window is tall, else one line with the legend on hover.
+    void drawLegend(const ViewInputs& inputs);
+    void drawLegendItems(const ViewInputs& inputs,
+                         int per_line); // the offload copies only when the run has them
     void applyPending(const ViewInputs& inputs);
     void handleInput(const ViewInputs& inputs, bool hovered, bool active, bool released, float area_x0);
     void drawAxis(const RunModel& model, ImDrawList* draw, ImVec2 min, ImVec2 max, float area_x0);
