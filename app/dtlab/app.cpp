@@ -6,6 +6,7 @@
 //                        the live run's automatic recording (auto_recording.hpp)
 //   app_actions.cpp      the actions of buttons, shortcuts and the script
 //   app_narration.cpp    the narration's position and its highlight
+//   app_exercises.cpp    predict, then run: the narration's questions and their verdicts
 //   app_layout.cpp       the default tiling (asks the views) and the views' windows
 //   app_menus.cpp        menus, keyboard shortcuts, overlays and dialogs
 //   app_gallery.cpp      the scenario gallery: the start screen and File > Open
@@ -69,6 +70,7 @@ void AppContext::update() {
     ingestNew();
     gatherFacts();
     holdNarrationMoment();
+    judgeCurrentExercise();
     runScript();
     updatePlayback();
     updateStateAt();
@@ -271,6 +273,7 @@ ViewInputs AppContext::viewInputs() {
     in.narration.condition_met = narrationConditionMetNow();
     in.narration.held = narrationHeld();
     in.narration.held_at_end = waitingAtEndHold();
+    in.narration.exercise = currentExercise();
     in.actions = this;
     if (m_session) {
         ft::LighthouseStatus status;

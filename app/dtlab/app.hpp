@@ -180,6 +180,10 @@ class AppContext final : public ScriptHost, public ViewActions {
     [[nodiscard]] bool narrationCanBack() const { return m_narration_index > 0; }
     void narrationNext() override;
     void narrationBack() override;
+    // Predict, then run (app_exercises.cpp): the current step's question.
+    void lockPrediction(double value) override;
+    void revealAnswer() override;
+    [[nodiscard]] std::string exerciseStatus() const override;
     // A step with pause = true whose event happened pauses the live run, once.
     [[nodiscard]] bool narrationHolding() const { return m_hold.active; }
     [[nodiscard]] bool narrationNextEnabled() const override { return narrationCanNext(); }
@@ -244,6 +248,11 @@ class AppContext final : public ScriptHost, public ViewActions {
     // app_narration.cpp
     void drawHighlight();
     void holdNarrationMoment(); // per frame, after gatherFacts()
+    // app_exercises.cpp
+    [[nodiscard]] ExerciseState* currentExercise();
+    [[nodiscard]] const ExerciseState* currentExercise() const;
+    [[nodiscard]] bool exerciseMomentReached(ExerciseState& state) const;
+    void judgeCurrentExercise(); // per frame, after holdNarrationMoment()
     // app_breakpoints.cpp
     void checkBreakpoint(const Event& e); // a live run's new event: pause on a hit
     void checkHungBreakpoint(const std::vector<HungCollective>& hung); // each live frame: collective_hangs
@@ -344,6 +353,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     double m_breakpoint_step_arg = 10.0, m_breakpoint_ms_arg = 500.0; // the menu's inputs
 
     int m_narration_index = 0;
+    std::vector<ExerciseState> m_exercises; // per narration step (app_exercises.cpp)
     double m_narration_started_s = 0.0;
     struct NarrationHold {
         bool active = false; // the narration paused the run and Next has not resumed it

@@ -43,6 +43,7 @@ void AppContext::resetRunState() {
     m_selected_rank = -1;
     m_cursor_ns.reset();
     m_narration_index = 0;
+    m_exercises.clear();
     m_hold = NarrationHold{};
     m_frozen_since_ns = 0;
     m_narration_started_s = wallSeconds();

@@ -67,6 +67,9 @@ const VerbSpec kVerbs[] = {
     {"hide", Verb::Hide, Arg::Text, "hide VIEW"},
     {"help", Verb::Help, Arg::None, "help"},
     {"fullscreen", Verb::Fullscreen, Arg::None, "fullscreen"},
+    {"answer", Verb::Answer, Arg::Number, "answer NUMBER"},
+    {"reveal", Verb::Reveal, Arg::None, "reveal"},
+    {"expect_exercise", Verb::ExpectExercise, Arg::Text, "expect_exercise right|wrong|unanswered|undecided"},
     {"gallery", Verb::Gallery, Arg::None, "gallery"},
     {"window", Verb::Window, Arg::NumberNumber, "window WIDTH HEIGHT"},
     {"expect_views_fit", Verb::ExpectViewsFit, Arg::Number, "expect_views_fit PX"},
@@ -203,6 +206,9 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
         if ((c.verb == Verb::Play && (c.number <= 0 || c.number > 16)) ||
             (c.verb == Verb::ReplayLast && c.number2 > 16))
             fail(std::string(spec->name) + ": expected a speed in (0, 16] (1/4x = 0.25), got '" + rest + "'");
+        if (c.verb == Verb::ExpectExercise && c.text != "right" && c.text != "wrong" &&
+            c.text != "unanswered" && c.text != "undecided")
+            fail("expect_exercise: expected right, wrong, unanswered or undecided, got '" + c.text + "'");
         if (c.verb == Verb::Window &&
             (c.number < 320 || c.number2 < 240 || c.number > 7680 || c.number2 > 4320))
             fail("window: expected a size from 320 x 240 to 7680 x 4320 px, got '" + rest + "'");
@@ -437,6 +443,33 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     case Verb::Fullscreen:
         host.toggleFullscreen();
         return true;
+    case Verb::Answer:
+    case Verb::Reveal: {
+        const std::string status = host.exerciseStatus();
+        if (status != "open")
+            fail(c, std::string(c.verb == Verb::Answer ? "answer" : "reveal") +
+                        ": this narration step has no open question (" + status + "; " +
+                        host.narrationStatus() + ")");
+        else if (c.verb == Verb::Answer)
+            host.lockPrediction(c.number);
+        else
+            host.revealAnswer();
+        return true;
+    }
+    case Verb::ExpectExercise: {
+        const std::string status = host.exerciseStatus();
+        if (status == "none" || status == "open") {
+            fail(c, "expect_exercise: " +
+                        std::string(status == "none" ? "this step has no question"
+                                                     : "nothing locked in yet (answer or reveal first)"));
+            return false;
+        }
+        if (status == "waiting")
+            return false;
+        if (status != c.text)
+            fail(c, "expect_exercise: the verdict is " + status + ", not " + c.text);
+        return true;
+    }
     case Verb::Gallery:
         host.openGallery();
         return true;

@@ -28,6 +28,10 @@
 //   open PATH            open a scenario (.toml: stops the current run, starts
 //                        a new one) or a recording, as File > Open or a drop does
 //   print_layout         print every window and button rectangle to stdout
+//   answer X             lock in X as the prediction for this step's question (a choice: its index)
+//   reveal               show this step's answer without a prediction
+//   expect_exercise V    wait until this step's question is judged, then fail unless the
+//                        verdict is V: right, wrong, unanswered or undecided
 //   gallery              open the scenario gallery (as Ctrl+O; cards: click_button NAME)
 //   window W H           resize the window to W x H px (waits until the frame has that size)
 //   expect_views_fit PX  fail unless every open view's content area is at least PX tall and
@@ -117,6 +121,12 @@ class ScriptHost {
     virtual void toggleHelp() = 0;
     virtual void toggleFullscreen() = 0;
     virtual void requestQuit() = 0;
+    // Predict, then run: the current narration step's question.
+    virtual void lockPrediction(double /*value*/) {}
+    virtual void revealAnswer() {}
+    // "none" (no question here), "open", "waiting" (locked, the moment not reached),
+    // "right", "wrong", "unanswered" (shown without a prediction), "undecided".
+    [[nodiscard]] virtual std::string exerciseStatus() const { return "none"; }
     // The gallery, the window's size and the layout's check (no-ops in fakes).
     virtual void openGallery() {}
     virtual void setWindowSize(int /*width*/, int /*height*/) {}
@@ -168,6 +178,9 @@ struct ScriptCommand {
         Fullscreen,
         Gallery,
         Window,
+        Answer,
+        Reveal,
+        ExpectExercise,
         ExpectViewsFit,
         Quit,
     };

@@ -22,6 +22,7 @@
 #include "dtlab/checkpoint.hpp"
 #include "dtlab/closing_check.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/exercise.hpp"
 #include "dtlab/hung_collectives.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "dtlab/recording.hpp"
@@ -445,6 +446,14 @@ int runCommand(const RunFlags& f) {
     const auto results = dt::evaluateClosingChecks(scenario.checks, summary, baseline_summaries);
     if (!results.empty())
         summary = dt::summaryWithChecks(summary, results);
+    summary = dt::summaryWithExercises(summary, scenario);
+    if (f.check && !f.quiet) // the presenter's rehearsal: what this run answers to each question
+        for (size_t i = 0; i < scenario.steps.size(); ++i)
+            if (const auto& q = scenario.steps[i].question) {
+                const dt::ExerciseVerdict v = dt::judgeExercise(*q, std::nullopt, summary);
+                std::cerr << "dtrun: exercise at narration step " << i + 1 << ": \"" << q->ask << "\" -> "
+                          << (v.decided ? v.measured_text : "not decided") << " (" << v.detail << ")\n";
+            }
 
     int code = record.ok ? 0 : 1;
     try {

@@ -8,6 +8,7 @@
 // A scenario without [[checks]] fails: each must say what it shows.
 #include "process_helpers.hpp"
 
+#include "dtlab/exercise.hpp"
 #include "dtlab/scenario.hpp"
 
 #include <catch2/catch.hpp>
@@ -45,6 +46,60 @@ TEST_CASE("every scenario in scenarios/ passes dtrun check", "[smoke]") {
 }
 
 namespace {
+
+// A learner's right and wrong prediction for each question of a scenario, in
+// narration order: the right one is what the question's formula gives (its
+// `explain`), the wrong one a typical mistake. NaN: the run's own measurement
+// is the right answer (a machine-dependent choice) and any other choice is wrong.
+std::vector<std::pair<double, double>> predictionsFor(const std::string& name) {
+    constexpr double kPsi = 834304.0; // TinyGPT's parameters in these scenarios
+    const double nan = std::nan("");
+    if (name == "ranks_and_rendezvous")
+        return {{1, 0}}; // 4 processes, one per rank; not threads
+    if (name == "ddp_basics")
+        return {{8 * kPsi / 1e6, 8 * kPsi / 4 / 1e6}}; // DDP replicates AdamW; not ZeRO-1's 1/N
+    if (name == "zero_offload")
+        return {{16 * kPsi / 2 / 1e6, 8 * kPsi / 2 / 1e6}}; // 16 Psi / N on the host; not the moments alone
+    if (name == "zero_stages")
+        return {{8 * kPsi / 4 / 1e6, 8 * kPsi / 1e6}}; // 8 Psi / N; not DDP's 8 Psi
+    if (name == "tensor_parallel")
+        return {{16, 8}}; // 4 all-reduces per block x 4 blocks; not forward only
+    if (name == "pipeline_microbatches")
+        return {{75, 25}}; // (p - 1) / (m + p - 1) = 3/4; not 1/p
+    if (name == "diloco_slow_link")
+        return {{3, 60}}; // 60 / H; not one per step
+    if (name == "backends_compare")
+        return {{nan, nan}};
+    if (name == "ft_kill_replica")
+        return {{(12 * 120576.0 + 8) / 1e6, 4 * 120576.0 / 1e6}, {0, 1}}; // weights + 2 moments; nothing lost
+    return {};
+}
+
+void checkExercises(const std::string& name, const dt::Scenario& scenario, const nlohmann::json& summary) {
+    std::vector<const dt::NarrationQuestion*> questions;
+    for (const dt::NarrationStep& step : scenario.steps)
+        if (step.question)
+            questions.push_back(&*step.question);
+    const std::vector<std::pair<double, double>> predictions = predictionsFor(name);
+    REQUIRE(predictions.size() == questions.size()); // a new question needs its predictions here
+    if (questions.empty())
+        return;
+    REQUIRE(summary["exercises"].size() == questions.size());
+    for (size_t k = 0; k < questions.size(); ++k) {
+        const dt::NarrationQuestion& q = *questions[k];
+        const auto& e = summary["exercises"][k];
+        CAPTURE(q.ask, e["detail"].get<std::string>());
+        REQUIRE(e["decided"] == true);
+        const double measured = e["measured"].get<double>();
+        double right = predictions[k].first, wrong = predictions[k].second;
+        if (std::isnan(right)) {
+            right = std::round(measured);
+            wrong = double((long(right) + 1) % long(q.choices.size()));
+        }
+        CHECK(dt::predictionIsRight(q, right, measured));
+        CHECK_FALSE(dt::predictionIsRight(q, wrong, measured));
+    }
+}
 
 // Runs every scenario whose file name starts with one of `prefixes` (all
 // others when `prefixes` is empty) as written, with its closing checks.
@@ -88,6 +143,11 @@ void runScenariosWithChecks(const std::vector<std::string>& prefixes) {
                 CHECK(c["evaluated"] == true);
                 CHECK(c["passed"] == true);
             }
+
+            // Predict, then run: each narration question is decided by this run, and the
+            // prediction the formula in its explanation gives is judged right, a typical
+            // mistake wrong (predictionsFor).
+            checkExercises(name, scenario, s);
 
             // What every run promises besides its checks.
             if (s["ok"] == true) {

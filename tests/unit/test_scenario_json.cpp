@@ -86,9 +86,23 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
         {dt::FaultAction::Hang, 5, 11, dt::FaultWhen::Step, 0.0, 2.5, 100.0, {"/tmp/x.toml", 40, 1}});
     s.faults.push_back(
         {dt::FaultAction::Kill, 2, 3, dt::FaultWhen::AllReduce, 0.0, 0.0, 100.0, {"/tmp/x.toml", 46, 2}});
-    s.steps.push_back(
-        {"Watch the \"ranks\" start.\nTwo lines.", "topology", "step >= 1", false, {"/tmp/x.toml", 50, 1}});
-    s.steps.push_back({"Kill one.", "", "rank 3 dies", true, {"/tmp/x.toml", 54, 1}});
+    s.steps.push_back({"Watch the \"ranks\" start.\nTwo lines.",
+                       "topology",
+                       "step >= 1",
+                       false,
+                       std::nullopt,
+                       {"/tmp/x.toml", 50, 1}});
+    s.steps.push_back({"Kill one.",
+                       "",
+                       "rank 3 dies",
+                       true,
+                       dt::NarrationQuestion{"Which rank restarts?",
+                                             "distinct(params_checksum) > 1",
+                                             "",
+                                             0.1,
+                                             {"the same", "another"},
+                                             "because"},
+                       {"/tmp/x.toml", 54, 1}});
 
     Scenario r = dt::scenarioFromJson(dt::scenarioToJson(s));
 
@@ -178,10 +192,16 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
             CHECK(r.steps[i].highlight == s.steps[i].highlight);
             CHECK(r.steps[i].until == s.steps[i].until);
             CHECK(r.steps[i].pause == s.steps[i].pause);
+            CHECK(r.steps[i].question.has_value() == s.steps[i].question.has_value());
             CHECK(r.steps[i].where.file == s.steps[i].where.file);
             CHECK(r.steps[i].where.line == s.steps[i].where.line);
             CHECK(r.steps[i].where.column == s.steps[i].where.column);
         }
+        REQUIRE(r.steps[1].question);
+        CHECK(r.steps[1].question->ask == "Which rank restarts?");
+        CHECK(r.steps[1].question->answer == "distinct(params_checksum) > 1");
+        CHECK(r.steps[1].question->choices == std::vector<std::string>{"the same", "another"});
+        CHECK(r.steps[1].question->explain == "because");
     }
 
     SECTION("a loaded scenario survives the round trip too") {

@@ -56,6 +56,10 @@ class ViewActions {
     virtual void openSaveDialog() = 0;
     virtual void narrationNext() = 0;
     virtual void narrationBack() = 0;
+    // The current step's question: lock in a prediction (a number, or a
+    // choice's index), or reveal the run's answer without one.
+    virtual void lockPrediction(double /*value*/) {}
+    virtual void revealAnswer() {}
 
     // The time cursor's playback (the time controls; playback.hpp). No-ops by default.
     virtual void play(double /*speed*/) {} // from the cursor (or the start), at speed x

@@ -48,6 +48,7 @@
 #include "dtlab/closing_check.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "dtlab/session.hpp"
+#include "model/exercise_state.hpp"
 #include "model/run_model.hpp"
 #include "model/run_state_at.hpp"
 #include "playback.hpp"
@@ -102,6 +103,8 @@ struct NarrationPosition {
     bool held = false;
     // The run waits before its last steps until the narration's last step.
     bool held_at_end = false;
+    // This step's question (predict, then run), when it has one.
+    const ExerciseState* exercise = nullptr;
 };
 
 struct ViewInputs {

@@ -107,6 +107,77 @@ void drawClosingChecks(const ViewInputs& inputs) {
 
 } // namespace
 
+void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuestion& q,
+                                 const std::string& until) {
+    const ThemeKind theme = inputs.theme;
+    if (m_input_step != inputs.narration.index) {
+        m_input_step = inputs.narration.index;
+        m_number = 0.0;
+        m_choice = -1;
+    }
+    ImGui::Spacing();
+    ImGui::Separator();
+    ImGui::TextColored(ImColor(accentColor(theme)), "PREDICT, THEN RUN");
+    ImGui::TextWrapped("%s", q.ask.c_str());
+    const ExerciseState* state = inputs.narration.exercise;
+    const bool open = !state || (!state->locked && !state->skipped);
+    if (open) {
+        bool lock = false;
+        if (q.choices.empty()) {
+            ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8.0f);
+            if (ImGui::InputDouble("##prediction", &m_number, 0.0, 0.0, "%.6g",
+                                   ImGuiInputTextFlags_EnterReturnsTrue))
+                lock = true;
+            if (!q.unit.empty()) {
+                ImGui::SameLine();
+                ImGui::TextUnformatted(q.unit.c_str());
+            }
+            ImGui::SameLine();
+        } else {
+            for (size_t i = 0; i < q.choices.size(); ++i)
+                if (ImGui::RadioButton((q.choices[i] + "##choice" + std::to_string(i)).c_str(),
+                                       m_choice == int(i)))
+                    m_choice = int(i);
+        }
+        const bool can_lock = q.choices.empty() || m_choice >= 0;
+        if (inputs.act().button("Lock in##exercise", can_lock, "Pick a choice first.") || (lock && can_lock))
+            inputs.act().lockPrediction(q.choices.empty() ? m_number : double(m_choice));
+        ImGui::SameLine();
+        if (inputs.act().button("Show the answer##exercise"))
+            inputs.act().revealAnswer();
+        ImGui::TextDisabled("The run decides it at this step's moment: %s.",
+                            until.empty() ? "the end of the run" : describeCondition(until).c_str());
+        return;
+    }
+    const std::string predicted =
+        !state->locked ? std::string("no prediction")
+        : q.choices.empty()
+            ? formatWithUnit(state->prediction, q.unit)
+            : q.choices[size_t(std::clamp(int(state->prediction), 0, int(q.choices.size()) - 1))];
+    ImGui::Text("Your prediction: %s", predicted.c_str());
+    if (!state->verdict) {
+        ImGui::TextDisabled("Waiting for the run to reach this step's moment...");
+        return;
+    }
+    const ExerciseVerdict& v = *state->verdict;
+    if (!v.decided) {
+        ImGui::TextColored(ImColor(warningColor(theme)), "The run did not decide it: %s", v.detail.c_str());
+        return;
+    }
+    ImGui::Text("Measured by this run: %s", v.measured_text.c_str());
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("%s", v.detail.c_str());
+    if (v.answered) {
+        const ImU32 color = v.right ? rankStateColor(RankState::Running, theme) : warningColor(theme);
+        char tolerance[64] = "";
+        if (q.choices.empty())
+            std::snprintf(tolerance, sizeof(tolerance), " (within %.0f %%)", q.tolerance * 100.0);
+        ImGui::TextColored(ImColor(color), "%s%s", v.right ? "RIGHT" : "NOT QUITE", v.right ? tolerance : "");
+    }
+    if (!q.explain.empty())
+        ImGui::TextWrapped("%s", q.explain.c_str());
+}
+
 const char* NarrationView::helpText() const {
     return "The scenario's narrated steps ([[steps]] in its TOML file). Each step says something, points at "
            "a view "
@@ -119,6 +190,9 @@ const char* NarrationView::helpText() const {
            "scenario's closing checks ([[checks]]): once the run ends, each claim is marked shown or not "
            "shown "
            "by this run's numbers (hover for the values).\n\n"
+           "A step may ask the room to predict a number or pick a choice first (PREDICT, THEN RUN): lock "
+           "in the prediction, and at the step's moment the run's own summary decides it; the measured "
+           "value, the verdict and the formula appear beside the prediction.\n\n"
            "Keys: Space or Right arrow = Next, Left arrow = Back.";
 }
 
@@ -179,6 +253,8 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f,
                                                  ImGui::GetContentRegionAvail().y - footer)));
     ImGui::TextWrapped("%s", step.text.c_str());
+    if (step.question)
+        drawExercise(inputs, *step.question, step.until);
     if (last)
         drawClosingChecks(inputs);
     ImGui::EndChild();

@@ -26,6 +26,14 @@ class NarrationView final : public View {
     [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
     void drawEmptyState(const ViewInputs& inputs) override;
     void drawContent(const ViewInputs& inputs) override;
+
+  private:
+    // The step's question: the prediction's input, then the run's verdict.
+    void drawExercise(const ViewInputs& inputs, const NarrationQuestion& question, const std::string& until);
+
+    int m_input_step = -1; // the step the input below belongs to (reset on a new step)
+    double m_number = 0.0; // the number being typed
+    int m_choice = -1;     // the choice picked (-1 = none yet)
 };
 
 } // namespace dt::app

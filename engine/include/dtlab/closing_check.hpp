@@ -48,6 +48,20 @@ struct CheckSyntaxProblem {
 [[nodiscard]] std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect,
                                                                        bool has_baseline);
 
+// A measure: one number from the summary, in the same grammar without the
+// comparison ("max(peak_memory.optimizer_state) / 1e6"), or one comparison,
+// which measures 1 when it holds and 0 when not ("distinct(params_checksum) > 1").
+// The narration's questions ([steps.question] answer) are measures.
+[[nodiscard]] std::optional<CheckSyntaxProblem> findMeasureSyntaxProblem(const std::string& measure);
+
+struct MeasureOutcome {
+    bool ok = false;    // a finite number came out
+    double value = 0.0; // NaN when not ok
+    std::string detail; // "max(peak_memory.optimizer_state) / 1e6 = 1.67", or why it could not be evaluated
+};
+// An array (one value per rank) is refused: reduce it with max(), min(), mean() or sum().
+[[nodiscard]] MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& summary_json);
+
 // The top-level summary field names a path may start with (for messages and checks).
 [[nodiscard]] const std::vector<std::string>& checkSummaryRoots();
 

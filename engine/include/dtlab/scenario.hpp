@@ -214,6 +214,22 @@ struct FaultConfig {
 // One narrated step of a workshop or talk ([[steps]] in the TOML file): the
 // dtlab narration panel shows `text`, flashes the view named by `highlight`,
 // and enables Next only once `until` holds in the live run.
+// Predict, then run ([steps.question]): the narration asks the learner for a
+// prediction the run then decides. `answer` is a measure over the run's
+// summary (closing_check.hpp: "max(peak_memory.optimizer_state) / 1e6"),
+// evaluated at the step's moment (its `until`; at the end of the run when it
+// has none). A number is right within `tolerance` (relative); with `choices`
+// the measure is the 0-based index of the right choice (a comparison: 1 when
+// it holds). engine/include/dtlab/exercise.hpp judges an answer.
+struct NarrationQuestion {
+    std::string ask;                  // required: the question, as the room reads it
+    std::string answer;               // required: the measure that decides it
+    std::string unit;                 // "MB", "%", "" = none
+    double tolerance = 0.1;           // numbers: right within this fraction of the measured value
+    std::vector<std::string> choices; // empty: a number is asked; else at least two
+    std::string explain;              // the formula or the reason, shown beside the measured value
+};
+
 struct NarrationStep {
     std::string text;      // required, not empty
     std::string highlight; // "" or a view: topology, timeline, memory, metrics, events, controls, narration,
@@ -223,7 +239,8 @@ struct NarrationStep {
     // pauses the run there (ranks finish the step they are in and wait at the
     // next step gate), so the room sees that moment frozen; Next resumes it.
     bool pause = false;
-    SourceLocation where; // for error messages
+    std::optional<NarrationQuestion> question; // predict, then run
+    SourceLocation where;                      // for error messages
 };
 
 // The parsed form of NarrationStep::until. Accepted texts (spaces between

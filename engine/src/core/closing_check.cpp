@@ -162,6 +162,29 @@ class Parser {
         return comparisons;
     }
 
+    // A measure: one sum, or one comparison (1 when it holds, 0 when not), then the end.
+    std::unique_ptr<Node> parseMeasure() {
+        const size_t start = peek().offset;
+        auto node = parseSum();
+        const Token& t = peek();
+        static const std::set<std::string> kComparisons = {"<", "<=", ">", ">=", "==", "!="};
+        if (t.kind == Token::Kind::Op && kComparisons.count(t.text)) {
+            next();
+            auto compare = std::make_unique<Node>();
+            compare->kind = Node::Kind::Compare;
+            compare->op = t.text;
+            compare->left = std::move(node);
+            compare->right = parseSum();
+            setDepth(*compare, t.offset);
+            node = std::move(compare);
+        }
+        if (peek().kind != Token::Kind::End)
+            throw SyntaxError(peek().offset, "unexpected '" + peek().text + "' after '" +
+                                                 trimmed(m_text.substr(start, peek().offset - start)) +
+                                                 "' (a measure is one value, or one comparison)");
+        return node;
+    }
+
   private:
     const Token& peek() const { return m_tokens[m_pos]; }
     const Token& next() { return m_tokens[m_pos++]; }
@@ -689,6 +712,52 @@ CheckOutcome evaluateParsed(const std::string& expect, const Json& summary, cons
 }
 
 } // namespace
+
+std::optional<CheckSyntaxProblem> findMeasureSyntaxProblem(const std::string& measure) {
+    try {
+        if (measure.find_first_not_of(" \t\n") == std::string::npos)
+            return CheckSyntaxProblem{
+                0, "empty; write a value over the summary such as \"max(step_ms_median)\""};
+        Parser(measure, false).parseMeasure();
+        return std::nullopt;
+    } catch (const SyntaxError& e) {
+        return CheckSyntaxProblem{e.offset, e.what()};
+    } catch (const std::exception& e) {
+        return CheckSyntaxProblem{0, e.what()};
+    }
+}
+
+MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& summary_json) {
+    MeasureOutcome outcome;
+    try {
+        const Json summary = Json::parse(summary_json);
+        const auto node = Parser(measure, false).parseMeasure();
+        const Evaluator evaluator(summary, nullptr);
+        Value v;
+        if (node->kind == Node::Kind::Compare) {
+            std::string detail;
+            const bool holds = evaluator.holds(*node, detail);
+            v = Value{false, {holds ? 1.0 : 0.0}, {}};
+            outcome.detail = detail;
+        } else {
+            v = evaluator.eval(*node);
+            if (!v.strings.empty())
+                throw EvalError("'" + measure + "' holds strings; a measure is a number");
+            outcome.detail = measure + " = " + formatValue(v);
+        }
+        if (v.numbers.size() != 1)
+            throw EvalError("'" + measure + "' is " + std::to_string(v.numbers.size()) +
+                            " numbers (one per rank?); take max(), min(), mean() or sum() of it");
+        outcome.value = v.numbers[0];
+        outcome.ok = std::isfinite(outcome.value);
+        if (!outcome.ok)
+            outcome.detail += " (not a finite number: the run has not shown it yet?)";
+    } catch (const std::exception& e) {
+        outcome.ok = false;
+        outcome.detail = std::string("cannot evaluate: ") + e.what();
+    }
+    return outcome;
+}
 
 CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary_json,
                            const std::string& baseline_summary_json) {

@@ -59,13 +59,18 @@ std::string scenarioToJson(const Scenario& s) {
         chaos_actions.push_back(faultActionName(action));
     json steps = json::array();
     for (const NarrationStep& n : s.steps) {
-        steps.push_back({
+        json step = {
             {"text", n.text},
             {"highlight", n.highlight},
             {"until", n.until},
             {"pause", n.pause},
             {"where", {{"file", n.where.file}, {"line", n.where.line}, {"column", n.where.column}}},
-        });
+        };
+        if (n.question)
+            step["question"] = {{"ask", n.question->ask},         {"answer", n.question->answer},
+                                {"unit", n.question->unit},       {"tolerance", n.question->tolerance},
+                                {"choices", n.question->choices}, {"explain", n.question->explain}};
+        steps.push_back(step);
     }
     json checks = json::array();
     for (const ClosingCheck& c : s.checks) {
@@ -284,6 +289,17 @@ Scenario scenarioFromJson(const std::string& text) {
                 jn.at("highlight").get_to(n.highlight);
                 jn.at("until").get_to(n.until);
                 n.pause = jn.value("pause", false); // added with recording version 5
+                if (jn.contains("question")) {      // predict, then run: later files only
+                    const json& jq = jn.at("question");
+                    NarrationQuestion q;
+                    jq.at("ask").get_to(q.ask);
+                    jq.at("answer").get_to(q.answer);
+                    jq.at("unit").get_to(q.unit);
+                    jq.at("tolerance").get_to(q.tolerance);
+                    jq.at("choices").get_to(q.choices);
+                    jq.at("explain").get_to(q.explain);
+                    n.question = q;
+                }
                 const json& w = jn.at("where");
                 w.at("file").get_to(n.where.file);
                 w.at("line").get_to(n.where.line);

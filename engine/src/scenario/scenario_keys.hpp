@@ -89,7 +89,9 @@ inline const std::vector<std::string> kDilocoKeys = {"inner_steps", "outer_lr", 
                                                      "nesterov",    "fragments",      "sync_delay",
                                                      "alpha",       "pseudo_gradient"};
 inline const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"};
-inline const std::vector<std::string> kStepKeys = {"text", "highlight", "until", "pause"};
+inline const std::vector<std::string> kStepKeys = {"text", "highlight", "until", "pause", "question"};
+inline const std::vector<std::string> kQuestionKeys = {"ask",       "answer",  "unit",
+                                                       "tolerance", "choices", "explain"};
 inline const std::vector<std::string> kCheckKeys = {"claim", "expect", "baseline"};
 inline const std::vector<std::string> kBaselineKeys = {
     "strategy",          "microbatches",           "schedule",       "overlap", "activation_checkpointing",

@@ -577,12 +577,83 @@ class ScenarioReader {
                     step.until = readString("steps", e.key, *e.node);
                 } else if (e.key == "pause") {
                     step.pause = readBool("steps", e.key, *e.node);
+                } else if (e.key == "question") {
+                    step.question = readQuestion(*e.node);
                 }
             }
             if (!haveText)
                 fail(where, "[[steps]]: missing key 'text' (what the presenter says at this step)");
             out.push_back(step);
         }
+    }
+
+    // [steps.question]: ask and answer are required; answer is parsed here (a
+    // measure), so a mistake points at its column.
+    NarrationQuestion readQuestion(const toml::node& node) const {
+        if (!node.is_table())
+            fail(node.source(),
+                 "steps.question: expected a table ([steps.question] with ask and answer), got " +
+                     typeName(node));
+        NarrationQuestion q;
+        const toml::node* answerNode = nullptr;
+        const toml::node* toleranceNode = nullptr;
+        const toml::node* choicesNode = nullptr;
+        for (const Entry& e : checkedEntries(*node.as_table(), "steps.question", kQuestionKeys)) {
+            if (e.key == "ask")
+                q.ask = readString("steps.question", e.key, *e.node);
+            else if (e.key == "answer") {
+                q.answer = readString("steps.question", e.key, *e.node);
+                answerNode = e.node;
+            } else if (e.key == "unit")
+                q.unit = readString("steps.question", e.key, *e.node);
+            else if (e.key == "explain")
+                q.explain = readString("steps.question", e.key, *e.node);
+            else if (e.key == "tolerance") {
+                q.tolerance = readFloat("steps.question", e.key, *e.node);
+                toleranceNode = e.node;
+                if (!(q.tolerance >= 0.0 && q.tolerance <= 10.0))
+                    fail(
+                        e.node->source(),
+                        "steps.question tolerance: expected a fraction of the measured value "
+                        "from 0 to 10 (0.1 = within 10 %), got " +
+                            [&] {
+                                std::ostringstream v;
+                                v << q.tolerance;
+                                return v.str();
+                            }());
+            } else if (e.key == "choices") {
+                choicesNode = e.node;
+                const toml::array* items = e.node->as_array();
+                if (!items)
+                    fail(e.node->source(),
+                         "steps.question choices: expected an array of strings, got " + typeName(*e.node));
+                for (const toml::node& c : *items) {
+                    if (!c.is_string() || c.as_string()->get().empty())
+                        fail(c.source(),
+                             "steps.question choices: expected non-empty strings, got " + typeName(c));
+                    q.choices.push_back(c.as_string()->get());
+                }
+            }
+        }
+        if (q.ask.empty())
+            fail(node.source(), "[steps.question]: missing key 'ask' (the question the room answers)");
+        if (!answerNode)
+            fail(node.source(), "[steps.question]: missing key 'answer' (a measure over the run summary that "
+                                "decides it, e.g. \"max(peak_memory.optimizer_state) / 1e6\")");
+        if (auto problem = findMeasureSyntaxProblem(q.answer)) {
+            toml::source_region at = answerNode->source();
+            if (at.begin.line == at.end.line && q.answer.find('\n') == std::string::npos)
+                at.begin.column += static_cast<toml::source_index>(1 + problem->offset);
+            fail(at, "[steps.question] answer: " + problem->message);
+        }
+        if (choicesNode && q.choices.size() < 2)
+            fail(choicesNode->source(), "steps.question choices: expected at least two choices, got " +
+                                            std::to_string(q.choices.size()));
+        if (choicesNode && toleranceNode)
+            fail(toleranceNode->source(),
+                 "steps.question tolerance: a question with choices has no tolerance "
+                 "(its answer is the index of the right choice)");
+        return q;
     }
 
     // [[checks]]: claim and expect are required; expect is parsed here so a
