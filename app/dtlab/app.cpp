@@ -7,6 +7,7 @@
 //   app_actions.cpp      the actions of buttons, shortcuts and the script
 //   app_narration.cpp    the narration's position and its highlight
 //   app_exercises.cpp    predict, then run: the narration's questions and their verdicts
+//   app_whatif.cpp       what if: the knobs' copy of the scenario, the rerun, the comparison
 //   app_layout.cpp       the default tiling (asks the views) and the views' windows
 //   app_menus.cpp        menus, keyboard shortcuts, overlays and dialogs
 //   app_gallery.cpp      the scenario gallery: the start screen and File > Open
@@ -70,8 +71,13 @@ void AppContext::update() {
     ingestNew();
     gatherFacts();
     holdNarrationMoment();
-    judgeCurrentExercise();
+    judgeExercises();
+    refreshComparison();
     runScript();
+    if (m_rerun_pending) { // the What if view's Rerun, between frames (not inside drawViews)
+        m_rerun_pending = false;
+        rerunWhatIf();
+    }
     updatePlayback();
     updateStateAt();
     if (m_fonts.pending()) {
@@ -248,6 +254,39 @@ void AppContext::onDrop(const std::vector<std::string>& paths) {
 
 // [SECTION] What the views read ---------------------------------------------------------
 
+// The Memory view's model-state reference (view_inputs.hpp) for the strategies
+// the ZeRO ladder covers; nullopt for pipelines, tensor parallel, DiLoCo.
+static std::optional<ModelStateReference> modelStateReference(const Scenario& scenario) {
+    const StrategyKind kind = scenario.strategy.kind;
+    const StrategyTraits& traits = strategyTraits(kind);
+    if (traits.uses_stages || !traits.trains_model || kind == StrategyKind::TensorParallel ||
+        kind == StrategyKind::Diloco)
+        return std::nullopt;
+    auto theoryAs = [&](StrategyKind as) {
+        Scenario s = scenario;
+        s.strategy.kind = as;
+        s.strategy.offload_optimizer = false;
+        const ModelStateTheory t = modelStateTheory(s);
+        return std::array<int64_t, 3>{t.parameters + t.materialized_peak, t.gradients, t.optimizer_state};
+    };
+    ModelStateReference ref;
+    ref.replica = theoryAs(StrategyKind::Ddp);
+    const ModelStateTheory own = modelStateTheory(scenario);
+    ref.theory = {own.parameters + own.materialized_peak, own.gradients, own.optimizer_state};
+    ref.formula = modelStateFormula(scenario.strategy);
+    ref.shards = shardCount(scenario);
+    const std::pair<const char*, StrategyKind> ladder[] = {{"DDP", StrategyKind::Ddp},
+                                                           {"ZeRO-1", StrategyKind::Zero1},
+                                                           {"ZeRO-2", StrategyKind::Zero2},
+                                                           {"ZeRO-3 / FSDP", StrategyKind::Fsdp}};
+    for (const auto& [label, as] : ladder) {
+        if (as == kind)
+            ref.current_rung = int(ref.ladder.size());
+        ref.ladder.emplace_back(label, theoryAs(as));
+    }
+    return ref;
+}
+
 ViewInputs AppContext::viewInputs() {
     ViewInputs in;
     in.model = hasRun() ? &m_model : nullptr;
@@ -274,6 +313,11 @@ ViewInputs AppContext::viewInputs() {
     in.narration.held = narrationHeld();
     in.narration.held_at_end = waitingAtEndHold();
     in.narration.exercise = currentExercise();
+    in.run_serial = m_whatif_serial;
+    if (hasRun()) {
+        m_whatif_inputs = whatIfInputs();
+        in.whatif = &m_whatif_inputs;
+    }
     in.actions = this;
     if (m_session) {
         ft::LighthouseStatus status;
@@ -294,6 +338,11 @@ ViewInputs AppContext::viewInputs() {
         in.memory_theory_label = modelStateFormula(m_scenario.strategy);
         if (m_scenario.strategy.offload_optimizer)
             in.memory_host_theory = theory.host;
+        if (m_model_state_serial != m_whatif_serial) { // once per run: it copies the scenario per strategy
+            m_model_state = modelStateReference(m_scenario);
+            m_model_state_serial = m_whatif_serial;
+        }
+        in.model_state = m_model_state;
     }
     return in;
 }

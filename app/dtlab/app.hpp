@@ -77,7 +77,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     // ---- what is shown ------------------------------------------------------
     // Stop the current run (if any) and start a Session on `scenario`.
     // Throws UsageError / std::runtime_error when the Session cannot start.
-    void openScenario(const Scenario& scenario);
+    void openScenario(const Scenario& scenario, const std::string& whatif_label = "");
     // Load a scenario file and start it; on error returns false with the
     // message (file:line:column: ...) and leaves the current run alone.
     bool openScenarioFile(const std::string& path, std::string& error);
@@ -181,6 +181,12 @@ class AppContext final : public ScriptHost, public ViewActions {
     void narrationNext() override;
     void narrationBack() override;
     // Predict, then run (app_exercises.cpp): the current step's question.
+    // What if (app_whatif.cpp): the copy the knobs change, the rerun, the comparison.
+    std::string setWhatIfKnob(const std::string& name, const std::string& value) override;
+    void rerunWhatIf() override;
+    // The view's button: the rerun happens at the next update(), not while the views are drawn.
+    void requestWhatIfRerun() override { m_rerun_pending = true; }
+    void printComparison() override;
     void lockPrediction(double value) override;
     void revealAnswer() override;
     [[nodiscard]] std::string exerciseStatus() const override;
@@ -248,11 +254,16 @@ class AppContext final : public ScriptHost, public ViewActions {
     // app_narration.cpp
     void drawHighlight();
     void holdNarrationMoment(); // per frame, after gatherFacts()
+    // app_whatif.cpp
+    void keepRunForComparison();
+    void startComparisonSide(const std::string& label);
+    void refreshComparison(); // per frame: the live run's side every 2 s
+    [[nodiscard]] WhatIfInputs whatIfInputs() const;
     // app_exercises.cpp
     [[nodiscard]] ExerciseState* currentExercise();
     [[nodiscard]] const ExerciseState* currentExercise() const;
-    [[nodiscard]] bool exerciseMomentReached(ExerciseState& state) const;
-    void judgeCurrentExercise(); // per frame, after holdNarrationMoment()
+    [[nodiscard]] bool exerciseMomentReached(int step, ExerciseState& state) const;
+    void judgeExercises(); // per frame, after holdNarrationMoment(): every locked question whose moment came
     // app_breakpoints.cpp
     void checkBreakpoint(const Event& e); // a live run's new event: pause on a hit
     void checkHungBreakpoint(const std::vector<HungCollective>& hung); // each live frame: collective_hangs
@@ -308,6 +319,17 @@ class AppContext final : public ScriptHost, public ViewActions {
     GalleryScreen m_gallery;
     bool m_gallery_open = false;
     std::vector<int> m_gallery_keys; // keys pressed for it since the last draw()
+
+    // What if (app_whatif.cpp).
+    Scenario m_whatif_edit;
+    int m_whatif_serial = 0;
+    RunSide m_before_side, m_now_side;
+    std::vector<ComparisonRow> m_comparison;
+    double m_comparison_refreshed_s = 0.0;
+    WhatIfInputs m_whatif_inputs; // this frame's, for the views
+    bool m_rerun_pending = false;
+    std::optional<ModelStateReference> m_model_state; // the Memory view's, computed once per run
+    int m_model_state_serial = -1;
 
     // Views and selection.
     std::vector<std::unique_ptr<View>> m_views; // views/view_list.cpp

@@ -12,6 +12,7 @@
 #include "dtlab/summary.hpp"
 #include "wall_clock.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 namespace dt::app {
@@ -40,6 +41,11 @@ void AppContext::lockPrediction(double value) {
     ExerciseState* state = currentExercise();
     if (!state || state->locked || state->skipped)
         return say("exercise: no open question at this step");
+    const NarrationQuestion& question = *m_scenario.steps[size_t(m_narration_index)].question;
+    if (!question.choices.empty() &&
+        (value < 0 || value >= double(question.choices.size()) || value != std::floor(value)))
+        return say("exercise: no choice " + formatWithUnit(value, "") + " (0.." +
+                   std::to_string(question.choices.size() - 1) + ")");
     state->locked = true;
     state->prediction = value;
     const NarrationQuestion& q = *m_scenario.steps[size_t(m_narration_index)].question;
@@ -75,13 +81,11 @@ std::string AppContext::exerciseStatus() const {
     return state->verdict->right ? "right" : "wrong";
 }
 
-bool AppContext::exerciseMomentReached(ExerciseState& state) const {
-    const NarrationStep& step = m_scenario.steps[size_t(m_narration_index)];
-    if (m_replay || m_facts.finished)
-        return true;
-    if (step.until.empty())
-        return false; // judged at the end of the run
-    if (!narrationConditionMetNow())
+bool AppContext::exerciseMomentReached(int step_index, ExerciseState& state) const {
+    const NarrationStep& step = m_scenario.steps[size_t(step_index)];
+    if (m_replay || m_facts.finished || step_index < m_narration_index)
+        return true; // the narration moved on: Next needed the step's event
+    if (step_index > m_narration_index || !narrationConditionMetNow())
         return false;
     const double now = wallSeconds();
     if (state.moment_seen_s == 0.0)
@@ -92,22 +96,25 @@ bool AppContext::exerciseMomentReached(ExerciseState& state) const {
            now - state.moment_seen_s > kFreezeWaitS;
 }
 
-void AppContext::judgeCurrentExercise() {
-    ExerciseState* state = currentExercise();
-    if (!state || !state->waiting() || !exerciseMomentReached(*state))
-        return;
-    const NarrationQuestion& q = *m_scenario.steps[size_t(m_narration_index)].question;
-    const std::string summary = m_session ? summaryJson(m_session->snapshot()) : summaryJson(*m_replay);
-    state->verdict =
-        judgeExercise(q, state->locked ? std::optional<double>(state->prediction) : std::nullopt, summary);
-    const ExerciseVerdict& v = *state->verdict;
-    std::string line = "exercise: step " + std::to_string(m_narration_index + 1) + ": ";
-    if (!v.decided)
-        line += "not decided: " + v.detail;
-    else
-        line += "measured " + v.measured_text +
-                (v.answered ? (v.right ? ": right" : ": wrong") : ": no prediction") + " (" + v.detail + ")";
-    say(line);
+void AppContext::judgeExercises() {
+    for (size_t i = 0; i < m_exercises.size() && i < m_scenario.steps.size(); ++i) {
+        ExerciseState& state = m_exercises[i];
+        const std::optional<NarrationQuestion>& q = m_scenario.steps[i].question;
+        if (!q || !state.waiting() || !exerciseMomentReached(int(i), state))
+            continue;
+        const std::string summary = m_session ? summaryJson(m_session->snapshot()) : summaryJson(*m_replay);
+        state.verdict =
+            judgeExercise(*q, state.locked ? std::optional<double>(state.prediction) : std::nullopt, summary);
+        const ExerciseVerdict& v = *state.verdict;
+        std::string line = "exercise: step " + std::to_string(i + 1) + ": ";
+        if (!v.decided)
+            line += "not decided: " + v.detail;
+        else
+            line += "measured " + v.measured_text +
+                    (v.answered ? (v.right ? ": right" : ": wrong") : ": no prediction") + " (" + v.detail +
+                    ")";
+        say(line);
+    }
 }
 
 } // namespace dt::app

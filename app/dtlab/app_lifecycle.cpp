@@ -8,6 +8,7 @@
 
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/summary.hpp"
 #include "wall_clock.hpp"
 
 #include <algorithm>
@@ -44,6 +45,7 @@ void AppContext::resetRunState() {
     m_cursor_ns.reset();
     m_narration_index = 0;
     m_exercises.clear();
+    m_shelf_selected_for_step = -1;
     m_hold = NarrationHold{};
     m_frozen_since_ns = 0;
     m_narration_started_s = wallSeconds();
@@ -53,12 +55,13 @@ void AppContext::resetRunState() {
     m_checks.clear();
 }
 
-void AppContext::openScenario(const Scenario& scenario) {
+void AppContext::openScenario(const Scenario& scenario, const std::string& whatif_label) {
     validateScenario(scenario, "");
     if (!fileExists(m_options.worker_executable))
         throw UsageError(
             "cannot find the worker executable '" + m_options.worker_executable +
             "': dtlab starts ranks with the dtrun built next to it (cmake --build build --target dtrun)");
+    keepRunForComparison(); // the run being replaced: the comparison's "before"
     closeRun("another run was opened");
     m_replay.reset();
     resetRunState();
@@ -84,6 +87,7 @@ void AppContext::openScenario(const Scenario& scenario) {
         m_session.reset();
         throw;
     }
+    startComparisonSide(whatif_label.empty() ? "" : m_scenario.name + " (" + whatif_label + ")");
     m_recording_path = options.record_path;
     if (!m_recording_path.empty()) {
         say("recording this run to " + partialRecordingPath(m_recording_path) + " (renamed to " +
@@ -122,6 +126,7 @@ bool AppContext::openScenarioFile(const std::string& path, std::string& error) {
 }
 
 void AppContext::openRecording(RecordingLoad load, const std::string& path) {
+    keepRunForComparison();
     closeRun("a recording was opened");
     resetRunState();
     m_replay = std::move(load.record);
@@ -136,6 +141,11 @@ void AppContext::openRecording(RecordingLoad load, const std::string& path) {
     computeReplayProgress();
     evaluateChecks(*m_replay);
     applyRelevance();
+    startComparisonSide("recording " + path);
+    m_now_side.summary = summaryJson(*m_replay); // a recording's side is complete at once
+    m_now_side.finished = true;
+    if (!m_before_side.summary.empty())
+        m_comparison = compareRuns(m_before_side, m_now_side);
     say("opened recording " + path + ": \"" + m_scenario.name + "\", " +
         std::to_string(m_replay->events.size()) + " events, " + std::to_string(world) + " ranks" +
         (load.complete ? "" : "; INCOMPLETE: " + m_replay_problem));

@@ -161,8 +161,9 @@ GalleryScreen::Outcome GalleryScreen::draw(ViewActions& actions, const GalleryLo
             outcome.close = true;
     }
     ImGui::SetNextItemWidth(std::min(font * 22.0f, ImGui::GetContentRegionAvail().x * 0.4f));
-    ImGui::InputTextWithHint("##gallery_filter", "filter: a word, a strategy, a topic", m_filter,
-                             sizeof(m_filter));
+    if (ImGui::InputTextWithHint("##gallery_filter", "filter: a word, a strategy, a topic", m_filter,
+                                 sizeof(m_filter)))
+        m_focus = 0; // a new filter: Enter starts its first match
     const bool filter_active = ImGui::IsItemActive();
     ImGui::SameLine();
     ImGui::SetNextItemWidth(std::max(font * 8.0f, ImGui::GetContentRegionAvail().x - font * 7.0f));

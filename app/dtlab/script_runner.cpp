@@ -70,6 +70,9 @@ const VerbSpec kVerbs[] = {
     {"answer", Verb::Answer, Arg::Number, "answer NUMBER"},
     {"reveal", Verb::Reveal, Arg::None, "reveal"},
     {"expect_exercise", Verb::ExpectExercise, Arg::Text, "expect_exercise right|wrong|unanswered|undecided"},
+    {"whatif", Verb::WhatIf, Arg::Text, "whatif KNOB VALUE"},
+    {"whatif_rerun", Verb::WhatIfRerun, Arg::None, "whatif_rerun"},
+    {"print_compare", Verb::PrintCompare, Arg::None, "print_compare"},
     {"gallery", Verb::Gallery, Arg::None, "gallery"},
     {"window", Verb::Window, Arg::NumberNumber, "window WIDTH HEIGHT"},
     {"expect_views_fit", Verb::ExpectViewsFit, Arg::Number, "expect_views_fit PX"},
@@ -206,6 +209,8 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
         if ((c.verb == Verb::Play && (c.number <= 0 || c.number > 16)) ||
             (c.verb == Verb::ReplayLast && c.number2 > 16))
             fail(std::string(spec->name) + ": expected a speed in (0, 16] (1/4x = 0.25), got '" + rest + "'");
+        if (c.verb == Verb::WhatIf && args.size() != 2)
+            fail("whatif: expected 'whatif KNOB VALUE', got '" + rest + "'");
         if (c.verb == Verb::ExpectExercise && c.text != "right" && c.text != "wrong" &&
             c.text != "unanswered" && c.text != "undecided")
             fail("expect_exercise: expected right, wrong, unanswered or undecided, got '" + c.text + "'");
@@ -470,6 +475,21 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
             fail(c, "expect_exercise: the verdict is " + status + ", not " + c.text);
         return true;
     }
+    case Verb::WhatIf: {
+        std::istringstream in(c.text);
+        std::string name, value;
+        in >> name >> value;
+        const std::string problem = host.setWhatIfKnob(name, value);
+        if (!problem.empty())
+            fail(c, "whatif: " + problem);
+        return true;
+    }
+    case Verb::WhatIfRerun:
+        host.rerunWhatIf();
+        return true;
+    case Verb::PrintCompare:
+        host.printComparison();
+        return true;
     case Verb::Gallery:
         host.openGallery();
         return true;

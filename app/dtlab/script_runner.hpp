@@ -32,6 +32,9 @@
 //   reveal               show this step's answer without a prediction
 //   expect_exercise V    wait until this step's question is judged, then fail unless the
 //                        verdict is V: right, wrong, unanswered or undecided
+//   whatif KNOB VALUE    set a what-if knob (ranks, strategy, bucket_mb, overlap, ...); fails if refused
+//   whatif_rerun         rerun the scenario with the knobs (as the What if view's Rerun)
+//   print_compare        print the comparison of the last two runs ("dtlab: compare: ...")
 //   gallery              open the scenario gallery (as Ctrl+O; cards: click_button NAME)
 //   window W H           resize the window to W x H px (waits until the frame has that size)
 //   expect_views_fit PX  fail unless every open view's content area is at least PX tall and
@@ -127,6 +130,12 @@ class ScriptHost {
     // "none" (no question here), "open", "waiting" (locked, the moment not reached),
     // "right", "wrong", "unanswered" (shown without a prediction), "undecided".
     [[nodiscard]] virtual std::string exerciseStatus() const { return "none"; }
+    // What if (views/view_whatif.hpp): a knob of the copy ("" = accepted), rerun, the comparison.
+    virtual std::string setWhatIfKnob(const std::string& /*name*/, const std::string& /*value*/) {
+        return "";
+    }
+    virtual void rerunWhatIf() {}
+    virtual void printComparison() {}
     // The gallery, the window's size and the layout's check (no-ops in fakes).
     virtual void openGallery() {}
     virtual void setWindowSize(int /*width*/, int /*height*/) {}
@@ -180,6 +189,9 @@ struct ScriptCommand {
         Window,
         Answer,
         Reveal,
+        WhatIf,
+        WhatIfRerun,
+        PrintCompare,
         ExpectExercise,
         ExpectViewsFit,
         Quit,

@@ -33,13 +33,18 @@ std::set<std::string> shippedScenarioNames() {
     return names;
 }
 
-// Every "`name`" in docs/workshop.md's numbered topic rows, in order.
+// Every "`name`" in docs/workshop.md's topic table (its numbered rows), in order.
 std::vector<std::string> workshopTableNames() {
     std::ifstream in(kSource + "/docs/workshop.md");
     std::vector<std::string> names;
     const std::regex tick("`([a-z0-9_]+)`");
+    bool in_table = false; // the topic table: from its "| # | Topic" header to the next blank line
     for (std::string line; std::getline(in, line);) {
-        if (!std::regex_search(line, std::regex("^\\| [0-9]+ \\|"))) // "| 3 | Topic | ..."
+        if (line.rfind("| # | Topic", 0) == 0)
+            in_table = true;
+        else if (line.empty())
+            in_table = false;
+        if (!in_table || !std::regex_search(line, std::regex("^\\| [0-9]+ \\|"))) // "| 3 | Topic | ..."
             continue;
         for (std::sregex_iterator m(line.begin(), line.end(), tick), end; m != end; ++m)
             names.push_back((*m)[1]);

@@ -51,7 +51,8 @@ namespace {
 // narration order: the right one is what the question's formula gives (its
 // `explain`), the wrong one a typical mistake. NaN: the run's own measurement
 // is the right answer (a machine-dependent choice) and any other choice is wrong.
-std::vector<std::pair<double, double>> predictionsFor(const std::string& name) {
+std::vector<std::pair<double, double>> predictionsFor(const std::string& file) {
+    const std::string name = file.substr(0, file.rfind(".toml"));
     constexpr double kPsi = 834304.0; // TinyGPT's parameters in these scenarios
     const double nan = std::nan("");
     if (name == "ranks_and_rendezvous")

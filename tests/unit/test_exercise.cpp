@@ -50,11 +50,12 @@ TEST_CASE("A narration step's question is read from [steps.question] and mistake
           "[exercise][scenario]") {
     SECTION("ask, answer, unit, tolerance and explain are read; a choice question keeps its choices") {
         const dt::Scenario s = dt::parseScenarioText(
-            kHeader + "[steps.question]\nask = \"MB per rank?\"\nanswer = \"max(peak_memory.optimizer_state) "
-                      "/ 1e6\"\n"
-                      "unit = \"MB\"\ntolerance = 0.2\nexplain = \"8 Psi / N\"\n"
-                      "[[steps]]\ntext = \"next\"\n[steps.question]\nask = \"same?\"\n"
-                      "choices = [\"yes\", \"no\"]\nanswer = \"distinct(params_checksum) > 1\"\n",
+            kHeader +
+                "[steps.question]\nask = \"MB per rank?\"\nanswer = \"max(peak_memory.optimizer_state) "
+                "/ 1e6\"\n"
+                "unit = \"MB\"\ntolerance = 0.2\nexplain = \"8 Psi / N\"\n"
+                "[[steps]]\ntext = \"next\"\nuntil = \"run finished\"\n[steps.question]\nask = \"same?\"\n"
+                "choices = [\"yes\", \"no\"]\nanswer = \"distinct(params_checksum) > 1\"\n",
             "t.toml");
         REQUIRE(s.steps.size() == 2);
         REQUIRE(s.steps[0].question);
@@ -71,6 +72,11 @@ TEST_CASE("A narration step's question is read from [steps.question] and mistake
         INFO(e);
         // answer = "...": the quote is column 10; the end of the text is offset 35.
         CHECK(e.rfind("t.toml:8:46: error: [steps.question] answer:", 0) == 0);
+    }
+    SECTION("a question needs its step's until: the moment the run decides it") {
+        const std::string e = usageError("[scenario]\nname = \"t\"\n[[steps]]\ntext = \"look\"\n"
+                                         "[steps.question]\nask = \"a\"\nanswer = \"ranks\"\n");
+        CHECK(e.rfind("t.toml:3:1: error: [[steps]] with a [steps.question]: set its 'until'", 0) == 0);
     }
     SECTION("an unknown summary field in the answer is refused") {
         const std::string e = usageError(kHeader + "[steps.question]\nask = \"a\"\nanswer = \"peak_mem\"\n");

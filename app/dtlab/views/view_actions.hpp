@@ -10,6 +10,8 @@
 
 #include <imgui.h>
 
+#include <string>
+
 namespace dt::app {
 
 class ViewActions {
@@ -60,6 +62,13 @@ class ViewActions {
     // choice's index), or reveal the run's answer without one.
     virtual void lockPrediction(double /*value*/) {}
     virtual void revealAnswer() {}
+    // What if: change one knob of the copy to rerun ("" = accepted, else why
+    // not), and rerun the copy (the current run stops).
+    virtual std::string setWhatIfKnob(const std::string& /*name*/, const std::string& /*value*/) {
+        return "";
+    }
+    virtual void rerunWhatIf() {}
+    virtual void requestWhatIfRerun() { rerunWhatIf(); } // from a button: the app defers it past the frame
 
     // The time cursor's playback (the time controls; playback.hpp). No-ops by default.
     virtual void play(double /*speed*/) {} // from the cursor (or the start), at speed x

@@ -51,6 +51,7 @@
 #include "model/exercise_state.hpp"
 #include "model/run_model.hpp"
 #include "model/run_state_at.hpp"
+#include "model/what_if.hpp"
 #include "playback.hpp"
 #include "run_facts.hpp"
 #include "theme.hpp"
@@ -107,16 +108,43 @@ struct NarrationPosition {
     const ExerciseState* exercise = nullptr;
 };
 
+// Model state per rank for the Memory view's large bars (ZeRO / FSDP): what
+// one full DDP replica holds per category (each bar's full width), the
+// strategy's formula for this run, and the ZeRO ladder for the same model.
+struct ModelStateReference {
+    std::array<int64_t, 3> replica{}; // parameters, gradients, optimizer state of one DDP replica (bytes)
+    std::array<int64_t, 3> theory{};  // this strategy's formula per rank, same order (theory)
+    std::string formula;              // "ZeRO-2: 4 Psi + 12 Psi / N"
+    int shards = 1;
+    // The same model under ddp, zero1, zero2, fsdp (theory): label, bytes per category.
+    std::vector<std::pair<std::string, std::array<int64_t, 3>>> ladder;
+    int current_rung = -1; // the ladder's entry this run is (-1: none, e.g. hsdp)
+};
+
+// The what-if view's state (the app owns the edited copy; model/what_if.hpp).
+struct WhatIfInputs {
+    int serial = 0;                                   // a new run opened: the knobs' text resets
+    const Scenario* base = nullptr;                   // the run shown
+    const Scenario* edited = nullptr;                 // the copy the knobs change
+    std::string changes;                              // describeChanges(base, edited)
+    const std::vector<ComparisonRow>* rows = nullptr; // empty until a second run
+    const std::string* before_label = nullptr;
+    const std::string* now_label = nullptr;
+    bool now_finished = false;
+};
+
 struct ViewInputs {
     const RunModel* model = nullptr;
     int64_t now_ns = 0;
     bool live = false;
     bool replay = false;
+    int run_serial = 0; // changes whenever another run or recording is opened
     int* selected_rank = nullptr;
     TimelineNavigator* navigator = nullptr;
     std::function<std::optional<std::array<int64_t, 5>>(int rank)> memory_theory;
     std::string memory_theory_label;
     std::optional<int64_t> memory_host_theory;
+    std::optional<ModelStateReference> model_state; // ZeRO / FSDP / DDP runs
     std::optional<int64_t>* cursor_ns = nullptr;
     const RunStateAt* state = nullptr;
     PlaybackState playback;
@@ -127,6 +155,7 @@ struct ViewInputs {
     std::string failure_reason;
     const std::vector<ClosingCheckResult>* closing_checks = nullptr;
     NarrationPosition narration;
+    const WhatIfInputs* whatif = nullptr;
     ViewActions* actions = nullptr;
 
     // The time cursor, if one is set.

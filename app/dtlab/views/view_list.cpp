@@ -14,6 +14,7 @@
 #include "views/view_timeline.hpp"
 #include "views/view_toolbar.hpp"
 #include "views/view_topology.hpp"
+#include "views/view_whatif.hpp"
 
 namespace dt::app {
 
@@ -32,6 +33,7 @@ std::vector<std::unique_ptr<View>> makeViews() {
     views.push_back(std::make_unique<PipelineView>());
     views.push_back(std::make_unique<QuorumView>());
     views.push_back(std::make_unique<DilocoView>());
+    views.push_back(std::make_unique<WhatIfView>());
     return views;
 }
 

@@ -4,6 +4,7 @@
 // [SECTION] Drawing
 #include "views/view_memory.hpp"
 
+#include "model/scenario_catalog.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -202,6 +203,15 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
     }
 
     ImGui::BeginChild("##memory_bars", ImVec2(0.0f, 0.0f), false);
+    // A sharding lesson: the model state a room can read, above the stacked bars.
+    if (inputs.model_state && familyOf(model.scenario()) == ScenarioFamily::Sharded) {
+        const int shown = inputs.selected_rank && *inputs.selected_rank >= 0 && *inputs.selected_rank < world
+                              ? *inputs.selected_rank
+                              : 0;
+        drawModelState(inputs, *inputs.model_state, bars[size_t(shown)], shown);
+        ImGui::Separator();
+        ImGui::TextDisabled("Every rank, stacked on one scale:");
+    }
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImGuiStyle& style = ImGui::GetStyle();
     const float line_h = ImGui::GetTextLineHeight();
@@ -402,6 +412,107 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         ImGui::EndTooltip();
     }
     ImGui::EndChild();
+}
+
+// -----------------------------------------------------------------------------
+// [SECTION] Model state (ZeRO / FSDP)
+// -----------------------------------------------------------------------------
+
+void MemoryView::drawModelState(const ViewInputs& inputs, const ModelStateReference& ref,
+                                const MemoryBars& bars, int rank) {
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float line_h = ImGui::GetTextLineHeight();
+    const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
+    ImGui::Text("Model state of rank %d", rank);
+    ImGui::SameLine();
+    ImGui::TextDisabled("each bar on its own scale: full width = what one DDP replica holds");
+    const float label_w = std::floor(ImGui::CalcTextSize("optimizer state  ").x);
+    const float value_w = std::floor(ImGui::CalcTextSize("peak 000.0 KiB = 00.0x the parameters ").x);
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float bar_w = std::max(60.0f, avail - label_w - value_w);
+    const float bar_h = std::floor(line_h * 1.5f);
+    char buf[96];
+    // Parameters, gradients, optimizer state: measured bar, DDP's full width, the formula's target.
+    for (size_t c = 0; c < 3; ++c) {
+        const ImVec2 at = ImGui::GetCursorScreenPos();
+        const float x0 = at.x + label_w, y0 = at.y;
+        const double full = double(std::max<int64_t>(ref.replica[c], 1));
+        const double measured = double(std::max<int64_t>(bars.now[c], 0));
+        const double target = double(ref.theory[c]);
+        draw->AddText(ImVec2(at.x, y0 + (bar_h - line_h) * 0.5f), text, kCategoryNames[c]);
+        draw->AddRect(ImVec2(x0, y0), ImVec2(x0 + bar_w, y0 + bar_h), dim, 2.0f, 0, 1.0f); // DDP: full
+        const float xm = x0 + float(std::min(measured / full, 1.25)) * bar_w;
+        draw->AddRectFilled(ImVec2(x0, y0 + 2.0f), ImVec2(std::max(xm, x0 + 1.0f), y0 + bar_h - 2.0f),
+                            palette::kindColor(kMemoryCategories[c]), 2.0f);
+        const float xt = x0 + float(std::min(target / full, 1.25)) * bar_w; // the formula: a target line
+        draw->AddLine(ImVec2(xt, y0 - 3.0f), ImVec2(xt, y0 + bar_h + 3.0f), palette::kTheory, 3.0f);
+        std::snprintf(buf, sizeof(buf), "%s of %s", formatBytes(measured).c_str(), formatBytes(full).c_str());
+        draw->AddText(ImVec2(x0 + bar_w + style.ItemSpacing.x, y0 + (bar_h - line_h) * 0.5f), text, buf);
+        ImGui::Dummy(ImVec2(avail, bar_h + style.ItemSpacing.y));
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("%s of rank %d: %s measured by the allocator, at the moment shown\n"
+                              "outline: one DDP replica's %s, %s (theory)\n"
+                              "grey line: this strategy's formula, %s (theory: %s)",
+                              kCategoryNames[c], rank, formatBytesExact(bars.now[c]).c_str(),
+                              kCategoryNames[c], formatBytes(full).c_str(), formatBytes(target).c_str(),
+                              ref.formula.c_str());
+    }
+    // Activations beside them, on their own scale: their peak so far (at a step
+    // boundary they are freed), compared with one replica's parameters. ZeRO does not shard them.
+    {
+        const ImVec2 at = ImGui::GetCursorScreenPos();
+        const float x0 = at.x + label_w;
+        const double peak = double(std::max<int64_t>(bars.peak[3], 0));
+        const double now = double(std::max<int64_t>(bars.now[3], 0));
+        draw->AddText(ImVec2(at.x, at.y + (bar_h - line_h) * 0.5f), text, "activations");
+        draw->AddRect(ImVec2(x0, at.y), ImVec2(x0 + bar_w, at.y + bar_h), dim, 2.0f, 0, 1.0f);
+        if (peak > 0.0) {
+            draw->AddRectFilled(ImVec2(x0, at.y + 2.0f), ImVec2(x0 + bar_w, at.y + bar_h - 2.0f),
+                                palette::withAlpha(palette::kindColor(kMemoryCategories[3]), 0.45f), 2.0f);
+            draw->AddRectFilled(ImVec2(x0, at.y + 2.0f),
+                                ImVec2(x0 + std::max(1.0f, float(now / peak) * bar_w), at.y + bar_h - 2.0f),
+                                palette::kindColor(kMemoryCategories[3]), 2.0f);
+        }
+        const double params = double(std::max<int64_t>(ref.replica[0], 1));
+        std::snprintf(buf, sizeof(buf), "peak %s = %.1fx the parameters", formatBytes(peak).c_str(),
+                      peak / params);
+        draw->AddText(ImVec2(x0 + bar_w + style.ItemSpacing.x, at.y + (bar_h - line_h) * 0.5f), text, buf);
+        ImGui::Dummy(ImVec2(avail, bar_h + style.ItemSpacing.y));
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "activations of rank %d, on their own scale (full width = their peak so far)\n"
+                "now %s (at a step boundary they are freed), peak %s\n"
+                "not sharded by ZeRO or FSDP: activation checkpointing or microbatches shrink them",
+                rank, formatBytes(now).c_str(), formatBytes(peak).c_str());
+    }
+    ImGui::TextDisabled("grey line: the formula's target, %s (N = %d)", ref.formula.c_str(), ref.shards);
+    // The ZeRO ladder for this model (theory): each strategy's model state per rank, one scale.
+    ImGui::TextDisabled("The ladder for this model at N = %d (theory, model state per rank):", ref.shards);
+    double ladder_max = 1.0;
+    for (const auto& [label, parts] : ref.ladder)
+        ladder_max = std::max(ladder_max, double(parts[0] + parts[1] + parts[2]));
+    for (size_t rung = 0; rung < ref.ladder.size(); ++rung) {
+        const auto& [label, parts] = ref.ladder[rung];
+        const ImVec2 at = ImGui::GetCursorScreenPos();
+        const float x0 = at.x + label_w, h = std::floor(line_h * 0.9f);
+        const bool current = int(rung) == ref.current_rung;
+        draw->AddText(ImVec2(at.x, at.y), current ? text : dim, label.c_str());
+        double acc = 0.0;
+        for (size_t c = 0; c < 3; ++c) {
+            const float a = x0 + float(acc / ladder_max) * bar_w;
+            acc += double(parts[c]);
+            const float b = x0 + float(acc / ladder_max) * bar_w;
+            draw->AddRect(ImVec2(a, at.y + 1.0f), ImVec2(std::max(b, a + 1.0f), at.y + h),
+                          palette::kindColor(kMemoryCategories[c]), 0.0f, 0, current ? 2.5f : 1.0f);
+        }
+        draw->AddText(ImVec2(x0 + float(acc / ladder_max) * bar_w + style.ItemSpacing.x, at.y), dim,
+                      formatBytes(acc).c_str());
+        ImGui::Dummy(ImVec2(avail, line_h + 2.0f));
+        if (current && ImGui::IsItemHovered())
+            ImGui::SetTooltip("this run's strategy");
+    }
+    (void)inputs;
 }
 
 } // namespace dt::app

@@ -67,6 +67,12 @@ class MemoryView : public View {
 
   private:
     void drawLegend(const ViewInputs& inputs); // the help marker and the category swatches
+    // ZeRO / FSDP runs: one rank's parameters, gradients and optimizer state as
+    // large bars, each on its own scale (full width = one DDP replica), the
+    // formula's target marked on each, activations beside them, and the ZeRO
+    // ladder for the same model (theory).
+    void drawModelState(const ViewInputs& inputs, const ModelStateReference& ref, const MemoryBars& bars,
+                        int rank);
 };
 
 } // namespace dt::app

@@ -110,8 +110,9 @@ void drawClosingChecks(const ViewInputs& inputs) {
 void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuestion& q,
                                  const std::string& until) {
     const ThemeKind theme = inputs.theme;
-    if (m_input_step != inputs.narration.index) {
+    if (m_input_step != inputs.narration.index || m_input_run != inputs.run_serial) {
         m_input_step = inputs.narration.index;
+        m_input_run = inputs.run_serial;
         m_number = 0.0;
         m_choice = -1;
     }
@@ -122,12 +123,9 @@ void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuesti
     const ExerciseState* state = inputs.narration.exercise;
     const bool open = !state || (!state->locked && !state->skipped);
     if (open) {
-        bool lock = false;
         if (q.choices.empty()) {
             ImGui::SetNextItemWidth(ImGui::GetFontSize() * 8.0f);
-            if (ImGui::InputDouble("##prediction", &m_number, 0.0, 0.0, "%.6g",
-                                   ImGuiInputTextFlags_EnterReturnsTrue))
-                lock = true;
+            ImGui::InputDouble("##prediction", &m_number, 0.0, 0.0, "%.6g"); // written back on every edit
             if (!q.unit.empty()) {
                 ImGui::SameLine();
                 ImGui::TextUnformatted(q.unit.c_str());
@@ -140,13 +138,14 @@ void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuesti
                     m_choice = int(i);
         }
         const bool can_lock = q.choices.empty() || m_choice >= 0;
-        if (inputs.act().button("Lock in##exercise", can_lock, "Pick a choice first.") || (lock && can_lock))
+        if (inputs.act().button("Lock in##exercise", can_lock, "Pick a choice first."))
             inputs.act().lockPrediction(q.choices.empty() ? m_number : double(m_choice));
         ImGui::SameLine();
         if (inputs.act().button("Show the answer##exercise"))
             inputs.act().revealAnswer();
-        ImGui::TextDisabled("The run decides it at this step's moment: %s.",
-                            until.empty() ? "the end of the run" : describeCondition(until).c_str());
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+        ImGui::TextWrapped("The run decides it at this step's moment: %s.", describeCondition(until).c_str());
+        ImGui::PopStyleColor();
         return;
     }
     const std::string predicted =

@@ -32,6 +32,7 @@ class NarrationView final : public View {
     void drawExercise(const ViewInputs& inputs, const NarrationQuestion& question, const std::string& until);
 
     int m_input_step = -1; // the step the input below belongs to (reset on a new step)
+    int m_input_run = -1;  // ... and the run (ViewInputs::run_serial)
     double m_number = 0.0; // the number being typed
     int m_choice = -1;     // the choice picked (-1 = none yet)
 };

@@ -583,6 +583,10 @@ class ScenarioReader {
             }
             if (!haveText)
                 fail(where, "[[steps]]: missing key 'text' (what the presenter says at this step)");
+            if (step.question && step.until.empty())
+                fail(where,
+                     "[[steps]] with a [steps.question]: set its 'until' (the moment the run decides the "
+                     "question, e.g. \"step >= 2\" or \"run finished\")");
             out.push_back(step);
         }
     }
