@@ -8,6 +8,7 @@
 //   app_narration.cpp    the narration's position and its highlight
 //   app_exercises.cpp    predict, then run: the narration's questions and their verdicts
 //   app_whatif.cpp       what if: the knobs' copy of the scenario, the rerun, the comparison
+//   app_autograd.cpp     the Autograd view's graph, built off the GUI thread
 //   app_layout.cpp       the default tiling (asks the views) and the views' windows
 //   app_menus.cpp        menus, keyboard shortcuts, overlays and dialogs
 //   app_gallery.cpp      the scenario gallery: the start screen and File > Open
@@ -73,6 +74,7 @@ void AppContext::update() {
     holdNarrationMoment();
     judgeExercises();
     refreshComparison();
+    updateAutogradGraph();
     runScript();
     if (m_rerun_pending) { // the What if view's Rerun, between frames (not inside drawViews)
         m_rerun_pending = false;
@@ -314,6 +316,8 @@ ViewInputs AppContext::viewInputs() {
     in.narration.held_at_end = waitingAtEndHold();
     in.narration.exercise = currentExercise();
     in.run_serial = m_whatif_serial;
+    in.autograd_graph = m_autograd_graph ? &*m_autograd_graph : nullptr;
+    in.autograd_status = m_autograd_status;
     if (hasRun()) {
         m_whatif_inputs = whatIfInputs();
         in.whatif = &m_whatif_inputs;

@@ -44,6 +44,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -259,6 +260,8 @@ class AppContext final : public ScriptHost, public ViewActions {
     void startComparisonSide(const std::string& label);
     void refreshComparison(); // per frame: the live run's side every 2 s
     [[nodiscard]] WhatIfInputs whatIfInputs() const;
+    // app_autograd.cpp
+    void updateAutogradGraph(); // per frame: start the graph's build when its view opens, collect it
     // app_exercises.cpp
     [[nodiscard]] ExerciseState* currentExercise();
     [[nodiscard]] const ExerciseState* currentExercise() const;
@@ -328,6 +331,12 @@ class AppContext final : public ScriptHost, public ViewActions {
     double m_comparison_refreshed_s = 0.0;
     WhatIfInputs m_whatif_inputs; // this frame's, for the views
     bool m_rerun_pending = false;
+
+    // The Autograd view's graph (app_autograd.cpp): built off the GUI thread once per run.
+    std::future<AutogradGraph> m_autograd_future;
+    std::optional<AutogradGraph> m_autograd_graph;
+    std::string m_autograd_status;
+    int m_autograd_serial = -1;
     std::optional<ModelStateReference> m_model_state; // the Memory view's, computed once per run
     int m_model_state_serial = -1;
 

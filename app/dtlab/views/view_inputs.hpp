@@ -45,6 +45,7 @@
 //   actions        the buttons' actions; nullptr = none (buttons draw, nothing happens)
 #pragma once
 
+#include "dtlab/autograd_graph.hpp"
 #include "dtlab/closing_check.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "dtlab/session.hpp"
@@ -145,6 +146,10 @@ struct ViewInputs {
     std::string memory_theory_label;
     std::optional<int64_t> memory_host_theory;
     std::optional<ModelStateReference> model_state; // ZeRO / FSDP / DDP runs
+    // The model's real autograd graph (dtlab/autograd_graph.hpp), built in the
+    // background when the Autograd view opens; nullptr until then, with why.
+    const AutogradGraph* autograd_graph = nullptr;
+    std::string autograd_status;
     std::optional<int64_t>* cursor_ns = nullptr;
     const RunStateAt* state = nullptr;
     PlaybackState playback;

@@ -1,6 +1,7 @@
 // view_list.cpp: the list of views (see view_list.hpp). A new view is one line here.
 #include "views/view_list.hpp"
 
+#include "views/view_autograd.hpp"
 #include "views/view_bandwidth.hpp"
 #include "views/view_ddp_buckets.hpp"
 #include "views/view_diloco.hpp"
@@ -34,6 +35,7 @@ std::vector<std::unique_ptr<View>> makeViews() {
     views.push_back(std::make_unique<QuorumView>());
     views.push_back(std::make_unique<DilocoView>());
     views.push_back(std::make_unique<WhatIfView>());
+    views.push_back(std::make_unique<AutogradView>());
     return views;
 }
 
