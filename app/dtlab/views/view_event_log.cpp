@@ -6,6 +6,7 @@
 
 #include "dtlab/fault_action.hpp"
 
+#include "widgets/elide.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -306,7 +307,7 @@ void EventLogView::drawContent(const ViewInputs& inputs) {
             ImGui::PushStyleColor(ImGuiCol_Text, color);
             ImGui::TextUnformatted(level_names[size_t(row.level)]);
             ImGui::TableNextColumn();
-            ImGui::TextUnformatted(row.text.c_str());
+            textElided(row.text, ImGui::GetContentRegionAvail().x); // the whole message on hover
             ImGui::PopStyleColor();
         }
     }

@@ -4,6 +4,7 @@
 
 #include "model/rank_clock.hpp"
 #include "theme.hpp"
+#include "widgets/elide.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 
@@ -286,24 +287,26 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
         else
             ImGui::Text("loss %.3f", p.last_loss);
     }
+    // The step time first (not while blocked, hung or dead: it would read as
+    // current), then where the process runs; elided at the tile's edge, whole on hover.
+    std::string where = status.step_time.empty() ? "" : status.step_time + "   ";
     if (p.pid > 0)
-        ImGui::TextDisabled("%s  pid %d  %s", p.host.empty() ? "localhost" : p.host.c_str(), p.pid,
-                            scenario.fault_tolerance.enabled ? "gloo"
-                            : scenario.strategy.kind == StrategyKind::Collectives
-                                ? "gloo+mpi"
-                                : scenario.topology.backend.c_str());
+        where += (p.host.empty() ? std::string("localhost") : p.host) + "  pid " + std::to_string(p.pid) +
+                 "  " +
+                 (scenario.fault_tolerance.enabled                      ? "gloo"
+                  : scenario.strategy.kind == StrategyKind::Collectives ? "gloo+mpi"
+                                                                        : scenario.topology.backend);
     else
-        ImGui::TextDisabled("not started");
+        where += "not started";
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    textElided(where, ImGui::GetContentRegionAvail().x);
+    ImGui::PopStyleColor();
     // A rank on another host: how far its timestamps may be off (same host:
     // exact, nothing to say). On the third line, when it has nothing more urgent.
     const RankClockText clock =
         p.rank < inputs.model->world() ? rankClockText(inputs.model->lane(p.rank)) : RankClockText{};
     if (ImGui::IsItemHovered() && !clock.detail.empty() && clock.detail != "-")
         ImGui::SetTooltip("clock: %s", clock.detail.c_str());
-    if (!status.step_time.empty()) { // not while blocked, hung or dead: it would read as current
-        ImGui::SameLine(0.0f, ImGui::GetFontSize());
-        ImGui::TextDisabled("%s", status.step_time.c_str());
-    }
     if (status.blocked)
         ImGui::TextColored(ImColor(warningColor(theme)), "%s", status.wait.c_str());
     else if (p.delay_ms > 0)

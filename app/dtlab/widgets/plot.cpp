@@ -121,18 +121,36 @@ void linePlot(const char* id, ImVec2 size, const std::vector<PlotSeries>& series
     const ImU32 text_dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     draw->AddText(ImVec2(box_min.x + pad, box_min.y + pad * 0.5f), text, options.title);
 
-    // Legend: right-aligned on the title line, from the last series backwards
-    // while it fits next to the title.
+    // Legend: right-aligned on the title line. When the labels do not all fit
+    // beside the title, shorter ones ("rank 3" -> "3"); when those do not fit
+    // either, the last ones that do and "..." (never a series silently dropped).
     {
         const float title_end = box_min.x + pad + ImGui::CalcTextSize(options.title).x + 12.0f;
-        float x = box_max.x - pad;
         const float swatch = line_h * 0.7f;
+        const float dots_w = ImGui::CalcTextSize("...").x + 6.0f;
+        auto shortLabel = [](const std::string& label) {
+            return label.rfind("rank ", 0) == 0 ? label.substr(5) : label;
+        };
+        auto widthOf = [&](bool short_labels) {
+            float w = 0.0f;
+            for (const auto& s : series)
+                w += ImGui::CalcTextSize((short_labels ? shortLabel(s.label) : s.label).c_str()).x + swatch +
+                     14.0f;
+            return w;
+        };
+        const float room = box_max.x - pad - title_end;
+        const bool short_labels = widthOf(false) > room;
+        const bool all_fit = widthOf(short_labels) <= room;
+        float x = box_max.x - pad;
         for (size_t i = series.size(); i-- > 0;) {
-            const float w = ImGui::CalcTextSize(series[i].label.c_str()).x;
-            if (x - w - swatch - 4.0f < title_end)
+            const std::string label = short_labels ? shortLabel(series[i].label) : series[i].label;
+            const float w = ImGui::CalcTextSize(label.c_str()).x;
+            if (x - w - swatch - 4.0f < title_end + (all_fit ? 0.0f : dots_w)) {
+                draw->AddText(ImVec2(x - dots_w + 6.0f, box_min.y + pad * 0.5f), text_dim, "...");
                 break;
+            }
             x -= w;
-            draw->AddText(ImVec2(x, box_min.y + pad * 0.5f), text, series[i].label.c_str());
+            draw->AddText(ImVec2(x, box_min.y + pad * 0.5f), text, label.c_str());
             x -= swatch + 4.0f;
             const float y = box_min.y + pad * 0.5f + (line_h - swatch) * 0.5f;
             draw->AddRectFilled(ImVec2(x, y), ImVec2(x + swatch, y + swatch), series[i].color, 2.0f);
