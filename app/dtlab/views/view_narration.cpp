@@ -249,14 +249,40 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     // The text, in the space left above the condition line and the buttons.
     const float footer = ImGui::GetFrameHeightWithSpacing() * 2.0f + style.ItemSpacing.y +
                          (inputs.narration.held_at_end ? ImGui::GetTextLineHeightWithSpacing() : 0.0f);
+    // A question below the text that the panel cannot show whole gets a line
+    // in the footer to bring it into view; its verdict scrolls itself into view.
+    const ExerciseState* exercise = step.question ? inputs.narration.exercise : nullptr;
+    const bool judged = exercise && exercise->verdict.has_value();
+    if (judged && !m_verdict_shown) {
+        m_verdict_shown = true;
+        m_scroll_to_verdict = true;
+    } else if (!judged) {
+        m_verdict_shown = false;
+    }
+    const float question_line =
+        step.question && !m_exercise_visible ? ImGui::GetFrameHeightWithSpacing() : 0.0f;
     ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f,
-                                                 ImGui::GetContentRegionAvail().y - footer)));
+                                                 ImGui::GetContentRegionAvail().y - footer - question_line)));
     ImGui::TextWrapped("%s", step.text.c_str());
-    if (step.question)
+    if (step.question) {
+        const float top = ImGui::GetCursorPosY();
         drawExercise(inputs, *step.question, step.until);
+        const float bottom = ImGui::GetCursorPosY();
+        if (m_scroll_to_exercise) // its question first
+            ImGui::SetScrollY(top);
+        else if (m_scroll_to_verdict) // its last lines: the measured value and the verdict
+            ImGui::SetScrollY(std::max(0.0f, bottom - ImGui::GetWindowHeight()));
+        m_scroll_to_exercise = m_scroll_to_verdict = false;
+        m_exercise_visible = top >= ImGui::GetScrollY() - 1.0f &&
+                             std::min(bottom, top + ImGui::GetTextLineHeightWithSpacing() * 4.0f) <=
+                                 ImGui::GetScrollY() + ImGui::GetWindowHeight() + 1.0f;
+    }
     if (last)
         drawClosingChecks(inputs);
     ImGui::EndChild();
+    if (step.question && !m_exercise_visible &&
+        inputs.act().button("Show the question for the room##exercise"))
+        m_scroll_to_exercise = true;
 
     const bool ready = inputs.narration.can_next;
     if (inputs.narration.held_at_end)

@@ -31,10 +31,14 @@ class NarrationView final : public View {
     // The step's question: the prediction's input, then the run's verdict.
     void drawExercise(const ViewInputs& inputs, const NarrationQuestion& question, const std::string& until);
 
-    int m_input_step = -1; // the step the input below belongs to (reset on a new step)
-    int m_input_run = -1;  // ... and the run (ViewInputs::run_serial)
-    double m_number = 0.0; // the number being typed
-    int m_choice = -1;     // the choice picked (-1 = none yet)
+    int m_input_step = -1;             // the step the input below belongs to (reset on a new step)
+    int m_input_run = -1;              // ... and the run (ViewInputs::run_serial)
+    double m_number = 0.0;             // the number being typed
+    int m_choice = -1;                 // the choice picked (-1 = none yet)
+    bool m_exercise_visible = true;    // the question's first lines were inside the text area last frame
+    bool m_scroll_to_exercise = false; // bring its question into view this frame (the footer's button)
+    bool m_scroll_to_verdict = false;  // bring its verdict into view this frame (it just arrived)
+    bool m_verdict_shown = false;      // the current verdict was scrolled to already
 };
 
 } // namespace dt::app
