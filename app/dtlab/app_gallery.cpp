@@ -3,8 +3,6 @@
 // (Ctrl+O) over a run, which goes on behind it until a card starts another.
 #include "app.hpp"
 
-#include <imgui_internal.h>
-
 namespace dt::app {
 
 void AppContext::openGallery() {
@@ -27,7 +25,9 @@ void AppContext::drawGallery() {
     const std::vector<int> keys = std::move(m_gallery_keys);
     m_gallery_keys.clear();
     GalleryScreen::Outcome outcome;
+    float content_h = 0.0f;
     if (ImGui::Begin("Scenarios###gallery", nullptr, flags)) {
+        content_h = ImGui::GetContentRegionAvail().y; // as drawViews measures a view's
         GalleryLook look;
         look.accent = accentColor(m_theme);
         look.error = rankStateColor(RankState::Failed, m_theme);
@@ -35,8 +35,6 @@ void AppContext::drawGallery() {
     }
     const ImVec2 pos = ImGui::GetWindowPos();
     const ImVec2 size = ImGui::GetWindowSize();
-    const float content_h =
-        ImGui::GetCurrentWindow()->InnerRect.GetHeight() - 2.0f * ImGui::GetStyle().WindowPadding.y;
     m_windows_drawn.push_back(WindowRect{"gallery", "Scenarios", pos, ImVec2(pos.x + size.x, pos.y + size.y),
                                          ImGui::GetWindowDrawList(), content_h});
     ImGui::End();

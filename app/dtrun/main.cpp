@@ -446,14 +446,13 @@ int runCommand(const RunFlags& f) {
     const auto results = dt::evaluateClosingChecks(scenario.checks, summary, baseline_summaries);
     if (!results.empty())
         summary = dt::summaryWithChecks(summary, results);
-    summary = dt::summaryWithExercises(summary, scenario);
+    const std::vector<dt::ScenarioExercise> exercises = dt::judgeScenarioExercises(scenario, summary);
+    summary = dt::summaryWithExercises(summary, exercises);
     if (f.check && !f.quiet) // the presenter's rehearsal: what this run answers to each question
-        for (size_t i = 0; i < scenario.steps.size(); ++i)
-            if (const auto& q = scenario.steps[i].question) {
-                const dt::ExerciseVerdict v = dt::judgeExercise(*q, std::nullopt, summary);
-                std::cerr << "dtrun: exercise at narration step " << i + 1 << ": \"" << q->ask << "\" -> "
-                          << (v.decided ? v.measured_text : "not decided") << " (" << v.detail << ")\n";
-            }
+        for (const dt::ScenarioExercise& e : exercises)
+            std::cerr << "dtrun: exercise at narration step " << e.step << ": \"" << e.question->ask
+                      << "\" -> " << (e.verdict.decided ? e.verdict.measured_text : "not decided") << " ("
+                      << e.verdict.detail << ")\n";
 
     int code = record.ok ? 0 : 1;
     try {

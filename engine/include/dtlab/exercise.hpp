@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace dt {
 
@@ -43,6 +44,19 @@ struct ExerciseVerdict {
 // `measured` (number or null), `measured_text`, `detail`. dtrun judges on the
 // final summary; the app judges at each step's moment. "" exercises: unchanged.
 [[nodiscard]] std::string summaryWithExercises(const std::string& summary_json, const Scenario& scenario);
+
+// Each question of a scenario, in narration order, judged once on a summary
+// with no prediction: what summaryWithExercises writes, for a caller that
+// also prints them (dtrun run --check).
+struct ScenarioExercise {
+    int step = 0; // 1-based narration step
+    const NarrationQuestion* question = nullptr;
+    ExerciseVerdict verdict;
+};
+[[nodiscard]] std::vector<ScenarioExercise> judgeScenarioExercises(const Scenario& scenario,
+                                                                   const std::string& summary_json);
+[[nodiscard]] std::string summaryWithExercises(const std::string& summary_json,
+                                               const std::vector<ScenarioExercise>& exercises);
 
 // "1.67 MB": 3 significant digits and the unit.
 [[nodiscard]] std::string formatWithUnit(double value, const std::string& unit);

@@ -51,26 +51,37 @@ ExerciseVerdict judgeExercise(const NarrationQuestion& question, std::optional<d
     return verdict;
 }
 
-std::string summaryWithExercises(const std::string& summary_json, const Scenario& scenario) {
+std::vector<ScenarioExercise> judgeScenarioExercises(const Scenario& scenario,
+                                                     const std::string& summary_json) {
+    std::vector<ScenarioExercise> out;
+    for (size_t i = 0; i < scenario.steps.size(); ++i)
+        if (const std::optional<NarrationQuestion>& q = scenario.steps[i].question)
+            out.push_back(ScenarioExercise{int(i) + 1, &*q, judgeExercise(*q, std::nullopt, summary_json)});
+    return out;
+}
+
+std::string summaryWithExercises(const std::string& summary_json,
+                                 const std::vector<ScenarioExercise>& judged) {
+    if (judged.empty())
+        return summary_json;
     nlohmann::json exercises = nlohmann::json::array();
-    for (size_t i = 0; i < scenario.steps.size(); ++i) {
-        const std::optional<NarrationQuestion>& q = scenario.steps[i].question;
-        if (!q)
-            continue;
-        const ExerciseVerdict v = judgeExercise(*q, std::nullopt, summary_json);
-        exercises.push_back({{"step", int(i) + 1},
-                             {"ask", q->ask},
-                             {"answer", q->answer},
+    for (const ScenarioExercise& e : judged) {
+        const ExerciseVerdict& v = e.verdict;
+        exercises.push_back({{"step", e.step},
+                             {"ask", e.question->ask},
+                             {"answer", e.question->answer},
                              {"decided", v.decided},
                              {"measured", v.decided ? nlohmann::json(v.measured) : nlohmann::json()},
                              {"measured_text", v.measured_text},
                              {"detail", v.detail}});
     }
-    if (exercises.empty())
-        return summary_json;
     nlohmann::json summary = nlohmann::json::parse(summary_json);
     summary["exercises"] = exercises;
     return summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::string summaryWithExercises(const std::string& summary_json, const Scenario& scenario) {
+    return summaryWithExercises(summary_json, judgeScenarioExercises(scenario, summary_json));
 }
 
 } // namespace dt
