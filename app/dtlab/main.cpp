@@ -19,6 +19,7 @@
 // [SECTION] Signals and callbacks
 // [SECTION] Main loop (Dear ImGui's numbered steps)
 #include "app.hpp"
+#include "frame_pacer.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/recording.hpp"
@@ -37,6 +38,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <malloc.h>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -93,8 +95,30 @@ void onGlfwError(int code, const char* description) {
     std::fprintf(stderr, "dtlab: GLFW error %d: %s\n", code, description);
 }
 
+// Every kind of input counts for the frame pacer: a second of 60 fps after it.
+dt::app::FramePacer g_pacer;
+void noteInput() {
+    g_pacer.noteInput(dt::app::FramePacer::Clock::now());
+}
+void onCursorPos(GLFWwindow*, double, double) {
+    noteInput();
+}
+void onMouseButton(GLFWwindow*, int, int, int) {
+    noteInput();
+}
+void onScroll(GLFWwindow*, double, double) {
+    noteInput();
+}
+void onChar(GLFWwindow*, unsigned int) {
+    noteInput();
+}
+void onWindowSize(GLFWwindow*, int, int) {
+    noteInput();
+}
+
 // Dear ImGui's key callback first, then the app's shortcut queue.
 void onKey(GLFWwindow* window, int key, int scancode, int action, int mods) {
+    noteInput();
     ImGui_ImplGlfw_KeyCallback(window, key, scancode, action, mods);
     if (auto* app = static_cast<dt::app::AppContext*>(glfwGetWindowUserPointer(window)))
         app->onKey(key, action, mods);
@@ -196,6 +220,14 @@ int main(int argc, char** argv) {
         return 1;
     }
 
+    // Software OpenGL (Mesa's llvmpipe, no GPU) copies every frame's vertex
+    // buffers into fresh heap memory. With glibc's defaults the heap's top was
+    // given back to the kernel after each frame and faulted in again on the
+    // next: 40 % of the main thread's time (perf, ddp_basics under Xvfb). Keep
+    // freed memory for reuse instead.
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+
     // 3. A window with an OpenGL 3.3 core context.
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
@@ -212,6 +244,12 @@ int main(int argc, char** argv) {
 
     // 4. Dear ImGui and its two backends. No imgui.ini: the app lays the views
     //    out itself (View > Reset layout), so runs look the same everywhere.
+    // Input callbacks for the frame pacer first: ImGui's backend chains to them.
+    glfwSetCursorPosCallback(window, onCursorPos);
+    glfwSetMouseButtonCallback(window, onMouseButton);
+    glfwSetScrollCallback(window, onScroll);
+    glfwSetCharCallback(window, onChar);
+    glfwSetWindowSizeCallback(window, onWindowSize);
     IMGUI_CHECKVERSION();
     ImGui::CreateContext();
     ImGui::GetIO().IniFilename = nullptr;
@@ -244,9 +282,9 @@ int main(int argc, char** argv) {
     app->prepareFirstFrame();
 
     // 6. The loop: poll, update (never blocks on the engine), new frame, draw,
-    //    render, screenshot if asked, swap; at most ~60 frames per second so
-    //    the GUI leaves the CPU to the ranks (Xvfb has no vsync).
-    const auto frame_budget = std::chrono::microseconds(16600);
+    //    render, screenshot if asked, swap; then wait: 60 frames per second
+    //    while the user interacts, 20 otherwise, so that software rendering
+    //    (no GPU, Xvfb) leaves the CPU to the ranks (frame_pacer.hpp).
     while (exit_code == 0 && !glfwWindowShouldClose(window) && !app->quitRequested() &&
            g_signal.load() == 0) {
         const auto frame_start = std::chrono::steady_clock::now();
@@ -270,9 +308,13 @@ int main(int argc, char** argv) {
         ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
         app->afterRender(width, height);
         glfwSwapBuffers(window);
-        const auto spent = std::chrono::steady_clock::now() - frame_start;
-        if (spent < frame_budget)
-            std::this_thread::sleep_for(frame_budget - spent);
+        // Never faster than 60 frames per second; past that, input ends the wait.
+        const auto fastest = frame_start + dt::app::FramePacer::kInteractiveFrame;
+        std::this_thread::sleep_until(fastest);
+        const auto next = frame_start + g_pacer.frameBudget(std::chrono::steady_clock::now());
+        const auto left = next - std::chrono::steady_clock::now();
+        if (left > std::chrono::milliseconds(1))
+            glfwWaitEventsTimeout(std::chrono::duration<double>(left).count());
     }
 
     // 7. Shut down: the AppContext stops the Session (every rank is killed)
