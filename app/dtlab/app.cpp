@@ -34,6 +34,17 @@ namespace dt::app {
 // [SECTION] Construction --------------------------------------------------------------
 
 AppContext::AppContext(AppOptions options) : m_options(std::move(options)), m_views(makeViews()) {
+    m_themes = loadThemes(m_options.assets_dir.empty() ? "" : m_options.assets_dir + "/themes");
+    std::vector<std::string> view_ids;
+    for (const auto& view : m_views)
+        view_ids.push_back(view->id());
+    m_layouts = loadFamilyLayouts(m_options.assets_dir.empty() ? "" : m_options.assets_dir + "/layouts.toml",
+                                  view_ids);
+    m_icons = loadFamilyIcons(m_options.assets_dir.empty() ? "" : m_options.assets_dir + "/icons.toml");
+    for (const std::vector<std::string>* problems :
+         {&m_themes.problems, &m_layouts.problems, &m_icons.problems})
+        for (const std::string& problem : *problems)
+            say("asset problem: " + problem);
     for (const auto& view : m_views)
         if (TimelineNavigator* navigator = view->navigator())
             m_navigator = navigator;
@@ -88,14 +99,14 @@ void AppContext::update() {
         m_layout_dirty = true;
     }
     if (m_theme_dirty) {
-        applyTheme(m_theme, m_fonts.pixels());
+        applyTheme(theme(), m_fonts.pixels());
         m_theme_dirty = false;
     }
 }
 
 void AppContext::prepareFirstFrame() {
     m_fonts.applyPending(false);
-    applyTheme(m_theme, m_fonts.pixels());
+    applyTheme(theme(), m_fonts.pixels());
     m_theme_dirty = false;
 }
 
@@ -305,7 +316,7 @@ ViewInputs AppContext::viewInputs() {
     if (m_cursor_ns && hasRun())
         in.ranks = &m_state_at.ranks;
     in.playback = m_playback.state();
-    in.theme = m_theme;
+    in.theme = &theme();
     in.failure_reason = m_failure_reason;
     in.closing_checks = &m_checks;
     in.narration.index = m_narration_index;

@@ -28,7 +28,9 @@
 #include "dtlab/recording.hpp"
 #include "dtlab/session.hpp"
 #include "gallery_screen.hpp"
+#include "layout_file.hpp"
 #include "model/breakpoints.hpp"
+#include "model/icon_file.hpp"
 #include "model/run_model.hpp"
 #include "model/run_state_at.hpp"
 #include "playback.hpp"
@@ -66,6 +68,7 @@ struct AppOptions {
     std::string screenshot_dir;    // --screenshot-dir; relative script screenshots go here
     std::string gallery_toml;      // assets/gallery.toml ("" = none: every scenario under "Other")
     std::string scenarios_dir;     // the shipped scenarios, the gallery's cards
+    std::string assets_dir;        // assets/: themes/, layouts.toml, icons.toml ("" = built-in fallbacks)
 };
 
 class AppContext final : public ScriptHost, public ViewActions {
@@ -126,7 +129,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     [[nodiscard]] const std::string& replayProblem() const { return m_replay_problem; }
     [[nodiscard]] int64_t nowNs() const;
     [[nodiscard]] int selectedRank() const { return m_selected_rank; }
-    [[nodiscard]] ThemeKind theme() const { return m_theme; }
+    [[nodiscard]] const Theme& theme() const { return m_themes.themes[m_theme_index]; }
     [[nodiscard]] float fontPixels() const { return m_fonts.pixels(); }
     [[nodiscard]] const std::string& failureReason() const { return m_failure_reason; }
     // The closing checks ([[checks]]) once the run has finished; empty before.
@@ -163,7 +166,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     [[nodiscard]] bool playbackPlaying() const override { return m_playback.playing(); }
     [[nodiscard]] const RunStateAt& stateAtMoment() const { return m_state_at; }
     bool saveRecording(const std::string& path, std::string& error) override;
-    void setTheme(ThemeKind kind);
+    void setTheme(size_t index); // into m_themes.themes
     void setFontPixels(float px) override;
     void toggleFullscreen() override;
     // The scenario gallery (gallery_screen.hpp): the start screen, and File > Open (Ctrl+O).
@@ -214,6 +217,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     void cancelClick() override { m_click_label.clear(); }
     void printLayout() override;
     bool setThemeByName(const std::string& name) override;
+    [[nodiscard]] std::string themeNames() const override;
     bool showView(const std::string& name, bool show) override;
     void setWindowSize(int width, int height) override;
     [[nodiscard]] WindowSize displaySize() const override;
@@ -352,7 +356,10 @@ class AppContext final : public ScriptHost, public ViewActions {
     TimelineNavigator* m_navigator = nullptr;
 
     // Presentation.
-    ThemeKind m_theme = ThemeKind::Dark;
+    ThemeSet m_themes;        // assets/themes/*.toml, "dark" first
+    FamilyLayouts m_layouts;  // assets/layouts.toml: each family's main view
+    FamilyIcons m_icons;      // assets/icons.toml: the gallery's family icons
+    size_t m_theme_index = 0; // the theme shown
     bool m_theme_dirty = true;
     FontManager m_fonts;
     bool m_fullscreen = false;

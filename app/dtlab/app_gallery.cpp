@@ -29,8 +29,9 @@ void AppContext::drawGallery() {
     if (ImGui::Begin("Scenarios###gallery", nullptr, flags)) {
         content_h = ImGui::GetContentRegionAvail().y; // as drawViews measures a view's
         GalleryLook look;
-        look.accent = accentColor(m_theme);
-        look.error = rankStateColor(RankState::Failed, m_theme);
+        look.accent = accentColor(theme());
+        look.error = rankStateColor(RankState::Failed, theme());
+        look.icons = &m_icons;
         outcome = m_gallery.draw(*this, look, keys, hasRun());
     }
     const ImVec2 pos = ImGui::GetWindowPos();

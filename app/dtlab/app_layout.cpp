@@ -6,9 +6,9 @@
 //      narration) and the right column share the rest
 //   2. the right column's rows, top to bottom: the timeline, one row per open
 //      Band and LowerBand view, then the Bottom views side by side; the
-//      family's main view (mainViewOf) is its own row
+//      family's main view (mainViewOf, from assets/layouts.toml) is its own row
 //   3. a row's least height shows minContentHeight() of content (the main view's:
-//      30 % of the column, or its natural height if less). While the rows'
+//      its main_share of the column, or its natural height if less). While the rows'
 //      least heights do not fit, the least important row (the Bottom row
 //      first, then the bands from the last) moves into the shelf: one window
 //      whose tabs are those views. A Bottom row too narrow for its views is
@@ -32,28 +32,11 @@ float minContentHeight() {
     return std::max(kMinContentPx, std::ceil(ImGui::GetTextLineHeightWithSpacing() * 5.0f));
 }
 
-std::string mainViewOf(const Scenario& scenario) {
-    switch (familyOf(scenario)) {
-    case ScenarioFamily::Pipeline:
-        return "pipeline";
-    case ScenarioFamily::FaultTolerance:
-        return "quorum";
-    case ScenarioFamily::Sharded:
-        return "memory";
-    case ScenarioFamily::Diloco:
-        return "diloco";
-    case ScenarioFamily::Backends:
-        return "bandwidth";
-    case ScenarioFamily::DataParallel:
-    case ScenarioFamily::TensorParallel:
-        return "timeline";
-    }
-    return "timeline";
+std::string mainViewOf(const Scenario& scenario, const FamilyLayouts& layouts) {
+    return layouts.of(familyOf(scenario)).main_view;
 }
 
 namespace {
-
-constexpr float kMainShare = 0.30f; // of the body height: the least the main view gets
 
 // One row of the right column.
 struct Row {
@@ -69,7 +52,7 @@ struct Row {
 } // namespace
 
 ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views, const Scenario& scenario,
-                       float menu_height) {
+                       float menu_height, const FamilyLayouts& layouts) {
     const ImVec2 d = ImGui::GetIO().DisplaySize;
     const ImGuiStyle& style = ImGui::GetStyle();
     const float font = ImGui::GetFontSize();
@@ -88,7 +71,8 @@ ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views, const Sc
     const float right_w = d.x - left_w;
 
     ViewTiling tiling;
-    tiling.main_view = mainViewOf(scenario);
+    tiling.main_view = mainViewOf(scenario, layouts);
+    const float main_share = layouts.of(familyOf(scenario)).main_share; // of the body height, at least
     tiling.rects.assign(views.size(), ImVec4(d.x * 0.25f, d.y * 0.25f, d.x * 0.5f, d.y * 0.5f));
     tiling.shelved.assign(views.size(), false);
     std::vector<LayoutPlace> places;
@@ -122,8 +106,8 @@ ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views, const Sc
         row.cap = places[i].height > 0.0f ? std::max(least_h, places[i].height) : 0.0f;
         row.weight = isMain(i) ? 4.0f : weight;
         row.shelve_rank = isMain(i) ? 0 : shelve_rank;
-        if (isMain(i)) // the lesson's view: at least kMainShare of the column (or all it can use)
-            row.least = std::max(least_h, std::round(body_h * kMainShare));
+        if (isMain(i)) // the lesson's view: at least main_share of the column (or all it can use)
+            row.least = std::max(least_h, std::round(body_h * main_share));
         if (isMain(i) && row.cap > 0.0f)
             row.least = std::max(least_h, std::min(row.least, row.cap));
         if (places[i].compact)
@@ -269,7 +253,7 @@ void AppContext::drawViews() {
     }
     const float menu_height = ImGui::GetFrameHeight();
     const ImGuiCond cond = m_layout_dirty ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
-    const ViewTiling tiling = layoutViews(m_views, m_scenario, menu_height);
+    const ViewTiling tiling = layoutViews(m_views, m_scenario, menu_height, m_layouts);
     auto record = [&](const View& view, float content_h) {
         const ImVec2 pos = ImGui::GetWindowPos();
         const ImVec2 size = ImGui::GetWindowSize();

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "dtlab/scenario.hpp"
+#include "layout_file.hpp"
 #include "views/view.hpp"
 
 #include <imgui.h>
@@ -29,12 +30,15 @@ struct ViewTiling {
     std::string main_view;     // the family's main view, given the most room
 };
 
-// The id of the view a scenario's family is about ("pipeline", "quorum", "memory", ...).
-[[nodiscard]] std::string mainViewOf(const Scenario& scenario);
+// The id of the view a scenario's family is about ("pipeline", "quorum", "memory", ...),
+// as assets/layouts.toml says.
+[[nodiscard]] std::string mainViewOf(const Scenario& scenario, const FamilyLayouts& layouts);
 
 // Rectangles below a menu bar `menu_height` high (closed views get one too;
 // they take no room). Call it inside an ImGui frame: sizes follow the style and the font.
+// The family's main view and its least share of the column come from `layouts`.
 [[nodiscard]] ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views,
-                                     const Scenario& scenario, float menu_height);
+                                     const Scenario& scenario, float menu_height,
+                                     const FamilyLayouts& layouts);
 
 } // namespace dt::app

@@ -71,7 +71,7 @@ void AppContext::handleShortcuts() {
             else if (k.key == GLFW_KEY_0)
                 setFontPixels(FontManager::kDefaultPx);
             else if (k.key == GLFW_KEY_T)
-                setTheme(m_theme == ThemeKind::Dark ? ThemeKind::Light : ThemeKind::Dark);
+                setTheme((m_theme_index + 1) % m_themes.themes.size()); // the next theme file
             else if (k.key == GLFW_KEY_O)
                 openScenarioDialog();
             else if (k.key == GLFW_KEY_S && hasRun())
@@ -171,10 +171,13 @@ void AppContext::drawMenuBar() {
         if (ImGui::MenuItem("Reset layout"))
             m_layout_dirty = true;
         ImGui::Separator();
-        if (ImGui::MenuItem("Dark theme", nullptr, m_theme == ThemeKind::Dark))
-            setTheme(ThemeKind::Dark);
-        if (ImGui::MenuItem("Light theme (high contrast)", "Ctrl+T", m_theme == ThemeKind::Light))
-            setTheme(ThemeKind::Light);
+        for (size_t i = 0; i < m_themes.themes.size(); ++i) {
+            const std::string label = "Theme: " + m_themes.themes[i].label;
+            if (ImGui::MenuItem(label.c_str(),
+                                i == (m_theme_index + 1) % m_themes.themes.size() ? "Ctrl+T" : nullptr,
+                                i == m_theme_index))
+                setTheme(i);
+        }
         if (ImGui::MenuItem("Bigger text", "Ctrl+="))
             setFontPixels(m_fonts.pixels() + 2.0f);
         if (ImGui::MenuItem("Smaller text", "Ctrl+-"))
@@ -208,7 +211,7 @@ void AppContext::drawBanner() {
         return;
     ImGui::SetNextWindowPos(ImVec2(d.x * 0.5f, d.y - 12.0f), ImGuiCond_Always, ImVec2(0.5f, 1.0f));
     ImGui::SetNextWindowBgAlpha(0.95f);
-    ImGui::PushStyleColor(ImGuiCol_Border, warningColor(m_theme));
+    ImGui::PushStyleColor(ImGuiCol_Border, warningColor(theme()));
     ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 2.0f);
     ImGui::Begin("##banner", nullptr,
                  ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_AlwaysAutoResize |
@@ -216,7 +219,7 @@ void AppContext::drawBanner() {
                      ImGuiWindowFlags_NoNav);
     ImGui::PushTextWrapPos(d.x * 0.6f);
     if (!m_replay_problem.empty()) {
-        ImGui::TextColored(ImColor(warningColor(m_theme)), "Incomplete recording");
+        ImGui::TextColored(ImColor(warningColor(theme())), "Incomplete recording");
         ImGui::TextWrapped("%s", m_replay_problem.c_str());
         ImGui::TextDisabled("Everything up to the last good chunk is shown.");
         if (button("Dismiss##banner"))
@@ -243,7 +246,7 @@ void AppContext::drawHelpOverlay() {
         if (ImGui::BeginTable("shortcuts", 2, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerV)) {
             for (const Shortcut& s : shortcuts()) {
                 ImGui::TableNextColumn();
-                ImGui::TextColored(ImColor(accentColor(m_theme)), "%s", s.keys);
+                ImGui::TextColored(ImColor(accentColor(theme())), "%s", s.keys);
                 ImGui::TableNextColumn();
                 ImGui::TextUnformatted(s.action);
             }
@@ -251,7 +254,7 @@ void AppContext::drawHelpOverlay() {
         }
         ImGui::Spacing();
         ImGui::TextDisabled("Every view has a (?) in its title bar that explains it.");
-        ImGui::TextDisabled("Theme: %s   text: %.0f px", themeLabel(m_theme), m_fonts.pixels());
+        ImGui::TextDisabled("Theme: %s   text: %.0f px", theme().label.c_str(), m_fonts.pixels());
     }
     ImGui::End();
 }
@@ -274,7 +277,7 @@ void AppContext::drawSavePopup() {
     const bool enter = ImGui::InputText("##savepath", m_save_path, sizeof(m_save_path),
                                         ImGuiInputTextFlags_EnterReturnsTrue);
     if (!m_popup_error.empty()) {
-        ImGui::PushStyleColor(ImGuiCol_Text, rankStateColor(RankState::Failed, m_theme));
+        ImGui::PushStyleColor(ImGuiCol_Text, rankStateColor(RankState::Failed, theme()));
         ImGui::TextWrapped("%s", m_popup_error.c_str());
         ImGui::PopStyleColor();
     }

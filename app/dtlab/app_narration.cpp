@@ -172,7 +172,7 @@ void AppContext::drawHighlight() {
     const double age = highlightAge();
     const bool flashing = age < 4.0;
     const float pulse = flashing ? 0.5f + 0.5f * float(std::cos(age * 2.0 * M_PI * 1.2)) : 1.0f;
-    ImU32 color = accentColor(m_theme);
+    ImU32 color = accentColor(theme());
     const float alpha = flashing ? 0.35f + 0.65f * pulse : 0.85f;
     color = (color & 0x00FFFFFF) | (ImU32(alpha * 255.0f) << 24);
     // Drawn into the view's own draw list, so popups and the help overlay stay on top.

@@ -74,13 +74,19 @@ void AppContext::afterRender(int framebuffer_width, int framebuffer_height) {
 }
 
 bool AppContext::setThemeByName(const std::string& name) {
-    if (name == "dark")
-        setTheme(ThemeKind::Dark);
-    else if (name == "light")
-        setTheme(ThemeKind::Light);
-    else
-        return false;
-    return true;
+    for (size_t i = 0; i < m_themes.themes.size(); ++i)
+        if (m_themes.themes[i].name == name) {
+            setTheme(i);
+            return true;
+        }
+    return false;
+}
+
+std::string AppContext::themeNames() const {
+    std::string names;
+    for (const Theme& t : m_themes.themes)
+        names += (names.empty() ? "" : ", ") + t.name;
+    return names;
 }
 
 bool AppContext::showView(const std::string& name, bool show) {
@@ -132,10 +138,10 @@ std::string AppContext::viewsFitProblem(float min_px) const {
     return problem;
 }
 
-void AppContext::setTheme(ThemeKind kind) {
-    m_theme = kind;
+void AppContext::setTheme(size_t index) {
+    m_theme_index = std::min(index, m_themes.themes.size() - 1);
     m_theme_dirty = true;
-    say(std::string("theme ") + themeLabel(kind));
+    say("theme " + theme().label);
 }
 
 void AppContext::setFontPixels(float px) {

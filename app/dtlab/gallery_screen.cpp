@@ -115,7 +115,9 @@ void GalleryScreen::drawCard(ViewActions& actions, const GalleryLook& look, cons
                       nullptr, text_w);
     } else {
         const float icon = std::min(font * 3.2f, size.y - 2.0f * pad);
-        drawFamilyIcon(draw, ImVec2(min.x + pad, min.y + pad), icon, card.family, dim, look.accent);
+        static const std::vector<IconShape> kNoShapes;
+        drawFamilyIcon(draw, ImVec2(min.x + pad, min.y + pad), icon,
+                       look.icons ? look.icons->of(card.family) : kNoShapes, dim, look.accent);
         const float x = min.x + pad * 2.0f + icon;
         const float text_w = max.x - pad - x;
         float y = min.y + pad;

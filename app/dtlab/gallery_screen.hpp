@@ -18,14 +18,17 @@
 
 #include <imgui.h>
 
+#include "model/icon_file.hpp"
+
 #include <string>
 #include <vector>
 
 namespace dt::app {
 
 struct GalleryLook {
-    ImU32 accent = 0; // the focused card's border, the icons' point
-    ImU32 error = 0;  // a broken card's message
+    ImU32 accent = 0;                   // the focused card's border, the icons' point
+    ImU32 error = 0;                    // a broken card's message
+    const FamilyIcons* icons = nullptr; // assets/icons.toml (nullptr: plain squares)
 };
 
 class GalleryScreen {

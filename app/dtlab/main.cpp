@@ -201,6 +201,7 @@ int main(int argc, char** argv) {
     options.scenarios_dir = findShippedFolder("scenarios");
     const std::string assets = findShippedFolder("assets");
     options.gallery_toml = assets.empty() ? "" : assets + "/gallery.toml";
+    options.assets_dir = assets;
     if (scenario && access(options.worker_executable.c_str(), X_OK) != 0) {
         std::cerr
             << "dtlab: cannot find the worker executable '" << options.worker_executable

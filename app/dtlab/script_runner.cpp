@@ -61,7 +61,7 @@ const VerbSpec kVerbs[] = {
     {"print_narration", Verb::PrintNarration, Arg::None, "print_narration"},
     {"break", Verb::Break, Arg::Text, "break KIND [ARG]"},
     {"unbreak", Verb::Unbreak, Arg::Text, "unbreak KIND"},
-    {"theme", Verb::Theme, Arg::Text, "theme dark|light"},
+    {"theme", Verb::Theme, Arg::Text, "theme NAME (a file of assets/themes: dark, light)"},
     {"font", Verb::Font, Arg::Number, "font PX"},
     {"show", Verb::Show, Arg::Text, "show VIEW"},
     {"hide", Verb::Hide, Arg::Text, "hide VIEW"},
@@ -197,8 +197,6 @@ ScriptRunner ScriptRunner::parse(const std::string& text, const std::string& sou
             c.text = rest;
             break;
         }
-        if (c.verb == Verb::Theme && c.text != "dark" && c.text != "light")
-            fail("theme: expected 'dark' or 'light', got '" + c.text + "'");
         if (c.verb == Verb::Cursor) {
             if (c.text == "off")
                 c.number = -1.0;
@@ -432,7 +430,8 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
         host.narrationBack();
         return true;
     case Verb::Theme:
-        host.setThemeByName(c.text);
+        if (!host.setThemeByName(c.text))
+            fail(c, "theme: no theme named '" + c.text + "' (themes: " + host.themeNames() + ")");
         return true;
     case Verb::Font:
         host.setFontPixels(float(c.number));

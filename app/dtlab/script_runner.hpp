@@ -48,7 +48,7 @@
 //   break KIND [ARG]     pause the run when KIND happens (rank_dies, rank_hangs, quorum_changes,
 //                        collective_fails, collective_slower MS, heal, step N, loss_nan)
 //   unbreak KIND         remove that breakpoint
-//   theme dark|light     switch theme;  font PX   font size in pixels
+//   theme NAME           switch theme (a file of assets/themes);  font PX   font size in pixels
 //   fullscreen           full screen on / off (as F11)
 //   show VIEW | hide VIEW    open or close a view window (topology, timeline, ...)
 //   help                 toggle the shortcut overlay
@@ -118,7 +118,8 @@ class ScriptHost {
         error = "breakpoints are not supported here";
         return false;
     }
-    virtual bool setThemeByName(const std::string& name) = 0;
+    virtual bool setThemeByName(const std::string& name) = 0; // false: no such theme
+    [[nodiscard]] virtual std::string themeNames() const { return "dark, light"; }
     virtual void setFontPixels(float px) = 0;
     virtual bool showView(const std::string& name, bool show) = 0;
     virtual void toggleHelp() = 0;

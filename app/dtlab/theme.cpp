@@ -1,11 +1,23 @@
-// theme.cpp: dtlab's dark and high-contrast light styles, rank-state colours,
-// and the TrueType font atlas rebuilt at the chosen pixel size.
+// theme.cpp: themes read from assets/themes/*.toml (see theme.hpp), applied
+// to ImGui's style, and the TrueType font atlas rebuilt at the chosen pixel size.
+//
+// A theme file:
+//   label = "light (high contrast)"
+//   base = "light"                  # ImGui's StyleColorsLight or StyleColorsDark underneath
+//   frame_border = 1.0              # optional, px at 16 px text
+//   [imgui]   WindowBg = "#ffffff"  # any ImGui colour by its name (ImGui::GetStyleColorName)
+//   [rank_states] running = "#00823c" ...   every state of rankStateLabel, all required
+//   [rank_state_text] paused = "#141414"    optional per state (default white)
+//   [marks] accent = "#e60078"  warning = "#c83c00"
 #include "theme.hpp"
+
+#include "model/asset_toml.hpp"
 
 #include <backends/imgui_impl_opengl3.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <sys/stat.h>
 
 namespace dt::app {
@@ -17,112 +29,148 @@ bool fileExists(const char* path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-void darkColors(ImGuiStyle& s) {
-    ImGui::StyleColorsDark(&s);
-    ImVec4* c = s.Colors;
-    c[ImGuiCol_WindowBg] = ImVec4(0.09f, 0.10f, 0.12f, 1.00f);
-    c[ImGuiCol_ChildBg] = ImVec4(0.11f, 0.12f, 0.14f, 1.00f);
-    c[ImGuiCol_PopupBg] = ImVec4(0.12f, 0.13f, 0.16f, 0.98f);
-    c[ImGuiCol_Border] = ImVec4(0.28f, 0.30f, 0.35f, 1.00f);
-    c[ImGuiCol_TitleBg] = ImVec4(0.13f, 0.15f, 0.19f, 1.00f);
-    c[ImGuiCol_TitleBgActive] = ImVec4(0.16f, 0.22f, 0.32f, 1.00f);
-    c[ImGuiCol_MenuBarBg] = ImVec4(0.13f, 0.14f, 0.17f, 1.00f);
-    c[ImGuiCol_FrameBg] = ImVec4(0.18f, 0.20f, 0.24f, 1.00f);
-    c[ImGuiCol_Button] = ImVec4(0.22f, 0.27f, 0.36f, 1.00f);
-    c[ImGuiCol_ButtonHovered] = ImVec4(0.30f, 0.40f, 0.56f, 1.00f);
-    c[ImGuiCol_ButtonActive] = ImVec4(0.36f, 0.50f, 0.72f, 1.00f);
-}
-
-// High contrast for projectors: pure black text on white, dark borders on
-// every frame, saturated selection colours.
-void lightColors(ImGuiStyle& s) {
-    ImGui::StyleColorsLight(&s);
-    ImVec4* c = s.Colors;
-    c[ImGuiCol_Text] = ImVec4(0.00f, 0.00f, 0.00f, 1.00f);
-    c[ImGuiCol_TextDisabled] = ImVec4(0.35f, 0.35f, 0.35f, 1.00f);
-    c[ImGuiCol_WindowBg] = ImVec4(1.00f, 1.00f, 1.00f, 1.00f);
-    c[ImGuiCol_ChildBg] = ImVec4(0.97f, 0.97f, 0.97f, 1.00f);
-    c[ImGuiCol_PopupBg] = ImVec4(1.00f, 1.00f, 1.00f, 0.99f);
-    c[ImGuiCol_Border] = ImVec4(0.15f, 0.15f, 0.15f, 1.00f);
-    c[ImGuiCol_FrameBg] = ImVec4(0.90f, 0.90f, 0.90f, 1.00f);
-    c[ImGuiCol_FrameBgHovered] = ImVec4(0.80f, 0.86f, 1.00f, 1.00f);
-    c[ImGuiCol_TitleBg] = ImVec4(0.85f, 0.85f, 0.85f, 1.00f);
-    c[ImGuiCol_TitleBgActive] = ImVec4(0.70f, 0.78f, 0.95f, 1.00f);
-    c[ImGuiCol_MenuBarBg] = ImVec4(0.88f, 0.88f, 0.88f, 1.00f);
-    c[ImGuiCol_Button] = ImVec4(0.82f, 0.86f, 0.95f, 1.00f);
-    c[ImGuiCol_ButtonHovered] = ImVec4(0.65f, 0.75f, 0.98f, 1.00f);
-    c[ImGuiCol_ButtonActive] = ImVec4(0.45f, 0.60f, 0.95f, 1.00f);
-    c[ImGuiCol_Header] = ImVec4(0.75f, 0.82f, 0.98f, 1.00f);
-    c[ImGuiCol_CheckMark] = ImVec4(0.00f, 0.20f, 0.70f, 1.00f);
-    c[ImGuiCol_SliderGrab] = ImVec4(0.00f, 0.25f, 0.75f, 1.00f);
-    c[ImGuiCol_PlotLines] = ImVec4(0.00f, 0.00f, 0.00f, 1.00f);
+int imguiColorIndex(const std::string& name) {
+    for (int i = 0; i < ImGuiCol_COUNT; ++i)
+        if (name == ImGui::GetStyleColorName(i))
+            return i;
+    return -1;
 }
 
 } // namespace
 
-const char* themeLabel(ThemeKind kind) {
-    return kind == ThemeKind::Dark ? "dark" : "light (high contrast)";
+Theme loadThemeFile(const std::string& path) {
+    const toml::table root = parseAssetFile(path);
+    rejectUnknownKeys(path, root,
+                      {"label", "base", "frame_border", "imgui", "rank_states", "rank_state_text", "marks"});
+    Theme theme;
+    theme.path = path;
+    theme.name = std::filesystem::path(path).stem().string();
+    theme.label = root["label"].value_or(theme.name);
+    const toml::node* base = root.get("base");
+    const std::optional<std::string> base_name = base ? base->value<std::string>() : std::nullopt;
+    if (!base_name || (*base_name != "dark" && *base_name != "light"))
+        throw assetError(path, base, "base must be \"dark\" or \"light\" (ImGui's style underneath)");
+    theme.light_base = *base_name == "light";
+    theme.frame_border = float(assetNumber(path, root, "frame_border", 0.0));
+
+    if (const toml::table* imgui = root["imgui"].as_table())
+        for (const auto& [key, node] : *imgui) {
+            const int index = imguiColorIndex(std::string(key.str()));
+            if (index < 0)
+                throw assetError(path, key,
+                                 "'" + std::string(key.str()) +
+                                     "' is not an ImGui colour (ImGuiCol_ names without the prefix: "
+                                     "WindowBg, Text, Button, ...)");
+            theme.colors[size_t(index)] = assetColor(path, node);
+        }
+
+    const toml::table* states = root["rank_states"].as_table();
+    if (!states)
+        throw assetError(path, nullptr, "[rank_states] is missing: one colour per rank state");
+    const toml::table* texts = root["rank_state_text"].as_table();
+    std::vector<std::string> state_names;
+    for (size_t i = 0; i < kRankStateCount; ++i) {
+        const std::string state(rankStateLabel(RankState(i)));
+        state_names.push_back(state);
+        const toml::node* color = states->get(state);
+        if (!color)
+            throw assetError(path, states, "[rank_states] has no colour for '" + state + "'");
+        theme.rank_state[i] = ImGui::ColorConvertFloat4ToU32(assetColor(path, *color));
+        const toml::node* text = texts ? texts->get(state) : nullptr;
+        theme.rank_state_text[i] =
+            text ? ImGui::ColorConvertFloat4ToU32(assetColor(path, *text)) : IM_COL32(255, 255, 255, 255);
+    }
+    rejectUnknownKeys(path, *states, state_names);
+    if (texts)
+        rejectUnknownKeys(path, *texts, state_names);
+
+    const toml::table* marks = root["marks"].as_table();
+    if (!marks || !marks->get("accent") || !marks->get("warning"))
+        throw assetError(path, marks, "[marks] needs accent and warning colours");
+    rejectUnknownKeys(path, *marks, {"accent", "warning"});
+    theme.accent = ImGui::ColorConvertFloat4ToU32(assetColor(path, *marks->get("accent")));
+    theme.warning = ImGui::ColorConvertFloat4ToU32(assetColor(path, *marks->get("warning")));
+    return theme;
 }
 
-void applyTheme(ThemeKind kind, float font_px) {
+ThemeSet loadThemes(const std::string& dir) {
+    ThemeSet set;
+    std::vector<std::string> paths;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+        if (entry.path().extension() == ".toml")
+            paths.push_back(entry.path().string());
+    if (ec && !dir.empty())
+        set.problems.push_back(dir + ": " + ec.message());
+    std::sort(paths.begin(), paths.end());
+    for (const std::string& path : paths) {
+        try {
+            set.themes.push_back(loadThemeFile(path));
+        } catch (const std::exception& e) {
+            set.problems.push_back(e.what());
+        }
+    }
+    std::stable_sort(set.themes.begin(), set.themes.end(),
+                     [](const Theme& a, const Theme& b) { return a.name == "dark" && b.name != "dark"; });
+    if (set.themes.empty()) {
+        if (set.problems.empty())
+            set.problems.push_back((dir.empty() ? std::string("assets/themes") : dir) +
+                                   ": no theme file (*.toml): using ImGui's stock dark style");
+        set.themes.push_back(fallbackTheme());
+    }
+    return set;
+}
+
+const Theme& fallbackTheme() {
+    static const Theme theme = [] {
+        Theme t;
+        t.name = "stock";
+        t.label = "stock ImGui (no theme file)";
+        for (size_t i = 0; i < kRankStateCount; ++i)
+            t.rank_state[i] = ImColor::HSV(float(i) / float(kRankStateCount), 0.65f, 0.75f);
+        t.rank_state_text.fill(IM_COL32(255, 255, 255, 255));
+        t.accent = ImColor::HSV(0.13f, 0.85f, 1.0f);
+        t.warning = ImColor::HSV(0.07f, 0.85f, 1.0f);
+        return t;
+    }();
+    return theme;
+}
+
+void applyTheme(const Theme& theme, float font_px) {
     ImGuiStyle style;
-    if (kind == ThemeKind::Dark)
-        darkColors(style);
+    if (theme.light_base)
+        ImGui::StyleColorsLight(&style);
     else
-        lightColors(style);
+        ImGui::StyleColorsDark(&style);
+    for (int i = 0; i < ImGuiCol_COUNT; ++i)
+        if (theme.colors[size_t(i)])
+            style.Colors[i] = *theme.colors[size_t(i)];
     style.WindowRounding = 3.0f;
     style.FrameRounding = 3.0f;
     style.GrabRounding = 3.0f;
     style.ChildRounding = 3.0f;
     style.WindowBorderSize = 1.0f;
-    style.FrameBorderSize = kind == ThemeKind::Light ? 1.0f : 0.0f;
+    style.FrameBorderSize = theme.frame_border;
     style.WindowPadding = ImVec2(8, 6);
     style.ItemSpacing = ImVec2(7, 5);
     style.ScaleAllSizes(font_px / FontManager::kDefaultPx);
     ImGui::GetStyle() = style;
 }
 
-ImU32 rankStateColor(RankState state, ThemeKind kind) {
-    const bool dark = kind == ThemeKind::Dark;
-    switch (state) {
-    case RankState::Pending:
-        return dark ? IM_COL32(90, 94, 104, 255) : IM_COL32(170, 170, 170, 255);
-    case RankState::Starting:
-        return dark ? IM_COL32(70, 110, 170, 255) : IM_COL32(60, 110, 200, 255);
-    case RankState::Running:
-        return dark ? IM_COL32(46, 160, 90, 255) : IM_COL32(0, 130, 60, 255);
-    case RankState::Paused:
-        return dark ? IM_COL32(200, 170, 50, 255) : IM_COL32(190, 140, 0, 255);
-    case RankState::Hung:
-        return dark ? IM_COL32(230, 120, 30, 255) : IM_COL32(210, 90, 0, 255);
-    case RankState::Finished:
-        return dark ? IM_COL32(70, 130, 200, 255) : IM_COL32(20, 70, 160, 255);
-    case RankState::Failed:
-        return dark ? IM_COL32(200, 50, 60, 255) : IM_COL32(190, 0, 20, 255);
-    case RankState::Killed:
-        return dark ? IM_COL32(150, 30, 40, 255) : IM_COL32(120, 0, 10, 255);
-    case RankState::Restarting:
-        return dark ? IM_COL32(150, 80, 170, 255) : IM_COL32(120, 50, 150, 255);
-    case RankState::Healing:
-        return dark ? IM_COL32(40, 170, 170, 255) : IM_COL32(0, 130, 140, 255);
-    }
-    return IM_COL32(128, 128, 128, 255);
+ImU32 rankStateColor(RankState state, const Theme& theme) {
+    return theme.rank_state[std::min(size_t(state), kRankStateCount - 1)];
 }
 
-ImU32 rankStateTextColor(RankState state, ThemeKind kind) {
-    if (state == RankState::Paused && kind == ThemeKind::Dark)
-        return IM_COL32(20, 20, 20, 255);
-    if (state == RankState::Pending && kind == ThemeKind::Light)
-        return IM_COL32(0, 0, 0, 255);
-    return IM_COL32(255, 255, 255, 255);
+ImU32 rankStateTextColor(RankState state, const Theme& theme) {
+    return theme.rank_state_text[std::min(size_t(state), kRankStateCount - 1)];
 }
 
-ImU32 accentColor(ThemeKind kind) {
-    return kind == ThemeKind::Dark ? IM_COL32(255, 200, 40, 255) : IM_COL32(230, 0, 120, 255);
+ImU32 accentColor(const Theme& theme) {
+    return theme.accent;
 }
 
-ImU32 warningColor(ThemeKind kind) {
-    return kind == ThemeKind::Dark ? IM_COL32(255, 140, 40, 255) : IM_COL32(200, 60, 0, 255);
+ImU32 warningColor(const Theme& theme) {
+    return theme.warning;
 }
 
 void FontManager::request(float px) {

@@ -1,9 +1,15 @@
-// theme.hpp: the two looks of dtlab and the crisp, scalable font.
+// theme.hpp: dtlab's looks, read from assets/themes/*.toml, and the crisp,
+// scalable font.
 //
-// Dark is the default for a screen; Light is a high-contrast theme for a
-// projector in a bright room (black text on white, strong borders). Both are
-// hard-coded ImGui styles; the rank-state colours the topology view uses come
-// from here too, so they stay readable in either theme.
+// A theme file names ImGui's base style (dark or light), overrides any of
+// ImGui's colours by their ImGui names, and gives the colours dtlab adds: one
+// per rank state (tile accents, badges), the text drawn on each, the accent
+// (highlights, the narration's flash) and the warning colour. The shipped
+// files are dark.toml (the default, for a screen) and light.toml (black on
+// white for a projector in a bright room); a new file is a new theme in the
+// View menu and for the script's `theme NAME`. When no file loads, dtlab uses
+// ImGui's stock dark style with evenly spaced hues for the rank states and
+// says why.
 //
 // Fonts: DejaVu Sans from Debian's fonts-dejavu-core is rasterised at the
 // chosen pixel size (not scaled up from a small bitmap), so text stays crisp at
@@ -15,25 +21,53 @@
 
 #include <imgui.h>
 
+#include <array>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace dt::app {
 
-enum class ThemeKind { Dark, Light };
+inline constexpr size_t kRankStateCount = size_t(RankState::Healing) + 1;
 
-[[nodiscard]] const char* themeLabel(ThemeKind kind);
+struct Theme {
+    std::string name;          // the file's stem: `theme NAME` in a script
+    std::string label;         // the View menu's text
+    std::string path;          // the file it came from ("" = the built-in fallback)
+    bool light_base = false;   // ImGui's StyleColorsLight underneath, else StyleColorsDark
+    float frame_border = 0.0f; // px at 16 px text: a border around every frame (buttons, fields)
+    std::array<std::optional<ImVec4>, ImGuiCol_COUNT> colors{}; // overrides of ImGui's colours
+    std::array<ImU32, kRankStateCount> rank_state{};
+    std::array<ImU32, kRankStateCount> rank_state_text{};
+    ImU32 accent = 0;
+    ImU32 warning = 0;
+};
+
+// One theme file; a mistake is an AssetError (FILE:LINE:COLUMN: ...).
+[[nodiscard]] Theme loadThemeFile(const std::string& path);
+
+struct ThemeSet {
+    std::vector<Theme> themes;         // "dark" first, then by name; never empty
+    std::vector<std::string> problems; // files that did not load, each FILE:LINE:COLUMN: why
+};
+// Every *.toml of `dir`; the built-in fallback alone when none loads.
+[[nodiscard]] ThemeSet loadThemes(const std::string& dir);
+
+// ImGui's stock dark style, rank states in evenly spaced hues: used when no theme file loads,
+// and by headless tests that draw views without the app.
+[[nodiscard]] const Theme& fallbackTheme();
 
 // Sets ImGui's style for the theme, with sizes scaled for the font size
 // (`font_px` / 16: paddings, roundings and scrollbars grow with the text).
-void applyTheme(ThemeKind kind, float font_px);
+void applyTheme(const Theme& theme, float font_px);
 
 // Colour of a rank state (tile background accent, badges), readable in the theme.
-[[nodiscard]] ImU32 rankStateColor(RankState state, ThemeKind kind);
+[[nodiscard]] ImU32 rankStateColor(RankState state, const Theme& theme);
 // Colour of text drawn on top of rankStateColor.
-[[nodiscard]] ImU32 rankStateTextColor(RankState state, ThemeKind kind);
+[[nodiscard]] ImU32 rankStateTextColor(RankState state, const Theme& theme);
 // The accent used for highlights, badges and the narration flash.
-[[nodiscard]] ImU32 accentColor(ThemeKind kind);
-[[nodiscard]] ImU32 warningColor(ThemeKind kind);
+[[nodiscard]] ImU32 accentColor(const Theme& theme);
+[[nodiscard]] ImU32 warningColor(const Theme& theme);
 
 // The UI font at a chosen pixel size. Without the TTF (fonts-dejavu-core not
 // installed) it falls back to ImGui's built-in bitmap font, scaled, and says so.

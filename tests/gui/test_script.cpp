@@ -81,7 +81,7 @@ class FakeHost final : public ScriptHost {
     void narrationBack() override { calls.push_back("back"); }
     bool setThemeByName(const std::string& name) override {
         calls.push_back("theme " + name);
-        return true;
+        return name == "dark" || name == "light";
     }
     void setFontPixels(float px) override { calls.push_back("font " + std::to_string(int(px))); }
     bool showView(const std::string& name, bool show) override {
@@ -146,7 +146,6 @@ TEST_CASE("Scripts are parsed line by line with file:line errors", "[script]") {
               0);
         CHECK(parseError("pause now\n") == "s.txt:1: pause takes no argument; expected 'pause'");
         CHECK(parseError("screenshot\n") == "s.txt:1: screenshot: expected 'screenshot PATH'");
-        CHECK(parseError("theme blue\n") == "s.txt:1: theme: expected 'dark' or 'light', got 'blue'");
         CHECK(parseError("font 99\n") == "s.txt:1: font: expected a size in pixels in 10..48, got 99");
     }
     SECTION("cursor takes seconds after the run's first event, or off") {
@@ -247,6 +246,11 @@ TEST_CASE("A script fails at run time when a wait can never be met", "[script]")
             status = s.tick(host, 0.0);
         CHECK(status == ScriptRunner::Status::Failed);
         CHECK(s.failure().find("no button 'Nope' was drawn") != std::string::npos);
+    }
+    SECTION("a theme with no file of assets/themes") {
+        ScriptRunner s = ScriptRunner::parse("theme blue\n", "s.txt");
+        CHECK(s.tick(host, 0.0) == ScriptRunner::Status::Failed);
+        CHECK(s.failure() == "s.txt:1: theme: no theme named 'blue' (themes: dark, light)");
     }
     SECTION("a recording that cannot be written") {
         ScriptRunner s = ScriptRunner::parse("save_recording /nope/x.dtrec\n", "s.txt");

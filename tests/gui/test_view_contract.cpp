@@ -293,6 +293,19 @@ TEST_CASE("Each view says which scenarios it belongs to", "[gui][contract]") {
 
 namespace {
 
+// assets/layouts.toml as dtlab reads it (each family's main view).
+const FamilyLayouts& shippedLayouts() {
+    static const FamilyLayouts layouts = [] {
+        std::vector<std::string> ids;
+        for (const auto& view : makeViews())
+            ids.push_back(view->id());
+        FamilyLayouts l = loadFamilyLayouts(std::string(DTLAB_SOURCE_DIR) + "/assets/layouts.toml", ids);
+        REQUIRE(l.problems.empty());
+        return l;
+    }();
+    return layouts;
+}
+
 // A view the app does not know: it says it goes in the band under the
 // timeline, 100 px high.
 class ExtraBandView final : public View {
@@ -358,7 +371,7 @@ TEST_CASE("The default tiling places each view where it says", "[gui][contract][
     std::vector<ImVec4> rects;
     ViewTiling tiling;
     auto layout = [&] {
-        imgui.frame([&] { tiling = layoutViews(views, scenario, 20.0f); });
+        imgui.frame([&] { tiling = layoutViews(views, scenario, 20.0f, shippedLayouts()); });
         rects = tiling.rects;
     };
     const float width = ImGui::GetIO().DisplaySize.x, height = ImGui::GetIO().DisplaySize.y;
@@ -443,7 +456,7 @@ TEST_CASE("Each scenario family's main view gets the most room", "[gui][contract
                 scenario.topology.stages = 4;
             openRelevant(views, scenario);
             ViewTiling tiling;
-            imgui.frame([&] { tiling = layoutViews(views, scenario, 20.0f); });
+            imgui.frame([&] { tiling = layoutViews(views, scenario, 20.0f, shippedLayouts()); });
             CHECK(tiling.main_view == main);
             const size_t m = indexOf(views, main);
             REQUIRE(views[m]->open);
@@ -459,7 +472,7 @@ TEST_CASE("Each scenario family's main view gets the most room", "[gui][contract
     SECTION("a fault-tolerant run's main view is the quorum") {
         Scenario s = scenarioOf("ddp");
         s.fault_tolerance.enabled = true;
-        CHECK(mainViewOf(s) == "quorum");
+        CHECK(mainViewOf(s, shippedLayouts()) == "quorum");
     }
 }
 
@@ -492,9 +505,11 @@ TEST_CASE("Every shipped scenario's views keep 120 px of content at presentation
             for (float font : fonts) {
                 ImGui::GetIO().DisplaySize = display;
                 ImGui::GetIO().FontGlobalScale = font / ImGui::GetIO().Fonts->Fonts[0]->FontSize;
-                applyTheme(ThemeKind::Dark, font);
+                applyTheme(fallbackTheme(), font);
                 ViewTiling tiling;
-                imgui.frame([&] { tiling = layoutViews(views, scenario, ImGui::GetFrameHeight()); });
+                imgui.frame([&] {
+                    tiling = layoutViews(views, scenario, ImGui::GetFrameHeight(), shippedLayouts());
+                });
                 INFO(file << " at " << display.x << "x" << display.y << ", " << font << " px");
                 shelved_layouts += tiling.shelf.z > 0.0f ? 1 : 0;
                 for (size_t i = 0; i < views.size(); ++i) {

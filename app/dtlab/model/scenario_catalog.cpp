@@ -51,6 +51,26 @@ const char* familyLabel(ScenarioFamily family) {
     return "?";
 }
 
+const char* familyKey(ScenarioFamily family) {
+    switch (family) {
+    case ScenarioFamily::DataParallel:
+        return "data_parallel";
+    case ScenarioFamily::Sharded:
+        return "sharded";
+    case ScenarioFamily::TensorParallel:
+        return "tensor_parallel";
+    case ScenarioFamily::Pipeline:
+        return "pipeline";
+    case ScenarioFamily::FaultTolerance:
+        return "fault_tolerance";
+    case ScenarioFamily::Diloco:
+        return "diloco";
+    case ScenarioFamily::Backends:
+        return "backends";
+    }
+    return "?";
+}
+
 int ScenarioCatalog::cardCount() const {
     int n = 0;
     for (const CatalogTopic& t : topics)

@@ -31,8 +31,16 @@ enum class ScenarioFamily {
     Backends
 };
 
+inline constexpr ScenarioFamily kAllFamilies[] = {ScenarioFamily::DataParallel,   ScenarioFamily::Sharded,
+                                                  ScenarioFamily::TensorParallel, ScenarioFamily::Pipeline,
+                                                  ScenarioFamily::FaultTolerance, ScenarioFamily::Diloco,
+                                                  ScenarioFamily::Backends};
+inline constexpr size_t kFamilyCount = sizeof(kAllFamilies) / sizeof(kAllFamilies[0]);
+
 [[nodiscard]] ScenarioFamily familyOf(const Scenario& scenario);
 [[nodiscard]] const char* familyLabel(ScenarioFamily family);
+// "data_parallel", "sharded", ...: the family's table in assets/layouts.toml and assets/icons.toml.
+[[nodiscard]] const char* familyKey(ScenarioFamily family);
 
 struct ScenarioCard {
     std::string name;        // "ddp_basics": the file's stem, the card's scriptable label

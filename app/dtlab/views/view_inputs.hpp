@@ -156,7 +156,7 @@ struct ViewInputs {
     const RunFacts* facts = nullptr;
     const std::vector<RankProgress>* ranks = nullptr;
     std::optional<ft::LighthouseStatus> lighthouse;
-    ThemeKind theme = ThemeKind::Dark;
+    const Theme* theme = &fallbackTheme(); // the app's; never null
     std::string failure_reason;
     const std::vector<ClosingCheckResult>* closing_checks = nullptr;
     NarrationPosition narration;

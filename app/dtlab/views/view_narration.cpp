@@ -72,7 +72,7 @@ void drawClosingChecks(const ViewInputs& inputs) {
     const std::vector<ClosingCheck>& checks = scenario.checks;
     if (checks.empty())
         return;
-    const ThemeKind theme = inputs.theme;
+    const Theme& theme = *inputs.theme;
     ImGui::Spacing();
     ImGui::Separator();
     ImGui::TextColored(ImColor(accentColor(theme)), "Closing checks: what this run showed");
@@ -109,7 +109,7 @@ void drawClosingChecks(const ViewInputs& inputs) {
 
 void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuestion& q,
                                  const std::string& until) {
-    const ThemeKind theme = inputs.theme;
+    const Theme& theme = *inputs.theme;
     if (m_input_step != inputs.narration.index || m_input_run != inputs.run_serial) {
         m_input_step = inputs.narration.index;
         m_input_run = inputs.run_serial;
@@ -222,7 +222,7 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     const std::vector<NarrationStep>& steps = inputs.model->scenario().steps;
     const int index = std::clamp(inputs.narration.index, 0, int(steps.size()) - 1);
     const NarrationStep& step = steps[size_t(index)];
-    const ThemeKind theme = inputs.theme;
+    const Theme& theme = *inputs.theme;
     const ImGuiStyle& style = ImGui::GetStyle();
 
     // Progress: "Step 2 of 6" and one dot per step.

@@ -61,7 +61,7 @@ void ToolbarView::drawContent(const ViewInputs& inputs) {
     const bool live = inputs.live;
     const char* why = inputs.replay ? "a replay: nothing is running" : "the run is over";
     const RunMode mode = f.control.mode;
-    const ThemeKind theme = inputs.theme;
+    const Theme& theme = *inputs.theme;
 
     if (act.button("Run", live && mode != RunMode::Run, why))
         act.runFree();

@@ -248,7 +248,7 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
 }
 
 void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, float width, float height) {
-    const ThemeKind theme = inputs.theme;
+    const Theme& theme = *inputs.theme;
     const bool selected = inputs.selected_rank && *inputs.selected_rank == p.rank;
     const Scenario& scenario = inputs.model->scenario();
     ImGui::PushID(p.rank);
@@ -412,11 +412,11 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
     const Scenario& scenario = inputs.model->scenario();
     ImGui::Text("Rank %d", rank);
     ImGui::SameLine();
-    ImGui::TextColored(ImColor(rankStateColor(p.state, inputs.theme)), "%s",
+    ImGui::TextColored(ImColor(rankStateColor(p.state, *inputs.theme)), "%s",
                        std::string(rankStateLabel(p.state)).c_str());
     if (const TileStatus status = tileStatus(*inputs.model, p, inputs.now_ns); status.blocked) {
         ImGui::SameLine();
-        ImGui::TextColored(ImColor(warningColor(inputs.theme)), "but blocked: %s", status.wait.c_str());
+        ImGui::TextColored(ImColor(warningColor(*inputs.theme)), "but blocked: %s", status.wait.c_str());
     }
     if (ImGui::BeginTable("details", 4, ImGuiTableFlags_SizingStretchProp)) {
         auto cell = [](const char* key, const std::string& value) {
@@ -478,8 +478,8 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
     const size_t first = errors.size() > 6 ? errors.size() - 6 : 0;
     for (size_t i = first; i < errors.size(); ++i) {
         const LogRecord& log = *errors[i];
-        const ImU32 color = log.level == LogLevel::Error ? rankStateColor(RankState::Failed, inputs.theme)
-                                                         : warningColor(inputs.theme);
+        const ImU32 color = log.level == LogLevel::Error ? rankStateColor(RankState::Failed, *inputs.theme)
+                                                         : warningColor(*inputs.theme);
         ImGui::PushStyleColor(ImGuiCol_Text, color);
         ImGui::TextWrapped("%s%s", log.rank < 0 ? "session: " : "", log.text.c_str());
         ImGui::PopStyleColor();

@@ -69,7 +69,7 @@ void WhatIfView::drawContent(const ViewInputs& inputs) {
 void WhatIfView::drawKnobs(const ViewInputs& inputs) {
     const WhatIfInputs& w = *inputs.whatif;
     const Scenario& edit = *w.edited;
-    const ThemeKind theme = inputs.theme;
+    const Theme& theme = *inputs.theme;
     const float label_w = ImGui::CalcTextSize("backward_prefetch  ").x;
     for (Knob knob : knobsFor(*w.base)) {
         const int key = int(knob);
