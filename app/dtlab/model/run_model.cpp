@@ -390,6 +390,11 @@ void RunModel::ingestInstant(const Event& e) {
             insertSorted(laneFor(e.rank).unit_events, e, e.t_ns, timeOf);
         return;
     }
+    if (e.kind == EventKind::GradReady) { // frequent: for the autograd view only (see run_model.hpp)
+        if (e.rank >= 0)
+            insertSorted(laneFor(e.rank).grad_ready, e, e.t_ns, timeOf);
+        return;
+    }
     if (e.kind == EventKind::ClockSync) { // the latest only (see RankLane::clock_sync)
         if (e.rank >= 0) {
             RankLane& lane = laneFor(e.rank);

@@ -26,6 +26,8 @@
 //                  several per unit and microbatch, so they would drown the
 //                  lifecycle markers and the event log; the FSDP flow view
 //                  reads them.
+//   grad ready     GradReady instants (one per parameter per backward), kept
+//                  apart for the same reason; the autograd view reads them.
 //
 // Collectives: the parts of one collective on different ranks are matched by
 // (group, kind, seq): a rank can be in several process groups (HSDP: its shard
@@ -95,6 +97,7 @@ struct RankLane {
     std::array<double, size_t(EventKind::Count)> counter_max{}; // largest value seen per counter kind
     std::vector<Event> instants;                                // lifecycle, sorted by t
     std::vector<Event> unit_events;                             // UnitMaterialized / UnitFreed, sorted by t
+    std::vector<Event> grad_ready;                              // GradReady, sorted by t
     // The rank's latest ClockSync (kind == ClockSync once it sent one): the
     // offset it applies to its clock and that offset's error bound
     // (telemetry/clock_sync.hpp); kept apart from the instants (one every

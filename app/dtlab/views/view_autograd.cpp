@@ -6,12 +6,16 @@
 //   2. per group, its launch point: the execution position of its last leaf
 //      (a bucket also waits for every earlier bucket, as DDP launches in order)
 //   3. the strip: cells in execution order, wrapped; markers at launch points
-//   4. per group, one line: the launch point as a share of backward, and for
-//      DDP the measured launch of the run (computeBucketPicture)
+//   4. the measured row: the selected rank's last backward, one tick per
+//      parameter at the moment its GradReady report says its gradient was
+//      ready (gradReadyPicture), each group's last gradient marked
+//   5. per group, one line: the launch point as a share of backward, the
+//      measured ready time, and for DDP the measured launch (computeBucketPicture)
 #include "views/view_autograd.hpp"
 
 #include "dtlab/ddp_buckets.hpp"
 #include "dtlab/strategy_kind.hpp"
+#include "model/grad_ready.hpp"
 #include "views/view_ddp_buckets.hpp"
 #include "widgets/elide.hpp"
 #include "widgets/help.hpp"
@@ -52,14 +56,18 @@ const char* AutogradView::helpText() const {
            "earlier "
            "layers. The markers show where, and how much of backward is still to run: that is the "
            "communication that can hide behind computation. ZeRO and FSDP launch a unit's reduce-scatter the "
-           "same way, when the unit's last gradient is ready. Under the strip, for DDP, the same launch "
-           "measured in the run (the DDP buckets view's numbers). Hover a cell to read its node.";
+           "same way, when the unit's last gradient is ready.\n\n"
+           "Under the strip, measured in the run: the selected rank reports the moment each parameter's "
+           "gradient was ready in its last backward (the hook DDP and FSDP count), drawn as one tick per "
+           "parameter on that backward's time axis, with each group's last gradient marked. For DDP the "
+           "bucket's measured all-reduce launch follows (the DDP buckets view's numbers). Hover a cell or a "
+           "tick to read it.";
 }
 
 LayoutPlace AutogradView::layoutPlace(const LayoutContext&) const {
     LayoutPlace place;
     place.area = LayoutArea::Band;
-    place.height = std::round(ImGui::GetFrameHeightWithSpacing() * 14.0f);
+    place.height = std::round(ImGui::GetFrameHeightWithSpacing() * 17.0f);
     return place;
 }
 
@@ -130,6 +138,12 @@ void AutogradView::drawContent(const ViewInputs& inputs) {
         for (int p : groups[gi].params)
             group_of[size_t(p)] = int(gi);
 
+    const int rank = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
+    const GradReadyPicture ready =
+        groups.empty() ? GradReadyPicture{}
+                       : gradReadyPicture(*inputs.model, rank, inputs.cursor(), g.param_names.size());
+    const bool measured = ready.step >= 0;
+
     helpMarker(helpText());
     ImGui::SameLine();
     ImGui::TextDisabled("%d nodes of this model's backward, %d of them AccumulateGrad leaves, in the order "
@@ -186,21 +200,91 @@ void AutogradView::drawContent(const ViewInputs& inputs) {
             if (group_of[p] >= 0)
                 ImGui::Text("%s: %s", ddp ? "its bucket" : "its unit",
                             groups[size_t(group_of[p])].label.c_str());
+            if (measured && ready.ready_ms[p] >= 0.0)
+                ImGui::Text("ready %.1f ms into a %.1f ms backward (rank %d, step %d, measured)",
+                            ready.ready_ms[p], ready.backward_ms, ready.rank, ready.step);
             ImGui::TextDisabled("the strategies' gradient-ready hook runs after this node");
         }
         ImGui::EndTooltip();
     }
 
-    // 4. Per group: how much of backward is still to run at its launch point; DDP: measured too.
+    // 4. The measured row: one tick per parameter at its ready time in the rank's last backward.
+    std::vector<double> group_ready_ms(groups.size(), -1.0);
+    if (!groups.empty()) {
+        if (!measured) {
+            ImGui::TextDisabled("Measured: no gradient-ready reports from rank %d yet (they come with each "
+                                "backward).",
+                                rank);
+        } else {
+            double earlier = -1.0;
+            for (size_t gi = 0; gi < groups.size(); ++gi) {
+                for (int p : groups[gi].params)
+                    group_ready_ms[gi] = std::max(group_ready_ms[gi], ready.ready_ms[size_t(p)]);
+                if (ddp) { // launched in bucket order, as above
+                    group_ready_ms[gi] = std::max(group_ready_ms[gi], earlier);
+                    earlier = group_ready_ms[gi];
+                }
+            }
+            char title[160];
+            std::snprintf(title, sizeof(title),
+                          "Measured on rank %d, step %d: each gradient's ready time in a %.1f ms backward%s",
+                          rank, ready.step, ready.backward_ms,
+                          ready.complete() ? "" : " (some not reported)");
+            textElided(title, ImGui::GetContentRegionAvail().x);
+            const ImVec2 axis = ImGui::GetCursorScreenPos();
+            const float width = std::max(10.0f, ImGui::GetContentRegionAvail().x - line_h);
+            const float tick_h = line_h * 1.2f;
+            const double span_ms = std::max(1e-3, ready.backward_ms);
+            draw->AddLine(ImVec2(axis.x, axis.y + tick_h), ImVec2(axis.x + width, axis.y + tick_h), op, 1.0f);
+            int hovered_param = -1;
+            for (size_t p = 0; p < ready.ready_ms.size(); ++p) {
+                if (ready.ready_ms[p] < 0.0)
+                    continue;
+                const float x = axis.x + float(ready.ready_ms[p] / span_ms) * width;
+                const int group = group_of[p];
+                draw->AddLine(ImVec2(x, axis.y), ImVec2(x, axis.y + tick_h),
+                              group >= 0 ? palette::rankColor(group) : ImGui::GetColorU32(ImGuiCol_Text),
+                              2.0f);
+                if (std::fabs(mouse.x - x) < 3.0f && mouse.y >= axis.y && mouse.y < axis.y + tick_h)
+                    hovered_param = int(p);
+            }
+            for (size_t gi = 0; gi < groups.size(); ++gi) {
+                if (group_ready_ms[gi] < 0.0)
+                    continue;
+                const float x = axis.x + float(group_ready_ms[gi] / span_ms) * width;
+                draw->AddTriangleFilled(ImVec2(x - line_h * 0.3f, axis.y + tick_h + line_h * 0.5f),
+                                        ImVec2(x + line_h * 0.3f, axis.y + tick_h + line_h * 0.5f),
+                                        ImVec2(x, axis.y + tick_h), palette::rankColor(int(gi)));
+            }
+            char ends[64];
+            std::snprintf(ends, sizeof(ends), "%.0f ms", ready.backward_ms);
+            draw->AddText(ImVec2(axis.x, axis.y + tick_h + line_h * 0.5f), op, "0 (backward starts)");
+            draw->AddText(
+                ImVec2(axis.x + width - ImGui::CalcTextSize(ends).x, axis.y + tick_h + line_h * 0.5f), op,
+                ends);
+            ImGui::Dummy(ImVec2(width, tick_h + line_h * 1.6f));
+            if (hovered_param >= 0) {
+                const size_t p = size_t(hovered_param);
+                ImGui::BeginTooltip();
+                ImGui::Text("%s", g.param_names[p].c_str());
+                ImGui::Text("ready %.1f ms into backward (rank %d, step %d, measured)", ready.ready_ms[p],
+                            rank, ready.step);
+                if (group_of[p] >= 0)
+                    ImGui::Text("%s: %s", ddp ? "its bucket" : "its unit",
+                                groups[size_t(group_of[p])].label.c_str());
+                ImGui::EndTooltip();
+            }
+        }
+    }
+
+    // 5. Per group: how much of backward is still to run at its launch point; measured too.
     if (groups.empty()) {
         ImGui::TextDisabled("This strategy launches no per-bucket or per-unit collective from these hooks.");
         return;
     }
     std::optional<BucketPicture> picture;
-    if (ddp) {
-        const int rank = inputs.selected_rank && *inputs.selected_rank >= 0 ? *inputs.selected_rank : 0;
+    if (ddp)
         picture = computeBucketPicture(*inputs.model, rank, inputs.cursor());
-    }
     char line[256];
     for (size_t gi = 0; gi < groups.size(); ++gi) {
         const AutogradGroup& group = groups[gi];
@@ -215,6 +299,17 @@ void AutogradView::drawContent(const ViewInputs& inputs) {
         ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(palette::rankColor(int(gi))));
         textElided(line, ImGui::GetContentRegionAvail().x);
         ImGui::PopStyleColor();
+        if (measured && group_ready_ms[gi] >= 0.0) {
+            std::snprintf(
+                line, sizeof(line),
+                "   measured (rank %d, step %d): its last gradient ready %.1f ms into a %.1f ms backward "
+                "(%.0f %% of it still to run)",
+                rank, ready.step, group_ready_ms[gi], ready.backward_ms,
+                100.0 * std::max(0.0, 1.0 - group_ready_ms[gi] / std::max(1e-3, ready.backward_ms)));
+            ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+            textElided(line, ImGui::GetContentRegionAvail().x);
+            ImGui::PopStyleColor();
+        }
         if (picture && gi < picture->buckets.size() && picture->buckets[gi].measured) {
             const BucketRow& b = picture->buckets[gi];
             std::snprintf(line, sizeof(line),

@@ -92,9 +92,22 @@ void DdpGradientSync::onGradientReady(int param_index) {
         return;
     if (!m_rebuilt && m_ready_order.size() < m_params.size())
         m_ready_order.push_back(param_index);
+    const int b = m_bucket_of_param[size_t(param_index)];
+    if (m_sink) { // the moment this gradient is ready: the autograd view marks it on the graph
+        Event e;
+        e.kind = EventKind::GradReady;
+        e.phase = EventPhase::Instant;
+        e.t_ns = m_sink->now();
+        e.step = m_step;
+        e.microbatch = int16_t(m_microbatch);
+        e.unit = int16_t(param_index);
+        e.value = double(b);
+        e.bytes = m_numel[size_t(param_index)] * 4;
+        e.rank = m_comm.rank();
+        m_sink->emit(e);
+    }
     // Divide before the all-reduce, as PyTorch's Reducer does (bucket_view.div_(div_factor_)).
     m_params[size_t(param_index)].mutable_grad().div_(double(m_comm.size()));
-    const int b = m_bucket_of_param[size_t(param_index)];
     if (--m_pending[size_t(b)] == 0 && m_overlap) {
         const size_t before = m_next_bucket;
         launchReadyInOrder();

@@ -373,6 +373,14 @@ class ShardedStrategy final : public TrainingStrategy {
         if (!m_in_backward)
             return;
         FlatUnit& u = *m_unit_of_param[param_index];
+        if (m_telemetry.sink()) // the moment this gradient is ready: the autograd view marks it on the graph
+            m_telemetry.instant(EventKind::GradReady)
+                .step(m_step)
+                .unit(int(param_index))
+                .microbatch(m_microbatch)
+                .bytes(m_params[param_index].numel() * 4)
+                .value(double(u.id))
+                .emit();
         if (--u.pending_grads == 0)
             onUnitGradientsReady(u);
     }
