@@ -326,6 +326,9 @@ ViewInputs AppContext::viewInputs() {
     in.narration.held = narrationHeld();
     in.narration.held_at_end = waitingAtEndHold();
     in.narration.exercise = currentExercise();
+    if (m_narration_index >= 0 && size_t(m_narration_index) < m_scenario.steps.size())
+        if (const View* v = findView(m_scenario.steps[size_t(m_narration_index)].highlight))
+            in.narration.look_at_title = v->name();
     in.run_serial = m_whatif_serial;
     in.autograd_graph = m_autograd_graph ? &*m_autograd_graph : nullptr;
     in.autograd_status = m_autograd_status;

@@ -240,6 +240,10 @@ class AppContext final : public ScriptHost, public ViewActions {
         ImVec2 min, max;
         ImDrawList* draw = nullptr;  // the window's draw list (this frame)
         float content_height = 0.0f; // under the title bar, inside the padding
+        // px by which its widest item (text, button, field) runs past the right edge of the
+        // window or of one of its child regions that does not scroll sideways (0 = none)
+        float overflow_x = 0.0f;
+        std::string overflow_where; // the window or child region that overflows most
     };
     // app.cpp
     void ingestNew();

@@ -242,6 +242,23 @@ ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views, const Sc
     return tiling;
 }
 
+// How far the items of `window` and of its child regions (drawn this frame, not
+// scrolling sideways) reach past their right edge: text cut by the edge
+// without a mark shows up here (DC.CursorMaxPos is the furthest item corner).
+static void horizontalOverflow(const ImGuiWindow* window, float& overflow, std::string& where) {
+    const ImGuiContext& g = *GImGui;
+    for (const ImGuiWindow* w : g.Windows) {
+        if (w->RootWindow != window->RootWindow || !w->Active || w->Hidden ||
+            (w->Flags & ImGuiWindowFlags_HorizontalScrollbar) != 0 || w->ScrollbarX)
+            continue;
+        const float past = w->DC.CursorMaxPos.x - w->WorkRect.Max.x;
+        if (past > overflow) {
+            overflow = past;
+            where = w->Name;
+        }
+    }
+}
+
 void AppContext::drawViews() {
     // Closing or opening a view (its X, the View menu, the script) tiles the rest again.
     std::vector<bool> open_now;
@@ -257,9 +274,11 @@ void AppContext::drawViews() {
     auto record = [&](const View& view, float content_h) {
         const ImVec2 pos = ImGui::GetWindowPos();
         const ImVec2 size = ImGui::GetWindowSize();
-        m_windows_drawn.push_back(WindowRect{view.id(), view.name(), pos,
-                                             ImVec2(pos.x + size.x, pos.y + size.y),
-                                             ImGui::GetWindowDrawList(), content_h});
+        WindowRect rect{
+            view.id(), view.name(), pos, ImVec2(pos.x + size.x, pos.y + size.y), ImGui::GetWindowDrawList(),
+            content_h};
+        horizontalOverflow(ImGui::GetCurrentWindow(), rect.overflow_x, rect.overflow_where);
+        m_windows_drawn.push_back(rect);
     };
     for (size_t i = 0; i < m_views.size(); ++i) {
         View& view = *m_views[i];

@@ -4,6 +4,7 @@
 #include "app.hpp"
 
 #include "wall_clock.hpp"
+#include "widgets/elide.hpp"
 
 #include <GLFW/glfw3.h>
 
@@ -197,9 +198,14 @@ void AppContext::drawMenuBar() {
         m_replay ? "replay: " + m_replay_path : (m_session ? m_scenario.path : std::string("no run"));
     if (m_fonts.usingFallback())
         where += "   (DejaVu Sans not found: install fonts-dejavu-core)";
-    const float w = ImGui::CalcTextSize(where.c_str()).x;
-    ImGui::SameLine(std::max(ImGui::GetCursorPosX() + 20.0f, ImGui::GetWindowWidth() - w - 16.0f));
-    ImGui::TextDisabled("%s", where.c_str());
+    // Right-aligned; elided with "..." (whole on hover) when the menus leave too little room.
+    const float right =
+        ImGui::GetWindowWidth() - ImGui::GetStyle().WindowPadding.x - ImGui::GetStyle().ItemSpacing.x;
+    const float x = std::max(ImGui::GetCursorPosX() + 20.0f, right - ImGui::CalcTextSize(where.c_str()).x);
+    ImGui::SameLine(x);
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    textElided(where, std::max(0.0f, right - x));
+    ImGui::PopStyleColor();
     ImGui::EndMainMenuBar();
 }
 

@@ -53,8 +53,12 @@ void AppContext::printLayout() {
     for (const WindowRect& w : m_windows_drawn)
         std::printf("dtlab: layout window %s \"%s\" %.0f %.0f %.0f %.0f\n", w.id.c_str(), w.title.c_str(),
                     w.min.x, w.min.y, w.max.x - w.min.x, w.max.y - w.min.y);
-    for (const WindowRect& w : m_windows_drawn)
+    for (const WindowRect& w : m_windows_drawn) {
         std::printf("dtlab: layout content %s %.0f\n", w.id.c_str(), w.content_height);
+        if (w.overflow_x > 1.0f)
+            std::printf("dtlab: layout overflow %s %.0f in %s\n", w.id.c_str(), w.overflow_x,
+                        w.overflow_where.c_str());
+    }
     for (const ButtonRect& b : m_buttons_drawn)
         std::printf("dtlab: layout button \"%s\" %.0f %.0f %.0f %.0f %s\n", b.label.c_str(), b.min.x, b.min.y,
                     b.max.x - b.min.x, b.max.y - b.min.y, b.enabled ? "enabled" : "disabled");
@@ -119,6 +123,12 @@ std::string AppContext::viewsFitProblem(float min_px) const {
     char line[256];
     for (const WindowRect& w : m_windows_drawn) {
         const View* view = findView(w.id);
+        if (w.overflow_x > 1.0f) {
+            std::snprintf(line, sizeof(line), "%s%s: an item runs %.0f px past the right edge of %s",
+                          problem.empty() ? "" : "; ", w.title.c_str(), w.overflow_x,
+                          w.overflow_where.c_str());
+            problem += line;
+        }
         if (view && !view->closable())
             continue; // the control bar: one row by design
         if (w.content_height + 0.5f < min_px) {

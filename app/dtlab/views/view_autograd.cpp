@@ -146,9 +146,8 @@ void AutogradView::drawContent(const ViewInputs& inputs) {
 
     helpMarker(helpText());
     ImGui::SameLine();
-    ImGui::TextDisabled("%d nodes of this model's backward, %d of them AccumulateGrad leaves, in the order "
-                        "LibTorch ran them (measured)",
-                        n, g.leaves());
+    textDisabledElided(std::to_string(n) + " nodes of this model's backward, " + std::to_string(g.leaves()) +
+                       " of them AccumulateGrad leaves, in the order LibTorch ran them (measured)");
 
     // 3. The strip.
     ImDrawList* draw = ImGui::GetWindowDrawList();

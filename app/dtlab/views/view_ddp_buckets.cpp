@@ -2,6 +2,7 @@
 #include "views/view_ddp_buckets.hpp"
 
 #include "dtlab/ddp_buckets.hpp"
+#include "widgets/elide.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
 
@@ -249,7 +250,8 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
                           (backward_color & 0x00FFFFFF) | 0x60000000, 3.0f);
         dl->AddRect(ImVec2(x, origin.y), ImVec2(x + box_w, origin.y + box_h), frame, 3.0f);
         dl->PushClipRect(ImVec2(x, origin.y), ImVec2(x + box_w, origin.y + box_h), true);
-        dl->AddText(ImVec2(x + 4.0f, origin.y + line * 0.3f), text, pic.nodes[size_t(i)].c_str());
+        const std::string label = elideToWidth(pic.nodes[size_t(i)], box_w - 8.0f);
+        dl->AddText(ImVec2(x + 4.0f, origin.y + line * 0.3f), text, label.c_str());
         dl->PopClipRect();
         const float ax = x - gap;
         dl->AddLine(ImVec2(ax + 1.0f, origin.y + box_h * 0.5f), ImVec2(x - 2.0f, origin.y + box_h * 0.5f),

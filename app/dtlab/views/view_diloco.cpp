@@ -6,6 +6,7 @@
 #include "views/view_diloco.hpp"
 
 #include "dtlab/sharding_theory.hpp"
+#include "widgets/elide.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -177,7 +178,8 @@ void DilocoView::drawLinkControl(const ViewInputs& inputs) {
                                          {"100 Mbit/s##link", 100.0},
                                          {"10 Mbit/s##link", 10.0}};
     for (const Preset& p : presets) {
-        ImGui::SameLine();
+        sameLineOrWrap(ImGui::CalcTextSize(p.label, nullptr, true).x +
+                       ImGui::GetStyle().FramePadding.x * 2.0f);
         const bool active = std::fabs(now_mbit - p.mbit_s) < 1e-6;
         if (active)
             ImGui::PushStyleColor(ImGuiCol_Button, ImGui::GetColorU32(ImGuiCol_ButtonActive));
@@ -186,7 +188,12 @@ void DilocoView::drawLinkControl(const ViewInputs& inputs) {
         if (active)
             ImGui::PopStyleColor();
     }
-    ImGui::SameLine(0.0f, ImGui::GetFontSize());
+    // The slider and the latency field go on the next line when the rest of this one is too short.
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float controls_w = ImGui::CalcTextSize("bandwidth").x + ImGui::CalcTextSize("latency").x +
+                             ImGui::GetFontSize() * 14.0f + style.ItemSpacing.x * 4.0f;
+    sameLineOrWrap(controls_w);
+    ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("bandwidth");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9.0f);
@@ -266,7 +273,7 @@ void DilocoView::drawContent(const ViewInputs& inputs) {
         m_state.inner_steps, m_state.fragments, m_state.fragments == 1 ? "" : "s",
         m_state.fragments > 1 ? " (streaming)" : " (classic)", m_state.sync_delay, d.pseudo_gradient.c_str(),
         d.outer_lr, d.outer_momentum, d.nesterov && d.outer_momentum > 0 ? " Nesterov" : "", d.alpha);
-    ImGui::TextUnformatted(header);
+    textElided(header, ImGui::GetContentRegionAvail().x);
     drawLinkControl(inputs);
 
     if (model.empty() || m_state.current_step < 0) {
@@ -280,16 +287,27 @@ void DilocoView::drawContent(const ViewInputs& inputs) {
     drawSchedule(inputs);
     ImGui::Separator();
     // Bottom: the two copies (left) beside the bytes plot (right).
+    // Side by side where both keep room (the copies' table wants about 34 em), else one above the other.
     const float avail_w = ImGui::GetContentRegionAvail().x;
-    const float left_w =
-        std::floor(std::max(avail_w * 0.5f, std::min(avail_w, ImGui::GetFontSize() * 34.0f)));
-    ImGui::BeginChild("##diloco_copies", ImVec2(left_w, 0.0f), false);
-    drawCopies();
-    ImGui::EndChild();
-    ImGui::SameLine();
-    ImGui::BeginChild("##diloco_bytes", ImVec2(0.0f, 0.0f), false);
-    drawBytes();
-    ImGui::EndChild();
+    const float table_w = ImGui::GetFontSize() * 34.0f;
+    if (avail_w >= table_w + ImGui::GetFontSize() * 12.0f) {
+        ImGui::BeginChild("##diloco_copies", ImVec2(std::floor(std::max(avail_w * 0.5f, table_w)), 0.0f),
+                          false);
+        drawCopies();
+        ImGui::EndChild();
+        ImGui::SameLine();
+        ImGui::BeginChild("##diloco_bytes", ImVec2(0.0f, 0.0f), false);
+        drawBytes();
+        ImGui::EndChild();
+    } else {
+        const float rows = float(std::max(1, m_state.fragments)) + 3.0f;
+        ImGui::BeginChild("##diloco_copies", ImVec2(0.0f, ImGui::GetFrameHeightWithSpacing() * rows), false);
+        drawCopies();
+        ImGui::EndChild();
+        ImGui::BeginChild("##diloco_bytes", ImVec2(0.0f, ImGui::GetFrameHeightWithSpacing() * 8.0f), false);
+        drawBytes();
+        ImGui::EndChild();
+    }
 }
 
 void DilocoView::drawReplicas(const ViewInputs& inputs) {
@@ -306,16 +324,28 @@ void DilocoView::drawReplicas(const ViewInputs& inputs) {
         ImGui::SameLine();
         ImGui::Text("step %d/%d%s", row.last_step + 1, st.steps, selected ? " *" : "");
         ImGui::SameLine(x0 + label_w);
-        const float bars_w = std::max(60.0f, ImGui::GetContentRegionAvail().x - link_w - style.ItemSpacing.x);
+        // The link's words only where the bars keep room (its tooltip and the link control say it too).
+        const bool show_link = ImGui::GetContentRegionAvail().x > link_w + ImGui::GetFontSize() * 6.0f;
+        const float bars_w =
+            std::max(std::min(60.0f, ImGui::GetContentRegionAvail().x),
+                     ImGui::GetContentRegionAvail().x - (show_link ? link_w + style.ItemSpacing.x : 0.0f));
         const int F = int(row.since_sync.size());
         const float bar_w = std::floor((bars_w - style.ItemSpacing.x * float(F - 1)) / float(std::max(1, F)));
         for (int f = 0; f < F; ++f) {
             if (f > 0)
                 ImGui::SameLine();
             const int since = row.since_sync[size_t(f)], period = std::max(1, row.period[size_t(f)]);
+            // The bar's words, the longest that fits (ImGui centres an overlay and cuts both ends).
             char overlay[64];
+            const float text_room = bar_w - style.FramePadding.x * 2.0f;
             std::snprintf(overlay, sizeof(overlay), "fragment %d: %d/%d steps since its sync", f, since,
                           period);
+            if (ImGui::CalcTextSize(overlay).x > text_room)
+                std::snprintf(overlay, sizeof(overlay), "fragment %d: %d/%d", f, since, period);
+            if (ImGui::CalcTextSize(overlay).x > text_room)
+                std::snprintf(overlay, sizeof(overlay), "%d/%d", since, period);
+            if (ImGui::CalcTextSize(overlay).x > text_room)
+                overlay[0] = '\0';
             ImGui::PushStyleColor(ImGuiCol_PlotHistogram, fragmentColor(f));
             ImGui::ProgressBar(std::clamp(float(since) / float(period), 0.0f, 1.0f), ImVec2(bar_w, 0.0f),
                                overlay);
@@ -325,6 +355,10 @@ void DilocoView::drawReplicas(const ViewInputs& inputs) {
                     "Rank %d trained %d inner steps on fragment %d since it last sent its pseudo-gradient;\n"
                     "the fragment syncs again after %d more (every H = %d steps).",
                     row.rank, since, f, std::max(0, period - since), st.inner_steps);
+        }
+        if (!show_link) {
+            ImGui::PopID();
+            continue;
         }
         ImGui::SameLine();
         ImGui::AlignTextToFramePadding();
@@ -460,9 +494,11 @@ void DilocoView::drawSchedule(const ViewInputs&) {
         ImGui::EndTooltip();
     }
     // Legend.
-    ImGui::TextDisabled("rank %d: triangle = sent, dot = applied, bar = sync delay (%d step%s); "
-                        "faint outlines above = theory; line = now",
-                        st.shown_rank, st.sync_delay, st.sync_delay == 1 ? "" : "s");
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    ImGui::TextWrapped("rank %d: triangle = sent, dot = applied, bar = sync delay (%d step%s); "
+                       "faint outlines above = theory; line = now",
+                       st.shown_rank, st.sync_delay, st.sync_delay == 1 ? "" : "s");
+    ImGui::PopStyleColor();
 }
 
 void DilocoView::drawCopies() {

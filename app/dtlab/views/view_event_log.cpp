@@ -226,20 +226,25 @@ bool EventLogView::isEmpty(const ViewInputs& inputs) const {
 
 void EventLogView::drawFilters() {
     helpMarker(helpText());
-    ImGui::SameLine();
+    // Each checkbox on this line if it fits, else the next (a narrow log at large text).
+    const auto checkboxWidth = [](const char* label) {
+        return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
+    };
+    sameLineOrWrap(checkboxWidth("Info"));
     m_filter_dirty |= ImGui::Checkbox("Info", &m_show[0]);
-    ImGui::SameLine();
+    sameLineOrWrap(checkboxWidth("Warnings"));
     ImGui::PushStyleColor(ImGuiCol_Text, palette::kWarning);
     m_filter_dirty |= ImGui::Checkbox("Warnings", &m_show[1]);
     ImGui::PopStyleColor();
-    ImGui::SameLine();
+    sameLineOrWrap(checkboxWidth("Errors"));
     ImGui::PushStyleColor(ImGuiCol_Text, palette::kFailed);
     m_filter_dirty |= ImGui::Checkbox("Errors", &m_show[2]);
     ImGui::PopStyleColor();
-    ImGui::SameLine();
+    sameLineOrWrap(checkboxWidth("Auto-scroll"));
     ImGui::Checkbox("Auto-scroll", &m_auto_scroll);
-    ImGui::SameLine();
-    m_filter_dirty |= m_filter.Draw("##filter", std::max(80.0f, ImGui::GetContentRegionAvail().x));
+    sameLineOrWrap(ImGui::GetFontSize() * 5.0f); // the filter: the rest of the line, or a line of its own
+    m_filter_dirty |=
+        m_filter.Draw("##filter", std::max(ImGui::GetFontSize() * 5.0f, ImGui::GetContentRegionAvail().x));
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Filter by text (\"-word\" excludes, commas separate terms)");
 }

@@ -107,6 +107,8 @@ struct NarrationPosition {
     bool held_at_end = false;
     // This step's question (predict, then run), when it has one.
     const ExerciseState* exercise = nullptr;
+    // The title of the view the step's "Look at" names (its window title), "" = none.
+    std::string look_at_title;
 };
 
 // Model state per rank for the Memory view's large bars (ZeRO / FSDP): what

@@ -5,6 +5,7 @@
 #include "views/view_memory.hpp"
 
 #include "model/scenario_catalog.hpp"
+#include "widgets/elide.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -168,9 +169,8 @@ void MemoryView::drawLegend(const ViewInputs& inputs) {
                                      "where it is allocated."
                                    : "This recording has no allocator tags: the bars are the bytes of the "
                                      "tensors the strategy says it holds.");
-    ImGui::SameLine();
-    for (size_t c = 0; c < kMemoryCategories.size(); ++c)
-        legendItem(palette::kindColor(kMemoryCategories[c]), kCategoryNames[c], c == 0);
+    for (size_t c = 0; c < kMemoryCategories.size(); ++c) // each on this line if it fits, else the next
+        legendItem(palette::kindColor(kMemoryCategories[c]), kCategoryNames[c], false);
     if (inputs.memory_theory) {
         legendItem(palette::kTheory, "theory (outlined)", false);
         if (!inputs.memory_theory_label.empty() && ImGui::IsItemHovered())
@@ -426,7 +426,7 @@ void MemoryView::drawModelState(const ViewInputs& inputs, const ModelStateRefere
     const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     ImGui::Text("Model state of rank %d", rank);
     ImGui::SameLine();
-    ImGui::TextDisabled("each bar on its own scale: full width = what one DDP replica holds");
+    textDisabledElided("each bar on its own scale: full width = what one DDP replica holds");
     const float label_w = std::floor(ImGui::CalcTextSize("optimizer state  ").x);
     const float value_w = std::floor(ImGui::CalcTextSize("peak 000.0 KiB = 00.0x the parameters ").x);
     const float avail = ImGui::GetContentRegionAvail().x;

@@ -1,6 +1,7 @@
 // view_metrics.cpp: loss, step time, throughput and bytes on the wire per rank (see view_metrics.hpp).
 #include "views/view_metrics.hpp"
 
+#include "widgets/elide.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
 
@@ -145,7 +146,7 @@ bool MetricsView::isEmpty(const ViewInputs& inputs) const {
 void MetricsView::drawHeader() {
     helpMarker(helpText());
     ImGui::SameLine();
-    ImGui::TextDisabled("one line per rank; hover a plot to read every rank's value at a step");
+    textDisabledElided("one line per rank; hover a plot to read every rank's value at a step");
 }
 
 void MetricsView::drawEmptyState(const ViewInputs&) {

@@ -2,6 +2,7 @@
 #include "views/view_narration.hpp"
 
 #include "theme.hpp"
+#include "widgets/elide.hpp"
 #include "widgets/help.hpp"
 
 #include <algorithm>
@@ -43,26 +44,11 @@ std::string describeCondition(const std::string& until) {
 
 namespace {
 
-const char* viewTitle(const std::string& id) {
-    if (id == "topology")
-        return "Topology";
-    if (id == "timeline")
-        return "Timeline";
-    if (id == "memory")
-        return "Memory";
-    if (id == "metrics")
-        return "Metrics";
-    if (id == "events")
-        return "Event log";
-    if (id == "controls")
-        return "Controls (top bar)";
-    if (id == "narration")
-        return "Narration";
-    if (id == "ddp")
-        return "DDP buckets";
-    if (id == "bandwidth")
-        return "Bandwidth";
-    return id.c_str();
+// Text in a colour, wrapped at the panel's edge (a narrow panel at large text never cuts it).
+void wrappedIn(ImU32 color, const std::string& text) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(color));
+    ImGui::TextWrapped("%s", text.c_str());
+    ImGui::PopStyleColor();
 }
 
 // The scenario's closing checks ([[checks]]) under the last step: what the
@@ -75,14 +61,18 @@ void drawClosingChecks(const ViewInputs& inputs) {
     const Theme& theme = *inputs.theme;
     ImGui::Spacing();
     ImGui::Separator();
-    ImGui::TextColored(ImColor(accentColor(theme)), "Closing checks: what this run showed");
+    wrappedIn(accentColor(theme), "Closing checks: what this run showed");
     static const std::vector<ClosingCheckResult> none;
     const std::vector<ClosingCheckResult>& results = inputs.closing_checks ? *inputs.closing_checks : none;
     if (results.empty()) {
-        ImGui::TextDisabled("They are evaluated when the run ends (%d claim%s).", int(checks.size()),
-                            checks.size() == 1 ? "" : "s");
-        for (const ClosingCheck& c : checks)
-            ImGui::BulletText("%s", c.claim.c_str());
+        wrappedIn(ImGui::GetColorU32(ImGuiCol_TextDisabled), "They are evaluated when the run ends (" +
+                                                                 std::to_string(checks.size()) + " claim" +
+                                                                 (checks.size() == 1 ? "" : "s") + ").");
+        for (const ClosingCheck& c : checks) {
+            ImGui::Bullet();
+            ImGui::SameLine();
+            ImGui::TextWrapped("%s", c.claim.c_str());
+        }
         return;
     }
     for (const ClosingCheckResult& r : results) {
@@ -132,10 +122,14 @@ void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuesti
             }
             ImGui::SameLine();
         } else {
-            for (size_t i = 0; i < q.choices.size(); ++i)
-                if (ImGui::RadioButton((q.choices[i] + "##choice" + std::to_string(i)).c_str(),
-                                       m_choice == int(i)))
+            for (size_t i = 0; i < q.choices.size(); ++i) { // the circle, then its words wrapped beside it
+                if (ImGui::RadioButton(("##choice" + std::to_string(i)).c_str(), m_choice == int(i)))
                     m_choice = int(i);
+                ImGui::SameLine();
+                ImGui::TextWrapped("%s", q.choices[i].c_str());
+                if (ImGui::IsItemClicked())
+                    m_choice = int(i);
+            }
         }
         const bool can_lock = q.choices.empty() || m_choice >= 0;
         if (inputs.act().button("Lock in##exercise", can_lock, "Pick a choice first."))
@@ -153,17 +147,19 @@ void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuesti
         : q.choices.empty()
             ? formatWithUnit(state->prediction, q.unit)
             : q.choices[size_t(std::clamp(int(state->prediction), 0, int(q.choices.size()) - 1))];
-    ImGui::Text("Your prediction: %s", predicted.c_str());
+    ImGui::TextWrapped("Your prediction: %s", predicted.c_str());
     if (!state->verdict) {
         ImGui::TextDisabled("Waiting for the run to reach this step's moment...");
         return;
     }
     const ExerciseVerdict& v = *state->verdict;
     if (!v.decided) {
-        ImGui::TextColored(ImColor(warningColor(theme)), "The run did not decide it: %s", v.detail.c_str());
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(warningColor(theme)));
+        ImGui::TextWrapped("The run did not decide it: %s", v.detail.c_str());
+        ImGui::PopStyleColor();
         return;
     }
-    ImGui::Text("Measured by this run: %s", v.measured_text.c_str());
+    ImGui::TextWrapped("Measured by this run: %s", v.measured_text.c_str());
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("%s", v.detail.c_str());
     if (v.answered) {
@@ -240,8 +236,14 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     }
     ImGui::Dummy(ImVec2(float(steps.size()) * r * 3.2f, ImGui::GetTextLineHeight()));
     if (!step.highlight.empty()) {
-        ImGui::SameLine(0.0f, ImGui::GetFontSize());
-        ImGui::TextColored(ImColor(accentColor(theme)), "Look at: %s", viewTitle(step.highlight));
+        const std::string look_at =
+            "Look at: " +
+            (inputs.narration.look_at_title.empty() ? step.highlight : inputs.narration.look_at_title);
+        sameLineOrWrap(
+            ImGui::CalcTextSize(look_at.c_str()).x); // else a line of its own: it says where to look
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(accentColor(theme)));
+        textElided(look_at, ImGui::GetContentRegionAvail().x);
+        ImGui::PopStyleColor();
     }
     ImGui::Separator();
 
@@ -286,8 +288,7 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
 
     const bool ready = inputs.narration.can_next;
     if (inputs.narration.held_at_end)
-        ImGui::TextColored(ImColor(accentColor(theme)),
-                           "The run waits before its last steps until the narration's last step.");
+        wrappedIn(accentColor(theme), "The run waits before its last steps until the narration's last step.");
     ImGui::AlignTextToFramePadding();
     if (step.until.empty() || last) {
         ImGui::TextDisabled(last ? "Last step." : "Nothing to wait for.");
@@ -297,16 +298,15 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
                            describeCondition(step.until).c_str());
         ImGui::PopStyleColor();
     } else if (ready && inputs.narration.condition_met) {
-        ImGui::TextColored(ImColor(rankStateColor(RankState::Running, theme)), "Done: %s",
-                           describeCondition(step.until).c_str());
+        wrappedIn(rankStateColor(RankState::Running, theme), "Done: " + describeCondition(step.until));
     } else if (ready) { // unlocked because nothing more can happen, not because it did
-        ImGui::TextColored(ImColor(warningColor(theme)), "Did not happen: %s (%s)",
-                           describeCondition(step.until).c_str(),
-                           inputs.replay ? "not in this recording" : "the run ended before it");
+        wrappedIn(warningColor(theme),
+                  "Did not happen: " + describeCondition(step.until) + " (" +
+                      (inputs.replay ? "not in this recording" : "the run ended before it") + ")");
     } else {
         const int dots = int(std::fmod(ImGui::GetTime() * 2.0, 4.0));
-        ImGui::TextColored(ImColor(warningColor(theme)), "Waiting for %s%.*s",
-                           describeCondition(step.until).c_str(), dots, "...");
+        wrappedIn(warningColor(theme),
+                  "Waiting for " + describeCondition(step.until) + std::string(size_t(dots), '.'));
     }
 
     if (inputs.act().button("< Back##narration", inputs.narration.can_back, "this is the first step"))
@@ -317,7 +317,7 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
                             last ? "this is the last step" : wait.c_str()))
         inputs.act().narrationNext();
     ImGui::SameLine();
-    ImGui::TextDisabled("Space / Right = Next, Left = Back");
+    textDisabledElided("Space / Right = Next, Left = Back");
 }
 
 } // namespace dt::app

@@ -6,6 +6,7 @@
 // [SECTION] Drawing: header, legend, the two grids, the axis
 #include "views/view_pipeline.hpp"
 
+#include "widgets/elide.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -233,16 +234,21 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
     else
         ImGui::Text("%s: p = %d stages, m = %d microbatches", scenario.strategy.schedule.c_str(), p,
                     shape.microbatches);
-    ImGui::SameLine();
     const int pipelines = std::max(1, inputs.model->world() / p);
-    ImGui::TextDisabled("|  pipeline %d of %d: ranks %d-%d", m_replica, pipelines, m_replica * p,
-                        m_replica * p + p - 1);
+    char part[96];
+    std::snprintf(part, sizeof(part), "|  pipeline %d of %d: ranks %d-%d", m_replica, pipelines,
+                  m_replica * p, m_replica * p + p - 1);
+    flowTextDisabled(part);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
             "World rank = pipeline x p + stage. Select a rank of another pipeline (Topology or timeline) "
             "to show its pipeline.");
 
-    ImGui::SameLine();
+    // "| step [ 3 ][-][+] Latest": together on this line, or together on the next.
+    const ImGuiStyle& style = ImGui::GetStyle();
+    sameLineOrWrap(ImGui::CalcTextSize("|  step").x + ImGui::GetFontSize() * 6.0f +
+                   ImGui::CalcTextSize("Latest").x + style.FramePadding.x * 2.0f +
+                   style.ItemSpacing.x * 3.0f);
     ImGui::TextUnformatted("|  step");
     ImGui::SameLine();
     int value = std::max(m_shown_step, 0);
@@ -262,15 +268,14 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
         ImGui::SetTooltip(has_cursor ? "Follow the time cursor's step again."
                                      : "Follow the latest completed step again.");
-    ImGui::SameLine();
     if (m_shown_step < 0)
-        ImGui::TextDisabled("no step yet");
+        flowTextDisabled("no step yet");
     else if (!m_follow)
-        ImGui::TextDisabled("pinned%s", m_step.complete ? "" : ", in progress");
+        flowTextDisabled(m_step.complete ? "pinned" : "pinned, in progress");
     else if (has_cursor)
-        ImGui::TextDisabled("at the time cursor%s", m_step.complete ? "" : ", in progress");
+        flowTextDisabled(m_step.complete ? "at the time cursor" : "at the time cursor, in progress");
     else
-        ImGui::TextDisabled("%s", m_step.complete ? "latest completed" : "in progress");
+        flowTextDisabled(m_step.complete ? "latest completed" : "in progress");
 
     // Legend: the kinds this schedule uses, then how to read shades and arrows.
     const bool zb = scenario.strategy.schedule == "zb-h1";
@@ -283,9 +288,8 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
     }
     legendItem(palette::kindColor(EventKind::Send), "activation sent -> arrived", false);
     legendItem(ImGui::GetColorU32(ImGuiCol_Text, 0.75f), "gradient sent -> arrived", false);
-    ImGui::SameLine(0.0f, ImGui::GetStyle().ItemSpacing.x * 2.0f);
-    ImGui::TextDisabled(shape.chunks_per_rank > 1 ? "number = microbatch, darker = later chunk"
-                                                  : "number = microbatch");
+    flowTextDisabled(shape.chunks_per_rank > 1 ? "number = microbatch, darker = later chunk"
+                                               : "number = microbatch");
 }
 
 namespace {
@@ -416,34 +420,36 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
 
     // ---- theory ----------------------------------------------------------------
     ImGui::TextColored(theory_color, "theory");
-    ImGui::SameLine();
+    char line[192];
     if (theory.measured_durations) {
         formatDuration(a_buf, sizeof(a_buf), theory.durations.forward);
         if (scenario.strategy.schedule == "zb-h1") {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward_input);
             formatDuration(c_buf, sizeof(c_buf), theory.durations.backward_weight);
-            ImGui::TextDisabled("the schedule with the measured means F %s, Bi %s, W %s; no communication",
-                                a_buf, b_buf, c_buf);
+            std::snprintf(line, sizeof(line),
+                          "the schedule with the measured means F %s, Bi %s, W %s; no communication", a_buf,
+                          b_buf, c_buf);
         } else {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward);
-            ImGui::TextDisabled("the schedule with the measured means F %s, B %s; no communication", a_buf,
-                                b_buf);
+            std::snprintf(line, sizeof(line),
+                          "the schedule with the measured means F %s, B %s; no communication", a_buf, b_buf);
         }
     } else {
-        ImGui::TextDisabled("the schedule in unit time (F = 1, B = 2, Bi = W = 1): no step measured yet");
+        std::snprintf(line, sizeof(line),
+                      "the schedule in unit time (F = 1, B = 2, Bi = W = 1): no step measured yet");
     }
-    ImGui::SameLine();
+    flowTextDisabled(line);
     percent(a_buf, sizeof(a_buf), theory.formula_bubble);
     percent(b_buf, sizeof(b_buf), theory.simulated_bubble);
     const bool zb = scenario.strategy.schedule == "zb-h1";
     const char* formula = scenario.strategy.schedule == "interleaved" ? "(p-1)/(v m+p-1)"
                           : zb ? "(p-1)(F+Bi-W) / (m(F+Bi+W) + (p-1)(F+Bi-W))"
                                : "(p-1)/(m+p-1)";
-    if (zb)
-        ImGui::Text("|  bubble %s by the formula, %s simulated", a_buf,
-                    b_buf); // the formula is long: on hover
+    if (zb) // the formula is long: on hover
+        std::snprintf(line, sizeof(line), "|  bubble %s by the formula, %s simulated", a_buf, b_buf);
     else
-        ImGui::Text("|  bubble %s = %s, simulated %s", formula, a_buf, b_buf);
+        std::snprintf(line, sizeof(line), "|  bubble %s = %s, simulated %s", formula, a_buf, b_buf);
+    flowText(line);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("theory: bubble = %s\nwith p = %d, m = %d, v = %d and the durations above = %s.\n"
                           "Simulated: 1 - busy / (p x makespan) of the grid below = %s.",
@@ -486,27 +492,29 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
 
     // ---- measured ----------------------------------------------------------------
     ImGui::TextUnformatted("measured");
-    ImGui::SameLine();
     if (!has_measured) {
-        if (m_shown_step >= 0)
-            ImGui::TextDisabled("step %d: no forward or backward span from this pipeline", m_shown_step);
-        else
-            ImGui::TextDisabled("waiting for the first step's forward and backward spans");
+        if (m_shown_step >= 0) {
+            std::snprintf(line, sizeof(line), "step %d: no forward or backward span from this pipeline",
+                          m_shown_step);
+            flowTextDisabled(line);
+        } else {
+            flowTextDisabled("waiting for the first step's forward and backward spans");
+        }
         return;
     }
     formatDuration(a_buf, sizeof(a_buf), window_ns);
     percent(b_buf, sizeof(b_buf), measured.bubble);
-    ImGui::TextDisabled("step %d: %s from the first F to the last %s", measured.step, a_buf,
-                        scenario.strategy.schedule == "zb-h1" ? "W" : "B");
-    ImGui::SameLine();
-    ImGui::Text("|  bubble %s (mean of the stages' idle share)", b_buf);
-    ImGui::SameLine();
-    ImGui::TextDisabled("|  %d messages", int(measured.arrows.size()));
+    std::snprintf(line, sizeof(line), "step %d: %s from the first F to the last %s", measured.step, a_buf,
+                  scenario.strategy.schedule == "zb-h1" ? "W" : "B");
+    flowTextDisabled(line);
+    std::snprintf(line, sizeof(line), "|  bubble %s (mean of the stages' idle share)", b_buf);
+    flowText(line);
+    std::snprintf(line, sizeof(line), "|  %d messages", int(measured.arrows.size()));
+    flowTextDisabled(line);
     if (measured.open_sends > 0 || measured.mismatched > 0) {
-        ImGui::SameLine();
-        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(palette::kWarning), "%d not arrived%s",
-                           measured.open_sends,
-                           measured.mismatched > 0 ? ", some link different microbatches" : "");
+        std::snprintf(line, sizeof(line), "%d not arrived%s", measured.open_sends,
+                      measured.mismatched > 0 ? ", some link different microbatches" : "");
+        flowText(line, palette::kWarning);
     }
 
     const ImVec2 origin = ImGui::GetCursorScreenPos();

@@ -5,6 +5,7 @@
 // [SECTION] Drawing: fault buttons, header, replica rows with their sequence strips, stopwatch
 #include "views/view_quorum.hpp"
 
+#include "widgets/elide.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
@@ -337,24 +338,28 @@ void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
     const char* not_running = "the replica is not running";
     ImGui::AlignTextToFramePadding();
     ImGui::Text("replica %d:", r);
-    ImGui::SameLine();
+    // Each button on this line if it fits, else the next (a narrow view at large text).
+    const auto next = [](const char* label) {
+        sameLineOrWrap(ImGui::CalcTextSize(label, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2.0f);
+    };
+    next("Kill##q");
     if (act.button("Kill##q", running, not_running))
         act.killRank(r);
-    ImGui::SameLine();
+    next("NaN gradients##q");
     if (act.button("NaN gradients##q", running, not_running))
         act.nanGradients(r);
-    ImGui::SameLine();
+    next("Fail collective##q");
     if (act.button("Fail collective##q", running, not_running))
         act.failNextCollective(r);
-    ImGui::SameLine();
+    next("End partition##q");
     if (act.button(p.partitioned ? "End partition##q" : "Partition##q", running || p.partitioned,
                    not_running))
         act.partitionRank(r, !p.partitioned);
-    ImGui::SameLine();
+    next("Restart##q");
     if (act.button("Restart##q", dead, "only a dead replica can be restarted"))
         act.restartRank(r);
-    ImGui::SameLine();
     const bool down = inputs.lighthouse && !inputs.lighthouse->running;
+    next("Start lighthouse");
     if (act.button(down ? "Start lighthouse" : "Stop lighthouse", true))
         act.setLighthouseRunning(down);
 }
@@ -412,7 +417,7 @@ void QuorumView::drawHeader(const ViewInputs& inputs) {
     for (int r = 0; r < 64; ++r)
         if ((m_state.members >> r) & 1)
             members += (members.empty() ? "" : ", ") + std::to_string(r);
-    ImGui::Text(
+    ImGui::TextWrapped(
         "Lighthouse: quorum %lld of replicas {%s}, formed at step %lld, now at step %lld; %lld quorums "
         "so far",
         (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step,
@@ -548,7 +553,10 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
             ImGui::SetTooltip(
                 "[Q] = in the latest quorum; x = incarnation (restarts); steps committed / aborted; "
                 "age of its last heartbeat at the lighthouse");
-        ImGui::SameLine(label_w);
+        // The strip beside the words where both fit, else on a line of its own under them.
+        if (ImGui::GetWindowContentRegionMax().x - ImGui::GetStyle().WindowPadding.x >=
+            label_w + ImGui::GetFontSize() * 6.0f)
+            ImGui::SameLine(label_w);
         const ImVec2 sp = ImGui::GetCursorScreenPos();
         const ImVec2 size(std::max(40.0f, ImGui::GetContentRegionAvail().x), line_h - 2.0f);
         drawStrip(model, row.replica, t0, t_end, inputs.now_ns, sp, size);
@@ -562,7 +570,6 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
                                 EventKind::QuorumFormed};
     const char* names[] = {"quorum", "reconfigure", "heal", "all-reduce", "commit", "abort", "quorum formed"};
     for (size_t i = 0; i < std::size(legend); ++i) {
-        ImGui::SameLine();
         legendItem(palette::kindColor(legend[i]), names[i], false);
     }
 }
@@ -570,25 +577,31 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
 void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     ImGui::Separator();
     if (!m_state.recovery) {
-        ImGui::TextDisabled("Recovery stopwatch: no fault yet. Kill or hang a replica (Topology view, or the "
-                            "buttons above).");
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+        ImGui::TextWrapped("Recovery stopwatch: no fault yet. Kill or hang a replica (Topology view, or the "
+                           "buttons above).");
+        ImGui::PopStyleColor();
         return;
     }
     const Recovery& r = *m_state.recovery;
     const double since_ms = double(t_end - r.fault_ns) / 1e6;
     // Every phase is measured from this fault (recovery_measure.hpp), in order.
     if (r.replica >= 0)
-        ImGui::Text("Recovery stopwatch: %s replica %d, from the fault:", r.fault.c_str(), r.replica);
+        ImGui::TextWrapped("Recovery stopwatch: %s replica %d, from the fault:", r.fault.c_str(), r.replica);
     else
-        ImGui::Text("Recovery stopwatch: the lighthouse stopped, from then:");
-    const auto phase = [&](const char* name, double ms, const char* tip) {
-        ImGui::SameLine();
-        if (ms >= 0)
-            ImGui::Text("| %s +%.0f ms", name, ms);
-        else if (inputs.live || inputs.cursor())
-            ImGui::TextDisabled("| %s ... (%.1f s)", name, since_ms / 1000.0);
-        else
-            ImGui::TextDisabled("| %s -", name);
+        ImGui::TextWrapped("Recovery stopwatch: the lighthouse stopped, from then:");
+    const auto phase = [&](const char* name, double ms, const char* tip) { // on this line if it fits
+        char text[96];
+        if (ms >= 0) {
+            std::snprintf(text, sizeof(text), "| %s +%.0f ms", name, ms);
+            flowText(text);
+        } else if (inputs.live || inputs.cursor()) {
+            std::snprintf(text, sizeof(text), "| %s ... (%.1f s)", name, since_ms / 1000.0);
+            flowTextDisabled(text);
+        } else {
+            std::snprintf(text, sizeof(text), "| %s -", name);
+            flowTextDisabled(text);
+        }
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s", tip);
     };
@@ -608,9 +621,14 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
               "the replica received parameters, optimizer state and step from a live peer");
         phase("rejoined", r.rejoined_ms, "the replica's first commit after it healed");
     }
-    if (r.heal_bytes > 0)
-        ImGui::TextDisabled("heal: %s from replica %d in %.1f ms", formatBytes(double(r.heal_bytes)).c_str(),
-                            r.heal_source, r.heal_duration_ms);
+    if (r.heal_bytes > 0) {
+        char heal[128];
+        std::snprintf(heal, sizeof(heal), "heal: %s from replica %d in %.1f ms",
+                      formatBytes(double(r.heal_bytes)).c_str(), r.heal_source, r.heal_duration_ms);
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+        ImGui::TextWrapped("%s", heal);
+        ImGui::PopStyleColor();
+    }
 }
 
 } // namespace dt::app

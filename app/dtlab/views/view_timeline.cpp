@@ -854,9 +854,12 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
                           missingRanksNote(*diagnosis).c_str());
         if (s.failed)
             std::snprintf(label + std::strlen(label), sizeof(label) - std::strlen(label), ", FAILED");
+        // Shortened with "..." to the visible part of the span, never cut mid-word (hover shows it whole).
+        const float text_x = std::max(xa, area_x0) + 3.0f;
+        const std::string shown = elideToWidth(label, std::min(xb, draw->GetClipRectMax().x) - 2.0f - text_x);
         const ImVec4 clip(xa + 2.0f, y0, xb - 2.0f, y1);
-        draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(std::max(xa, area_x0) + 3.0f, y0 + 1.0f),
-                      palette::textOn(color), label, nullptr, 0.0f, &clip);
+        draw->AddText(ImGui::GetFont(), ImGui::GetFontSize(), ImVec2(text_x, y0 + 1.0f),
+                      palette::textOn(color), shown.c_str(), nullptr, 0.0f, &clip);
     }
     if (m_selection && m_selection->rank == rank && m_selection->row == row &&
         sameSpan(m_selection->span, s)) {

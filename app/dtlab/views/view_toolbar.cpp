@@ -3,6 +3,7 @@
 #include "views/view_toolbar.hpp"
 
 #include "theme.hpp"
+#include "widgets/elide.hpp"
 #include "widgets/help.hpp"
 #include "widgets/palette.hpp"
 
@@ -97,15 +98,22 @@ void ToolbarView::drawContent(const ViewInputs& inputs) {
     if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
         ImGui::SetTooltip("At most this many steps per second, for presentations (0 = off)");
 
-    // Badges: say on screen whenever the run is held back on purpose.
+    // Badges: say on screen whenever the run is held back on purpose (in short when the
+    // bar is too narrow for the badge, the run's status and the buttons after it).
+    const float bar_room =
+        ImGui::GetWindowContentRegionMax().x - (ImGui::GetItemRectMax().x - ImGui::GetWindowPos().x);
+    const bool short_badge = bar_room < ImGui::GetFontSize() * 48.0f;
     if (mode == RunMode::Paced && live) {
         char badge[64];
-        std::snprintf(badge, sizeof(badge), "PACED %.1f step/s", f.control.pace_steps_per_s);
+        std::snprintf(badge, sizeof(badge), short_badge ? "PACED %.1f/s" : "PACED %.1f step/s",
+                      f.control.pace_steps_per_s);
         ImGui::SameLine();
         drawBadge(badge, accentColor(theme));
     } else if (mode == RunMode::Paused && live) {
         ImGui::SameLine();
-        drawBadge("PAUSED at a step boundary", accentColor(theme));
+        drawBadge(short_badge ? "PAUSED" : "PAUSED at a step boundary", accentColor(theme));
+        if (short_badge && ImGui::IsItemHovered())
+            ImGui::SetTooltip("Paused at a step boundary: every rank waits before its next step");
     }
 
     // Status: scenario, step n/N, mean loss, elapsed, state.
@@ -122,16 +130,29 @@ void ToolbarView::drawContent(const ViewInputs& inputs) {
                 loss_sum += p.last_loss;
                 ++loss_n;
             }
-    char status[256];
+    char status[160];
     char loss[32] = "-";
     if (loss_n > 0)
         std::snprintf(loss, sizeof(loss), "%.3f", loss_sum / loss_n);
-    std::snprintf(status, sizeof(status), "%s   step %d/%d   loss %s   %.1f s",
-                  inputs.model->scenario().name.c_str(), f.stepsCompletedMax(), f.steps_total, loss,
-                  f.elapsed_s);
-    ImGui::SameLine(0.0f, ImGui::GetFontSize() * 1.5f);
+    std::snprintf(status, sizeof(status), "step %d/%d   loss %s   %.1f s", f.stepsCompletedMax(),
+                  f.steps_total, loss, f.elapsed_s);
+    // What follows the status keeps its room (the state badge, Save, the help marker); the
+    // scenario's name gives way first, elided with its full text on hover, then the status.
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float font = ImGui::GetFontSize();
+    const float after = ImGui::CalcTextSize("FINISHED").x + ImGui::CalcTextSize("Save recording...").x +
+                        ImGui::CalcTextSize("(?)").x + style.FramePadding.x * 4.0f +
+                        style.ItemSpacing.x * 3.0f + font * 1.5f;
+    ImGui::SameLine(0.0f, font * 1.5f);
     ImGui::AlignTextToFramePadding();
-    ImGui::TextUnformatted(status);
+    const float room = ImGui::GetContentRegionAvail().x - after;
+    const float status_w = ImGui::CalcTextSize(status).x;
+    const float name_room = room - status_w - font * 1.5f;
+    if (name_room > ImGui::CalcTextSize("...").x * 3.0f) {
+        textElided(inputs.model->scenario().name, name_room);
+        ImGui::SameLine(0.0f, font * 1.5f);
+    }
+    textElided(status, std::max(room, ImGui::CalcTextSize("...").x));
 
     ImGui::SameLine();
     if (inputs.replay) {

@@ -46,7 +46,7 @@ void WhatIfView::drawEmptyState(const ViewInputs&) {
 void WhatIfView::drawContent(const ViewInputs& inputs) {
     helpMarker(helpText());
     ImGui::SameLine();
-    ImGui::TextDisabled("change a knob, rerun, compare");
+    textDisabledElided("change a knob, rerun, compare");
     if (m_serial != inputs.whatif->serial) {
         m_serial = inputs.whatif->serial;
         m_text.clear();
@@ -55,7 +55,7 @@ void WhatIfView::drawContent(const ViewInputs& inputs) {
     const float avail = ImGui::GetContentRegionAvail().x;
     const bool side_by_side = avail > ImGui::GetFontSize() * 40.0f;
     ImGui::BeginChild("##whatif_knobs",
-                      ImVec2(side_by_side ? avail * 0.45f : 0.0f,
+                      ImVec2(side_by_side ? avail * 0.4f : 0.0f,
                              side_by_side ? 0.0f : ImGui::GetContentRegionAvail().y * 0.55f));
     drawKnobs(inputs);
     ImGui::EndChild();
@@ -136,6 +136,9 @@ void WhatIfView::drawComparison(const ViewInputs& inputs) {
             ImGui::TextDisabled("this run: %s", w.now_label->c_str());
         return;
     }
+    // Which runs the columns are, in full above the table (a column is too narrow for them).
+    ImGui::TextWrapped("before: %s", w.before_label ? w.before_label->c_str() : "the last run");
+    ImGui::TextWrapped("now: %s", w.now_label ? w.now_label->c_str() : "this run");
     if (ImGui::BeginTable("##compare", 4, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
         ImGui::TableSetupColumn("measure", ImGuiTableColumnFlags_WidthStretch, 2.2f);
         ImGui::TableSetupColumn("before", ImGuiTableColumnFlags_WidthStretch, 1.0f);
@@ -145,10 +148,9 @@ void WhatIfView::drawComparison(const ViewInputs& inputs) {
         ImGui::TableNextColumn();
         ImGui::TextDisabled("from the summaries");
         ImGui::TableNextColumn();
-        textElided(w.before_label ? "before: " + *w.before_label : "before",
-                   ImGui::GetContentRegionAvail().x);
+        ImGui::TextDisabled("before");
         ImGui::TableNextColumn();
-        textElided(w.now_label ? "now: " + *w.now_label : "now", ImGui::GetContentRegionAvail().x);
+        ImGui::TextDisabled("now");
         ImGui::TableNextColumn();
         ImGui::TextDisabled("change");
         char text[64];

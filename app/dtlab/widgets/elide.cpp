@@ -86,4 +86,35 @@ bool textElided(const std::string& text, float width) {
     return shortened;
 }
 
+void sameLineOrWrap(float width) {
+    // Decided before SameLine: SameLine then NewLine would leave the cursor's furthest
+    // point past the edge (NewLine records an empty item where SameLine put it).
+    const float right_edge = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + width <= right_edge)
+        ImGui::SameLine();
+}
+
+void flowText(const std::string& text, ImU32 color) {
+    sameLineOrWrap(widthOf(text));
+    if (color != 0)
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(color));
+    if (widthOf(text) <= ImGui::GetContentRegionAvail().x)
+        ImGui::TextUnformatted(text.c_str());
+    else
+        ImGui::TextWrapped("%s", text.c_str());
+    if (color != 0)
+        ImGui::PopStyleColor();
+}
+
+void flowTextDisabled(const std::string& text) {
+    flowText(text, ImGui::GetColorU32(ImGuiCol_TextDisabled));
+}
+
+bool textDisabledElided(const std::string& text) {
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+    const bool shortened = textElided(text, ImGui::GetContentRegionAvail().x);
+    ImGui::PopStyleColor();
+    return shortened;
+}
+
 } // namespace dt::app

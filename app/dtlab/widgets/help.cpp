@@ -40,11 +40,10 @@ void legendItem(ImU32 color, const char* label, bool first) {
     const float swatch = h * 0.75f;
     const ImGuiStyle& style = ImGui::GetStyle();
     const float width = swatch + style.ItemInnerSpacing.x + ImGui::CalcTextSize(label).x;
-    if (!first) {
-        ImGui::SameLine(0.0f, style.ItemSpacing.x * 2.0f);
-        // Wrap to the next line when this entry would not fit.
-        if (ImGui::GetContentRegionAvail().x < width)
-            ImGui::NewLine();
+    if (!first) { // on this line if it fits, else the next (decided before SameLine: see sameLineOrWrap)
+        const float right_edge = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+        if (ImGui::GetItemRectMax().x + style.ItemSpacing.x * 2.0f + width <= right_edge)
+            ImGui::SameLine(0.0f, style.ItemSpacing.x * 2.0f);
     }
     colorSwatch(color);
     ImGui::SameLine(0.0f, style.ItemInnerSpacing.x);
