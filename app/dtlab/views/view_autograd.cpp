@@ -176,6 +176,9 @@ void AutogradView::drawContent(const ViewInputs& inputs) {
             hovered = pos;
     }
     // Launch markers: a bar after the launch point's cell and the group's name under it.
+    // A name that would run into the previous one on its row goes to the right of it instead.
+    float name_end = -1e9f;
+    int name_row = -1;
     for (size_t gi = 0; gi < groups.size(); ++gi) {
         const int pos = groups[gi].launch_order;
         if (pos < 0)
@@ -183,7 +186,11 @@ void AutogradView::drawContent(const ViewInputs& inputs) {
         const float x = origin.x + float(pos % per_row + 1) * cell,
                     y = origin.y + float(pos / per_row) * row_h;
         draw->AddLine(ImVec2(x, y - 2.0f), ImVec2(x, y + line_h + 2.0f), palette::rankColor(int(gi)), 3.0f);
-        draw->AddText(ImVec2(x + 2.0f, y + line_h), palette::rankColor(int(gi)), groups[gi].label.c_str());
+        const float name_x =
+            pos / per_row == name_row ? std::max(x + 2.0f, name_end + line_h * 0.5f) : x + 2.0f;
+        draw->AddText(ImVec2(name_x, y + line_h), palette::rankColor(int(gi)), groups[gi].label.c_str());
+        name_end = name_x + ImGui::CalcTextSize(groups[gi].label.c_str()).x;
+        name_row = pos / per_row;
     }
     ImGui::Dummy(ImVec2(avail, float(rows) * row_h + line_h * 0.6f));
     if (hovered >= 0) {
