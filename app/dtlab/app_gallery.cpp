@@ -37,7 +37,7 @@ void AppContext::drawGallery() {
     const ImVec2 pos = ImGui::GetWindowPos();
     const ImVec2 size = ImGui::GetWindowSize();
     m_windows_drawn.push_back(WindowRect{"gallery", "Scenarios", pos, ImVec2(pos.x + size.x, pos.y + size.y),
-                                         ImGui::GetWindowDrawList(), content_h});
+                                         ImGui::GetWindowDrawList(), content_h, 0.0f, ""});
     ImGui::End();
 
     if (!outcome.open_path.empty()) {

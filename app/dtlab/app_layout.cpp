@@ -276,7 +276,7 @@ void AppContext::drawViews() {
         const ImVec2 size = ImGui::GetWindowSize();
         WindowRect rect{
             view.id(), view.name(), pos, ImVec2(pos.x + size.x, pos.y + size.y), ImGui::GetWindowDrawList(),
-            content_h};
+            content_h, 0.0f,        ""};
         horizontalOverflow(ImGui::GetCurrentWindow(), rect.overflow_x, rect.overflow_where);
         m_windows_drawn.push_back(rect);
     };

@@ -676,6 +676,15 @@ int main(int argc, char** argv) {
         ->add_option("--heartbeat-timeout-ms", lighthouse.options.heartbeat_timeout_ms,
                      "a replica silent this long is out")
         ->check(CLI::PositiveNumber);
+    lighthouse_cmd
+        ->add_option_function<std::string>(
+            "--detection",
+            [&lighthouse](const std::string& mode) {
+                lighthouse.options.lost_on_close = mode == "connection";
+            },
+            "how a dead replica is noticed: connection (default: at once, when its connection closes) or "
+            "heartbeat (TorchFT's rule: when its last heartbeat is --heartbeat-timeout-ms old)")
+        ->check(CLI::IsMember({"connection", "heartbeat"}));
     lighthouse_cmd->add_flag("--quiet,-q", lighthouse.quiet, "print only the address");
 
     std::string check_path;

@@ -180,6 +180,42 @@ TEST_CASE("a killed replica is restarted, heals from a live peer, and every repl
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
+TEST_CASE(
+    "detection by heartbeat waits heartbeat_timeout_ms for a new quorum; by connection it does not, and "
+    "the stopwatch says who noticed",
+    "[ft][slow]") {
+    it::TempDir dir;
+    std::map<std::string, double> new_quorum_ms;
+    for (const std::string detection : {"connection", "heartbeat"}) {
+        CAPTURE(detection);
+        const std::string scenario = dir.write(
+            detection + ".toml",
+            ftScenario(3, 24, "[[faults]]\naction = \"kill\"\nrank = 1\nstep = 8\nwhen = \"allreduce\"\n",
+                       "detection = \"" + detection + "\"\nrestart = \"never\"\njoin_timeout_ms = 5000\n"));
+        const auto r =
+            it::runDtrun({"run", scenario, "--summary", dir.file(detection + ".json")}, {{}, {}, 240.0, ""});
+        INFO(it::describe(r));
+        REQUIRE_FALSE(r.timed_out);
+        CHECK(r.exit_code == 0);
+        const auto s = it::readJsonFile(dir.file(detection + ".json"));
+        INFO("summary: " << s.dump());
+        const auto& rec = s["fault_tolerance"]["recoveries"][0];
+        REQUIRE(rec["new_quorum_ms"].is_number());
+        new_quorum_ms[detection] = rec["new_quorum_ms"].get<double>();
+        // Who noticed first: a survivor whose collective with it failed, or the lighthouse by the mode's
+        // own rule (never by the other mode's).
+        const std::string by = rec["detected_by"].get<std::string>();
+        CAPTURE(by);
+        CHECK((by.rfind("a survivor", 0) == 0 ||
+               by == (detection == "heartbeat" ? "lighthouse: heartbeat timeout"
+                                               : "lighthouse: connection closed")));
+    }
+    CAPTURE(new_quorum_ms);
+    CHECK(new_quorum_ms["connection"] < 400.0);
+    CHECK(new_quorum_ms["heartbeat"] >= 450.0); // heartbeat_timeout_ms = 600 after the last heartbeat
+    CHECK(new_quorum_ms["heartbeat"] < 4000.0); // not the 5 s join timeout
+}
+
 TEST_CASE("TorchFT's vote counts only real contributions: with 2 replicas and min_replicas 2 the async heal "
           "round aborts, the sync one commits",
           "[ft][slow]") {

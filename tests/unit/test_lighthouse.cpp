@@ -484,6 +484,44 @@ TEST_CASE("A replica whose connection closes is left out of the next quorum at o
     }
 }
 
+TEST_CASE("With detection by heartbeat, a closed connection is judged only when its heartbeats are old",
+          "[lighthouse]") {
+    // TorchFT's lighthouse: a replica is healthy while its heartbeats are recent; a closed socket is not
+    // news by itself. The survivors' next quorum waits for it up to join_timeout_ms, then leaves it out.
+    LighthouseOptions options;
+    options.min_replicas = 2;
+    options.heartbeat_timeout_ms = 600;
+    options.join_timeout_ms = 5000; // longer than the heartbeat timeout: the timeout decides
+    options.lost_on_close = false;
+    LossLog losses;
+    LighthouseServer server(options);
+    losses.attach(server);
+    server.start();
+    std::vector<std::unique_ptr<LighthouseClient>> clients;
+    for (int r = 0; r < 3; ++r)
+        clients.push_back(startClient(server, r));
+    REQUIRE(waitUntil([&] { return server.status().members.size() == 3; }, 2000));
+    REQUIRE(requestAll({clients[0].get(), clients[1].get(), clients[2].get()}, 0, 3000)[0].quorum_id == 1);
+
+    const auto killed_at = Clock::now();
+    clients[2].reset(); // as a SIGKILL would: the socket closes
+    const auto survivors = requestAll({clients[0].get(), clients[1].get()}, 1, 5000);
+    const int64_t next_quorum_ms = msSince(killed_at);
+    REQUIRE(waitUntil([&] { return losses.count() == 1; }, 2000));
+    const int64_t detection_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(losses.times[0] - killed_at).count();
+    CAPTURE(next_quorum_ms, detection_ms);
+    CHECK(detection_ms >= 500); // not at the close: about heartbeat_timeout_ms after the last heartbeat
+    CHECK(next_quorum_ms >= 500);
+    CHECK(next_quorum_ms < 3000); // and not the join timeout
+    CHECK(losses.losses[0].first.replica == 2);
+    CHECK(losses.losses[0].second.find("heartbeat") != std::string::npos);
+    for (const Quorum& q : survivors) {
+        CHECK(q.quorum_id == 2);
+        CHECK(replicasOf(q.members) == std::vector<int>{0, 1});
+    }
+}
+
 TEST_CASE("A replica that leaves because the job finished is not reported lost", "[lighthouse][issue22]") {
     LighthouseOptions options;
     options.min_replicas = 1;

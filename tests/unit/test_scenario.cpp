@@ -268,6 +268,20 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
               std::string::npos);
     }
 
+    SECTION("detection is connection or heartbeat, and only for the Session's own lighthouse") {
+        UsageError bad = parseError(kHeader + "[fault_tolerance]\nenabled = true\ndetection = \"psychic\"\n");
+        CHECK(bad.where().line == 5);
+        CHECK(
+            std::string(bad.what()).find("expected one of \"connection\", \"heartbeat\", got \"psychic\"") !=
+            std::string::npos);
+        UsageError external =
+            parseError(kHeader + "[fault_tolerance]\nenabled = true\nlighthouse = \"127.0.0.1:29510\"\n"
+                                 "detection = \"heartbeat\"\n");
+        CHECK(external.where().line == 6);
+        CHECK(std::string(external.what()).find("dtrun lighthouse --detection heartbeat") !=
+              std::string::npos);
+    }
+
     SECTION("an unknown chaos action names the accepted ones at its place") {
         UsageError e = parseError(kHeader + "[fault_tolerance]\nenabled = true\n[chaos]\nenabled = true\n"
                                             "actions = [\"kill\", \"explode\"]\n");

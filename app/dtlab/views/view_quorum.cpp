@@ -605,9 +605,13 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s", tip);
     };
-    if (r.replica >= 0) // nothing "detects" the lighthouse: the replicas wait for it
-        phase("detected", r.detected_ms,
-              "the lighthouse lost the replica, or another replica saw a collective fail or aborted");
+    if (r.replica >= 0) { // nothing "detects" the lighthouse: the replicas wait for it
+        const std::string detected = r.detected_by.empty() ? "detected" : "detected by " + r.detected_by;
+        phase(detected.c_str(), r.detected_ms,
+              "who noticed first: the lighthouse (the replica's connection closed, or its heartbeats stopped "
+              "for heartbeat_timeout_ms; [fault_tolerance] detection), or another replica whose collective "
+              "with it failed or that aborted its step");
+    }
     phase("new quorum", r.new_quorum_ms,
           "the lighthouse issued a quorum with a new id once the fault was detected");
     phase("survivors commit", r.survivors_commit_ms, "another replica committed a step after the new quorum");

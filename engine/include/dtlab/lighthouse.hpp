@@ -58,6 +58,10 @@ struct LighthouseOptions {
     int64_t join_timeout_ms = 1000;
     int64_t heartbeat_timeout_ms = 1000;
     int64_t quorum_tick_ms = 10;
+    // true: a closed connection loses its member at once (dtlab's fast path);
+    // false: only heartbeats count, as TorchFT's lighthouse (the member stays
+    // healthy until its last heartbeat is heartbeat_timeout_ms old).
+    bool lost_on_close = true;
     // Every HELLO must prove this token (the run's: the Session's own token,
     // or dtrun lighthouse --token-file); "" = an empty key, which anyone can
     // compute: only for a lighthouse nobody else can reach.

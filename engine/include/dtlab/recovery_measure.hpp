@@ -6,8 +6,9 @@
 // LighthouseDown for the lighthouse), each time is the first event after t0,
 // and before the next fault on the same replica (or the lighthouse's next
 // stop: what follows belongs to that fault), of:
-//   detected      the lighthouse lost r (ReplicaLost), or another replica
-//                 aborted a step or saw a collective fail
+//   detected      the lighthouse lost r (ReplicaLost: its connection closed,
+//                 or its heartbeats stopped), or another replica aborted a
+//                 step or saw a collective fail; detected_by names which
 //   new_quorum    a quorum formed (the lighthouse's QuorumFormed, rank -1)
 //                 with a new quorum id, at or after `detected` (after t0 when
 //                 nothing detects the fault: the lighthouse, a slow-down); a
@@ -36,6 +37,9 @@ struct Recovery {
     int replica = -1; // -1 = the lighthouse
     int64_t fault_ns = 0;
     double detected_ms = -1;
+    // Who noticed first: "lighthouse: connection closed", "lighthouse: heartbeat timeout",
+    // "a survivor's collective failed", "a survivor aborted" ("" = not detected).
+    std::string detected_by;
     double new_quorum_ms = -1;
     int64_t new_quorum_id = -1;
     double survivors_commit_ms = -1;

@@ -181,6 +181,13 @@ struct FaultToleranceConfig {
     // gradient. "" = the kind's default: "async" for ddp (TorchFT's default),
     // "sync" for diloco (TorchFT's DiLoCo requires it). See asyncQuorum().
     std::string quorum_mode;
+    // How the lighthouse notices a dead replica. "connection": at once, when
+    // its TCP connection closes (dtlab's fast path, within a millisecond on
+    // one host). "heartbeat": as TorchFT's lighthouse does, only when no
+    // heartbeat arrived for heartbeat_timeout_ms (until then the dead replica
+    // still counts as healthy, and a quorum waits for it up to join_timeout_ms).
+    // Either way a survivor's collective with it fails at once and aborts its step.
+    std::string detection = "connection";
 };
 
 // Random faults for a chaos run ([chaos]): every ~mean_interval_s the Session

@@ -12,8 +12,10 @@
 //      handle them: HELLO (who it is), HB (heartbeat), QUORUM (a request:
 //      the member now waits), STATUS (answered at once), BYE (the member
 //      is done: it left, and is not reported lost). Any line counts as
-//      a heartbeat. A closed connection marks its member not connected and
-//      drops its request ("connection closed": seen within a millisecond).
+//      a heartbeat. A closed connection drops its member's request; with
+//      lost_on_close (detection = "connection") it also marks the member not
+//      connected and lost ("connection closed": seen within a millisecond),
+//      else (detection = "heartbeat", TorchFT's way) only step 4 judges it.
 //   4. Check heartbeats: a member whose last line is older than
 //      heartbeat_timeout_ms is reported lost once (again only after it came
 //      back); a member neither connected nor heartbeating for 10 heartbeat
@@ -116,6 +118,7 @@ struct LighthouseServer::Impl {
     void handleHello(int fd, std::istringstream& in, int64_t now);
     void closeConnection(int fd, const std::string& why);
     void memberLost(MemberRecord& record, const std::string& why);
+    [[nodiscard]] bool connectedForQuorum(const MemberRecord& record) const;
     void checkHeartbeats(int64_t now);
     void decide(int64_t now);
     bool sendLine(int fd, const std::string& line);
@@ -355,7 +358,15 @@ void LighthouseServer::Impl::closeConnection(int fd, const std::string& why) {
         return;
     member->second.fd = -1;
     member->second.waiting = false;
-    memberLost(member->second, why);
+    if (options.lost_on_close) // else its heartbeats stop, and checkHeartbeats reports it
+        memberLost(member->second, why);
+}
+
+// Connected, as the quorum counts it: its socket is open; in heartbeat mode
+// (TorchFT's lighthouse) also a member whose socket closed but whose last
+// heartbeat is recent, unless it said BYE.
+bool LighthouseServer::Impl::connectedForQuorum(const MemberRecord& record) const {
+    return record.fd >= 0 || (!options.lost_on_close && !record.left);
 }
 
 void LighthouseServer::Impl::memberLost(MemberRecord& record, const std::string& why) {
@@ -401,7 +412,7 @@ void LighthouseServer::Impl::decide(int64_t now) {
         MemberHealth h;
         h.member = record.member;
         h.heartbeat_age_ms = now - record.last_heartbeat_ms;
-        h.connected = record.fd >= 0;
+        h.connected = connectedForQuorum(record);
         h.waiting = record.waiting;
         h.waiting_since_ms = record.waiting_since_ms;
         health.push_back(h);
@@ -455,7 +466,7 @@ LighthouseStatus LighthouseServer::Impl::statusLocked(int64_t now) const {
         MemberHealth h;
         h.member = record.member;
         h.heartbeat_age_ms = now - record.last_heartbeat_ms;
-        h.connected = record.fd >= 0;
+        h.connected = connectedForQuorum(record);
         h.waiting = record.waiting;
         h.waiting_since_ms = record.waiting_since_ms;
         status.members.push_back(h);

@@ -80,6 +80,7 @@ inline const std::vector<std::string> kFaultToleranceKeys = {"enabled",
                                                              "quorum_timeout_ms",
                                                              "collective_timeout_ms",
                                                              "restart",
+                                                             "detection",
                                                              "restart_delay_ms",
                                                              "max_restarts_per_minute",
                                                              "quorum_mode"};

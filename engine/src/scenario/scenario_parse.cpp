@@ -461,6 +461,8 @@ class ScenarioReader {
                 out.max_restarts_per_minute = readInt(table, e.key, *e.node);
             else if (e.key == "quorum_mode")
                 out.quorum_mode = readString(table, e.key, *e.node);
+            else if (e.key == "detection")
+                out.detection = readString(table, e.key, *e.node);
         }
     }
 

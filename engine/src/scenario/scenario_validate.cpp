@@ -376,6 +376,15 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                 "[fault_tolerance] runs classic DiLoCo only: [diloco] fragments = 1, sync_delay = 0, alpha = "
                 "0 "
                 "and pseudo_gradient = \"fp32\" (Streaming DiLoCo under the quorum is not supported yet)"};
+        if (!ft.lighthouse.empty() && ft.detection == "heartbeat")
+            return Problem{
+                "fault_tolerance",
+                {"detection"},
+                -1,
+                "[fault_tolerance] detection is the rule of the Session's own lighthouse; with "
+                "lighthouse = \"" +
+                    ft.lighthouse +
+                    "\" start that one with `dtrun lighthouse --detection heartbeat` (and remove the key)"};
         if (!ft.quorum_mode.empty() && ft.quorum_mode != "async" && ft.quorum_mode != "sync")
             return Problem{"fault_tolerance",
                            {"quorum_mode"},

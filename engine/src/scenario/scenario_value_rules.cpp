@@ -123,6 +123,7 @@ const EnumRule kEnumRules[] = {
     {"faults", "when", {std::begin(kFaultWhenNames), std::end(kFaultWhenNames)}},
     {"fault_tolerance", "restart", {"auto", "manual", "never"}},
     {"fault_tolerance", "quorum_mode", {"async", "sync"}}, // when given ("" = the kind's default)
+    {"fault_tolerance", "detection", {"connection", "heartbeat"}},
     {"chaos", "actions", faultActionNames(/*chaos_only=*/true)},
     {"steps",
      "highlight",

@@ -28,6 +28,7 @@ void Session::Impl::hostLighthouse() {
     lo.min_replicas = ftc.min_replicas;
     lo.join_timeout_ms = int64_t(ftc.join_timeout_ms);
     lo.heartbeat_timeout_ms = int64_t(ftc.heartbeat_timeout_ms);
+    lo.lost_on_close = ftc.detection != "heartbeat";
     lo.token = options.token;
     lighthouse = std::make_unique<ft::LighthouseServer>(lo);
     lighthouse->onRefused([this](const std::string& why) {

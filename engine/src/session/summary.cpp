@@ -251,6 +251,7 @@ Json faultToleranceJson(const RunRecord& record) {
                                   {"replica", r.replica},
                                   {"fault_s", double(r.fault_ns - record.t_start_ns) / 1e9},
                                   {"detected_ms", time(r.detected_ms)},
+                                  {"detected_by", r.detected_by},
                                   {"new_quorum_ms", time(r.new_quorum_ms)},
                                   {"new_quorum_id", r.new_quorum_id},
                                   {"survivors_commit_ms", time(r.survivors_commit_ms)},
