@@ -336,8 +336,9 @@ void AppContext::drawShelf(const ViewTiling& tiling, ImGuiCond cond,
                 ImGui::EndTooltip();
             }
             if (shown) {
-                record(view, ImGui::GetContentRegionAvail().y);
+                const float content_h = ImGui::GetContentRegionAvail().y;
                 view.draw(viewInputs());
+                record(view, content_h); // after drawing: the overflow check sees what the view drew
                 ImGui::EndTabItem();
             }
         }

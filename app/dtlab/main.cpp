@@ -318,9 +318,10 @@ int main(int argc, char** argv) {
         // or after a second without drawing.
         const uint64_t fingerprint =
             dt::app::drawDataFingerprint(*ImGui::GetDrawData(), width, height, clear);
-        const bool same_pixels = fingerprint == drawn_fingerprint &&
+        const bool must_redraw = g_must_redraw.exchange(false); // read every frame: a refresh is taken once
+        const bool same_pixels = !must_redraw && fingerprint == drawn_fingerprint &&
                                  frame_start - drawn_at < std::chrono::seconds(1) &&
-                                 !app->screenshotPending() && !g_must_redraw.exchange(false);
+                                 !app->screenshotPending();
         if (!same_pixels) {
             glViewport(0, 0, width, height);
             glClearColor(clear.x, clear.y, clear.z, 1.0f);

@@ -4,7 +4,7 @@
 // A theme file:
 //   label = "light (high contrast)"
 //   base = "light"                  # ImGui's StyleColorsLight or StyleColorsDark underneath
-//   frame_border = 1.0              # optional, px at 16 px text
+//   frame_border = 1.0              # optional, px (0..4; ImGui does not scale it with the text)
 //   [imgui]   WindowBg = "#ffffff"  # any ImGui colour by its name (ImGui::GetStyleColorName)
 //   [rank_states] running = "#00823c" ...   every state of rankStateLabel, all required
 //   [rank_state_text] paused = "#141414"    optional per state (default white)
@@ -52,6 +52,8 @@ Theme loadThemeFile(const std::string& path) {
         throw assetError(path, base, "base must be \"dark\" or \"light\" (ImGui's style underneath)");
     theme.light_base = *base_name == "light";
     theme.frame_border = float(assetNumber(path, root, "frame_border", 0.0));
+    if (!(theme.frame_border >= 0.0f && theme.frame_border <= 4.0f))
+        throw assetError(path, root.get("frame_border"), "frame_border must be between 0 and 4 px");
 
     if (const toml::table* imgui = root["imgui"].as_table())
         for (const auto& [key, node] : *imgui) {

@@ -35,7 +35,7 @@ struct Theme {
     std::string label;         // the View menu's text
     std::string path;          // the file it came from ("" = the built-in fallback)
     bool light_base = false;   // ImGui's StyleColorsLight underneath, else StyleColorsDark
-    float frame_border = 0.0f; // px at 16 px text: a border around every frame (buttons, fields)
+    float frame_border = 0.0f; // px: a border around every frame (buttons, fields), at any text size
     std::array<std::optional<ImVec4>, ImGuiCol_COUNT> colors{}; // overrides of ImGui's colours
     std::array<ImU32, kRankStateCount> rank_state{};
     std::array<ImU32, kRankStateCount> rank_state_text{};

@@ -168,6 +168,14 @@ TEST_CASE("A mistake in an asset file is named by file, line and column, and the
         CHECK(outside.problems[0] ==
               dir.path() + "/i.toml:3:6: at is outside the unit square [0, 1] x [0, 1]");
         CHECK(outside.of(ScenarioFamily::Pipeline).empty());
+        const FamilyIcons nan_radius = loadFamilyIcons(
+            dir.write("n.toml", "[[pipeline]]\nshape = \"circle\"\nat = [0.5, nan]\nradius = 0.1\n"));
+        REQUIRE(nan_radius.problems.size() == 1); // NaN passes no range check: refused, not drawn
+        CHECK(nan_radius.problems[0].find("outside the unit square") != std::string::npos);
+        const FamilyIcons nan_size = loadFamilyIcons(
+            dir.write("r.toml", "[[pipeline]]\nshape = \"circle\"\nat = [0.5, 0.5]\nradius = nan\n"));
+        REQUIRE(nan_size.problems.size() == 1);
+        CHECK(nan_size.problems[0].find("radius must be a finite number") != std::string::npos);
         const FamilyIcons kind = loadFamilyIcons(dir.write("k.toml", "[[diloco]]\nshape = \"star\"\n"));
         REQUIRE(kind.problems.size() == 1);
         CHECK(kind.problems[0] ==

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <sstream>
 
 namespace dt::app {
@@ -54,9 +55,9 @@ double assetNumber(const std::string& path, const toml::table& table, const char
     const toml::node* node = table.get(key);
     if (!node)
         return fallback;
-    if (const auto f = node->value<double>())
+    if (const auto f = node->value<double>(); f && std::isfinite(*f))
         return *f;
-    throw assetError(path, node, std::string(key) + " must be a number");
+    throw assetError(path, node, std::string(key) + " must be a finite number");
 }
 
 void rejectUnknownKeys(const std::string& path, const toml::table& table,

@@ -12,7 +12,7 @@ ImVec2 point(const std::string& path, const toml::node* node, const char* what) 
     if (!xy || xy->size() != 2 || !(*xy)[0].value<double>() || !(*xy)[1].value<double>())
         throw assetError(path, node, std::string(what) + " must be a point [x, y] in the unit square");
     const float x = float(*(*xy)[0].value<double>()), y = float(*(*xy)[1].value<double>());
-    if (x < 0.0f || x > 1.0f || y < 0.0f || y > 1.0f)
+    if (!(x >= 0.0f && x <= 1.0f && y >= 0.0f && y <= 1.0f)) // NaN fails too
         throw assetError(path, node, std::string(what) + " is outside the unit square [0, 1] x [0, 1]");
     return ImVec2(x, y);
 }

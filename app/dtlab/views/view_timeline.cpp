@@ -342,8 +342,8 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
         ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
         textElided(stats, ImGui::GetContentRegionAvail().x);
         ImGui::PopStyleColor();
-        if (const size_t open = model->openCollectives(); open > 0) {
-            ImGui::SameLine();
+        if (const size_t open = model->openCollectives();
+            open > 0) { // on this line if it fits, else the next
             if (m_open_model != model || m_open_generation != model->generation()) {
                 m_open = model->openCollectiveList();
                 m_open_model = model;
@@ -354,11 +354,16 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
                 for (const OpenCollective& oc : m_open)
                     stuck += oc.fate == OpenCollectiveFate::RankAlive &&
                              inputs.now_ns - oc.span.t0 > kStuckAfterNs;
-                if (stuck > 0)
-                    ImGui::TextColored(ImColor(palette::kHung), "%zu collective%s open for over %.0f s",
-                                       stuck, stuck == 1 ? "" : "s", double(kStuckAfterNs) / 1e9);
-                else
-                    ImGui::TextDisabled("%zu collective%s in flight", open, open == 1 ? "" : "s");
+                char note[96];
+                if (stuck > 0) {
+                    std::snprintf(note, sizeof(note), "%zu collective%s open for over %.0f s", stuck,
+                                  stuck == 1 ? "" : "s", double(kStuckAfterNs) / 1e9);
+                    flowText(note, palette::kHung);
+                } else {
+                    std::snprintf(note, sizeof(note), "%zu collective%s in flight", open,
+                                  open == 1 ? "" : "s");
+                    flowTextDisabled(note);
+                }
                 if (ImGui::IsItemHovered())
                     ImGui::SetTooltip("Started and not completed yet. One open for more than %.0f s is drawn "
                                       "hatched red: a hung peer looks like that.",
@@ -367,9 +372,9 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
                 bool fault = false;
                 const std::string line = openCollectivesSummary(m_open, &fault);
                 if (fault)
-                    ImGui::TextColored(ImColor(palette::kHung), "%s", line.c_str());
+                    flowText(line, palette::kHung);
                 else
-                    ImGui::TextDisabled("%s", line.c_str());
+                    flowTextDisabled(line);
                 if (ImGui::IsItemHovered()) {
                     ImGui::BeginTooltip();
                     for (const OpenCollective& oc : m_open) {

@@ -38,6 +38,7 @@ struct Recovery {
     int64_t fault_ns = 0;
     double detected_ms = -1;
     // Who noticed first: "lighthouse: connection closed", "lighthouse: heartbeat timeout",
+    // "lighthouse: replaced by its restart" (detection by heartbeat, restarted before the timeout),
     // "a survivor's collective failed", "a survivor aborted" ("" = not detected).
     std::string detected_by;
     double new_quorum_ms = -1;

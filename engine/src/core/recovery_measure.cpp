@@ -115,11 +115,12 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
             if ((e.kind == EventKind::ReplicaLost && e.rank == r.replica) ||
                 (other && e.kind == EventKind::Abort) || (other && e.phase == EventPhase::WorkFailed)) {
                 r.detected_ms = ms(e);
-                r.detected_by =
-                    e.kind == EventKind::ReplicaLost
-                        ? (e.value >= 1.0 ? "lighthouse: heartbeat timeout" : "lighthouse: connection closed")
-                    : e.kind == EventKind::Abort ? "a survivor aborted"
-                                                 : "a survivor's collective failed";
+                r.detected_by = e.kind == EventKind::ReplicaLost
+                                    ? (e.value >= 2.0   ? "lighthouse: replaced by its restart"
+                                       : e.value >= 1.0 ? "lighthouse: heartbeat timeout"
+                                                        : "lighthouse: connection closed")
+                                : e.kind == EventKind::Abort ? "a survivor aborted"
+                                                             : "a survivor's collective failed";
                 detected_ns = e.t_ns;
                 break;
             }

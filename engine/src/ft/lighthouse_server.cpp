@@ -333,6 +333,10 @@ void LighthouseServer::Impl::handleHello(int fd, std::istringstream& in, int64_t
     }
     MemberRecord& record = members[replica];
     if (record.member.incarnation != incarnation || record.member.replica != replica) {
+        // The old incarnation is gone. Detection by heartbeat may not have judged it yet (a quick
+        // restart): it is lost now, once, so the loss is never silent.
+        if (record.member.replica == replica && !record.left && !record.loss_reported)
+            memberLost(record, "replaced by incarnation " + std::to_string(incarnation));
         record = MemberRecord{}; // a restarted process is a new member
         record.member.replica = replica;
         record.member.incarnation = incarnation;
@@ -363,8 +367,8 @@ void LighthouseServer::Impl::closeConnection(int fd, const std::string& why) {
 }
 
 // Connected, as the quorum counts it: its socket is open; in heartbeat mode
-// (TorchFT's lighthouse) also a member whose socket closed but whose last
-// heartbeat is recent, unless it said BYE.
+// (TorchFT's lighthouse) also a member whose socket closed, unless it said
+// BYE: then only its heartbeat's age (computeQuorum's healthy rule) judges it.
 bool LighthouseServer::Impl::connectedForQuorum(const MemberRecord& record) const {
     return record.fd >= 0 || (!options.lost_on_close && !record.left);
 }

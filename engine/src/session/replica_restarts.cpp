@@ -60,8 +60,12 @@ void Session::Impl::hostLighthouse() {
     });
     lighthouse->onMemberLost([this](const ft::QuorumMember& member, const std::string& why) {
         std::lock_guard<std::mutex> lock(mutex);
-        const bool heartbeat = why.find("heartbeat") != std::string::npos;
-        emitSessionEvent(EventKind::ReplicaLost, member.replica, heartbeat ? 1 : 0);
+        // value: 0 its connection closed, 1 its heartbeat timed out, 2 a new incarnation replaced it
+        // before either (detection by heartbeat, a quick restart).
+        const int how = why.find("heartbeat") != std::string::npos  ? 1
+                        : why.find("replaced") != std::string::npos ? 2
+                                                                    : 0;
+        emitSessionEvent(EventKind::ReplicaLost, member.replica, how);
         log(LogLevel::Warning, "lighthouse: replica " + member.id() + " lost: " + why);
     });
     try {
