@@ -346,7 +346,7 @@ TEST_CASE("dtlab --replay opens a recording with no training running", "[e2e]") 
 // DTLAB_RECORDING_DIR): a run that ends leaves a complete NAME.dtrec and says
 // where; a dtlab killed mid-run leaves NAME.dtrec.partial, which --replay opens
 // as an incomplete recording.
-TEST_CASE("dtlab records every live run; a killed dtlab leaves a .partial that replays", "[e2e]") {
+TEST_CASE("dtlab records every live run, and a killed dtlab leaves a .partial that replays", "[e2e]") {
     requireDtlab();
     if (!onPath("Xvfb")) {
         WARN("Xvfb is not installed (apt-get install xvfb): skipping the automatic recording test");

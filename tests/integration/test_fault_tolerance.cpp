@@ -181,7 +181,7 @@ TEST_CASE("a killed replica is restarted, heals from a live peer, and every repl
 }
 
 TEST_CASE(
-    "detection by heartbeat waits heartbeat_timeout_ms for a new quorum; by connection it does not, and "
+    "detection by heartbeat waits heartbeat_timeout_ms for a new quorum, by connection it does not, and "
     "the stopwatch says who noticed",
     "[ft][slow]") {
     it::TempDir dir;
