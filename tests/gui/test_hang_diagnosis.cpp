@@ -106,7 +106,7 @@ TEST_CASE("The app's model says which rank never joined a hung collective", "[gu
     }
 }
 
-TEST_CASE("\"a collective hangs\" is a narration condition met by the hang diagnosis", "[gui][hang]") {
+TEST_CASE("The narration condition a collective hangs is met by the hang diagnosis", "[gui][hang]") {
     NarrationCondition c;
     REQUIRE(parseNarrationCondition("a collective hangs", c));
     CHECK(c.kind == NarrationCondition::Kind::CollectiveHangs);
