@@ -13,10 +13,7 @@ FamilyLayouts loadFamilyLayouts(const std::string& path, const std::vector<std::
         return layouts;
     try {
         const toml::table root = parseAssetFile(path);
-        std::vector<std::string> keys;
-        for (ScenarioFamily family : kAllFamilies)
-            keys.push_back(familyKey(family));
-        rejectUnknownKeys(path, root, keys);
+        rejectUnknownKeys(path, root, familyKeys());
         for (ScenarioFamily family : kAllFamilies) {
             const toml::node* node = root.get(familyKey(family));
             if (!node)

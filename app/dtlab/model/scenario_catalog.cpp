@@ -71,6 +71,13 @@ const char* familyKey(ScenarioFamily family) {
     return "?";
 }
 
+std::vector<std::string> familyKeys() {
+    std::vector<std::string> keys;
+    for (ScenarioFamily family : kAllFamilies)
+        keys.push_back(familyKey(family));
+    return keys;
+}
+
 int ScenarioCatalog::cardCount() const {
     int n = 0;
     for (const CatalogTopic& t : topics)

@@ -41,6 +41,8 @@ inline constexpr size_t kFamilyCount = sizeof(kAllFamilies) / sizeof(kAllFamilie
 [[nodiscard]] const char* familyLabel(ScenarioFamily family);
 // "data_parallel", "sharded", ...: the family's table in assets/layouts.toml and assets/icons.toml.
 [[nodiscard]] const char* familyKey(ScenarioFamily family);
+// Every family's key, in kAllFamilies' order: the tables an asset file may hold.
+[[nodiscard]] std::vector<std::string> familyKeys();
 
 struct ScenarioCard {
     std::string name;        // "ddp_basics": the file's stem, the card's scriptable label
