@@ -485,7 +485,8 @@ int runCommand(const RunFlags& f) {
                     std::cerr << "dtrun: session: " << log.text << "\n";
             // Progress lost is never silent: the job went back when every replica was down at once.
             if (record.scenario.fault_tolerance.enabled) {
-                const dt::RecoveryMeasure m = dt::measureRecoveries(record.events, int(record.ranks.size()));
+                const dt::RecoveryMeasure m = dt::measureRecoveries(record.events, int(record.ranks.size()),
+                                                                    dt::ftGroupSize(record.scenario));
                 if (m.rollbacks > 0)
                     std::cerr << "dtrun: every replica was down at once (" << m.rollbacks
                               << " time(s)): the job went back and redid " << m.steps_rolled_back

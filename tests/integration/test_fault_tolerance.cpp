@@ -58,7 +58,9 @@ struct CommitRecord {
 };
 
 // Checks the invariants every fault-tolerant run must keep, from its events.
-void checkInvariants(const dt::RunRecord& record, int steps) {
+// group_size: ranks per replica group; a rank's checksum is of its shard, so
+// rank r is compared with the ranks holding shard r % group_size.
+void checkInvariants(const dt::RunRecord& record, int steps, int group_size = 1) {
     // 1. Within one process (between restarts) a replica's commits go up by
     //    one, or jump forward after it healed; never back, never twice. A
     //    restarted process commits step 0, the step it healed to, or the step
@@ -106,7 +108,7 @@ void checkInvariants(const dt::RunRecord& record, int steps) {
             committed_somewhere.insert(e.step);
         }
         if (e.kind == dt::EventKind::ParamsChecksum && e.step >= 0)
-            checksum_by_step[{epoch, int(e.step)}][e.rank] = e.seq;
+            checksum_by_step[{epoch, int(e.step) * group_size + e.rank % group_size}][e.rank] = e.seq;
     }
     // 2. No committed step is lost: every step was committed by some replica.
     for (int s = 0; s < steps; ++s) {
@@ -177,6 +179,102 @@ TEST_CASE("a killed replica is restarted, heals from a live peer, and every repl
     const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
     REQUIRE(load.complete);
     checkInvariants(load.record, 60);
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
+TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down; the group restarts and heals "
+          "shard by shard, ending bit-identical to an uninterrupted run",
+          "[ft][slow]") {
+    // Two replica groups of two ranks, fsdp inside each, the quorum across
+    // (TorchFT over FSDP). Rank 3 (shard 1 of group 1) is killed at step 6:
+    // the Session kills rank 2 with it, both restart, and rank 2 heals shard
+    // 0 from rank 0 while rank 3 heals shard 1 from rank 1. min_replicas = 2:
+    // no step commits on one group's gradient, so the participants of every
+    // committed step are those of the run without the kill, and the result
+    // must be the same bits. That run in turn must equal hsdp (2 replicas of
+    // 2 shards) without the quorum: the same sums in the same order.
+    it::TempDir dir;
+    const auto groupsScenario = [](const std::string& strategy, const std::string& faults,
+                                   const std::string& ft) {
+        it::ScenarioSpec spec;
+        spec.name = "fsdp replica groups";
+        spec.ranks = 4;
+        spec.replicas = 2;
+        spec.strategy = strategy;
+        spec.steps = 20;
+        spec.d_model = 32;
+        spec.layers = 2;
+        spec.heads = 2;
+        spec.run_toml = "step_delay_ms = 40\n";
+        spec.extra_toml = ft;
+        spec.faults_toml = faults;
+        return it::scenarioToml(spec);
+    };
+    const std::string ft = "[fault_tolerance]\nenabled = true\nmin_replicas = 2\nheartbeat_timeout_ms = 600\n"
+                           "collective_timeout_ms = 1500\nrestart_delay_ms = 300\n";
+    const std::string kill = "[[faults]]\naction = \"kill\"\nrank = 3\nstep = 6\nwhen = \"step\"\n";
+    struct Run {
+        std::string name, toml;
+    };
+    const std::vector<Run> runs = {{"killed", groupsScenario("fsdp", kill, ft)},
+                                   {"uninterrupted", groupsScenario("fsdp", "", ft)},
+                                   {"hsdp", groupsScenario("hsdp", "", "")}};
+    for (const Run& run : runs) {
+        std::filesystem::create_directories(dir.file(run.name));
+        const auto r = it::runDtrun({"run", dir.write(run.name + ".toml", run.toml), "--summary",
+                                     dir.file(run.name + ".json"), "--record", dir.file(run.name + ".dtrec"),
+                                     "--params-out", dir.file(run.name), "--quiet"},
+                                    {{}, {}, 240.0, ""});
+        INFO(run.name << ": " << it::describe(r));
+        REQUIRE_FALSE(r.timed_out);
+        REQUIRE(r.exit_code == 0);
+    }
+    const auto s = it::readJsonFile(dir.file("killed.json"));
+    INFO("summary: " << s.dump());
+    CHECK(s["ok"] == true);
+    const auto& ftj = s["fault_tolerance"];
+    // Group 0 committed every step; the restarted group's two ranks healed once each.
+    CHECK(ftj["committed_steps"][0] == 20);
+    CHECK(ftj["committed_steps"][1] == 20);
+    CHECK(ftj["heals"] == nlohmann::json::array({0, 0, 1, 1}));
+    REQUIRE(ftj["recoveries"].size() == 1);
+    const auto& rec = ftj["recoveries"][0];
+    CHECK(rec["replica"] == 3);
+    CHECK(rec["heal_source"] == 1); // shard 1 from shard 1
+    // One shard's state: its parameters, exp_avg and exp_avg_sq + 2 header floats, fp32.
+    const dt::UnitLayout layout = dt::unitLayout(dt::loadScenarioFile(dir.file("killed.toml")).model);
+    int64_t shard = dt::paddedNumel(layout.root_numel, 2) / 2;
+    for (int64_t n : layout.unit_numel)
+        shard += dt::paddedNumel(n, 2) / 2;
+    CHECK(rec["heal_bytes"].get<int64_t>() == 4 * (3 * shard + 2));
+
+    const dt::RecordingLoad load = dt::readRecording(dir.file("killed.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 20, /*group_size=*/2);
+    std::set<int> healed_from;
+    for (const dt::Event& e : load.record.events) {
+        if (e.kind == dt::EventKind::Heal && e.value == 0) // receiving: rank <- peer
+            healed_from.insert(e.rank * 10 + e.peer);
+    }
+    CHECK(healed_from == std::set<int>{20, 31}); // rank 2 from rank 0, rank 3 from rank 1
+    bool group_killed = false;
+    for (const auto& log : load.record.logs)
+        group_killed =
+            group_killed || contains(log.text, "replica group 1 goes down with rank 3: killing rank 2");
+    CHECK(group_killed);
+
+    // Every rank of every run ends with the same bits.
+    const auto bytesOf = [&](const std::string& run, int rank) {
+        std::ifstream in(dir.file(run) + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::string reference = bytesOf("hsdp", 0);
+    REQUIRE_FALSE(reference.empty());
+    for (const std::string run : {"killed", "uninterrupted", "hsdp"})
+        for (int rank = 0; rank < 4; ++rank) {
+            CAPTURE(run, rank);
+            CHECK(bytesOf(run, rank) == reference);
+        }
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
@@ -483,7 +581,7 @@ TEST_CASE("an external dtrun lighthouse serves a run, and says what it decided",
 TEST_CASE("a fault-tolerance flag or table that cannot work is refused before anything starts", "[ft]") {
     it::TempDir dir;
     it::ScenarioSpec spec;
-    spec.strategy = "fsdp";
+    spec.strategy = "tensor_parallel";
     spec.extra_toml = "[fault_tolerance]\nenabled = true\n";
     const auto r = it::runDtrun({"run", dir.write("bad.toml", it::scenarioToml(spec))});
     CHECK(r.exit_code == 2);

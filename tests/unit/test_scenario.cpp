@@ -255,9 +255,29 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
     }
 
     SECTION("[fault_tolerance] on a strategy it does not support is refused") {
-        UsageError e =
-            parseError(kHeader + "[strategy]\nkind = \"fsdp\"\n[fault_tolerance]\nenabled = true\n");
+        UsageError e = parseError(
+            kHeader + "[strategy]\nkind = \"tensor_parallel\"\n[fault_tolerance]\nenabled = true\n");
         CHECK(std::string(e.what()).find("[fault_tolerance] works with [strategy] kind = \"ddp\"") !=
+              std::string::npos);
+    }
+
+    SECTION("hsdp under [fault_tolerance] is refused, pointing at fsdp with replica groups") {
+        UsageError e = parseError(
+            kHeader + "[topology]\nranks = 4\nreplicas = 2\n[strategy]\nkind = \"hsdp\"\n[fault_tolerance]\n"
+                      "enabled = true\n");
+        CHECK(std::string(e.what()).find("write kind = \"fsdp\" with [topology] replicas") !=
+              std::string::npos);
+    }
+
+    SECTION("fsdp replica groups under [fault_tolerance] are accepted, and their count bounds min_replicas") {
+        const std::string groups = kHeader +
+                                   "[topology]\nranks = 4\nreplicas = 2\n[strategy]\nkind = \"fsdp\"\n"
+                                   "[fault_tolerance]\nenabled = true\n";
+        const dt::Scenario s = dt::parseScenarioText(groups, "groups.toml");
+        CHECK(dt::ftReplicaGroups(s) == 2);
+        CHECK(dt::ftGroupSize(s) == 2);
+        UsageError e = parseError(groups + "min_replicas = 3\n");
+        CHECK(std::string(e.what()).find("can never be met: the topology has 2 replica groups") !=
               std::string::npos);
     }
 

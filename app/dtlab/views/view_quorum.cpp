@@ -380,7 +380,8 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
             std::remove_if(events.begin(), events.end(),
                            [&](const Event& e) { return e.t_ns + std::max<int64_t>(e.dur_ns, 0) > until; }),
             events.end());
-        const RecoveryMeasure measure = measureRecoveries(events, model.world());
+        const RecoveryMeasure measure =
+            measureRecoveries(events, model.world(), ftGroupSize(model.scenario()));
         m_recovery.reset();
         if (!measure.recoveries.empty())
             m_recovery = measure.recoveries.back();

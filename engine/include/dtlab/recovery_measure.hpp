@@ -72,7 +72,11 @@ struct RecoveryMeasure {
     int64_t rollbacks = 0;
 };
 
-[[nodiscard]] RecoveryMeasure measureRecoveries(const std::vector<Event>& events, int world);
+// group_size: ranks per replica group (ftGroupSize; 1 = every rank is one).
+// A fault's survivors are the ranks of the other groups; its own group's
+// ranks go down with it.
+[[nodiscard]] RecoveryMeasure measureRecoveries(const std::vector<Event>& events, int world,
+                                                int group_size = 1);
 
 // "kill", "hang", ... for a FaultInjected event (its value is the action's event_code, fault_actions.def).
 [[nodiscard]] std::string faultLabel(const Event& fault_injected);

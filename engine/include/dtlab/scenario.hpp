@@ -156,10 +156,13 @@ struct TelemetryConfig {
     int queue_capacity = 65536; // events buffered per rank before dropping
 };
 
-// Quorum fault tolerance (TorchFT style; engine/src/ft/). Each rank is one
-// replica group (the failure domain): ranks get a quorum from the lighthouse
-// every step, average gradients over the quorum, vote to commit, and a
-// restarted rank heals from a live peer. Strategy: ddp only.
+// Quorum fault tolerance (TorchFT style; engine/src/ft/). The quorum's
+// members are replica groups (the failure domain, ftReplicaGroups): they get
+// a quorum from the lighthouse every step, average gradients over the quorum,
+// vote to commit, and a restarted group heals from a live one. ddp and
+// diloco: one rank per group; zero1/zero2/fsdp: [topology] replicas groups,
+// each sharding the model over its ranks (TorchFT over FSDP, i.e. HSDP with
+// the replicate dimension managed by the quorum).
 struct FaultToleranceConfig {
     bool enabled = false;
     std::string lighthouse;        // "" = the Session's own; "host:port" = an external `dtrun lighthouse`
@@ -360,6 +363,14 @@ void validateScenario(const Scenario& scenario, const std::string& origin);
 // Whether a fault-tolerant run asks for its quorum while it computes
 // ([fault_tolerance] quorum_mode, or the kind's default: async for ddp).
 [[nodiscard]] bool asyncQuorum(const Scenario& scenario);
+
+// Under [fault_tolerance]: how many replica groups the quorum has, and the
+// ranks in each. ddp and diloco: every rank is a group of one; zero1, zero2
+// and fsdp: [topology] replicas groups of ranks / replicas ranks. Rank r is
+// rank r % size of group r / size; a rank failure takes its whole group down.
+// Without [fault_tolerance]: groups of 1.
+[[nodiscard]] int ftReplicaGroups(const Scenario& scenario);
+[[nodiscard]] int ftGroupSize(const Scenario& scenario);
 
 // What a run of this scenario reads from disk, so that no output replaces it:
 // the data ([data] path, or the package's default location) and the

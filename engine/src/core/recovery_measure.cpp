@@ -19,7 +19,9 @@ std::string faultLabel(const Event& e) {
     return "fault";
 }
 
-RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
+RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, int group_size) {
+    const int G = std::max(1, group_size);
+    const auto sameGroup = [G](int a, int b) { return a / G == b / G; };
     std::vector<Event> events = input;
     std::stable_sort(events.begin(), events.end(),
                      [](const Event& a, const Event& b) { return a.t_ns < b.t_ns; });
@@ -102,8 +104,9 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
         // lighthouse's next stop); what happens after it belongs to that fault.
         size_t end = events.size();
         for (size_t k = i + 1; k < events.size(); ++k)
-            if (isFault(events[k]) &&
-                (events[k].kind == EventKind::LighthouseDown ? -1 : events[k].rank) == r.replica) {
+            if (isFault(events[k]) && (events[k].kind == EventKind::LighthouseDown
+                                           ? r.replica == -1
+                                           : r.replica >= 0 && sameGroup(events[k].rank, r.replica))) {
                 end = k;
                 break;
             }
@@ -111,8 +114,8 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
         int64_t detected_ns = f.t_ns;
         for (size_t k = i + 1; k < end; ++k) {
             const Event& e = events[k];
-            const bool other = e.rank >= 0 && e.rank != r.replica;
-            if ((e.kind == EventKind::ReplicaLost && e.rank == r.replica) ||
+            const bool other = e.rank >= 0 && (r.replica < 0 || !sameGroup(e.rank, r.replica));
+            if ((e.kind == EventKind::ReplicaLost && r.replica >= 0 && sameGroup(e.rank, r.replica)) ||
                 (other && e.kind == EventKind::Abort) || (other && e.phase == EventPhase::WorkFailed)) {
                 r.detected_ms = ms(e);
                 r.detected_by = e.kind == EventKind::ReplicaLost
@@ -136,7 +139,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
         int64_t heal_end_ns = -1;
         for (size_t k = i + 1; k < end; ++k) {
             const Event& e = events[k];
-            const bool other = e.rank >= 0 && e.rank != r.replica;
+            const bool other = e.rank >= 0 && (r.replica < 0 || !sameGroup(e.rank, r.replica));
             if (r.new_quorum_ms < 0 && e.t_ns >= detected_ns && e.kind == EventKind::QuorumFormed &&
                 e.rank < 0 && int64_t(e.value) != quorum_before) {
                 r.new_quorum_ms = ms(e);
@@ -162,7 +165,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world) {
         if (r.survivors_commit_ms < 0 && r.new_quorum_ms < 0)
             for (size_t k = i + 1; k < end; ++k)
                 if (events[k].kind == EventKind::Commit && events[k].rank >= 0 &&
-                    events[k].rank != r.replica) {
+                    (r.replica < 0 || !sameGroup(events[k].rank, r.replica))) {
                     r.survivors_commit_ms = ms(events[k]);
                     break;
                 }

@@ -28,7 +28,9 @@ int groupOf(const Scenario& scenario, int rank) {
         return -1;
     if (traits.uses_stages)
         return rank % std::max(1, scenario.topology.stages);
-    return 0;
+    // Replica groups under a quorum: each rank checksums its own shard, which
+    // the same rank of every other group must hold too.
+    return rank % ftGroupSize(scenario);
 }
 
 } // namespace
@@ -71,9 +73,11 @@ std::string replicaDisagreement(const Scenario& scenario, const std::vector<Even
             text += (ranks.size() == 1 ? " holds " : " hold ") + hex(value);
         }
         const bool staged = strategyTraits(scenario.strategy.kind).uses_stages;
-        text += staged ? " (the copies of stage " + std::to_string(group) + " must be equal)"
-                       : std::string(" (they must be equal under ") +
-                             strategyKindName(scenario.strategy.kind) + ")";
+        text +=
+            staged ? " (the copies of stage " + std::to_string(group) + " must be equal)"
+            : ftGroupSize(scenario) > 1
+                ? " (every replica group's copy of shard " + std::to_string(group) + " must be equal)"
+                : std::string(" (they must be equal under ") + strategyKindName(scenario.strategy.kind) + ")";
         return text;
     }
     return "";

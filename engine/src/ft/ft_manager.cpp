@@ -41,14 +41,24 @@
 //  6. On a checkpoint step ([run] checkpoint_dir, checkpoint_every) the lowest
 //     replica id of the quorum writes a durable checkpoint of the committed
 //     state; a new job can resume from it.
-// With one rank per replica the vote is this rank's alone. Every replica sees
-// the same all-reduce result, so they agree; one left behind by a collective
-// that failed part-way is behind at the next quorum, and heals.
+// Replica groups of G ranks (zero1/zero2/fsdp inside, ft_group_training.cpp):
+// every rank has a Manager. The group's rank 0 asks the lighthouse and
+// publishes the quorum line in the store (dtlab/ft/r<replica>/i<incarnation>/
+// q<round>); the others read it there, so the whole group holds one quorum
+// (TorchFT: the ManagerServer on group rank 0 answers its ranks' quorum
+// calls). Rank i of each member builds the cross-group group of "rank i of
+// every member" (prefix .../g<i>/), averages its shard there and heals from
+// rank i of its source: shard by shard, in parallel. The heal and the vote
+// are agreed inside the group (GroupAgreement: an AND of one flag): the group
+// adopts a heal only if every rank received its shard, and commits only if
+// every rank votes yes (else GroupVotedNo).
+// Every replica sees the same all-reduce result, so they agree; one left
+// behind by a collective that failed part-way is behind at the next quorum,
+// and heals.
 //
 // Where this differs from TorchFT:
-//  - the vote is the one rank's own (one rank per replica group); TorchFT
-//    agrees it across the ranks of a group through its ManagerServer. A
-//    non-finite average is a reason to abort too.
+//  - the group's agreement is one all-reduce on the group's own Gloo group,
+//    not RPCs to a ManagerServer. A non-finite average is a reason to abort too.
 //  - the DiLoCo loop adopts a heal only when its outer step commits.
 //  - sync mode: if a healer's transfer fails, it does not take part in the
 //    all-reduce, so the others' all-reduce fails too and the whole round
@@ -57,6 +67,7 @@
 #include "ft/ft_manager.hpp"
 
 #include "dtlab/errors.hpp"
+#include "ft/lighthouse_detail.hpp"
 #include "rank/rank_groups.hpp"
 #include "telemetry/telemetry_sender.hpp"
 
@@ -122,8 +133,9 @@ uint64_t memberMask(const Quorum& quorum) {
     return mask;
 }
 
-std::string groupPrefix(const Quorum& quorum) {
-    std::string prefix = "dtlab/ft/q" + std::to_string(quorum.quorum_id) + "/";
+std::string groupPrefix(const Quorum& quorum, int group_rank) {
+    std::string prefix =
+        "dtlab/ft/q" + std::to_string(quorum.quorum_id) + "/g" + std::to_string(group_rank) + "/";
     for (const auto& m : quorum.members)
         prefix += m.id() + ",";
     return prefix;
@@ -150,25 +162,33 @@ const char* abortText(AbortReason reason) {
         return "fewer than min_replicas participants (replicas whose contribution was real)";
     case AbortReason::HealFailed:
         return "the heal transfer failed";
+    case AbortReason::GroupVotedNo:
+        return "another rank of this replica group could not commit";
     case AbortReason::None:
         break;
     }
     return "";
 }
 
-Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state)
+Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state,
+                 GroupAgreement group_agree)
     : m_context(context), m_config(context.scenario->fault_tolerance), m_telemetry(telemetry),
       m_sender(*context.sender), m_state(std::move(state)),
-      m_replica(context.env.rank), // one rank per replica group: the replica id is the rank
+      m_replica(context.env.rank / ftGroupSize(*context.scenario)),
+      m_group_rank(context.env.rank % ftGroupSize(*context.scenario)),
+      m_group_size(ftGroupSize(*context.scenario)), m_group_agree(std::move(group_agree)),
       m_async(dt::asyncQuorum(*context.scenario)),
       m_healers_contribute(!m_async && context.scenario->strategy.kind != StrategyKind::Diloco) {
     const std::string lighthouse =
         m_config.lighthouse.empty() ? storeGet(*context.store, "dtlab/lighthouse") : m_config.lighthouse;
-    m_client = std::make_unique<LighthouseClient>(lighthouse, m_replica, context.incarnation, context.token);
-    if (m_telemetry.detailed())
-        m_client->onHeartbeat([this] { m_telemetry.instant(EventKind::Heartbeat).step(-1).emit(); });
-    context.faults->attach(m_client.get());
-    m_client->startHeartbeats(int64_t(m_config.heartbeat_interval_ms));
+    if (leadsGroup()) {
+        m_client =
+            std::make_unique<LighthouseClient>(lighthouse, m_replica, context.incarnation, context.token);
+        if (m_telemetry.detailed())
+            m_client->onHeartbeat([this] { m_telemetry.instant(EventKind::Heartbeat).step(-1).emit(); });
+        context.faults->attach(m_client.get());
+        m_client->startHeartbeats(int64_t(m_config.heartbeat_interval_ms));
+    }
     if (context.incarnation == 0)
         waitForInitialReplicas(*context.store, context.env.world, 60000);
     else
@@ -191,6 +211,48 @@ int Manager::memberReplica(int replica_rank) const {
     return m_quorum.members[size_t(replica_rank)].replica;
 }
 
+int Manager::peerRank(int replica_rank) const {
+    return memberReplica(replica_rank) * m_group_size + m_group_rank;
+}
+
+void Manager::publishQuorum(const std::string& line) {
+    if (m_group_size == 1)
+        return;
+    const std::string key = "dtlab/ft/r" + std::to_string(m_replica) + "/i" +
+                            std::to_string(m_context.incarnation) + "/q" + std::to_string(m_round);
+    m_context.store->set(key, std::vector<uint8_t>(line.begin(), line.end()));
+}
+
+Quorum Manager::requestQuorumOnce(int64_t committed_steps, int failures) {
+    if (m_client) {
+        Quorum quorum = m_client->requestQuorum(committed_steps, failures, "", 2000);
+        publishQuorum(formatQuorumLine(quorum));
+        return quorum;
+    }
+    // The group's rank 0 asks; this rank reads its answer (2 s slices, as the
+    // client's). Polled with check(): a TCPStore wait() that times out leaves
+    // its late reply in the connection, where the next request would read it.
+    const std::string key = "dtlab/ft/r" + std::to_string(m_replica) + "/i" +
+                            std::to_string(m_context.incarnation) + "/q" + std::to_string(m_round);
+    const auto slice_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
+    while (!m_context.store->check({key})) {
+        if (std::chrono::steady_clock::now() > slice_end)
+            throw CommError(CommErrorKind::Timeout, "no quorum from this group's rank 0 yet");
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    const std::string line = storeGet(*m_context.store, key);
+    Quorum quorum;
+    if (line.rfind("LEAVE", 0) == 0) {
+        m_group_leaves = true;
+        throw CommError(CommErrorKind::Timeout, "this group's rank 0 leaves: the job finished");
+    }
+    if (line.rfind("ERROR ", 0) == 0)
+        throw CommError(CommErrorKind::Timeout, "this group's rank 0: " + line.substr(6));
+    if (!parseQuorumLine(line, quorum))
+        throw CommError(CommErrorKind::Timeout, "this group's rank 0 published a malformed quorum: " + line);
+    return quorum;
+}
+
 int64_t Manager::modeledBytesSent() const {
     return m_bytes_sent_before + (m_group ? m_group->modeledBytesSent() : 0);
 }
@@ -210,6 +272,7 @@ void Manager::startQuorum(int64_t step, int64_t committed_steps) {
     m_heal_failed = false;
     m_role = QuorumRole();
     m_quorum_begin = m_telemetry.now();
+    m_round += 1;
     const int failures = m_commit_failures;
     m_quorum_future = std::async(std::launch::async, [this, committed_steps, failures] {
         const auto timeout = std::chrono::milliseconds(int64_t(m_config.quorum_timeout_ms));
@@ -218,14 +281,17 @@ void Manager::startQuorum(int64_t step, int64_t committed_steps) {
         // noticed while waiting; time while held does not count.
         for (;;) {
             try {
-                return m_client->requestQuorum(committed_steps, failures, "", 2000);
-            } catch (const CommError&) {
+                return requestQuorumOnce(committed_steps, failures);
+            } catch (const CommError& e) {
                 const auto now = std::chrono::steady_clock::now();
                 if (m_context.faults->job_held.load())
                     deadline = now + timeout;
                 const bool finished = m_context.faults->job_finished.load();
-                if (finished || now > deadline)
+                if (m_group_leaves || finished || now > deadline) {
+                    if (m_client) // the group's other ranks leave or fail with this one
+                        publishQuorum(finished ? "LEAVE" : std::string("ERROR ") + e.what());
                     throw;
+                }
             }
         }
     });
@@ -235,7 +301,7 @@ bool Manager::waitQuorum() {
     try {
         m_quorum = m_quorum_future.get();
     } catch (const CommError&) {
-        if (m_context.faults->job_finished.load())
+        if (m_context.faults->job_finished.load() || m_group_leaves)
             return false;
         throw; // no lighthouse for quorum_timeout_ms: the rank fails (and the supervisor may restart it)
     }
@@ -262,7 +328,7 @@ void Manager::configure() {
         .seq(memberMask(m_quorum))
         .unit(m_role.up_to_date)
         .bytes(m_role.max_step)
-        .peer(m_role.heal ? memberReplica(m_role.heal_source) : -1)
+        .peer(m_role.heal ? peerRank(m_role.heal_source) : -1)
         .emit();
 
     // Kept while the quorum id is the same, else rebuilt on a fresh store
@@ -274,7 +340,7 @@ void Manager::configure() {
     dropGroup();
     try {
         GlooOptions options = m_gloo;
-        options.prefix = groupPrefix(m_quorum);
+        options.prefix = groupPrefix(m_quorum, m_group_rank);
         EventSink* sink = m_telemetry.detailed() ? m_telemetry.sink() : nullptr;
         m_group =
             makeGlooCommunicator(m_context.store, m_role.replica_rank, m_role.replica_world, options, sink);
@@ -310,6 +376,7 @@ void Manager::heal() {
         s.begin = m_telemetry.now();
         s.messages = m_state.save();
         s.peer_replica = memberReplica(destination);
+        s.peer_rank = peerRank(destination);
         for (int i = 0; i < n; ++i)
             s.works.push_back(m_group->postSend(s.messages[size_t(i)], destination, tag + i, ctag));
         m_heal_sends.push_back(std::move(s));
@@ -346,7 +413,7 @@ void Manager::finishHealSends() {
             .step(m_step)
             .value(1.0) // sending
             .bytes(sent ? bytes : 0)
-            .peer(s.peer_replica)
+            .peer(s.peer_rank)
             .unit(1)
             .emit();
     }
@@ -414,9 +481,12 @@ bool Manager::finishHealReceives() {
 }
 
 void Manager::healBeforeCompute() {
-    if (!m_role.heal || m_abort != AbortReason::None || m_heal_applied)
+    if (!m_role.heal || m_heal_applied)
         return;
-    if (finishHealReceives())
+    bool received = m_abort == AbortReason::None && finishHealReceives();
+    if (m_group_agree) // every rank of the group received its shard, or none adopts
+        received = m_group_agree(received);
+    if (received)
         applyHealedState();
 }
 
@@ -426,8 +496,11 @@ bool Manager::shouldCommit(bool adopt_before_vote) {
     // round aborts, so it does not heal again and again.
     // (After a collective failure the group may be gone: its receives are not waited for.)
     bool received = m_heal_applied;
-    if (!received && m_role.heal && m_abort == AbortReason::None)
-        received = finishHealReceives();
+    if (!received && m_role.heal) {
+        received = m_abort == AbortReason::None && finishHealReceives();
+        if (m_group_agree) // every rank of the group received its shard, or none adopts
+            received = m_group_agree(received);
+    }
     if (received && !m_heal_applied && adopt_before_vote)
         applyHealedState();
     finishHealSends();
@@ -436,6 +509,9 @@ bool Manager::shouldCommit(bool adopt_before_vote) {
     // TorchFT's vote: enough participants (replicas whose contribution was real).
     if (m_abort == AbortReason::None && participants() < m_config.min_replicas)
         m_abort = AbortReason::TooFewReplicas;
+    // The group commits together: every rank's yes, or an abort for all.
+    if (m_group_agree && !m_group_agree(m_abort == AbortReason::None) && m_abort == AbortReason::None)
+        m_abort = AbortReason::GroupVotedNo;
     if (m_abort != AbortReason::None)
         return false;
     if (m_role.heal && !m_heal_applied)
@@ -450,15 +526,18 @@ void Manager::applyHealedState() {
     for (const auto& m : m_heal_received)
         bytes += m.numel() * 4;
     const int source = memberReplica(m_role.heal_source);
-    m_sender.log(LogLevel::Info, "healed from replica " + std::to_string(source) + ": step " +
-                                     std::to_string(from_step) + " -> " + std::to_string(m_step) + ", " +
-                                     std::to_string(bytes) + " bytes");
+    const std::string what = m_group_size == 1 ? "replica " + std::to_string(source)
+                                               : "rank " + std::to_string(peerRank(m_role.heal_source)) +
+                                                     " (shard " + std::to_string(m_group_rank) +
+                                                     " of replica group " + std::to_string(source) + ")";
+    m_sender.log(LogLevel::Info, "healed from " + what + ": step " + std::to_string(from_step) + " -> " +
+                                     std::to_string(m_step) + ", " + std::to_string(bytes) + " bytes");
     m_telemetry.span(EventKind::Heal)
         .from(m_heal_begin)
         .step(m_step)
         .value(0.0) // receiving
         .bytes(bytes)
-        .peer(source)
+        .peer(peerRank(m_role.heal_source))
         .unit(0)
         .emit();
     m_heal_received.clear();
@@ -503,7 +582,8 @@ void Manager::checkpointIfDue(int64_t step, const std::function<int64_t(int64_t 
 
 void Manager::finish(int64_t step, bool left_early) {
     const int64_t last = step - 1;
-    m_client->leave(); // the job finished: this replica leaves, it is not lost
+    if (m_client)
+        m_client->leave(); // the job finished: this replica leaves, it is not lost
     if (left_early)
         m_sender.log(LogLevel::Info, "the other replicas finished every step while this one was at step " +
                                          std::to_string(step) + ": leaving");

@@ -11,9 +11,12 @@
 //   shouldCommit()                the vote; on commit a healer adopts the received state
 //   committed(...) / aborted(...) the bookkeeping of the round
 //
-// Steps, bytes and the rules are in ft_manager.cpp's top comment. Today one
-// replica group is one rank (the vote is that rank's alone); the interface
-// names replicas, not ranks, so that a group of several ranks can use it.
+// Steps, bytes and the rules are in ft_manager.cpp's top comment. Every rank
+// of a replica group has its own Manager: rank i of a group averages and heals
+// with rank i of the others (its own cross-group Gloo group); the group's rank
+// 0 alone talks to the lighthouse and hands the quorum to the others through
+// the store (TorchFT's ManagerServer), and the vote is agreed inside the group
+// (GroupAgreement).
 #pragma once
 
 #include "comm/communicator.hpp"
@@ -24,6 +27,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -40,6 +44,7 @@ enum class AbortReason {
     NanGradients = 2,
     TooFewReplicas = 3,
     HealFailed = 4,
+    GroupVotedNo = 5, // another rank of this replica group could not commit
 };
 [[nodiscard]] const char* abortText(AbortReason reason);
 
@@ -56,12 +61,19 @@ struct ReplicaStateTransfer {
     std::function<int64_t(const std::vector<at::Tensor>&)> load;
 };
 
+// AND over the ranks of this replica group (an all-reduce of one flag on the
+// group's own communicator; TorchFT's ManagerServer collects the ranks'
+// should_commit). Null for a group of one rank. Throws CommError when a rank
+// of the group is gone (the group then goes down together).
+using GroupAgreement = std::function<bool(bool)>;
+
 class Manager {
   public:
     // Connects to the lighthouse ([fault_tolerance] lighthouse, or the
     // Session's from the store), starts heartbeats, attaches the fault
     // switches; on a first start waits until every replica is up. Emits RankReady.
-    Manager(const FtRankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state);
+    Manager(const FtRankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state,
+            GroupAgreement group_agree = nullptr);
     ~Manager(); // detaches the fault switches, stops the heartbeats
     Manager(const Manager&) = delete;
     Manager& operator=(const Manager&) = delete;
@@ -118,28 +130,43 @@ class Manager {
     [[nodiscard]] int64_t quorumMaxStep() const { return m_role.max_step; } // the highest step in the quorum
     [[nodiscard]] int upToDate() const { return m_role.up_to_date; }
     [[nodiscard]] AbortReason abortReason() const { return m_abort; }
-    [[nodiscard]] int64_t modeledBytesSent() const; // over every group this replica built
+    [[nodiscard]] int64_t modeledBytesSent() const;                     // over every group this replica built
+    [[nodiscard]] int replica() const { return m_replica; }             // this rank's replica group
+    [[nodiscard]] int groupRank() const { return m_group_rank; }        // this rank's place in it
+    [[nodiscard]] bool leadsGroup() const { return m_group_rank == 0; } // talks to the lighthouse
 
   private:
     struct HealSend {
         std::vector<CommWorkPtr> works;
         std::vector<at::Tensor> messages;
         int peer_replica = -1;
+        int peer_rank = -1; // the healer's rank holding this rank's shard
         int64_t begin = 0;
     };
     void finishHealSends();
     void dropGroup();
     void applyHealedState();
     [[nodiscard]] int memberReplica(int replica_rank) const;
+    // The rank that holds this rank's shard in the quorum's replica_rank-th member.
+    [[nodiscard]] int peerRank(int replica_rank) const;
+    // The quorum of round m_round: the group's rank 0 asks the lighthouse and
+    // publishes the answer in the store; the other ranks read it there.
+    [[nodiscard]] Quorum requestQuorumOnce(int64_t committed_steps, int failures);
+    void publishQuorum(const std::string& line);
 
     const FtRankContext& m_context;
     const FaultToleranceConfig& m_config;
     const RankTelemetry m_telemetry;
     TelemetrySender& m_sender;
     ReplicaStateTransfer m_state;
-    const int m_replica;
+    const int m_replica;    // replica group: rank / group size
+    const int m_group_rank; // rank % group size
+    const int m_group_size;
+    GroupAgreement m_group_agree;
+    int64_t m_round = 0;                     // quorum rounds of this incarnation (the store key of each)
+    std::atomic<bool> m_group_leaves{false}; // the group's rank 0 left (the job finished)
     GlooOptions m_gloo;
-    std::unique_ptr<LighthouseClient> m_client;
+    std::unique_ptr<LighthouseClient> m_client; // the group's rank 0 only
 
     // The cross-replica group of the current quorum.
     std::unique_ptr<Communicator> m_group;

@@ -1,7 +1,8 @@
-// ft_training.hpp: the fault-tolerant training loops, one replica each. The
-// worker calls trainFaultTolerant (DDP, ft_training.cpp) or
-// trainFaultTolerantDiloco (ft_diloco.cpp) instead of its usual loop when the
-// scenario has [fault_tolerance] enabled = true. Both are thin loops over
+// ft_training.hpp: the fault-tolerant training loops, one rank each. The
+// worker calls trainFaultTolerant (DDP, ft_training.cpp),
+// trainFaultTolerantDiloco (ft_diloco.cpp) or trainFaultTolerantGroup
+// (zero1/zero2/fsdp replica groups, ft_group_training.cpp) instead of its
+// usual loop when the scenario has [fault_tolerance] enabled = true. Both are thin loops over
 // ft::Manager (ft_manager.hpp: quorum, heal, all-reduce, vote), which also
 // reads the fault switches and the context below.
 #pragma once
@@ -78,5 +79,8 @@ struct FtRankContext {
 int trainFaultTolerant(const FtRankContext& context);
 // The same for [strategy] kind = "diloco" (ft_diloco.cpp): a quorum per outer sync.
 int trainFaultTolerantDiloco(const FtRankContext& context);
+// zero1, zero2 and fsdp (ft_group_training.cpp): this rank's part of a replica
+// group of ftGroupSize ranks that shards the model; the quorum across groups.
+int trainFaultTolerantGroup(const FtRankContext& context);
 
 } // namespace dt

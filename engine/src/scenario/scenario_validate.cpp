@@ -92,13 +92,16 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     const int replicas = s.topology.replicas;
     const StrategyTraits& traits = strategyTraits(st.kind);
     const std::string kind_name = traits.name;
-    if (replicas > 1 && st.kind != StrategyKind::Hsdp)
-        return Problem{"topology",
-                       {"replicas"},
-                       -1,
-                       "[topology] replicas = " + std::to_string(replicas) +
-                           " needs [strategy] kind = \"hsdp\" (" + kind_name +
-                           " uses one group of all ranks)"};
+    const bool ft_groups =
+        s.fault_tolerance.enabled && traits.shards_optimizer && st.kind != StrategyKind::Hsdp;
+    if (replicas > 1 && st.kind != StrategyKind::Hsdp && !ft_groups)
+        return Problem{
+            "topology",
+            {"replicas"},
+            -1,
+            "[topology] replicas = " + std::to_string(replicas) +
+                " needs [strategy] kind = \"hsdp\", or zero1/zero2/fsdp under [fault_tolerance] (" +
+                kind_name + " uses one group of all ranks)"};
     if (ranks % replicas != 0)
         return Problem{"topology",
                        {"replicas", "ranks"},
@@ -273,6 +276,13 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             -1,
             "[run] checkpoints of fault-tolerant DiLoCo are not supported yet (a DiLoCo run without "
             "[fault_tolerance] writes them)"};
+    if (sharded && wants_checkpoints && s.fault_tolerance.enabled)
+        return Problem{"run",
+                       {"checkpoint_dir", "resume_from"},
+                       -1,
+                       "[run] checkpoints of fault-tolerant " + kind_name +
+                           " replica groups are not supported yet (a restarted group heals from a live "
+                           "one; the same run without [fault_tolerance] writes sharded checkpoints)"};
     if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.diloco.sync_delay > 0)
         return Problem{
             "run",
@@ -355,8 +365,8 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             "[topology] backend = \"mpi\" cannot be fault tolerant: when one MPI rank dies, Open MPI aborts "
             "the whole job (errors are fatal and a communicator cannot lose a member), so the replica "
             "dimension under the quorum must use \"gloo\", whose groups are rebuilt for every new quorum. "
-            "Under [fault_tolerance] each replica group is one rank, so there is no fixed dimension left for "
-            "MPI: set backend = \"gloo\""};
+            "Inside a replica group too, a failed rank's group is restarted as a new set of processes, which "
+            "an MPI job cannot take in: set backend = \"gloo\""};
     if (ft.enabled) {
         if (!strategyTraits(s.strategy.kind).fault_tolerant)
             return Problem{
@@ -364,8 +374,13 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                 {"enabled"},
                 -1,
                 "[fault_tolerance] works with [strategy] kind = \"ddp\" or \"diloco\" (each rank is one "
-                "replica group); this scenario uses \"" +
-                    std::string(strategyKindName(s.strategy.kind)) + "\""};
+                "replica group) or \"zero1\", \"zero2\", \"fsdp\" (sharded inside [topology] replicas "
+                "groups); this scenario uses \"" +
+                    std::string(strategyKindName(s.strategy.kind)) + "\"" +
+                    (s.strategy.kind == StrategyKind::Hsdp
+                         ? " (under the quorum, write kind = \"fsdp\" with [topology] replicas: the quorum "
+                           "manages the replicate dimension, as TorchFT over FSDP does)"
+                         : "")};
         if (s.strategy.kind == StrategyKind::Diloco &&
             (s.diloco.fragments != 1 || s.diloco.sync_delay != 0 || s.diloco.alpha != 0.0 ||
              s.diloco.pseudo_gradient != "fp32"))
@@ -405,12 +420,19 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            -1,
                            "[fault_tolerance] replicas step with AdamW; [optimizer] kind = \"" +
                                s.optimizer.kind + "\" is not supported under fault tolerance"};
-        if (ft.min_replicas > ranks)
+        if (ft.min_replicas > ftReplicaGroups(s))
             return Problem{"fault_tolerance",
                            {"min_replicas"},
                            -1,
                            "[fault_tolerance] min_replicas " + std::to_string(ft.min_replicas) +
-                               " can never be met: the topology has " + std::to_string(ranks) + " replicas"};
+                               " can never be met: the topology has " + std::to_string(ftReplicaGroups(s)) +
+                               " replica groups"};
+        if (ftGroupSize(s) > 1 && s.strategy.offload_optimizer)
+            return Problem{"strategy",
+                           {"offload_optimizer"},
+                           -1,
+                           "[strategy] offload_optimizer is not supported under [fault_tolerance] with "
+                           "replica groups of several ranks yet"};
         if (ft.heartbeat_timeout_ms <= ft.heartbeat_interval_ms)
             return Problem{
                 "fault_tolerance",
@@ -752,6 +774,17 @@ std::vector<ScenarioInput> scenarioInputs(const Scenario& scenario) {
     if (!scenario.run.resume_from.empty())
         inputs.push_back({"the checkpoint being resumed", scenario.run.resume_from});
     return inputs;
+}
+
+int ftGroupSize(const Scenario& scenario) {
+    if (!scenario.fault_tolerance.enabled || !strategyTraits(scenario.strategy.kind).shards_optimizer ||
+        scenario.strategy.kind == StrategyKind::Hsdp)
+        return 1;
+    return std::max(1, scenario.topology.ranks / std::max(1, scenario.topology.replicas));
+}
+
+int ftReplicaGroups(const Scenario& scenario) {
+    return std::max(1, scenario.topology.ranks / ftGroupSize(scenario));
 }
 
 bool asyncQuorum(const Scenario& scenario) {

@@ -4,6 +4,10 @@
 //   runs the quorum server as a thread, publishes its address in the store
 //   (dtlab/lighthouse), and turns each new quorum and each lost member into an
 //   event and a log line.
+// - A replica group is the failure domain: when one of its ranks dies, the
+//   Session kills the group's other ranks (zero1/zero2/fsdp groups of
+//   ftGroupSize ranks), and each is restarted as below; the new incarnation
+//   of the group rebuilds its own Gloo groups and heals shard by shard.
 // - A replica whose process died before it finished is restarted per
 //   `restart`: "auto" after restart_delay_ms, "manual" when the GUI asks,
 //   "never" not at all. A restart is a new incarnation (`dtrun worker
@@ -65,14 +69,24 @@ void Session::Impl::hostLighthouse() {
         const int how = why.find("heartbeat") != std::string::npos  ? 1
                         : why.find("replaced") != std::string::npos ? 2
                                                                     : 0;
-        emitSessionEvent(EventKind::ReplicaLost, member.replica, how);
-        log(LogLevel::Warning, "lighthouse: replica " + member.id() + " lost: " + why);
+        // The lighthouse's member is the group's rank 0 (the one that talks to it).
+        const int G = ftGroupSize(record.scenario);
+        emitSessionEvent(EventKind::ReplicaLost, member.replica * G, how);
+        log(LogLevel::Warning,
+            "lighthouse: replica " + std::string(G > 1 ? "group " : "") + member.id() + " lost: " + why);
     });
     try {
         lighthouse->start();
     } catch (const std::exception& e) {
         throw UsageError(std::string("cannot start the lighthouse: ") + e.what());
     }
+}
+
+// "replica 2", or "rank 3 (replica group 1)" when groups have several ranks.
+std::string Session::Impl::replicaName(int rank) const {
+    const int G = ftGroupSize(record.scenario);
+    return G == 1 ? "replica " + std::to_string(rank)
+                  : "rank " + std::to_string(rank) + " (replica group " + std::to_string(rank / G) + ")";
 }
 
 // A replica's process ended before it finished.
@@ -96,8 +110,7 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
     if (ft.restart == "auto" && int(recent.size()) >= ft.max_restarts_per_minute) {
         // A kill storm: restarting again would only feed it. The job goes on
         // with the other replicas, or fails saying why.
-        const std::string why = "replica " + std::to_string(x.rank) + " " + how + " after " +
-                                std::to_string(recent.size()) +
+        const std::string why = replicaName(x.rank) + " " + how + " after " + std::to_string(recent.size()) +
                                 " restarts in the last minute: its restart budget ([fault_tolerance] "
                                 "max_restarts_per_minute = " +
                                 std::to_string(ft.max_restarts_per_minute) + ") is spent, so it stays down";
@@ -110,15 +123,42 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
         restart_at_ns[size_t(x.rank)] = now + int64_t(ft.restart_delay_ms * 1e6);
         p.state = RankState::Restarting;
         rank_gone[size_t(x.rank)] = false;
-        log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + "; restarting it in " +
+        log(LogLevel::Warning, replicaName(x.rank) + " " + how + "; restarting it in " +
                                    std::to_string(int(ft.restart_delay_ms)) + " ms");
     } else if (ft.restart == "manual") {
         rank_gone[size_t(x.rank)] = false; // until restarted or the job ends
-        log(LogLevel::Warning,
-            "replica " + std::to_string(x.rank) + " " + how + "; press Restart to start it again");
+        log(LogLevel::Warning, replicaName(x.rank) + " " + how + "; press Restart to start it again");
     } else {
-        log(LogLevel::Warning, "replica " + std::to_string(x.rank) + " " + how + " (restart = \"never\")");
+        log(LogLevel::Warning, replicaName(x.rank) + " " + how + " (restart = \"never\")");
     }
+    killRestOfGroup(x.rank);
+}
+
+// The group's other ranks go down with it (one failure domain): a rank cannot
+// go on without its shard peers, and the restarted group starts together.
+void Session::Impl::killRestOfGroup(int dead_rank) {
+    const int G = ftGroupSize(record.scenario);
+    if (G == 1)
+        return;
+    const int first = dead_rank / G * G;
+    std::vector<int> peers;
+    {
+        std::lock_guard<std::mutex> plock(proc_mutex);
+        for (int r = first; r < first + G; ++r)
+            if (r != dead_rank && supervisor.pidOf(r) != 0 && !rank_finished[size_t(r)]) {
+                supervisor.signal(r, SIGKILL);
+                supervisor.signal(r, SIGCONT);
+                peers.push_back(r);
+            }
+    }
+    if (peers.empty())
+        return;
+    std::string list;
+    for (int r : peers)
+        list += (list.empty() ? "" : ", ") + std::to_string(r);
+    log(LogLevel::Warning, "replica group " + std::to_string(dead_rank / G) + " goes down with rank " +
+                               std::to_string(dead_rank) + ": killing rank" +
+                               (peers.size() > 1 ? "s " : " ") + list + " (one failure domain)");
 }
 
 // Some replica committed every step: the others are told to leave; a stopped
@@ -194,8 +234,8 @@ void Session::Impl::restartDueReplicas() {
         rank_finished[size_t(r)] = false;
         telemetry_closed[size_t(r)] = false;
         emitSessionEvent(EventKind::RankRestarted, r, incarnation);
-        log(LogLevel::Info, "replica " + std::to_string(r) + " restarted (incarnation " +
-                                std::to_string(incarnation) + ", pid " + std::to_string(pid) + ")");
+        log(LogLevel::Info, replicaName(r) + " restarted (incarnation " + std::to_string(incarnation) +
+                                ", pid " + std::to_string(pid) + ")");
     }
 }
 
@@ -208,10 +248,13 @@ void Session::restartRank(int rank) {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     if (!m_impl->ft_enabled || rank < 0 || rank >= m_impl->world || m_impl->job_done)
         return;
-    const RankState state = m_impl->progress[size_t(rank)].state;
-    if (state != RankState::Killed && state != RankState::Failed && state != RankState::Restarting)
-        return;
-    m_impl->restart_at_ns[size_t(rank)] = monotonicNowNs();
+    // A replica group restarts whole: every dead rank of the rank's group.
+    const int G = ftGroupSize(m_impl->record.scenario);
+    for (int r = rank / G * G; r < rank / G * G + G; ++r) {
+        const RankState state = m_impl->progress[size_t(r)].state;
+        if (state == RankState::Killed || state == RankState::Failed || state == RankState::Restarting)
+            m_impl->restart_at_ns[size_t(r)] = monotonicNowNs();
+    }
 }
 
 bool Session::lighthouseStatus(ft::LighthouseStatus& out) const {

@@ -105,6 +105,8 @@ struct Session::Impl final : TelemetrySink {
     // rank that only lost its peer) gives way to the first cause. Mutex held.
     void noteFailure(const std::string& reason, bool consequence = false);
     void emitSessionEvent(EventKind kind, int rank, double value); // mutex held
+    void killRestOfGroup(int dead_rank);                           // mutex held
+    [[nodiscard]] std::string replicaName(int rank) const;
 
     // [rank_processes.cpp] --------------------------------------------------
     std::mutex proc_mutex; // guards supervisor

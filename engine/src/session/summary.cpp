@@ -243,7 +243,8 @@ Json busBandwidthJson(const RunRecord& record) {
 
 // Committed vs attempted steps and one entry per fault (recovery_measure.hpp).
 Json faultToleranceJson(const RunRecord& record) {
-    const RecoveryMeasure m = measureRecoveries(record.events, int(record.ranks.size()));
+    const RecoveryMeasure m =
+        measureRecoveries(record.events, int(record.ranks.size()), ftGroupSize(record.scenario));
     const auto time = [](double ms) { return ms < 0 ? Json(nullptr) : Json(ms); };
     Json recoveries = Json::array();
     for (const Recovery& r : m.recoveries)

@@ -74,7 +74,9 @@ class ShardedStrategy final : public TrainingStrategy {
         : m_scenario(*c.scenario), m_config(c.scenario->strategy), m_model(*c.model),
           m_comm(c.shard_group ? *c.shard_group : *c.world), m_replicate(c.replicate_group),
           m_telemetry(c.sink, c.rank, c.sink != nullptr), m_rank(c.rank),
-          m_world_size(c.scenario->topology.ranks) {
+          // The ranks whose gradients the collectives sum: the shard group
+          // (all ranks; one replica group under a quorum) x hsdp's replicas.
+          m_world_size(m_comm.size() * (m_replicate ? m_replicate->size() : 1)) {
         const StrategyTraits& traits = strategyTraits(m_config.kind);
         m_stage = traits.shards_parameters  ? Stage::Fsdp
                   : traits.shards_gradients ? Stage::Zero2
@@ -340,6 +342,37 @@ class ShardedStrategy final : public TrainingStrategy {
     int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) override {
         return loadShardedCheckpoint(step_dir, m_units, *m_optimizer, m_comm.rank(), m_stage != Stage::Fsdp,
                                      bytes_read);
+    }
+
+    // ---- under a quorum (ft/ft_group_training.cpp) -----------------------------
+    std::vector<at::Tensor> replicaGradients() override {
+        std::vector<at::Tensor> grads;
+        for (auto& u : m_units)
+            grads.push_back(u.shard_grad);
+        return grads;
+    }
+
+    std::vector<at::Tensor> optimizedTensors() override {
+        std::vector<at::Tensor> tensors;
+        for (auto& u : m_units)
+            tensors.push_back(u.optimizedShard());
+        return tensors;
+    }
+
+    torch::optim::AdamW* adamW() override { return m_optimizer.get(); }
+
+    void afterStateLoaded() override {
+        at::NoGradGuard no_grad;
+        for (auto& u : m_units)
+            if (u.host_shard.defined())
+                u.shard.copy_(u.host_shard);
+        if (m_stage == Stage::Fsdp)
+            return; // the shard is all this rank keeps; forward gathers the rest
+        std::vector<CommWorkPtr> works;
+        for (auto& u : m_units)
+            works.push_back(m_comm.allGather(u.full, u.shard.detach(), tag(u.id)));
+        for (auto& w : works)
+            w->wait();
     }
 
   private:

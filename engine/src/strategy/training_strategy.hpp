@@ -27,6 +27,10 @@
 #include <string>
 #include <vector>
 
+namespace torch::optim {
+class AdamW;
+}
+
 namespace dt {
 
 class EventSink;
@@ -80,6 +84,26 @@ class TrainingStrategy {
     virtual int64_t saveCheckpoint(const std::string& step_dir, int last_step) = 0;
     // load: returns the step to resume after; throws UsageError naming the file and the problem.
     virtual int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) = 0;
+
+    // ---- under a quorum: replica groups of several ranks (ft/ft_group_training.cpp)
+    // The strategy runs inside one group (`world` = the group's ranks); the
+    // quorum's manager averages across groups, rank i of a group with rank i
+    // of every other. Defaults: not supported (empty, null).
+    //
+    // This rank's reduced gradients after finishMicrobatch, summed over the
+    // group; the manager replaces each by its average over the groups before
+    // optimizerStep (which divides by the group's size). zero1/zero2/fsdp:
+    // each unit's shard gradient (S elements).
+    [[nodiscard]] virtual std::vector<at::Tensor> replicaGradients() { return {}; }
+    // What AdamW updates on this rank, and the AdamW (its state is keyed by
+    // them): what a healing group's rank i receives from rank i of a live
+    // group (checkpoint/replica_state.hpp's layout).
+    [[nodiscard]] virtual std::vector<at::Tensor> optimizedTensors() { return {}; }
+    [[nodiscard]] virtual torch::optim::AdamW* adamW() { return nullptr; }
+    // After a heal overwrote optimizedTensors(): rebuild what derives from
+    // them (zero1/zero2: all-gather the whole parameters; a collective, every
+    // rank of the group calls it).
+    virtual void afterStateLoaded() {}
 };
 
 struct StrategyContext {

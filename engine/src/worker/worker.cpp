@@ -517,7 +517,9 @@ int runWorker(const WorkerArgs& args) {
             context.link = &link;
             context.token = token;
             code = scenario.strategy.kind == StrategyKind::Diloco ? trainFaultTolerantDiloco(context)
-                                                                  : trainFaultTolerant(context);
+                   : strategyTraits(scenario.strategy.kind).shards_optimizer
+                       ? trainFaultTolerantGroup(context)
+                       : trainFaultTolerant(context);
         } else if (!strategyTraits(scenario.strategy.kind).trains_model) {
             code = runCollectives(env, scenario, sender, gate, store);
         } else {

@@ -1,0 +1,278 @@
+// ft_group_training.cpp: one rank of a fault-tolerant replica group of G
+// ranks (TorchFT over FSDP: HSDP whose replicate dimension the quorum
+// manages). Inside the group the strategy is zero1, zero2 or fsdp over the
+// group's own Gloo group (sharded_strategy.cpp); across groups rank i of each
+// member averages its shard through its ft::Manager (ft_manager.cpp). R =
+// replica groups, G = ranks per group, S = this rank's shard (the sum of its
+// units' shards, about P / G fp32).
+//
+// Set-up: the group's Gloo group (prefix dtlab/ft/r<replica>/i<incarnation>/,
+// G ranks) and a second one of the same ranks for the group's agreements (one
+// int per call, off the timeline); the model (same seed everywhere), sharded
+// over the G ranks; a Manager per rank (the group's rank 0 talks to the
+// lighthouse).
+//
+// One step; s = the steps this group has committed:
+//  0. The group agrees to go on (a rank told "the job finished" leaves with
+//     its group, so no rank is left waiting in a collective).
+//  1. startQuorum(s); async (TorchFT's default): forward and backward run
+//     meanwhile, with the strategy's in-group collectives (fsdp: all-gathers,
+//     reduce-scatters; ~3 (G-1)/G 4P bytes per rank), leaving this rank's
+//     shard gradient (S) summed over the group.
+//  2. waitQuorum (the group agrees it has one), configure: rank i builds the
+//     cross-group group of rank i of every member.
+//  3. heal: rank i of a healing group receives rank i's shard state from its
+//     source group (4 (3S + 2) bytes: replica_state.hpp over the shard): all
+//     G shards at once, each on its own pair of ranks. Sync mode: adopted
+//     before compute, once every rank of the group has its shard.
+//  4. The shard gradient averaged over the participants (ring: 2 (R-1)/R 4S
+//     bytes per rank); a healer sends zeros (async).
+//  5. shouldCommit: the vote, agreed inside the group; on commit each rank
+//     runs AdamW on its shard (the strategy divides the group's sum by G),
+//     so rank i of every group holds the same bits: ParamsChecksum of the
+//     shard after every commit. On abort nothing is applied.
+// At the end each rank's full parameters (fsdp gathers them) go to
+// params_out, as the other loops do.
+#include "ft/ft_training.hpp"
+
+#include "checkpoint/params_io.hpp"
+#include "checkpoint/replica_state.hpp"
+#include "comm/gloo_communicator.hpp"
+#include "dtlab/errors.hpp"
+#include "ft/ft_manager.hpp"
+#include "ft/replica_loop.hpp"
+#include "memory/memory_accounting.hpp"
+#include "memory/tracking_allocator.hpp"
+#include "rank/rank_groups.hpp"
+#include "rank/step_gate.hpp"
+#include "strategy/training_strategy.hpp"
+#include "telemetry/telemetry_sender.hpp"
+
+#include <torch/optim/adamw.h>
+
+#include <cmath>
+#include <optional>
+
+namespace dt {
+
+namespace {
+
+// One flat copy of tensors (the shard gradients: one all-reduce instead of one per unit).
+at::Tensor flatten(const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> flat;
+    for (const auto& t : tensors)
+        flat.push_back(t.reshape({-1}));
+    return at::cat(flat);
+}
+
+void unflattenInto(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
+    at::NoGradGuard no_grad;
+    int64_t offset = 0;
+    for (const auto& t : tensors) {
+        t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+        offset += t.numel();
+    }
+}
+
+uint64_t shardChecksum(const std::vector<at::Tensor>& shards) {
+    std::vector<NamedParameter> named;
+    for (size_t i = 0; i < shards.size(); ++i)
+        named.push_back({"shard" + std::to_string(i), shards[i].detach()});
+    return parametersChecksum(named);
+}
+
+} // namespace
+
+int trainFaultTolerantGroup(const FtRankContext& c) {
+    const Scenario& scenario = *c.scenario;
+    const int rank = c.env.rank;
+    const int G = ftGroupSize(scenario), R = ftReplicaGroups(scenario);
+    const int replica = rank / G, group_rank = rank % G;
+    TelemetrySender& sender = *c.sender;
+    const RankTelemetry telemetry(&sender, rank, scenario.telemetry.enabled);
+    EventSink* sink = telemetry.detailed() ? &sender : nullptr;
+
+    // The group's own groups: a restart is a new incarnation, so a new prefix.
+    GlooOptions gloo;
+    gloo.interface_host = glooInterfaceFor(c.env);
+    gloo.timeout = std::chrono::milliseconds(int64_t(scenario.fault_tolerance.collective_timeout_ms));
+    const std::string prefix =
+        "dtlab/ft/r" + std::to_string(replica) + "/i" + std::to_string(c.incarnation) + "/";
+    gloo.prefix = prefix + "inner/";
+    std::unique_ptr<Communicator> inner = makeGlooCommunicator(c.store, group_rank, G, gloo, sink);
+    inner->shareLink(c.link);
+    gloo.prefix = prefix + "agree/";
+    std::unique_ptr<Communicator> agree_group = makeGlooCommunicator(c.store, group_rank, G, gloo, nullptr);
+    // AND over the group's ranks (one int32 all-reduce).
+    const auto agree = [&](bool yes) {
+        at::Tensor flag = at::full({1}, yes ? 1 : 0, at::kInt);
+        agree_group->allReduceNow(flag);
+        return flag.item<int>() == G;
+    };
+
+    auto data = makeDataSource(scenario.data, scenario.model, scenario.run.seed);
+    std::optional<AllocationOwnerScope> setup_owner(std::in_place, MemoryOwner::Parameters);
+    auto model = makeModel(scenario.model, scenario.run.seed); // the same seed: every group starts identical
+    StrategyContext sc;
+    sc.scenario = &scenario;
+    sc.model = model.get();
+    sc.world = inner.get();
+    sc.sink = sink;
+    sc.rank = rank;
+    sc.slow_delay_ms = [&c] { return c.gate->delayMs(); };
+    auto strategy = makeStrategy(sc);
+    setup_owner.reset();
+    if (strategy->replicaGradients().empty() || !strategy->adamW())
+        throw UsageError(strategy->name() + " cannot run in a replica group under [fault_tolerance]");
+    if (rank == 0 && c.incarnation == 0)
+        sender.log(LogLevel::Info, model->describe() + "; " + data->describe() +
+                                       "; fault tolerant: " + std::to_string(R) + " replica groups of " +
+                                       std::to_string(G) + " ranks, " + strategy->name() + " inside each");
+
+    const std::vector<at::Tensor> shards = strategy->optimizedTensors();
+    torch::optim::AdamW& optimizer = *strategy->adamW();
+    int64_t step = 0; // committed steps: the step this group trains next
+    ft::ReplicaStateTransfer state;
+    state.message_numels = {replicaStateNumel(shards)};
+    state.save = [&] { return std::vector<at::Tensor>{packReplicaState(shards, optimizer, step)}; };
+    state.load = [&](const std::vector<at::Tensor>& messages) {
+        step = unpackReplicaState(messages[0], shards, optimizer);
+        strategy->afterStateLoaded(); // every rank of the group adopts together (the manager agreed it)
+        return step;
+    };
+    ft::Manager manager(c, telemetry, std::move(state), agree);
+    if (c.incarnation > 0 && group_rank == 0)
+        sender.log(LogLevel::Info,
+                   "replica group " + std::to_string(replica) + " restarted (incarnation " +
+                       std::to_string(c.incarnation) +
+                       "): each of its ranks heals its shard from the same rank of a live group");
+
+    // Forward and backward call the strategy's unit hooks (fsdp's all-gathers);
+    // the timeline gets one Forward and one Backward span per step (unit -2).
+    UnitTimer timer;
+    timer.forward = [&](int unit, bool begin) {
+        if (begin)
+            strategy->beforeUnitForward(unit);
+        else
+            strategy->afterUnitForward(unit);
+    };
+    timer.backward = [&](int unit, bool begin) {
+        if (begin)
+            strategy->beforeUnitBackward(unit);
+    };
+
+    const int B = scenario.data.batch_per_rank, M = scenario.strategy.microbatches;
+    bool left_early = false;
+    markStartupEnd();
+    while (step < scenario.run.steps) {
+        // 0. Go on together.
+        if (!agree(!c.faults->job_finished.load())) {
+            left_early = true;
+            break;
+        }
+        const int64_t step_begin = ft::beginReplicaStep(c, telemetry, step);
+
+        // 1. The quorum request runs while the group computes.
+        manager.startQuorum(step, step);
+        double step_loss = std::nan("");
+        const auto computeGradient = [&] {
+            int64_t t = telemetry.now();
+            const Batch batch = data->batch(int(step), rank, scenario.topology.ranks, B);
+            telemetry.span(EventKind::Data).from(t).step(step).emit();
+            strategy->beginStep(int(step));
+            step_loss = 0.0;
+            for (int mb = 0; mb < M; ++mb) {
+                const int64_t rows = B / M;
+                const at::Tensor inputs = M == 1 ? batch.inputs : batch.inputs.narrow(0, mb * rows, rows);
+                const at::Tensor targets = M == 1 ? batch.targets : batch.targets.narrow(0, mb * rows, rows);
+                strategy->beginMicrobatch(mb, mb == M - 1);
+                t = telemetry.now();
+                at::Tensor loss;
+                {
+                    const AllocationOwnerScope owner(MemoryOwner::Activations);
+                    loss = model->loss(inputs, targets, timer);
+                }
+                telemetry.span(EventKind::Forward).from(t).step(step).unit(-2).emit();
+                step_loss += loss.item<double>() / M;
+                if (M > 1)
+                    loss = loss / double(M);
+                t = telemetry.now();
+                loss.backward();
+                telemetry.span(EventKind::Backward).from(t).step(step).unit(-2).emit();
+                strategy->finishMicrobatch(); // the group's reduce-scatters: the shard gradient
+            }
+            requireFiniteLoss(step_loss, int(step));
+            if (c.faults->nan_gradients.exchange(false)) {
+                for (auto& g : strategy->replicaGradients())
+                    g.fill_(std::nan(""));
+                sender.log(LogLevel::Warning,
+                           "fault: this rank's gradient shard is NaN at step " + std::to_string(step));
+            }
+        };
+        const bool async = manager.asyncQuorum();
+        const bool compute_first = async && !manager.healsBeforeCompute();
+        if (compute_first)
+            computeGradient();
+
+        // 2. - 4. The quorum (the same on every rank of the group), the heal, the average.
+        if (!agree(manager.waitQuorum())) {
+            left_early = true;
+            break;
+        }
+        const bool healing = manager.healing();
+        manager.configure();
+        manager.heal();
+        if (!compute_first) {
+            if (!async)
+                manager.healBeforeCompute();
+            if (!(async && healing))
+                computeGradient();
+        }
+        const std::vector<at::Tensor> grads = strategy->replicaGradients();
+        at::Tensor gradient = flatten(grads);
+        manager.allReduce(gradient, {int(step), -1, -1});
+        unflattenInto(gradient, grads);
+
+        // 5. Commit or abort, as one group.
+        if (!agree(!c.faults->job_finished.load())) {
+            left_early = true;
+            break;
+        }
+        const bool commit = manager.shouldCommit();
+        if (commit) {
+            const int64_t t = telemetry.now();
+            {
+                const AllocationOwnerScope owner(MemoryOwner::OptimizerState);
+                strategy->optimizerStep();
+            }
+            telemetry.span(EventKind::Optimizer).from(t).step(step).emit();
+            manager.committed(step, step);
+            telemetry.instant(EventKind::ParamsChecksum).step(step).seq(shardChecksum(shards)).emit();
+            if (!(healing && async) && !std::isnan(step_loss))
+                telemetry.counter(EventKind::LossValue).step(step).value(step_loss).emit();
+            step += 1;
+        } else {
+            manager.aborted(step, step);
+            sender.log(LogLevel::Warning, "step " + std::to_string(step) +
+                                              " not committed: " + ft::abortText(manager.abortReason()));
+        }
+
+        const int64_t attempted = commit ? step - 1 : step;
+        ft::endReplicaStep(c, telemetry, attempted, step_begin,
+                           strategy->modeledBytesSent() + manager.modeledBytesSent());
+        if (telemetry.detailed()) {
+            const StrategyMemory m = strategy->memory();
+            ft::emitReplicaMemory(telemetry, attempted,
+                                  sampleMemory(m.parameters, m.gradients, m.optimizer_state, m.comm_buffers),
+                                  /*comm_buffers=*/true);
+        }
+    }
+
+    if (!left_early && !c.params_out_dir.empty()) // a collective inside the group (fsdp gathers)
+        saveParameters(c.params_out_dir + "/rank" + std::to_string(rank) + ".params",
+                       strategy->fullParameters());
+    manager.finish(step, left_early);
+    return 0;
+}
+
+} // namespace dt
