@@ -120,7 +120,6 @@ void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuesti
                 ImGui::SameLine();
                 ImGui::TextUnformatted(q.unit.c_str());
             }
-            ImGui::SameLine();
         } else {
             for (size_t i = 0; i < q.choices.size(); ++i) { // the circle, then its words wrapped beside it
                 if (ImGui::RadioButton(("##choice" + std::to_string(i)).c_str(), m_choice == int(i)))
@@ -132,9 +131,15 @@ void NarrationView::drawExercise(const ViewInputs& inputs, const NarrationQuesti
             }
         }
         const bool can_lock = q.choices.empty() || m_choice >= 0;
+        // Beside the field while they fit, else on the next line (a narrow panel at large text).
+        const auto buttonWidth = [](const char* label) {
+            return ImGui::CalcTextSize(label, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2.0f;
+        };
+        if (q.choices.empty())
+            sameLineOrWrap(buttonWidth("Lock in##exercise"));
         if (inputs.act().button("Lock in##exercise", can_lock, "Pick a choice first."))
             inputs.act().lockPrediction(q.choices.empty() ? m_number : double(m_choice));
-        ImGui::SameLine();
+        sameLineOrWrap(buttonWidth("Show the answer##exercise"));
         if (inputs.act().button("Show the answer##exercise"))
             inputs.act().revealAnswer();
         ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));

@@ -132,10 +132,14 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
     QuorumViewState st;
     st.fault_tolerant = model.scenario().fault_tolerance.enabled;
     const int world = model.world();
+    const int G = ftGroupSize(model.scenario());
+    st.group_size = G;
     st.rows.resize(size_t(world));
     std::vector<int64_t> last_heartbeat(size_t(world), 0);
-    for (int r = 0; r < world; ++r)
+    for (int r = 0; r < world; ++r) {
         st.rows[size_t(r)].replica = r;
+        st.rows[size_t(r)].group = r / G;
+    }
     // Walk the fault-tolerance instants up to the moment.
     std::vector<bool> dead(size_t(world), false), hung(size_t(world), false), finished(size_t(world), false);
     for (const Event& e : model.ftEvents()) {
@@ -193,9 +197,11 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
     }
     for (int r = 0; r < world; ++r) {
         ReplicaRow& row = st.rows[size_t(r)];
-        row.in_quorum = r < 64 && (st.members >> r) & 1;
-        if (last_heartbeat[size_t(r)] > 0)
-            row.heartbeat_age_ms = double(t_ns - last_heartbeat[size_t(r)]) / 1e6;
+        row.in_quorum = row.group < 64 && (st.members >> row.group) & 1;
+        // A group's rank 0 heartbeats for the group (it is the lighthouse's member).
+        const int64_t heartbeat = last_heartbeat[size_t(row.group * G)];
+        if (heartbeat > 0)
+            row.heartbeat_age_ms = double(t_ns - heartbeat) / 1e6;
         if (ranks && size_t(r) < ranks->size()) {
             const RankProgress& p = (*ranks)[size_t(r)];
             row.health = healthOf(p.state);
@@ -212,8 +218,8 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
         st.reason = lighthouse->last_reason;
         st.lighthouse_down = !lighthouse->running;
         for (const ft::MemberHealth& m : lighthouse->members)
-            if (m.member.replica >= 0 && m.member.replica < world)
-                st.rows[size_t(m.member.replica)].heartbeat_age_ms = double(m.heartbeat_age_ms);
+            for (int r = m.member.replica * G; r >= 0 && r < world && r < (m.member.replica + 1) * G; ++r)
+                st.rows[size_t(r)].heartbeat_age_ms = double(m.heartbeat_age_ms);
     } else { // replay: the reason from the lighthouse's logged decisions
         for (const LogRecord& log : model.logs()) {
             if (log.t_ns > t_ns)
@@ -284,6 +290,10 @@ const char* QuorumView::helpText() const {
            "= the lighthouse's quorums.\n\n"
            "The stopwatch times the latest fault: detected, new quorum, the survivors' next commit, restart, "
            "heal and the first commit of the replica that came back.\n\n"
+           "Replica groups of several ranks (zero1, zero2 or fsdp with [topology] replicas): the rows are "
+           "ranks, labelled with their group. A group is one failure domain (a killed rank takes its group "
+           "down, and the group restarts whole); its rank 0 talks to the lighthouse and heartbeats for it; "
+           "each rank averages and heals its own shard with the same rank of the other groups.\n\n"
            "Try: Kill a replica, NaN its gradients, partition it from the lighthouse, or stop the "
            "lighthouse.";
 }
@@ -337,7 +347,10 @@ void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
         p.state == RankState::Killed || p.state == RankState::Failed || p.state == RankState::Restarting;
     const char* not_running = "the replica is not running";
     ImGui::AlignTextToFramePadding();
-    ImGui::Text("replica %d:", r);
+    if (m_state.group_size > 1)
+        ImGui::Text("rank %d (group %d):", r, r / m_state.group_size);
+    else
+        ImGui::Text("replica %d:", r);
     // Each button on this line if it fits, else the next (a narrow view at large text).
     const auto next = [](const char* label) {
         sameLineOrWrap(ImGui::CalcTextSize(label, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2.0f);
@@ -419,10 +432,11 @@ void QuorumView::drawHeader(const ViewInputs& inputs) {
         if ((m_state.members >> r) & 1)
             members += (members.empty() ? "" : ", ") + std::to_string(r);
     ImGui::TextWrapped(
-        "Lighthouse: quorum %lld of replicas {%s}, formed at step %lld, now at step %lld; %lld quorums "
+        "Lighthouse: quorum %lld of replica%s {%s}, formed at step %lld, now at step %lld; %lld quorums "
         "so far",
-        (long long)m_state.quorum_id, members.c_str(), (long long)m_state.max_step,
-        (long long)std::max(m_state.max_step, m_state.steps_committed), (long long)m_state.quorums);
+        (long long)m_state.quorum_id, m_state.group_size > 1 ? " groups" : "s", members.c_str(),
+        (long long)m_state.max_step, (long long)std::max(m_state.max_step, m_state.steps_committed),
+        (long long)m_state.quorums);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("formed at step: the highest step among its members when the lighthouse formed it. "
                           "The same quorum is handed out again every step (the fast path) until its members "
@@ -521,7 +535,10 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
     const int64_t window_ns = 3'000'000'000LL;
     const int64_t t0 = t_end - window_ns;
     const float label_w =
-        ImGui::CalcTextSize("restarting*  replica 00 [Q]  x00  0000 ok / 000 abort  hb 00000 ms  ").x;
+        ImGui::CalcTextSize(m_state.group_size > 1
+                                ? "restarting*  group 0 rank 00 [Q]  x00  0000 ok / 000 abort  hb 00000 ms  "
+                                : "restarting*  replica 00 [Q]  x00  0000 ok / 000 abort  hb 00000 ms  ")
+            .x;
     for (const ReplicaRow& row : m_state.rows) {
         ImGui::PushID(row.replica);
         const ImU32 color = healthColor(row.health);
@@ -547,9 +564,13 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
         char hb[32] = "-";
         if (row.heartbeat_age_ms >= 0)
             std::snprintf(hb, sizeof(hb), "%.0f ms", row.heartbeat_age_ms);
-        ImGui::Text("replica %d%s  x%d  %lld ok / %lld abort  hb %s", row.replica,
-                    row.in_quorum ? " [Q]" : "", row.incarnation, (long long)row.committed,
-                    (long long)row.aborted, hb);
+        char name[32];
+        if (m_state.group_size > 1)
+            std::snprintf(name, sizeof(name), "group %d rank %d", row.group, row.replica);
+        else
+            std::snprintf(name, sizeof(name), "replica %d", row.replica);
+        ImGui::Text("%s%s  x%d  %lld ok / %lld abort  hb %s", name, row.in_quorum ? " [Q]" : "",
+                    row.incarnation, (long long)row.committed, (long long)row.aborted, hb);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
                 "[Q] = in the latest quorum; x = incarnation (restarts); steps committed / aborted; "
@@ -587,7 +608,10 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     const Recovery& r = *m_state.recovery;
     const double since_ms = double(t_end - r.fault_ns) / 1e6;
     // Every phase is measured from this fault (recovery_measure.hpp), in order.
-    if (r.replica >= 0)
+    if (r.replica >= 0 && m_state.group_size > 1)
+        ImGui::TextWrapped("Recovery stopwatch: %s rank %d (its group %d goes down with it), from the fault:",
+                           r.fault.c_str(), r.replica, r.replica / m_state.group_size);
+    else if (r.replica >= 0)
         ImGui::TextWrapped("Recovery stopwatch: %s replica %d, from the fault:", r.fault.c_str(), r.replica);
     else
         ImGui::TextWrapped("Recovery stopwatch: the lighthouse stopped, from then:");
@@ -627,9 +651,11 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         phase("rejoined", r.rejoined_ms, "the replica's first commit after it healed");
     }
     if (r.heal_bytes > 0) {
-        char heal[128];
-        std::snprintf(heal, sizeof(heal), "heal: %s from replica %d in %.1f ms",
-                      formatBytes(double(r.heal_bytes)).c_str(), r.heal_source, r.heal_duration_ms);
+        char heal[192];
+        std::snprintf(
+            heal, sizeof(heal), "heal: %s from %s %d in %.1f ms%s", formatBytes(double(r.heal_bytes)).c_str(),
+            m_state.group_size > 1 ? "rank" : "replica", r.heal_source, r.heal_duration_ms,
+            m_state.group_size > 1 ? " (its shard; the group's other ranks heal theirs at once)" : "");
         ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
         ImGui::TextWrapped("%s", heal);
         ImGui::PopStyleColor();

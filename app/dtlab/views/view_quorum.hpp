@@ -36,7 +36,8 @@ enum class ReplicaHealth { Healthy, Healing, Hung, Dead, Restarting, Finished, S
 [[nodiscard]] const char* replicaHealthLabel(ReplicaHealth health);
 
 struct ReplicaRow {
-    int replica = 0;
+    int replica = 0; // the rank of this row
+    int group = 0;   // its replica group, the quorum's member (= replica when groups have one rank)
     ReplicaHealth health = ReplicaHealth::Starting;
     int incarnation = 0;
     int64_t committed = 0;        // Commit events seen
@@ -49,7 +50,8 @@ struct ReplicaRow {
 struct QuorumViewState {
     bool fault_tolerant = false;
     int64_t quorum_id = -1; // latest quorum issued (-1 = none yet)
-    uint64_t members = 0;   // bit r = replica r is a member
+    uint64_t members = 0;   // bit g = replica group g is a member
+    int group_size = 1;     // ranks per replica group (ftGroupSize)
     // The highest step among its members when the latest quorum formed. The
     // fast path re-issues the same quorum every step without a new event, so
     // this is where that quorum began, not where training is now:

@@ -266,8 +266,12 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     draw->AddRectFilled(h0, h1, status.blocked ? warningColor(theme) : rankStateColor(p.state, theme),
                         style.FrameRounding);
     const ImU32 text = rankStateTextColor(status.blocked ? RankState::Hung : p.state, theme);
-    char title[32];
-    std::snprintf(title, sizeof(title), "rank %d", p.rank);
+    char title[48];
+    const int group_size = ftGroupSize(inputs.model->scenario()); // replica groups of several ranks
+    if (group_size > 1)
+        std::snprintf(title, sizeof(title), "rank %d  group %d", p.rank, p.rank / group_size);
+    else
+        std::snprintf(title, sizeof(title), "rank %d", p.rank);
     const float pad = style.FramePadding.x;
     const float ty = h0.y + 1.0f + (line - ImGui::GetTextLineHeight()) * 0.5f;
     draw->AddText(ImVec2(h0.x + pad, ty), text, title);

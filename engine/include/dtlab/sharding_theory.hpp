@@ -65,7 +65,8 @@ struct UnitLayout {
 // numel rounded up to a multiple of shards (FSDP's right padding).
 [[nodiscard]] int64_t paddedNumel(int64_t numel, int shards);
 
-// Ranks one unit is sharded over: world for zero*/fsdp, ranks / replicas for hsdp, 1 for ddp.
+// Ranks one unit is sharded over: world for zero*/fsdp, ranks / replicas for hsdp and for
+// zero*/fsdp replica groups under [fault_tolerance], 1 for ddp.
 [[nodiscard]] int shardCount(const Scenario& scenario);
 
 struct ModelStateTheory {

@@ -20,8 +20,14 @@ GroupMembers groupMembersFor(const Scenario& scenario, int world) {
     std::vector<int>& all = m[kGroupWorld];
     for (int r = 0; r < world; ++r)
         all.push_back(r);
-    if (scenario.fault_tolerance.enabled)
-        return m; // quorum groups change with each quorum: taken from the events
+    if (scenario.fault_tolerance.enabled) {
+        // Replica groups of several ranks: each group's own (shard) group is
+        // fixed; the quorum groups change with each quorum: taken from the events.
+        const int G = ftGroupSize(scenario);
+        for (int r = 0; G > 1 && r < world; ++r)
+            m[groupIdShard(r / G)].push_back(r);
+        return m;
+    }
     if (scenario.strategy.kind == StrategyKind::Hsdp && scenario.topology.replicas > 0) {
         const int replicas = scenario.topology.replicas, shards = world / replicas;
         for (int replica = 0; replica < replicas; ++replica)

@@ -44,6 +44,8 @@ int shardCount(const Scenario& s) {
         return 1;
     if (k == StrategyKind::Hsdp)
         return s.topology.ranks / std::max(1, s.topology.replicas);
+    if (ftGroupSize(s) > 1) // replica groups under a quorum: sharded inside a group
+        return ftGroupSize(s);
     return s.topology.ranks;
 }
 
@@ -170,8 +172,8 @@ int64_t bytesPerStepTheory(const Scenario& s) {
                 total += M * allGather(padded); // backward (the root stays materialized)
         }
     }
-    if (k == StrategyKind::Hsdp) {
-        const int R = s.topology.replicas;
+    if (k == StrategyKind::Hsdp || ftGroupSize(s) > 1) { // the replicate all-reduce of each shard
+        const int R = k == StrategyKind::Hsdp ? s.topology.replicas : ftReplicaGroups(s);
         for (int64_t u : units)
             total += grad_syncs * 2 * int64_t(R - 1) * (4 * paddedNumel(u, N) / N) / R;
     }

@@ -100,6 +100,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
         "dtlab/ft/r" + std::to_string(replica) + "/i" + std::to_string(c.incarnation) + "/";
     gloo.prefix = prefix + "inner/";
     std::unique_ptr<Communicator> inner = makeGlooCommunicator(c.store, group_rank, G, gloo, sink);
+    inner->setGroupId(groupIdShard(replica)); // as hsdp's: "shard group of replica k"
     inner->shareLink(c.link);
     gloo.prefix = prefix + "agree/";
     std::unique_ptr<Communicator> agree_group = makeGlooCommunicator(c.store, group_rank, G, gloo, nullptr);

@@ -344,7 +344,10 @@ void Manager::configure() {
         EventSink* sink = m_telemetry.detailed() ? m_telemetry.sink() : nullptr;
         m_group =
             makeGlooCommunicator(m_context.store, m_role.replica_rank, m_role.replica_world, options, sink);
-        m_group->setGroupId(uint8_t(1 + m_role.quorum_id % 127));
+        // One rank per group: an id per quorum (1..127). Groups of G ranks: the
+        // replicate group of this rank's shard (128 + i), as hsdp names it.
+        m_group->setGroupId(m_group_size > 1 ? groupIdReplicate(m_group_rank)
+                                             : uint8_t(1 + m_role.quorum_id % 127));
         m_group->shareLink(m_context.link);
         m_group_quorum_id = m_role.quorum_id;
     } catch (const std::exception& e) {
