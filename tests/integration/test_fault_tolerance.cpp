@@ -257,6 +257,19 @@ TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down; the
             healed_from.insert(e.rank * 10 + e.peer);
     }
     CHECK(healed_from == std::set<int>{20, 31}); // rank 2 from rank 0, rank 3 from rank 1
+    // TorchFT's vote, per group: the async heal round has one participant
+    // (the healing group contributes zeros), fewer than min_replicas = 2, so
+    // every rank of both groups aborts it (reason 3), and no step is ever
+    // committed on one group's gradient.
+    int too_few = 0, commits_with_one = 0;
+    for (const dt::Event& e : load.record.events) {
+        if (e.kind == dt::EventKind::Abort && int(e.value) == 3)
+            too_few += 1;
+        if (e.kind == dt::EventKind::Commit && e.group_size < 2)
+            commits_with_one += 1;
+    }
+    CHECK(too_few == 4);
+    CHECK(commits_with_one == 0);
     bool group_killed = false;
     for (const auto& log : load.record.logs)
         group_killed =

@@ -173,6 +173,34 @@ TEST_CASE("Steps redone after every replica was down are counted, and nothing el
         CHECK(m.rollbacks == 1);
         CHECK(m.steps_rolled_back == 6); // steps 0..5, each once however many replicas redid it
     }
+    SECTION("a dead replica whose restart starts late holds nothing: the first one back starts the episode") {
+        // Both die after step 5. Replica 1's new process starts first, resumes
+        // from a checkpoint of step 2 and commits 3, 4; replica 0's new process
+        // starts only then and heals to 5. Steps 3, 4 and 5 were redone.
+        std::vector<Event> ev;
+        int64_t t = 0;
+        for (int s = 0; s <= 5; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        ev.push_back(at(0, EventKind::ProcessExited, t += 10, 9));
+        ev.push_back(at(1, EventKind::ProcessExited, t += 10, 9));
+        ev.push_back(at(1, EventKind::RankStarted, t += 10));
+        Event loaded = at(1, EventKind::CheckpointLoaded, t += 10);
+        loaded.step = 2;
+        ev.push_back(loaded);
+        ev.push_back(commitOf(1, 3, t += 10));
+        ev.push_back(commitOf(1, 4, t += 10));
+        ev.push_back(at(0, EventKind::RankStarted, t += 10));
+        Event heal = at(0, EventKind::Heal, t += 10, 0.0, EventPhase::Span);
+        heal.step = 5;
+        ev.push_back(heal);
+        for (int s = 5; s <= 7; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        const RecoveryMeasure m = measureRecoveries(ev, 2);
+        CHECK(m.rollbacks == 1);
+        CHECK(m.steps_rolled_back == 3);
+    }
     SECTION("a replica restarted while another lives heals to the highest step: no rollback") {
         std::vector<Event> ev;
         int64_t t = 0;

@@ -48,8 +48,10 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
         const bool on_rank = e.rank >= 0 && e.rank < world;
         if (on_rank && (e.kind == EventKind::RankStarted || (e.kind == EventKind::Heal && e.value == 0)))
             fresh[size_t(e.rank)] = true;
-        if (on_rank && e.kind == EventKind::RankStarted)
-            latest[size_t(e.rank)] = -1; // a new process holds nothing yet
+        // A new process holds nothing yet, and a dead one nothing any more
+        // (its restart may start after the others have gone back).
+        if (on_rank && (e.kind == EventKind::RankStarted || e.kind == EventKind::ProcessExited))
+            latest[size_t(e.rank)] = -1;
         if (e.kind == EventKind::Commit && on_rank) {
             // Someone still holding the highest step means the job did not go
             // back (a healed replica's commit can be stamped after a peer's next one).

@@ -8,8 +8,9 @@
 //  1. Inner step: forward, backward and AdamW on this replica's batch (shard =
 //     replica index). No communication, no lighthouse.
 //  2. After every H-th step and the last (a sync):
-//     a. startQuorum / waitQuorum (reporting s + 1 steps done), configure: a
-//        new quorum id rebuilds the cross-replica Gloo group.
+//     a. startQuorum / waitQuorum (reporting s + 1 steps done); the quorum
+//        thread configures (a new quorum id rebuilds the cross-replica Gloo
+//        group) and posts the heal transfers of b.
 //     b. heal: a restarted replica asks for the quorum before computing
 //        anything; an up-to-date peer sends it two messages: its AdamW state
 //        and local model (4 (3P + 2) bytes, replica_state.hpp) and the global
@@ -126,8 +127,6 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                 left_early = true;
                 break;
             }
-            manager.configure();
-            manager.heal();
 
             // 2c. The pseudo-gradient, averaged over the replicas up to date.
             at::Tensor delta = at::zeros({P}, at::kFloat);

@@ -15,12 +15,13 @@
 // One step; s = the steps this group has committed:
 //  0. The group agrees to go on (a rank told "the job finished" leaves with
 //     its group, so no rank is left waiting in a collective).
-//  1. startQuorum(s); async (TorchFT's default): forward and backward run
-//     meanwhile, with the strategy's in-group collectives (fsdp: all-gathers,
-//     reduce-scatters; ~3 (G-1)/G 4P bytes per rank), leaving this rank's
-//     shard gradient (S) summed over the group.
-//  2. waitQuorum (the group agrees it has one), configure: rank i builds the
-//     cross-group group of rank i of every member.
+//  1. startQuorum(s) on the manager's quorum thread, which also does 2 and 3
+//     once the quorum is in; async (TorchFT's default): forward and backward
+//     run meanwhile, with the strategy's in-group collectives (fsdp:
+//     all-gathers, reduce-scatters; ~3 (G-1)/G 4P bytes per rank), leaving
+//     this rank's shard gradient (S) summed over the group. waitQuorum joins
+//     it (the group agrees it has one).
+//  2. configure: rank i builds the cross-group group of rank i of every member.
 //  3. heal: rank i of a healing group receives rank i's shard state from its
 //     source group (4 (3S + 2) bytes: replica_state.hpp over the shard): all
 //     G shards at once, each on its own pair of ranks. Sync mode: adopted
@@ -221,8 +222,6 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
             break;
         }
         const bool healing = manager.healing();
-        manager.configure();
-        manager.heal();
         if (!compute_first) {
             if (!async)
                 manager.healBeforeCompute();

@@ -5,13 +5,17 @@
 //
 //  1. startQuorum: ask the lighthouse for a quorum (QUORUM <committed steps>
 //     <commit failures>) on a helper thread, in 2 s slices so that "the job
-//     finished" is noticed while waiting. quorum_mode "async" (TorchFT's
-//     default, use_async_quorum=True): the loop computes meanwhile, so the
-//     quorum overlaps forward and backward. "sync" (use_async_quorum=False):
-//     the loop waits for the quorum, heals (healBeforeCompute) and only then
-//     computes. (The DiLoCo loop: a restarted replica asks first and skips
-//     its inner steps while it will heal; healsBeforeCompute.)
-//  2. waitQuorum, configure: role = computeQuorumRole (lighthouse.hpp). A new
+//     finished" is noticed while waiting. The same thread then does steps 2
+//     and 3 (TorchFT's _async_quorum: configure, then send / receive the
+//     checkpoint). quorum_mode "async" (TorchFT's default,
+//     use_async_quorum=True): the loop computes meanwhile, so the quorum, the
+//     new group and the heal transfer all overlap forward and backward (the
+//     state a source sends is not written until the commit). "sync"
+//     (use_async_quorum=False): the loop waits for the quorum, heals
+//     (healBeforeCompute) and only then computes. (The DiLoCo loop: a
+//     restarted replica asks first and skips its inner steps while it will
+//     heal; healsBeforeCompute.) waitQuorum joins the thread.
+//  2. configure: role = computeQuorumRole (lighthouse.hpp). A new
 //     quorum id rebuilds the cross-replica Gloo group on a fresh store prefix
 //     dtlab/ft/q<id>/<members> (a Reconfigure span), so no stale key is ever
 //     read (TorchFT: "{store}/torchft/{quorum_id}/{group_rank}").
@@ -281,7 +285,9 @@ void Manager::startQuorum(int64_t step, int64_t committed_steps) {
         // noticed while waiting; time while held does not count.
         for (;;) {
             try {
-                return requestQuorumOnce(committed_steps, failures);
+                Quorum quorum = requestQuorumOnce(committed_steps, failures);
+                prepareRound(quorum);
+                return quorum;
             } catch (const CommError& e) {
                 const auto now = std::chrono::steady_clock::now();
                 if (m_context.faults->job_held.load())
@@ -308,12 +314,25 @@ bool Manager::waitQuorum() {
     // The others finished every step while this replica waited (it was hung,
     // say): a quorum of the replicas still here would train on past the end
     // of the job, diverging from every finished replica. Leave instead.
-    if (m_context.faults->job_finished.load())
-        return false;
-    const double quorum_id = double(m_quorum.quorum_id);
+    return !m_context.faults->job_finished.load();
+}
+
+// On the quorum thread, as soon as the quorum is in: the role, the group
+// (2) and the heal transfers (3), while the loop may still compute.
+void Manager::prepareRound(const Quorum& quorum) {
+    m_quorum = quorum;
+    const double quorum_id = double(quorum.quorum_id);
     m_telemetry.span(EventKind::QuorumWait).from(m_quorum_begin).step(m_step).value(quorum_id).emit();
-    m_role = computeQuorumRole(m_quorum, m_replica, m_context.incarnation);
-    return true;
+    m_role = computeQuorumRole(quorum, m_replica, m_context.incarnation);
+    if (m_context.faults->job_finished.load())
+        return; // waitQuorum says leave
+    try {
+        configure();
+        heal();
+    } catch (const std::exception& e) { // a transfer that cannot even be posted aborts the round
+        m_abort = AbortReason::CollectiveFailed;
+        m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
+    }
 }
 
 // ---- 2. the group ------------------------------------------------------------

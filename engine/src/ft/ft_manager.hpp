@@ -3,10 +3,12 @@
 // (ft_training.cpp: DDP, one round per step; ft_diloco.cpp: DiLoCo, one round
 // per outer sync) call it in this order each round:
 //
-//   startQuorum(step, committed)  ask the lighthouse on a helper thread (compute may overlap)
-//   waitQuorum()                  the quorum and this replica's role in it
-//   configure()                   a new quorum id rebuilds the cross-replica group
-//   heal()                        post the state transfers (to healers / from the source)
+//   startQuorum(step, committed)  on a helper thread (compute may overlap), as
+//                                 TorchFT's _async_quorum: ask the lighthouse,
+//                                 then configure (a new quorum id rebuilds the
+//                                 cross-replica group) and heal (post the state
+//                                 transfers to healers / from the source)
+//   waitQuorum()                  join it: the quorum and this replica's role in it
 //   allReduce(tensor, tag)        sum / up-to-date replicas; a healer sends zeros
 //   shouldCommit()                the vote; on commit a healer adopts the received state
 //   committed(...) / aborted(...) the bookkeeping of the round
@@ -100,11 +102,6 @@ class Manager {
     // TorchFT's wait_quorum (a QuorumWait span). False: the job finished while
     // waiting (leave). Throws CommError when no quorum came in quorum_timeout_ms.
     [[nodiscard]] bool waitQuorum();
-    // 2. QuorumFormed; a new quorum id rebuilds the group (TorchFT's pg.configure).
-    void configure();
-    // 3. Posts the state to each healer this replica serves, and the receive
-    //    when this replica heals (TorchFT's send_checkpoint / recv_checkpoint).
-    void heal();
     // 4. Averages `tensor` over the replicas up to date, in place (TorchFT's
     //    allreduce). A healer contributes zeros. A failure aborts the round.
     void allReduce(at::Tensor& tensor, const CommTag& tag);
@@ -143,6 +140,13 @@ class Manager {
         int peer_rank = -1; // the healer's rank holding this rank's shard
         int64_t begin = 0;
     };
+    // On the quorum thread once the quorum is in: the role, then 2. and 3.
+    void prepareRound(const Quorum& quorum);
+    // 2. QuorumFormed; a new quorum id rebuilds the group (TorchFT's pg.configure).
+    void configure();
+    // 3. Posts the state to each healer this replica serves, and the receive
+    //    when this replica heals (TorchFT's send_checkpoint / recv_checkpoint).
+    void heal();
     void finishHealSends();
     void dropGroup();
     void applyHealedState();

@@ -3,10 +3,11 @@
 // here; the quorum protocol itself is ft::Manager (ft_manager.cpp).
 //
 // One step; s = the steps this replica has committed so far, P = parameters:
-//  1. startQuorum(s) on a helper thread; quorum_mode "async" (TorchFT's
-//     default): forward and backward run meanwhile on this replica's batch
-//     (step s, shard = replica index): the flat gradient, P fp32.
-//  2. waitQuorum, configure: a new quorum id rebuilds the cross-replica group.
+//  1. startQuorum(s) on a helper thread, which also does 2 and 3 as soon as
+//     the quorum is in; quorum_mode "async" (TorchFT's default): forward and
+//     backward run meanwhile on this replica's batch (step s, shard = replica
+//     index): the flat gradient, P fp32. waitQuorum joins the thread.
+//  2. configure: a new quorum id rebuilds the cross-replica group.
 //  3. heal: the state a healer receives is replica_state.hpp's one message
 //     (committed steps, AdamW step, parameters, exp_avg, exp_avg_sq:
 //     4 (3P + 2) bytes); adopting it moves the healer to the source's step.
@@ -153,8 +154,6 @@ int trainFaultTolerant(const FtRankContext& c) {
             resumeFromNewestCheckpoint();
         may_resume_from_checkpoint = false;
         const bool healing = manager.healing();
-        manager.configure();
-        manager.heal();
         if (!compute_first) {
             // Sync: a healer adopts the received state first, then every
             // replica computes on up-to-date weights and contributes.
