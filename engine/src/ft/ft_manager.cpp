@@ -411,6 +411,13 @@ void Manager::heal() {
             m_heal_receives.push_back(m_group->postRecv(into, m_role.heal_source, tag + i, ctag));
         }
     }
+    // As TorchFT's send_checkpoint / recv_checkpoint over the process group,
+    // on the quorum thread: both ends wait for the transfer here, so the Heal
+    // spans are the transfer alone, and a received state is pending once it
+    // is in; the loop adopts it later (shouldCommit or healBeforeCompute).
+    if (m_role.heal)
+        (void)finishHealReceives();
+    finishHealSends();
 }
 
 // A source waits for its sends before it drops the group or ends the round
@@ -498,6 +505,8 @@ bool Manager::finishHealReceives() {
             break;
         }
     }
+    if (!m_heal_receives.empty())
+        m_heal_end = m_telemetry.now();
     m_heal_receives.clear();
     return !m_heal_failed;
 }
@@ -556,6 +565,7 @@ void Manager::applyHealedState() {
                                      std::to_string(m_step) + ", " + std::to_string(bytes) + " bytes");
     m_telemetry.span(EventKind::Heal)
         .from(m_heal_begin)
+        .to(m_heal_end)
         .step(m_step)
         .value(0.0) // receiving
         .bytes(bytes)

@@ -193,6 +193,7 @@ class Manager {
     std::vector<CommWorkPtr> m_heal_receives;
     std::vector<at::Tensor> m_heal_received;
     int64_t m_heal_begin = 0;
+    int64_t m_heal_end = 0;      // the received state was complete (the quorum thread waited for it)
     bool m_heal_applied = false; // the received state was adopted this round
     bool m_heal_failed = false;  // a heal receive of this round failed
     // Wait for the heal receives; false (and HealFailed) when one failed.
