@@ -463,6 +463,36 @@ TEST_CASE("fault-tolerant DiLoCo: a replica killed mid inner loop heals at the n
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
+TEST_CASE("past max_retries failed commits in a row a replica raises, and is restarted", "[ft][slow]") {
+    // TorchFT's max_retries: with max_retries = 0 the NaN round's abort is one
+    // failure too many, so both replicas raise; the supervisor restarts them
+    // and the job still finishes.
+    it::TempDir dir;
+    const std::string scenario = dir.write(
+        "retries.toml", ftScenario(2, 20, "[[faults]]\naction = \"nan_gradients\"\nrank = 0\nstep = 8\n",
+                                   "max_retries = 0\n"));
+    const auto r = it::runDtrun(
+        {"run", scenario, "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec"), "--quiet"},
+        {{}, {}, 240.0, ""});
+    INFO(it::describe(r));
+    REQUIRE(r.exit_code == 0);
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    int raised = 0, restarted = 0;
+    for (const auto& log : load.record.logs)
+        raised += log.rank >= 0 &&
+                          contains(log.text,
+                                   "1 commits failed in a row, more than [fault_tolerance] max_retries = 0 "
+                                   "(last: the averaged gradients are not finite)")
+                      ? 1
+                      : 0;
+    for (const dt::Event& e : load.record.events)
+        restarted += e.kind == dt::EventKind::RankRestarted ? 1 : 0;
+    CHECK(raised == 2);
+    CHECK(restarted == 2);
+    checkInvariants(load.record, 20);
+}
+
 TEST_CASE("NaN gradients abort the step on every replica, and the step is retried", "[ft][slow]") {
     it::TempDir dir;
     const std::string scenario = dir.write("nan.toml", ftScenario(3, 20,
@@ -635,7 +665,8 @@ namespace {
 // partitions, NaN gradients and failed collectives every ~0.5 s. Checks the
 // invariants per shard, that the summary reports what was rolled back, and
 // that no process is left. `steps` scales the run (and so the fault count).
-void runGroupChaos(int steps, uint64_t seed, int min_recoveries) {
+// `actions`: the TOML list; an action listed twice is drawn twice as often.
+void runGroupChaos(int steps, uint64_t seed, int min_recoveries, const std::string& actions) {
     it::TempDir dir;
     it::ScenarioSpec spec;
     spec.name = "chaos over fsdp replica groups";
@@ -650,8 +681,8 @@ void runGroupChaos(int steps, uint64_t seed, int min_recoveries) {
     spec.extra_toml =
         "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\ncollective_timeout_ms = 1500\n"
         "restart_delay_ms = 200\nmax_restarts_per_minute = 1000\n"
-        "[chaos]\nenabled = true\nmean_interval_s = 0.5\nhang_s = 1.0\n"
-        "actions = [\"kill\", \"hang\", \"partition\", \"nan_gradients\", \"fail_collective\"]\n";
+        "[chaos]\nenabled = true\nmean_interval_s = 0.5\nhang_s = 1.0\nactions = " +
+        actions + "\n";
     const std::string scenario = dir.write("chaos.toml", it::scenarioToml(spec));
     const auto r = it::runDtrun({"run", scenario, "--chaos-seed", std::to_string(seed), "--summary",
                                  dir.file("s.json"), "--record", dir.file("r.dtrec"), "--quiet"},
@@ -680,13 +711,20 @@ void runGroupChaos(int steps, uint64_t seed, int min_recoveries) {
 
 TEST_CASE("a seeded chaos run over 2 x 2 FSDP replica groups keeps every invariant per shard",
           "[ft][chaos][slow]") {
-    runGroupChaos(/*steps=*/150, /*seed=*/5, /*min_recoveries=*/10);
+    runGroupChaos(/*steps=*/150, /*seed=*/5, /*min_recoveries=*/10,
+                  R"(["kill", "hang", "partition", "nan_gradients", "fail_collective"])");
 }
 
-// The issue's size (at least 100 faults, about 2 minutes): not in the suite;
-// run it by name: build/tests/test_integration "[chaos100]"
+// The issue's size (at least 100 faults): not in the suite; run it by name:
+// build/tests/test_integration "[chaos100]". Kills and hangs take a whole
+// group down for about a second (a restart); drawn as often as the cheap
+// faults, they take both groups down so often that, with no durable
+// checkpoints for groups yet, the job keeps going back to step 0. Here one
+// fault in four is a kill or a hang.
 TEST_CASE("a long seeded chaos run over 2 x 2 FSDP replica groups: at least 100 faults", "[.][chaos100]") {
-    runGroupChaos(/*steps=*/600, /*seed=*/5, /*min_recoveries=*/100);
+    runGroupChaos(/*steps=*/500, /*seed=*/5, /*min_recoveries=*/100,
+                  R"(["kill", "hang", "partition", "partition", "nan_gradients", "nan_gradients",)"
+                  R"( "fail_collective", "fail_collective"])");
 }
 
 TEST_CASE("a durable checkpoint resumes a whole job, and a corrupt newest one is skipped",

@@ -291,6 +291,19 @@ TEST_CASE("computeQuorumRole gives ranks, max_step and round-robin healing", "[l
         CHECK(role(1).heal_destinations.empty());
     }
 
+    SECTION("rank 1 of a replica group shifts the sources by one, as TorchFT's, so a healing group's "
+            "shards come from different groups") {
+        // u = ranks {0, 2}; h = ranks {1, 3, 4}: h[i] <- u[(i + 1) % 2].
+        const auto shard1 = [&](int replica, int incarnation = 0) {
+            return computeQuorumRole(quorum, replica, incarnation, /*group_rank=*/1);
+        };
+        CHECK(shard1(1).heal_source == 2);
+        CHECK(shard1(4, 2).heal_source == 0);
+        CHECK(shard1(5).heal_source == 2);
+        CHECK(shard1(0).heal_destinations == std::vector<int>{3});
+        CHECK(shard1(2).heal_destinations == std::vector<int>{1, 4});
+    }
+
     SECTION("every destination a sender lists names that sender as its source") {
         const std::vector<std::pair<int, int>> everyone = {{0, 0}, {1, 0}, {2, 0}, {4, 2}, {5, 0}};
         std::vector<QuorumRole> roles;

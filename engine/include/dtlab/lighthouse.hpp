@@ -125,7 +125,11 @@ struct QuorumRole {
     std::vector<QuorumMember> members;
 };
 // Throws std::invalid_argument if (replica, incarnation) is not a participant.
-[[nodiscard]] QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation);
+// group_rank: this rank's place in its replica group. As TorchFT's, healer
+// h[i] of rank g receives from u[(i + g) % n], so the shards of a healing
+// group come from different up-to-date groups when there are several.
+[[nodiscard]] QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation,
+                                           int group_rank = 0);
 
 struct LighthouseStatus {
     bool running = false;

@@ -176,6 +176,10 @@ struct FaultToleranceConfig {
         "auto"; // "auto": restart a dead replica after restart_delay_ms; "manual": on request; "never"
     double restart_delay_ms = 500;
     int max_restarts_per_minute = 10; // restart = "auto": a replica restarted this often in 60 s stays down
+    // TorchFT's max_retries: a replica whose commits failed more than this
+    // many times in a row raises (its process fails, and is restarted per
+    // `restart`). -1 = no limit (TorchFT's default, None).
+    int max_retries = -1;
     // TorchFT's use_async_quorum. "async": the quorum is asked while the
     // replica computes; a replica that heals contributes zeros that round and
     // only the replicas already up to date count as participants (the vote

@@ -323,7 +323,7 @@ void Manager::prepareRound(const Quorum& quorum) {
     m_quorum = quorum;
     const double quorum_id = double(quorum.quorum_id);
     m_telemetry.span(EventKind::QuorumWait).from(m_quorum_begin).step(m_step).value(quorum_id).emit();
-    m_role = computeQuorumRole(quorum, m_replica, m_context.incarnation);
+    m_role = computeQuorumRole(quorum, m_replica, m_context.incarnation, m_group_rank);
     if (m_context.faults->job_finished.load())
         return; // waitQuorum says leave
     try {
@@ -589,6 +589,13 @@ void Manager::aborted(int64_t first_step, int64_t last_step) {
     m_commit_failures += 1;
     if (m_abort == AbortReason::CollectiveFailed || m_abort == AbortReason::HealFailed)
         dropGroup(); // the next round rebuilds it
+    // TorchFT's max_retries: past it the replica raises, and its process is restarted.
+    if (m_config.max_retries >= 0 && m_commit_failures > m_config.max_retries)
+        throw CommError(CommErrorKind::Timeout, std::to_string(m_commit_failures) +
+                                                    " commits failed in a row, more than "
+                                                    "[fault_tolerance] max_retries = " +
+                                                    std::to_string(m_config.max_retries) +
+                                                    " (last: " + abortText(m_abort) + ")");
 }
 
 // ---- 6. durable checkpoints --------------------------------------------------

@@ -25,7 +25,8 @@
 //
 // computeQuorumRole: max_step over the participants; those at max_step are
 // up to date (they average gradients), the others heal: the i-th healer (in
-// replica order) receives from up-to-date replica i % n (round-robin).
+// replica order) receives from up-to-date replica (i + group rank) % n
+// (round-robin, offset by the rank in the group as TorchFT does).
 #include "ft/lighthouse_detail.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
@@ -210,7 +211,7 @@ int64_t nextQuorumId(int64_t last_issued_id, const QuorumDecision& decision) {
     return (decision.membership_changed || some_commit_failed) ? last_issued_id + 1 : last_issued_id;
 }
 
-QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation) {
+QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation, int group_rank) {
     QuorumRole role;
     role.quorum_id = quorum.quorum_id;
     role.members = quorum.members;
@@ -235,9 +236,10 @@ QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation)
         (role.members[size_t(rank)].step == role.max_step ? up_to_date : healing).push_back(rank);
     role.up_to_date = int(up_to_date.size());
 
-    // h[i] receives from u[i % n].
+    // h[i] receives from u[(i + group_rank) % n] (TorchFT's offset by the rank
+    // in the group: a healing group's shards come from different sources).
     for (size_t i = 0; i < healing.size(); ++i) {
-        const int source = up_to_date[i % up_to_date.size()];
+        const int source = up_to_date[(i + size_t(std::max(0, group_rank))) % up_to_date.size()];
         if (healing[i] == role.replica_rank) {
             role.heal = true;
             role.heal_source = source;

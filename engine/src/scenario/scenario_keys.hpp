@@ -83,6 +83,7 @@ inline const std::vector<std::string> kFaultToleranceKeys = {"enabled",
                                                              "detection",
                                                              "restart_delay_ms",
                                                              "max_restarts_per_minute",
+                                                             "max_retries",
                                                              "quorum_mode"};
 inline const std::vector<std::string> kChaosKeys = {"enabled", "seed",    "mean_interval_s", "actions",
                                                     "hang_s",  "slow_ms", "slow_s"};

@@ -459,6 +459,8 @@ class ScenarioReader {
                 out.restart_delay_ms = readFloat(table, e.key, *e.node);
             else if (e.key == "max_restarts_per_minute")
                 out.max_restarts_per_minute = readInt(table, e.key, *e.node);
+            else if (e.key == "max_retries")
+                out.max_retries = readInt(table, e.key, *e.node);
             else if (e.key == "quorum_mode")
                 out.quorum_mode = readString(table, e.key, *e.node);
             else if (e.key == "detection")

@@ -629,6 +629,7 @@ std::string findValueProblem(const Scenario& s) {
           checkString("fault_tolerance", "restart", ft.restart),
           checkFloat("fault_tolerance", "restart_delay_ms", ft.restart_delay_ms),
           checkInt("fault_tolerance", "max_restarts_per_minute", ft.max_restarts_per_minute),
+          checkInt("fault_tolerance", "max_retries", ft.max_retries),
           checkFloat("chaos", "mean_interval_s", s.chaos.mean_interval_s)})
         if (!problem.empty())
             return problem;

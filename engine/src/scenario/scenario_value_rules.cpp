@@ -51,6 +51,7 @@ const IntRule kIntRules[] = {
     {"faults", "step", 0, kIntMax},
     {"fault_tolerance", "min_replicas", 1, 64},
     {"fault_tolerance", "max_restarts_per_minute", 1, 100000},
+    {"fault_tolerance", "max_retries", -1, 1000000},
     {"chaos", "seed", 0, INT64_MAX},
     {"diloco", "inner_steps", 1, 100000},
     {"diloco", "fragments", 1, 64},
