@@ -19,6 +19,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -67,33 +68,42 @@ void checkInvariants(const dt::RunRecord& record, int steps, int group_size = 1)
     //    after the durable checkpoint it loaded.
     std::map<int, int> last_commit;   // rank -> last committed step in this incarnation
     std::map<int, bool> healed_since; // rank -> a receiving heal since its last commit
+    std::map<int, bool> fresh;        // rank -> started or healed since its last commit
+    std::map<int, int> live_latest;   // rank -> its live process's last commit (-1: none, or dead)
     std::set<int> committed_somewhere;
-    // (epoch, step) -> rank -> checksum. The epoch moves when the job went
-    // back (every replica was down, the restarted ones redo steps from a
-    // checkpoint): a step redone then may differ from its first commit (other
+    // (epoch, step, shard) -> rank -> checksum. The epoch moves when the job
+    // went back (every replica was down, the restarted ones redo steps from
+    // a checkpoint or from 0): a fresh or healed process commits a step below
+    // the highest while no live process holds that step or a later one. A
+    // step redone then may differ from its first commit (other
     // participants), but within an epoch every replica must agree.
     std::map<std::pair<int, int>, std::map<int, uint64_t>> checksum_by_step;
     int epoch = 0, highest = -1;
-    bool going_back = false;
-    for (const dt::Event& e : record.events) {
+    std::vector<dt::Event> events = record.events;
+    std::stable_sort(events.begin(), events.end(),
+                     [](const dt::Event& a, const dt::Event& b) { return a.t_ns < b.t_ns; });
+    for (const dt::Event& e : events) {
         if (e.rank < 0)
             continue;
         if (e.kind == dt::EventKind::RankStarted) {
             last_commit.erase(e.rank); // a new incarnation starts from scratch
             healed_since[e.rank] = false;
+            fresh[e.rank] = true;
         }
-        if ((e.kind == dt::EventKind::Heal && e.value == 0) || e.kind == dt::EventKind::CheckpointLoaded)
+        if (e.kind == dt::EventKind::RankStarted || e.kind == dt::EventKind::ProcessExited)
+            live_latest[e.rank] = -1;
+        if ((e.kind == dt::EventKind::Heal && e.value == 0) || e.kind == dt::EventKind::CheckpointLoaded) {
             healed_since[e.rank] = true;
+            fresh[e.rank] = true;
+        }
         if (e.kind == dt::EventKind::Commit) {
             CAPTURE(e.rank, e.step);
             auto it = last_commit.find(e.rank);
-            // A fresh or healed replica below the job's highest step: the job went back.
-            if ((it == last_commit.end() || healed_since[e.rank]) && e.step < highest && !going_back) {
+            bool live_ahead = false;
+            for (const auto& [rank, latest] : live_latest)
+                live_ahead = live_ahead || (rank != e.rank && latest >= int(e.step));
+            if (fresh[e.rank] && int(e.step) < highest && !live_ahead)
                 epoch += 1;
-                going_back = true;
-            }
-            if (e.step > highest)
-                going_back = false;
             highest = std::max(highest, int(e.step));
             if (it == last_commit.end()) {
                 // a fresh process commits step 0, or the step it healed to
@@ -104,7 +114,9 @@ void checkInvariants(const dt::RunRecord& record, int steps, int group_size = 1)
                 CHECK(e.step == it->second + 1);
             }
             last_commit[e.rank] = e.step;
+            live_latest[e.rank] = e.step;
             healed_since[e.rank] = false;
+            fresh[e.rank] = false;
             committed_somewhere.insert(e.step);
         }
         if (e.kind == dt::EventKind::ParamsChecksum && e.step >= 0)
@@ -665,6 +677,11 @@ namespace {
 // partitions, NaN gradients and failed collectives every ~0.5 s. Checks the
 // invariants per shard, that the summary reports what was rolled back, and
 // that no process is left. `steps` scales the run (and so the fault count).
+// min_replicas = 2: with 1, a partition lets each group in turn get a quorum
+// of itself alone (the lighthouse's "more than half of the healthy" rule
+// holds for each), so both commit the same steps with different gradients;
+// the branch behind is overwritten by the next heal, as in TorchFT, but the
+// two commits of a step then differ.
 // `actions`: the TOML list; an action listed twice is drawn twice as often.
 void runGroupChaos(int steps, uint64_t seed, int min_recoveries, const std::string& actions) {
     it::TempDir dir;
@@ -680,7 +697,7 @@ void runGroupChaos(int steps, uint64_t seed, int min_recoveries, const std::stri
     spec.run_toml = "step_delay_ms = 30\n";
     spec.extra_toml =
         "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\ncollective_timeout_ms = 1500\n"
-        "restart_delay_ms = 200\nmax_restarts_per_minute = 1000\n"
+        "restart_delay_ms = 200\nmax_restarts_per_minute = 1000\nmin_replicas = 2\n"
         "[chaos]\nenabled = true\nmean_interval_s = 0.5\nhang_s = 1.0\nactions = " +
         actions + "\n";
     const std::string scenario = dir.write("chaos.toml", it::scenarioToml(spec));
@@ -697,10 +714,7 @@ void runGroupChaos(int steps, uint64_t seed, int min_recoveries, const std::stri
     CHECK(s["ok"] == true);
     CHECK(ftj["recoveries"].size() >= size_t(min_recoveries)); // it was chaotic
     // What went back is reported: nothing without a rollback.
-    if (ftj["rollbacks"] == 0)
-        CHECK(ftj["steps_rolled_back"] == 0);
-    else
-        CHECK(contains(r.err, "every replica was down at once"));
+    CHECK((ftj["rollbacks"] == 0) == (ftj["steps_rolled_back"] == 0));
     const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
     REQUIRE(load.complete);
     checkInvariants(load.record, steps, /*group_size=*/2);

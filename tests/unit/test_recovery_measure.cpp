@@ -201,6 +201,29 @@ TEST_CASE("Steps redone after every replica was down are counted, and nothing el
         CHECK(m.rollbacks == 1);
         CHECK(m.steps_rolled_back == 3);
     }
+    SECTION("every replica down again before the job caught up is a second rollback") {
+        // Both die after step 5 and start again from 0; replica 0 alone reaches
+        // step 2, then dies too, and replica 1 starts again from 0.
+        std::vector<Event> ev;
+        int64_t t = 0;
+        for (int s = 0; s <= 5; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        for (int r = 0; r < 2; ++r) {
+            ev.push_back(at(r, EventKind::ProcessExited, t += 10, 9));
+            ev.push_back(at(r, EventKind::RankStarted, t += 10));
+        }
+        for (int s = 0; s <= 2; ++s)
+            ev.push_back(commitOf(0, s, t += 10));
+        ev.push_back(at(0, EventKind::ProcessExited, t += 10, 9));
+        ev.push_back(at(1, EventKind::ProcessExited, t += 10, 9));
+        ev.push_back(at(1, EventKind::RankStarted, t += 10));
+        for (int s = 0; s <= 7; ++s)
+            ev.push_back(commitOf(1, s, t += 10));
+        const RecoveryMeasure m = measureRecoveries(ev, 2);
+        CHECK(m.rollbacks == 2);
+        CHECK(m.steps_rolled_back == 3 + 6); // 0..2 in the first, 0..5 in the second
+    }
     SECTION("a replica restarted while another lives heals to the highest step: no rollback") {
         std::vector<Event> ev;
         int64_t t = 0;

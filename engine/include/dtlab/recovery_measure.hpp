@@ -67,7 +67,8 @@ struct RecoveryMeasure {
     // Steps committed again after the job had already committed them: when
     // every replica was down at once, the restarted ones went back (to the
     // newest durable checkpoint, or to step 0) and redid them. 0 when some
-    // replica survived every fault. rollbacks: how many times that happened.
+    // replica survived every fault. rollbacks: how many times that happened;
+    // a step redone in two rollbacks counts twice.
     int64_t steps_rolled_back = 0;
     int64_t rollbacks = 0;
 };

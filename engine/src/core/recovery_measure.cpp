@@ -30,17 +30,18 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
     m.replicas.resize(size_t(std::max(world, 0)));
     std::set<int64_t> quorum_ids;
     // Rollbacks: a replica that starts afresh (a new process) or has just
-    // healed commits a step the job had already committed. That happens only
-    // when no replica held the job's highest step any more (every one was
-    // down at once): the restarted ones went back and redo those steps. The
-    // episode lasts until the job passes its old highest step; every step
-    // committed in it counts once. (A fresh replica committing the step the
-    // others commit now is the normal case, so an episode needs a step below
-    // the highest. A replica that falls behind while others
-    // live heals to the highest step first, so it never starts an episode; a
-    // hung replica's late commit of the step it was in does not either.)
+    // healed commits a step the job had already committed, while no live
+    // process holds that step or a later one. That happens only when every
+    // replica was down at once: the restarted ones went back and redo those
+    // steps. The episode lasts until the job passes its old highest step;
+    // every step committed in it counts once. If every replica goes down
+    // again before that, a new episode starts, and its steps count again.
+    // (A fresh replica committing the step the others commit now is the
+    // normal case: a live peer holds it. A replica that falls behind while
+    // others live heals to their step first; a hung replica's late commit of
+    // the step it was in is not fresh.)
     int64_t highest_committed = -1;
-    std::set<int64_t> redone;
+    std::set<int64_t> redone; // in the current episode
     std::vector<bool> fresh(size_t(std::max(world, 0)), true);
     std::vector<int64_t> latest(size_t(std::max(world, 0)), -1); // each live process's last commit
     bool in_rollback = false;
@@ -53,11 +54,14 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
         if (on_rank && (e.kind == EventKind::RankStarted || e.kind == EventKind::ProcessExited))
             latest[size_t(e.rank)] = -1;
         if (e.kind == EventKind::Commit && on_rank) {
-            // Someone still holding the highest step means the job did not go
+            // A live process at this step or past it means the job did not go
             // back (a healed replica's commit can be stamped after a peer's next one).
-            const bool highest_held =
-                std::find(latest.begin(), latest.end(), highest_committed) != latest.end();
-            if (fresh[size_t(e.rank)] && e.step < highest_committed && !in_rollback && !highest_held) {
+            bool live_ahead = false;
+            for (size_t r = 0; r < latest.size(); ++r)
+                live_ahead = live_ahead || (int(r) != e.rank && latest[r] >= e.step);
+            if (fresh[size_t(e.rank)] && e.step < highest_committed && !live_ahead) {
+                m.steps_rolled_back += int64_t(redone.size()); // the episode it interrupts
+                redone.clear();
                 in_rollback = true;
                 m.rollbacks += 1;
             }
@@ -70,6 +74,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
             highest_committed = std::max<int64_t>(highest_committed, e.step);
         }
     }
+    m.steps_rolled_back += int64_t(redone.size());
     for (const Event& e : events) {
         const bool on_rank = e.rank >= 0 && e.rank < world;
         if (e.kind == EventKind::Commit && on_rank)
@@ -86,7 +91,6 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
         m.aborted_total += r.aborted;
     }
     m.quorums = int64_t(quorum_ids.size());
-    m.steps_rolled_back = int64_t(redone.size());
 
     const auto isFault = [](const Event& e) {
         const bool injected = e.kind == EventKind::FaultInjected && e.rank >= 0 &&
