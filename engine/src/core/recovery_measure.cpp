@@ -54,11 +54,13 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
         if (on_rank && (e.kind == EventKind::RankStarted || e.kind == EventKind::ProcessExited))
             latest[size_t(e.rank)] = -1;
         if (e.kind == EventKind::Commit && on_rank) {
-            // A live process at this step or past it means the job did not go
-            // back (a healed replica's commit can be stamped after a peer's next one).
+            // A live process that committed the step before this one (or a
+            // later one) means the job did not go back: this replica joined
+            // it (a healed replica's commit can be stamped before or after
+            // its peers' commits of the same step).
             bool live_ahead = false;
             for (size_t r = 0; r < latest.size(); ++r)
-                live_ahead = live_ahead || (int(r) != e.rank && latest[r] >= e.step);
+                live_ahead = live_ahead || (int(r) != e.rank && latest[r] >= 0 && latest[r] >= e.step - 1);
             if (fresh[size_t(e.rank)] && e.step < highest_committed && !live_ahead) {
                 m.steps_rolled_back += int64_t(redone.size()); // the episode it interrupts
                 redone.clear();

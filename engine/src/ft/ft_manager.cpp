@@ -204,6 +204,12 @@ Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, R
 }
 
 Manager::~Manager() {
+    // The quorum thread may still be asking, or healing with this object's
+    // members (a rank leaving on an exception): stop it and wait for it
+    // before any member goes.
+    m_stopping = true;
+    if (m_quorum_future.valid())
+        m_quorum_future.wait();
     m_context.faults->attach(nullptr);
 }
 
@@ -240,7 +246,7 @@ Quorum Manager::requestQuorumOnce(int64_t committed_steps, int failures) {
                             std::to_string(m_context.incarnation) + "/q" + std::to_string(m_round);
     const auto slice_end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2000);
     while (!m_context.store->check({key})) {
-        if (std::chrono::steady_clock::now() > slice_end)
+        if (m_stopping || std::chrono::steady_clock::now() > slice_end)
             throw CommError(CommErrorKind::Timeout, "no quorum from this group's rank 0 yet");
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -293,7 +299,7 @@ void Manager::startQuorum(int64_t step, int64_t committed_steps) {
                 if (m_context.faults->job_held.load())
                     deadline = now + timeout;
                 const bool finished = m_context.faults->job_finished.load();
-                if (m_group_leaves || finished || now > deadline) {
+                if (m_stopping || m_group_leaves || finished || now > deadline) {
                     if (m_client) // the group's other ranks leave or fail with this one
                         publishQuorum(finished ? "LEAVE" : std::string("ERROR ") + e.what());
                     throw;

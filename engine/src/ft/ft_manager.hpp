@@ -169,6 +169,7 @@ class Manager {
     GroupAgreement m_group_agree;
     int64_t m_round = 0;                     // quorum rounds of this incarnation (the store key of each)
     std::atomic<bool> m_group_leaves{false}; // the group's rank 0 left (the job finished)
+    std::atomic<bool> m_stopping{false};     // the destructor runs: the quorum thread gives up
     GlooOptions m_gloo;
     std::unique_ptr<LighthouseClient> m_client; // the group's rank 0 only
 
