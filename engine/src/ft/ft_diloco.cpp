@@ -40,25 +40,7 @@
 
 namespace dt {
 
-namespace {
-
-at::Tensor flatten(const std::vector<at::Tensor>& params) {
-    std::vector<at::Tensor> parts;
-    for (const auto& p : params)
-        parts.push_back(p.detach().reshape({-1}));
-    return at::cat(parts).contiguous();
-}
-
-void copyInto(const std::vector<at::Tensor>& params, const at::Tensor& flat) {
-    at::NoGradGuard no_grad;
-    int64_t offset = 0;
-    for (const auto& p : params) {
-        p.detach().copy_(flat.narrow(0, offset, p.numel()).view(p.sizes()));
-        offset += p.numel();
-    }
-}
-
-} // namespace
+namespace {} // namespace
 
 int trainFaultTolerantDiloco(const FtRankContext& c) {
     const Scenario& scenario = *c.scenario;
@@ -70,7 +52,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
     ft::ReplicaModel m(scenario);
     const std::vector<at::Tensor>& params = m.params();
     torch::optim::AdamW& optimizer = m.optimizer();
-    at::Tensor global = flatten(params);          // the outer parameters, equal everywhere after a commit
+    at::Tensor global = ft::flatten(params);      // the outer parameters, equal everywhere after a commit
     at::Tensor momentum = at::zeros_like(global); // the outer Nesterov buffer
     const int64_t P = global.numel();
     if (replica == 0 && c.incarnation == 0)
@@ -135,7 +117,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                 // (a healer's delta stays zeros: Manager::allReduce zeroes a healer's
                 // contribution, so a NaN fault that lands in its heal round is dropped)
                 if (!manager.healing())
-                    delta = global - flatten(params);
+                    delta = global - ft::flatten(params);
                 if (c.faults->nan_gradients.exchange(false)) {
                     delta.fill_(std::nan(""));
                     sender.log(LogLevel::Warning, "fault: this replica's pseudo-gradient is NaN at step " +
@@ -155,7 +137,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
             if (manager.shouldCommit(/*adopt_before_vote=*/false)) {
                 const int64_t t = telemetry.now();
                 outerSgdStep(global, momentum, delta, dc);
-                copyInto(params, global); // every replica continues from the new global model
+                ft::copyInto(params, global); // every replica continues from the new global model
                 outer_steps += 1;
                 telemetry.span(EventKind::OuterStep)
                     .from(t)
@@ -172,8 +154,8 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                 sender.log(LogLevel::Warning, "outer sync at step " + std::to_string(step) +
                                                   " not committed: " + ft::abortText(manager.abortReason()) +
                                                   "; the round's inner steps are lost");
-                copyInto(params, global); // back to the last committed global model
-                advanced = !heal_first;   // a healer asks again; the others move on to the next round
+                ft::copyInto(params, global); // back to the last committed global model
+                advanced = !heal_first;       // a healer asks again; the others move on to the next round
             }
             round_begin = step + 1;
         }

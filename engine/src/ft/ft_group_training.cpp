@@ -58,23 +58,6 @@ namespace dt {
 
 namespace {
 
-// One flat copy of tensors (the shard gradients: one all-reduce instead of one per unit).
-at::Tensor flatten(const std::vector<at::Tensor>& tensors) {
-    std::vector<at::Tensor> flat;
-    for (const auto& t : tensors)
-        flat.push_back(t.reshape({-1}));
-    return at::cat(flat);
-}
-
-void unflattenInto(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
-    at::NoGradGuard no_grad;
-    int64_t offset = 0;
-    for (const auto& t : tensors) {
-        t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
-        offset += t.numel();
-    }
-}
-
 uint64_t shardChecksum(const std::vector<at::Tensor>& shards) {
     std::vector<NamedParameter> named;
     for (size_t i = 0; i < shards.size(); ++i)
@@ -229,9 +212,9 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
                 computeGradient();
         }
         const std::vector<at::Tensor> grads = strategy->replicaGradients();
-        at::Tensor gradient = flatten(grads);
+        at::Tensor gradient = ft::flatten(grads); // one all-reduce instead of one per unit
         manager.allReduce(gradient, {int(step), -1, -1});
-        unflattenInto(gradient, grads);
+        ft::copyInto(grads, gradient);
 
         // 5. Commit or abort, as one group.
         if (!agree(!c.faults->job_finished.load())) {

@@ -63,6 +63,22 @@ double ReplicaModel::forwardBackward(int64_t step, int shard, int shards, const 
     return value;
 }
 
+at::Tensor flatten(const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> parts;
+    for (const auto& t : tensors)
+        parts.push_back(t.detach().reshape({-1}));
+    return at::cat(parts).contiguous();
+}
+
+void copyInto(const std::vector<at::Tensor>& tensors, const at::Tensor& flat) {
+    at::NoGradGuard no_grad;
+    int64_t offset = 0;
+    for (const auto& t : tensors) {
+        t.detach().copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+        offset += t.numel();
+    }
+}
+
 int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step) {
     const int64_t gate_begin = telemetry.now();
     if (context.gate->waitToStart(step))

@@ -63,6 +63,11 @@ class ReplicaModel {
     UnitTimer m_timer; // no per-unit spans: one Forward and one Backward span per step
 };
 
+// One flat fp32 copy of tensors laid end to end, and its way back (the
+// DiLoCo loop's parameters, the group loop's shard gradients).
+[[nodiscard]] at::Tensor flatten(const std::vector<at::Tensor>& tensors);
+void copyInto(const std::vector<at::Tensor>& tensors, const at::Tensor& flat);
+
 int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step);
 void endReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
                     int64_t step_begin, int64_t bytes_sent);
