@@ -303,6 +303,87 @@ TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down, and
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
+TEST_CASE("every group of 2 x 2 FSDP replica groups killed at once: the restarted groups resume from the "
+          "newest sharded checkpoint and end bit-identical to an uninterrupted run",
+          "[ft][checkpoint][slow]") {
+    // No [run] checkpoint_dir: replica groups keep sharded checkpoints every
+    // 10 steps in a temporary directory by default, written by the quorum's
+    // lowest group (one file per shard). Ranks 1 and 3 die at step 25, each
+    // taking its group down: nobody is left to heal from, so the restarted
+    // groups (a quorum all at step 0) load step-19 and redo steps 20..24, not
+    // 0..24. min_replicas = 2 keeps the participants of every commit those of
+    // the run without the kills, so the result must be the same bits.
+    it::TempDir dir;
+    const auto groupsScenario = [](const std::string& faults) {
+        it::ScenarioSpec spec;
+        spec.name = "fsdp replica groups, all killed";
+        spec.ranks = 4;
+        spec.replicas = 2;
+        spec.strategy = "fsdp";
+        spec.steps = 36;
+        spec.d_model = 32;
+        spec.layers = 2;
+        spec.heads = 2;
+        spec.run_toml = "step_delay_ms = 30\n";
+        spec.extra_toml = "[fault_tolerance]\nenabled = true\nmin_replicas = 2\nheartbeat_timeout_ms = 600\n"
+                          "collective_timeout_ms = 1500\nrestart_delay_ms = 300\n";
+        spec.faults_toml = faults;
+        return it::scenarioToml(spec);
+    };
+    std::string kills;
+    for (int rank : {1, 3})
+        kills += "[[faults]]\naction = \"kill\"\nrank = " + std::to_string(rank) +
+                 "\nstep = 25\nwhen = \"step\"\n";
+    for (const std::string run : {"killed", "uninterrupted"}) {
+        std::filesystem::create_directories(dir.file(run));
+        const auto r = it::runDtrun(
+            {"run", dir.write(run + ".toml", groupsScenario(run == "killed" ? kills : "")), "--summary",
+             dir.file(run + ".json"), "--record", dir.file(run + ".dtrec"), "--params-out", dir.file(run)},
+            {{}, {}, 240.0, ""});
+        INFO(run << ": " << it::describe(r));
+        REQUIRE_FALSE(r.timed_out);
+        REQUIRE(r.exit_code == 0);
+        if (run == "killed")
+            CHECK(contains(
+                r.err, "dtrun: every replica was down at once (1 time(s)): the job went back and redid "));
+    }
+    const auto s = it::readJsonFile(dir.file("killed.json"));
+    INFO("summary: " << s["fault_tolerance"].dump());
+    CHECK(s["ok"] == true);
+    const auto& ftj = s["fault_tolerance"];
+    CHECK(ftj["rollbacks"] == 1);
+    // Steps 20..24 (or 25) redone; a SIGKILLed rank's last commits may never reach the Session.
+    CHECK(ftj["steps_rolled_back"].get<int>() >= 3);
+    CHECK(ftj["steps_rolled_back"].get<int>() <= 6); // not 25: the checkpoint of step 19 was used
+    const dt::RecordingLoad load = dt::readRecording(dir.file("killed.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 36, /*group_size=*/2);
+    int resumed_from_19 = 0, loaded = 0, saved = 0;
+    for (const auto& log : load.record.logs)
+        resumed_from_19 += contains(log.text, "resumed from the job's durable checkpoint") &&
+                           contains(log.text, "(step 19)");
+    for (const dt::Event& e : load.record.events) {
+        loaded += e.kind == dt::EventKind::CheckpointLoaded && e.step == 19;
+        saved += e.kind == dt::EventKind::CheckpointSaved;
+    }
+    CHECK(resumed_from_19 == 2); // each group's rank 0 says so
+    CHECK(loaded == 4);          // every rank of both groups read its shard of step-19
+    CHECK(saved == 2 * 4);       // steps 9, 19, 29 and 35, two shards each, once (19 was not redone)
+
+    // Every rank ends with the same bits as the run without the kills.
+    const auto bytesOf = [&](const std::string& run, int rank) {
+        std::ifstream in(dir.file(run) + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const std::string reference = bytesOf("uninterrupted", 0);
+    REQUIRE_FALSE(reference.empty());
+    for (int rank = 0; rank < 4; ++rank) {
+        CAPTURE(rank);
+        CHECK(bytesOf("killed", rank) == reference);
+    }
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
 TEST_CASE(
     "detection by heartbeat waits heartbeat_timeout_ms for a new quorum, by connection it does not, and "
     "the stopwatch says who noticed",

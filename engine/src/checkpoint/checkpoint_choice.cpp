@@ -36,8 +36,10 @@ int stepOfName(const std::string& name) {
     return std::stoi(name.substr(prefix.size()));
 }
 
+// Fault-tolerant ddp writes one replica's state; fault-tolerant zero1/zero2/
+// fsdp replica groups write sharded checkpoints, as they do without the quorum.
 bool needsReplicaCheckpoint(const Scenario& scenario) {
-    return scenario.fault_tolerance.enabled;
+    return scenario.fault_tolerance.enabled && !strategyTraits(scenario.strategy.kind).shards_optimizer;
 }
 
 } // namespace

@@ -32,13 +32,20 @@
 //     runs AdamW on its shard (the strategy divides the group's sum by G),
 //     so rank i of every group holds the same bits: ParamsChecksum of the
 //     shard after every commit. On abort nothing is applied.
+//  6. On a checkpoint step the ranks of the quorum's lowest group write a
+//     sharded checkpoint together (sharded_checkpoint.hpp: one file per
+//     shard, rank 0 renames the directory). When every group was down at
+//     once, the restarted groups (a quorum all at step 0) load the job's
+//     newest one instead of going back to step 0.
 // At the end each rank's full parameters (fsdp gathers them) go to
 // params_out, as the other loops do.
 #include "ft/ft_training.hpp"
 
 #include "checkpoint/params_io.hpp"
 #include "checkpoint/replica_state.hpp"
+#include "checkpoint/sharded_checkpoint.hpp"
 #include "comm/gloo_communicator.hpp"
+#include "dtlab/checkpoint.hpp"
 #include "dtlab/errors.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
@@ -130,7 +137,59 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
         sender.log(LogLevel::Info,
                    "replica group " + std::to_string(replica) + " restarted (incarnation " +
                        std::to_string(c.incarnation) +
-                       "): each of its ranks heals its shard from the same rank of a live group");
+                       "): each of its ranks heals its shard from the same rank of a live group, or the "
+                       "group resumes from the job's newest durable checkpoint if no live group is ahead");
+
+    // A checkpoint loaded by the whole group: `resume_from` when the job
+    // starts, or the job's newest when every group was down at once. Returns
+    // the step it ended at.
+    const auto loadGroupCheckpoint = [&](const std::string& step_dir) {
+        int64_t bytes = 0;
+        const AllocationOwnerScope owner(MemoryOwner::OptimizerState); // the AdamW moments it reads
+        const int last = strategy->loadCheckpoint(step_dir, bytes);
+        telemetry.instant(EventKind::CheckpointLoaded).step(last).bytes(bytes).emit();
+        return last;
+    };
+    if (!scenario.run.resume_from.empty() && c.incarnation == 0) {
+        const int last = loadGroupCheckpoint(scenario.run.resume_from);
+        step = last + 1;
+        if (step >= scenario.run.steps)
+            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " +
+                             std::to_string(last) + " but the run has only " +
+                             std::to_string(scenario.run.steps) +
+                             " steps: nothing left to train (raise [run] steps)");
+        if (rank == 0)
+            sender.log(LogLevel::Info,
+                       "resumed from " + scenario.run.resume_from + " (step " + std::to_string(last) + ")");
+    }
+    // Only at a restarted group's first quorum, and only when every member of
+    // it is at step 0 (all restarted: every group decides the same).
+    bool may_resume_from_checkpoint = c.incarnation > 0 && !scenario.run.checkpoint_dir.empty();
+    const auto resumeFromNewestCheckpoint = [&] {
+        CheckpointChoice choice;
+        choice.step = -1;
+        try {
+            choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
+            // Only this job's own: a checkpoint_dir may also hold another run's.
+            if (choice.step + 1 <= step ||
+                !shardedCheckpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
+                choice.step = -1;
+        } catch (const UsageError&) {
+            choice.step = -1; // none yet (or none usable): the job goes on from its quorum's step
+        }
+        // The group's ranks load the same checkpoint or none (a collective:
+        // the sum of the chosen steps is G times each rank's own).
+        at::Tensor sum = at::full({1}, choice.step, at::kInt);
+        agree_group->allReduceNow(sum);
+        if (!agree(sum.item<int>() == G * choice.step) || choice.step < 0)
+            return;
+        step = loadGroupCheckpoint(choice.step_dir) + 1;
+        if (group_rank == 0)
+            sender.log(LogLevel::Warning,
+                       "no live replica group was ahead: group " + std::to_string(replica) +
+                           " resumed from the job's durable checkpoint " + choice.step_dir + " (step " +
+                           std::to_string(choice.step) + "); the steps after it are redone");
+    };
 
     // Forward and backward call the strategy's unit hooks (fsdp's all-gathers);
     // the timeline gets one Forward and one Backward span per step (unit -2).
@@ -204,6 +263,9 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
             left_early = true;
             break;
         }
+        if (may_resume_from_checkpoint && !manager.healing() && manager.quorumMaxStep() == 0)
+            resumeFromNewestCheckpoint();
+        may_resume_from_checkpoint = false;
         const bool healing = manager.healing();
         if (!compute_first) {
             if (!async)
@@ -233,6 +295,14 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
             telemetry.instant(EventKind::ParamsChecksum).step(step).seq(shardChecksum(shards)).emit();
             if (!(healing && async) && !std::isnan(step_loss))
                 telemetry.counter(EventKind::LossValue).step(step).value(step_loss).emit();
+            // 6. A durable checkpoint of the committed state, written by the whole group.
+            manager.checkpointIfDue(step, [&](int64_t s) {
+                const std::string dir = checkpointStepDir(scenario.run.checkpoint_dir, int(s));
+                // Every rank of the group decides the same: a collective follows.
+                if (!agree(!shardedCheckpointSavedByRun(dir, int(s), scenario.run.run_id)))
+                    return int64_t(-1); // saved before this job went back to an older step
+                return strategy->saveCheckpoint(dir, int(s));
+            });
             step += 1;
         } else {
             manager.aborted(step, step);

@@ -276,13 +276,6 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
             -1,
             "[run] checkpoints of fault-tolerant DiLoCo are not supported yet (a DiLoCo run without "
             "[fault_tolerance] writes them)"};
-    if (sharded && wants_checkpoints && s.fault_tolerance.enabled)
-        return Problem{"run",
-                       {"checkpoint_dir", "resume_from"},
-                       -1,
-                       "[run] checkpoints of fault-tolerant " + kind_name +
-                           " replica groups are not supported yet (a restarted group heals from a live "
-                           "one; the same run without [fault_tolerance] writes sharded checkpoints)"};
     if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.diloco.sync_delay > 0)
         return Problem{
             "run",
