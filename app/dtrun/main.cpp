@@ -208,6 +208,7 @@ struct RunFlags {
     double join_timeout_s = 60.0;
     bool no_telemetry = false;
     bool quiet = false;
+    bool log = false; // every log line of the run, as it arrives
     bool check = false;
     double pace = 0.0;
     int64_t chaos_seed = -1;
@@ -313,10 +314,21 @@ int runToEnd(const dt::SessionOptions& options, const RunFlags& f, const std::st
     auto elapsed = [&] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     };
+    size_t logs_printed = 0;
+    const auto printNewLogs = [&] {
+        std::vector<dt::LogRecord> logs;
+        logs_printed = session.copyLogsSince(logs_printed, logs);
+        for (const dt::LogRecord& log : logs)
+            std::cerr << (tty ? "\r\033[K" : "") << "dtrun: " << label
+                      << (log.rank >= 0 ? "rank " + std::to_string(log.rank) : std::string("session")) << ": "
+                      << log.text << "\n";
+    };
     while (!session.finished()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         if (const int signo = g_interrupt.load())
             session.stop(std::string("interrupted by ") + strsignal(signo));
+        if (f.log)
+            printNewLogs();
         if (tty)
             std::cerr << "\r\033[K" << label
                       << dt::formatProgressLine(session.progress(), scenario.run.steps, elapsed())
@@ -324,6 +336,8 @@ int runToEnd(const dt::SessionOptions& options, const RunFlags& f, const std::st
     }
     if (tty)
         std::cerr << "\r\033[K";
+    if (f.log)
+        printNewLogs();
     out = session.snapshot();
     if (recording)
         *recording = session.recordingStatus();
@@ -646,6 +660,8 @@ int main(int argc, char** argv) {
     run_cmd->add_flag("--no-telemetry", run.no_telemetry,
                       "send only per-step records (step time, loss, checksum)");
     run_cmd->add_flag("--quiet,-q", run.quiet, "no progress line");
+    run_cmd->add_flag("--log", run.log,
+                      "print every log line of the run (each rank's and the session's) as it arrives");
     run_cmd->add_flag(
         "--check", run.check,
         "evaluate the scenario's closing checks, running their baseline runs, and exit 1 if one fails");

@@ -401,7 +401,8 @@ std::vector<pid_t> waitForNoWorkers(double timeout_s) {
 std::string scenarioToml(const ScenarioSpec& spec) {
     std::ostringstream s;
     s << "[scenario]\nname = \"" << spec.name << "\"\n\n"
-      << "[topology]\nranks = " << spec.ranks << "\nreplicas = " << spec.replicas << "\n\n"
+      << "[topology]\nranks = " << spec.ranks << "\nreplicas = " << spec.replicas << "\n"
+      << (spec.stages > 1 ? "stages = " + std::to_string(spec.stages) + "\n" : std::string()) << "\n"
       << "[model]\nkind = \"tiny_gpt\"\nd_model = " << spec.d_model << "\nlayers = " << spec.layers
       << "\nheads = " << spec.heads << "\n\n"
       << "[data]\nsource = \"fortunes\"\nbatch_per_rank = " << spec.batch_per_rank << "\n\n"

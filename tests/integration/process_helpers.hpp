@@ -141,6 +141,7 @@ struct ScenarioSpec {
     double timeout_s = 30.0;
     std::string faults_toml; // [[faults]] tables, appended verbatim
     int replicas = 1;
+    int stages = 1; // kind = "pipeline": ranks / stages pipelines
     std::string strategy = "ddp";
     std::string strategy_toml; // more [strategy] lines, verbatim ("microbatches = 4\n")
     std::string run_toml;      // more [run] lines, verbatim

@@ -303,6 +303,110 @@ TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down, and
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
+TEST_CASE("a killed stage of one of 2 pipelines of 2 stages takes its pipeline down, and the pipeline "
+          "restarts and heals stage by stage, ending bit-identical to an uninterrupted run",
+          "[ft][pipeline][slow]") {
+    // TorchFT over pipelines: each pipeline (2 stages, 1F1B, 4 microbatches)
+    // is one replica group, and stage i averages its gradients with stage i
+    // of the other pipeline through the quorum. Rank 3 (stage 1 of pipeline
+    // 1) is killed at step 6: the Session kills rank 2 with it, both restart,
+    // and rank 2 heals stage 0 from rank 0 while rank 3 heals stage 1 from
+    // rank 1. min_replicas = 2: no step commits on one pipeline's gradient,
+    // so the result must be the bits of the run without the kill, which in
+    // turn must be those of 2 pipelines side by side without the quorum
+    // (pipeline_data_parallel = "ddp": the same average in the same order).
+    it::TempDir dir;
+    const auto pipelinesScenario = [](const std::string& faults, const std::string& ft) {
+        it::ScenarioSpec spec;
+        spec.name = "pipeline replica groups";
+        spec.ranks = 4;
+        spec.stages = 2;
+        spec.strategy = "pipeline";
+        spec.strategy_toml = "schedule = \"1f1b\"\nmicrobatches = 4\n";
+        spec.steps = 20;
+        spec.d_model = 32;
+        spec.layers = 2;
+        spec.heads = 2;
+        spec.run_toml = "step_delay_ms = 40\n";
+        spec.extra_toml = ft;
+        spec.faults_toml = faults;
+        return it::scenarioToml(spec);
+    };
+    const std::string ft = "[fault_tolerance]\nenabled = true\nmin_replicas = 2\nheartbeat_timeout_ms = 600\n"
+                           "collective_timeout_ms = 1500\nrestart_delay_ms = 300\n";
+    const std::string kill = "[[faults]]\naction = \"kill\"\nrank = 3\nstep = 6\nwhen = \"step\"\n";
+    struct Run {
+        std::string name, toml;
+    };
+    const std::vector<Run> runs = {{"killed", pipelinesScenario(kill, ft)},
+                                   {"uninterrupted", pipelinesScenario("", ft)},
+                                   {"no_quorum", pipelinesScenario("", "")}};
+    for (const Run& run : runs) {
+        std::filesystem::create_directories(dir.file(run.name));
+        const auto r = it::runDtrun({"run", dir.write(run.name + ".toml", run.toml), "--summary",
+                                     dir.file(run.name + ".json"), "--record", dir.file(run.name + ".dtrec"),
+                                     "--params-out", dir.file(run.name), "--quiet"},
+                                    {{}, {}, 240.0, ""});
+        INFO(run.name << ": " << it::describe(r));
+        REQUIRE_FALSE(r.timed_out);
+        REQUIRE(r.exit_code == 0);
+    }
+    const auto s = it::readJsonFile(dir.file("killed.json"));
+    INFO("summary: " << s.dump());
+    CHECK(s["ok"] == true);
+    const auto& ftj = s["fault_tolerance"];
+    CHECK(ftj["committed_steps"][0] == 20);
+    CHECK(ftj["committed_steps"][1] == 20);
+    CHECK(ftj["heals"] == nlohmann::json::array({0, 0, 1, 1}));
+    REQUIRE(ftj["recoveries"].size() == 1);
+    const auto& rec = ftj["recoveries"][0];
+    CHECK(rec["replica"] == 3);
+    CHECK(rec["heal_source"] == 1); // stage 1 from stage 1
+    // Stage 1's state: its parameters (block 1, the final norm and the head),
+    // exp_avg and exp_avg_sq, + 2 header floats, fp32.
+    const dt::UnitLayout layout = dt::unitLayout(dt::loadScenarioFile(dir.file("killed.toml")).model);
+    CHECK(rec["heal_bytes"].get<int64_t>() > 4 * (3 * layout.unit_numel[1] + 2));
+    CHECK(rec["heal_bytes"].get<int64_t>() < 4 * (3 * layout.total() + 2));
+
+    const dt::RecordingLoad load = dt::readRecording(dir.file("killed.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 20, /*group_size=*/2);
+    std::set<int> healed_from;
+    int commits_with_one = 0, stage_messages = 0;
+    for (const dt::Event& e : load.record.events) {
+        if (e.kind == dt::EventKind::Heal && e.value == 0) // receiving: rank <- peer
+            healed_from.insert(e.rank * 10 + e.peer);
+        if (e.kind == dt::EventKind::Commit && e.group_size < 2)
+            commits_with_one += 1;
+        if (e.kind == dt::EventKind::Forward && e.microbatch >= 0)
+            stage_messages += 1;
+    }
+    CHECK(healed_from == std::set<int>{20, 31}); // rank 2 from rank 0, rank 3 from rank 1
+    CHECK(commits_with_one == 0);
+    CHECK(stage_messages >= 4 * 20 * 4); // the schedule ran: every rank, step and microbatch
+    bool group_killed = false;
+    for (const auto& log : load.record.logs)
+        group_killed =
+            group_killed || contains(log.text, "replica group 1 goes down with rank 3: killing rank 2");
+    CHECK(group_killed);
+
+    // Each stage's bits, the same in every run and in both pipelines.
+    const auto bytesOf = [&](const std::string& run, int rank) {
+        std::ifstream in(dir.file(run) + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    for (int stage = 0; stage < 2; ++stage) {
+        const std::string reference = bytesOf("no_quorum", stage);
+        REQUIRE_FALSE(reference.empty());
+        for (const std::string run : {"killed", "uninterrupted", "no_quorum"})
+            for (int pipeline = 0; pipeline < 2; ++pipeline) {
+                CAPTURE(run, stage, pipeline);
+                CHECK(bytesOf(run, pipeline * 2 + stage) == reference);
+            }
+    }
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
 TEST_CASE("every group of 2 x 2 FSDP replica groups killed at once: the restarted groups resume from the "
           "newest sharded checkpoint and end bit-identical to an uninterrupted run",
           "[ft][checkpoint][slow]") {

@@ -162,7 +162,9 @@ struct TelemetryConfig {
 // vote to commit, and a restarted group heals from a live one. ddp and
 // diloco: one rank per group; zero1/zero2/fsdp: [topology] replicas groups,
 // each sharding the model over its ranks (TorchFT over FSDP, i.e. HSDP with
-// the replicate dimension managed by the quorum).
+// the replicate dimension managed by the quorum); pipeline: each pipeline of
+// [topology] stages ranks is a group, and stage i averages with stage i of
+// the other pipelines.
 struct FaultToleranceConfig {
     bool enabled = false;
     std::string lighthouse;        // "" = the Session's own; "host:port" = an external `dtrun lighthouse`

@@ -172,7 +172,8 @@ int64_t bytesPerStepTheory(const Scenario& s) {
                 total += M * allGather(padded); // backward (the root stays materialized)
         }
     }
-    if (k == StrategyKind::Hsdp || ftGroupSize(s) > 1) { // the replicate all-reduce of each shard
+    if (k == StrategyKind::Hsdp ||
+        ftGroupSize(s) > 1) { // the replicate all-reduce of each shard (sharded kinds)
         const int R = k == StrategyKind::Hsdp ? s.topology.replicas : ftReplicaGroups(s);
         for (int64_t u : units)
             total += grad_syncs * 2 * int64_t(R - 1) * (4 * paddedNumel(u, N) / N) / R;

@@ -1,10 +1,12 @@
 // ft_group_training.cpp: one rank of a fault-tolerant replica group of G
 // ranks (TorchFT over FSDP: HSDP whose replicate dimension the quorum
-// manages). Inside the group the strategy is zero1, zero2 or fsdp over the
-// group's own Gloo group (sharded_strategy.cpp); across groups rank i of each
-// member averages its shard through its ft::Manager (ft_manager.cpp). R =
-// replica groups, G = ranks per group, S = this rank's shard (the sum of its
-// units' shards, about P / G fp32).
+// manages; or over a pipeline). Inside the group the strategy is zero1, zero2
+// or fsdp over the group's own Gloo group (sharded_strategy.cpp), or one
+// pipeline of G stages (pipeline_strategy.cpp); across groups rank i of each
+// member averages its shard (its stage) through its ft::Manager
+// (ft_manager.cpp). R = replica groups, G = ranks per group, S = this rank's
+// shard (the sum of its units' shards, about P / G fp32; a pipeline: its
+// stage's parameters).
 //
 // Set-up: the group's Gloo group (prefix dtlab/ft/r<replica>/i<incarnation>/,
 // G ranks) and a second one of the same ranks for the group's agreements (one
@@ -19,8 +21,10 @@
 //     once the quorum is in; async (TorchFT's default): forward and backward
 //     run meanwhile, with the strategy's in-group collectives (fsdp:
 //     all-gathers, reduce-scatters; ~3 (G-1)/G 4P bytes per rank), leaving
-//     this rank's shard gradient (S) summed over the group. waitQuorum joins
-//     it (the group agrees it has one).
+//     this rank's shard gradient (S) summed over the group; a pipeline runs
+//     its whole schedule (activations and gradients between the stages,
+//     (B/m) x T x C fp32 per message), leaving each stage's gradient.
+//     waitQuorum joins it (the group agrees it has one).
 //  2. configure: rank i builds the cross-group group of rank i of every member.
 //  3. heal: rank i of a healing group receives rank i's shard state from its
 //     source group (4 (3S + 2) bytes: replica_state.hpp over the shard): all
@@ -206,6 +210,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
     };
 
     const int B = scenario.data.batch_per_rank, M = scenario.strategy.microbatches;
+    const bool pipeline = strategy->runsWholeStep();
     bool left_early = false;
     markStartupEnd();
     while (step < scenario.run.steps) {
@@ -219,10 +224,27 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
         // 1. The quorum request runs while the group computes.
         manager.startQuorum(step, step);
         double step_loss = std::nan("");
+        const auto injectNanGradients = [&] {
+            if (!c.faults->nan_gradients.exchange(false))
+                return;
+            for (auto& g : strategy->replicaGradients())
+                g.fill_(std::nan(""));
+            sender.log(LogLevel::Warning,
+                       "fault: this rank's gradient shard is NaN at step " + std::to_string(step));
+        };
         const auto computeGradient = [&] {
             int64_t t = telemetry.now();
-            const Batch batch = data->batch(int(step), rank, scenario.topology.ranks, B);
+            // A pipeline's stages read the group's batch; sharded ranks each their own.
+            const Batch batch = pipeline ? data->batch(int(step), replica, R, B)
+                                         : data->batch(int(step), rank, scenario.topology.ranks, B);
             telemetry.span(EventKind::Data).from(t).step(step).emit();
+            if (pipeline) {
+                // The whole schedule; NaN on the stages before the last (no loss there;
+                // the last checks its own).
+                step_loss = strategy->runStep(int(step), batch.inputs, batch.targets);
+                injectNanGradients();
+                return;
+            }
             strategy->beginStep(int(step));
             step_loss = 0.0;
             for (int mb = 0; mb < M; ++mb) {
@@ -246,12 +268,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
                 strategy->finishMicrobatch(); // the group's reduce-scatters: the shard gradient
             }
             requireFiniteLoss(step_loss, int(step));
-            if (c.faults->nan_gradients.exchange(false)) {
-                for (auto& g : strategy->replicaGradients())
-                    g.fill_(std::nan(""));
-                sender.log(LogLevel::Warning,
-                           "fault: this rank's gradient shard is NaN at step " + std::to_string(step));
-            }
+            injectNanGradients();
         };
         const bool async = manager.asyncQuorum();
         const bool compute_first = async && !manager.healsBeforeCompute();

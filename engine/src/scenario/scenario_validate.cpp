@@ -367,8 +367,8 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                 {"enabled"},
                 -1,
                 "[fault_tolerance] works with [strategy] kind = \"ddp\" or \"diloco\" (each rank is one "
-                "replica group) or \"zero1\", \"zero2\", \"fsdp\" (sharded inside [topology] replicas "
-                "groups); this scenario uses \"" +
+                "replica group), \"zero1\", \"zero2\", \"fsdp\" (sharded inside [topology] replicas "
+                "groups) or \"pipeline\" (each pipeline is one replica group); this scenario uses \"" +
                     std::string(strategyKindName(s.strategy.kind)) + "\"" +
                     (s.strategy.kind == StrategyKind::Hsdp
                          ? " (under the quorum, write kind = \"fsdp\" with [topology] replicas: the quorum "
@@ -384,6 +384,23 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                 "[fault_tolerance] runs classic DiLoCo only: [diloco] fragments = 1, sync_delay = 0, alpha = "
                 "0 "
                 "and pseudo_gradient = \"fp32\" (Streaming DiLoCo under the quorum is not supported yet)"};
+        if (strategyTraits(s.strategy.kind).uses_stages && s.strategy.pipeline_data_parallel != "ddp")
+            return Problem{
+                "strategy",
+                {"pipeline_data_parallel"},
+                -1,
+                "[strategy] pipeline_data_parallel = \"" + s.strategy.pipeline_data_parallel +
+                    "\" cannot run under [fault_tolerance]: each pipeline is one replica group, and the "
+                    "quorum "
+                    "averages each stage's gradients over the pipelines (TorchFT's replicate dimension); a "
+                    "stage sharded across groups would lose a shard with every failed group (remove the "
+                    "key)"};
+        if (strategyTraits(s.strategy.kind).uses_stages && wants_checkpoints)
+            return Problem{"run",
+                           {"checkpoint_dir", "resume_from"},
+                           -1,
+                           "[run] checkpoints are not supported with kind = \"pipeline\" yet (under "
+                           "[fault_tolerance] a restarted pipeline heals from a live one)"};
         if (!ft.lighthouse.empty() && ft.detection == "heartbeat")
             return Problem{
                 "fault_tolerance",
@@ -457,7 +474,9 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                                (ranks == 1 ? " rank" : " ranks") + " (0.." + std::to_string(ranks - 1) + ")"};
         const StrategyKind kind = s.strategy.kind;
         // zero1, zero2 and fsdp reduce-scatter gradients; hsdp also all-reduces across replica groups.
-        const bool no_all_reduce = strategyTraits(kind).shards_optimizer && kind != StrategyKind::Hsdp;
+        // Pipeline groups under the quorum: the only all-reduce is the manager's, across groups.
+        const bool no_all_reduce = (strategyTraits(kind).shards_optimizer && kind != StrategyKind::Hsdp) ||
+                                   (ft.enabled && strategyTraits(kind).uses_stages);
         if (f.when == FaultWhen::AllReduce && no_all_reduce)
             return Problem{
                 "faults",
@@ -771,8 +790,12 @@ std::vector<ScenarioInput> scenarioInputs(const Scenario& scenario) {
 }
 
 int ftGroupSize(const Scenario& scenario) {
-    if (!scenario.fault_tolerance.enabled || !strategyTraits(scenario.strategy.kind).shards_optimizer ||
-        scenario.strategy.kind == StrategyKind::Hsdp)
+    if (!scenario.fault_tolerance.enabled)
+        return 1;
+    const StrategyTraits& traits = strategyTraits(scenario.strategy.kind);
+    if (traits.uses_stages) // one pipeline per group: its stages
+        return std::max(1, scenario.topology.stages);
+    if (!traits.shards_optimizer || scenario.strategy.kind == StrategyKind::Hsdp)
         return 1;
     return std::max(1, scenario.topology.ranks / std::max(1, scenario.topology.replicas));
 }

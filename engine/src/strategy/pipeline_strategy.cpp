@@ -44,6 +44,12 @@
 //          and its whole vector are freed; AdamW updates the shard (its own
 //          storage). Same bytes as zero1; parameters and gradients are 1/d
 //          between steps.
+// Under [fault_tolerance] (ft/ft_group_training.cpp) each pipeline is one
+// replica group: m_world is the pipeline's own group, there is no m_dp, and
+// the quorum's manager averages this stage's gradients (replicaGradients,
+// P_s floats) with the same stage of the other pipelines before the
+// optimizer step; a restarted pipeline's stage i heals from stage i of a
+// live one (optimizedTensors and the AdamW state).
 #include "strategy/flat_unit.hpp"
 #include "strategy/training_strategy.hpp"
 
@@ -94,8 +100,9 @@ class PipelineStrategy final : public TrainingStrategy {
         m_shape.stages = m_scenario.topology.stages;
         m_shape.microbatches = st.microbatches;
         m_shape.chunks_per_rank = st.chunks_per_rank;
-        m_stage = m_rank % m_shape.stages;
-        m_replica = m_rank / m_shape.stages;
+        // Positions in m_world: all ranks, or one pipeline (a replica group under [fault_tolerance]).
+        m_stage = m_world.rank() % m_shape.stages;
+        m_replica = m_world.rank() / m_shape.stages;
         m_staged = m_model.staged();
         DT_ENFORCE(m_staged, "the pipeline needs a model with stages (tiny_gpt)");
         const PipelineSchedule schedule = makePipelineSchedule(st.schedule, m_shape);
@@ -358,6 +365,27 @@ class PipelineStrategy final : public TrainingStrategy {
     int64_t modeledBytesReceived() const override {
         return m_world.modeledBytesReceived() + (m_dp ? m_dp->modeledBytesReceived() : 0);
     }
+    // ---- under a quorum: this pipeline is one replica group -------------------
+    std::vector<at::Tensor> replicaGradients() override {
+        std::vector<at::Tensor> grads;
+        for (const auto& p : m_owned) {
+            if (!p.tensor.grad().defined()) // a healer that skipped its compute contributes zeros
+                p.tensor.mutable_grad() = at::zeros_like(p.tensor);
+            grads.push_back(p.tensor.grad());
+        }
+        return grads;
+    }
+    std::vector<at::Tensor> optimizedTensors() override {
+        std::vector<at::Tensor> tensors;
+        for (const auto& p : m_owned)
+            tensors.push_back(p.tensor);
+        return tensors;
+    }
+    torch::optim::AdamW* adamW() override {
+        // Only the plain stage (no m_dp): under a quorum the pipelines are not sharded across.
+        return m_stage_unit ? nullptr : m_optimizer.get();
+    }
+
     int64_t saveCheckpoint(const std::string&, int) override {
         throw UsageError("checkpoints are not supported with kind = \"pipeline\" yet");
     }

@@ -517,7 +517,8 @@ int runWorker(const WorkerArgs& args) {
             context.link = &link;
             context.token = token;
             code = scenario.strategy.kind == StrategyKind::Diloco ? trainFaultTolerantDiloco(context)
-                   : strategyTraits(scenario.strategy.kind).shards_optimizer
+                   : strategyTraits(scenario.strategy.kind).shards_optimizer ||
+                           strategyTraits(scenario.strategy.kind).uses_stages
                        ? trainFaultTolerantGroup(context)
                        : trainFaultTolerant(context);
         } else if (!strategyTraits(scenario.strategy.kind).trains_model) {
