@@ -281,6 +281,36 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
               std::string::npos);
     }
 
+    SECTION(
+        "pipelines under [fault_tolerance] are replica groups of their stages, sharded across them refused") {
+        const std::string pipelines =
+            kHeader + "[topology]\nranks = 6\nstages = 2\n[model]\nkind = \"tiny_gpt\"\nlayers = "
+                      "2\n[strategy]\nkind = \"pipeline\"\n";
+        const dt::Scenario s =
+            dt::parseScenarioText(pipelines + "[fault_tolerance]\nenabled = true\n", "p.toml");
+        CHECK(dt::ftGroupSize(s) == 2);
+        CHECK(dt::ftReplicaGroups(s) == 3);
+        UsageError sharded = parseError(pipelines + "pipeline_data_parallel = \"zero1\"\n"
+                                                    "[fault_tolerance]\nenabled = true\n");
+        CHECK(std::string(sharded.what())
+                  .find("cannot run under [fault_tolerance]: each pipeline is one replica "
+                        "group") != std::string::npos);
+        UsageError checkpoints =
+            parseError(pipelines + "[run]\ncheckpoint_dir = \"ck\"\n[fault_tolerance]\nenabled = true\n");
+        CHECK(
+            std::string(checkpoints.what()).find("checkpoints are not supported with kind = \"pipeline\"") !=
+            std::string::npos);
+    }
+
+    SECTION("replica groups under [fault_tolerance] take durable checkpoints") {
+        const dt::Scenario s = dt::parseScenarioText(
+            kHeader + "[topology]\nranks = 4\nreplicas = 2\n[strategy]\nkind = \"fsdp\"\n[run]\n"
+                      "checkpoint_dir = \"/nonexistent/dtlab-ck\"\ncheckpoint_every = 5\n"
+                      "[fault_tolerance]\nenabled = true\n",
+            "ck.toml");
+        CHECK(s.run.checkpoint_every == 5);
+    }
+
     SECTION("a heartbeat timeout not longer than the interval is refused with the reason") {
         UsageError e = parseError(kHeader + "[fault_tolerance]\nenabled = true\nheartbeat_interval_ms = 200\n"
                                             "heartbeat_timeout_ms = 100\n");

@@ -134,6 +134,7 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
     const int world = model.world();
     const int G = ftGroupSize(model.scenario());
     st.group_size = G;
+    st.group_is_pipeline = strategyTraits(model.scenario().strategy.kind).uses_stages;
     st.rows.resize(size_t(world));
     std::vector<int64_t> last_heartbeat(size_t(world), 0);
     for (int r = 0; r < world; ++r) {
@@ -655,7 +656,9 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         std::snprintf(
             heal, sizeof(heal), "heal: %s from %s %d in %.1f ms%s", formatBytes(double(r.heal_bytes)).c_str(),
             m_state.group_size > 1 ? "rank" : "replica", r.heal_source, r.heal_duration_ms,
-            m_state.group_size > 1 ? " (its shard; the group's other ranks heal theirs at once)" : "");
+            m_state.group_size <= 1     ? ""
+            : m_state.group_is_pipeline ? " (its stage; the pipeline's other stages heal theirs at once)"
+                                        : " (its shard; the group's other ranks heal theirs at once)");
         ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
         ImGui::TextWrapped("%s", heal);
         ImGui::PopStyleColor();

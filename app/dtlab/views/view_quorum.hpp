@@ -49,9 +49,10 @@ struct ReplicaRow {
 
 struct QuorumViewState {
     bool fault_tolerant = false;
-    int64_t quorum_id = -1; // latest quorum issued (-1 = none yet)
-    uint64_t members = 0;   // bit g = replica group g is a member
-    int group_size = 1;     // ranks per replica group (ftGroupSize)
+    int64_t quorum_id = -1;         // latest quorum issued (-1 = none yet)
+    uint64_t members = 0;           // bit g = replica group g is a member
+    int group_size = 1;             // ranks per replica group (ftGroupSize)
+    bool group_is_pipeline = false; // a group's ranks are pipeline stages (else: shards)
     // The highest step among its members when the latest quorum formed. The
     // fast path re-issues the same quorum every step without a new event, so
     // this is where that quorum began, not where training is now:
