@@ -244,6 +244,7 @@ class AppContext final : public ScriptHost, public ViewActions {
         // window or of one of its child regions that does not scroll sideways (0 = none)
         float overflow_x = 0.0f;
         std::string overflow_where; // the window or child region that overflows most
+        bool tab = false;           // a tab of the shelf: its title is one of several in the tab bar
     };
     // app.cpp
     void ingestNew();

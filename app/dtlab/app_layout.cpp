@@ -339,6 +339,7 @@ void AppContext::drawShelf(const ViewTiling& tiling, ImGuiCond cond,
                 const float content_h = ImGui::GetContentRegionAvail().y;
                 view.draw(viewInputs());
                 record(view, content_h); // after drawing: the overflow check sees what the view drew
+                m_windows_drawn.back().tab = true;
                 ImGui::EndTabItem();
             }
         }

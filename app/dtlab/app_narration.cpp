@@ -184,10 +184,14 @@ void AppContext::drawHighlight() {
     if (flashing) {
         const char* tag = "LOOK HERE";
         const ImVec2 size = ImGui::CalcTextSize(tag);
-        // Right after the window's title, so the title stays readable.
+        // Right after the window's title, so the title stays readable; on a
+        // shelf tab, at the tab bar's right end (after the title would cover
+        // the next tab).
         const float title_w = ImGui::CalcTextSize(rect->title.c_str()).x;
-        const ImVec2 p(rect->min.x + ImGui::GetStyle().FramePadding.x + title_w + 24.0f, rect->min.y + 3.0f);
         const float pad = 6.0f;
+        const ImVec2 p(rect->tab ? rect->max.x - size.x - pad - ImGui::GetStyle().WindowPadding.x
+                                 : rect->min.x + ImGui::GetStyle().FramePadding.x + title_w + 24.0f,
+                       rect->min.y + 3.0f);
         draw->AddRectFilled(ImVec2(p.x - pad, p.y), ImVec2(p.x + size.x + pad, p.y + size.y + 2.0f), color,
                             4.0f);
         draw->AddText(ImVec2(p.x, p.y + 1.0f), IM_COL32(0, 0, 0, 255), tag);

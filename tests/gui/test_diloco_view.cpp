@@ -97,6 +97,14 @@ TEST_CASE("The DiLoCo view's theory follows the engine's fragment schedule", "[g
     SECTION("classic DiLoCo (one fragment) sends after every H-th step") {
         CHECK(dilocoTheorySends(0, 10, 1, 30) == std::vector<int>{9, 19, 29});
     }
+    SECTION("under the quorum one fragment's round comes every H / F steps, sent tau steps before its end") {
+        // H = 10, F = 2, tau = 2: rounds after steps 2, 7, 12, 17, ... alternate the fragments;
+        // nothing extra at the last step (ft_streaming_diloco.cpp, TorchFT's DiLoCo).
+        CHECK(dilocoTheorySends(0, 10, 2, 20, 2) == std::vector<int>{2, 12});
+        CHECK(dilocoTheorySends(1, 10, 2, 20, 2) == std::vector<int>{7, 17});
+        CHECK(dilocoTheorySends(0, 10, 2, 20, 0) == std::vector<int>{4, 14});
+        CHECK(dilocoTheorySends(1, 10, 2, 20, 0) == std::vector<int>{9, 19});
+    }
     SECTION("the theory bytes grow by one fragment's sync at each send, DDP's by a full gradient each step") {
         Scenario s = dilocoScenario();
         const DilocoBytesTheory theory = dilocoBytesTheory(s, 8);

@@ -612,6 +612,81 @@ TEST_CASE("every replica killed at once: the restarted job resumes from its newe
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
+TEST_CASE("fault-tolerant Streaming DiLoCo: a replica killed while a fragment is in flight heals at the next "
+          "fragment's round, and every replica ends with the same global model",
+          "[ft][diloco][slow]") {
+    // scenarios/ft_diloco_streaming.toml: 3 replicas, H = 10, 2 fragments
+    // (a round every 5 steps: started after the period's third step, applied
+    // 2 steps later), alpha = 0.5; replica 1 killed as step 13 starts, between
+    // fragment 0's send (after step 12) and its outer step (after step 14).
+    it::TempDir dir;
+    std::filesystem::create_directories(dir.file("params"));
+    const auto r =
+        it::runDtrun({"run", it::scenarioPath("ft_diloco_streaming.toml"), "--summary", dir.file("s.json"),
+                      "--record", dir.file("r.dtrec"), "--params-out", dir.file("params"), "--quiet"},
+                     {{}, {}, 240.0, ""});
+    INFO(it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    INFO("summary: " << s.dump());
+    CHECK(s["ok"] == true);
+    const auto& ft = s["fault_tolerance"];
+    REQUIRE(ft["recoveries"].size() == 1);
+    const auto& rec = ft["recoveries"][0];
+    CHECK(rec["replica"] == 1);
+    // The local model and AdamW (3P + 2 header floats), then every fragment's
+    // global parameters and momentum (2P) and the round position (2 floats).
+    const int64_t P =
+        dt::unitLayout(dt::loadScenarioFile(it::scenarioPath("ft_diloco_streaming.toml")).model).total();
+    CHECK(rec["heal_bytes"].get<int64_t>() == 4 * (5 * P + 4));
+    CHECK(ft["heals"] == nlohmann::json::array({0, 1, 0}));
+    // The fragment in flight at the kill held all three pseudo-gradients: the
+    // survivors committed every inner step.
+    CHECK(ft["committed_steps"][0] == 60);
+    CHECK(ft["committed_steps"][2] == 60);
+    const auto& sums = s["params_checksum"];
+    REQUIRE(sums.size() == 3);
+    CHECK(sums[0] == sums[1]);
+    CHECK(sums[1] == sums[2]);
+
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 60);
+    // Rounds alternate the fragments, each sent tau = 2 steps before its outer step.
+    std::map<int, int> sent_at; // rank 0: step -> fragment
+    std::vector<std::pair<int, int>> applied;
+    int survivors_round = -1;
+    for (const dt::Event& e : load.record.events) {
+        if (e.rank != 0)
+            continue;
+        if (e.kind == dt::EventKind::PseudoGradient)
+            sent_at[e.step] = e.unit;
+        if (e.kind == dt::EventKind::OuterStep)
+            applied.push_back({e.step, e.unit});
+        if (e.kind == dt::EventKind::Commit && e.step == 19) // fragment 1's round after the kill
+            survivors_round = e.group_size;
+    }
+    REQUIRE(applied.size() >= 10);
+    for (size_t k = 0; k < applied.size(); ++k) {
+        CAPTURE(k, applied[k].first);
+        CHECK(applied[k].first == int(5 * k + 4));
+        CHECK(applied[k].second == int(k % 2));
+        CHECK(sent_at.count(applied[k].first - 2) == 1);
+        CHECK(sent_at[applied[k].first - 2] == applied[k].second);
+    }
+    CHECK(survivors_round == 2);
+    // Every replica's global model, the same bits.
+    const auto bytesOf = [&](int rank) {
+        std::ifstream in(dir.file("params") + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    REQUIRE_FALSE(bytesOf(0).empty());
+    CHECK(bytesOf(0) == bytesOf(1));
+    CHECK(bytesOf(1) == bytesOf(2));
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
 TEST_CASE("fault-tolerant DiLoCo: a replica killed mid inner loop heals at the next outer sync",
           "[ft][diloco][slow]") {
     // scenarios/ft_diloco_kill_replica.toml: 3 replicas, H = 10, replica 1 killed as step 14 starts.

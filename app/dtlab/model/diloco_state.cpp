@@ -12,13 +12,22 @@
 
 namespace dt::app {
 
-std::vector<int> dilocoTheorySends(int fragment, int inner_steps, int fragments, int steps) {
+std::vector<int> dilocoTheorySends(int fragment, int inner_steps, int fragments, int steps,
+                                   int quorum_delay) {
     std::vector<int> out;
     const int H = std::max(1, inner_steps), F = std::max(1, fragments);
-    for (int s = 0; s < steps; ++s)
-        if (diloco::sendsAfterStep(s, fragment, H, F) || s == steps - 1)
+    for (int s = 0; s < steps; ++s) {
+        const bool sends = quorum_delay >= 0
+                               ? diloco::quorumRoundSendsAfterStep(s, fragment, H, F, quorum_delay)
+                               : diloco::sendsAfterStep(s, fragment, H, F) || s == steps - 1;
+        if (sends)
             out.push_back(s);
+    }
     return out;
+}
+
+int dilocoQuorumDelay(const Scenario& scenario) {
+    return dilocoStreamsUnderQuorum(scenario) ? std::max(0, scenario.diloco.sync_delay) : -1;
 }
 
 DilocoBytesTheory dilocoBytesTheory(const Scenario& scenario, int steps) {
@@ -27,7 +36,7 @@ DilocoBytesTheory dilocoBytesTheory(const Scenario& scenario, int steps) {
     const int F = std::max(1, scenario.diloco.fragments);
     std::vector<double> per_step(size_t(std::max(steps, 0)), 0.0);
     for (int f = 0; f < F && size_t(f) < theory.bytes_per_sync.size(); ++f)
-        for (int s : dilocoTheorySends(f, scenario.diloco.inner_steps, F, steps))
+        for (int s : dilocoTheorySends(f, scenario.diloco.inner_steps, F, steps, dilocoQuorumDelay(scenario)))
             per_step[size_t(s)] += double(theory.bytes_per_sync[size_t(f)]);
     double diloco = 0.0;
     for (int s = 0; s < steps; ++s) {
@@ -48,6 +57,7 @@ DilocoViewState dilocoViewState(const RunModel& model, const std::vector<RankPro
     st.fragments = std::max(1, sc.diloco.fragments);
     st.sync_delay = std::max(0, sc.diloco.sync_delay);
     st.steps = sc.run.steps;
+    st.quorum_delay = dilocoQuorumDelay(sc);
     const int H = st.inner_steps, F = st.fragments;
     const int world = model.world();
     st.shown_rank = std::clamp(shown_rank, 0, std::max(0, world - 1));
@@ -125,8 +135,8 @@ DilocoViewState dilocoViewState(const RunModel& model, const std::vector<RankPro
         for (int f = 0; f < F; ++f) {
             const int sent = last_send[size_t(f)];
             int next = -1;
-            for (int s = sent + 1; s < st.steps; ++s)
-                if (diloco::sendsAfterStep(s, f, H, F) || s == st.steps - 1) {
+            for (int s : dilocoTheorySends(f, H, F, st.steps, st.quorum_delay))
+                if (s > sent) {
                     next = s;
                     break;
                 }

@@ -28,8 +28,14 @@ namespace dt::app {
 
 // The steps after which fragment f sends, in [0, steps) (diloco_schedule.hpp's
 // sendsAfterStep), plus the run's last step for every fragment that trained
-// since its previous send (the strategy syncs everything at the end).
-[[nodiscard]] std::vector<int> dilocoTheorySends(int fragment, int inner_steps, int fragments, int steps);
+// since its previous send (the strategy syncs everything at the end). With
+// quorum_delay >= 0 (Streaming DiLoCo under the quorum, that sync_delay):
+// quorumRoundSendsAfterStep's rounds instead, and no sync at the end.
+[[nodiscard]] std::vector<int> dilocoTheorySends(int fragment, int inner_steps, int fragments, int steps,
+                                                 int quorum_delay = -1);
+// The scenario's quorum_delay for dilocoTheorySends: its sync_delay when
+// Streaming DiLoCo runs under the quorum, else -1.
+[[nodiscard]] int dilocoQuorumDelay(const Scenario& scenario);
 
 // Cumulative bytes one rank has sent after step s (index s = 0 .. steps-1)
 // under the DiLoCo schedule (bytes_per_sync per fragment send) and under DDP.
@@ -71,6 +77,7 @@ struct DilocoFragment {
 struct DilocoViewState {
     bool diloco = false;
     bool fault_tolerant = false; // [fault_tolerance] enabled: heals add to the bytes sent
+    int quorum_delay = -1;       // >= 0: Streaming DiLoCo under the quorum (dilocoQuorumDelay)
     int inner_steps = 1, fragments = 1, sync_delay = 0, steps = 0;
     int shown_rank = 0;
     int current_step = -1; // the shown rank's last completed step

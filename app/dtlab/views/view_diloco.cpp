@@ -265,14 +265,17 @@ void DilocoView::drawContent(const ViewInputs& inputs) {
     const DilocoConfig& d = model.scenario().diloco;
     helpMarker(helpText());
     ImGui::SameLine();
-    char header[320];
+    char header[448];
     std::snprintf(
         header, sizeof(header),
         "H = %d inner steps | %d fragment%s%s | sync delay %d | %s pseudo-gradients | outer SGD lr %.2g, "
-        "momentum %.2g%s | alpha %.2g",
+        "momentum %.2g%s | alpha %.2g%s",
         m_state.inner_steps, m_state.fragments, m_state.fragments == 1 ? "" : "s",
         m_state.fragments > 1 ? " (streaming)" : " (classic)", m_state.sync_delay, d.pseudo_gradient.c_str(),
-        d.outer_lr, d.outer_momentum, d.nesterov && d.outer_momentum > 0 ? " Nesterov" : "", d.alpha);
+        d.outer_lr, d.outer_momentum, d.nesterov && d.outer_momentum > 0 ? " Nesterov" : "", d.alpha,
+        m_state.quorum_delay >= 0 ? " | under the quorum: one fragment's round every H / F steps, sent sync "
+                                    "delay steps before it ends (TorchFT)"
+                                  : "");
     textElided(header, ImGui::GetContentRegionAvail().x);
     drawLinkControl(inputs);
 
@@ -431,7 +434,7 @@ void DilocoView::drawSchedule(const ViewInputs&) {
         dl->PushClipRect(ImVec2(x_left - r - 1.0f, origin.y),
                          ImVec2(x_left + width + r + 1.0f, origin.y + strip_h), true);
         // Theory: every send of the schedule, applied tau steps later (the last step applies at once).
-        for (int s : dilocoTheorySends(f, st.inner_steps, st.fragments, n)) {
+        for (int s : dilocoTheorySends(f, st.inner_steps, st.fragments, n, st.quorum_delay)) {
             if (s + 1 < s0 || s + 1 > s1 + st.sync_delay)
                 continue;
             const int apply = std::min(s + st.sync_delay, n - 1);

@@ -29,4 +29,19 @@ namespace dt::diloco {
     return since >= inner_steps && since % inner_steps == 0;
 }
 
+// Under the quorum (Streaming DiLoCo, ft_streaming_diloco.cpp, as TorchFT's
+// DiLoCo class): one round every H / F steps; round k starts `delay` (tau)
+// steps before its period ends, i.e. after step (k + 1) H/F - tau - 1, with
+// fragment k mod F, and is applied tau steps later, at the period's end. This
+// assumes every round commits (an aborted fragment is retried by the next
+// round). There is no extra sync at the run's last step.
+[[nodiscard]] inline bool quorumRoundSendsAfterStep(int step, int fragment, int inner_steps, int fragments,
+                                                    int delay) {
+    const int period = fragments > 0 && inner_steps >= fragments ? inner_steps / fragments : 1;
+    const int t = step + 1 + delay;
+    if (t < period || t % period != 0)
+        return false;
+    return (t / period - 1) % fragments == fragment;
+}
+
 } // namespace dt::diloco

@@ -459,6 +459,12 @@ void Manager::finishHealSends() {
 
 // ---- 4. the average ----------------------------------------------------------
 void Manager::allReduce(at::Tensor& tensor, const CommTag& tag) {
+    startAllReduce(tensor, tag);
+    finishAllReduce();
+}
+
+void Manager::startAllReduce(at::Tensor tensor, const CommTag& tag) {
+    DT_ENFORCE(!m_reduce_work, "one all-reduce at a time through the manager");
     if (m_abort != AbortReason::None)
         return;
     const double delay = m_context.faults->traffic_delay_ms.load();
@@ -480,7 +486,22 @@ void Manager::allReduce(at::Tensor& tensor, const CommTag& tag) {
         return;
     }
     try {
-        m_group->allReduceNow(tensor, tag);
+        m_reduce_work = m_group->allReduce(tensor, tag);
+        m_reduce_tensor = tensor;
+    } catch (const CommError& e) {
+        m_abort = AbortReason::CollectiveFailed;
+        m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
+    }
+}
+
+void Manager::finishAllReduce() {
+    if (!m_reduce_work)
+        return;
+    const CommWorkPtr work = std::move(m_reduce_work);
+    at::Tensor tensor = std::move(m_reduce_tensor);
+    m_reduce_work.reset();
+    try {
+        work->wait();
         tensor.div_(double(std::max(1, participants())));
         m_finite = m_finite && at::isfinite(tensor).all().item<bool>();
     } catch (const CommError& e) {

@@ -105,6 +105,12 @@ class Manager {
     // 4. Averages `tensor` over the replicas up to date, in place (TorchFT's
     //    allreduce). A healer contributes zeros. A failure aborts the round.
     void allReduce(at::Tensor& tensor, const CommTag& tag);
+    // The same in two halves, so that inner steps run while it is in flight
+    // (Streaming DiLoCo's overlap, ft_streaming_diloco.cpp): start posts it
+    // (a healer's contribution zeroed), finish waits and divides. One at a
+    // time; a failure aborts the round.
+    void startAllReduce(at::Tensor tensor, const CommTag& tag);
+    void finishAllReduce();
     // 5. The vote (TorchFT's rule, see ft_manager.cpp): a healer first adopts
     //    the received state (ReplicaStateTransfer::load) if its heal succeeded,
     //    whatever the vote (TorchFT applies the pending state before voting;
@@ -189,7 +195,9 @@ class Manager {
     Quorum m_quorum;
     QuorumRole m_role;
     AbortReason m_abort = AbortReason::None;
-    bool m_finite = true; // every all-reduced tensor of the round was finite
+    bool m_finite = true;      // every all-reduced tensor of the round was finite
+    CommWorkPtr m_reduce_work; // startAllReduce's, until finishAllReduce
+    at::Tensor m_reduce_tensor;
     std::vector<HealSend> m_heal_sends;
     std::vector<CommWorkPtr> m_heal_receives;
     std::vector<at::Tensor> m_heal_received;

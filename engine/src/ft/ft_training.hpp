@@ -79,6 +79,9 @@ struct FtRankContext {
 int trainFaultTolerant(const FtRankContext& context);
 // The same for [strategy] kind = "diloco" (ft_diloco.cpp): a quorum per outer sync.
 int trainFaultTolerantDiloco(const FtRankContext& context);
+// Streaming DiLoCo ([diloco] fragments > 1, sync_delay or alpha;
+// ft_streaming_diloco.cpp): a quorum per fragment's round, every H / F steps.
+int trainFaultTolerantStreamingDiloco(const FtRankContext& context);
 // zero1, zero2 and fsdp (ft_group_training.cpp): this rank's part of a replica
 // group of ftGroupSize ranks that shards the model; the quorum across groups.
 int trainFaultTolerantGroup(const FtRankContext& context);

@@ -374,16 +374,22 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                          ? " (under the quorum, write kind = \"fsdp\" with [topology] replicas: the quorum "
                            "manages the replicate dimension, as TorchFT over FSDP does)"
                          : "")};
-        if (s.strategy.kind == StrategyKind::Diloco &&
-            (s.diloco.fragments != 1 || s.diloco.sync_delay != 0 || s.diloco.alpha != 0.0 ||
-             s.diloco.pseudo_gradient != "fp32"))
+        if (s.strategy.kind == StrategyKind::Diloco && s.diloco.pseudo_gradient != "fp32")
+            return Problem{"diloco",
+                           {"pseudo_gradient"},
+                           -1,
+                           "[diloco] pseudo_gradient = \"" + s.diloco.pseudo_gradient +
+                               "\" is not supported under [fault_tolerance] yet: the quorum averages fp32 "
+                               "pseudo-gradients (TorchFT quantizes only over NCCL); write \"fp32\""};
+        if (s.strategy.kind == StrategyKind::Diloco && s.diloco.inner_steps % s.diloco.fragments != 0)
             return Problem{
                 "diloco",
-                {"fragments", "sync_delay", "alpha", "pseudo_gradient"},
+                {"inner_steps", "fragments"},
                 -1,
-                "[fault_tolerance] runs classic DiLoCo only: [diloco] fragments = 1, sync_delay = 0, alpha = "
-                "0 "
-                "and pseudo_gradient = \"fp32\" (Streaming DiLoCo under the quorum is not supported yet)"};
+                "[diloco] inner_steps " + std::to_string(s.diloco.inner_steps) +
+                    " is not a multiple of fragments " + std::to_string(s.diloco.fragments) +
+                    ": under [fault_tolerance] one fragment's round comes every inner_steps / "
+                    "fragments steps, as TorchFT requires (sync_every divisible by the fragments)"};
         if (strategyTraits(s.strategy.kind).uses_stages && s.strategy.pipeline_data_parallel != "ddp")
             return Problem{
                 "strategy",
@@ -798,6 +804,12 @@ int ftGroupSize(const Scenario& scenario) {
     if (!traits.shards_optimizer || scenario.strategy.kind == StrategyKind::Hsdp)
         return 1;
     return std::max(1, scenario.topology.ranks / std::max(1, scenario.topology.replicas));
+}
+
+bool dilocoStreamsUnderQuorum(const Scenario& scenario) {
+    const DilocoConfig& d = scenario.diloco;
+    return scenario.fault_tolerance.enabled && scenario.strategy.kind == StrategyKind::Diloco &&
+           (d.fragments > 1 || d.sync_delay > 0 || d.alpha != 0.0);
 }
 
 int ftReplicaGroups(const Scenario& scenario) {

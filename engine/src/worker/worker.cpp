@@ -516,7 +516,8 @@ int runWorker(const WorkerArgs& args) {
             context.faults = &ft_faults;
             context.link = &link;
             context.token = token;
-            code = scenario.strategy.kind == StrategyKind::Diloco ? trainFaultTolerantDiloco(context)
+            code = dilocoStreamsUnderQuorum(scenario) ? trainFaultTolerantStreamingDiloco(context)
+                   : scenario.strategy.kind == StrategyKind::Diloco ? trainFaultTolerantDiloco(context)
                    : strategyTraits(scenario.strategy.kind).shards_optimizer ||
                            strategyTraits(scenario.strategy.kind).uses_stages
                        ? trainFaultTolerantGroup(context)
