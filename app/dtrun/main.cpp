@@ -588,17 +588,22 @@ int lighthouseCommand(LighthouseFlags f) {
     return 0;
 }
 
-int checkCommand(const std::string& path) {
-    try {
-        const dt::Scenario s = dt::loadScenarioFile(path);
-        std::cout << path << ": ok: \"" << s.name << "\", " << s.topology.ranks << " ranks, " << s.model.kind
-                  << ", " << dt::strategyKindName(s.strategy.kind) << ", " << s.run.steps << " steps, "
-                  << s.faults.size() << " fault(s)\n";
-        return 0;
-    } catch (const dt::UsageError& e) {
-        std::cerr << "dtrun: " << e.what() << "\n";
-        return dt::kExitUsage;
+// Every file is checked (one line each: ok on stdout, the problem on stderr);
+// exit 2 when any is refused.
+int checkCommand(const std::vector<std::string>& paths) {
+    int code = 0;
+    for (const std::string& path : paths) {
+        try {
+            const dt::Scenario s = dt::loadScenarioFile(path);
+            std::cout << path << ": ok: \"" << s.name << "\", " << s.topology.ranks << " ranks, "
+                      << s.model.kind << ", " << dt::strategyKindName(s.strategy.kind) << ", " << s.run.steps
+                      << " steps, " << s.faults.size() << " fault(s)\n";
+        } catch (const dt::UsageError& e) {
+            std::cerr << "dtrun: " << e.what() << "\n";
+            code = dt::kExitUsage;
+        }
     }
+    return code;
 }
 
 } // namespace
@@ -704,9 +709,10 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"connection", "heartbeat"}));
     lighthouse_cmd->add_flag("--quiet,-q", lighthouse.quiet, "print only the address");
 
-    std::string check_path;
-    auto* check_cmd = app.add_subcommand("check", "validate a scenario file");
-    check_cmd->add_option("scenario", check_path, "scenario TOML file")->required();
+    std::vector<std::string> check_paths;
+    auto* check_cmd = app.add_subcommand("check", "validate scenario files");
+    check_cmd->add_option("scenario", check_paths, "scenario TOML files (dtrun check scenarios/*.toml)")
+        ->required();
 
     dt::WorkerArgs worker;
     auto* worker_cmd =
@@ -733,7 +739,7 @@ int main(int argc, char** argv) {
     if (*run_cmd)
         return runCommand(run);
     if (*check_cmd)
-        return checkCommand(check_path);
+        return checkCommand(check_paths);
     if (*lighthouse_cmd)
         return lighthouseCommand(lighthouse);
     if (*worker_cmd)

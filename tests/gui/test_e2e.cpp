@@ -132,10 +132,12 @@ TEST_CASE("a scripted Kill in dtlab kills rank 1 and the screenshots show it", "
     if (!display)
         return; // no Xvfb: skipped with a warning
     Xvfb& x = *display;
-    it::TempDir dir("dtlab-gui");
+    // Catch2 enters the test case once per SECTION: dtlab runs once (statics)
+    // and every section reads what it left.
+    static it::TempDir dir("dtlab-gui");
     const std::string art = artifactDir();
     const std::string recording = dir.file("killed.dtrec");
-    const std::string script =
+    static const std::string script =
         dir.write("kill.script", "# scripted Kill: the same path as pressing the button\n"
                                  "wait_step 2\n"
                                  "screenshot e2e_running.png\n"
@@ -148,7 +150,7 @@ TEST_CASE("a scripted Kill in dtlab kills rank 1 and the screenshots show it", "
                                      recording +
                                      "\n"
                                      "quit\n");
-    const it::ProcessResult r = it::runProcess(
+    static const it::ProcessResult r = it::runProcess(
         {kDtlab, writeScenario(dir), "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
     INFO(it::describe(r) << "\nstdout:\n" << r.out);
     REQUIRE_FALSE(r.timed_out);

@@ -407,6 +407,39 @@ TEST_CASE("a killed stage of one of 2 pipelines of 2 stages takes its pipeline d
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
+TEST_CASE("init_sync: at the job's first step every replica but the primary heals from it, and the job "
+          "goes on equal",
+          "[ft][slow]") {
+    // TorchFT's init_sync (force_recover at max_step 0): replicas 1 and 2 heal
+    // from replica 0 at step 0; in async mode they contribute zeros that round
+    // but count (they are at max_step), so the round commits with 3 participants.
+    it::TempDir dir;
+    const auto r = it::runDtrun({"run", dir.write("init.toml", ftScenario(3, 6, "", "init_sync = true\n")),
+                                 "--summary", dir.file("s.json"), "--record", dir.file("r.dtrec"), "--quiet"},
+                                {{}, {}, 120.0, ""});
+    INFO(it::describe(r));
+    REQUIRE(r.exit_code == 0);
+    const auto s = it::readJsonFile(dir.file("s.json"));
+    INFO("summary: " << s["fault_tolerance"].dump());
+    CHECK(s["ok"] == true);
+    CHECK(s["fault_tolerance"]["heals"] == nlohmann::json::array({0, 1, 1}));
+    CHECK(s["fault_tolerance"]["committed_steps"] == nlohmann::json::array({6, 6, 6}));
+    CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
+    CHECK(s["params_checksum"][1] == s["params_checksum"][2]);
+    const dt::RecordingLoad load = dt::readRecording(dir.file("r.dtrec"));
+    REQUIRE(load.complete);
+    int heals_at_0 = 0, first_commit_group = -1;
+    for (const dt::Event& e : load.record.events) {
+        if (e.kind == dt::EventKind::Heal && e.value == 0 && e.step == 0 && e.peer == 0)
+            heals_at_0 += 1;
+        if (e.kind == dt::EventKind::Commit && e.step == 0 && e.rank == 0)
+            first_commit_group = e.group_size;
+    }
+    CHECK(heals_at_0 == 2);
+    CHECK(first_commit_group == 3);
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
 TEST_CASE("every group of 2 x 2 FSDP replica groups killed at once: the restarted groups resume from the "
           "newest sharded checkpoint and end bit-identical to an uninterrupted run",
           "[ft][checkpoint][slow]") {

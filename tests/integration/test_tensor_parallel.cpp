@@ -54,11 +54,13 @@ Run run(const it::TempDir& dir, const std::string& tag, const std::string& strat
 
 TEST_CASE("Tensor-parallel ranks train the same model as one rank of the unsplit model",
           "[tensor_parallel][slow]") {
-    it::TempDir dir;
-    const Run whole = run(dir, "whole", "ddp", 1, kBatch);
-    const Run tp2 = run(dir, "tp2", "tensor_parallel", 2, kBatch);
-    const Run tp4 = run(dir, "tp4", "tensor_parallel", 4, kBatch);
-    const Run other_batch = run(dir, "whole4", "ddp", 1, kBatch / 2);
+    // Catch2 enters the test case once per SECTION: the four runs are made
+    // once (statics) and every section reads them.
+    static it::TempDir dir;
+    static const Run whole = run(dir, "whole", "ddp", 1, kBatch);
+    static const Run tp2 = run(dir, "tp2", "tensor_parallel", 2, kBatch);
+    static const Run tp4 = run(dir, "tp4", "tensor_parallel", 4, kBatch);
+    static const Run other_batch = run(dir, "whole4", "ddp", 1, kBatch / 2);
 
     // Tolerance: the split layers sum their partial products in another order
     // (two or four partial matmuls and an all-reduce instead of one matmul), so

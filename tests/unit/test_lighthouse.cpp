@@ -324,6 +324,26 @@ TEST_CASE("computeQuorumRole gives ranks, max_step and round-robin healing", "[l
         CHECK(destinations == 3);
     }
 
+    SECTION("init_sync at the job's first step: every member but the primary heals from it, as TorchFT's "
+            "force_recover, and all still count as up to date") {
+        const Quorum start =
+            quorumOf(1, {quorumMember(0, 0, 0), quorumMember(1, 0, 0), quorumMember(2, 0, 0)});
+        const QuorumRole primary = computeQuorumRole(start, 0, 0, /*group_rank=*/0, /*init_sync=*/true);
+        CHECK_FALSE(primary.heal);
+        CHECK(primary.heal_destinations == std::vector<int>{1, 2});
+        CHECK(primary.up_to_date == 3);
+        CHECK(computeQuorumRole(start, 2, 0, 0, true).heal_source == 0);
+        // Group rank 1's primary is the second member (TorchFT: rank % max_world_size).
+        CHECK_FALSE(computeQuorumRole(start, 1, 0, /*group_rank=*/1, true).heal);
+        CHECK(computeQuorumRole(start, 0, 0, /*group_rank=*/1, true).heal_source == 1);
+        // Off, or past step 0, or after a restart (they load the durable checkpoint): nobody heals.
+        CHECK_FALSE(computeQuorumRole(start, 1, 0, 0, false).heal);
+        const Quorum later = quorumOf(2, {quorumMember(0, 0, 5), quorumMember(1, 0, 5)});
+        CHECK_FALSE(computeQuorumRole(later, 1, 0, 0, true).heal);
+        const Quorum restarted = quorumOf(3, {quorumMember(0, 1, 0), quorumMember(1, 1, 0)});
+        CHECK_FALSE(computeQuorumRole(restarted, 1, 1, 0, true).heal);
+    }
+
     SECTION("everyone at the same step: nobody heals") {
         const Quorum even = quorumOf(1, {quorumMember(0, 0, 4), quorumMember(1, 0, 4)});
         const QuorumRole r = computeQuorumRole(even, 1, 0);

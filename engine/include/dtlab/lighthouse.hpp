@@ -128,8 +128,12 @@ struct QuorumRole {
 // group_rank: this rank's place in its replica group. As TorchFT's, healer
 // h[i] of rank g receives from u[(i + g) % n], so the shards of a healing
 // group come from different up-to-date groups when there are several.
+// init_sync (TorchFT's): when max_step is 0 and every member is a first
+// start (incarnation 0), every member but the primary heals from it; the
+// primary is the up-to-date member (g mod n) for group rank g. The healers
+// still count in up_to_date (TorchFT's max_world_size: they are at max_step).
 [[nodiscard]] QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation,
-                                           int group_rank = 0);
+                                           int group_rank = 0, bool init_sync = false);
 
 struct LighthouseStatus {
     bool running = false;

@@ -182,6 +182,16 @@ struct FaultToleranceConfig {
     // many times in a row raises (its process fails, and is restarted per
     // `restart`). -1 = no limit (TorchFT's default, None).
     int max_retries = -1;
+    // TorchFT's init_sync: at the job's first quorum at step 0, every replica
+    // group but the primary heals from it (the primary of group rank g is
+    // the (g mod n)-th group), so all start from the same weights whatever
+    // their seeds. TorchFT's default is true; dtlab's is false, because its
+    // replicas start from the same seed and the heal would copy identical
+    // bits. Only when every member is a first start (after every replica was
+    // down at once, the restarted ones load the durable checkpoint instead,
+    // as TorchFT's users load theirs before the first quorum). ddp and
+    // replica groups; DiLoCo reports inner steps, so its first sync is not at 0.
+    bool init_sync = false;
     // TorchFT's use_async_quorum. "async": the quorum is asked while the
     // replica computes; a replica that heals contributes zeros that round and
     // only the replicas already up to date count as participants (the vote

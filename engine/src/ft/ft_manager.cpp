@@ -329,7 +329,9 @@ void Manager::prepareRound(const Quorum& quorum) {
     m_quorum = quorum;
     const double quorum_id = double(quorum.quorum_id);
     m_telemetry.span(EventKind::QuorumWait).from(m_quorum_begin).step(m_step).value(quorum_id).emit();
-    m_role = computeQuorumRole(quorum, m_replica, m_context.incarnation, m_group_rank);
+    m_role =
+        computeQuorumRole(quorum, m_replica, m_context.incarnation, m_group_rank,
+                          m_config.init_sync && m_context.scenario->strategy.kind != StrategyKind::Diloco);
     if (m_context.faults->job_finished.load())
         return; // waitQuorum says leave
     try {

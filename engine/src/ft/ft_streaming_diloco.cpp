@@ -95,17 +95,16 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
     }
     const int64_t P = m.numel();
     if (replica == 0 && c.incarnation == 0)
-        sender.log(LogLevel::Info, m.describe() + "; fault-tolerant Streaming DiLoCo: " +
-                                       std::to_string(replicas) + " replica groups of 1 rank, H = " +
-                                       std::to_string(dc.inner_steps) + ", " + std::to_string(F) +
-                                       " fragments (one round every " + std::to_string(period) +
-                                       " steps), sync_delay " + std::to_string(tau) +
-                                       ", alpha " + std::to_string(dc.alpha));
+        sender.log(LogLevel::Info,
+                   m.describe() + "; fault-tolerant Streaming DiLoCo: " + std::to_string(replicas) +
+                       " replica groups of 1 rank, H = " + std::to_string(dc.inner_steps) + ", " +
+                       std::to_string(F) + " fragments (one round every " + std::to_string(period) +
+                       " steps), sync_delay " + std::to_string(tau) + ", alpha " + std::to_string(dc.alpha));
 
-    int64_t step = 0;        // the inner step this replica trains next
-    int local_step = 0;      // inner steps since the last round ended
-    int64_t rounds = 0;      // committed rounds: the next round's fragment is rounds % F
-    int64_t round_first = 0; // the first inner step the current round covers
+    int64_t step = 0;                   // the inner step this replica trains next
+    int local_step = 0;                 // inner steps since the last round ended
+    int64_t rounds = 0;                 // committed rounds: the next round's fragment is rounds % F
+    int64_t round_first = 0;            // the first inner step the current round covers
     bool must_heal = c.incarnation > 0; // restarted: asks for the quorum before any inner step
     bool adopted = false;               // this round's quorum healed this replica
     struct InFlight {
@@ -169,8 +168,8 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
             fl.delta = f.global - ft::flatten(paramsOf(f, params));
         if (c.faults->nan_gradients.exchange(false)) {
             fl.delta.fill_(std::nan(""));
-            sender.log(LogLevel::Warning, "fault: this replica's pseudo-gradient is NaN at step " +
-                                              std::to_string(event_step));
+            sender.log(LogLevel::Warning,
+                       "fault: this replica's pseudo-gradient is NaN at step " + std::to_string(event_step));
         }
         fl.outer_step = int(rounds);
         telemetry.span(EventKind::PseudoGradient)
@@ -225,13 +224,16 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                 .unit(fl.fragment)
                 .emit();
             manager.committed(round_first, event_step);
-            telemetry.instant(EventKind::ParamsChecksum).step(event_step).seq(parametersChecksum(globalModel())).emit();
+            telemetry.instant(EventKind::ParamsChecksum)
+                .step(event_step)
+                .seq(parametersChecksum(globalModel()))
+                .emit();
         } else {
             ft::copyInto(local, f.global); // back to this fragment's last sync
             manager.aborted(round_first, event_step);
             sender.log(LogLevel::Warning, "fragment " + std::to_string(fl.fragment) + "'s round at step " +
-                                              std::to_string(event_step) + " not committed: " +
-                                              ft::abortText(manager.abortReason()) +
+                                              std::to_string(event_step) +
+                                              " not committed: " + ft::abortText(manager.abortReason()) +
                                               "; the fragment goes back to its last sync and is retried");
         }
         round_first = event_step + 1;

@@ -26,7 +26,10 @@
 // computeQuorumRole: max_step over the participants; those at max_step are
 // up to date (they average gradients), the others heal: the i-th healer (in
 // replica order) receives from up-to-date replica (i + group rank) % n
-// (round-robin, offset by the rank in the group as TorchFT does).
+// (round-robin, offset by the rank in the group as TorchFT does). With
+// init_sync at the job's first step (max_step 0, every member a first start)
+// every member but the primary (up-to-date member group_rank % n) heals from
+// it: TorchFT's force_recover.
 #include "ft/lighthouse_detail.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
@@ -211,7 +214,8 @@ int64_t nextQuorumId(int64_t last_issued_id, const QuorumDecision& decision) {
     return (decision.membership_changed || some_commit_failed) ? last_issued_id + 1 : last_issued_id;
 }
 
-QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation, int group_rank) {
+QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation, int group_rank,
+                             bool init_sync) {
     QuorumRole role;
     role.quorum_id = quorum.quorum_id;
     role.members = quorum.members;
@@ -235,6 +239,17 @@ QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation,
     for (int rank = 0; rank < role.replica_world; ++rank)
         (role.members[size_t(rank)].step == role.max_step ? up_to_date : healing).push_back(rank);
     role.up_to_date = int(up_to_date.size());
+    // init_sync at the job's start: all but the primary heal from it (TorchFT's force_recover).
+    const bool first_start = std::all_of(role.members.begin(), role.members.end(),
+                                         [](const QuorumMember& m) { return m.incarnation == 0; });
+    if (init_sync && role.max_step == 0 && first_start && up_to_date.size() > 1) {
+        const int primary = up_to_date[size_t(std::max(0, group_rank)) % up_to_date.size()];
+        healing.clear();
+        for (int rank : up_to_date)
+            if (rank != primary)
+                healing.push_back(rank);
+        up_to_date = {primary};
+    }
 
     // h[i] receives from u[(i + group_rank) % n] (TorchFT's offset by the rank
     // in the group: a healing group's shards come from different sources).

@@ -164,6 +164,7 @@ std::string scenarioToJson(const Scenario& s) {
           {"restart_delay_ms", s.fault_tolerance.restart_delay_ms},
           {"max_restarts_per_minute", s.fault_tolerance.max_restarts_per_minute},
           {"max_retries", s.fault_tolerance.max_retries},
+          {"init_sync", s.fault_tolerance.init_sync},
           {"quorum_mode", s.fault_tolerance.quorum_mode},
           {"detection", s.fault_tolerance.detection}}},
         {"diloco",
@@ -349,6 +350,7 @@ Scenario scenarioFromJson(const std::string& text) {
             ft.at("restart_delay_ms").get_to(c.restart_delay_ms);
             c.max_restarts_per_minute = ft.value("max_restarts_per_minute", c.max_restarts_per_minute);
             c.max_retries = ft.value("max_retries", c.max_retries);
+            c.init_sync = ft.value("init_sync", c.init_sync);
             c.quorum_mode = ft.value("quorum_mode", c.quorum_mode);
             c.detection = ft.value("detection", c.detection);
         }

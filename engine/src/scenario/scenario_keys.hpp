@@ -84,7 +84,8 @@ inline const std::vector<std::string> kFaultToleranceKeys = {"enabled",
                                                              "restart_delay_ms",
                                                              "max_restarts_per_minute",
                                                              "max_retries",
-                                                             "quorum_mode"};
+                                                             "quorum_mode",
+                                                             "init_sync"};
 inline const std::vector<std::string> kChaosKeys = {"enabled", "seed",    "mean_interval_s", "actions",
                                                     "hang_s",  "slow_ms", "slow_s"};
 inline const std::vector<std::string> kDilocoKeys = {"inner_steps", "outer_lr",       "outer_momentum",

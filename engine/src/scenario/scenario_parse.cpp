@@ -461,6 +461,8 @@ class ScenarioReader {
                 out.max_restarts_per_minute = readInt(table, e.key, *e.node);
             else if (e.key == "max_retries")
                 out.max_retries = readInt(table, e.key, *e.node);
+            else if (e.key == "init_sync")
+                out.init_sync = readBool(table, e.key, *e.node);
             else if (e.key == "quorum_mode")
                 out.quorum_mode = readString(table, e.key, *e.node);
             else if (e.key == "detection")

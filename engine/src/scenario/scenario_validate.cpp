@@ -374,6 +374,12 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                          ? " (under the quorum, write kind = \"fsdp\" with [topology] replicas: the quorum "
                            "manages the replicate dimension, as TorchFT over FSDP does)"
                          : "")};
+        if (s.strategy.kind == StrategyKind::Diloco && ft.init_sync)
+            return Problem{"fault_tolerance",
+                           {"init_sync"},
+                           -1,
+                           "[fault_tolerance] init_sync has no effect with diloco: its replicas report inner "
+                           "steps, so the first outer sync is never at step 0 (remove the key)"};
         if (s.strategy.kind == StrategyKind::Diloco && s.diloco.pseudo_gradient != "fp32")
             return Problem{"diloco",
                            {"pseudo_gradient"},
