@@ -13,6 +13,7 @@
 //     recovery, no process left running).
 #include "process_helpers.hpp"
 
+#include "dtlab/pseudo_gradient_format.hpp"
 #include "dtlab/recording.hpp"
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"
@@ -717,6 +718,59 @@ TEST_CASE("fault-tolerant Streaming DiLoCo: a replica killed while a fragment is
     REQUIRE_FALSE(bytesOf(0).empty());
     CHECK(bytesOf(0) == bytesOf(1));
     CHECK(bytesOf(1) == bytesOf(2));
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
+TEST_CASE("fault-tolerant Streaming DiLoCo with int8 pseudo-gradients all-gathers each fragment's encoded "
+          "bytes, and the replicas end with the same global model, close to fp32's",
+          "[ft][diloco][slow]") {
+    // 3 replicas, H = 10, 2 fragments, tau = 1, no fault: the same run in fp32
+    // (all-reduce) and int8 (all-gather of 1 byte per value + a scale per 256).
+    it::TempDir dir;
+    std::map<std::string, nlohmann::json> summaries;
+    for (const std::string format : {"fp32", "int8"}) {
+        it::ScenarioSpec spec;
+        spec.name = "streaming diloco " + format;
+        spec.ranks = 3;
+        spec.steps = 30;
+        spec.d_model = 32;
+        spec.layers = 2;
+        spec.heads = 2;
+        spec.strategy = "diloco";
+        spec.extra_toml = "[diloco]\ninner_steps = 10\nfragments = 2\nsync_delay = 1\npseudo_gradient = \"" +
+                          format + "\"\n[fault_tolerance]\nenabled = true\n";
+        const auto r =
+            it::runDtrun({"run", dir.write(format + ".toml", it::scenarioToml(spec)), "--summary",
+                          dir.file(format + ".json"), "--record", dir.file(format + ".dtrec"), "--quiet"},
+                         {{}, {}, 120.0, ""});
+        INFO(format << ": " << it::describe(r));
+        REQUIRE(r.exit_code == 0);
+        summaries[format] = it::readJsonFile(dir.file(format + ".json"));
+        const auto& sums = summaries[format]["params_checksum"];
+        CHECK(sums[0] == sums[1]);
+        CHECK(sums[1] == sums[2]);
+    }
+    // Each round's wire bytes are the fragment's encoded size: fragment 0 holds
+    // block 0 and the root unit, fragment 1 block 1.
+    const dt::UnitLayout layout = dt::unitLayout(dt::loadScenarioFile(dir.file("int8.toml")).model);
+    const int64_t fragment_numel[2] = {layout.unit_numel[0] + layout.root_numel, layout.unit_numel[1]};
+    const dt::RecordingLoad load = dt::readRecording(dir.file("int8.dtrec"));
+    REQUIRE(load.complete);
+    int rounds = 0;
+    for (const dt::Event& e : load.record.events)
+        if (e.kind == dt::EventKind::PseudoGradient && e.rank == 0) {
+            CAPTURE(e.step, e.unit);
+            REQUIRE((e.unit == 0 || e.unit == 1));
+            CHECK(e.bytes == dt::encodedBytes(fragment_numel[e.unit], dt::PseudoGradientFormat::Int8));
+            rounds += 1;
+        }
+    CHECK(rounds == 6); // one round every 5 steps
+    // All-gather of ~1 byte per value against a ring all-reduce of 4: well under half the bytes.
+    const double int8_sent = summaries["int8"]["bytes_sent"][0].get<double>();
+    const double fp32_sent = summaries["fp32"]["bytes_sent"][0].get<double>();
+    CHECK(int8_sent < 0.5 * fp32_sent);
+    CHECK(summaries["int8"]["final_loss"].get<double>() ==
+          Approx(summaries["fp32"]["final_loss"].get<double>()).epsilon(0.05));
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 

@@ -386,7 +386,8 @@ void validateScenario(const Scenario& scenario, const std::string& origin);
 // rank r % size of group r / size; a rank failure takes its whole group down.
 // Without [fault_tolerance]: groups of 1.
 [[nodiscard]] int ftReplicaGroups(const Scenario& scenario);
-// Fault-tolerant DiLoCo with fragments > 1, a sync_delay or an alpha: the
+// Fault-tolerant DiLoCo with fragments > 1, a sync_delay, an alpha or
+// quantized pseudo-gradients: the
 // streaming loop (one fragment's round every inner_steps / fragments steps,
 // diloco_schedule.hpp's quorumRoundSendsAfterStep); false otherwise.
 [[nodiscard]] bool dilocoStreamsUnderQuorum(const Scenario& scenario);

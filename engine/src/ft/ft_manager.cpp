@@ -496,6 +496,43 @@ void Manager::startAllReduce(at::Tensor tensor, const CommTag& tag) {
     }
 }
 
+void Manager::startAllGather(at::Tensor gathered, at::Tensor encoded, const CommTag& tag) {
+    DT_ENFORCE(!m_gather_work, "one all-gather at a time through the manager");
+    if (m_abort != AbortReason::None)
+        return;
+    if (m_context.faults->fail_next_collective.exchange(false)) {
+        m_sender.log(LogLevel::Warning,
+                     "fault: this replica's all-gather fails at step " + std::to_string(m_step));
+        finishHealSends();
+        dropGroup();
+        m_abort = AbortReason::CollectiveFailed;
+        return;
+    }
+    try {
+        m_gather_work = m_group->allGather(gathered, encoded, tag);
+    } catch (const CommError& e) {
+        m_abort = AbortReason::CollectiveFailed;
+        m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
+    }
+}
+
+void Manager::finishAllGather() {
+    if (!m_gather_work)
+        return;
+    const CommWorkPtr work = std::move(m_gather_work);
+    m_gather_work.reset();
+    try {
+        work->wait();
+    } catch (const CommError& e) {
+        m_abort = AbortReason::CollectiveFailed;
+        m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
+    }
+}
+
+void Manager::checkFinite(const at::Tensor& averaged) {
+    m_finite = m_finite && at::isfinite(averaged).all().item<bool>();
+}
+
 void Manager::finishAllReduce() {
     if (!m_reduce_work)
         return;

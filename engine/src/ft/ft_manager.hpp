@@ -111,6 +111,15 @@ class Manager {
     // time; a failure aborts the round.
     void startAllReduce(at::Tensor tensor, const CommTag& tag);
     void finishAllReduce();
+    // The quantized exchange (Streaming DiLoCo's bf16/int8/int4 pseudo-
+    // gradients): every member's encoded bytes into `gathered` (members x
+    // encoded, in replica-rank order), in two halves like the all-reduce. The
+    // caller decodes, sums, divides by participants() and hands the result to
+    // checkFinite. A healer's bytes must encode zeros. A failure aborts the round.
+    void startAllGather(at::Tensor gathered, at::Tensor encoded, const CommTag& tag);
+    void finishAllGather();
+    // A NaN or Inf in a round's averaged result aborts it (NanGradients).
+    void checkFinite(const at::Tensor& averaged);
     // 5. The vote (TorchFT's rule, see ft_manager.cpp): a healer first adopts
     //    the received state (ReplicaStateTransfer::load) if its heal succeeded,
     //    whatever the vote (TorchFT applies the pending state before voting;
@@ -132,6 +141,7 @@ class Manager {
     [[nodiscard]] bool healing() const { return m_role.heal; }
     [[nodiscard]] int64_t quorumMaxStep() const { return m_role.max_step; } // the highest step in the quorum
     [[nodiscard]] int upToDate() const { return m_role.up_to_date; }
+    [[nodiscard]] int quorumSize() const { return m_role.replica_world; } // members of this round's quorum
     [[nodiscard]] AbortReason abortReason() const { return m_abort; }
     [[nodiscard]] int64_t modeledBytesSent() const;                     // over every group this replica built
     [[nodiscard]] int replica() const { return m_replica; }             // this rank's replica group
@@ -198,6 +208,7 @@ class Manager {
     bool m_finite = true;      // every all-reduced tensor of the round was finite
     CommWorkPtr m_reduce_work; // startAllReduce's, until finishAllReduce
     at::Tensor m_reduce_tensor;
+    CommWorkPtr m_gather_work; // startAllGather's, until finishAllGather
     std::vector<HealSend> m_heal_sends;
     std::vector<CommWorkPtr> m_heal_receives;
     std::vector<at::Tensor> m_heal_received;

@@ -19,7 +19,12 @@
 //        rounds (TorchFT's manager.current_step(): an aborted fragment is
 //        retried next period); its pseudo-gradient delta_k = global_k -
 //        local_k (P_f fp32; a healer's is zeros) starts its all-reduce
-//        (2 (N-1)/N x 4 P_f bytes sent) and stays in flight for tau steps.
+//        (2 (N-1)/N x 4 P_f bytes sent) and stays in flight for tau steps;
+//        quantized (bf16, int8, int4: pseudo_gradient_codec.hpp) it is
+//        encoded and all-gathered instead ((N-1) x encoded(P_f) bytes sent),
+//        then every member's bytes are decoded and summed in fp32 in
+//        replica-rank order (the same bits everywhere) and divided by the
+//        participants.
 //  3. local_step = period (tau steps later; at once when tau = 0): the round
 //     ends (TorchFT's perform_sync): wait for the average, the vote; commit:
 //     the outer Nesterov step on global_k, then local_k = alpha local_k +
@@ -41,6 +46,7 @@
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
 #include "strategy/outer_optimizer.hpp"
+#include "strategy/pseudo_gradient_codec.hpp"
 #include "telemetry/telemetry_sender.hpp"
 
 #include <torch/optim/adamw.h>
@@ -107,9 +113,13 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
     int64_t round_first = 0;            // the first inner step the current round covers
     bool must_heal = c.incarnation > 0; // restarted: asks for the quorum before any inner step
     bool adopted = false;               // this round's quorum healed this replica
+    const PseudoGradientFormat format = parsePseudoGradientFormat(dc.pseudo_gradient);
+    const bool quantized = format != PseudoGradientFormat::Fp32;
     struct InFlight {
         int fragment = -1;
-        at::Tensor delta; // averaged in place by the manager
+        at::Tensor delta;             // fp32: averaged in place by the manager
+        at::Tensor encoded, gathered; // quantized: this replica's bytes, every member's (as fp32 words)
+        int64_t wire_bytes = 0;
         int outer_step = 0;
     };
     std::optional<InFlight> flight;
@@ -172,14 +182,24 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                        "fault: this replica's pseudo-gradient is NaN at step " + std::to_string(event_step));
         }
         fl.outer_step = int(rounds);
+        fl.wire_bytes = quantized ? encodedBytes(f.numel, format) : 4 * f.numel;
+        if (quantized) {
+            const int64_t words = (fl.wire_bytes + 3) / 4;
+            fl.encoded = at::zeros({words}, at::kFloat);
+            encodePseudoGradient(fl.delta, format, reinterpret_cast<uint8_t*>(fl.encoded.data_ptr<float>()));
+            fl.gathered = at::empty({words * std::max(1, manager.quorumSize())}, at::kFloat);
+        }
         telemetry.span(EventKind::PseudoGradient)
             .from(t)
             .step(event_step)
             .value(double(rounds))
-            .bytes(4 * f.numel)
+            .bytes(fl.wire_bytes)
             .unit(fl.fragment)
             .emit();
-        manager.startAllReduce(fl.delta, {int(event_step), fl.fragment, -1});
+        if (quantized)
+            manager.startAllGather(fl.gathered, fl.encoded, {int(event_step), fl.fragment, -1});
+        else
+            manager.startAllReduce(fl.delta, {int(event_step), fl.fragment, -1});
         flight = std::move(fl);
         return true;
     };
@@ -204,8 +224,22 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
         flight.reset();
         Fragment& f = fragments[size_t(fl.fragment)];
         const std::vector<at::Tensor> local = paramsOf(f, params);
-        manager.finishAllReduce();
         at::NoGradGuard no_grad;
+        if (quantized) {
+            manager.finishAllGather();
+            if (manager.abortReason() == ft::AbortReason::None) {
+                // Every member's bytes, decoded and summed in replica-rank order, then averaged.
+                fl.delta = at::zeros({f.numel}, at::kFloat);
+                const auto* bytes = reinterpret_cast<const uint8_t*>(fl.gathered.data_ptr<float>());
+                const int64_t stride = fl.encoded.numel() * 4;
+                for (int member = 0; member < manager.quorumSize(); ++member)
+                    decodeAddPseudoGradient(bytes + member * stride, format, fl.delta);
+                fl.delta.div_(double(std::max(1, manager.participants())));
+                manager.checkFinite(fl.delta);
+            }
+        } else {
+            manager.finishAllReduce();
+        }
         if (manager.shouldCommit(/*adopt_before_vote=*/false)) {
             const int64_t t = telemetry.now();
             outerSgdStep(f.global, f.momentum, fl.delta, dc);
@@ -220,7 +254,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                 .from(t)
                 .step(event_step)
                 .value(double(rounds))
-                .bytes(4 * f.numel)
+                .bytes(fl.wire_bytes)
                 .unit(fl.fragment)
                 .emit();
             manager.committed(round_first, event_step);
@@ -264,6 +298,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                 // Not healed: nobody ahead (every replica restarted), or the heal
                 // failed. Close the round; a replica still behind asks again.
                 manager.finishAllReduce();
+                manager.finishAllGather();
                 if (manager.healing())
                     manager.aborted(asked_at, asked_at);
                 flight.reset();
@@ -313,8 +348,10 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                                   /*comm_buffers=*/false);
         step += 1;
     }
-    if (flight) // left while a round was in flight
+    if (flight) { // left while a round was in flight
         manager.finishAllReduce();
+        manager.finishAllGather();
+    }
 
     if (!left_early && !c.params_out_dir.empty())
         saveParameters(c.params_out_dir + "/rank" + std::to_string(replica) + ".params", globalModel());

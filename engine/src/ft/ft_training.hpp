@@ -79,7 +79,7 @@ struct FtRankContext {
 int trainFaultTolerant(const FtRankContext& context);
 // The same for [strategy] kind = "diloco" (ft_diloco.cpp): a quorum per outer sync.
 int trainFaultTolerantDiloco(const FtRankContext& context);
-// Streaming DiLoCo ([diloco] fragments > 1, sync_delay or alpha;
+// Streaming DiLoCo ([diloco] fragments > 1, sync_delay, alpha or quantized;
 // ft_streaming_diloco.cpp): a quorum per fragment's round, every H / F steps.
 int trainFaultTolerantStreamingDiloco(const FtRankContext& context);
 // zero1, zero2 and fsdp (ft_group_training.cpp): this rank's part of a replica

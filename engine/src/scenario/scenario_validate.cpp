@@ -380,13 +380,6 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            -1,
                            "[fault_tolerance] init_sync has no effect with diloco: its replicas report inner "
                            "steps, so the first outer sync is never at step 0 (remove the key)"};
-        if (s.strategy.kind == StrategyKind::Diloco && s.diloco.pseudo_gradient != "fp32")
-            return Problem{"diloco",
-                           {"pseudo_gradient"},
-                           -1,
-                           "[diloco] pseudo_gradient = \"" + s.diloco.pseudo_gradient +
-                               "\" is not supported under [fault_tolerance] yet: the quorum averages fp32 "
-                               "pseudo-gradients (TorchFT quantizes only over NCCL); write \"fp32\""};
         if (s.strategy.kind == StrategyKind::Diloco && s.diloco.inner_steps % s.diloco.fragments != 0)
             return Problem{
                 "diloco",
@@ -815,7 +808,7 @@ int ftGroupSize(const Scenario& scenario) {
 bool dilocoStreamsUnderQuorum(const Scenario& scenario) {
     const DilocoConfig& d = scenario.diloco;
     return scenario.fault_tolerance.enabled && scenario.strategy.kind == StrategyKind::Diloco &&
-           (d.fragments > 1 || d.sync_delay > 0 || d.alpha != 0.0);
+           (d.fragments > 1 || d.sync_delay > 0 || d.alpha != 0.0 || d.pseudo_gradient != "fp32");
 }
 
 int ftReplicaGroups(const Scenario& scenario) {
