@@ -670,10 +670,10 @@ TEST_CASE("fault-tolerant Streaming DiLoCo: a replica killed while a fragment is
     const auto& rec = ft["recoveries"][0];
     CHECK(rec["replica"] == 1);
     // The local model and AdamW (3P + 2 header floats), then every fragment's
-    // global parameters and momentum (2P) and the round position (2 floats).
+    // global parameters and momentum (2P) and the round position (3 floats).
     const int64_t P =
         dt::unitLayout(dt::loadScenarioFile(it::scenarioPath("ft_diloco_streaming.toml")).model).total();
-    CHECK(rec["heal_bytes"].get<int64_t>() == 4 * (5 * P + 4));
+    CHECK(rec["heal_bytes"].get<int64_t>() == 4 * (5 * P + 5));
     CHECK(ft["heals"] == nlohmann::json::array({0, 1, 0}));
     // The fragment in flight at the kill held all three pseudo-gradients: the
     // survivors committed every inner step.

@@ -89,7 +89,7 @@ std::vector<std::pair<double, double>> predictionsFor(const std::string& file) {
     if (name == "ft_fsdp_groups")
         return {{(12 * 60288.0 + 8) / 1e6, (12 * 120576.0 + 8) / 1e6}}; // its shard; not the whole model
     if (name == "ft_diloco_streaming") // local model + AdamW (3P) and both fragments' global + momentum (2P)
-        return {{(20 * 120576.0 + 16) / 1e6, 12 * 120576.0 / 1e6}};
+        return {{(20 * 120576.0 + 20) / 1e6, 12 * 120576.0 / 1e6}};
     if (name == "ft_pipeline_groups")
         return {{(12 * 58304.0 + 8) / 1e6, (12 * 120576.0 + 8) / 1e6}}; // its stage; not the whole model
     if (name == "ft_kill_replica")

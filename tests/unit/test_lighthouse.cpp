@@ -333,9 +333,9 @@ TEST_CASE("computeQuorumRole gives ranks, max_step and round-robin healing", "[l
         CHECK(primary.heal_destinations == std::vector<int>{1, 2});
         CHECK(primary.up_to_date == 3);
         CHECK(computeQuorumRole(start, 2, 0, 0, true).heal_source == 0);
-        // Group rank 1's primary is the second member (TorchFT: rank % max_world_size).
-        CHECK_FALSE(computeQuorumRole(start, 1, 0, /*group_rank=*/1, true).heal);
-        CHECK(computeQuorumRole(start, 0, 0, /*group_rank=*/1, true).heal_source == 1);
+        // Every rank of a group has the same primary (a group heals as one; TorchFT offsets it by rank).
+        CHECK(computeQuorumRole(start, 1, 0, /*group_rank=*/1, true).heal);
+        CHECK_FALSE(computeQuorumRole(start, 0, 0, /*group_rank=*/1, true).heal);
         // Off, or past step 0, or after a restart (they load the durable checkpoint): nobody heals.
         CHECK_FALSE(computeQuorumRole(start, 1, 0, 0, false).heal);
         const Quorum later = quorumOf(2, {quorumMember(0, 0, 5), quorumMember(1, 0, 5)});

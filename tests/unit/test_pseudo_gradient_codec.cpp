@@ -85,3 +85,23 @@ TEST_CASE("Pseudo-gradients survive the wire within the documented error", "[dil
                                     roundTrip(y, PseudoGradientFormat::Int8)));
     }
 }
+
+TEST_CASE("A NaN or Inf in a pseudo-gradient reaches the receiver in every format", "[diloco]") {
+    // Under the quorum a non-finite average must abort the round on every
+    // replica: quantizing must not turn it into zeros or a clamped code.
+    for (const auto format : {PseudoGradientFormat::Fp32, PseudoGradientFormat::Bf16,
+                              PseudoGradientFormat::Int8, PseudoGradientFormat::Int4}) {
+        CAPTURE(int(format));
+        at::Tensor x = at::linspace(-1.0, 1.0, 600, at::kFloat);
+        x[300] = std::nanf("");
+        const at::Tensor y = roundTrip(x, format);
+        CHECK_FALSE(at::isfinite(y).all().item<bool>());
+        CHECK(std::isnan(y[300].item<float>()));
+        // The other blocks are untouched (int8/int4 scale per block of 256: values 0..255, 512..599).
+        CHECK(at::isfinite(y.narrow(0, 0, 256)).all().item<bool>());
+        CHECK(at::isfinite(y.narrow(0, 512, 88)).all().item<bool>());
+        at::Tensor inf = at::zeros({10}, at::kFloat);
+        inf[3] = std::numeric_limits<float>::infinity();
+        CHECK_FALSE(at::isfinite(roundTrip(inf, format)).all().item<bool>());
+    }
+}

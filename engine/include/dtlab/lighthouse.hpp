@@ -130,7 +130,8 @@ struct QuorumRole {
 // group come from different up-to-date groups when there are several.
 // init_sync (TorchFT's): when max_step is 0 and every member is a first
 // start (incarnation 0), every member but the primary heals from it; the
-// primary is the up-to-date member (g mod n) for group rank g. The healers
+// primary is the lowest member, for every group rank (TorchFT offsets it by
+// the rank: a dtlab group agrees its heal as one). The healers
 // still count in up_to_date (TorchFT's max_world_size: they are at max_step).
 [[nodiscard]] QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation,
                                            int group_rank = 0, bool init_sync = false);

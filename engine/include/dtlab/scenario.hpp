@@ -183,9 +183,9 @@ struct FaultToleranceConfig {
     // `restart`). -1 = no limit (TorchFT's default, None).
     int max_retries = -1;
     // TorchFT's init_sync: at the job's first quorum at step 0, every replica
-    // group but the primary heals from it (the primary of group rank g is
-    // the (g mod n)-th group), so all start from the same weights whatever
-    // their seeds. TorchFT's default is true; dtlab's is false, because its
+    // group but the primary heals from it, so all start from the same weights whatever
+    // their seeds (the primary is the lowest group, for every rank of a
+    // group). TorchFT's default is true; dtlab's is false, because its
     // replicas start from the same seed and the heal would copy identical
     // bits. Only when every member is a first start (after every replica was
     // down at once, the restarted ones load the durable checkpoint instead,

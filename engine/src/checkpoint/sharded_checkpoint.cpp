@@ -171,61 +171,73 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
     const std::string partial = step_dir + ".partial";
     int64_t written = 0;
     int64_t adam_step = 0;
-    if (writer) {
-        std::error_code ec;
-        fs::create_directories(partial, ec);
-        if (ec)
-            throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
-        std::vector<NamedParameter> tensors;
-        tensors.push_back({kShardIdentityKey, shardIdentity(comm.rank(), comm.size(), last_step)});
-        if (!scenario.run.run_id.empty())
-            tensors.push_back(runIdentity(scenario.run.run_id));
-        for (auto& u : units) {
-            auto* state = adamState(optimizer, u.optimizedShard());
-            const at::Tensor zeros = at::zeros({u.shard_numel}, at::kFloat);
-            tensors.push_back({unitKey(u.id, "param"), u.shard.detach()});
-            tensors.push_back({unitKey(u.id, "exp_avg"), state ? state->exp_avg() : zeros});
-            tensors.push_back({unitKey(u.id, "exp_avg_sq"), state ? state->exp_avg_sq() : zeros});
-            if (state)
-                adam_step = state->step();
-        }
-        const std::string file = (fs::path(partial) / shardFileName(comm.rank(), comm.size())).string();
-        saveParameters(file, tensors);
-        written = int64_t(fs::file_size(file, ec));
-    }
-    comm.barrierNow(); // every shard file is in place
-    // Shard 0 finishes the checkpoint; a failure there is thrown only after the
-    // last barrier, so the other ranks are never left waiting in it.
+    // A failure on any rank is reported after the last barrier, and then by
+    // every rank, so that no rank is left waiting in a barrier and no
+    // directory with a shard missing is renamed to step-<S>.
     std::string failure;
-    if (writer && comm.rank() == 0) {
-        Json meta;
-        meta["format"] = "dtlab sharded checkpoint";
-        meta["version"] = 1;
-        meta["strategy"] = strategyKindName(scenario.strategy.kind);
-        meta["shards"] = comm.size();
-        meta["step"] = last_step;
-        meta["adam_step"] = adam_step;
-        meta["model"] = scenario.model.kind;
-        meta["run_id"] = scenario.run.run_id;
-        Json list = Json::array();
-        for (const auto& u : units)
-            list.push_back({{"id", u.id}, {"numel", u.numel}, {"padded", u.padded}});
-        meta["units"] = list;
-        const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
-        writeFileAtomically(meta_path, meta.dump(2) + "\n");
-        std::error_code ec;
-        if (fs::exists(step_dir, ec)) {
-            failure = "checkpoint '" + step_dir + "' exists already; not overwritten";
-        } else {
-            fs::rename(partial, step_dir, ec);
-            if (ec) {
-                failure = "cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message();
-            } else {
-                syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
-                written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
+    if (writer)
+        try {
+            std::error_code ec;
+            fs::create_directories(partial, ec);
+            if (ec)
+                throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
+            std::vector<NamedParameter> tensors;
+            tensors.push_back({kShardIdentityKey, shardIdentity(comm.rank(), comm.size(), last_step)});
+            if (!scenario.run.run_id.empty())
+                tensors.push_back(runIdentity(scenario.run.run_id));
+            for (auto& u : units) {
+                auto* state = adamState(optimizer, u.optimizedShard());
+                const at::Tensor zeros = at::zeros({u.shard_numel}, at::kFloat);
+                tensors.push_back({unitKey(u.id, "param"), u.shard.detach()});
+                tensors.push_back({unitKey(u.id, "exp_avg"), state ? state->exp_avg() : zeros});
+                tensors.push_back({unitKey(u.id, "exp_avg_sq"), state ? state->exp_avg_sq() : zeros});
+                if (state)
+                    adam_step = state->step();
             }
+            const std::string file = (fs::path(partial) / shardFileName(comm.rank(), comm.size())).string();
+            saveParameters(file, tensors);
+            written = int64_t(fs::file_size(file, ec));
+        } catch (const UsageError& e) {
+            failure = e.what();
         }
-    }
+    // Every shard file is in place, or some rank says it is not (one int per rank).
+    at::Tensor failed = at::full({1}, failure.empty() ? 0 : 1, at::kInt);
+    comm.allReduceNow(failed);
+    const bool all_written = failed.item<int>() == 0;
+    if (!all_written && failure.empty())
+        failure = "another rank could not write its shard of '" + step_dir + "'";
+    if (writer && comm.rank() == 0 && all_written)
+        try {
+            Json meta;
+            meta["format"] = "dtlab sharded checkpoint";
+            meta["version"] = 1;
+            meta["strategy"] = strategyKindName(scenario.strategy.kind);
+            meta["shards"] = comm.size();
+            meta["step"] = last_step;
+            meta["adam_step"] = adam_step;
+            meta["model"] = scenario.model.kind;
+            meta["run_id"] = scenario.run.run_id;
+            Json list = Json::array();
+            for (const auto& u : units)
+                list.push_back({{"id", u.id}, {"numel", u.numel}, {"padded", u.padded}});
+            meta["units"] = list;
+            const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
+            writeFileAtomically(meta_path, meta.dump(2) + "\n");
+            std::error_code ec;
+            if (fs::exists(step_dir, ec)) {
+                failure = "checkpoint '" + step_dir + "' exists already; not overwritten";
+            } else {
+                fs::rename(partial, step_dir, ec);
+                if (ec) {
+                    failure = "cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message();
+                } else {
+                    syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
+                    written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
+                }
+            }
+        } catch (const UsageError& e) {
+            failure = e.what();
+        }
     comm.barrierNow(); // the checkpoint is complete before anyone goes on
     if (!failure.empty())
         throw UsageError(failure);

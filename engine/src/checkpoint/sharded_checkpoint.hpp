@@ -8,9 +8,11 @@
 //                             "unit<id>/exp_avg", "unit<id>/exp_avg_sq", each
 //                             (padded / N) fp32 (params_io.hpp format, FNV-1a checksum)
 // Saving: every shard writes its file into DIR/step-<S>.partial (atomically,
-// temp + rename), a barrier, then shard 0 writes checkpoint.json and renames the
-// directory to DIR/step-<S>: a crash leaves only a .partial directory, never a
-// torn step-<S>. An existing step-<S> is never overwritten.
+// temp + rename), the ranks agree every file is written (an all-reduce of one
+// int), then shard 0 writes checkpoint.json and renames the directory to
+// DIR/step-<S>: a crash leaves only a .partial directory, never a torn
+// step-<S>. An existing step-<S> is never overwritten. A failure on any rank
+// is thrown by every rank after the last barrier (nobody is left waiting).
 // Loading (resharding): each rank reads every old shard file, concatenates
 // the slices of each unit into its old padded vector, cuts the padding, pads
 // for the new shard count N' and takes its own new slice. A missing file, a

@@ -280,7 +280,8 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
             left_early = true;
             break;
         }
-        if (may_resume_from_checkpoint && !manager.healing() && manager.quorumMaxStep() == 0)
+        if (may_resume_from_checkpoint && !manager.healing() && manager.quorumMaxStep() == 0 &&
+            manager.quorumAllRestarted())
             resumeFromNewestCheckpoint();
         may_resume_from_checkpoint = false;
         const bool healing = manager.healing();

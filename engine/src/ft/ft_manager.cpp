@@ -67,7 +67,8 @@
 //  - sync mode: if a healer's transfer fails, it does not take part in the
 //    all-reduce, so the others' all-reduce fails too and the whole round
 //    aborts (collective failed); the next quorum gets a new id and heals again.
-//  - allReduce blocks until the sum is in (TorchFT returns a future).
+//  - allReduce blocks until the sum is in (TorchFT returns a future);
+//    startAllReduce / finishAllReduce split it, for Streaming DiLoCo's overlap.
 #include "ft/ft_manager.hpp"
 
 #include "dtlab/errors.hpp"
@@ -500,6 +501,12 @@ void Manager::startAllGather(at::Tensor gathered, at::Tensor encoded, const Comm
     DT_ENFORCE(!m_gather_work, "one all-gather at a time through the manager");
     if (m_abort != AbortReason::None)
         return;
+    const double delay = m_context.faults->traffic_delay_ms.load();
+    if (delay > 0) {
+        const int64_t t = m_telemetry.now();
+        std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay * 1000)));
+        m_telemetry.span(EventKind::SlowDelay).from(t).step(m_step).value(delay).unit(-3).emit();
+    }
     if (m_context.faults->fail_next_collective.exchange(false)) {
         m_sender.log(LogLevel::Warning,
                      "fault: this replica's all-gather fails at step " + std::to_string(m_step));
@@ -527,6 +534,11 @@ void Manager::finishAllGather() {
         m_abort = AbortReason::CollectiveFailed;
         m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
     }
+}
+
+bool Manager::quorumAllRestarted() const {
+    return std::all_of(m_role.members.begin(), m_role.members.end(),
+                       [](const QuorumMember& m) { return m.incarnation > 0; });
 }
 
 void Manager::checkFinite(const at::Tensor& averaged) {

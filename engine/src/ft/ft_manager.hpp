@@ -1,7 +1,9 @@
 // ft_manager.hpp: one replica group's side of quorum fault tolerance
 // (TorchFT's Manager, torchft/manager.py, in C++). The training loops
-// (ft_training.cpp: DDP, one round per step; ft_diloco.cpp: DiLoCo, one round
-// per outer sync) call it in this order each round:
+// (ft_training.cpp: DDP, one round per step; ft_group_training.cpp: a rank of
+// a replica group, one round per step; ft_diloco.cpp: DiLoCo, one round per
+// outer sync; ft_streaming_diloco.cpp: one round per fragment's sync) call it
+// in this order each round:
 //
 //   startQuorum(step, committed)  on a helper thread (compute may overlap), as
 //                                 TorchFT's _async_quorum: ask the lighthouse,
@@ -107,7 +109,8 @@ class Manager {
     void allReduce(at::Tensor& tensor, const CommTag& tag);
     // The same in two halves, so that inner steps run while it is in flight
     // (Streaming DiLoCo's overlap, ft_streaming_diloco.cpp): start posts it
-    // (a healer's contribution zeroed), finish waits and divides. One at a
+    // (a healer's contribution zeroed unless it already adopted its heal),
+    // finish waits and divides. One at a
     // time; a failure aborts the round.
     void startAllReduce(at::Tensor tensor, const CommTag& tag);
     void finishAllReduce();
@@ -142,6 +145,8 @@ class Manager {
     [[nodiscard]] int64_t quorumMaxStep() const { return m_role.max_step; } // the highest step in the quorum
     [[nodiscard]] int upToDate() const { return m_role.up_to_date; }
     [[nodiscard]] int quorumSize() const { return m_role.replica_world; } // members of this round's quorum
+    // Every member of this round's quorum is a restarted process (incarnation > 0).
+    [[nodiscard]] bool quorumAllRestarted() const;
     [[nodiscard]] AbortReason abortReason() const { return m_abort; }
     [[nodiscard]] int64_t modeledBytesSent() const;                     // over every group this replica built
     [[nodiscard]] int replica() const { return m_replica; }             // this rank's replica group

@@ -107,10 +107,14 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                        std::to_string(F) + " fragments (one round every " + std::to_string(period) +
                        " steps), sync_delay " + std::to_string(tau) + ", alpha " + std::to_string(dc.alpha));
 
-    int64_t step = 0;                   // the inner step this replica trains next
-    int local_step = 0;                 // inner steps since the last round ended
-    int64_t rounds = 0;                 // committed rounds: the next round's fragment is rounds % F
-    int64_t round_first = 0;            // the first inner step the current round covers
+    int64_t step = 0;        // the inner step this replica trains next
+    int local_step = 0;      // inner steps since the last round ended
+    int64_t rounds = 0;      // committed rounds: the next round's fragment is rounds % F
+    int64_t round_first = 0; // the first inner step the current round covers
+    // Inner steps up to the last committed round: what this replica reports
+    // to the lighthouse (TorchFT's current_step counts commits), so a replica
+    // whose round aborted while the others committed is behind, and heals.
+    int64_t committed_upto = 0;
     bool must_heal = c.incarnation > 0; // restarted: asks for the quorum before any inner step
     bool adopted = false;               // this round's quorum healed this replica
     const PseudoGradientFormat format = parsePseudoGradientFormat(dc.pseudo_gradient);
@@ -126,16 +130,16 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
 
     // The heal: the local model and AdamW (replica_state.hpp, 4 (3P + 2)
     // bytes), then every fragment's global parameters and momentum and the
-    // round position (rounds, local_step): 4 (2P + 2) bytes.
+    // round position (rounds, local_step, committed_upto): 4 (2P + 3) bytes.
     ft::ReplicaStateTransfer state;
-    state.message_numels = {replicaStateNumel(params), 2 * P + 2};
+    state.message_numels = {replicaStateNumel(params), 2 * P + 3};
     state.save = [&] {
         std::vector<at::Tensor> outer;
         for (const Fragment& f : fragments) {
             outer.push_back(f.global);
             outer.push_back(f.momentum);
         }
-        outer.push_back(at::tensor({float(rounds), float(local_step)}, at::kFloat));
+        outer.push_back(at::tensor({float(rounds), float(local_step), float(committed_upto)}, at::kFloat));
         return std::vector<at::Tensor>{packReplicaState(params, optimizer, step + 1), at::cat(outer)};
     };
     state.load = [&](const std::vector<at::Tensor>& messages) {
@@ -148,6 +152,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
         }
         rounds = int64_t(messages[1][offset].item<float>());
         local_step = int(messages[1][offset + 1].item<float>());
+        committed_upto = int64_t(messages[1][offset + 2].item<float>());
         must_heal = false;
         adopted = true;
         // The source is at inner step source_steps - 1, which started this round.
@@ -250,6 +255,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                 ft::copyInto(local, mixed);
             }
             rounds += 1;
+            committed_upto = event_step + 1;
             telemetry.span(EventKind::OuterStep)
                 .from(t)
                 .step(event_step)
@@ -287,13 +293,14 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
             // A restarted replica: no inner step; it asks for the quorum now
             // and, once healed, is where its source is in the round.
             const int64_t asked_at = step;
-            if (!startRound(asked_at, step)) {
+            if (!startRound(asked_at, committed_upto)) {
                 left_early = true;
                 break;
             }
             if (adopted) {
-                if (local_step == period)
-                    endRound(step - 1); // tau = 0: the round its source started ends at once
+                // tau = 0, or the source's round started on the run's last step: it ends at once
+                if (local_step == period || step >= scenario.run.steps)
+                    endRound(step - 1);
             } else {
                 // Not healed: nobody ahead (every replica restarted), or the heal
                 // failed. Close the round; a replica still behind asks again.
@@ -323,14 +330,14 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
         const bool last = step == scenario.run.steps - 1;
         if (local_step == prepare_at && !flight) {
             const int64_t done = step;
-            if (!startRound(done, done + 1)) {
+            if (!startRound(done, committed_upto)) {
                 left_early = true;
                 break;
             }
             if (adopted) {
                 // Behind (a hang or a partition) and healed from a peer: this
                 // replica is now at the peer's step and place in the round.
-                if (local_step == period)
+                if (local_step == period || step >= scenario.run.steps)
                     endRound(step - 1);
                 ft::endReplicaStep(c, telemetry, done, step_begin, manager.modeledBytesSent());
                 continue;

@@ -150,7 +150,8 @@ int trainFaultTolerant(const FtRankContext& c) {
         }
         // Only when every member of the quorum is at step 0 (all restarted:
         // they all decide the same), and only at this process's first quorum.
-        if (may_resume_from_checkpoint && !manager.healing() && manager.quorumMaxStep() == 0)
+        if (may_resume_from_checkpoint && !manager.healing() && manager.quorumMaxStep() == 0 &&
+            manager.quorumAllRestarted())
             resumeFromNewestCheckpoint();
         may_resume_from_checkpoint = false;
         const bool healing = manager.healing();

@@ -28,8 +28,8 @@
 // replica order) receives from up-to-date replica (i + group rank) % n
 // (round-robin, offset by the rank in the group as TorchFT does). With
 // init_sync at the job's first step (max_step 0, every member a first start)
-// every member but the primary (up-to-date member group_rank % n) heals from
-// it: TorchFT's force_recover.
+// every member but the primary (the lowest member, for every group rank)
+// heals from it: TorchFT's force_recover.
 #include "ft/lighthouse_detail.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
@@ -243,7 +243,10 @@ QuorumRole computeQuorumRole(const Quorum& quorum, int replica, int incarnation,
     const bool first_start = std::all_of(role.members.begin(), role.members.end(),
                                          [](const QuorumMember& m) { return m.incarnation == 0; });
     if (init_sync && role.max_step == 0 && first_start && up_to_date.size() > 1) {
-        const int primary = up_to_date[size_t(std::max(0, group_rank)) % up_to_date.size()];
+        // One primary for every rank of a group (TorchFT offsets it by the
+        // rank in the group; a dtlab group agrees its heal as one, so its
+        // ranks must all heal or all not).
+        const int primary = up_to_date.front();
         healing.clear();
         for (int rank : up_to_date)
             if (rank != primary)

@@ -37,12 +37,17 @@ void encodePseudoGradient(const at::Tensor& values, PseudoGradientFormat format,
     for (int64_t begin = 0; begin < n; begin += kQuantBlock) {
         const int64_t count = std::min(kQuantBlock, n - begin);
         float block_max = 0.0f;
-        for (int64_t i = 0; i < count; ++i)
+        bool finite = true;
+        for (int64_t i = 0; i < count; ++i) {
+            finite = finite && std::isfinite(x[begin + i]);
             block_max = std::max(block_max, std::fabs(x[begin + i]));
-        const float scale = block_max / float(levels);
+        }
+        // A NaN or Inf makes the block's scale NaN, so that every value of the
+        // block decodes as NaN and the receiver sees it (std::max drops NaN).
+        const float scale = finite ? block_max / float(levels) : std::nanf("");
         std::memcpy(out, &scale, 4);
         out += 4;
-        const float inverse = scale > 0.0f ? 1.0f / scale : 0.0f;
+        const float inverse = finite && scale > 0.0f ? 1.0f / scale : 0.0f;
         const auto code = [&](int64_t i) {
             const long q = std::lround(double(x[begin + i]) * inverse);
             return int(std::clamp(q, long(-levels), long(levels)));
