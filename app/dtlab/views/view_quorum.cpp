@@ -234,6 +234,9 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
     // A live replica the lighthouse does not hear is not healthy, whatever its process does.
     const double timeout_ms = model.scenario().fault_tolerance.heartbeat_timeout_ms;
     for (ReplicaRow& row : st.rows) {
+        if (row.health == ReplicaHealth::Finished)
+            row.heartbeat_age_ms =
+                -1; // it left the lighthouse: an age since then would look like a lost replica
         const bool alive = row.health == ReplicaHealth::Healthy || row.health == ReplicaHealth::Healing;
         if (alive && (row.partitioned || row.heartbeat_age_ms > timeout_ms))
             row.health = ReplicaHealth::Unreachable;
