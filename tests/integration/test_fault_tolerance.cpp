@@ -1081,7 +1081,7 @@ TEST_CASE("a seeded chaos run over 2 x 2 FSDP replica groups keeps every invaria
 // build/tests/test_integration "[chaos100]". Kills and hangs take a whole
 // group down for about a second (a restart); one fault in four is one here.
 // With durable checkpoints for groups a job that lost both groups goes back
-// to its newest checkpoint, not to step 0: 23 runs (this test, and dtrun
+// to its newest checkpoint, not to step 0: 25 runs (this test, and dtrun
 // with seeds 5..9 and 23..25, 5 of them beside two CPU hogs) finished, in 55
 // to 72 s where timed; the 3 summaries read had 89 to 124 recoveries and 1
 // to 3 rollbacks of 4 to 15 steps. Two runs
