@@ -466,61 +466,74 @@ void Manager::allReduce(at::Tensor& tensor, const CommTag& tag) {
     finishAllReduce();
 }
 
-void Manager::startAllReduce(at::Tensor tensor, const CommTag& tag) {
-    DT_ENFORCE(!m_reduce_work, "one all-reduce at a time through the manager");
+// What every cross-group collective of a round does (the all-reduce, the
+// quantized all-gather): nothing after an abort; the traffic-delay fault; the
+// failed-collective fault (dropping our end of the group closes its
+// connections: the peers' collective fails at once, as with a real broken
+// link); then post(). A CommError aborts the round. Returns the work posted,
+// or null.
+CommWorkPtr Manager::postCollective(const char* what, const std::function<CommWorkPtr()>& post) {
     if (m_abort != AbortReason::None)
-        return;
+        return nullptr;
     const double delay = m_context.faults->traffic_delay_ms.load();
     if (delay > 0) {
         const int64_t t = m_telemetry.now();
         std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay * 1000)));
         m_telemetry.span(EventKind::SlowDelay).from(t).step(m_step).value(delay).unit(-3).emit();
     }
-    if (m_role.heal && !m_heal_applied)
-        tensor.zero_(); // async: its gradient came from stale weights
     if (m_context.faults->fail_next_collective.exchange(false)) {
-        // Dropping our end of the group closes its connections: the peers'
-        // all-reduce fails at once, as with a real broken link.
-        m_sender.log(LogLevel::Warning,
-                     "fault: this replica's all-reduce fails at step " + std::to_string(m_step));
+        m_sender.log(LogLevel::Warning, std::string("fault: this replica's ") + what + " fails at step " +
+                                            std::to_string(m_step));
         finishHealSends();
         dropGroup();
         m_abort = AbortReason::CollectiveFailed;
-        return;
+        return nullptr;
     }
     try {
-        m_reduce_work = m_group->allReduce(tensor, tag);
-        m_reduce_tensor = tensor;
+        return post();
     } catch (const CommError& e) {
         m_abort = AbortReason::CollectiveFailed;
         m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
+        return nullptr;
     }
+}
+
+// Waits for a posted collective; a CommError aborts the round. True when it completed.
+bool Manager::waitCollective(const CommWorkPtr& work) {
+    try {
+        work->wait();
+        return true;
+    } catch (const CommError& e) {
+        m_abort = AbortReason::CollectiveFailed;
+        m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
+        return false;
+    }
+}
+
+void Manager::startAllReduce(at::Tensor tensor, const CommTag& tag) {
+    DT_ENFORCE(!m_reduce_work, "one all-reduce at a time through the manager");
+    if (m_role.heal && !m_heal_applied)
+        tensor.zero_(); // async: its gradient came from stale weights
+    m_reduce_work = postCollective("all-reduce", [&] { return m_group->allReduce(tensor, tag); });
+    if (m_reduce_work)
+        m_reduce_tensor = tensor;
+}
+
+void Manager::finishAllReduce() {
+    if (!m_reduce_work)
+        return;
+    const CommWorkPtr work = std::move(m_reduce_work);
+    at::Tensor tensor = std::move(m_reduce_tensor);
+    m_reduce_work.reset();
+    if (!waitCollective(work))
+        return;
+    tensor.div_(double(std::max(1, participants())));
+    m_finite = m_finite && at::isfinite(tensor).all().item<bool>();
 }
 
 void Manager::startAllGather(at::Tensor gathered, at::Tensor encoded, const CommTag& tag) {
     DT_ENFORCE(!m_gather_work, "one all-gather at a time through the manager");
-    if (m_abort != AbortReason::None)
-        return;
-    const double delay = m_context.faults->traffic_delay_ms.load();
-    if (delay > 0) {
-        const int64_t t = m_telemetry.now();
-        std::this_thread::sleep_for(std::chrono::microseconds(int64_t(delay * 1000)));
-        m_telemetry.span(EventKind::SlowDelay).from(t).step(m_step).value(delay).unit(-3).emit();
-    }
-    if (m_context.faults->fail_next_collective.exchange(false)) {
-        m_sender.log(LogLevel::Warning,
-                     "fault: this replica's all-gather fails at step " + std::to_string(m_step));
-        finishHealSends();
-        dropGroup();
-        m_abort = AbortReason::CollectiveFailed;
-        return;
-    }
-    try {
-        m_gather_work = m_group->allGather(gathered, encoded, tag);
-    } catch (const CommError& e) {
-        m_abort = AbortReason::CollectiveFailed;
-        m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
-    }
+    m_gather_work = postCollective("all-gather", [&] { return m_group->allGather(gathered, encoded, tag); });
 }
 
 void Manager::finishAllGather() {
@@ -528,12 +541,7 @@ void Manager::finishAllGather() {
         return;
     const CommWorkPtr work = std::move(m_gather_work);
     m_gather_work.reset();
-    try {
-        work->wait();
-    } catch (const CommError& e) {
-        m_abort = AbortReason::CollectiveFailed;
-        m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
-    }
+    waitCollective(work);
 }
 
 bool Manager::quorumAllRestarted() const {
@@ -543,22 +551,6 @@ bool Manager::quorumAllRestarted() const {
 
 void Manager::checkFinite(const at::Tensor& averaged) {
     m_finite = m_finite && at::isfinite(averaged).all().item<bool>();
-}
-
-void Manager::finishAllReduce() {
-    if (!m_reduce_work)
-        return;
-    const CommWorkPtr work = std::move(m_reduce_work);
-    at::Tensor tensor = std::move(m_reduce_tensor);
-    m_reduce_work.reset();
-    try {
-        work->wait();
-        tensor.div_(double(std::max(1, participants())));
-        m_finite = m_finite && at::isfinite(tensor).all().item<bool>();
-    } catch (const CommError& e) {
-        m_abort = AbortReason::CollectiveFailed;
-        m_sender.log(LogLevel::Warning, std::string("step ") + std::to_string(m_step) + ": " + e.what());
-    }
 }
 
 // ---- 5. the vote -------------------------------------------------------------

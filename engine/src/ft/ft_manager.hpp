@@ -169,6 +169,9 @@ class Manager {
     //    when this replica heals (TorchFT's send_checkpoint / recv_checkpoint).
     void heal();
     void finishHealSends();
+    // The fault switches and error handling every collective of a round shares.
+    CommWorkPtr postCollective(const char* what, const std::function<CommWorkPtr()>& post);
+    bool waitCollective(const CommWorkPtr& work);
     void dropGroup();
     void applyHealedState();
     [[nodiscard]] int memberReplica(int replica_rank) const;

@@ -280,6 +280,14 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
         local_step = 0;
     };
 
+    // Just healed, this replica is where its source is in the round (its step
+    // is the source's next): a round that ends there (tau = 0, or one started
+    // on the run's last step) ends now.
+    const auto endHealedRoundIfDue = [&] {
+        if (local_step == period || step >= scenario.run.steps)
+            endRound(step - 1);
+    };
+
     bool left_early = false;
     markStartupEnd(); // the allocator's peak from here on is the step peak
     while (step < scenario.run.steps) {
@@ -298,9 +306,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                 break;
             }
             if (adopted) {
-                // tau = 0, or the source's round started on the run's last step: it ends at once
-                if (local_step == period || step >= scenario.run.steps)
-                    endRound(step - 1);
+                endHealedRoundIfDue();
             } else {
                 // Not healed: nobody ahead (every replica restarted), or the heal
                 // failed. Close the round; a replica still behind asks again.
@@ -337,8 +343,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
             if (adopted) {
                 // Behind (a hang or a partition) and healed from a peer: this
                 // replica is now at the peer's step and place in the round.
-                if (local_step == period || step >= scenario.run.steps)
-                    endRound(step - 1);
+                endHealedRoundIfDue();
                 ft::endReplicaStep(c, telemetry, done, step_begin, manager.modeledBytesSent());
                 continue;
             }
