@@ -54,6 +54,26 @@ std::string ftScenario(int replicas, int steps, const std::string& faults_toml,
     return it::scenarioToml(spec);
 }
 
+// One recorded run named NAME in DIR: NAME.toml, --summary NAME.json,
+// --record NAME.dtrec, --params-out NAME/. It must exit 0.
+it::ProcessResult runRecorded(const it::TempDir& dir, const std::string& name, const std::string& toml) {
+    std::filesystem::create_directories(dir.file(name));
+    const auto r =
+        it::runDtrun({"run", dir.write(name + ".toml", toml), "--summary", dir.file(name + ".json"),
+                      "--record", dir.file(name + ".dtrec"), "--params-out", dir.file(name)},
+                     {{}, {}, 240.0, ""});
+    INFO(name << ": " << it::describe(r));
+    REQUIRE_FALSE(r.timed_out);
+    REQUIRE(r.exit_code == 0);
+    return r;
+}
+
+// The bytes of rank RANK's --params-out file in PARAMS_DIR.
+std::string paramsFileBytes(const std::string& params_dir, int rank) {
+    std::ifstream in(params_dir + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 struct CommitRecord {
     int64_t t_ns;
     int step;
@@ -232,16 +252,8 @@ TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down, and
     const std::vector<Run> runs = {{"killed", groupsScenario("fsdp", kill, ft)},
                                    {"uninterrupted", groupsScenario("fsdp", "", ft)},
                                    {"hsdp", groupsScenario("hsdp", "", "")}};
-    for (const Run& run : runs) {
-        std::filesystem::create_directories(dir.file(run.name));
-        const auto r = it::runDtrun({"run", dir.write(run.name + ".toml", run.toml), "--summary",
-                                     dir.file(run.name + ".json"), "--record", dir.file(run.name + ".dtrec"),
-                                     "--params-out", dir.file(run.name), "--quiet"},
-                                    {{}, {}, 240.0, ""});
-        INFO(run.name << ": " << it::describe(r));
-        REQUIRE_FALSE(r.timed_out);
-        REQUIRE(r.exit_code == 0);
-    }
+    for (const Run& run : runs)
+        runRecorded(dir, run.name, run.toml);
     const auto s = it::readJsonFile(dir.file("killed.json"));
     INFO("summary: " << s.dump());
     CHECK(s["ok"] == true);
@@ -291,8 +303,7 @@ TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down, and
 
     // Every rank of every run ends with the same bits.
     const auto bytesOf = [&](const std::string& run, int rank) {
-        std::ifstream in(dir.file(run) + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
-        return std::string(std::istreambuf_iterator<char>(in), {});
+        return paramsFileBytes(dir.file(run), rank);
     };
     const std::string reference = bytesOf("hsdp", 0);
     REQUIRE_FALSE(reference.empty());
@@ -342,16 +353,8 @@ TEST_CASE("a killed stage of one of 2 pipelines of 2 stages takes its pipeline d
     const std::vector<Run> runs = {{"killed", pipelinesScenario(kill, ft)},
                                    {"uninterrupted", pipelinesScenario("", ft)},
                                    {"no_quorum", pipelinesScenario("", "")}};
-    for (const Run& run : runs) {
-        std::filesystem::create_directories(dir.file(run.name));
-        const auto r = it::runDtrun({"run", dir.write(run.name + ".toml", run.toml), "--summary",
-                                     dir.file(run.name + ".json"), "--record", dir.file(run.name + ".dtrec"),
-                                     "--params-out", dir.file(run.name), "--quiet"},
-                                    {{}, {}, 240.0, ""});
-        INFO(run.name << ": " << it::describe(r));
-        REQUIRE_FALSE(r.timed_out);
-        REQUIRE(r.exit_code == 0);
-    }
+    for (const Run& run : runs)
+        runRecorded(dir, run.name, run.toml);
     const auto s = it::readJsonFile(dir.file("killed.json"));
     INFO("summary: " << s.dump());
     CHECK(s["ok"] == true);
@@ -393,8 +396,7 @@ TEST_CASE("a killed stage of one of 2 pipelines of 2 stages takes its pipeline d
 
     // Each stage's bits, the same in every run and in both pipelines.
     const auto bytesOf = [&](const std::string& run, int rank) {
-        std::ifstream in(dir.file(run) + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
-        return std::string(std::istreambuf_iterator<char>(in), {});
+        return paramsFileBytes(dir.file(run), rank);
     };
     for (int stage = 0; stage < 2; ++stage) {
         const std::string reference = bytesOf("no_quorum", stage);
@@ -473,14 +475,7 @@ TEST_CASE("every group of 2 x 2 FSDP replica groups killed at once: the restarte
         kills += "[[faults]]\naction = \"kill\"\nrank = " + std::to_string(rank) +
                  "\nstep = 25\nwhen = \"step\"\n";
     for (const std::string run : {"killed", "uninterrupted"}) {
-        std::filesystem::create_directories(dir.file(run));
-        const auto r = it::runDtrun(
-            {"run", dir.write(run + ".toml", groupsScenario(run == "killed" ? kills : "")), "--summary",
-             dir.file(run + ".json"), "--record", dir.file(run + ".dtrec"), "--params-out", dir.file(run)},
-            {{}, {}, 240.0, ""});
-        INFO(run << ": " << it::describe(r));
-        REQUIRE_FALSE(r.timed_out);
-        REQUIRE(r.exit_code == 0);
+        const auto r = runRecorded(dir, run, groupsScenario(run == "killed" ? kills : ""));
         if (run == "killed")
             CHECK(contains(
                 r.err, "dtrun: every replica was down at once (1 time(s)): the job went back and redid "));
@@ -510,8 +505,7 @@ TEST_CASE("every group of 2 x 2 FSDP replica groups killed at once: the restarte
 
     // Every rank ends with the same bits as the run without the kills.
     const auto bytesOf = [&](const std::string& run, int rank) {
-        std::ifstream in(dir.file(run) + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
-        return std::string(std::istreambuf_iterator<char>(in), {});
+        return paramsFileBytes(dir.file(run), rank);
     };
     const std::string reference = bytesOf("uninterrupted", 0);
     REQUIRE_FALSE(reference.empty());
@@ -711,10 +705,7 @@ TEST_CASE("fault-tolerant Streaming DiLoCo: a replica killed while a fragment is
     }
     CHECK(survivors_round == 2);
     // Every replica's global model, the same bits.
-    const auto bytesOf = [&](int rank) {
-        std::ifstream in(dir.file("params") + "/rank" + std::to_string(rank) + ".params", std::ios::binary);
-        return std::string(std::istreambuf_iterator<char>(in), {});
-    };
+    const auto bytesOf = [&](int rank) { return paramsFileBytes(dir.file("params"), rank); };
     REQUIRE_FALSE(bytesOf(0).empty());
     CHECK(bytesOf(0) == bytesOf(1));
     CHECK(bytesOf(1) == bytesOf(2));
