@@ -302,6 +302,13 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
             std::string::npos);
     }
 
+    SECTION("init_sync with diloco is refused: its first sync is never at step 0") {
+        UsageError e =
+            parseError(kHeader + "[strategy]\nkind = \"diloco\"\n[fault_tolerance]\nenabled = true\n"
+                                 "init_sync = true\n");
+        CHECK(std::string(e.what()).find("init_sync has no effect with diloco") != std::string::npos);
+    }
+
     SECTION("replica groups under [fault_tolerance] take durable checkpoints") {
         const dt::Scenario s = dt::parseScenarioText(
             kHeader + "[topology]\nranks = 4\nreplicas = 2\n[strategy]\nkind = \"fsdp\"\n[run]\n"
