@@ -215,9 +215,10 @@ TEST_CASE("a killed replica is restarted, heals from a live peer, and every repl
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
-TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down, and the group restarts and "
-          "heals shard by shard, ending bit-identical to an uninterrupted run",
-          "[ft][slow]") {
+TEST_CASE(
+    "a killed rank of a 2 x 2 FSDP replica group takes its group down, and the group restarts and "
+    "heals shard by shard, over the process group or HTTP, ending bit-identical to an uninterrupted run",
+    "[ft][slow]") {
     // Two replica groups of two ranks, fsdp inside each, the quorum across
     // (TorchFT over FSDP). Rank 3 (shard 1 of group 1) is killed at step 6:
     // the Session kills rank 2 with it, both restart, and rank 2 heals shard
@@ -249,7 +250,10 @@ TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down, and
     struct Run {
         std::string name, toml;
     };
+    // The same kill with TorchFT's HTTP transport, 3 chunks per shard.
+    const std::string ft_http = ft + "heal_transport = \"http\"\nheal_chunks = 3\n";
     const std::vector<Run> runs = {{"killed", groupsScenario("fsdp", kill, ft)},
+                                   {"killed_http", groupsScenario("fsdp", kill, ft_http)},
                                    {"uninterrupted", groupsScenario("fsdp", "", ft)},
                                    {"hsdp", groupsScenario("hsdp", "", "")}};
     for (const Run& run : runs)
@@ -282,6 +286,31 @@ TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down, and
             healed_from.insert(e.rank * 10 + e.peer);
     }
     CHECK(healed_from == std::set<int>{20, 31}); // rank 2 from rank 0, rank 3 from rank 1
+    // Over HTTP: the same pairs, each receive and each serve labelled http
+    // with its chunks, and the served bytes are the received ones.
+    {
+        const auto sh = it::readJsonFile(dir.file("killed_http.json"));
+        INFO("http summary: " << sh.dump());
+        CHECK(sh["ok"] == true);
+        CHECK(sh["fault_tolerance"]["heals"] == nlohmann::json::array({0, 0, 1, 1}));
+        const dt::RecordingLoad http = dt::readRecording(dir.file("killed_http.dtrec"));
+        REQUIRE(http.complete);
+        checkInvariants(http.record, 20, /*group_size=*/2);
+        std::set<int> received_from, served_to;
+        int64_t received = 0, served = 0;
+        for (const dt::Event& e : http.record.events) {
+            if (e.kind != dt::EventKind::Heal)
+                continue;
+            CHECK(e.seq == uint64_t(dt::HealTransport::Http));
+            CHECK(e.group_size == 3);
+            (e.value == 0 ? received_from : served_to).insert(e.rank * 10 + e.peer);
+            (e.value == 0 ? received : served) += e.bytes;
+        }
+        CHECK(received_from == std::set<int>{20, 31});
+        CHECK(served_to == std::set<int>{2, 13}); // rank 0 served rank 2, rank 1 served rank 3
+        CHECK(received == served);
+        CHECK(received == 2 * rec["heal_bytes"].get<int64_t>());
+    }
     // TorchFT's vote, per group: the async heal round has one participant
     // (the healing group contributes zeros), fewer than min_replicas = 2, so
     // every rank of both groups aborts it (reason 3), and no step is ever
@@ -307,7 +336,7 @@ TEST_CASE("a killed rank of a 2 x 2 FSDP replica group takes its group down, and
     };
     const std::string reference = bytesOf("hsdp", 0);
     REQUIRE_FALSE(reference.empty());
-    for (const std::string run : {"killed", "uninterrupted", "hsdp"})
+    for (const std::string run : {"killed", "killed_http", "uninterrupted", "hsdp"})
         for (int rank = 0; rank < 4; ++rank) {
             CAPTURE(run, rank);
             CHECK(bytesOf(run, rank) == reference);
@@ -386,6 +415,31 @@ TEST_CASE("a killed stage of one of 2 pipelines of 2 stages takes its pipeline d
             stage_messages += 1;
     }
     CHECK(healed_from == std::set<int>{20, 31}); // rank 2 from rank 0, rank 3 from rank 1
+    // Over HTTP: the same pairs, each receive and each serve labelled http
+    // with its chunks, and the served bytes are the received ones.
+    {
+        const auto sh = it::readJsonFile(dir.file("killed_http.json"));
+        INFO("http summary: " << sh.dump());
+        CHECK(sh["ok"] == true);
+        CHECK(sh["fault_tolerance"]["heals"] == nlohmann::json::array({0, 0, 1, 1}));
+        const dt::RecordingLoad http = dt::readRecording(dir.file("killed_http.dtrec"));
+        REQUIRE(http.complete);
+        checkInvariants(http.record, 20, /*group_size=*/2);
+        std::set<int> received_from, served_to;
+        int64_t received = 0, served = 0;
+        for (const dt::Event& e : http.record.events) {
+            if (e.kind != dt::EventKind::Heal)
+                continue;
+            CHECK(e.seq == uint64_t(dt::HealTransport::Http));
+            CHECK(e.group_size == 3);
+            (e.value == 0 ? received_from : served_to).insert(e.rank * 10 + e.peer);
+            (e.value == 0 ? received : served) += e.bytes;
+        }
+        CHECK(received_from == std::set<int>{20, 31});
+        CHECK(served_to == std::set<int>{2, 13}); // rank 0 served rank 2, rank 1 served rank 3
+        CHECK(received == served);
+        CHECK(received == 2 * rec["heal_bytes"].get<int64_t>());
+    }
     CHECK(commits_with_one == 0);
     CHECK(stage_messages >= 4 * 20 * 4); // the schedule ran: every rank, step and microbatch
     bool group_killed = false;

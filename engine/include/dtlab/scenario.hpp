@@ -207,7 +207,22 @@ struct FaultToleranceConfig {
     // still counts as healthy, and a quorum waits for it up to join_timeout_ms).
     // Either way a survivor's collective with it fails at once and aborts its step.
     std::string detection = "connection";
+    // How a healer receives the state (TorchFT's CheckpointTransport).
+    // "pg": sent over the reconfigured cross-replica process group (TorchFT's
+    // PGTransport). "http": fetched from the source's HTTP server, whose
+    // address the healer reads from the store (TorchFT's HTTPTransport, its
+    // Manager's default, with num_chunks = 0). healTransportOf() reads it.
+    std::string heal_transport = "pg";
+    // "http" only: 0 = one GET of the whole state; N > 0 = the metadata and N
+    // chunks fetched at once, one connection and thread each (TorchFT's num_chunks).
+    int heal_chunks = 0;
 };
+
+// The heal transports (one list: scenario rule, telemetry code, view label).
+enum class HealTransport : uint8_t { ProcessGroup = 0, Http = 1 };
+[[nodiscard]] HealTransport healTransportOf(const FaultToleranceConfig& config);
+[[nodiscard]] const char* healTransportName(HealTransport transport); // "pg", "http"
+[[nodiscard]] std::vector<std::string> healTransportNames();
 
 // Random faults for a chaos run ([chaos]): every ~mean_interval_s the Session
 // picks an action and a live rank with a seeded generator (the seed is printed

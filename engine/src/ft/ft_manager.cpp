@@ -71,6 +71,7 @@
 //    startAllReduce / finishAllReduce split it, for Streaming DiLoCo's overlap.
 #include "ft/ft_manager.hpp"
 
+#include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
 #include "ft/lighthouse_detail.hpp"
 #include "rank/rank_groups.hpp"
@@ -81,6 +82,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <thread>
 
 namespace dt {
@@ -115,6 +117,12 @@ namespace {
 std::string storeGet(c10d::Store& store, const std::string& key) {
     const auto bytes = store.get(key);
     return std::string(bytes.begin(), bytes.end());
+}
+
+// Where rank r's heal server listens (heal_transport = "http"); a restarted
+// rank publishes its new address before it asks for a quorum.
+std::string httpAddressKey(int rank) {
+    return "dtlab/ft/http/" + std::to_string(rank);
 }
 
 // Every replica of the first start waits for the others here, so that the
@@ -182,6 +190,7 @@ Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, R
       m_replica(context.env.rank / ftGroupSize(*context.scenario)),
       m_group_rank(context.env.rank % ftGroupSize(*context.scenario)),
       m_group_size(ftGroupSize(*context.scenario)), m_group_agree(std::move(group_agree)),
+      m_transport(healTransportOf(context.scenario->fault_tolerance)),
       m_async(dt::asyncQuorum(*context.scenario)),
       m_healers_contribute(!m_async && context.scenario->strategy.kind != StrategyKind::Diloco) {
     const std::string lighthouse =
@@ -202,6 +211,13 @@ Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, R
 
     m_gloo.interface_host = glooInterfaceFor(context.env);
     m_gloo.timeout = std::chrono::milliseconds(int64_t(m_config.collective_timeout_ms));
+    if (m_transport == HealTransport::Http) { // TorchFT starts its checkpoint server with the Manager
+        m_http_server = std::make_unique<HealServer>(m_gloo.interface_host, context.token,
+                                                     m_config.collective_timeout_ms);
+        const std::string address = m_http_server->address();
+        context.store->set(httpAddressKey(context.env.rank),
+                           std::vector<uint8_t>(address.begin(), address.end()));
+    }
 }
 
 Manager::~Manager() {
@@ -399,6 +415,8 @@ void Manager::heal() {
     m_heal_received.clear();
     if (m_abort != AbortReason::None)
         return;
+    if (m_transport == HealTransport::Http)
+        return healOverHttp();
     const int n = int(m_state.message_numels.size());
     const int tag = 1000 * n + n * int(m_role.quorum_id % 1000);
     const CommTag ctag{int(m_step), -1, -1};
@@ -429,6 +447,75 @@ void Manager::heal() {
     finishHealSends();
 }
 
+void Manager::healOverHttp() {
+    if (!m_role.heal_destinations.empty())
+        m_http_server->allow(m_role.max_step, m_state.save()); // one copy, however many healers fetch it
+    if (!m_role.heal)
+        return;
+    m_heal_begin = m_telemetry.now();
+    for (int64_t numel : m_state.message_numels)
+        m_heal_received.push_back(at::empty({numel}, at::kFloat));
+    HealFetch fetch;
+    fetch.step = m_role.max_step;
+    fetch.chunks = m_config.heal_chunks;
+    fetch.healer_rank = m_context.env.rank;
+    fetch.token = m_context.token;
+    fetch.timeout_ms = m_config.collective_timeout_ms;
+    const int source_rank = peerRank(m_role.heal_source);
+    try {
+        fetch.address = storeGet(*m_context.store, httpAddressKey(source_rank));
+        fetchHealState(fetch, m_heal_received);
+        // A modelled link ([network]) holds the transfer as it holds the process group's.
+        if (m_context.link && m_context.link->active()) {
+            int64_t bytes = 0;
+            for (const auto& m : m_heal_received)
+                bytes += m.numel() * 4;
+            const int64_t until = m_heal_begin + m_context.link->linkTime(bytes).count();
+            const int64_t left = until - m_telemetry.now();
+            if (left > 0)
+                std::this_thread::sleep_for(std::chrono::nanoseconds(left));
+        }
+        m_heal_end = m_telemetry.now();
+    } catch (const std::exception& e) {
+        m_heal_failed = true;
+        m_heal_received.clear();
+        if (m_abort == AbortReason::None)
+            m_abort = AbortReason::HealFailed;
+        m_sender.log(LogLevel::Warning,
+                     "heal from rank " + std::to_string(source_rank) + " failed: " + e.what());
+    }
+}
+
+void Manager::endHttpServing() {
+    if (!m_http_server)
+        return;
+    m_http_server->disallow();
+    // One Heal span (sending) per healer: from its first request to its last byte.
+    const int64_t to_session = m_telemetry.now() - monotonicNowNs();
+    std::map<int, ServedRequest> by_healer;
+    for (const ServedRequest& r : m_http_server->takeServed()) {
+        auto [it, first] = by_healer.try_emplace(r.healer_rank, r);
+        if (!first) {
+            it->second.begin_ns = std::min(it->second.begin_ns, r.begin_ns);
+            it->second.end_ns = std::max(it->second.end_ns, r.end_ns);
+            it->second.bytes += r.bytes;
+            it->second.ok = it->second.ok && r.ok;
+        }
+    }
+    for (const auto& [rank, r] : by_healer)
+        m_telemetry.span(EventKind::Heal)
+            .from(r.begin_ns + to_session)
+            .to(r.end_ns + to_session)
+            .step(r.step)
+            .value(1.0) // sending
+            .bytes(r.ok ? r.bytes : 0)
+            .peer(rank)
+            .unit(1)
+            .seq(uint64_t(HealTransport::Http))
+            .groupSize(m_config.heal_chunks)
+            .emit();
+}
+
 // A source waits for its sends before it drops the group or ends the round
 // (the healer may be slow; the others are not held up by it).
 void Manager::finishHealSends() {
@@ -453,6 +540,7 @@ void Manager::finishHealSends() {
             .bytes(sent ? bytes : 0)
             .peer(s.peer_rank)
             .unit(1)
+            .seq(uint64_t(HealTransport::ProcessGroup))
             .emit();
     }
     m_heal_sends.clear();
@@ -605,6 +693,7 @@ bool Manager::shouldCommit(bool adopt_before_vote) {
     if (received && !m_heal_applied && adopt_before_vote)
         applyHealedState();
     finishHealSends();
+    endHttpServing(); // after TorchFT's should_commit; every healer has fetched or failed by now
     if (m_abort == AbortReason::None && !m_finite)
         m_abort = AbortReason::NanGradients;
     // TorchFT's vote: enough participants (replicas whose contribution was real).
@@ -641,6 +730,8 @@ void Manager::applyHealedState() {
         .bytes(bytes)
         .peer(peerRank(m_role.heal_source))
         .unit(0)
+        .seq(uint64_t(m_transport))
+        .groupSize(m_transport == HealTransport::Http ? m_config.heal_chunks : 0)
         .emit();
     m_heal_received.clear();
     m_heal_applied = true;

@@ -27,6 +27,7 @@
 #include "comm/gloo_communicator.hpp"
 #include "dtlab/lighthouse.hpp"
 #include "ft/ft_training.hpp"
+#include "ft/http_heal_transport.hpp"
 #include "rank/rank_telemetry.hpp"
 
 #include <ATen/Tensor.h>
@@ -169,6 +170,11 @@ class Manager {
     //    when this replica heals (TorchFT's send_checkpoint / recv_checkpoint).
     void heal();
     void finishHealSends();
+    // heal_transport = "http": the source stages its state on its server, the
+    // healer fetches it (http_heal_transport.hpp). After the vote the source
+    // stops serving and reports what it served (TorchFT's disallow_checkpoint).
+    void healOverHttp();
+    void endHttpServing();
     // The fault switches and error handling every collective of a round shares.
     CommWorkPtr postCollective(const char* what, const std::function<CommWorkPtr()>& post);
     bool waitCollective(const CommWorkPtr& work);
@@ -196,6 +202,8 @@ class Manager {
     std::atomic<bool> m_stopping{false};     // the destructor runs: the quorum thread gives up
     GlooOptions m_gloo;
     std::unique_ptr<LighthouseClient> m_client; // the group's rank 0 only
+    const HealTransport m_transport;
+    std::unique_ptr<HealServer> m_http_server; // heal_transport = "http": every rank serves
 
     // The cross-replica group of the current quorum.
     std::unique_ptr<Communicator> m_group;

@@ -166,7 +166,9 @@ std::string scenarioToJson(const Scenario& s) {
           {"max_retries", s.fault_tolerance.max_retries},
           {"init_sync", s.fault_tolerance.init_sync},
           {"quorum_mode", s.fault_tolerance.quorum_mode},
-          {"detection", s.fault_tolerance.detection}}},
+          {"detection", s.fault_tolerance.detection},
+          {"heal_transport", s.fault_tolerance.heal_transport},
+          {"heal_chunks", s.fault_tolerance.heal_chunks}}},
         {"diloco",
          {{"inner_steps", s.diloco.inner_steps},
           {"outer_lr", s.diloco.outer_lr},
@@ -353,6 +355,8 @@ Scenario scenarioFromJson(const std::string& text) {
             c.init_sync = ft.value("init_sync", c.init_sync);
             c.quorum_mode = ft.value("quorum_mode", c.quorum_mode);
             c.detection = ft.value("detection", c.detection);
+            c.heal_transport = ft.value("heal_transport", c.heal_transport);
+            c.heal_chunks = ft.value("heal_chunks", c.heal_chunks);
         }
         if (j.contains("diloco")) {
             const json& d = j.at("diloco");

@@ -85,7 +85,9 @@ inline const std::vector<std::string> kFaultToleranceKeys = {"enabled",
                                                              "max_restarts_per_minute",
                                                              "max_retries",
                                                              "quorum_mode",
-                                                             "init_sync"};
+                                                             "init_sync",
+                                                             "heal_transport",
+                                                             "heal_chunks"};
 inline const std::vector<std::string> kChaosKeys = {"enabled", "seed",    "mean_interval_s", "actions",
                                                     "hang_s",  "slow_ms", "slow_s"};
 inline const std::vector<std::string> kDilocoKeys = {"inner_steps", "outer_lr",       "outer_momentum",

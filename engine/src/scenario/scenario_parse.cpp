@@ -467,6 +467,10 @@ class ScenarioReader {
                 out.quorum_mode = readString(table, e.key, *e.node);
             else if (e.key == "detection")
                 out.detection = readString(table, e.key, *e.node);
+            else if (e.key == "heal_transport")
+                out.heal_transport = readString(table, e.key, *e.node);
+            else if (e.key == "heal_chunks")
+                out.heal_chunks = readInt(table, e.key, *e.node);
         }
     }
 

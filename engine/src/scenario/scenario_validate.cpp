@@ -421,6 +421,15 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            -1,
                            "[fault_tolerance] quorum_mode: expected \"async\" or \"sync\", got \"" +
                                ft.quorum_mode + "\""};
+        if (ft.heal_chunks > 0 && healTransportOf(ft) != HealTransport::Http)
+            return Problem{"fault_tolerance",
+                           {"heal_chunks"},
+                           -1,
+                           "[fault_tolerance] heal_chunks splits the HTTP heal into parallel fetches; "
+                           "with heal_transport = \"" +
+                               ft.heal_transport +
+                               "\" the state goes over the process group (write heal_transport = "
+                               "\"http\", or remove heal_chunks)"};
         if (s.strategy.kind == StrategyKind::Diloco && ft.quorum_mode == "async")
             return Problem{
                 "fault_tolerance",
@@ -813,6 +822,18 @@ bool dilocoStreamsUnderQuorum(const Scenario& scenario) {
 
 int ftReplicaGroups(const Scenario& scenario) {
     return std::max(1, scenario.topology.ranks / ftGroupSize(scenario));
+}
+
+HealTransport healTransportOf(const FaultToleranceConfig& config) {
+    return config.heal_transport == "http" ? HealTransport::Http : HealTransport::ProcessGroup;
+}
+
+const char* healTransportName(HealTransport transport) {
+    return transport == HealTransport::Http ? "http" : "pg";
+}
+
+std::vector<std::string> healTransportNames() {
+    return {healTransportName(HealTransport::ProcessGroup), healTransportName(HealTransport::Http)};
 }
 
 bool asyncQuorum(const Scenario& scenario) {

@@ -52,6 +52,7 @@ const IntRule kIntRules[] = {
     {"fault_tolerance", "min_replicas", 1, 64},
     {"fault_tolerance", "max_restarts_per_minute", 1, 100000},
     {"fault_tolerance", "max_retries", -1, 1000000},
+    {"fault_tolerance", "heal_chunks", 0, 64},
     {"chaos", "seed", 0, INT64_MAX},
     {"diloco", "inner_steps", 1, 100000},
     {"diloco", "fragments", 1, 64},
@@ -125,6 +126,7 @@ const EnumRule kEnumRules[] = {
     {"fault_tolerance", "restart", {"auto", "manual", "never"}},
     {"fault_tolerance", "quorum_mode", {"async", "sync"}}, // when given ("" = the kind's default)
     {"fault_tolerance", "detection", {"connection", "heartbeat"}},
+    {"fault_tolerance", "heal_transport", healTransportNames()},
     {"chaos", "actions", faultActionNames(/*chaos_only=*/true)},
     {"steps",
      "highlight",
