@@ -5,6 +5,8 @@
 // [SECTION] Drawing: fault buttons, header, replica rows with their sequence strips, stopwatch
 #include "views/view_quorum.hpp"
 
+#include "dtlab/scenario.hpp"
+
 #include "widgets/elide.hpp"
 #include "widgets/format.hpp"
 #include "widgets/help.hpp"
@@ -110,6 +112,8 @@ std::vector<Event> recoveryEvents(const RunModel& model) {
             e.bytes = s.bytes;
             e.peer = s.peer;
             e.value = s.unit == 1 ? 1.0 : 0.0; // the engine puts receiving (0) / sending (1) in unit
+            e.seq = s.seq;                     // the heal transport
+            e.group_size = s.group_size;       // its chunks
             events.push_back(e);
         }
         for (const SpanRecord& s : lane.comm)
@@ -293,7 +297,10 @@ const char* QuorumView::helpText() const {
            "lines "
            "= the lighthouse's quorums.\n\n"
            "The stopwatch times the latest fault: detected, new quorum, the survivors' next commit, restart, "
-           "heal and the first commit of the replica that came back.\n\n"
+           "heal and the first commit of the replica that came back. The heal line says how the state "
+           "travelled ([fault_tolerance] heal_transport): over the process group (TorchFT's PGTransport) "
+           "or fetched from the source's HTTP server in heal_chunks parallel pieces (TorchFT's "
+           "HTTPTransport), and at what rate.\n\n"
            "Replica groups of several ranks (zero1, zero2 or fsdp with [topology] replicas): the rows are "
            "ranks, labelled with their group. A group is one failure domain (a killed rank takes its group "
            "down, and the group restarts whole); its rank 0 talks to the lighthouse and heartbeats for it; "
@@ -655,16 +662,33 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         phase("rejoined", r.rejoined_ms, "the replica's first commit after it healed");
     }
     if (r.heal_bytes > 0) {
-        char heal[192];
-        std::snprintf(
-            heal, sizeof(heal), "heal: %s from %s %d in %.1f ms%s", formatBytes(double(r.heal_bytes)).c_str(),
-            m_state.group_size > 1 ? "rank" : "replica", r.heal_source, r.heal_duration_ms,
-            m_state.group_size <= 1     ? ""
-            : m_state.group_is_pipeline ? " (its stage; the pipeline's other stages heal theirs at once)"
-                                        : " (its shard; the group's other ranks heal theirs at once)");
+        // How it travelled ([fault_tolerance] heal_transport), and its rate.
+        char how[96];
+        if (r.heal_transport == healTransportName(HealTransport::Http) && r.heal_chunks > 0)
+            std::snprintf(how, sizeof(how), "over HTTP, %d chunks at once", r.heal_chunks);
+        else if (r.heal_transport == healTransportName(HealTransport::Http))
+            std::snprintf(how, sizeof(how), "over HTTP, one stream");
+        else
+            std::snprintf(how, sizeof(how), "over the process group");
+        const double gbps = r.heal_duration_ms > 0 ? double(r.heal_bytes) / (r.heal_duration_ms * 1e6) : 0.0;
+        char heal[256];
+        std::snprintf(heal, sizeof(heal), "heal: %s from %s %d in %.1f ms (%.2f GB/s, %s)%s",
+                      formatBytes(double(r.heal_bytes)).c_str(), m_state.group_size > 1 ? "rank" : "replica",
+                      r.heal_source, r.heal_duration_ms, gbps, how,
+                      m_state.group_size <= 1 ? ""
+                      : m_state.group_is_pipeline
+                          ? " (its stage; the pipeline's other stages heal theirs at once)"
+                          : " (its shard; the group's other ranks heal theirs at once)");
         ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
         ImGui::TextWrapped("%s", heal);
         ImGui::PopStyleColor();
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "[fault_tolerance] heal_transport: \"pg\" sends the state over the reconfigured "
+                "process group (TorchFT's PGTransport); \"http\" lets the healer fetch it from the "
+                "source's HTTP server, heal_chunks byte ranges at once (TorchFT's HTTPTransport, "
+                "its Manager's default). The time runs from the healer's request to its last "
+                "byte.");
     }
 }
 

@@ -49,6 +49,8 @@ struct Recovery {
     double heal_duration_ms = -1;
     int64_t heal_bytes = 0;
     int heal_source = -1;
+    std::string heal_transport; // "pg" or "http" (healTransportName), "" = no heal
+    int heal_chunks = 0;        // http: the parallel fetches (0 = one)
     double rejoined_ms = -1;
 };
 

@@ -27,6 +27,15 @@ namespace dt {
 [[nodiscard]] at::Tensor packReplicaState(const std::vector<at::Tensor>& params,
                                           torch::optim::AdamW& optimizer, int64_t committed_steps);
 
+// The same layout without the copy: a 2-float header, then views of the live
+// parameters, exp_avg and exp_avg_sq (flattened; zeros where AdamW has no
+// state yet). Laid end to end they are packReplicaState's bytes. Valid
+// while nothing steps the optimizer: the HTTP heal serves them between the
+// quorum and the vote, as TorchFT's HTTPTransport serves its live state dict.
+[[nodiscard]] std::vector<at::Tensor> replicaStateViews(const std::vector<at::Tensor>& params,
+                                                        torch::optim::AdamW& optimizer,
+                                                        int64_t committed_steps);
+
 // Overwrites the parameters and the optimizer state; returns the sender's committed steps.
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,
                            torch::optim::AdamW& optimizer);

@@ -4,6 +4,7 @@
 #include "dtlab/recovery_measure.hpp"
 
 #include "dtlab/fault_action.hpp"
+#include "dtlab/scenario.hpp"
 
 #include <algorithm>
 #include <set>
@@ -163,6 +164,8 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
                 r.heal_ms = double(e.t_ns + e.dur_ns - f.t_ns) / 1e6;
                 r.heal_bytes = e.bytes;
                 r.heal_source = e.peer;
+                r.heal_transport = healTransportName(HealTransport(e.seq)); // the Heal span's seq
+                r.heal_chunks = int(e.group_size);
                 heal_end_ns = e.t_ns + e.dur_ns;
             }
             if (r.rejoined_ms < 0 && e.kind == EventKind::Commit && e.rank == r.replica &&

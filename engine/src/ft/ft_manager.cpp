@@ -292,6 +292,7 @@ void Manager::dropGroup() {
 
 // ---- 1. the quorum -----------------------------------------------------------
 void Manager::startQuorum(int64_t step, int64_t committed_steps) {
+    endHttpServing(); // a round that ended without a vote served nothing past it either
     m_step = step;
     m_abort = AbortReason::None;
     m_finite = true;
@@ -448,8 +449,9 @@ void Manager::heal() {
 }
 
 void Manager::healOverHttp() {
-    if (!m_role.heal_destinations.empty())
-        m_http_server->allow(m_role.max_step, m_state.save()); // one copy, however many healers fetch it
+    if (!m_role.heal_destinations.empty()) // one copy at most, however many healers fetch it
+        m_http_server->allow(m_role.max_step, m_state.live ? m_state.live() : m_state.save(),
+                             m_state.message_numels);
     if (!m_role.heal)
         return;
     m_heal_begin = m_telemetry.now();

@@ -61,6 +61,12 @@ struct ReplicaStateTransfer {
     // Copies to send, one per message (called once per healer served; safe
     // while training goes on).
     std::function<std::vector<at::Tensor>()> save;
+    // Optional: views of the live state whose bytes, laid end to end, are
+    // save()'s messages. Set by loops that step nothing between the quorum
+    // and the vote; the HTTP heal then serves them without a copy (TorchFT's
+    // HTTPTransport serves the live CPU state dict under its lock). Unset:
+    // it serves one save().
+    std::function<std::vector<at::Tensor>()> live;
     // The healer adopts the received messages when the round commits; returns
     // the step this replica is at now (the step of the round's events).
     std::function<int64_t(const std::vector<at::Tensor>&)> load;

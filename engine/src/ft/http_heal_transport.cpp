@@ -34,11 +34,18 @@ std::string proofText(int64_t step, const std::string& key) {
     return "heal " + std::to_string(step) + " " + key;
 }
 
-std::string metadataLine(int64_t step, const std::vector<at::Tensor>& messages) {
-    std::string line = "dtlab-heal " + std::to_string(step) + " " + std::to_string(messages.size());
-    for (const auto& m : messages)
-        line += " " + std::to_string(m.numel());
+std::string metadataLine(int64_t step, const std::vector<int64_t>& message_numels) {
+    std::string line = "dtlab-heal " + std::to_string(step) + " " + std::to_string(message_numels.size());
+    for (int64_t n : message_numels)
+        line += " " + std::to_string(n);
     return line + "\n";
+}
+
+std::vector<int64_t> numelsOf(const std::vector<at::Tensor>& messages) {
+    std::vector<int64_t> out;
+    for (const auto& m : messages)
+        out.push_back(m.numel());
+    return out;
 }
 
 void setSocketTimeout(int fd, double timeout_ms) {
@@ -78,7 +85,8 @@ std::pair<int64_t, int64_t> chunkRange(int64_t total, int i, int n) {
 
 std::string header(int status, const char* reason, int64_t length) {
     return "HTTP/1.0 " + std::to_string(status) + " " + reason +
-           "\r\nContent-Type: application/octet-stream\r\nContent-Length: " + std::to_string(length) + "\r\n\r\n";
+           "\r\nContent-Type: application/octet-stream\r\nContent-Length: " + std::to_string(length) +
+           "\r\n\r\n";
 }
 
 void replyError(int fd, int status, const char* reason, const std::string& why) {
@@ -102,7 +110,8 @@ struct HealServer::Impl {
     std::condition_variable changed;
     bool allowed = false;
     int64_t step = -1;
-    std::vector<at::Tensor> messages;
+    std::vector<at::Tensor> pieces;
+    std::vector<int64_t> message_numels;
     int readers = 0; // requests writing the messages now
     std::vector<ServedRequest> served;
     struct Connection {
@@ -151,10 +160,18 @@ std::string HealServer::address() const {
     return m_impl->host + ":" + std::to_string(m_impl->port);
 }
 
-void HealServer::allow(int64_t step, std::vector<at::Tensor> messages) {
+void HealServer::allow(int64_t step, std::vector<at::Tensor> pieces, std::vector<int64_t> message_numels) {
+    int64_t numel = 0;
+    for (int64_t n : message_numels)
+        numel += n;
+    DT_ENFORCE(totalBytes(pieces) == 4 * numel, "heal server: the pieces do not add up to the messages");
+    for (const auto& p : pieces)
+        DT_ENFORCE(p.is_contiguous() && p.scalar_type() == at::kFloat,
+                   "heal server: pieces are contiguous fp32");
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     m_impl->step = step;
-    m_impl->messages = std::move(messages);
+    m_impl->pieces = std::move(pieces);
+    m_impl->message_numels = std::move(message_numels);
     m_impl->allowed = true;
     m_impl->changed.notify_all();
 }
@@ -163,7 +180,7 @@ void HealServer::disallow() {
     std::unique_lock<std::mutex> lock(m_impl->mutex);
     m_impl->allowed = false;
     m_impl->changed.wait(lock, [&] { return m_impl->readers == 0; });
-    m_impl->messages.clear();
+    m_impl->pieces.clear();
 }
 
 std::vector<ServedRequest> HealServer::takeServed() {
@@ -279,7 +296,8 @@ void HealServer::Impl::handle(int fd) {
         lock.unlock();
         return replyError(fd, 400, "Bad Request", why);
     }
-    const std::vector<at::Tensor> state = messages; // the same tensors, held while writing
+    const std::vector<at::Tensor> state = pieces; // the same tensors, held while writing
+    const std::vector<int64_t> layout = message_numels;
     readers += 1;
     lock.unlock();
 
@@ -288,10 +306,10 @@ void HealServer::Impl::handle(int fd) {
     int64_t begin = 0, end = 0;
     std::string head;
     if (key == "metadata") {
-        const std::string body = metadataLine(record.step, state);
+        const std::string body = metadataLine(record.step, layout);
         head = header(200, "OK", int64_t(body.size())) + body;
     } else if (key == "full") {
-        const std::string body = metadataLine(record.step, state);
+        const std::string body = metadataLine(record.step, layout);
         head = header(200, "OK", int64_t(body.size()) + total) + body;
         end = total;
     } else {
@@ -341,13 +359,14 @@ int openRequest(const HealFetch& fetch, const std::string& key, Reply& reply) {
     if (fd < 0)
         throw CommError(CommErrorKind::PeerLost, "heal over HTTP: cannot connect to " + fetch.address);
     setSocketTimeout(fd, fetch.timeout_ms);
-    const std::string request = "GET /checkpoint/" + std::to_string(fetch.step) + "/" + key +
-                                " HTTP/1.0\r\nX-Dtlab-Rank: " + std::to_string(fetch.healer_rank) +
-                                "\r\nX-Dtlab-Proof: " + wire::textProofHex(fetch.token, proofText(fetch.step, key)) +
-                                "\r\n\r\n";
+    const std::string request =
+        "GET /checkpoint/" + std::to_string(fetch.step) + "/" + key +
+        " HTTP/1.0\r\nX-Dtlab-Rank: " + std::to_string(fetch.healer_rank) +
+        "\r\nX-Dtlab-Proof: " + wire::textProofHex(fetch.token, proofText(fetch.step, key)) + "\r\n\r\n";
     if (!wire::sendAll(fd, request.data(), request.size())) {
         ::close(fd);
-        throw CommError(CommErrorKind::PeerLost, "heal over HTTP: " + fetch.address + " closed the connection");
+        throw CommError(CommErrorKind::PeerLost,
+                        "heal over HTTP: " + fetch.address + " closed the connection");
     }
     std::string text;
     char buffer[4096];
@@ -400,12 +419,13 @@ void readMetadata(int fd, Reply& reply, int64_t step, const std::vector<at::Tens
     char c = 0;
     while (line.find('\n') == std::string::npos) {
         if (line.size() > kMaxRequestBytes || ::recv(fd, &c, 1, 0) != 1)
-            throw CommError(CommErrorKind::PeerLost, "heal over HTTP: the metadata from " + source + " ended early");
+            throw CommError(CommErrorKind::PeerLost,
+                            "heal over HTTP: the metadata from " + source + " ended early");
         line.push_back(c);
     }
     const auto newline = line.find('\n');
     reply.rest = line.substr(newline + 1);
-    const std::string expected = metadataLine(step, into);
+    const std::string expected = metadataLine(step, numelsOf(into));
     if (line.substr(0, newline + 1) != expected)
         throw CommError(CommErrorKind::Other, "heal over HTTP: " + source + " serves a state laid out as '" +
                                                   line.substr(0, newline) + "', this rank expects '" +
@@ -446,7 +466,8 @@ void fetchHealState(const HealFetch& fetch, std::vector<at::Tensor>& into) {
     std::vector<std::thread> threads;
     threads.emplace_back([&] {
         try {
-            get("metadata", [&](int fd, Reply& reply) { readMetadata(fd, reply, fetch.step, into, fetch.address); });
+            get("metadata",
+                [&](int fd, Reply& reply) { readMetadata(fd, reply, fetch.step, into, fetch.address); });
         } catch (...) {
             errors[0] = std::current_exception();
         }

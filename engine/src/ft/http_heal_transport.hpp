@@ -65,9 +65,10 @@ class HealServer {
     HealServer& operator=(const HealServer&) = delete;
 
     [[nodiscard]] std::string address() const; // "host:port"
-    // Serve these messages (fp32, contiguous, not changed while allowed) as
-    // the state of `step`.
-    void allow(int64_t step, std::vector<at::Tensor> messages);
+    // Serve these pieces (fp32, contiguous, not changed while allowed) as
+    // the state of `step`: laid end to end they are the messages of
+    // message_numels (the metadata the healer checks its layout against).
+    void allow(int64_t step, std::vector<at::Tensor> pieces, std::vector<int64_t> message_numels);
     // Stop serving: waits for the requests in progress, drops the messages.
     void disallow();
     // The requests answered since the last call.

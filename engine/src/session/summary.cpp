@@ -261,6 +261,8 @@ Json faultToleranceJson(const RunRecord& record) {
                                   {"heal_duration_ms", time(r.heal_duration_ms)},
                                   {"heal_bytes", r.heal_bytes},
                                   {"heal_source", r.heal_source},
+                                  {"heal_transport", r.heal_transport},
+                                  {"heal_chunks", r.heal_chunks},
                                   {"rejoined_ms", time(r.rejoined_ms)}});
     Json committed = Json::array(), aborted = Json::array(), heals = Json::array();
     for (const ReplicaCommits& c : m.replicas) {

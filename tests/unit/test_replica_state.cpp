@@ -1,0 +1,63 @@
+// test_replica_state.cpp: a replica's state as the heal moves it
+// (replica_state.hpp): the packed copy and the live views hold the same
+// bytes, before and after AdamW has state, and unpacking restores them.
+#include "checkpoint/replica_state.hpp"
+
+#include <ATen/ATen.h>
+#include <catch2/catch.hpp>
+#include <torch/optim/adamw.h>
+
+#include <cstring>
+#include <vector>
+
+namespace {
+
+at::Tensor concatenated(const std::vector<at::Tensor>& views) {
+    std::vector<at::Tensor> flat;
+    for (const auto& v : views)
+        flat.push_back(v.reshape({-1}));
+    return at::cat(flat);
+}
+
+bool sameBits(const at::Tensor& a, const at::Tensor& b) {
+    return a.numel() == b.numel() && std::memcmp(a.data_ptr(), b.data_ptr(), size_t(a.numel()) * 4) == 0;
+}
+
+} // namespace
+
+TEST_CASE("a replica's live state views, laid end to end, are its packed copy", "[ft][replica_state]") {
+    at::manual_seed(3);
+    std::vector<at::Tensor> params = {at::randn({3, 5}).requires_grad_(), at::randn({7}).requires_grad_(),
+                                      at::randn({1}).requires_grad_()};
+    torch::optim::AdamW optimizer(params, torch::optim::AdamWOptions(1e-2));
+    const int64_t P = 15 + 7 + 1;
+    REQUIRE(dt::replicaStateNumel(params) == 2 + 3 * P);
+
+    SECTION("before the first step: no AdamW state, its moments are zeros") {
+        const at::Tensor packed = dt::packReplicaState(params, optimizer, 4);
+        CHECK(sameBits(concatenated(dt::replicaStateViews(params, optimizer, 4)), packed));
+        CHECK(packed[1].item<float>() == 0.0f);
+        CHECK(packed.narrow(0, 2 + P, 2 * P).abs().sum().item<float>() == 0.0f);
+    }
+    SECTION("after two steps: parameters, exp_avg and exp_avg_sq, and a copy that restores them") {
+        for (int k = 0; k < 2; ++k) {
+            for (auto& p : params)
+                p.mutable_grad() = at::randn(p.sizes());
+            optimizer.step();
+        }
+        const at::Tensor packed = dt::packReplicaState(params, optimizer, 9);
+        const auto views = dt::replicaStateViews(params, optimizer, 9);
+        CHECK(sameBits(concatenated(views), packed));
+        CHECK(packed[0].item<float>() == 9.0f);
+        CHECK(packed[1].item<float>() == 2.0f);
+        // The views are the live tensors (no copy): a parameter's storage is shared.
+        CHECK(views[1].data_ptr() == params[0].data_ptr());
+
+        // Unpacking into fresh parameters and optimizer gives back the same bytes.
+        std::vector<at::Tensor> other = {at::zeros({3, 5}).requires_grad_(), at::zeros({7}).requires_grad_(),
+                                         at::zeros({1}).requires_grad_()};
+        torch::optim::AdamW other_optimizer(other, torch::optim::AdamWOptions(1e-2));
+        CHECK(dt::unpackReplicaState(packed, other, other_optimizer) == 9);
+        CHECK(sameBits(dt::packReplicaState(other, other_optimizer, 9), packed));
+    }
+}
