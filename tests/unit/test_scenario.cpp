@@ -302,6 +302,42 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
             std::string::npos);
     }
 
+    SECTION("ddp under [fault_tolerance] is one rank per group, or [topology] replicas groups without "
+            "checkpoints") {
+        const std::string ddp = kHeader + "[topology]\nranks = 4\n[strategy]\nkind = \"ddp\"\n";
+        const dt::Scenario ranks =
+            dt::parseScenarioText(ddp + "[fault_tolerance]\nenabled = true\n", "d.toml");
+        CHECK(dt::ftGroupSize(ranks) == 1);
+        CHECK(dt::ftReplicaGroups(ranks) == 4);
+        const std::string groups =
+            kHeader + "[topology]\nranks = 4\nreplicas = 2\n[strategy]\nkind = \"ddp\"\n";
+        const dt::Scenario g =
+            dt::parseScenarioText(groups + "[fault_tolerance]\nenabled = true\n", "g.toml");
+        CHECK(dt::ftGroupSize(g) == 2);
+        CHECK(dt::ftReplicaGroups(g) == 2);
+        UsageError checkpoints =
+            parseError(groups + "[run]\ncheckpoint_dir = \"ck\"\n[fault_tolerance]\nenabled = true\n");
+        CHECK(std::string(checkpoints.what())
+                  .find("checkpoints are not supported with ddp in replica groups of several ranks") !=
+              std::string::npos);
+        UsageError no_ft = parseError(groups);
+        CHECK(std::string(no_ft.what()).find("needs [strategy] kind = \"hsdp\"") != std::string::npos);
+    }
+
+    SECTION("heal_chunks without the HTTP transport is refused, and an unknown transport named") {
+        const std::string ft = kHeader + "[fault_tolerance]\nenabled = true\n";
+        UsageError chunks = parseError(ft + "heal_chunks = 4\n");
+        CHECK(std::string(chunks.what()).find("heal_chunks splits the HTTP heal") != std::string::npos);
+        UsageError transport = parseError(ft + "heal_transport = \"ftp\"\n");
+        CHECK(std::string(transport.what()).find("expected one of \"pg\", \"http\"") != std::string::npos);
+        UsageError range = parseError(ft + "heal_transport = \"http\"\nheal_chunks = 65\n");
+        CHECK(std::string(range.what()).find("heal_chunks") != std::string::npos);
+        const dt::Scenario s =
+            dt::parseScenarioText(ft + "heal_transport = \"http\"\nheal_chunks = 8\n", "h.toml");
+        CHECK(dt::healTransportOf(s.fault_tolerance) == dt::HealTransport::Http);
+        CHECK(s.fault_tolerance.heal_chunks == 8);
+    }
+
     SECTION("init_sync with diloco is refused: its first sync is never at step 0") {
         UsageError e =
             parseError(kHeader + "[strategy]\nkind = \"diloco\"\n[fault_tolerance]\nenabled = true\n"

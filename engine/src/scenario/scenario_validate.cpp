@@ -92,15 +92,16 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     const int replicas = s.topology.replicas;
     const StrategyTraits& traits = strategyTraits(st.kind);
     const std::string kind_name = traits.name;
-    const bool ft_groups =
-        s.fault_tolerance.enabled && traits.shards_optimizer && st.kind != StrategyKind::Hsdp;
+    const bool ft_groups = s.fault_tolerance.enabled &&
+                           (traits.shards_optimizer || st.kind == StrategyKind::Ddp) &&
+                           st.kind != StrategyKind::Hsdp;
     if (replicas > 1 && st.kind != StrategyKind::Hsdp && !ft_groups)
         return Problem{
             "topology",
             {"replicas"},
             -1,
             "[topology] replicas = " + std::to_string(replicas) +
-                " needs [strategy] kind = \"hsdp\", or zero1/zero2/fsdp under [fault_tolerance] (" +
+                " needs [strategy] kind = \"hsdp\", or ddp/zero1/zero2/fsdp under [fault_tolerance] (" +
                 kind_name + " uses one group of all ranks)"};
     if (ranks % replicas != 0)
         return Problem{"topology",
@@ -406,6 +407,13 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            -1,
                            "[run] checkpoints are not supported with kind = \"pipeline\" yet (under "
                            "[fault_tolerance] a restarted pipeline heals from a live one)"};
+        if (s.strategy.kind == StrategyKind::Ddp && ftGroupSize(s) > 1 && wants_checkpoints)
+            return Problem{"run",
+                           {"checkpoint_dir", "resume_from"},
+                           -1,
+                           "[run] checkpoints are not supported with ddp in replica groups of several ranks "
+                           "yet (each rank is one replica group without [topology] replicas, and keeps them; "
+                           "zero1/zero2/fsdp groups keep sharded ones)"};
         if (!ft.lighthouse.empty() && ft.detection == "heartbeat")
             return Problem{
                 "fault_tolerance",
@@ -809,6 +817,10 @@ int ftGroupSize(const Scenario& scenario) {
     const StrategyTraits& traits = strategyTraits(scenario.strategy.kind);
     if (traits.uses_stages) // one pipeline per group: its stages
         return std::max(1, scenario.topology.stages);
+    if (scenario.strategy.kind == StrategyKind::Ddp) // one rank per group unless [topology] replicas says
+        return scenario.topology.replicas > 1
+                   ? std::max(1, scenario.topology.ranks / scenario.topology.replicas)
+                   : 1;
     if (!traits.shards_optimizer || scenario.strategy.kind == StrategyKind::Hsdp)
         return 1;
     return std::max(1, scenario.topology.ranks / std::max(1, scenario.topology.replicas));

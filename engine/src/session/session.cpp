@@ -235,8 +235,8 @@ Session::~Session() {
 // at once the job would go back to step 0.
 void Session::Impl::makeTemporaryCheckpointDir() {
     Scenario& sc = options.scenario;
-    const bool writes_checkpoints =
-        sc.strategy.kind == StrategyKind::Ddp || strategyTraits(sc.strategy.kind).shards_optimizer;
+    const bool writes_checkpoints = (sc.strategy.kind == StrategyKind::Ddp && ftGroupSize(sc) == 1) ||
+                                    strategyTraits(sc.strategy.kind).shards_optimizer;
     if (!sc.fault_tolerance.enabled || !writes_checkpoints || !sc.run.checkpoint_dir.empty() ||
         sc.fault_tolerance.restart == "never" || !options.spawn_ranks)
         return;

@@ -4,6 +4,12 @@
 //
 // Bytes on the wire per rank and step: 2 (N-1)/N x 4 Psi (per microbatch when
 // sync_every_microbatch is on). Memory per rank: 4 Psi + 4 Psi + 8 Psi.
+//
+// In a replica group under [fault_tolerance] (ft_group_training.cpp) the
+// world is the group: the buckets average over its G ranks, then rank i's
+// manager averages every gradient with rank i of the other groups, and a
+// healing rank receives the whole state from its twin (every rank of a
+// group holds the same bits).
 #include "strategy/ddp.hpp"
 #include "strategy/training_strategy.hpp"
 
@@ -12,6 +18,7 @@
 #include "memory/tracking_allocator.hpp"
 #include "strategy/optimizer_factory.hpp"
 
+#include <torch/optim/adamw.h>
 #include <torch/optim/optimizer.h>
 
 namespace dt {
@@ -55,6 +62,18 @@ class DdpStrategy final : public TrainingStrategy {
     std::vector<NamedParameter> fullParameters() override { return m_model.trainableParameters(); }
     int64_t modeledBytesSent() const override { return m_comm.modeledBytesSent(); }
     int64_t modeledBytesReceived() const override { return m_comm.modeledBytesReceived(); }
+
+    // Under a quorum: every gradient (the group's mean: DdpGradientSync
+    // divides by the group's size before its all-reduce), all parameters,
+    // and the AdamW that steps them.
+    std::vector<at::Tensor> replicaGradients() override {
+        std::vector<at::Tensor> grads;
+        for (const auto& p : m_params)
+            grads.push_back(p.grad()); // views into the buckets
+        return grads;
+    }
+    std::vector<at::Tensor> optimizedTensors() override { return m_params; }
+    torch::optim::AdamW* adamW() override { return dynamic_cast<torch::optim::AdamW*>(m_optimizer.get()); }
 
     int64_t saveCheckpoint(const std::string&, int) override {
         throw UsageError("checkpoints are sharded: use [strategy] kind = zero1, zero2, fsdp or hsdp");

@@ -519,7 +519,7 @@ int runWorker(const WorkerArgs& args) {
             code = dilocoStreamsUnderQuorum(scenario) ? trainFaultTolerantStreamingDiloco(context)
                    : scenario.strategy.kind == StrategyKind::Diloco ? trainFaultTolerantDiloco(context)
                    : strategyTraits(scenario.strategy.kind).shards_optimizer ||
-                           strategyTraits(scenario.strategy.kind).uses_stages
+                           strategyTraits(scenario.strategy.kind).uses_stages || ftGroupSize(scenario) > 1
                        ? trainFaultTolerantGroup(context)
                        : trainFaultTolerant(context);
         } else if (!strategyTraits(scenario.strategy.kind).trains_model) {
