@@ -224,6 +224,46 @@ TEST_CASE("Steps redone after every replica was down are counted, and nothing el
         CHECK(m.rollbacks == 2);
         CHECK(m.steps_rolled_back == 3 + 6); // 0..2 in the first, 0..5 in the second
     }
+    SECTION(
+        "one restarted replica resumes and another heals from it, its commit stamped first: one rollback") {
+        // Both die after step 19 (DiLoCo, H = 4). Replica 1 comes back first,
+        // resumes from the checkpoint of step 15 and commits 16..19 at its next
+        // outer sync; replica 0 heals from it in that round and its commit of
+        // step 19 is stamped before replica 1's commits.
+        std::vector<Event> ev;
+        int64_t t = 0;
+        for (int s = 0; s <= 19; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        ev.push_back(at(0, EventKind::ProcessExited, t += 10, 9));
+        ev.push_back(at(1, EventKind::ProcessExited, t += 10, 9));
+        ev.push_back(at(1, EventKind::RankStarted, t += 10));
+        ev.push_back(at(0, EventKind::RankStarted, t += 10));
+        Event heal = at(0, EventKind::Heal, t += 10, 0.0, EventPhase::Span);
+        heal.step = 19;
+        ev.push_back(heal);
+        ev.push_back(commitOf(0, 19, t += 10));
+        for (int s = 16; s <= 19; ++s)
+            ev.push_back(commitOf(1, s, t += 1));
+        for (int s = 20; s <= 23; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        const RecoveryMeasure m = measureRecoveries(ev, 2);
+        CHECK(m.rollbacks == 1);
+        CHECK(m.steps_rolled_back == 4); // 16..19
+    }
+    SECTION("a job that finished, its processes exiting with 0, starts no episode") {
+        std::vector<Event> ev;
+        int64_t t = 0;
+        for (int s = 0; s <= 5; ++s)
+            for (int r = 0; r < 2; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        ev.push_back(at(0, EventKind::ProcessExited, t += 10, 0));
+        ev.push_back(at(1, EventKind::ProcessExited, t += 10, 0));
+        ev.push_back(commitOf(1, 5, t += 10)); // a late event of the last step
+        const RecoveryMeasure m = measureRecoveries(ev, 2);
+        CHECK(m.rollbacks == 0);
+    }
     SECTION("a replica restarted while another lives heals to the highest step: no rollback") {
         std::vector<Event> ev;
         int64_t t = 0;

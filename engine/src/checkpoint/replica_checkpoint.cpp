@@ -28,6 +28,7 @@ struct ReplicaMeta {
     int step = 0;
     int64_t committed_steps = 0;
     int64_t state_numel = 0;
+    int64_t outer_numel = 0;   // DiLoCo's global model and momentum; 0 = none
     std::string run_id, model; // empty: not recorded (older checkpoints)
 };
 
@@ -37,6 +38,7 @@ ReplicaMeta readReplicaMeta(const std::string& step_dir) {
         m.step = meta.at("step").get<int>();
         m.committed_steps = meta.at("committed_steps").get<int64_t>();
         m.state_numel = meta.at("state_numel").get<int64_t>();
+        m.outer_numel = meta.value("outer_numel", int64_t(0));
         m.run_id = meta.value("run_id", "");
         m.model = meta.value("model", "");
     });
@@ -74,11 +76,29 @@ at::Tensor readState(const std::string& step_dir, const ReplicaMeta& m) {
     return state;
 }
 
+// The outer state (DiLoCo), of the size checkpoint.json says; undefined when it has none.
+at::Tensor readOuter(const std::string& step_dir, const ReplicaMeta& m) {
+    if (m.outer_numel == 0)
+        return at::Tensor();
+    const std::string file = (fs::path(step_dir) / kStateFile).string();
+    const auto tensors = loadParameters(file);
+    const auto found = std::find_if(tensors.begin(), tensors.end(),
+                                    [](const NamedParameter& p) { return p.name == "outer_state"; });
+    if (found == tensors.end())
+        throw UsageError("checkpoint '" + file + "' holds no 'outer_state' tensor, checkpoint.json says " +
+                         std::to_string(m.outer_numel) + " values");
+    at::Tensor outer = found->tensor.reshape({-1});
+    if (outer.numel() != m.outer_numel)
+        throw UsageError("checkpoint '" + file + "' holds " + std::to_string(outer.numel()) +
+                         " outer values, checkpoint.json says " + std::to_string(m.outer_numel));
+    return outer;
+}
+
 } // namespace
 
 int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
                               const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
-                              int replica, int incarnation) {
+                              int replica, int incarnation, const at::Tensor& outer) {
     std::error_code ec;
     if (fs::exists(step_dir, ec))
         throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
@@ -92,6 +112,8 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
     const at::Tensor state = packReplicaState(params, optimizer, int64_t(last_step) + 1);
     const std::string state_path = (fs::path(partial) / kStateFile).string();
     std::vector<NamedParameter> tensors{{"replica_state", state}};
+    if (outer.defined())
+        tensors.push_back({"outer_state", outer.reshape({-1})});
     if (!scenario.run.run_id.empty())
         tensors.push_back(runIdentity(scenario.run.run_id));
     saveParameters(state_path, tensors);
@@ -102,6 +124,7 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
     meta["step"] = last_step;
     meta["committed_steps"] = int64_t(last_step) + 1;
     meta["state_numel"] = state.numel();
+    meta["outer_numel"] = outer.defined() ? outer.numel() : int64_t(0);
     meta["model"] = scenario.model.kind;
     meta["run_id"] = scenario.run.run_id;
     meta["written_by_replica"] = replica;
@@ -116,15 +139,26 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
 }
 
 int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at::Tensor>& params,
-                              torch::optim::AdamW& optimizer, int64_t& bytes_read) {
+                              torch::optim::AdamW& optimizer, int64_t& bytes_read, at::Tensor* outer) {
     const ReplicaMeta m = readReplicaMeta(step_dir);
     const at::Tensor state = readState(step_dir, m);
+    const at::Tensor saved_outer = readOuter(step_dir, m);
+    if (outer && (!saved_outer.defined() || saved_outer.numel() != outer->numel()))
+        throw UsageError("checkpoint '" + step_dir + "' holds " + std::to_string(m.outer_numel) +
+                         " outer values (DiLoCo's global model and momentum), this run needs " +
+                         std::to_string(outer->numel()));
+    if (!outer && saved_outer.defined())
+        throw UsageError("checkpoint '" + step_dir +
+                         "' was written by fault-tolerant DiLoCo (it holds an outer state); this run is not "
+                         "DiLoCo");
     if (state.numel() != replicaStateNumel(params))
         throw UsageError("checkpoint '" + step_dir + "' does not fit this model: it holds " +
                          std::to_string(state.numel()) + " values, this model needs " +
                          std::to_string(replicaStateNumel(params)));
     std::error_code ec;
     bytes_read += int64_t(fs::file_size(fs::path(step_dir) / kStateFile, ec));
+    if (outer)
+        outer->copy_(saved_outer);
     return unpackReplicaState(state, params, optimizer);
 }
 
@@ -136,7 +170,15 @@ void verifyReplicaCheckpoint(const std::string& step_dir, const Scenario& scenar
         throw UsageError("checkpoint '" + step_dir + "' does not fit this model: it holds " +
                          std::to_string(m.state_numel) + " values, this model needs " +
                          std::to_string(3 * P + 2) + " (3 x " + std::to_string(P) + " parameters + 2)");
+    const int64_t outer_needed = scenario.strategy.kind == StrategyKind::Diloco ? 2 * P : 0;
+    if (m.outer_numel != outer_needed)
+        throw UsageError("checkpoint '" + step_dir + "' " +
+                         (outer_needed ? "has no DiLoCo outer state (global model and momentum): it was not "
+                                         "written by fault-tolerant DiLoCo"
+                                       : "was written by fault-tolerant DiLoCo (it holds an outer state)") +
+                         "; this run is " + strategyKindName(scenario.strategy.kind));
     (void)readState(step_dir, m); // the checksum
+    (void)readOuter(step_dir, m);
     if (m.step + 1 >= scenario.run.steps)
         throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
                          " but the run has only " + std::to_string(scenario.run.steps) +

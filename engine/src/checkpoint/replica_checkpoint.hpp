@@ -10,8 +10,14 @@
 //                      committed_steps (S + 1), state_numel (3P + 2), model
 //   replica.dtparams   one tensor "replica_state" in replica_state.hpp's layout
 //                      (committed steps, AdamW step, params, exp_avg,
-//                      exp_avg_sq: 4 (3P + 2) bytes), in params_io's file
-//                      format, whose FNV-1a checksum covers every byte
+//                      exp_avg_sq: 4 (3P + 2) bytes), and for DiLoCo a
+//                      second, "outer_state": the global model and the
+//                      outer momentum (8P bytes; checkpoint.json's
+//                      outer_numel = 2P, 0 without), in params_io's file
+//                      format, whose FNV-1a checksum covers every byte.
+//                      (DiLoCo under the quorum: saved after a committed
+//                      outer step, when every replica's local model equals
+//                      the global one, so one replica's file serves all.)
 // Saving: both files go into DIR/step-<S>.partial-<replica>-<incarnation>/,
 // which is then renamed to DIR/step-<S>. A writer killed half-way leaves a
 // .partial directory, never a torn step-<S>; an existing step-<S> is never
@@ -32,15 +38,19 @@ namespace dt {
 
 struct Scenario;
 
-// Returns the bytes written.
+// Returns the bytes written. outer: DiLoCo's global model and momentum laid
+// end to end (2P fp32), undefined for ddp.
 int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
                               const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
-                              int replica, int incarnation);
+                              int replica, int incarnation, const at::Tensor& outer = at::Tensor());
 
-// Overwrites the parameters and the AdamW state; returns the committed steps
-// it holds (the next step to train). Throws UsageError naming the file.
+// Overwrites the parameters and the AdamW state (and, given `outer`, copies
+// the checkpoint's outer state into it; a checkpoint without one, or with
+// one when `outer` is null, is refused); returns the committed steps it
+// holds (the next step to train). Throws UsageError naming the file.
 int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at::Tensor>& params,
-                              torch::optim::AdamW& optimizer, int64_t& bytes_read);
+                              torch::optim::AdamW& optimizer, int64_t& bytes_read,
+                              at::Tensor* outer = nullptr);
 
 // checkpoint.json readable and of this format, the state the size of the
 // scenario's model, the checksum good, and steps left to train after it.

@@ -30,46 +30,50 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
     RecoveryMeasure m;
     m.replicas.resize(size_t(std::max(world, 0)));
     std::set<int64_t> quorum_ids;
-    // Rollbacks: a replica that starts afresh (a new process) or has just
-    // healed commits a step the job had already committed, while no live
-    // process holds that step or a later one. That happens only when every
-    // replica was down at once: the restarted ones went back and redo those
-    // steps. The episode lasts until the job passes its old highest step;
-    // every step committed in it counts once. If every replica goes down
-    // again before that, a new episode starts, and its steps count again.
-    // (A fresh replica committing the step the others commit now is the
-    // normal case: a live peer holds it. A replica that falls behind while
-    // others live heals to their step first; a hung replica's late commit of
-    // the step it was in is not fresh.)
+    // Rollbacks: every replica was down at once (no live process held a
+    // committed step: each had died or was a new process that had not
+    // committed yet), so the restarted ones went back, to the newest durable
+    // checkpoint or to step 0, and redo steps the job had committed. The
+    // episode starts at the first commit of such a step after that moment,
+    // however the replicas got their state (one may resume from the
+    // checkpoint and the others heal from it), and lasts until the job
+    // passes its old highest step; every step committed in it counts once.
+    // If every replica goes down again before that, a new episode starts, and
+    // its steps count again. (A replica restarted while another lives heals
+    // to the live step; a hung replica's late commit of the step it was in is
+    // not after everyone died.)
     int64_t highest_committed = -1;
-    std::set<int64_t> redone; // in the current episode
-    std::vector<bool> fresh(size_t(std::max(world, 0)), true);
+    int64_t down_at = -1;      // the highest committed step when every replica was last down at once
+    bool down_pending = false; // every replica was down, and no step has been redone since
+    std::set<int64_t> redone;  // in the current episode
     std::vector<int64_t> latest(size_t(std::max(world, 0)), -1); // each live process's last commit
     bool in_rollback = false;
     for (const Event& e : events) {
         const bool on_rank = e.rank >= 0 && e.rank < world;
-        if (on_rank && (e.kind == EventKind::RankStarted || (e.kind == EventKind::Heal && e.value == 0)))
-            fresh[size_t(e.rank)] = true;
-        // A new process holds nothing yet, and a dead one nothing any more
-        // (its restart may start after the others have gone back).
-        if (on_rank && (e.kind == EventKind::RankStarted || e.kind == EventKind::ProcessExited))
+        // A new process holds nothing yet, and a dead one nothing any more.
+        // (A process that finished the job, exit code 0, does not start an episode.)
+        const bool started = e.kind == EventKind::RankStarted;
+        const bool died = e.kind == EventKind::ProcessExited && e.value != 0;
+        if (on_rank && (started || e.kind == EventKind::ProcessExited)) {
             latest[size_t(e.rank)] = -1;
+            const bool none_holds =
+                std::all_of(latest.begin(), latest.end(), [](int64_t step) { return step < 0; });
+            if ((started || died) && none_holds && highest_committed >= 0) {
+                down_at = highest_committed;
+                down_pending = true;
+            }
+        }
         if (e.kind == EventKind::Commit && on_rank) {
-            // A live process that committed the step before this one (or a
-            // later one) means the job did not go back: this replica joined
-            // it (a healed replica's commit can be stamped before or after
-            // its peers' commits of the same step).
-            bool live_ahead = false;
-            for (size_t r = 0; r < latest.size(); ++r)
-                live_ahead = live_ahead || (int(r) != e.rank && latest[r] >= 0 && latest[r] >= e.step - 1);
-            if (fresh[size_t(e.rank)] && e.step < highest_committed && !live_ahead) {
+            if (down_pending && e.step <= down_at) {
                 m.steps_rolled_back += int64_t(redone.size()); // the episode it interrupts
                 redone.clear();
                 in_rollback = true;
+                down_pending = false;
                 m.rollbacks += 1;
+            } else if (down_pending && e.step > down_at) {
+                down_pending = false; // went on past its old highest step: nothing was redone
             }
             latest[size_t(e.rank)] = e.step;
-            fresh[size_t(e.rank)] = false;
             if (e.step > highest_committed)
                 in_rollback = false;
             else if (in_rollback)

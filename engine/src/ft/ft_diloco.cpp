@@ -25,10 +25,23 @@
 //        (an Abort event per step).
 // A replica that dies mid-round simply is not in the next quorum: the others'
 // outer step averages over the replicas that are there.
+//  3. After a committed outer sync whose inner steps include a checkpoint
+//     step ([run] checkpoint_every, a temporary directory by default), the
+//     quorum's lowest replica writes a durable checkpoint
+//     (replica_checkpoint.hpp): its AdamW state and local model (equal to the
+//     global one right after the outer step) and the global model with the
+//     outer momentum, 4 (3P + 2) + 8P bytes. When every replica was down at
+//     once, the restarted ones (a quorum all at step 0) load the newest one
+//     and go on from the step after it; `resume_from` does the same at the
+//     job's start.
 #include "ft/ft_training.hpp"
 
 #include "checkpoint/params_io.hpp"
+#include "checkpoint/replica_checkpoint.hpp"
 #include "checkpoint/replica_state.hpp"
+#include "checkpoint/sharded_checkpoint.hpp"
+#include "dtlab/checkpoint.hpp"
+#include "dtlab/errors.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
 #include "strategy/outer_optimizer.hpp"
@@ -79,6 +92,49 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
         sender.log(LogLevel::Info, "restarted (incarnation " + std::to_string(c.incarnation) +
                                        "): will heal at the next outer sync");
 
+    // The durable checkpoint: this replica's file, read into params, AdamW and
+    // the outer state (global + momentum). Returns the next step to train.
+    const auto loadCheckpoint = [&](const std::string& step_dir) {
+        int64_t bytes = 0;
+        at::Tensor outer = at::empty({2 * P}, at::kFloat);
+        const int64_t next = loadReplicaCheckpoint(step_dir, params, optimizer, bytes, &outer);
+        global.copy_(outer.narrow(0, 0, P));
+        momentum.copy_(outer.narrow(0, P, P));
+        telemetry.instant(EventKind::CheckpointLoaded).step(next - 1).bytes(bytes).emit();
+        return next;
+    };
+    if (!scenario.run.resume_from.empty() && c.incarnation == 0) {
+        // A whole job resumes: every replica loads the same checkpoint.
+        step = round_begin = loadCheckpoint(scenario.run.resume_from);
+        if (step >= scenario.run.steps)
+            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " +
+                             std::to_string(step - 1) + " but the run has only " +
+                             std::to_string(scenario.run.steps) +
+                             " steps: nothing left to train (raise [run] steps)");
+        if (replica == 0)
+            sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " +
+                                           std::to_string(step - 1) + ")");
+    }
+    // Every replica down at once: the restarted ones form a quorum all at
+    // step 0 (they all decide the same) and load the job's newest checkpoint.
+    bool may_resume_from_checkpoint = c.incarnation > 0 && !scenario.run.checkpoint_dir.empty();
+    const auto resumeFromNewestCheckpoint = [&] {
+        try {
+            const CheckpointChoice choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
+            if (choice.step + 1 <= step ||
+                !replicaCheckpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
+                return false; // not this job's
+            step = round_begin = loadCheckpoint(choice.step_dir);
+            sender.log(LogLevel::Warning,
+                       "no live replica was ahead: resumed from the job's durable checkpoint " +
+                           choice.step_dir + " (step " + std::to_string(step - 1) +
+                           "); the steps after it are redone");
+            return true;
+        } catch (const UsageError&) {
+            return false; // none yet (or none usable): the job goes on from its quorum's step
+        }
+    };
+
     int outer_steps = 0;
     bool left_early = false;
     markStartupEnd(); // the allocator's peak from here on is the step peak
@@ -108,6 +164,16 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
             if (!manager.waitQuorum()) {
                 left_early = true;
                 break;
+            }
+            // Every member restarted at step 0, none to heal from: the newest
+            // durable checkpoint instead. Every member loads the same one and
+            // skips this round (nothing was trained in it).
+            const bool resume = may_resume_from_checkpoint && !manager.healing() &&
+                                manager.quorumMaxStep() == 0 && manager.quorumAllRestarted();
+            may_resume_from_checkpoint = false;
+            if (resume && resumeFromNewestCheckpoint()) {
+                manager.markUpToDate(); // its next round is an ordinary outer sync
+                continue;
             }
 
             // 2c. The pseudo-gradient, averaged over the replicas up to date.
@@ -149,6 +215,17 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
                 manager.committed(round_begin, step);
                 const uint64_t checksum = parametersChecksum(m.model().trainableParameters());
                 telemetry.instant(EventKind::ParamsChecksum).step(step).seq(checksum).emit();
+                // 3. A durable checkpoint of the committed state (local = global now).
+                manager.checkpointIfDue(
+                    step,
+                    [&](int64_t s) {
+                        const std::string dir = checkpointStepDir(scenario.run.checkpoint_dir, int(s));
+                        if (replicaCheckpointSavedByRun(dir, int(s), scenario.run.run_id))
+                            return int64_t(-1); // saved before this job went back to an older step
+                        return saveReplicaCheckpoint(dir, int(s), scenario, params, optimizer, replica,
+                                                     c.incarnation, at::cat({global, momentum}));
+                    },
+                    round_begin);
             } else {
                 manager.aborted(round_begin, step);
                 sender.log(LogLevel::Warning, "outer sync at step " + std::to_string(step) +

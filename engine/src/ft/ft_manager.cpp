@@ -762,8 +762,12 @@ void Manager::aborted(int64_t first_step, int64_t last_step) {
 }
 
 // ---- 6. durable checkpoints --------------------------------------------------
-void Manager::checkpointIfDue(int64_t step, const std::function<int64_t(int64_t step)>& save) {
-    if (!isReplicaCheckpointStep(m_context.scenario->run, step))
+void Manager::checkpointIfDue(int64_t step, const std::function<int64_t(int64_t step)>& save,
+                              int64_t first_step) {
+    bool due = false;
+    for (int64_t k = first_step < 0 ? step : first_step; k <= step && !due; ++k)
+        due = isReplicaCheckpointStep(m_context.scenario->run, k);
+    if (!due)
         return;
     if (m_quorum.members.front().replica != m_replica)
         return;

@@ -92,6 +92,9 @@ class Manager {
     // A restarted replica that has not committed yet will heal: it asks for
     // the quorum before computing anything (the DiLoCo loop's rule).
     [[nodiscard]] bool healsBeforeCompute() const;
+    // A restarted process that loaded the job's durable checkpoint is up to
+    // date: from its next round on it computes first, as one that committed.
+    void markUpToDate() { m_committed_once = true; }
     // TorchFT's use_async_quorum ([fault_tolerance] quorum_mode): true = the
     // quorum is asked while the replica computes, a healer contributes zeros;
     // false = the loop waits for the quorum and heals (healBeforeCompute)
@@ -144,7 +147,10 @@ class Manager {
     // On a checkpoint step ([run] checkpoint_dir, checkpoint_every) the lowest
     // replica of the quorum calls save(step), which returns the bytes written
     // (negative: this run saved that step before; nothing is reported).
-    void checkpointIfDue(int64_t step, const std::function<int64_t(int64_t step)>& save);
+    // first_step: a round that committed the steps first_step..step (a DiLoCo
+    // outer sync) saves when any of them is a checkpoint step.
+    void checkpointIfDue(int64_t step, const std::function<int64_t(int64_t step)>& save,
+                         int64_t first_step = -1);
     // The end: a note when leaving early, DroppedEvents and RankFinished.
     void finish(int64_t step, bool left_early);
 

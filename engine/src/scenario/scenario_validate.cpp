@@ -270,13 +270,13 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     }
     const bool sharded = traits.shards_optimizer; // writes sharded checkpoints
     const bool wants_checkpoints = !s.run.checkpoint_dir.empty() || !s.run.resume_from.empty();
-    if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.fault_tolerance.enabled)
+    if (st.kind == StrategyKind::Diloco && wants_checkpoints && dilocoStreamsUnderQuorum(s))
         return Problem{
             "run",
             {"checkpoint_dir", "resume_from"},
             -1,
-            "[run] checkpoints of fault-tolerant DiLoCo are not supported yet (a DiLoCo run without "
-            "[fault_tolerance] writes them)"};
+            "[run] checkpoints of Streaming DiLoCo under [fault_tolerance] are not supported yet (classic "
+            "DiLoCo under the quorum, and Streaming DiLoCo without it, write them)"};
     if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.diloco.sync_delay > 0)
         return Problem{
             "run",

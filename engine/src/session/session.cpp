@@ -228,15 +228,17 @@ Session::~Session() {
     }
 }
 
-// Durable checkpoints by default for a fault-tolerant ddp run or zero1/zero2/
-// fsdp replica groups whose ranks
+// Durable checkpoints by default for a fault-tolerant ddp run (one rank per
+// group), classic DiLoCo, or zero1/zero2/fsdp replica groups whose ranks
 // this Session starts (a directory on this host would not reach ranks on
 // others), unless restarts are off: without them, when every replica is down
 // at once the job would go back to step 0.
 void Session::Impl::makeTemporaryCheckpointDir() {
     Scenario& sc = options.scenario;
-    const bool writes_checkpoints = (sc.strategy.kind == StrategyKind::Ddp && ftGroupSize(sc) == 1) ||
-                                    strategyTraits(sc.strategy.kind).shards_optimizer;
+    const bool writes_checkpoints =
+        (sc.strategy.kind == StrategyKind::Ddp && ftGroupSize(sc) == 1) ||
+        (sc.strategy.kind == StrategyKind::Diloco && !dilocoStreamsUnderQuorum(sc)) ||
+        strategyTraits(sc.strategy.kind).shards_optimizer;
     if (!sc.fault_tolerance.enabled || !writes_checkpoints || !sc.run.checkpoint_dir.empty() ||
         sc.fault_tolerance.restart == "never" || !options.spawn_ranks)
         return;
