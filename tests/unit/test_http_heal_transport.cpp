@@ -5,9 +5,12 @@
 // is an error that says which.
 #include "dtlab/errors.hpp"
 #include "ft/http_heal_transport.hpp"
+#include "telemetry/telemetry_wire.hpp"
 
 #include <ATen/ATen.h>
 #include <catch2/catch.hpp>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstring>
@@ -165,6 +168,56 @@ TEST_CASE("an HTTP heal that cannot work fails with the reason", "[ft][http]") {
             f.address = gone.address();
         }
         CHECK_THAT(errorOf(f, into), Catch::Contains("cannot connect"));
+    }
+}
+
+namespace {
+
+// A raw request with this run's proof; returns the socket (the reply unread).
+int rawRequest(const HealServer& server, const std::string& path_key, int64_t step) {
+    const std::string address = server.address();
+    const int fd = dt::wire::connectTcp("127.0.0.1", std::stoi(address.substr(address.rfind(':') + 1)), 2000);
+    REQUIRE(fd >= 0);
+    const std::string request =
+        "GET /checkpoint/" + std::to_string(step) + "/" + path_key +
+        " HTTP/1.0\r\nX-Dtlab-Rank: 1\r\nX-Dtlab-Proof: " +
+        dt::wire::textProofHex("secret", "heal " + std::to_string(step) + " " + path_key) + "\r\n\r\n";
+    REQUIRE(dt::wire::sendAll(fd, request.data(), request.size()));
+    return fd;
+}
+
+std::string replyOf(int fd) {
+    std::string reply;
+    char buffer[4096];
+    ssize_t n = 0;
+    while ((n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0)
+        reply.append(buffer, size_t(n));
+    ::close(fd);
+    return reply;
+}
+
+} // namespace
+
+TEST_CASE("the HTTP heal server refuses chunk keys out of range and cuts off a reader that stalls",
+          "[ft][http]") {
+    HealServer server("127.0.0.1", "secret", 300);
+    const auto state = stateOf({4'000'000}, 7.0f); // 16 MB: more than the socket buffers hold
+    server.allow(2, state, numels(state));
+
+    SECTION("a chunk index or count that is too large, negative or not canonical") {
+        for (const std::string key : {"0of2000", "99999999999of2", "2of2", "-1of2", "01of2", "1of", "of2"}) {
+            CAPTURE(key);
+            CHECK_THAT(replyOf(rawRequest(server, key, 2)), Catch::StartsWith("HTTP/1.0 400"));
+        }
+    }
+    SECTION("disallow returns once the timeout passed, though a healer stopped reading") {
+        const int fd = rawRequest(server, "full", 2); // never read
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        server.disallow(); // returns (the test's timeout would say if it did not): the reader was cut off
+        const auto served = server.takeServed();
+        REQUIRE(served.size() == 1);
+        CHECK_FALSE(served[0].ok);
+        ::close(fd);
     }
 }
 

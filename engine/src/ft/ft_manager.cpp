@@ -695,7 +695,7 @@ bool Manager::shouldCommit(bool adopt_before_vote) {
     if (received && !m_heal_applied && adopt_before_vote)
         applyHealedState();
     finishHealSends();
-    endHttpServing(); // after TorchFT's should_commit; every healer has fetched or failed by now
+    endHttpServing(); // TorchFT's disallow_checkpoint: nothing steps before this returns
     if (m_abort == AbortReason::None && !m_finite)
         m_abort = AbortReason::NanGradients;
     // TorchFT's vote: enough participants (replicas whose contribution was real).

@@ -58,8 +58,8 @@ enum class AbortReason {
 // flat fp32 messages, one point-to-point send each.
 struct ReplicaStateTransfer {
     std::vector<int64_t> message_numels; // elements of each message
-    // Copies to send, one per message (called once per healer served; safe
-    // while training goes on).
+    // Copies to send, one per message (over the process group once per
+    // healer served, over HTTP once per round; safe while training goes on).
     std::function<std::vector<at::Tensor>()> save;
     // Optional: views of the live state whose bytes, laid end to end, are
     // save()'s messages. Set by loops that step nothing between the quorum

@@ -6,20 +6,24 @@
 #include "dtlab/errors.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
+#include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <list>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -29,6 +33,8 @@ namespace dt::ft {
 namespace {
 
 constexpr size_t kMaxRequestBytes = 4096;
+constexpr int kMaxChunks = 1024;        // a request for more is refused (heal_chunks <= 64)
+constexpr size_t kMaxConnections = 256; // open at once; more are closed at once
 
 std::string proofText(int64_t step, const std::string& key) {
     return "heal " + std::to_string(step) + " " + key;
@@ -80,7 +86,50 @@ int64_t totalBytes(const std::vector<at::Tensor>& messages) {
 
 // Chunk i of n of `total` bytes: [i*total/n, (i+1)*total/n).
 std::pair<int64_t, int64_t> chunkRange(int64_t total, int i, int n) {
-    return {total * i / n, total * (i + 1) / n};
+    const auto at = [&](int k) { return int64_t(__int128(total) * k / n); }; // no overflow for any size
+    return {at(i), at(i + 1)};
+}
+
+// "<i>of<n>" with 0 <= i < n <= kMaxChunks, written canonically; false otherwise.
+bool parseChunkKey(const std::string& key, int& i, int& n) {
+    const auto of = key.find("of");
+    if (of == std::string::npos)
+        return false;
+    const auto number = [](const std::string& text, int& out) {
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, out);
+        return ec == std::errc() && ptr == end && !text.empty() && (text == "0" || text[0] != '0');
+    };
+    return number(key.substr(0, of), i) && number(key.substr(of + 2), n) && n > 0 && n <= kMaxChunks &&
+           i >= 0 && i < n;
+}
+
+// One blocking connect that gives up after timeout_ms (Linux applies
+// SO_SNDTIMEO to connect), then the socket's send and receive timeouts.
+int connectWithin(const std::string& host, int port, double timeout_ms) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(port));
+    if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
+        addrinfo hints{};
+        hints.ai_family = AF_INET;
+        addrinfo* result = nullptr;
+        if (getaddrinfo(host.c_str(), nullptr, &hints, &result) != 0 || !result)
+            return -1;
+        addr.sin_addr = reinterpret_cast<sockaddr_in*>(result->ai_addr)->sin_addr;
+        freeaddrinfo(result);
+    }
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    setSocketTimeout(fd, timeout_ms);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
 }
 
 std::string header(int status, const char* reason, int64_t length) {
@@ -112,7 +161,8 @@ struct HealServer::Impl {
     int64_t step = -1;
     std::vector<at::Tensor> pieces;
     std::vector<int64_t> message_numels;
-    int readers = 0; // requests writing the messages now
+    int readers = 0;          // requests writing the messages now
+    std::set<int> reader_fds; // their sockets: disallow() shuts down a reader stalled past the timeout
     std::vector<ServedRequest> served;
     struct Connection {
         int fd = -1;
@@ -139,7 +189,10 @@ HealServer::HealServer(const std::string& host, std::string token, double timeou
 }
 
 HealServer::~HealServer() {
-    m_impl->stopping = true;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex); // a request between its check and its wait sees it
+        m_impl->stopping = true;
+    }
     m_impl->changed.notify_all();
     if (m_impl->acceptor.joinable())
         m_impl->acceptor.join();
@@ -179,7 +232,14 @@ void HealServer::allow(int64_t step, std::vector<at::Tensor> pieces, std::vector
 void HealServer::disallow() {
     std::unique_lock<std::mutex> lock(m_impl->mutex);
     m_impl->allowed = false;
-    m_impl->changed.wait(lock, [&] { return m_impl->readers == 0; });
+    // The readers in progress finish, or, stalled past the timeout, are cut
+    // off (their healer's fetch fails) so that the state may change.
+    const auto timeout = std::chrono::microseconds(int64_t(m_impl->timeout_ms * 1000));
+    if (!m_impl->changed.wait_for(lock, timeout, [&] { return m_impl->readers == 0; })) {
+        for (int fd : m_impl->reader_fds)
+            ::shutdown(fd, SHUT_RDWR);
+        m_impl->changed.wait(lock, [&] { return m_impl->readers == 0; });
+    }
     m_impl->pieces.clear();
 }
 
@@ -196,19 +256,34 @@ void HealServer::Impl::acceptLoop() {
         if (::poll(&p, 1, 50) <= 0)
             continue;
         const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(10)); // out of fds: no busy loop
             continue;
+        }
         setSocketTimeout(fd, timeout_ms);
         std::lock_guard<std::mutex> lock(mutex);
         joinFinished();
+        if (connections.size() >= kMaxConnections) {
+            ::close(fd);
+            continue;
+        }
         Connection& c = connections.emplace_back();
         c.fd = fd;
-        c.thread = std::thread([this, fd, &c] {
-            handle(fd);
-            std::lock_guard<std::mutex> done_lock(mutex);
+        try {
+            c.thread = std::thread([this, fd, &c] {
+                try {
+                    handle(fd);
+                } catch (const std::exception&) {
+                    // (bad_alloc, say): the connection closes, the healer's fetch fails
+                }
+                std::lock_guard<std::mutex> done_lock(mutex);
+                ::close(fd);
+                c.done = true;
+            });
+        } catch (const std::system_error&) { // no thread: drop the connection
             ::close(fd);
-            c.done = true;
-        });
+            connections.pop_back();
+        }
     }
 }
 
@@ -299,7 +374,22 @@ void HealServer::Impl::handle(int fd) {
     const std::vector<at::Tensor> state = pieces; // the same tensors, held while writing
     const std::vector<int64_t> layout = message_numels;
     readers += 1;
+    reader_fds.insert(fd);
     lock.unlock();
+    // Counted out however this request ends (disallow() waits for it).
+    struct ReaderGuard {
+        Impl& impl;
+        int fd;
+        ServedRequest& record;
+        ~ReaderGuard() {
+            record.end_ns = monotonicNowNs();
+            std::lock_guard<std::mutex> guard(impl.mutex);
+            impl.readers -= 1;
+            impl.reader_fds.erase(fd);
+            impl.served.push_back(record);
+            impl.changed.notify_all();
+        }
+    } reader_guard{*this, fd, record};
 
     const int64_t total = totalBytes(state);
     bool ok = false;
@@ -315,8 +405,7 @@ void HealServer::Impl::handle(int fd) {
     } else {
         // "<i>of<n>": chunk i of n.
         int i = -1, n = 0;
-        if (std::sscanf(key.c_str(), "%dof%d", &i, &n) != 2 || n <= 0 || i < 0 || i >= n ||
-            key != std::to_string(i) + "of" + std::to_string(n))
+        if (!parseChunkKey(key, i, n))
             head.clear();
         else {
             std::tie(begin, end) = chunkRange(total, i, n);
@@ -332,13 +421,8 @@ void HealServer::Impl::handle(int fd) {
             ok = ok && wire::sendAll(fd, data, size_t(length));
         });
     }
-    record.end_ns = monotonicNowNs();
     record.bytes = ok ? end - begin : 0;
-    record.ok = ok;
-    lock.lock();
-    readers -= 1;
-    served.push_back(record);
-    changed.notify_all();
+    record.ok = ok; // reader_guard reports it
 }
 
 // ---- the fetch ---------------------------------------------------------------
@@ -355,10 +439,9 @@ int openRequest(const HealFetch& fetch, const std::string& key, Reply& reply) {
     std::string host;
     int port = 0;
     wire::splitAddress(fetch.address, host, port);
-    const int fd = wire::connectTcp(host, port, 0);
+    const int fd = connectWithin(host, port, fetch.timeout_ms);
     if (fd < 0)
         throw CommError(CommErrorKind::PeerLost, "heal over HTTP: cannot connect to " + fetch.address);
-    setSocketTimeout(fd, fetch.timeout_ms);
     const std::string request =
         "GET /checkpoint/" + std::to_string(fetch.step) + "/" + key +
         " HTTP/1.0\r\nX-Dtlab-Rank: " + std::to_string(fetch.healer_rank) +
@@ -464,6 +547,14 @@ void fetchHealState(const HealFetch& fetch, std::vector<at::Tensor>& into) {
     const int n = fetch.chunks;
     std::vector<std::exception_ptr> errors(size_t(n) + 1);
     std::vector<std::thread> threads;
+    struct JoinAll { // also when starting a thread throws: no joinable thread is destroyed
+        std::vector<std::thread>& threads;
+        ~JoinAll() {
+            for (auto& t : threads)
+                if (t.joinable())
+                    t.join();
+        }
+    } join_all{threads};
     threads.emplace_back([&] {
         try {
             get("metadata",

@@ -10,16 +10,19 @@
 //     the quorum (the source manager's checkpoint metadata); dtlab's healer
 //     reads the store.
 //  2. A rank that serves a healer this round stages its state once:
-//     allow(step, messages) (TorchFT's send_checkpoint -> allow_checkpoint).
-//     After the vote the Manager calls disallow() (TorchFT does the same
-//     right after should_commit), so the state never changes under a reader:
-//     the healer's vote, and so the source's, waits for the healer's fetch.
+//     allow(step, pieces, message_numels) (TorchFT's send_checkpoint ->
+//     allow_checkpoint). In shouldCommit, before anything steps, the Manager
+//     calls disallow() (TorchFT: right after should_commit), which waits for
+//     the requests in progress (cutting off one stalled past the timeout),
+//     so the state never changes under a reader. The source's all-reduce
+//     needs the healer, who enters it only after its fetch.
 //  3. The healer fetches: GET /checkpoint/<step>/metadata and, for i < N,
 //     GET /checkpoint/<step>/<i>of<N>, each on its own connection and thread
 //     (TorchFT's ThreadPoolExecutor), or GET /checkpoint/<step>/full when
 //     N = 0. Every byte is received straight into the healer's tensors.
-//  4. A request waits while nothing is allowed (TorchFT's RW lock) up to
-//     the timeout; a request for another step gets 400; a bad proof 403.
+//  4. A request waits while nothing is allowed (TorchFT's RW lock), and gets
+//     503 if nothing is by the timeout; a request for another step than the
+//     one allowed gets 400; a bad proof 403. At most 256 connections at once.
 //
 // Wire (HTTP/1.0, one request per connection):
 //   request  "GET /checkpoint/<step>/<key> HTTP/1.0\r\n"
