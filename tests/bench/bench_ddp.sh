@@ -19,6 +19,10 @@
 #   dtlab, off    the same with --no-telemetry
 # A run's step time is the max over ranks of the per-rank median step time (a DDP step is as
 # slow as its slowest rank). Goals: dtlab/PyTorch <= 1.00, telemetry on/off <= 1.03.
+# The machine's limit (issue 27): before the runs, tests/bench/gemm_anchor.py times the step's
+# GEMMs at the model's shapes on one core (torch.mm = OpenBLAS sgemm, 1 thread). Each tool's
+# "of limit" column is its GEMM work per second over what min(N, cores) cores do at that rate:
+#   (G x N / step) / (min(N, cores) x anchor),  G = the step's GEMM FLOPs per rank.
 # See tests/bench/README.md.
 set -euo pipefail
 
@@ -149,6 +153,8 @@ echo "dtlab DDP benchmark: ranks [$RANKS], $STEPS steps, $REPEATS repeats, torch
 if (( BUSY_BEFORE > 20 )); then
     echo "bench_ddp.sh: warning: the CPUs were ${BUSY_BEFORE}% busy before the first run: something else is running; timings will be slow and noisy (the ratios suffer less, as runs interleave)" >&2
 fi
+ANCHOR="$WORK/gemm_anchor.json"
+"$PY" "$SCRIPT_DIR/gemm_anchor.py" --json "$ANCHOR" >&2 || die "the GEMM anchor failed (tests/bench/gemm_anchor.py)"
 TOOLS=(pytorch dtlab dtlab_off)
 for n in $RANKS; do
     for (( rep = 1; rep <= REPEATS; rep++ )); do
@@ -160,16 +166,21 @@ for n in $RANKS; do
 done
 
 # ---- table ------------------------------------------------------------------------------------
-"$PY" - "$RESULTS" "$STEPS" "$WARMUP" "$REPEATS" "$TORCH_VERSION" "$CORES" "$BUSY_BEFORE" "${BENCH_MD:-}" "${BENCH_STRICT:-0}" <<'EOF'
-import statistics, sys
-results, steps, warmup, repeats, torch_version, cores, busy, md_path, strict = sys.argv[1:]
+"$PY" - "$RESULTS" "$STEPS" "$WARMUP" "$REPEATS" "$TORCH_VERSION" "$CORES" "$BUSY_BEFORE" "${BENCH_MD:-}" "${BENCH_STRICT:-0}" "$ANCHOR" <<'EOF'
+import json, statistics, sys
+results, steps, warmup, repeats, torch_version, cores, busy, md_path, strict, anchor_path = sys.argv[1:]
+anchor = json.load(open(anchor_path))
+gemm_flops, limit = anchor["gemm_flops_per_step"], anchor["model_gemm_gflops"] * 1e9
 runs = {}
 for line in open(results):
     tool, n, ms = line.split("\t")
     runs.setdefault((tool, int(n)), []).append(float(ms))
 ranks = sorted({n for _, n in runs})
 header = ["ranks", "PyTorch DDP ms", "dtlab ms", "dtlab/PyTorch (goal <= 1.00)",
-          "dtlab no-telemetry ms", "telemetry overhead (goal <= 1.03)"]
+          "dtlab no-telemetry ms", "telemetry overhead (goal <= 1.03)",
+          "PyTorch of limit", "dtlab of limit"]
+# The share of the cores' GEMM rate at the model's shapes that a step time reaches.
+of_limit = lambda n, ms: (gemm_flops * n / (ms / 1e3)) / (min(n, int(cores)) * limit)
 rows, missed = [], []
 for n in ranks:
     pt = statistics.median(runs[("pytorch", n)])
@@ -181,10 +192,14 @@ for n in ranks:
     rows.append([str(n), f"{pt:.1f}", f"{on:.1f}",
                  f"{r1:.2f} " + ("ok" if r1 <= 1.00 else "MISSED"),
                  f"{off:.1f}",
-                 f"{r2:.3f} " + ("ok" if r2 <= 1.03 else "MISSED")])
+                 f"{r2:.3f} " + ("ok" if r2 <= 1.03 else "MISSED"),
+                 f"{of_limit(n, pt):.2f}", f"{of_limit(n, on):.2f}"])
 note = (f"ms = median step time of the slowest rank, median of {repeats} runs; "
         f"{steps} steps per run (PyTorch leaves out {warmup} warm-up steps, dtlab step 0); "
-        f"torch {torch_version}, {cores} cores, 1 thread per rank, CPU {busy}% busy before start")
+        f"torch {torch_version}, {cores} cores, 1 thread per rank, CPU {busy}% busy before start; "
+        f"limit = the step's GEMMs ({gemm_flops / 1e9:.2f} GFLOP per rank) at "
+        f"{anchor['model_gemm_gflops']:.1f} GFLOP/s per core (tests/bench/gemm_anchor.py; a 1024^3 sgemm: "
+        f"{anchor['square_1024_gflops']:.1f})")
 widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
 fmt = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))
 print(fmt(header))
