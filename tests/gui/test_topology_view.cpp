@@ -149,3 +149,42 @@ TEST_CASE("A rank's clock line: nothing on the tile on the Session's host, the e
         CHECK(model.lane(1).instants.empty());
     }
 }
+
+TEST_CASE("32 ranks in a topology view of a laptop's size: compact tiles, every rank in view",
+          "[gui][topology]") {
+    HeadlessImGui imgui;
+    const auto gridFor = [&](int world, ImVec2 size) {
+        RunModel model;
+        Scenario s;
+        s.topology.ranks = world;
+        s.run.steps = 40;
+        model.reset(s, world);
+        std::vector<RankProgress> ranks;
+        for (int r = 0; r < world; ++r)
+            ranks.push_back(running(r, 2, 3000));
+        ViewInputs in;
+        in.model = &model;
+        in.ranks = &ranks;
+        in.now_ns = 5'000 * kMs;
+        in.live = true;
+        TopologyView view;
+        ImGui::GetIO().DisplaySize = size;
+        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+        CHECK(imgui.frame([&] { view.draw(in); }).balanced); // the second frame has the window's size
+        return view.lastGrid();
+    };
+    SECTION("32 ranks in 480 x 490 px (the view at 1600 x 900): compact, all rows visible") {
+        const TopologyView::Grid g = gridFor(32, ImVec2(480, 490));
+        CHECK(g.compact);
+        CHECK(g.columns >= 4);
+        CHECK(g.rows * g.columns >= 32);
+        CAPTURE(g.columns, g.rows);
+        CHECK(g.fits);
+    }
+    SECTION("4 ranks keep their full tiles with buttons") {
+        CHECK_FALSE(gridFor(4, ImVec2(480, 490)).compact);
+    }
+    SECTION("32 ranks with room for full tiles keep them") {
+        CHECK_FALSE(gridFor(32, ImVec2(1600, 900)).compact);
+    }
+}

@@ -89,6 +89,9 @@ const char* TopologyView::helpText() const {
            "its "
            "pid, host, process groups with their backend (gloo or mpi), delay, the checksum of its weights "
            "after its last step (replicas that must agree show the same one) and the errors it logged.\n\n"
+           "More than 8 ranks whose tiles do not fit: the tiles turn compact (rank, state colour, steps "
+           "done; hover for the rest), so that every rank stays in view, and the selected rank's fault "
+           "buttons move to its details.\n\n"
            "Clock: every timestamp is on the Session's clock. A rank on the Session's host shares its "
            "clock (offset 0, exact); a rank on another host measures its offset by ping-pong every 1.25 s, "
            "and its tile shows the error bound (\xC2\xB1 half the round trip, plus the drift since).";
@@ -221,23 +224,55 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
     int columns = columnsFor(width);
     float tile_w = tileWidth(width, columns);
     float tile_h = tileHeight(tile_w);
-    const int rows = (world + columns - 1) / columns;
+    int rows = (world + columns - 1) / columns;
+    // Many ranks (32 on a laptop): compact tiles, so that the room sees every
+    // rank at once; a tile's buttons are then in the selected rank's details.
+    const bool compact = world > kCompactAbove && float(rows) * (tile_h + style.ItemSpacing.y) > tiles_h;
+    // A compact tile: tight padding, room for "r31 PAUSED" at the least.
+    const ImVec2 compact_pad(style.FramePadding.x, 2.0f);
+    const auto compactColumns = [&](float w) {
+        const float min_w = ImGui::GetFontSize() * 5.5f + compact_pad.x * 2.0f;
+        return std::clamp(int((w + style.ItemSpacing.x) / (min_w + style.ItemSpacing.x)), 1, world);
+    };
+    if (compact) {
+        columns = compactColumns(width);
+        tile_w = tileWidth(width, columns);
+        tile_h = std::floor(compact_pad.y * 2.0f + (line + 2.0f) + line);
+        rows = (world + columns - 1) / columns;
+    }
     if (float(rows) * (tile_h + style.ItemSpacing.y) > tiles_h) { // a scrollbar will take its width
         width -= style.ScrollbarSize;
-        columns = columnsFor(width);
-        tile_w = tileWidth(width, columns);
-        tile_h = tileHeight(tile_w);
+        if (compact) {
+            columns = compactColumns(width);
+            tile_w = tileWidth(width, columns);
+        } else {
+            columns = columnsFor(width);
+            tile_w = tileWidth(width, columns);
+            tile_h = tileHeight(tile_w);
+        }
+        rows = (world + columns - 1) / columns;
     }
+    m_grid.compact = compact;
+    m_grid.columns = columns;
+    m_grid.rows = rows;
+    m_grid.fits = float(rows) * (tile_h + style.ItemSpacing.y) <= tiles_h + style.ItemSpacing.y;
 
     // TODO(topology): with pipeline stages and sharding, lay the tiles out as
     // replicas (groups of tiles, one failure domain each) x stages (columns)
     // x shards (rows inside a stage) instead of one grid of ranks.
     ImGui::BeginChild("tiles", ImVec2(0, tiles_h), false);
+    if (compact)
+        ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, compact_pad);
     for (int r = 0; r < world; ++r) {
         if (r % columns != 0)
             ImGui::SameLine();
-        drawTile(inputs, ranks[size_t(r)], tile_w, tile_h);
+        if (compact)
+            drawCompactTile(inputs, ranks[size_t(r)], tile_w, tile_h);
+        else
+            drawTile(inputs, ranks[size_t(r)], tile_w, tile_h);
     }
+    if (compact)
+        ImGui::PopStyleVar();
     ImGui::EndChild();
 
     ImGui::Separator();
@@ -341,6 +376,73 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     ImGui::PopID();
 }
 
+// A compact tile: the state's colour with "r<N>" and a short state word, then
+// the steps done; everything else in its tooltip and the details below.
+void TopologyView::drawCompactTile(const ViewInputs& inputs, const RankProgress& p, float width,
+                                   float height) {
+    const Theme& theme = *inputs.theme;
+    const bool selected = inputs.selected_rank && *inputs.selected_rank == p.rank;
+    ImGui::PushID(p.rank);
+    ImGui::BeginChild("ctile", ImVec2(width, height), true,
+                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse);
+    ImDrawList* draw = ImGui::GetWindowDrawList();
+    const ImGuiStyle& style = ImGui::GetStyle();
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const TileStatus status = tileStatus(*inputs.model, p, inputs.now_ns);
+    const ImVec2 h0 = ImGui::GetCursorScreenPos();
+    const float inner_w = ImGui::GetContentRegionAvail().x;
+    draw->AddRectFilled(h0, ImVec2(h0.x + inner_w, h0.y + line + 2.0f),
+                        status.blocked ? warningColor(theme) : rankStateColor(p.state, theme),
+                        style.FrameRounding);
+    const ImU32 text = rankStateTextColor(status.blocked ? RankState::Hung : p.state, theme);
+    const int group_size = ftGroupSize(inputs.model->scenario());
+    char title[48];
+    if (group_size > 1)
+        std::snprintf(title, sizeof(title), "r%d g%d", p.rank, p.rank / group_size);
+    else
+        std::snprintf(title, sizeof(title), "r%d", p.rank);
+    const float ty = h0.y + 1.0f + (line - ImGui::GetTextLineHeight()) * 0.5f;
+    draw->AddText(ImVec2(h0.x + style.FramePadding.x, ty), text, title);
+    // The state word whole if it fits, else its first 4 letters, else only the colour.
+    const float title_end = h0.x + style.FramePadding.x * 2.0f + ImGui::CalcTextSize(title).x;
+    for (const std::string& word : {status.state, status.state.substr(0, 4)}) {
+        const float word_x = h0.x + inner_w - style.FramePadding.x - ImGui::CalcTextSize(word.c_str()).x;
+        if (word_x > title_end) {
+            draw->AddText(ImVec2(word_x, ty), text, word.c_str());
+            break;
+        }
+    }
+    if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f)))
+        inputs.act().selectRank(p.rank);
+    const bool header_hovered = ImGui::IsItemHovered();
+    ImGui::Text("%d/%d", std::max(0, p.step + 1), inputs.model->scenario().run.steps);
+    if (header_hovered || (ImGui::IsWindowHovered() && !ImGui::IsAnyItemActive())) {
+        std::string tip = "rank " + std::to_string(p.rank) + ": " + status.state + ", step " +
+                          std::to_string(std::max(0, p.step + 1)) + " / " +
+                          std::to_string(inputs.model->scenario().run.steps);
+        if (!std::isnan(p.last_loss) && p.step >= 0) {
+            char loss[32];
+            std::snprintf(loss, sizeof(loss), ", loss %.3f", p.last_loss);
+            tip += loss;
+        }
+        if (!status.step_time.empty())
+            tip += ", " + status.step_time;
+        if (status.blocked)
+            tip += "\n" + status.wait;
+        ImGui::SetTooltip("%s\nclick: its details and fault buttons below", tip.c_str());
+    }
+    if (ImGui::IsWindowHovered() && ImGui::IsMouseClicked(0) && !ImGui::IsAnyItemHovered())
+        inputs.act().selectRank(p.rank);
+    ImGui::EndChild();
+    if (selected) {
+        const ImVec2 a = ImGui::GetItemRectMin();
+        const ImVec2 b = ImGui::GetItemRectMax();
+        ImGui::GetWindowDrawList()->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1),
+                                            accentColor(theme), style.ChildRounding, 0, 3.0f);
+    }
+    ImGui::PopID();
+}
+
 void TopologyView::drawFaultButtons(const ViewInputs& inputs, const RankProgress& p) {
     ViewActions& act = inputs.act();
     const bool live = inputs.live;
@@ -421,6 +523,14 @@ void TopologyView::drawDetails(const ViewInputs& inputs, int rank) {
     if (const TileStatus status = tileStatus(*inputs.model, p, inputs.now_ns); status.blocked) {
         ImGui::SameLine();
         ImGui::TextColored(ImColor(warningColor(*inputs.theme)), "but blocked: %s", status.wait.c_str());
+    }
+    if (m_grid.compact) { // compact tiles have no buttons: the selected rank's are here
+        const bool has_now = inputs.cursor() && inputs.facts && size_t(rank) < inputs.facts->ranks.size();
+        ImGui::PushID("details_buttons");
+        ImGui::PushID(rank);
+        drawFaultButtons(inputs, has_now ? inputs.facts->ranks[size_t(rank)] : p);
+        ImGui::PopID();
+        ImGui::PopID();
     }
     if (ImGui::BeginTable("details", 4, ImGuiTableFlags_SizingStretchProp)) {
         auto cell = [](const char* key, const std::string& value) {

@@ -55,14 +55,27 @@ class TopologyView final : public View {
     void drawEmptyState(const ViewInputs& inputs) override;
     void drawContent(const ViewInputs& inputs) override;
 
+    // More ranks than this whose full tiles do not fit without scrolling get
+    // compact tiles (rank, state, step); the fault buttons move to the details.
+    static constexpr int kCompactAbove = 8;
+    struct Grid {
+        bool compact = false;
+        int columns = 1;
+        int rows = 0;
+        bool fits = true; // every tile visible without scrolling
+    };
+    [[nodiscard]] const Grid& lastGrid() const { return m_grid; } // as the last frame laid it out
+
   private:
     void drawTile(const ViewInputs& inputs, const RankProgress& p, float width, float height);
+    void drawCompactTile(const ViewInputs& inputs, const RankProgress& p, float width, float height);
     void drawFaultButtons(const ViewInputs& inputs, const RankProgress& p);
     void drawSlowPopup(const ViewInputs& inputs, int rank);
     void drawDetails(const ViewInputs& inputs, int rank);
     [[nodiscard]] float& slowMs(int rank);
 
     std::vector<float> m_slow_ms; // the Slow slider value per rank
+    Grid m_grid;
 };
 
 } // namespace dt::app
