@@ -214,7 +214,7 @@ TEST_CASE("A paced fault-tolerant run with a killed replica, paused past every t
         return; // no Xvfb: skipped with a warning
     Xvfb& x = *display;
     it::TempDir dir("dtlab-paced-ft");
-    const int steps = 16;
+    const int steps = 12; // killed at 6, back by 9, 2 steps after the pause
     const double pace = GENERATE(1.0, 2.0);
     const std::string recording = dir.file("paced.dtrec");
     // Paused 5 s after the restarted replica came back: longer than the

@@ -414,7 +414,8 @@ TEST_CASE("a killed rank of a 2 x 2 DDP replica group takes its group down, each
 }
 
 TEST_CASE("a killed stage of one of 2 pipelines of 2 stages takes its pipeline down, and the pipeline "
-          "restarts and heals stage by stage, ending bit-identical to an uninterrupted run",
+          "restarts and heals stage by stage, ending bit-identical to an uninterrupted run, as do both "
+          "pipelines killed at once, resumed from their stage checkpoint",
           "[ft][pipeline][slow]") {
     // TorchFT over pipelines: each pipeline (2 stages, 1F1B, 4 microbatches)
     // is one replica group, and stage i averages its gradients with stage i
@@ -448,11 +449,33 @@ TEST_CASE("a killed stage of one of 2 pipelines of 2 stages takes its pipeline d
     struct Run {
         std::string name, toml;
     };
+    // Both pipelines killed at once (ranks 1 and 3 at step 15): nobody to
+    // heal from, so the restarted pipelines load the stage checkpoint of
+    // step 9 (every 10 steps by default, written by pipeline 0, a file per
+    // stage) and redo 10..14.
+    const std::string kill_all = "[[faults]]\naction = \"kill\"\nrank = 1\nstep = 15\nwhen = \"step\"\n"
+                                 "[[faults]]\naction = \"kill\"\nrank = 3\nstep = 15\nwhen = \"step\"\n";
     const std::vector<Run> runs = {{"killed", pipelinesScenario(kill, ft)},
+                                   {"all_killed", pipelinesScenario(kill_all, ft)},
                                    {"uninterrupted", pipelinesScenario("", ft)},
                                    {"no_quorum", pipelinesScenario("", "")}};
     for (const Run& run : runs)
         runRecorded(dir, run.name, run.toml);
+    {
+        const auto sa = it::readJsonFile(dir.file("all_killed.json"));
+        INFO("all killed: " << sa["fault_tolerance"].dump());
+        CHECK(sa["ok"] == true);
+        CHECK(sa["fault_tolerance"]["rollbacks"] == 1);
+        CHECK(sa["fault_tolerance"]["steps_rolled_back"].get<int>() >= 3);
+        CHECK(sa["fault_tolerance"]["steps_rolled_back"].get<int>() <= 6); // not 15: step-9 was used
+        const dt::RecordingLoad all = dt::readRecording(dir.file("all_killed.dtrec"));
+        REQUIRE(all.complete);
+        checkInvariants(all.record, 20, /*group_size=*/2);
+        int loaded = 0;
+        for (const dt::Event& e : all.record.events)
+            loaded += e.kind == dt::EventKind::CheckpointLoaded && e.step == 9;
+        CHECK(loaded == 4); // every stage of both pipelines read its file of step-9
+    }
     const auto s = it::readJsonFile(dir.file("killed.json"));
     INFO("summary: " << s.dump());
     CHECK(s["ok"] == true);
@@ -499,7 +522,7 @@ TEST_CASE("a killed stage of one of 2 pipelines of 2 stages takes its pipeline d
     for (int stage = 0; stage < 2; ++stage) {
         const std::string reference = bytesOf("no_quorum", stage);
         REQUIRE_FALSE(reference.empty());
-        for (const std::string run : {"killed", "uninterrupted", "no_quorum"})
+        for (const std::string run : {"killed", "all_killed", "uninterrupted", "no_quorum"})
             for (int pipeline = 0; pipeline < 2; ++pipeline) {
                 CAPTURE(run, stage, pipeline);
                 CHECK(bytesOf(run, pipeline * 2 + stage) == reference);

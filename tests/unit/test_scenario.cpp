@@ -295,11 +295,13 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(std::string(sharded.what())
                   .find("cannot run under [fault_tolerance]: each pipeline is one replica "
                         "group") != std::string::npos);
-        UsageError checkpoints =
-            parseError(pipelines + "[run]\ncheckpoint_dir = \"ck\"\n[fault_tolerance]\nenabled = true\n");
-        CHECK(
-            std::string(checkpoints.what()).find("checkpoints are not supported with kind = \"pipeline\"") !=
-            std::string::npos);
+        // Under the quorum a pipeline keeps stage checkpoints; without it, none.
+        CHECK_NOTHROW(dt::parseScenarioText(
+            pipelines + "[run]\ncheckpoint_dir = \"/nonexistent/ck\"\n[fault_tolerance]\nenabled = true\n",
+            "p.toml"));
+        UsageError checkpoints = parseError(pipelines + "[run]\ncheckpoint_dir = \"ck\"\n");
+        CHECK(std::string(checkpoints.what()).find("or pipeline under [fault_tolerance]") !=
+              std::string::npos);
     }
 
     SECTION("ddp under [fault_tolerance] is one rank per group, or [topology] replicas groups without "

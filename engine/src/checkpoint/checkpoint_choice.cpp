@@ -9,6 +9,7 @@
 
 #include "checkpoint/diloco_checkpoint.hpp"
 #include "checkpoint/replica_checkpoint.hpp"
+#include "checkpoint/stage_checkpoint.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 
@@ -39,7 +40,13 @@ int stepOfName(const std::string& name) {
 // Fault-tolerant ddp writes one replica's state; fault-tolerant zero1/zero2/
 // fsdp replica groups write sharded checkpoints, as they do without the quorum.
 bool needsReplicaCheckpoint(const Scenario& scenario) {
-    return scenario.fault_tolerance.enabled && !strategyTraits(scenario.strategy.kind).shards_optimizer;
+    return scenario.fault_tolerance.enabled && !strategyTraits(scenario.strategy.kind).shards_optimizer &&
+           !strategyTraits(scenario.strategy.kind).uses_stages;
+}
+
+// Fault-tolerant pipelines: one file per stage, written by one pipeline.
+bool needsStageCheckpoint(const Scenario& scenario) {
+    return scenario.fault_tolerance.enabled && strategyTraits(scenario.strategy.kind).uses_stages;
 }
 
 } // namespace
@@ -61,6 +68,7 @@ void verifyCheckpoint(const std::string& step_dir, const Scenario& scenario) {
     }
     // The kind this scenario needs, and the kind on disk.
     const std::string needed = needsReplicaCheckpoint(scenario)                 ? "dtlab replica checkpoint"
+                               : needsStageCheckpoint(scenario)                 ? "dtlab stage checkpoint"
                                : scenario.strategy.kind == StrategyKind::Diloco ? "dtlab diloco checkpoint"
                                                                                 : "dtlab sharded checkpoint";
     const auto kindName = [](const std::string& f) {
@@ -68,10 +76,12 @@ void verifyCheckpoint(const std::string& step_dir, const Scenario& scenario) {
             return std::string("a fault-tolerant replica checkpoint");
         if (f == "dtlab diloco checkpoint")
             return std::string("a DiLoCo checkpoint");
+        if (f == "dtlab stage checkpoint")
+            return std::string("a fault-tolerant pipeline's checkpoint");
         return std::string("a sharded checkpoint");
     };
     const bool known = format == "dtlab replica checkpoint" || format == "dtlab diloco checkpoint" ||
-                       format == "dtlab sharded checkpoint";
+                       format == "dtlab sharded checkpoint" || format == "dtlab stage checkpoint";
     if (known && format != needed)
         throw UsageError("checkpoint '" + step_dir + "' is " + kindName(format) +
                          "; this run ([strategy] kind = \"" + strategyKindName(scenario.strategy.kind) +
@@ -79,6 +89,8 @@ void verifyCheckpoint(const std::string& step_dir, const Scenario& scenario) {
                          ") needs " + kindName(needed));
     if (needed == "dtlab replica checkpoint")
         verifyReplicaCheckpoint(step_dir, scenario);
+    else if (needed == "dtlab stage checkpoint")
+        verifyStageCheckpoint(step_dir, scenario);
     else if (needed == "dtlab diloco checkpoint")
         verifyDilocoCheckpoint(step_dir, scenario);
     else

@@ -290,8 +290,8 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                        {"checkpoint_dir", "resume_from"},
                        -1,
                        "[run] checkpoints need [strategy] kind = zero1, zero2, fsdp or hsdp (sharded), "
-                       "diloco, or ddp under "
-                       "[fault_tolerance] (replica checkpoints); not " +
+                       "diloco, or ddp or pipeline under "
+                       "[fault_tolerance] (replica and stage checkpoints); not " +
                            kind_name + " on its own"};
     if (!s.run.checkpoint_dir.empty() && s.run.resume_from.empty()) {
         // A checkpoint is never overwritten: refuse before anything starts.
@@ -401,12 +401,6 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                     "averages each stage's gradients over the pipelines (TorchFT's replicate dimension); a "
                     "stage sharded across groups would lose a shard with every failed group (remove the "
                     "key)"};
-        if (strategyTraits(s.strategy.kind).uses_stages && wants_checkpoints)
-            return Problem{"run",
-                           {"checkpoint_dir", "resume_from"},
-                           -1,
-                           "[run] checkpoints are not supported with kind = \"pipeline\" yet (under "
-                           "[fault_tolerance] a restarted pipeline heals from a live one)"};
         if (s.strategy.kind == StrategyKind::Ddp && ftGroupSize(s) > 1 && wants_checkpoints)
             return Problem{"run",
                            {"checkpoint_dir", "resume_from"},

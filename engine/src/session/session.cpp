@@ -238,7 +238,7 @@ void Session::Impl::makeTemporaryCheckpointDir() {
     const bool writes_checkpoints =
         (sc.strategy.kind == StrategyKind::Ddp && ftGroupSize(sc) == 1) ||
         (sc.strategy.kind == StrategyKind::Diloco && !dilocoStreamsUnderQuorum(sc)) ||
-        strategyTraits(sc.strategy.kind).shards_optimizer;
+        strategyTraits(sc.strategy.kind).shards_optimizer || strategyTraits(sc.strategy.kind).uses_stages;
     if (!sc.fault_tolerance.enabled || !writes_checkpoints || !sc.run.checkpoint_dir.empty() ||
         sc.fault_tolerance.restart == "never" || !options.spawn_ranks)
         return;

@@ -50,6 +50,7 @@
 // P_s floats) with the same stage of the other pipelines before the
 // optimizer step; a restarted pipeline's stage i heals from stage i of a
 // live one (optimizedTensors and the AdamW state).
+#include "checkpoint/stage_checkpoint.hpp"
 #include "strategy/flat_unit.hpp"
 #include "strategy/training_strategy.hpp"
 
@@ -386,14 +387,23 @@ class PipelineStrategy final : public TrainingStrategy {
         return m_stage_unit ? nullptr : m_optimizer.get();
     }
 
-    int64_t saveCheckpoint(const std::string&, int) override {
-        throw UsageError("checkpoints are not supported with kind = \"pipeline\" yet");
+    // One pipeline (a replica group under [fault_tolerance]): each stage its
+    // own file (stage_checkpoint.hpp). Pipelines sharded across are not done.
+    int64_t saveCheckpoint(const std::string& step_dir, int last_step) override {
+        requireOnePipeline();
+        return saveStageCheckpoint(step_dir, last_step, m_scenario, optimizedTensors(), *adamW(), m_world);
     }
-    int loadCheckpoint(const std::string&, int64_t&) override {
-        throw UsageError("checkpoints are not supported with kind = \"pipeline\" yet");
+    int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) override {
+        requireOnePipeline();
+        return loadStageCheckpoint(step_dir, optimizedTensors(), *adamW(), m_stage, bytes_read);
     }
 
   private:
+    void requireOnePipeline() const {
+        if (m_world.size() != m_shape.stages || m_dp || m_stage_unit)
+            throw UsageError("checkpoints of kind = \"pipeline\" are written by one pipeline under "
+                             "[fault_tolerance] only");
+    }
     // zero1: reduce-scatter the stage's gradients over the pipelines, AdamW on
     // this rank's shard, all-gather the updated stage (the parameters are views of it).
     void shardedOptimizerStep(const std::vector<at::Tensor>& grads) {

@@ -1,0 +1,187 @@
+// stage_checkpoint.cpp: durable checkpoints of one pipeline (layout and steps in the header).
+#include "checkpoint/stage_checkpoint.hpp"
+
+#include "checkpoint/checkpoint_meta.hpp"
+#include "checkpoint/params_io.hpp"
+#include "checkpoint/replica_state.hpp"
+#include "dtlab/atomic_file.hpp"
+#include "dtlab/errors.hpp"
+#include "dtlab/scenario.hpp"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace dt {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+constexpr const char* kFormat = "dtlab stage checkpoint";
+
+struct StageMeta {
+    int step = 0;
+    int stages = 0;
+    std::vector<int64_t> stage_numel;
+    std::string run_id, model;
+};
+
+StageMeta readStageMeta(const std::string& step_dir) {
+    StageMeta m;
+    readCheckpointMeta(step_dir, kFormat, [&](const Json& meta) {
+        m.step = meta.at("step").get<int>();
+        m.stages = meta.at("stages").get<int>();
+        m.stage_numel = meta.at("stage_numel").get<std::vector<int64_t>>();
+        m.run_id = meta.value("run_id", "");
+        m.model = meta.value("model", "");
+    });
+    if (m.step < 0 || m.stages < 1 || int(m.stage_numel.size()) != m.stages)
+        throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "' is inconsistent: step " +
+                         std::to_string(m.step) + ", " + std::to_string(m.stages) + " stages, " +
+                         std::to_string(m.stage_numel.size()) + " stage sizes");
+    return m;
+}
+
+std::string stageFileName(int stage, int stages) {
+    return "stage-" + std::to_string(stage) + "-of-" + std::to_string(stages) + ".dtparams";
+}
+
+// Stage i's state tensor: present, checksummed (params_io), of the recorded size and step.
+at::Tensor readStageState(const std::string& step_dir, const StageMeta& m, int stage) {
+    const std::string file = (fs::path(step_dir) / stageFileName(stage, m.stages)).string();
+    std::error_code ec;
+    if (!fs::exists(file, ec))
+        throw UsageError("checkpoint '" + step_dir + "' is incomplete: '" + stageFileName(stage, m.stages) +
+                         "' is missing");
+    const auto tensors = loadParameters(file);
+    checkRunIdentity(tensors, m.run_id, file);
+    const auto found = std::find_if(tensors.begin(), tensors.end(),
+                                    [](const NamedParameter& p) { return p.name == "replica_state"; });
+    if (found == tensors.end())
+        throw UsageError("checkpoint '" + file + "' holds no 'replica_state' tensor");
+    at::Tensor state = found->tensor.reshape({-1});
+    if (state.numel() != m.stage_numel[size_t(stage)])
+        throw UsageError("checkpoint '" + file + "' holds " + std::to_string(state.numel()) +
+                         " values, checkpoint.json says " + std::to_string(m.stage_numel[size_t(stage)]));
+    if (int64_t(state[0].item<float>()) != int64_t(m.step) + 1)
+        throw UsageError("checkpoint '" + file + "' holds " + std::to_string(int64_t(state[0].item<float>())) +
+                         " committed steps, checkpoint.json says step " + std::to_string(m.step));
+    return state;
+}
+
+} // namespace
+
+int64_t saveStageCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
+                            const std::vector<at::Tensor>& stage_params, torch::optim::AdamW& optimizer,
+                            Communicator& pipeline) {
+    const std::string partial = step_dir + ".partial";
+    const int stage = pipeline.rank(), stages = pipeline.size();
+    int64_t written = 0;
+    std::string failure; // reported by every stage after the last barrier
+    const at::Tensor state = packReplicaState(stage_params, optimizer, int64_t(last_step) + 1);
+    try {
+        std::error_code ec;
+        fs::create_directories(partial, ec);
+        if (ec)
+            throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
+        std::vector<NamedParameter> tensors{{"replica_state", state}};
+        if (!scenario.run.run_id.empty())
+            tensors.push_back(runIdentity(scenario.run.run_id));
+        const std::string file = (fs::path(partial) / stageFileName(stage, stages)).string();
+        saveParameters(file, tensors);
+        written = int64_t(fs::file_size(file, ec));
+    } catch (const UsageError& e) {
+        failure = e.what();
+    }
+    // Every stage's size for checkpoint.json, and whether every file is in place.
+    at::Tensor sizes = at::zeros({stages + 1}, at::kLong);
+    sizes[stage] = state.numel();
+    sizes[stages] = failure.empty() ? 0 : 1;
+    pipeline.allReduceNow(sizes);
+    const bool all_written = sizes[stages].item<int64_t>() == 0;
+    if (!all_written && failure.empty())
+        failure = "another stage could not write its file of '" + step_dir + "'";
+    if (stage == 0 && all_written)
+        try {
+            Json meta;
+            meta["format"] = kFormat;
+            meta["version"] = 1;
+            meta["step"] = last_step;
+            meta["committed_steps"] = int64_t(last_step) + 1;
+            meta["stages"] = stages;
+            std::vector<int64_t> numel;
+            for (int i = 0; i < stages; ++i)
+                numel.push_back(sizes[i].item<int64_t>());
+            meta["stage_numel"] = numel;
+            meta["model"] = scenario.model.kind;
+            meta["run_id"] = scenario.run.run_id;
+            const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
+            writeFileAtomically(meta_path, meta.dump(2) + "\n");
+            std::error_code ec;
+            if (fs::exists(step_dir, ec)) {
+                failure = "checkpoint '" + step_dir + "' exists already; not overwritten";
+            } else {
+                fs::rename(partial, step_dir, ec);
+                if (ec) {
+                    failure = "cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message();
+                } else {
+                    syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
+                    written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
+                }
+            }
+        } catch (const UsageError& e) {
+            failure = e.what();
+        }
+    pipeline.barrierNow(); // the checkpoint is complete before any stage goes on
+    if (!failure.empty())
+        throw UsageError(failure);
+    return written;
+}
+
+int loadStageCheckpoint(const std::string& step_dir, const std::vector<at::Tensor>& stage_params,
+                        torch::optim::AdamW& optimizer, int stage, int64_t& bytes_read) {
+    const StageMeta m = readStageMeta(step_dir);
+    if (stage < 0 || stage >= m.stages)
+        throw UsageError("checkpoint '" + step_dir + "' holds " + std::to_string(m.stages) +
+                         " stages; this rank is stage " + std::to_string(stage));
+    const at::Tensor state = readStageState(step_dir, m, stage);
+    if (state.numel() != replicaStateNumel(stage_params))
+        throw UsageError("checkpoint '" + step_dir + "' does not fit stage " + std::to_string(stage) +
+                         ": it holds " + std::to_string(state.numel()) + " values, the stage needs " +
+                         std::to_string(replicaStateNumel(stage_params)));
+    std::error_code ec;
+    bytes_read += int64_t(fs::file_size(fs::path(step_dir) / stageFileName(stage, m.stages), ec));
+    (void)unpackReplicaState(state, stage_params, optimizer);
+    return m.step;
+}
+
+void verifyStageCheckpoint(const std::string& step_dir, const Scenario& scenario) {
+    const StageMeta m = readStageMeta(step_dir);
+    checkCheckpointModel(step_dir, m.model, scenario.model.kind);
+    if (m.stages != scenario.topology.stages)
+        throw UsageError("checkpoint '" + step_dir + "' holds " + std::to_string(m.stages) +
+                         " stages; this run has [topology] stages = " + std::to_string(scenario.topology.stages));
+    for (int i = 0; i < m.stages; ++i)
+        (void)readStageState(step_dir, m, i); // present, checksum, size
+    if (m.step + 1 >= scenario.run.steps)
+        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
+                         " but the run has only " + std::to_string(scenario.run.steps) +
+                         " steps: nothing left to train (raise [run] steps)");
+}
+
+bool stageCheckpointSavedByRun(const std::string& step_dir, int last_step, const std::string& run_id) {
+    std::error_code ec;
+    if (run_id.empty() || !fs::exists(fs::path(step_dir) / "checkpoint.json", ec))
+        return false;
+    try {
+        const StageMeta m = readStageMeta(step_dir);
+        return m.step == last_step && m.run_id == run_id;
+    } catch (const UsageError&) {
+        return false; // unreadable: not this run's
+    }
+}
+
+} // namespace dt
