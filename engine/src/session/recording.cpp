@@ -377,7 +377,8 @@ RecordingLoad readRecording(const std::string& path) {
                 }
                 const size_t n = size / sizeof(Event);
                 std::vector<Event> events(n);
-                std::memcpy(events.data(), payload, size);
+                if (n > 0) // an empty chunk: no data() to copy into (memcpy with null is undefined)
+                    std::memcpy(events.data(), payload, size);
                 for (size_t i = 0; i < n && cut.empty(); ++i)
                     if (std::string problem = eventProblem(events[i]); !problem.empty())
                         cut = problem + " in the events chunk at byte " + std::to_string(at) +
