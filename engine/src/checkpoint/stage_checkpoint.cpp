@@ -67,7 +67,8 @@ at::Tensor readStageState(const std::string& step_dir, const StageMeta& m, int s
         throw UsageError("checkpoint '" + file + "' holds " + std::to_string(state.numel()) +
                          " values, checkpoint.json says " + std::to_string(m.stage_numel[size_t(stage)]));
     if (int64_t(state[0].item<float>()) != int64_t(m.step) + 1)
-        throw UsageError("checkpoint '" + file + "' holds " + std::to_string(int64_t(state[0].item<float>())) +
+        throw UsageError("checkpoint '" + file + "' holds " +
+                         std::to_string(int64_t(state[0].item<float>())) +
                          " committed steps, checkpoint.json says step " + std::to_string(m.step));
     return state;
 }
@@ -162,8 +163,9 @@ void verifyStageCheckpoint(const std::string& step_dir, const Scenario& scenario
     const StageMeta m = readStageMeta(step_dir);
     checkCheckpointModel(step_dir, m.model, scenario.model.kind);
     if (m.stages != scenario.topology.stages)
-        throw UsageError("checkpoint '" + step_dir + "' holds " + std::to_string(m.stages) +
-                         " stages; this run has [topology] stages = " + std::to_string(scenario.topology.stages));
+        throw UsageError(
+            "checkpoint '" + step_dir + "' holds " + std::to_string(m.stages) +
+            " stages; this run has [topology] stages = " + std::to_string(scenario.topology.stages));
     for (int i = 0; i < m.stages; ++i)
         (void)readStageState(step_dir, m, i); // present, checksum, size
     if (m.step + 1 >= scenario.run.steps)
