@@ -71,6 +71,14 @@ float compactButtonsWidth() {
     return w + compactSpacing().x * 4.0f;
 }
 
+// The selected tile's outline, around the item just drawn (a tile's child window).
+void outlineLastItem(const Theme& theme) {
+    const ImVec2 a = ImGui::GetItemRectMin();
+    const ImVec2 b = ImGui::GetItemRectMax();
+    ImGui::GetWindowDrawList()->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1),
+                                        accentColor(theme), ImGui::GetStyle().ChildRounding, 0, 3.0f);
+}
+
 } // namespace
 
 const char* TopologyView::helpText() const {
@@ -367,12 +375,8 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     if (ImGui::IsWindowHovered() && ImGui::IsMouseClicked(0) && !ImGui::IsAnyItemHovered())
         inputs.act().selectRank(p.rank);
     ImGui::EndChild();
-    if (selected) {
-        const ImVec2 a = ImGui::GetItemRectMin();
-        const ImVec2 b = ImGui::GetItemRectMax();
-        ImGui::GetWindowDrawList()->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1),
-                                            accentColor(theme), style.ChildRounding, 0, 3.0f);
-    }
+    if (selected)
+        outlineLastItem(theme);
     ImGui::PopID();
 }
 
@@ -434,12 +438,8 @@ void TopologyView::drawCompactTile(const ViewInputs& inputs, const RankProgress&
     if (ImGui::IsWindowHovered() && ImGui::IsMouseClicked(0) && !ImGui::IsAnyItemHovered())
         inputs.act().selectRank(p.rank);
     ImGui::EndChild();
-    if (selected) {
-        const ImVec2 a = ImGui::GetItemRectMin();
-        const ImVec2 b = ImGui::GetItemRectMax();
-        ImGui::GetWindowDrawList()->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(b.x + 1, b.y + 1),
-                                            accentColor(theme), style.ChildRounding, 0, 3.0f);
-    }
+    if (selected)
+        outlineLastItem(theme);
     ImGui::PopID();
 }
 

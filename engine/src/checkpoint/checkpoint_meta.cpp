@@ -1,6 +1,7 @@
 // checkpoint_meta.cpp: reading a checkpoint's checkpoint.json (see the header).
 #include "checkpoint/checkpoint_meta.hpp"
 
+#include "dtlab/atomic_file.hpp"
 #include "dtlab/errors.hpp"
 
 #include <nlohmann/json.hpp>
@@ -45,6 +46,35 @@ void checkCheckpointModel(const std::string& step_dir, const std::string& record
     if (!recorded_model.empty() && recorded_model != model_kind)
         throw UsageError("checkpoint '" + step_dir + "' was written for [model] kind = \"" + recorded_model +
                          "\"; this run trains \"" + model_kind + "\"");
+}
+
+int64_t publishCheckpoint(const std::string& partial, const std::string& step_dir,
+                          const nlohmann::json& meta) {
+    namespace fs = std::filesystem;
+    writeFileAtomically(checkpointMetaPath(partial), meta.dump(2) + "\n");
+    std::error_code ec;
+    if (fs::exists(step_dir, ec))
+        throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
+    fs::rename(partial, step_dir, ec);
+    if (ec)
+        throw UsageError("cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message());
+    syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
+    return int64_t(fs::file_size(checkpointMetaPath(step_dir), ec));
+}
+
+bool checkpointSavedByRun(const std::string& step_dir, int last_step, const std::string& run_id) {
+    if (run_id.empty())
+        return false;
+    std::ifstream in(checkpointMetaPath(step_dir));
+    if (!in)
+        return false;
+    try {
+        nlohmann::json meta;
+        in >> meta;
+        return meta.at("step").get<int>() == last_step && meta.value("run_id", "") == run_id;
+    } catch (const std::exception&) {
+        return false; // unreadable: not this run's
+    }
 }
 
 } // namespace dt

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -28,5 +29,19 @@ void readCheckpointMeta(const std::string& step_dir, const std::string& format,
 // strategy to another is a feature.)
 void checkCheckpointModel(const std::string& step_dir, const std::string& recorded_model,
                           const std::string& model_kind);
+
+// The last move of a checkpoint written by several ranks into PARTIAL: write
+// meta as PARTIAL/checkpoint.json (atomically), rename PARTIAL to STEP_DIR
+// (never over an existing one) and make the rename durable. Returns
+// checkpoint.json's bytes; throws UsageError naming what failed.
+int64_t publishCheckpoint(const std::string& partial, const std::string& step_dir,
+                          const nlohmann::json& meta);
+
+// True when STEP_DIR/checkpoint.json (of any format) says step `last_step`
+// and run `run_id`: this run saved that step already (a fault-tolerant job
+// that went back commits it again with the same bits). False when run_id is
+// empty, or the file is missing or unreadable.
+[[nodiscard]] bool checkpointSavedByRun(const std::string& step_dir, int last_step,
+                                        const std::string& run_id);
 
 } // namespace dt

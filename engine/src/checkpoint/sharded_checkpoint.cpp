@@ -149,18 +149,6 @@ void verifyShardedCheckpoint(const std::string& step_dir, const Scenario& scenar
                          " steps: nothing left to train (raise [run] steps)");
 }
 
-bool shardedCheckpointSavedByRun(const std::string& step_dir, int last_step, const std::string& run_id) {
-    std::error_code ec;
-    if (run_id.empty() || !fs::exists(fs::path(step_dir) / "checkpoint.json", ec))
-        return false;
-    try {
-        const CheckpointMeta m = readMeta(step_dir);
-        return m.step == last_step && m.run_id == run_id;
-    } catch (const UsageError&) {
-        return false; // unreadable: not this run's
-    }
-}
-
 std::string checkpointStepDir(const std::string& dir, int last_step) {
     return (fs::path(dir) / ("step-" + std::to_string(last_step))).string();
 }
@@ -221,20 +209,7 @@ int64_t saveShardedCheckpoint(const std::string& step_dir, int last_step, const 
             for (const auto& u : units)
                 list.push_back({{"id", u.id}, {"numel", u.numel}, {"padded", u.padded}});
             meta["units"] = list;
-            const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
-            writeFileAtomically(meta_path, meta.dump(2) + "\n");
-            std::error_code ec;
-            if (fs::exists(step_dir, ec)) {
-                failure = "checkpoint '" + step_dir + "' exists already; not overwritten";
-            } else {
-                fs::rename(partial, step_dir, ec);
-                if (ec) {
-                    failure = "cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message();
-                } else {
-                    syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
-                    written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
-                }
-            }
+            written += publishCheckpoint(partial, step_dir, meta);
         } catch (const UsageError& e) {
             failure = e.what();
         }

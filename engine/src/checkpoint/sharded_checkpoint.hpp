@@ -47,12 +47,6 @@ int loadShardedCheckpoint(const std::string& step_dir, std::vector<FlatUnit>& un
                           torch::optim::AdamW& optimizer, int shard_rank, bool whole_params,
                           int64_t& bytes_read);
 
-// True when STEP_DIR holds a sharded checkpoint of `last_step` written by the
-// run `run_id` already (a fault-tolerant job that went back after every group
-// was down commits that step again, with the same bits: nothing to save).
-[[nodiscard]] bool shardedCheckpointSavedByRun(const std::string& step_dir, int last_step,
-                                               const std::string& run_id);
-
 // "DIR/step-<S>"
 [[nodiscard]] std::string checkpointStepDir(const std::string& dir, int last_step);
 

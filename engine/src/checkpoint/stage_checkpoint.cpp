@@ -119,20 +119,7 @@ int64_t saveStageCheckpoint(const std::string& step_dir, int last_step, const Sc
             meta["stage_numel"] = numel;
             meta["model"] = scenario.model.kind;
             meta["run_id"] = scenario.run.run_id;
-            const std::string meta_path = (fs::path(partial) / "checkpoint.json").string();
-            writeFileAtomically(meta_path, meta.dump(2) + "\n");
-            std::error_code ec;
-            if (fs::exists(step_dir, ec)) {
-                failure = "checkpoint '" + step_dir + "' exists already; not overwritten";
-            } else {
-                fs::rename(partial, step_dir, ec);
-                if (ec) {
-                    failure = "cannot rename '" + partial + "' to '" + step_dir + "': " + ec.message();
-                } else {
-                    syncDirectory(fs::path(step_dir).parent_path().string()); // the rename is durable too
-                    written += int64_t(fs::file_size(step_dir + "/checkpoint.json", ec));
-                }
-            }
+            written += publishCheckpoint(partial, step_dir, meta);
         } catch (const UsageError& e) {
             failure = e.what();
         }
@@ -172,18 +159,6 @@ void verifyStageCheckpoint(const std::string& step_dir, const Scenario& scenario
         throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
                          " but the run has only " + std::to_string(scenario.run.steps) +
                          " steps: nothing left to train (raise [run] steps)");
-}
-
-bool stageCheckpointSavedByRun(const std::string& step_dir, int last_step, const std::string& run_id) {
-    std::error_code ec;
-    if (run_id.empty() || !fs::exists(fs::path(step_dir) / "checkpoint.json", ec))
-        return false;
-    try {
-        const StageMeta m = readStageMeta(step_dir);
-        return m.step == last_step && m.run_id == run_id;
-    } catch (const UsageError&) {
-        return false; // unreadable: not this run's
-    }
 }
 
 } // namespace dt

@@ -52,8 +52,4 @@ int loadStageCheckpoint(const std::string& step_dir, const std::vector<at::Tenso
 // says, steps left to train. Throws UsageError naming the file.
 void verifyStageCheckpoint(const std::string& step_dir, const Scenario& scenario);
 
-// True when STEP_DIR holds a stage checkpoint of `last_step` written by the run `run_id`.
-[[nodiscard]] bool stageCheckpointSavedByRun(const std::string& step_dir, int last_step,
-                                             const std::string& run_id);
-
 } // namespace dt

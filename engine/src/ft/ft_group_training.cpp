@@ -45,10 +45,10 @@
 // params_out, as the other loops do.
 #include "ft/ft_training.hpp"
 
+#include "checkpoint/checkpoint_meta.hpp"
 #include "checkpoint/params_io.hpp"
 #include "checkpoint/replica_state.hpp"
 #include "checkpoint/sharded_checkpoint.hpp"
-#include "checkpoint/stage_checkpoint.hpp"
 #include "comm/gloo_communicator.hpp"
 #include "dtlab/checkpoint.hpp"
 #include "dtlab/errors.hpp"
@@ -146,12 +146,6 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
                        "): each of its ranks heals its shard from the same rank of a live group, or the "
                        "group resumes from the job's newest durable checkpoint if no live group is ahead");
 
-    // This run saved STEP_DIR already (a job that went back commits it again, same bits).
-    const auto checkpointSavedByRun = [&](const std::string& step_dir, int last_step) {
-        return strategy->runsWholeStep()
-                   ? stageCheckpointSavedByRun(step_dir, last_step, scenario.run.run_id)
-                   : shardedCheckpointSavedByRun(step_dir, last_step, scenario.run.run_id);
-    };
     // A checkpoint loaded by the whole group: `resume_from` when the job
     // starts, or the job's newest when every group was down at once. Returns
     // the step it ended at.
@@ -183,7 +177,8 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
         try {
             choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
             // Only this job's own: a checkpoint_dir may also hold another run's.
-            if (choice.step + 1 <= step || !checkpointSavedByRun(choice.step_dir, choice.step))
+            if (choice.step + 1 <= step ||
+                !checkpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
                 choice.step = -1;
         } catch (const UsageError&) {
             choice.step = -1; // none yet (or none usable): the job goes on from its quorum's step
@@ -324,7 +319,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
             manager.checkpointIfDue(step, [&](int64_t s) {
                 const std::string dir = checkpointStepDir(scenario.run.checkpoint_dir, int(s));
                 // Every rank of the group decides the same: a collective follows.
-                if (!agree(!checkpointSavedByRun(dir, int(s))))
+                if (!agree(!checkpointSavedByRun(dir, int(s), scenario.run.run_id)))
                     return int64_t(-1); // saved before this job went back to an older step
                 return strategy->saveCheckpoint(dir, int(s));
             });
