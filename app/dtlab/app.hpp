@@ -27,6 +27,7 @@
 #include "dtlab/closing_check.hpp"
 #include "dtlab/recording.hpp"
 #include "dtlab/session.hpp"
+#include "frame_times.hpp"
 #include "gallery_screen.hpp"
 #include "layout_file.hpp"
 #include "model/breakpoints.hpp"
@@ -203,6 +204,15 @@ class AppContext final : public ScriptHost, public ViewActions {
     // Held at this step's moment (the Session was told to pause).
     [[nodiscard]] bool narrationHeld() const override { return m_hold.active && live(); }
     [[nodiscard]] std::string narrationStatus() const override;
+    // The main loop's timing of each frame (frame_times.hpp), for print_frame_times.
+    void noteFrameTimes(double build_ms, double render_ms, bool drawn) {
+        m_frame_times.add(build_ms, render_ms, drawn);
+    }
+    [[nodiscard]] std::string takeFrameTimes() override {
+        std::string s = m_frame_times.summary();
+        m_frame_times.clear();
+        return s;
+    }
     bool setBreakpoint(const std::string& kind, double arg, bool on, std::string& error) override;
     // The view id the current narration step highlights ("" = none) and the
     // seconds since the step began (the flash fades after a few seconds).
@@ -228,6 +238,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     bool noteScriptableItem(const char* label, bool pressed, bool enabled) override;
 
   private:
+    FrameTimes m_frame_times; // noteFrameTimes / takeFrameTimes
     struct ButtonRect {
         std::string label;
         std::string window;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <sys/stat.h>
+#include <thread>
 
 namespace dt::app {
 
@@ -70,6 +71,10 @@ void AppContext::openScenario(const Scenario& scenario, const std::string& whati
     SessionOptions options;
     options.scenario = m_scenario;
     options.worker_executable = m_options.worker_executable;
+    // Many ranks on few cores: they run at a lower priority so the window keeps drawing.
+    const unsigned cores = std::thread::hardware_concurrency();
+    if (ranksCrowdTheCores(m_scenario.topology.ranks, cores))
+        options.rank_niceness = kCrowdedRankNiceness;
     if (m_recording_dir.empty() && m_recording_note.empty())
         m_recording_dir = autoRecordingDir(m_recording_note);
     if (!m_recording_dir.empty())
@@ -102,6 +107,10 @@ void AppContext::openScenario(const Scenario& scenario, const std::string& whati
     m_start_ns = monotonicNowNs();
     applyRelevance();
     gatherFacts();
+    if (options.rank_niceness > 0)
+        say(std::to_string(m_scenario.topology.ranks) + " ranks on " + std::to_string(cores) +
+            " cores: the ranks run at nice +" + std::to_string(options.rank_niceness) +
+            " so that this window keeps drawing (their step times include the wait for a core)");
     say("started \"" + m_scenario.name + "\": " + std::to_string(m_scenario.topology.ranks) + " ranks, " +
         std::to_string(m_scenario.run.steps) + " steps, " + strategyKindName(m_scenario.strategy.kind) +
         " (" + (m_scenario.path.empty() ? "built in" : m_scenario.path) + ")");

@@ -310,6 +310,7 @@ int main(int argc, char** argv) {
         ImGui::NewFrame();
         app->draw();
         ImGui::Render();
+        const auto built_at = std::chrono::steady_clock::now();
         int width = 0, height = 0;
         glfwGetFramebufferSize(window, &width, &height);
         const ImVec4 clear = ImGui::GetStyle().Colors[ImGuiCol_WindowBg];
@@ -332,6 +333,9 @@ int main(int argc, char** argv) {
             drawn_fingerprint = fingerprint;
             drawn_at = frame_start;
         }
+        using Ms = std::chrono::duration<double, std::milli>;
+        app->noteFrameTimes(Ms(built_at - frame_start).count(),
+                            Ms(std::chrono::steady_clock::now() - built_at).count(), !same_pixels);
         // Never faster than 60 frames per second; past that, input ends the wait.
         const auto fastest = frame_start + dt::app::FramePacer::kInteractiveFrame;
         std::this_thread::sleep_until(fastest);

@@ -53,6 +53,7 @@ const VerbSpec kVerbs[] = {
     {"save_recording", Verb::SaveRecording, Arg::Text, "save_recording PATH"},
     {"open", Verb::Open, Arg::Text, "open PATH"},
     {"print_layout", Verb::PrintLayout, Arg::None, "print_layout"},
+    {"print_frame_times", Verb::PrintFrameTimes, Arg::None, "print_frame_times"},
     {"next", Verb::Next, Arg::None, "next"},
     {"back", Verb::Back, Arg::None, "back"},
     {"wait_next", Verb::WaitNext, Arg::None, "wait_next"},
@@ -421,6 +422,10 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     }
     case Verb::PrintNarration:
         std::printf("dtlab: narration: %s\n", host.narrationStatus().c_str());
+        std::fflush(stdout);
+        return true;
+    case Verb::PrintFrameTimes:
+        std::printf("dtlab: frames: %s\n", host.takeFrameTimes().c_str());
         std::fflush(stdout);
         return true;
     case Verb::Next:

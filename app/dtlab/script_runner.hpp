@@ -28,6 +28,8 @@
 //   open PATH            open a scenario (.toml: stops the current run, starts
 //                        a new one) or a recording, as File > Open or a drop does
 //   print_layout         print every window and button rectangle to stdout
+//   print_frame_times    print the frames' cost since the last print (frame_times.hpp):
+//                        "dtlab: frames: 40 frames: build median 3.1 ms, ..."
 //   answer X             lock in X as the prediction for this step's question (a choice: its index)
 //   reveal               show this step's answer without a prediction
 //   expect_exercise V    wait until this step's question is judged, then fail unless the
@@ -143,6 +145,8 @@ class ScriptHost {
     [[nodiscard]] virtual WindowSize displaySize() const { return {}; }
     // "" when every open view has a content area >= min_px tall inside the window, else what does not.
     [[nodiscard]] virtual std::string viewsFitProblem(float /*min_px*/) const { return ""; }
+    // print_frame_times: the frames' cost since the last call, which starts a new count.
+    [[nodiscard]] virtual std::string takeFrameTimes() { return "no frames timed"; }
 };
 
 struct ScriptCommand {
@@ -172,6 +176,7 @@ struct ScriptCommand {
         SaveRecording,
         Open,
         PrintLayout,
+        PrintFrameTimes,
         Next,
         Back,
         WaitNext,

@@ -4,14 +4,17 @@
 // side of a frame: no GPU, no window; the draw data is built and dropped) on a
 // headless ImGui context (1600x900, default font), in one run:
 //   empty          a timeline with no events (the floor: ImGui itself)
-//   zoomed out     8 ranks x 1,000,000 events, the whole run (60 s) across the width
+//   zoomed out     8 ranks (--ranks N), 1,000,000 events, the whole run (60 s) across the width
 //   mid zoom       1 s across the width (100 steps)
 //   zoomed in      2 steps (20 ms) across the width
 // Each case: 10 warm-up frames, then --frames frames (default 100); prints the
 // median, p90 and max in ms, and the vertices and row items of the last frame.
 // Goal: median <= 8 ms zoomed out.
 //
-//   cmake --build build --target bench_frame && ./build/tests/bench_frame [--frames N] [--events N]
+// With --ranks 32 the timeline draws compact lanes (every rank on screen).
+//
+//   cmake --build build --target bench_frame && ./build/tests/bench_frame [--frames N] [--events N] [--ranks
+//   N]
 #include "gui/views_fixture.hpp"
 #include "views/view_timeline.hpp"
 
@@ -61,17 +64,20 @@ Result measure(const char* name, test::HeadlessImGui& imgui, TimelineView& view,
 int main(int argc, char** argv) {
     int frames = 100;
     long events = 1'000'000;
+    int world = 8;
     for (int i = 1; i < argc; ++i) {
         if (!std::strcmp(argv[i], "--frames") && i + 1 < argc)
             frames = std::max(1, std::atoi(argv[++i]));
         else if (!std::strcmp(argv[i], "--events") && i + 1 < argc)
             events = std::max(1000L, std::atol(argv[++i]));
+        else if (!std::strcmp(argv[i], "--ranks") && i + 1 < argc)
+            world = std::clamp(std::atoi(argv[++i]), 1, 64);
         else {
-            std::fprintf(stderr, "usage: bench_frame [--frames N] [--events N]\n");
+            std::fprintf(stderr, "usage: bench_frame [--frames N] [--events N] [--ranks 1..64]\n");
             return 2;
         }
     }
-    constexpr int kWorld = 8;
+    const int kWorld = world;
     const int steps = int(events / (kWorld * test::SyntheticRun::kEventsPerStep)) + 1;
 
     const auto t0 = Clock::now();
@@ -92,6 +98,15 @@ int main(int argc, char** argv) {
         ViewInputs in;
         in.model = &empty;
         results.push_back(measure("empty timeline", imgui, view, in, frames));
+    }
+    {
+        TimelineView probe; // one frame: which lanes the timeline chose
+        ViewInputs in;
+        in.model = &model;
+        in.now_ns = model.tEnd();
+        imgui.frame([&] { probe.draw(in); });
+        std::printf("lanes: %s, %.0f px per rank\n", probe.laneLayout().compact ? "compact" : "full",
+                    probe.laneLayout().laneHeight());
     }
     TimelineView view;
     ViewInputs in;

@@ -377,6 +377,38 @@ TEST_CASE("Hit testing returns the span drawn under a pixel", "[gui]") {
         // Between steps (9 ms) there is nothing in the step row.
         CHECK_FALSE(hitTest(model, lanes, w, 900.0f, lanes.rowTop(0, 0) + 5.0f));
     }
+    SECTION("compact lanes show the phase and comm rows, and hit the same spans") {
+        LaneLayout compact = lanes;
+        compact.compact = true; // lane height 2 x 20 + 10 = 50
+        CHECK(compact.laneHeight() == 50.0f);
+        int rank = -1, row = -1;
+        CHECK(compact.rowAt(105.0f, 2, rank, row));
+        CHECK((rank == 0 && row == LaneLayout::kPhaseRow));
+        CHECK(compact.rowAt(100.0f + 50.0f + 25.0f, 2, rank, row));
+        CHECK((rank == 1 && row == RankLane::kCommRow));
+        CHECK_FALSE(compact.rowAt(100.0f + 45.0f, 2, rank, row)); // the gap
+        CHECK(compact.slotOf(0) == -1);
+        CHECK(compact.slotOf(2) == -1);
+        // Rank 1's comm row at 5 ms is the same all-reduce as in full lanes.
+        auto hit = hitTest(model, compact, w, 500.0f, compact.rowTop(1, RankLane::kCommRow) + 5.0f);
+        REQUIRE(hit);
+        CHECK(hit->row == RankLane::kCommRow);
+        CHECK(model.lane(1).comm[hit->item.first].kind == EventKind::AllReduce);
+    }
+    SECTION("lanes turn compact only for more than 8 ranks that do not fit, and then all fit") {
+        CHECK_FALSE(autoCompactLanes(8, 90.0f, 100.0f));  // few ranks: full lanes and a scrollbar
+        CHECK_FALSE(autoCompactLanes(32, 10.0f, 400.0f)); // they fit
+        CHECK(autoCompactLanes(32, 90.0f, 400.0f));
+        LaneLayout fit = lanes;
+        fitCompactLanes(fit, 32, 400.0f, 4.0f, 12.0f);
+        CHECK(fit.compact);
+        CHECK(fit.row_height == 5.0f); // (400 / 32 - 1) / 2 = 5.75, floored
+        CHECK(32.0f * fit.laneHeight() <= 400.0f);
+        fitCompactLanes(fit, 64, 200.0f, 4.0f, 12.0f); // too many: the minimum, and a scrollbar
+        CHECK(fit.row_height == 4.0f);
+        fitCompactLanes(fit, 9, 2000.0f, 4.0f, 12.0f); // room to spare: no taller than the maximum
+        CHECK(fit.row_height == 12.0f);
+    }
     SECTION("a span narrower than 3 px is hit within 1.5 px of its centre") {
         std::vector<RowItem> items(1);
         items[0].x0 = 50.0f;
@@ -429,6 +461,37 @@ TEST_CASE("Every view draws its empty state without a model or events", "[gui]")
 // -----------------------------------------------------------------------------
 // [SECTION] Views: drawing with data, interaction
 // -----------------------------------------------------------------------------
+
+TEST_CASE("The timeline shows every one of 32 ranks in compact lanes", "[gui]") {
+    HeadlessImGui imgui; // 1600 x 900
+    RunModel model;
+    SyntheticRun::fill(model, 32, 20);
+    TimelineView timeline;
+    ViewInputs in;
+    in.model = &model;
+    in.now_ns = model.tEnd();
+    imgui.frame([&] { timeline.draw(in); });
+    CHECK(imgui.frame([&] { timeline.draw(in); }).balanced);
+    const LaneLayout& lanes = timeline.laneLayout();
+    CHECK(lanes.compact);
+    CHECK(lanes.row_height >= 4.0f);
+    // Every lane ends above the display's bottom edge: no rank needs a scroll.
+    CHECK(lanes.rowTop(31, RankLane::kCommRow) + lanes.row_height <= 900.0f);
+    // Rank 31's all-reduce is under the mouse where it is drawn.
+    const float y = lanes.rowTop(31, RankLane::kCommRow) + lanes.row_height * 0.5f;
+    bool found = false;
+    for (float x = 0.0f; x < timeline.window().width && !found; x += 2.0f)
+        if (auto hit = hitTest(model, lanes, timeline.window(), x, y))
+            found = hit->rank == 31 && hit->row == RankLane::kCommRow;
+    CHECK(found);
+
+    SECTION("unticking Compact gives full lanes back") {
+        timeline.setCompactLanes(false);
+        imgui.frame([&] { timeline.draw(in); });
+        CHECK_FALSE(timeline.laneLayout().compact);
+        CHECK(timeline.laneLayout().rowTop(31, 0) > 900.0f); // scrolled out of sight
+    }
+}
 
 TEST_CASE("The views draw a small run and respond to the mouse", "[gui]") {
     HeadlessImGui imgui;

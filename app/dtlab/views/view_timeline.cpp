@@ -151,11 +151,22 @@ bool LaneLayout::rowAt(float y, int world, int& rank, int& row) const {
         return false;
     const int r = int(rel / laneHeight());
     const float within = rel - float(r) * laneHeight();
-    if (r >= world || within >= float(kRows) * row_height)
+    if (r >= world || within >= float(shownRows()) * row_height)
         return false;
     rank = r;
-    row = std::min(kRows - 1, int(within / row_height));
+    row = rowInSlot(std::min(shownRows() - 1, int(within / row_height)));
     return true;
+}
+
+bool autoCompactLanes(int world, float full_lane_h, float visible_h) {
+    return world > kCompactLanesAbove && float(world) * full_lane_h > visible_h;
+}
+
+void fitCompactLanes(LaneLayout& lanes, int world, float visible_h, float min_row, float max_row) {
+    lanes.compact = true;
+    lanes.lane_gap = 1.0f;
+    const float per_lane = visible_h / float(std::max(1, world));
+    lanes.row_height = std::floor(std::clamp((per_lane - lanes.lane_gap) / 2.0f, min_row, max_row));
 }
 
 std::optional<TimelineHit> hitTest(const RunModel& model, const LaneLayout& lanes, const TimeWindow& window,
@@ -272,7 +283,9 @@ const char* TimelineView::helpText() const {
            "Each rank has a lane with four rows: whole steps; the phases of a step (data, embedding/head "
            "forward, the whole backward, waiting for communication, optimizer, pauses); forward and backward "
            "per block; and the rank's collectives (all-reduce, all-gather, send/recv...). Colours follow the "
-           "legend.\n\n"
+           "legend. With many ranks (more than 8 that do not fit) the lanes turn compact: two thin rows per "
+           "rank, phases and collectives, so every rank is on screen; the Compact box switches it by "
+           "hand.\n\n"
            "How to read it: a collective's span runs from when its Work started to when it completed. "
            "Spans narrower than 3 pixels are folded into one block with a zig-zag and a count: zoom in to "
            "see them. A collective that never completed (a hung rank) is hatched red and grows until now; "
@@ -329,6 +342,15 @@ void TimelineView::drawToolbar(const ViewInputs& inputs) {
         fit();
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip("Zoom out to show the whole run.");
+    ImGui::SameLine();
+    bool compact = m_lanes.compact; // as drawn last frame
+    if (ImGui::Checkbox("Compact", &compact))
+        m_compact_choice = compact;
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Two thin rows per rank, phases and collectives, so that every rank fits.\n"
+                          "%s",
+                          m_compact_choice ? "Your choice: it stays as you set it."
+                                           : "Now automatic: on when more than 8 ranks do not fit.");
     const RunModel* model = inputs.model;
     if (model && !model->empty()) {
         ImGui::SameLine();
@@ -592,6 +614,7 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     const RunModel* model = inputs.model;
 
     const float line_h = ImGui::GetTextLineHeight();
+    m_lanes.compact = false;
     m_lanes.row_height = std::floor(line_h + 5.0f);
     m_lanes.lane_gap = std::floor(line_h * 0.5f);
     const float axis_h = std::floor(line_h + 10.0f);
@@ -609,6 +632,10 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     const float content_w = ImGui::GetContentRegionAvail().x;
     const float area_x0 = origin.x + label_w;
     const float area_x1 = origin.x + content_w;
+    // Many ranks: two thin rows each, as tall as lets every rank fit (at least 4 px).
+    const float visible_h = win_pos.y + win_size.y - (origin.y + axis_h) - 2.0f;
+    if (m_compact_choice.value_or(autoCompactLanes(world, m_lanes.laneHeight(), visible_h)))
+        fitCompactLanes(m_lanes, world, visible_h, 4.0f, std::floor(line_h * 0.6f));
 
     m_window.width = std::max(1.0f, content_w - label_w);
     m_window.now_ns =
@@ -732,8 +759,8 @@ void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank
                             float area_x1, float label_x0) {
     const RunModel& model = *inputs.model;
     const RankLane& lane = model.lane(rank);
-    const float top = m_lanes.rowTop(rank, 0);
-    const float bottom = top + float(LaneLayout::kRows) * m_lanes.row_height;
+    const float top = m_lanes.rowTop(rank, m_lanes.rowInSlot(0));
+    const float bottom = top + float(m_lanes.shownRows()) * m_lanes.row_height;
     const bool selected = inputs.selected_rank && *inputs.selected_rank == rank;
     if (selected)
         draw->AddRectFilled(ImVec2(label_x0, top), ImVec2(area_x1, bottom),
@@ -742,15 +769,24 @@ void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank
         draw->AddRectFilled(ImVec2(label_x0, top), ImVec2(area_x1, bottom),
                             ImGui::GetColorU32(ImGuiCol_TableRowBgAlt));
 
-    // Label column: the rank, then the row names.
+    // Label column: the rank, then the row names. Compact lanes: the rank only,
+    // centred on its lane, on every k-th lane when a label is taller than a lane.
     const float pad = ImGui::GetStyle().ItemInnerSpacing.x + 2.0f;
+    const float text_h = ImGui::GetTextLineHeight();
     char label[32];
     std::snprintf(label, sizeof(label), "rank %d", rank);
-    const float text_dy = std::floor((m_lanes.row_height - ImGui::GetTextLineHeight()) * 0.5f);
-    draw->AddText(ImVec2(label_x0 + pad, top + text_dy), ImGui::GetColorU32(ImGuiCol_Text), label);
-    for (int row = 1; row < LaneLayout::kRows; ++row)
-        draw->AddText(ImVec2(label_x0 + pad + 8.0f, m_lanes.rowTop(rank, row) + text_dy),
-                      ImGui::GetColorU32(ImGuiCol_TextDisabled), kRowNames[row]);
+    if (!m_lanes.compact) {
+        const float text_dy = std::floor((m_lanes.row_height - text_h) * 0.5f);
+        draw->AddText(ImVec2(label_x0 + pad, top + text_dy), ImGui::GetColorU32(ImGuiCol_Text), label);
+        for (int row = 1; row < LaneLayout::kRows; ++row)
+            draw->AddText(ImVec2(label_x0 + pad + 8.0f, m_lanes.rowTop(rank, row) + text_dy),
+                          ImGui::GetColorU32(ImGuiCol_TextDisabled), kRowNames[row]);
+    } else {
+        const int every = std::max(1, int(std::ceil(text_h / m_lanes.laneHeight())));
+        if (rank % every == 0 || selected)
+            draw->AddText(ImVec2(label_x0 + pad, std::floor((top + bottom - text_h) * 0.5f)),
+                          ImGui::GetColorU32(selected ? ImGuiCol_Text : ImGuiCol_TextDisabled), label);
+    }
 
     // Which row is under the mouse (for the tooltip)?
     int hover_rank = -1, hover_row = -1;
@@ -760,12 +796,14 @@ void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank
                                hover_rank == rank;
 
     draw->PushClipRect(ImVec2(area_x0, top), ImVec2(area_x1, bottom), true);
-    for (int row = 0; row < LaneLayout::kRows; ++row) {
+    for (int slot = 0; slot < m_lanes.shownRows(); ++slot) {
+        const int row = m_lanes.rowInSlot(slot);
         m_items.clear();
         buildRowItems(lane.row(row), lane.rowEndMax(row), m_window, m_items);
         m_item_count += m_items.size();
-        const float y0 = m_lanes.rowTop(rank, row) + 1.0f;
-        const float y1 = y0 + m_lanes.row_height - 2.0f;
+        const float inset = m_lanes.compact ? 0.0f : 1.0f;
+        const float y0 = m_lanes.rowTop(rank, row) + inset;
+        const float y1 = y0 + m_lanes.row_height - 2.0f * inset;
         for (const RowItem& item : m_items)
             drawItem(draw, lane, rank, row, item, area_x0, y0, y1);
         if (mouse_in_area && hover_row == row) {
@@ -777,6 +815,7 @@ void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank
 
     // Lifecycle markers: a triangle at the top of the lane; failures also get a line through it.
     const auto& instants = lane.instants;
+    const float tri_h = std::min(7.0f, std::floor(0.8f * (bottom - top)));
     auto it = std::lower_bound(instants.begin(), instants.end(),
                                clampToTime(m_window.start_ns - 8.0 * m_window.ns_per_px),
                                [](const Event& e, int64_t t) { return e.t_ns < t; });
@@ -786,8 +825,9 @@ void TimelineView::drawLane(const ViewInputs& inputs, ImDrawList* draw, int rank
         if (it->kind == EventKind::RankFailed || it->kind == EventKind::ProcessExited ||
             it->kind == EventKind::FaultInjected)
             draw->AddLine(ImVec2(x, top), ImVec2(x, bottom), color, 2.0f);
-        draw->AddTriangleFilled(ImVec2(x - 5.0f, top), ImVec2(x + 5.0f, top), ImVec2(x, top + 7.0f), color);
-        if (mouse_in_area && hover_row == 0 && std::fabs(m_mouse.x - x) <= 5.0f && m_mouse.y <= top + 9.0f)
+        draw->AddTriangleFilled(ImVec2(x - 5.0f, top), ImVec2(x + 5.0f, top), ImVec2(x, top + tri_h), color);
+        if (mouse_in_area && m_lanes.slotOf(hover_row) == 0 && std::fabs(m_mouse.x - x) <= 5.0f &&
+            m_mouse.y <= top + tri_h + 2.0f)
             m_hover_instant = &*it;
     }
     draw->PopClipRect();
@@ -800,6 +840,7 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
     const float xb = std::max(area_x0 + item.x1, xa + 1.0f);
     const ImVec2 a(xa, y0), b(xb, y1);
     char label[160];
+    const bool text_fits = y1 - y0 >= ImGui::GetTextLineHeight() - 2.0f; // compact rows go without labels
 
     if (item.folded()) {
         ++m_fold_count;
@@ -814,7 +855,7 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
                 points[k] = ImVec2(xa + w * float(k) / float(n), (k % 2) ? y0 + 2.0f : y1 - 2.0f);
             draw->AddPolyline(points, n + 1, palette::withAlpha(palette::textOn(fill), 0.35f), 0, 1.0f);
         }
-        if (w >= 48.0f) {
+        if (w >= 48.0f && text_fits) {
             char count[24];
             formatCount(count, sizeof(count), item.count);
             std::snprintf(label, sizeof(label), "%s spans", count);
@@ -848,7 +889,7 @@ void TimelineView::drawItem(ImDrawList* draw, const RankLane& lane, int rank, in
         drawHatch(draw, a, b, palette::withAlpha(palette::kFailed, 0.6f));
         draw->AddRect(a, b, palette::kFailed, 0.0f, 0, 2.0f);
     }
-    if (xb - xa >= 40.0f) {
+    if (xb - xa >= 40.0f && text_fits) {
         spanLabel(label, sizeof(label), s);
         const HungCollective* diagnosis = hung || s.failed ? findHungFor(m_hung, rank, s) : nullptr;
         if (hung)

@@ -60,19 +60,44 @@ void buildRowItems(const std::vector<SpanRecord>& spans, const std::vector<int64
 [[nodiscard]] int hitTestItems(const std::vector<RowItem>& items, float x);
 
 // Vertical geometry of the lanes: rank r's lane starts at top + r * laneHeight().
+// Full lanes show all four rows; compact lanes (many ranks) show two thin
+// rows, phases and comm, so that 32 ranks fit where four full lanes would.
 struct LaneLayout {
     static constexpr int kRows = RankLane::kDepths + 1; // 3 compute rows + comm
+    static constexpr int kPhaseRow = 1;                 // depth 1: data, forward, backward, optimizer...
     float top = 0.0f;                                   // screen y of rank 0's lane
     float row_height = 18.0f;
     float lane_gap = 6.0f;
+    bool compact = false; // only the phase and comm rows
 
-    [[nodiscard]] float laneHeight() const { return float(kRows) * row_height + lane_gap; }
+    [[nodiscard]] int shownRows() const { return compact ? 2 : kRows; }
+    // The row drawn in slot `slot` (0 = top of the lane), and the slot of a row (-1: hidden).
+    [[nodiscard]] int rowInSlot(int slot) const {
+        return compact ? (slot == 0 ? kPhaseRow : RankLane::kCommRow) : slot;
+    }
+    [[nodiscard]] int slotOf(int row) const {
+        if (!compact)
+            return row;
+        return row == kPhaseRow ? 0 : row == RankLane::kCommRow ? 1 : -1;
+    }
+    [[nodiscard]] float laneHeight() const { return float(shownRows()) * row_height + lane_gap; }
+    // Top of `row` in rank's lane; a row hidden in compact lanes answers the lane's top.
     [[nodiscard]] float rowTop(int rank, int row) const {
-        return top + float(rank) * laneHeight() + float(row) * row_height;
+        return top + float(rank) * laneHeight() + float(std::max(0, slotOf(row))) * row_height;
     }
     // Rank and row under screen y; false in the gaps, above the lanes or past `world`. Pure.
     bool rowAt(float y, int world, int& rank, int& row) const;
 };
+
+// Compact lanes for a run of `world` ranks in `visible_h` px of lanes when
+// the user has not chosen: more ranks than kCompactLanesAbove whose full lanes
+// do not fit. Pure.
+inline constexpr int kCompactLanesAbove = 8;
+[[nodiscard]] bool autoCompactLanes(int world, float full_lane_h, float visible_h);
+
+// Compact geometry: rows as tall as lets every lane fit in `visible_h`,
+// between min_row and max_row px, and a 1 px gap. Pure.
+void fitCompactLanes(LaneLayout& lanes, int world, float visible_h, float min_row, float max_row);
 
 struct TimelineHit {
     int rank = -1;
@@ -120,6 +145,8 @@ class TimelineView : public View, public TimelineNavigator {
     [[nodiscard]] float areaLeft() const { return m_area_x0; } // screen x of the lanes area's left edge
     [[nodiscard]] size_t lastItemCount() const { return m_item_count; } // row items drawn last frame
     [[nodiscard]] size_t lastFoldCount() const { return m_fold_count; } // of which folded blocks
+    // Lanes: unset = compact by itself when many ranks do not fit (autoCompactLanes).
+    void setCompactLanes(std::optional<bool> compact) { m_compact_choice = compact; }
 
   private:
     void beginFrame(const ViewInputs& inputs); // per-frame resets, the toolbar and the legend
@@ -146,6 +173,7 @@ class TimelineView : public View, public TimelineNavigator {
     bool m_initialized = false; // the first draw with events sets the zoom
     bool m_dragged = false;     // the current press moved: a pan, not a click
     bool m_fit_pending = false;
+    std::optional<bool> m_compact_choice; // the toolbar's "Compact lanes"; unset = automatic
     std::optional<std::pair<int64_t, int64_t>> m_pending_range;
     std::optional<int64_t> m_pending_center;
     int m_pending_scroll_rank = -1;

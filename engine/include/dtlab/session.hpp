@@ -50,7 +50,16 @@ struct SessionOptions {
     // renamed onto RECORD_PATH when the run ends (recording.hpp). start()
     // refuses a path that is not a regular file (UsageError).
     std::string record_path;
+    // Lowers every rank process's CPU priority by this much (nice), 0 = as the
+    // Session's own. dtlab sets it when the ranks far outnumber the cores, so
+    // that its window keeps drawing (ranksCrowdTheCores below).
+    int rank_niceness = 0;
 };
+
+// More than 4 rank processes per core: a window beside them gets about one
+// 1/(ranks + 1) share of a core and draws a few frames a second at best.
+[[nodiscard]] bool ranksCrowdTheCores(int ranks, unsigned cores);
+inline constexpr int kCrowdedRankNiceness = 5; // CFS weight 335 against the window's 1024
 
 // Live per-rank state for progress lines and the topology view.
 // Fault tolerance adds Restarting (dead, the supervisor starts it again after

@@ -102,7 +102,7 @@ pid_t Session::Impl::spawnRank(int rank, int incarnation) {
                                      storeAddressLocked()};
     if (incarnation > 0)
         argv.insert(argv.end(), {"--incarnation", std::to_string(incarnation)});
-    return supervisor.spawn(rank, argv, env);
+    return supervisor.spawn(rank, argv, env, options.rank_niceness);
 }
 
 // Backend "mpi": one mpirun starts every rank. The ranks learn rank and world
@@ -118,7 +118,7 @@ void Session::Impl::spawnMpirun() {
     for (const std::string& a :
          {options.worker_executable, std::string("worker"), std::string("--join"), storeAddressLocked()})
         argv.push_back(a);
-    supervisor.spawn(kMpirunChild, argv, rankEnvironment());
+    supervisor.spawn(kMpirunChild, argv, rankEnvironment(), options.rank_niceness);
 }
 
 // A reaped child: its exit recorded, its state set, and (not fault tolerant)

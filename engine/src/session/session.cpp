@@ -34,6 +34,10 @@ bool isLoopbackAddress(const std::string& host) {
     return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
+bool ranksCrowdTheCores(int ranks, unsigned cores) {
+    return cores > 0 && ranks > 4 * int(cores);
+}
+
 std::string_view rankStateLabel(RankState state) {
     switch (state) {
     case RankState::Pending:

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,7 +21,7 @@ Supervisor::~Supervisor() {
 }
 
 pid_t Supervisor::spawn(int rank, const std::vector<std::string>& argv,
-                        const std::map<std::string, std::string>& env) {
+                        const std::map<std::string, std::string>& env, int niceness) {
     // Build everything before fork: after fork only async-signal-safe calls.
     std::map<std::string, std::string> merged;
     for (char** e = environ; e && *e; ++e) {
@@ -49,7 +50,9 @@ pid_t Supervisor::spawn(int rank, const std::vector<std::string>& argv,
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
-            _exit(127); // the parent died before prctl
+            _exit(127);   // the parent died before prctl
+        if (niceness > 0) // relative to the parent's own; a failure leaves it as it is
+            (void)setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + niceness);
         execve(args[0], args.data(), envp.data());
         const char msg[] = "dtlab: cannot exec the worker executable\n";
         (void)!write(2, msg, sizeof(msg) - 1);

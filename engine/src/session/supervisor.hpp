@@ -25,9 +25,10 @@ class Supervisor {
     ~Supervisor(); // SIGKILLs and reaps every child still running
 
     // argv[0] is the executable path; env entries "KEY=VALUE" are added to
-    // (and override) the parent's environment.
-    pid_t spawn(int rank, const std::vector<std::string>& argv,
-                const std::map<std::string, std::string>& env);
+    // (and override) the parent's environment. `niceness` > 0 lowers the
+    // child's CPU priority by that much (setpriority before exec).
+    pid_t spawn(int rank, const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                int niceness = 0);
     bool signal(int rank, int signo);            // false if that rank is not running
     void killAll();                              // SIGKILL (and SIGCONT, so stopped ones die at once)
     [[nodiscard]] std::vector<ChildExit> reap(); // non-blocking; returns children that ended
