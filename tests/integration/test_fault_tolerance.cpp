@@ -375,7 +375,15 @@ TEST_CASE("a killed rank of a 2 x 2 DDP replica group takes its group down, each
     const std::string ft = "[fault_tolerance]\nenabled = true\nmin_replicas = 2\nheartbeat_timeout_ms = 600\n"
                            "collective_timeout_ms = 1500\nrestart_delay_ms = 300\n";
     const std::string kill = "[[faults]]\naction = \"kill\"\nrank = 3\nstep = 6\nwhen = \"step\"\n";
+    // Both groups at once (ranks 1 and 3 at step 12): nobody is left to heal
+    // from, so the restarted groups read the replica checkpoint of step 9
+    // (written by group 0's rank 0, in the default temporary directory).
+    std::string both;
+    for (int rank : {1, 3})
+        both += "[[faults]]\naction = \"kill\"\nrank = " + std::to_string(rank) +
+                "\nstep = 12\nwhen = \"step\"\n";
     runRecorded(dir, "killed", ddpScenario(2, kill, ft));
+    runRecorded(dir, "all_killed", ddpScenario(2, both, ft));
     runRecorded(dir, "uninterrupted", ddpScenario(2, "", ft));
     runRecorded(dir, "plain", ddpScenario(1, "", ""));
     const auto s = it::readJsonFile(dir.file("killed.json"));
@@ -397,9 +405,29 @@ TEST_CASE("a killed rank of a 2 x 2 DDP replica group takes its group down, each
             healed_from.insert(e.rank * 10 + e.peer);
     CHECK(healed_from == std::set<int>{20, 31}); // rank 2 from rank 0, rank 3 from rank 1
 
+    // All killed: one rollback to step 9's checkpoint, read by all 4 ranks.
+    const auto all = it::readJsonFile(dir.file("all_killed.json"));
+    INFO("all killed: " << all["fault_tolerance"].dump());
+    CHECK(all["ok"] == true);
+    CHECK(all["fault_tolerance"]["rollbacks"] == 1);
+    CHECK(all["fault_tolerance"]["steps_rolled_back"].get<int>() >= 1);
+    CHECK(all["fault_tolerance"]["steps_rolled_back"].get<int>() <= 3); // not 12: step-9 was used
+    const dt::RecordingLoad all_load = dt::readRecording(dir.file("all_killed.dtrec"));
+    REQUIRE(all_load.complete);
+    checkInvariants(all_load.record, 16, /*group_size=*/2);
+    int loaded = 0, saved_by_rank0 = 0, saved_by_others = 0;
+    for (const dt::Event& e : all_load.record.events) {
+        loaded += e.kind == dt::EventKind::CheckpointLoaded && e.step == 9;
+        if (e.kind == dt::EventKind::CheckpointSaved)
+            (e.rank == 0 ? saved_by_rank0 : saved_by_others) += 1;
+    }
+    CHECK(loaded == 4);
+    CHECK(saved_by_rank0 == 2); // steps 9 and 15, once each (9 was not redone)
+    CHECK(saved_by_others == 0);
+
     const std::string reference = paramsFileBytes(dir.file("uninterrupted"), 0);
     REQUIRE_FALSE(reference.empty());
-    for (const std::string run : {"killed", "uninterrupted"})
+    for (const std::string run : {"killed", "all_killed", "uninterrupted"})
         for (int rank = 0; rank < 4; ++rank) {
             CAPTURE(run, rank);
             CHECK(paramsFileBytes(dir.file(run), rank) == reference);

@@ -38,7 +38,9 @@
 //     shard after every commit. On abort nothing is applied.
 //  6. On a checkpoint step the ranks of the quorum's lowest group write a
 //     sharded checkpoint together (sharded_checkpoint.hpp: one file per
-//     shard, rank 0 renames the directory). When every group was down at
+//     shard, rank 0 renames the directory; a pipeline: one per stage; ddp:
+//     the group's rank 0 writes its whole replica, replica_checkpoint.hpp,
+//     which every rank of a group reads back). When every group was down at
 //     once, the restarted groups (a quorum all at step 0) load the job's
 //     newest one instead of going back to step 0.
 // At the end each rank's full parameters (fsdp gathers them) go to
@@ -47,6 +49,7 @@
 
 #include "checkpoint/checkpoint_meta.hpp"
 #include "checkpoint/params_io.hpp"
+#include "checkpoint/replica_checkpoint.hpp"
 #include "checkpoint/replica_state.hpp"
 #include "checkpoint/sharded_checkpoint.hpp"
 #include "comm/gloo_communicator.hpp"
@@ -149,10 +152,15 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
     // A checkpoint loaded by the whole group: `resume_from` when the job
     // starts, or the job's newest when every group was down at once. Returns
     // the step it ended at.
+    // ddp groups: every rank holds the whole replica, so the job's checkpoint
+    // is one replica's (replica_checkpoint.hpp), written by the group's rank 0
+    // and read by every rank; the others write one file per shard or stage.
+    const bool replicated = scenario.strategy.kind == StrategyKind::Ddp;
     const auto loadGroupCheckpoint = [&](const std::string& step_dir) {
         int64_t bytes = 0;
         const AllocationOwnerScope owner(MemoryOwner::OptimizerState); // the AdamW moments it reads
-        const int last = strategy->loadCheckpoint(step_dir, bytes);
+        const int last = replicated ? int(loadReplicaCheckpoint(step_dir, shards, optimizer, bytes)) - 1
+                                    : strategy->loadCheckpoint(step_dir, bytes);
         telemetry.instant(EventKind::CheckpointLoaded).step(last).bytes(bytes).emit();
         return last;
     };
@@ -321,6 +329,10 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
                 // Every rank of the group decides the same: a collective follows.
                 if (!agree(!checkpointSavedByRun(dir, int(s), scenario.run.run_id)))
                     return int64_t(-1); // saved before this job went back to an older step
+                if (replicated)         // rank 0 writes the whole replica; the others have nothing to add
+                    return group_rank == 0 ? saveReplicaCheckpoint(dir, int(s), scenario, shards, optimizer,
+                                                                   replica, c.incarnation)
+                                           : int64_t(-1);
                 return strategy->saveCheckpoint(dir, int(s));
             });
             step += 1;

@@ -401,13 +401,6 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                     "averages each stage's gradients over the pipelines (TorchFT's replicate dimension); a "
                     "stage sharded across groups would lose a shard with every failed group (remove the "
                     "key)"};
-        if (s.strategy.kind == StrategyKind::Ddp && ftGroupSize(s) > 1 && wants_checkpoints)
-            return Problem{"run",
-                           {"checkpoint_dir", "resume_from"},
-                           -1,
-                           "[run] checkpoints are not supported with ddp in replica groups of several ranks "
-                           "yet (each rank is one replica group without [topology] replicas, and keeps them; "
-                           "zero1/zero2/fsdp groups keep sharded ones)"};
         if (!ft.lighthouse.empty() && ft.detection == "heartbeat")
             return Problem{
                 "fault_tolerance",
