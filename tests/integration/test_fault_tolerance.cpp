@@ -963,72 +963,79 @@ TEST_CASE("fault-tolerant DiLoCo: a replica killed mid inner loop heals at the n
 }
 
 TEST_CASE("fault-tolerant DiLoCo with every replica killed at once resumes from its newest durable "
-          "checkpoint, global model and outer momentum included",
+          "checkpoint, global model and outer momentum included, classic and streaming",
           "[ft][diloco][checkpoint][slow]") {
     // 2 replicas, H = 4, a checkpoint every 8 steps (after the outer syncs of
     // steps 7, 15, 23, 31). Both die as step 22 starts: the job had committed
-    // through the sync of step 19, its newest checkpoint is of step 15, so the
-    // restarted replicas load it and redo 16..19, not 0..19.
-    it::TempDir dir;
-    it::ScenarioSpec spec;
-    spec.name = "ft diloco checkpoints";
-    spec.ranks = 2;
-    spec.strategy = "diloco";
-    spec.steps = 32;
-    spec.d_model = 32;
-    spec.layers = 1;
-    spec.heads = 2;
-    spec.run_toml = "step_delay_ms = 40\ncheckpoint_every = 8\n";
-    spec.extra_toml = "[diloco]\ninner_steps = 4\n"
-                      "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\n"
-                      "collective_timeout_ms = 1500\nrestart_delay_ms = 300\n";
-    for (int rank = 0; rank < 2; ++rank)
-        spec.faults_toml += "[[faults]]\naction = \"kill\"\nrank = " + std::to_string(rank) +
-                            "\nstep = 22\nwhen = \"step\"\n";
-    runRecorded(dir, "all", it::scenarioToml(spec));
-    const auto s = it::readJsonFile(dir.file("all.json"));
-    INFO("summary: " << s["fault_tolerance"].dump());
-    CHECK(s["ok"] == true);
-    CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
-    const auto& ft = s["fault_tolerance"];
-    const dt::RecordingLoad load = dt::readRecording(dir.file("all.dtrec"));
-    REQUIRE(load.complete);
-    std::string logs;
-    for (const auto& log : load.record.logs)
-        logs += std::to_string(log.rank) + ": " + log.text + "\n";
-    INFO("logs:\n" << logs);
-    CHECK(ft["rollbacks"] == 1);
-    CHECK(ft["steps_rolled_back"].get<int>() >= 2);
-    CHECK(ft["steps_rolled_back"].get<int>() <= 4); // not 20: the checkpoint of step 15 was used
-    checkInvariants(load.record, 32);
-    bool resumed_from_15 = false;
-    for (const auto& log : load.record.logs)
-        resumed_from_15 =
-            resumed_from_15 || (contains(log.text, "resumed from the job's durable checkpoint") &&
-                                contains(log.text, "(step 15)"));
-    CHECK(resumed_from_15);
-    // Saved by the quorum's lowest replica after the syncs of steps 7 and 15
-    // (and again after the restart), loaded by both restarted replicas.
-    std::set<int> saved_steps;
-    int loads = 0;
-    for (const dt::Event& e : load.record.events) {
-        if (e.kind == dt::EventKind::CheckpointSaved) {
-            CHECK(e.rank == 0);
-            saved_steps.insert(int(e.step));
+    // through the sync of step 19 (streaming: the round of step 21), its
+    // newest checkpoint is of step 15, so the restarted replicas load it and
+    // redo 16..19 (16..21), not 0..19.
+    // Streaming: 2 fragments (a round every 2 steps), sync_delay 1, alpha 0.5;
+    // the checkpoint is written when a round ends, with nothing in flight.
+    for (const bool streaming : {false, true}) {
+        CAPTURE(streaming);
+        it::TempDir dir;
+        it::ScenarioSpec spec;
+        spec.name = "ft diloco checkpoints";
+        spec.ranks = 2;
+        spec.strategy = "diloco";
+        spec.steps = 32;
+        spec.d_model = 32;
+        spec.layers = 2;
+        spec.heads = 2;
+        spec.run_toml = "step_delay_ms = 40\ncheckpoint_every = 8\n";
+        spec.extra_toml = std::string("[diloco]\ninner_steps = 4\n") +
+                          (streaming ? "fragments = 2\nsync_delay = 1\nalpha = 0.5\n" : "") +
+                          "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 600\n"
+                          "collective_timeout_ms = 1500\nrestart_delay_ms = 300\n";
+        for (int rank = 0; rank < 2; ++rank)
+            spec.faults_toml += "[[faults]]\naction = \"kill\"\nrank = " + std::to_string(rank) +
+                                "\nstep = 22\nwhen = \"step\"\n";
+        runRecorded(dir, "all", it::scenarioToml(spec));
+        const auto s = it::readJsonFile(dir.file("all.json"));
+        INFO("summary: " << s["fault_tolerance"].dump());
+        CHECK(s["ok"] == true);
+        CHECK(s["params_checksum"][0] == s["params_checksum"][1]);
+        const auto& ft = s["fault_tolerance"];
+        const dt::RecordingLoad load = dt::readRecording(dir.file("all.dtrec"));
+        REQUIRE(load.complete);
+        std::string logs;
+        for (const auto& log : load.record.logs)
+            logs += std::to_string(log.rank) + ": " + log.text + "\n";
+        INFO("logs:\n" << logs);
+        CHECK(ft["rollbacks"] == 1);
+        CHECK(ft["steps_rolled_back"].get<int>() >= 2);
+        CHECK(ft["steps_rolled_back"].get<int>() <= (streaming ? 6 : 4)); // not 20: step 15's was used
+        checkInvariants(load.record, 32);
+        bool resumed_from_15 = false;
+        for (const auto& log : load.record.logs)
+            resumed_from_15 =
+                resumed_from_15 || (contains(log.text, "resumed from the job's durable checkpoint") &&
+                                    contains(log.text, "(step 15)"));
+        CHECK(resumed_from_15);
+        // Saved by the quorum's lowest replica after the syncs of steps 7 and 15
+        // (and again after the restart), loaded by both restarted replicas.
+        std::set<int> saved_steps;
+        int loads = 0;
+        for (const dt::Event& e : load.record.events) {
+            if (e.kind == dt::EventKind::CheckpointSaved) {
+                CHECK(e.rank == 0);
+                saved_steps.insert(int(e.step));
+            }
+            if (e.kind == dt::EventKind::CheckpointLoaded) {
+                CHECK(e.step == 15);
+                loads += 1;
+            }
         }
-        if (e.kind == dt::EventKind::CheckpointLoaded) {
-            CHECK(e.step == 15);
-            loads += 1;
-        }
+        CHECK(saved_steps.count(7) == 1);
+        CHECK(saved_steps.count(15) == 1);
+        CHECK(saved_steps.count(31) == 1);
+        // Both restarted replicas load it, or (the other still starting when the
+        // first one's quorum formed) one loads it and the other heals from it.
+        CHECK(loads >= 1);
+        CHECK(loads + ft["heals"][0].get<int>() + ft["heals"][1].get<int>() == 2);
+        CHECK(it::waitForNoWorkers(10.0).empty());
     }
-    CHECK(saved_steps.count(7) == 1);
-    CHECK(saved_steps.count(15) == 1);
-    CHECK(saved_steps.count(31) == 1);
-    // Both restarted replicas load it, or (the other still starting when the
-    // first one's quorum formed) one loads it and the other heals from it.
-    CHECK(loads >= 1);
-    CHECK(loads + ft["heals"][0].get<int>() + ft["heals"][1].get<int>() == 2);
-    CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
 TEST_CASE("past max_retries failed commits in a row a replica raises, and is restarted", "[ft][slow]") {

@@ -29,6 +29,7 @@ struct ReplicaMeta {
     int64_t committed_steps = 0;
     int64_t state_numel = 0;
     int64_t outer_numel = 0;   // DiLoCo's global model and momentum; 0 = none
+    int64_t outer_rounds = 0;  // outer rounds committed (Streaming DiLoCo's fragment order)
     std::string run_id, model; // empty: not recorded (older checkpoints)
 };
 
@@ -39,12 +40,16 @@ ReplicaMeta readReplicaMeta(const std::string& step_dir) {
         m.committed_steps = meta.at("committed_steps").get<int64_t>();
         m.state_numel = meta.at("state_numel").get<int64_t>();
         m.outer_numel = meta.value("outer_numel", int64_t(0));
+        m.outer_rounds = meta.value("outer_rounds", int64_t(0));
         m.run_id = meta.value("run_id", "");
         m.model = meta.value("model", "");
     });
     if (m.step < 0)
         throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "': step must be >= 0, got " +
                          std::to_string(m.step));
+    if (m.outer_rounds < 0)
+        throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) +
+                         "': outer_rounds must be >= 0, got " + std::to_string(m.outer_rounds));
     if (m.committed_steps != m.step + 1)
         throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "' is inconsistent: step " +
                          std::to_string(m.step) + " but committed_steps " +
@@ -98,7 +103,7 @@ at::Tensor readOuter(const std::string& step_dir, const ReplicaMeta& m) {
 
 int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
                               const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
-                              int replica, int incarnation, const at::Tensor& outer) {
+                              int replica, int incarnation, const at::Tensor& outer, int64_t outer_rounds) {
     std::error_code ec;
     if (fs::exists(step_dir, ec))
         throw UsageError("checkpoint '" + step_dir + "' exists already; not overwritten");
@@ -125,6 +130,7 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
     meta["committed_steps"] = int64_t(last_step) + 1;
     meta["state_numel"] = state.numel();
     meta["outer_numel"] = outer.defined() ? outer.numel() : int64_t(0);
+    meta["outer_rounds"] = outer_rounds;
     meta["model"] = scenario.model.kind;
     meta["run_id"] = scenario.run.run_id;
     meta["written_by_replica"] = replica;
@@ -139,7 +145,8 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
 }
 
 int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at::Tensor>& params,
-                              torch::optim::AdamW& optimizer, int64_t& bytes_read, at::Tensor* outer) {
+                              torch::optim::AdamW& optimizer, int64_t& bytes_read, at::Tensor* outer,
+                              int64_t* outer_rounds) {
     const ReplicaMeta m = readReplicaMeta(step_dir);
     const at::Tensor state = readState(step_dir, m);
     const at::Tensor saved_outer = readOuter(step_dir, m);
@@ -159,6 +166,8 @@ int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at:
     bytes_read += int64_t(fs::file_size(fs::path(step_dir) / kStateFile, ec));
     if (outer)
         outer->copy_(saved_outer);
+    if (outer_rounds)
+        *outer_rounds = m.outer_rounds;
     return unpackReplicaState(state, params, optimizer);
 }
 

@@ -17,7 +17,13 @@
 //                      format, whose FNV-1a checksum covers every byte.
 //                      (DiLoCo under the quorum: saved after a committed
 //                      outer step, when every replica's local model equals
-//                      the global one, so one replica's file serves all.)
+//                      the global one, so one replica's file serves all.
+//                      Streaming DiLoCo: saved at the end of a committed
+//                      fragment's round; the global model and momentum are
+//                      laid out in model order as for one fragment, and
+//                      checkpoint.json's outer_rounds says how many rounds
+//                      were committed, so the next fragment is known. Its
+//                      local model is the writer's, as after a heal.)
 // Saving: both files go into DIR/step-<S>.partial-<replica>-<incarnation>/,
 // which is then renamed to DIR/step-<S>. A writer killed half-way leaves a
 // .partial directory, never a torn step-<S>; an existing step-<S> is never
@@ -39,10 +45,12 @@ namespace dt {
 struct Scenario;
 
 // Returns the bytes written. outer: DiLoCo's global model and momentum laid
-// end to end (2P fp32), undefined for ddp.
+// end to end (2P fp32), undefined for ddp; outer_rounds: the outer rounds
+// committed (Streaming DiLoCo's next fragment is outer_rounds % F).
 int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
                               const std::vector<at::Tensor>& params, torch::optim::AdamW& optimizer,
-                              int replica, int incarnation, const at::Tensor& outer = at::Tensor());
+                              int replica, int incarnation, const at::Tensor& outer = at::Tensor(),
+                              int64_t outer_rounds = 0);
 
 // Overwrites the parameters and the AdamW state (and, given `outer`, copies
 // the checkpoint's outer state into it; a checkpoint without one, or with
@@ -50,7 +58,7 @@ int64_t saveReplicaCheckpoint(const std::string& step_dir, int last_step, const 
 // holds (the next step to train). Throws UsageError naming the file.
 int64_t loadReplicaCheckpoint(const std::string& step_dir, const std::vector<at::Tensor>& params,
                               torch::optim::AdamW& optimizer, int64_t& bytes_read,
-                              at::Tensor* outer = nullptr);
+                              at::Tensor* outer = nullptr, int64_t* outer_rounds = nullptr);
 
 // checkpoint.json readable and of this format, the state the size of the
 // scenario's model, the checksum good, and steps left to train after it.

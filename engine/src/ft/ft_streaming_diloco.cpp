@@ -31,6 +31,15 @@
 //     (1 - alpha) global_k; abort: local_k = global_k (back to the last sync
 //     of that fragment; the other fragments keep their inner progress).
 //     local_step = 0.
+//  4. After a committed round whose inner steps include a checkpoint step
+//     ([run] checkpoint_every, a temporary directory by default), the
+//     quorum's lowest replica writes a durable checkpoint
+//     (replica_checkpoint.hpp): its local model and AdamW (as a heal sends
+//     them), the global model and momentum in model order (2P) and the
+//     rounds committed. Nothing is in flight then (local_step = 0). When
+//     every replica was down at once, the restarted ones (a quorum all at
+//     step 0) load the newest one and go on from the step after it, each
+//     with the writer's local model, as healers would.
 // A restarted replica asks for the quorum at once; once it heals it is at its
 // source's inner step and local_step, so it starts and ends the rounds with
 // the others. The run's last step ends a round in flight (everyone is at the
@@ -41,7 +50,10 @@
 #include "ft/ft_training.hpp"
 
 #include "checkpoint/params_io.hpp"
+#include "checkpoint/replica_checkpoint.hpp"
 #include "checkpoint/replica_state.hpp"
+#include "checkpoint/sharded_checkpoint.hpp"
+#include "dtlab/checkpoint.hpp"
 #include "dtlab/diloco_schedule.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
@@ -166,6 +178,74 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
         sender.log(LogLevel::Info, "restarted (incarnation " + std::to_string(c.incarnation) +
                                        "): will heal at the next fragment's round");
 
+    // A checkpoint's outer state: the global model, then the momentum, each
+    // in model order (2P), as classic DiLoCo lays out its one fragment.
+    const auto outerInModelOrder = [&] {
+        std::vector<at::Tensor> global(params.size()), momentum(params.size());
+        for (const Fragment& f : fragments) {
+            int64_t offset = 0;
+            for (int i : f.params) {
+                const int64_t n = params[size_t(i)].numel();
+                global[size_t(i)] = f.global.narrow(0, offset, n);
+                momentum[size_t(i)] = f.momentum.narrow(0, offset, n);
+                offset += n;
+            }
+        }
+        return at::cat({at::cat(global), at::cat(momentum)});
+    };
+    const auto loadCheckpoint = [&](const std::string& step_dir) {
+        int64_t bytes = 0;
+        at::Tensor outer = at::empty({2 * P}, at::kFloat);
+        const int64_t next = loadReplicaCheckpoint(step_dir, params, optimizer, bytes, &outer, &rounds);
+        std::vector<int64_t> offset_of(params.size()); // each parameter's place in model order
+        for (size_t i = 1; i < params.size(); ++i)
+            offset_of[i] = offset_of[i - 1] + params[i - 1].numel();
+        for (Fragment& f : fragments) {
+            int64_t offset = 0;
+            for (int i : f.params) {
+                const int64_t n = params[size_t(i)].numel();
+                f.global.narrow(0, offset, n).copy_(outer.narrow(0, offset_of[size_t(i)], n));
+                f.momentum.narrow(0, offset, n).copy_(outer.narrow(0, P + offset_of[size_t(i)], n));
+                offset += n;
+            }
+        }
+        step = round_first = committed_upto = next;
+        local_step = 0;
+        must_heal = false;
+        telemetry.instant(EventKind::CheckpointLoaded).step(next - 1).bytes(bytes).emit();
+    };
+    if (!scenario.run.resume_from.empty() && c.incarnation == 0) {
+        // A whole job resumes: every replica loads the same checkpoint.
+        loadCheckpoint(scenario.run.resume_from);
+        if (step >= scenario.run.steps)
+            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " +
+                             std::to_string(step - 1) + " but the run has only " +
+                             std::to_string(scenario.run.steps) +
+                             " steps: nothing left to train (raise [run] steps)");
+        if (replica == 0)
+            sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " +
+                                           std::to_string(step - 1) + ")");
+    }
+    // Every replica down at once: the restarted ones form a quorum all at
+    // step 0 (they all decide the same) and load the job's newest checkpoint.
+    bool may_resume_from_checkpoint = c.incarnation > 0 && !scenario.run.checkpoint_dir.empty();
+    const auto resumeFromNewestCheckpoint = [&] {
+        try {
+            const CheckpointChoice choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
+            if (choice.step + 1 <= step ||
+                !replicaCheckpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
+                return false; // not this job's
+            loadCheckpoint(choice.step_dir);
+            sender.log(LogLevel::Warning,
+                       "no live replica was ahead: resumed from the job's durable checkpoint " +
+                           choice.step_dir + " (step " + std::to_string(step - 1) +
+                           "); the steps after it are redone, from the writer's local model");
+            return true;
+        } catch (const UsageError&) {
+            return false; // none yet (or none usable): the job goes on from its quorum's step
+        }
+    };
+
     // 2. A round starts: the quorum (a healer adopts here), then fragment k's
     // pseudo-gradient goes out and stays in flight.
     const auto startRound = [&](int64_t event_step, int64_t steps_done) {
@@ -225,6 +305,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
 
     // 3. The round ends: the average, the vote, the outer step or the revert.
     const auto endRound = [&](int64_t event_step) {
+        int64_t checkpoint_due_from = -1; // committed: the round's first inner step
         InFlight fl = std::move(*flight);
         flight.reset();
         Fragment& f = fragments[size_t(fl.fragment)];
@@ -268,6 +349,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                 .step(event_step)
                 .seq(parametersChecksum(globalModel()))
                 .emit();
+            checkpoint_due_from = round_first; // 4. once the round is closed (below)
         } else {
             ft::copyInto(local, f.global); // back to this fragment's last sync
             manager.aborted(round_first, event_step);
@@ -278,6 +360,18 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
         }
         round_first = event_step + 1;
         local_step = 0;
+        // 4. A durable checkpoint of the committed round: nothing in flight now.
+        if (checkpoint_due_from >= 0)
+            manager.checkpointIfDue(
+                event_step,
+                [&](int64_t s) {
+                    const std::string dir = checkpointStepDir(scenario.run.checkpoint_dir, int(s));
+                    if (replicaCheckpointSavedByRun(dir, int(s), scenario.run.run_id))
+                        return int64_t(-1); // saved before this job went back to an older step
+                    return saveReplicaCheckpoint(dir, int(s), scenario, params, optimizer, replica,
+                                                 c.incarnation, outerInModelOrder(), rounds);
+                },
+                checkpoint_due_from);
     };
 
     // Just healed, this replica is where its source is in the round (its step
@@ -316,6 +410,13 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                     manager.aborted(asked_at, asked_at);
                 flight.reset();
                 must_heal = manager.healing();
+                // Every member restarted at step 0, none to heal from: the newest
+                // durable checkpoint instead (every member loads the same one).
+                const bool resume = may_resume_from_checkpoint && !manager.healing() &&
+                                    manager.quorumMaxStep() == 0 && manager.quorumAllRestarted();
+                may_resume_from_checkpoint = false;
+                if (resume && resumeFromNewestCheckpoint())
+                    manager.markUpToDate(); // its next round is an ordinary one
             }
             ft::endReplicaStep(c, telemetry, asked_at, step_begin, manager.modeledBytesSent());
             continue;

@@ -270,14 +270,9 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     }
     const bool sharded = traits.shards_optimizer; // writes sharded checkpoints
     const bool wants_checkpoints = !s.run.checkpoint_dir.empty() || !s.run.resume_from.empty();
-    if (st.kind == StrategyKind::Diloco && wants_checkpoints && dilocoStreamsUnderQuorum(s))
-        return Problem{
-            "run",
-            {"checkpoint_dir", "resume_from"},
-            -1,
-            "[run] checkpoints of Streaming DiLoCo under [fault_tolerance] are not supported yet (classic "
-            "DiLoCo under the quorum, and Streaming DiLoCo without it, write them)"};
-    if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.diloco.sync_delay > 0)
+    // Under the quorum Streaming DiLoCo saves at the end of a round, when nothing is in flight.
+    if (st.kind == StrategyKind::Diloco && wants_checkpoints && s.diloco.sync_delay > 0 &&
+        !dilocoStreamsUnderQuorum(s))
         return Problem{
             "run",
             {"checkpoint_dir", "resume_from"},

@@ -233,15 +233,14 @@ Session::~Session() {
 }
 
 // Durable checkpoints by default for a fault-tolerant ddp run (one rank per
-// group, or groups), classic DiLoCo, zero1/zero2/fsdp or pipeline replica groups whose ranks
+// group, or groups), DiLoCo (classic or streaming), zero1/zero2/fsdp or pipeline replica groups whose ranks
 // this Session starts (a directory on this host would not reach ranks on
 // others), unless restarts are off: without them, when every replica is down
 // at once the job would go back to step 0.
 void Session::Impl::makeTemporaryCheckpointDir() {
     Scenario& sc = options.scenario;
     const bool writes_checkpoints =
-        sc.strategy.kind == StrategyKind::Ddp ||
-        (sc.strategy.kind == StrategyKind::Diloco && !dilocoStreamsUnderQuorum(sc)) ||
+        sc.strategy.kind == StrategyKind::Ddp || sc.strategy.kind == StrategyKind::Diloco ||
         strategyTraits(sc.strategy.kind).shards_optimizer || strategyTraits(sc.strategy.kind).uses_stages;
     if (!sc.fault_tolerance.enabled || !writes_checkpoints || !sc.run.checkpoint_dir.empty() ||
         sc.fault_tolerance.restart == "never" || !options.spawn_ranks)
