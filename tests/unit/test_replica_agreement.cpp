@@ -65,6 +65,22 @@ TEST_CASE("Replicas that must end equal fail the run when they do not", "[verdic
             "ranks end with different parameters at step 3: rank 1 holds 0000000000000014, rank 3 holds "
             "0000000000000015 (the copies of stage 1 must be equal)");
     }
+    SECTION("pipelines with sharded stages in replica groups compare the same rank of every group") {
+        // 8 ranks, 2 groups of 2 pipelines x 2 stages, fsdp stages: ranks 0 and 2
+        // hold different shards of stage 0; rank 0 and rank 4 the same one.
+        auto groups = scenarioOf(dt::StrategyKind::Pipeline, 8, 2);
+        groups.topology.replicas = 2;
+        groups.fault_tolerance.enabled = true;
+        groups.strategy.pipeline_data_parallel = "fsdp";
+        std::vector<Event> events;
+        for (int r = 0; r < 8; ++r)
+            events.push_back(checksum(r, 5, uint64_t(100 + r % 4)));
+        CHECK(dt::replicaDisagreement(groups, events, 8).empty());
+        events[6] = checksum(6, 5, 999);
+        CHECK(dt::replicaDisagreement(groups, events, 8) ==
+              "ranks end with different parameters at step 5: rank 2 holds 0000000000000066, rank 6 holds "
+              "00000000000003e7 (every replica group's copy of shard 2 must be equal)");
+    }
     SECTION("a collectives run trains nothing: no group") {
         const auto coll = scenarioOf(dt::StrategyKind::Collectives, 2);
         CHECK(dt::replicaDisagreement(coll, {checksum(0, 0, 1), checksum(1, 0, 2)}, 2).empty());

@@ -281,8 +281,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
               std::string::npos);
     }
 
-    SECTION(
-        "pipelines under [fault_tolerance] are replica groups of their stages, sharded across them refused") {
+    SECTION("pipelines under [fault_tolerance] are replica groups of their stages, sharded across "
+            "them refused without [topology] replicas") {
         const std::string pipelines =
             kHeader + "[topology]\nranks = 6\nstages = 2\n[model]\nkind = \"tiny_gpt\"\nlayers = "
                       "2\n[strategy]\nkind = \"pipeline\"\n";
@@ -293,8 +293,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         UsageError sharded = parseError(pipelines + "pipeline_data_parallel = \"zero1\"\n"
                                                     "[fault_tolerance]\nenabled = true\n");
         CHECK(std::string(sharded.what())
-                  .find("cannot run under [fault_tolerance]: each pipeline is one replica "
-                        "group") != std::string::npos);
+                  .find("shards each stage over the pipelines inside a replica group, and each group is "
+                        "one pipeline") != std::string::npos);
         // Under the quorum a pipeline keeps stage checkpoints; without it, none.
         CHECK_NOTHROW(dt::parseScenarioText(
             pipelines + "[run]\ncheckpoint_dir = \"/nonexistent/ck\"\n[fault_tolerance]\nenabled = true\n",
@@ -322,6 +322,36 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
             "g.toml"));
         UsageError no_ft = parseError(groups);
         CHECK(std::string(no_ft.what()).find("needs [strategy] kind = \"hsdp\"") != std::string::npos);
+    }
+
+    SECTION("pipelines under [fault_tolerance]: one per group, or stages x pipelines per group with "
+            "[topology] replicas") {
+        const std::string pipe = kHeader + "[topology]\nranks = 8\nstages = 2\n[strategy]\nkind = "
+                                           "\"pipeline\"\nmicrobatches = 2\n";
+        const std::string ft = "[fault_tolerance]\nenabled = true\n";
+        const dt::Scenario one = dt::parseScenarioText(pipe + ft, "p.toml");
+        CHECK(dt::ftGroupSize(one) == 2);
+        CHECK(dt::ftReplicaGroups(one) == 4);
+        const std::string sharded = "pipeline_data_parallel = \"fsdp\"\n";
+        UsageError no_replicas = parseError(pipe + sharded + ft);
+        CHECK(std::string(no_replicas.what()).find("each group is one pipeline: set [topology] replicas") !=
+              std::string::npos);
+        const std::string grouped = kHeader +
+                                    "[topology]\nranks = 8\nstages = 2\nreplicas = 2\n[strategy]\n"
+                                    "kind = \"pipeline\"\nmicrobatches = 2\n" +
+                                    sharded;
+        const dt::Scenario g = dt::parseScenarioText(grouped + ft, "g.toml");
+        CHECK(dt::ftGroupSize(g) == 4);
+        CHECK(dt::ftReplicaGroups(g) == 2);
+        UsageError checkpoints = parseError(grouped + "[run]\ncheckpoint_dir = \"/nonexistent/ck\"\n" + ft);
+        CHECK(std::string(checkpoints.what())
+                  .find("checkpoints of several pipelines inside one replica group") != std::string::npos);
+        UsageError uneven = parseError(kHeader +
+                                       "[topology]\nranks = 12\nstages = 4\nreplicas = 2\n"
+                                       "[strategy]\nkind = \"pipeline\"\nmicrobatches = 4\n" +
+                                       ft);
+        CHECK(std::string(uneven.what()).find("is not a whole number of pipelines of 4 stages") !=
+              std::string::npos);
     }
 
     SECTION("heal_chunks without the HTTP transport is refused, and an unknown transport named") {

@@ -211,6 +211,8 @@ void spanLabel(char* out, size_t size, const SpanRecord& s) {
 void groupName(char* out, size_t size, uint8_t group) {
     if (group == kGroupWorld)
         std::snprintf(out, size, "world");
+    else if (group >= groupIdStage(0) && group < groupIdReplicate(0))
+        std::snprintf(out, size, "stage group %d (a stage's pipelines in a replica group)", int(group) - 64);
     else if (group < groupIdReplicate(0))
         std::snprintf(out, size, "shard group of replica %d", int(group) - 1);
     else
@@ -1082,7 +1084,7 @@ void TimelineView::drawTooltip(const ViewInputs& inputs) {
             ImGui::Text("root rank %d, group of %d", s.peer, s.group_size);
         else
             ImGui::Text("group of %d ranks", s.group_size);
-        char group[48];
+        char group[96];
         groupName(group, sizeof(group), s.group);
         ImGui::Text("group     %s", group);
         ImGui::Text("seq       %llu", (unsigned long long)s.seq);

@@ -72,6 +72,12 @@ inline constexpr uint8_t kGroupWorld = 0;
 [[nodiscard]] inline constexpr uint8_t groupIdReplicate(int shard) {
     return uint8_t(128 + shard);
 } // 128..255
+// A stage's pipelines side by side inside a fault-tolerant replica group
+// ([topology] replicas with stages x d ranks per group): k = replica x stages
+// + stage. Such runs have at most 16 groups, so shard ids stay below 64.
+[[nodiscard]] inline constexpr uint8_t groupIdStage(int k) {
+    return uint8_t(64 + k);
+} // 64..127
 
 // Event::value of an Optimizer span that is AdamW alone, run on the host
 // (offload_optimizer); the worker's Optimizer span around the whole optimizer

@@ -21,12 +21,20 @@ std::string hex(uint64_t value) {
     return text;
 }
 
+// Pipelines side by side in a fault-tolerant replica group with zero1/fsdp
+// stages: each rank checksums its shard of its stage, held by the same rank
+// of every other group (not by the other ranks of its stage).
+bool stageShardedInGroup(const Scenario& scenario) {
+    return scenario.fault_tolerance.enabled && ftGroupSize(scenario) > scenario.topology.stages &&
+           scenario.strategy.pipeline_data_parallel != "ddp";
+}
+
 // The group a rank belongs to, or -1 when its parameters need not equal anyone's.
 int groupOf(const Scenario& scenario, int rank) {
     const StrategyTraits& traits = strategyTraits(scenario.strategy.kind);
     if (!traits.trains_model)
         return -1;
-    if (traits.uses_stages)
+    if (traits.uses_stages && !stageShardedInGroup(scenario))
         return rank % std::max(1, scenario.topology.stages);
     // Replica groups under a quorum: each rank checksums its own shard, which
     // the same rank of every other group must hold too.
@@ -72,7 +80,8 @@ std::string replicaDisagreement(const Scenario& scenario, const std::vector<Even
                 text += (i ? " " : "") + std::to_string(ranks[i]);
             text += (ranks.size() == 1 ? " holds " : " hold ") + hex(value);
         }
-        const bool staged = strategyTraits(scenario.strategy.kind).uses_stages;
+        const bool staged =
+            strategyTraits(scenario.strategy.kind).uses_stages && !stageShardedInGroup(scenario);
         text +=
             staged ? " (the copies of stage " + std::to_string(group) + " must be equal)"
             : ftGroupSize(scenario) > 1

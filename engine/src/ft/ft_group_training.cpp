@@ -1,8 +1,11 @@
 // ft_group_training.cpp: one rank of a fault-tolerant replica group of G
 // ranks (TorchFT over FSDP: HSDP whose replicate dimension the quorum
 // manages; or over a pipeline). Inside the group the strategy is zero1, zero2
-// or fsdp over the group's own Gloo group (sharded_strategy.cpp), or one
-// pipeline of G stages (pipeline_strategy.cpp); across groups rank i of each
+// or fsdp over the group's own Gloo group (sharded_strategy.cpp), ddp, or a
+// pipeline (pipeline_strategy.cpp): one of G stages, or with [topology]
+// replicas G / stages pipelines side by side whose stages stay equal over a
+// stage group (pipeline_data_parallel: ddp, zero1 or fsdp shards of the
+// stage, reduced inside the group before the quorum); across groups rank i of each
 // member averages its shard (its stage) through its ft::Manager
 // (ft_manager.cpp). R = replica groups, G = ranks per group, S = this rank's
 // shard (the sum of its units' shards, about P / G fp32; a pipeline: its
@@ -101,6 +104,18 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
     std::unique_ptr<Communicator> inner = makeGlooCommunicator(c.store, group_rank, G, gloo, sink);
     inner->setGroupId(groupIdShard(replica)); // as hsdp's: "shard group of replica k"
     inner->shareLink(c.link);
+    // Several pipelines in the group (G = stages x d): the d ranks of each
+    // stage keep it equal over their own group (pipeline_data_parallel).
+    const bool staged = strategyTraits(scenario.strategy.kind).uses_stages;
+    const int S = staged ? std::max(1, scenario.topology.stages) : G;
+    const int pipelines = G / S, pipeline_in_group = group_rank / S;
+    std::unique_ptr<Communicator> stage_group;
+    if (staged && pipelines > 1) {
+        gloo.prefix = prefix + "stage" + std::to_string(group_rank % S) + "/";
+        stage_group = makeGlooCommunicator(c.store, pipeline_in_group, pipelines, gloo, sink);
+        stage_group->setGroupId(groupIdStage(replica * S + group_rank % S));
+        stage_group->shareLink(c.link);
+    }
     gloo.prefix = prefix + "agree/";
     std::unique_ptr<Communicator> agree_group = makeGlooCommunicator(c.store, group_rank, G, gloo, nullptr);
     // AND over the group's ranks (one int32 all-reduce).
@@ -117,6 +132,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
     sc.scenario = &scenario;
     sc.model = model.get();
     sc.world = inner.get();
+    sc.data_parallel_group = stage_group.get();
     sc.sink = sink;
     sc.rank = rank;
     sc.slow_delay_ms = [&c] { return c.gate->delayMs(); };
@@ -244,9 +260,10 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
         };
         const auto computeGradient = [&] {
             int64_t t = telemetry.now();
-            // A pipeline's stages read the group's batch; sharded ranks each their own.
-            const Batch batch = pipeline ? data->batch(int(step), replica, R, B)
-                                         : data->batch(int(step), rank, scenario.topology.ranks, B);
+            // A pipeline's stages read its batch (one of R x pipelines); sharded ranks each their own.
+            const Batch batch =
+                pipeline ? data->batch(int(step), replica * pipelines + pipeline_in_group, R * pipelines, B)
+                         : data->batch(int(step), rank, scenario.topology.ranks, B);
             telemetry.span(EventKind::Data).from(t).step(step).emit();
             if (pipeline) {
                 // The whole schedule; NaN on the stages before the last (no loss there;

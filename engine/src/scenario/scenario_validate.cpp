@@ -93,16 +93,16 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     const StrategyTraits& traits = strategyTraits(st.kind);
     const std::string kind_name = traits.name;
     const bool ft_groups = s.fault_tolerance.enabled &&
-                           (traits.shards_optimizer || st.kind == StrategyKind::Ddp) &&
+                           (traits.shards_optimizer || traits.uses_stages || st.kind == StrategyKind::Ddp) &&
                            st.kind != StrategyKind::Hsdp;
     if (replicas > 1 && st.kind != StrategyKind::Hsdp && !ft_groups)
-        return Problem{
-            "topology",
-            {"replicas"},
-            -1,
-            "[topology] replicas = " + std::to_string(replicas) +
-                " needs [strategy] kind = \"hsdp\", or ddp/zero1/zero2/fsdp under [fault_tolerance] (" +
-                kind_name + " uses one group of all ranks)"};
+        return Problem{"topology",
+                       {"replicas"},
+                       -1,
+                       "[topology] replicas = " + std::to_string(replicas) +
+                           " needs [strategy] kind = \"hsdp\", or ddp/zero1/zero2/fsdp/pipeline under "
+                           "[fault_tolerance] (" +
+                           kind_name + " uses one group of all ranks)"};
     if (ranks % replicas != 0)
         return Problem{"topology",
                        {"replicas", "ranks"},
@@ -385,17 +385,36 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                     " is not a multiple of fragments " + std::to_string(s.diloco.fragments) +
                     ": under [fault_tolerance] one fragment's round comes every inner_steps / "
                     "fragments steps, as TorchFT requires (sync_every divisible by the fragments)"};
-        if (strategyTraits(s.strategy.kind).uses_stages && s.strategy.pipeline_data_parallel != "ddp")
-            return Problem{
-                "strategy",
-                {"pipeline_data_parallel"},
-                -1,
-                "[strategy] pipeline_data_parallel = \"" + s.strategy.pipeline_data_parallel +
-                    "\" cannot run under [fault_tolerance]: each pipeline is one replica group, and the "
-                    "quorum "
-                    "averages each stage's gradients over the pipelines (TorchFT's replicate dimension); a "
-                    "stage sharded across groups would lose a shard with every failed group (remove the "
-                    "key)"};
+        if (strategyTraits(s.strategy.kind).uses_stages) {
+            // A group is one pipeline, or (with [topology] replicas) G / stages
+            // pipelines side by side that keep their stages equal inside it.
+            const int G = ftGroupSize(s), stages = std::max(1, s.topology.stages);
+            if (G % stages != 0)
+                return Problem{"topology",
+                               {"replicas", "stages"},
+                               -1,
+                               "[topology] a replica group of " + std::to_string(G) +
+                                   " ranks (ranks / replicas) "
+                                   "is not a whole number of pipelines of " +
+                                   std::to_string(stages) +
+                                   " stages: make ranks / replicas a multiple of stages"};
+            if (s.strategy.pipeline_data_parallel != "ddp" && G / stages < 2)
+                return Problem{
+                    "strategy",
+                    {"pipeline_data_parallel"},
+                    -1,
+                    "[strategy] pipeline_data_parallel = \"" + s.strategy.pipeline_data_parallel +
+                        "\" shards each stage over the pipelines inside a replica group, and each group is "
+                        "one pipeline: set [topology] replicas so that ranks / replicas is a multiple of "
+                        "stages of at least 2 pipelines (the quorum averages each shard across the "
+                        "groups, TorchFT's replicate dimension)"};
+            if (G > stages && wants_checkpoints)
+                return Problem{"run",
+                               {"checkpoint_dir", "resume_from"},
+                               -1,
+                               "[run] checkpoints of several pipelines inside one replica group are not "
+                               "supported yet (one pipeline per group keeps stage checkpoints)"};
+        }
         if (!ft.lighthouse.empty() && ft.detection == "heartbeat")
             return Problem{
                 "fault_tolerance",
@@ -797,8 +816,10 @@ int ftGroupSize(const Scenario& scenario) {
     if (!scenario.fault_tolerance.enabled)
         return 1;
     const StrategyTraits& traits = strategyTraits(scenario.strategy.kind);
-    if (traits.uses_stages) // one pipeline per group: its stages
-        return std::max(1, scenario.topology.stages);
+    if (traits.uses_stages) // one pipeline per group, or [topology] replicas groups of stages x pipelines
+        return scenario.topology.replicas > 1
+                   ? std::max(1, scenario.topology.ranks / scenario.topology.replicas)
+                   : std::max(1, scenario.topology.stages);
     if (scenario.strategy.kind == StrategyKind::Ddp) // one rank per group unless [topology] replicas says
         return scenario.topology.replicas > 1
                    ? std::max(1, scenario.topology.ranks / scenario.topology.replicas)

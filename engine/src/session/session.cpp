@@ -239,9 +239,11 @@ Session::~Session() {
 // at once the job would go back to step 0.
 void Session::Impl::makeTemporaryCheckpointDir() {
     Scenario& sc = options.scenario;
-    const bool writes_checkpoints =
-        sc.strategy.kind == StrategyKind::Ddp || sc.strategy.kind == StrategyKind::Diloco ||
-        strategyTraits(sc.strategy.kind).shards_optimizer || strategyTraits(sc.strategy.kind).uses_stages;
+    const bool writes_checkpoints = sc.strategy.kind == StrategyKind::Ddp ||
+                                    sc.strategy.kind == StrategyKind::Diloco ||
+                                    strategyTraits(sc.strategy.kind).shards_optimizer ||
+                                    (strategyTraits(sc.strategy.kind).uses_stages &&
+                                     ftGroupSize(sc) == sc.topology.stages); // one pipeline
     if (!sc.fault_tolerance.enabled || !writes_checkpoints || !sc.run.checkpoint_dir.empty() ||
         sc.fault_tolerance.restart == "never" || !options.spawn_ranks)
         return;

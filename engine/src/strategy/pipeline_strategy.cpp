@@ -44,12 +44,16 @@
 //          and its whole vector are freed; AdamW updates the shard (its own
 //          storage). Same bytes as zero1; parameters and gradients are 1/d
 //          between steps.
-// Under [fault_tolerance] (ft/ft_group_training.cpp) each pipeline is one
-// replica group: m_world is the pipeline's own group, there is no m_dp, and
-// the quorum's manager averages this stage's gradients (replicaGradients,
-// P_s floats) with the same stage of the other pipelines before the
-// optimizer step; a restarted pipeline's stage i heals from stage i of a
-// live one (optimizedTensors and the AdamW state).
+// Under [fault_tolerance] (ft/ft_group_training.cpp) each replica group is
+// one pipeline (m_world is its own group, no m_dp), or with [topology]
+// replicas d pipelines side by side (m_world the group, m_dp the stage's d
+// ranks in it). Then the stage's gradients are reduced inside the group as
+// the schedule ends (ddp: all-reduced; zero1/fsdp: reduce-scattered into the
+// shard, P_s / d), so that what the quorum's manager averages with the same
+// rank of the other groups (replicaGradients) is what this rank optimizes;
+// optimizerStep then only steps (and zero1 all-gathers, fsdp frees). A
+// restarted group's rank heals from the same rank of a live one
+// (optimizedTensors, the stage or its shard, and the AdamW state).
 #include "checkpoint/stage_checkpoint.hpp"
 #include "strategy/flat_unit.hpp"
 #include "strategy/training_strategy.hpp"
@@ -145,6 +149,7 @@ class PipelineStrategy final : public TrainingStrategy {
             for (const auto& p : m_owned)
                 owned.push_back(p.tensor);
         }
+        m_reduce_in_step = m_scenario.fault_tolerance.enabled && m_dp && m_dp->size() > 1;
         const OptimizerConfig& o = m_scenario.optimizer;
         m_optimizer = std::make_unique<torch::optim::AdamW>(owned, torch::optim::AdamWOptions(o.lr)
                                                                        .betas({o.beta1, o.beta2})
@@ -289,6 +294,8 @@ class PipelineStrategy final : public TrainingStrategy {
         if (!sends.empty())
             span(EventKind::Wait, t, -1, -1);
         m_world.reapPosted();
+        if (m_reduce_in_step) // a replica group's pipelines: reduced before the quorum averages
+            reduceOverPipelines(stageGradients());
         if (!has_loss)
             return std::numeric_limits<double>::quiet_NaN(); // a stage before the last: no loss here
         requireFiniteLoss(loss_sum / m, step);
@@ -296,31 +303,12 @@ class PipelineStrategy final : public TrainingStrategy {
     }
 
     void optimizerStep() override {
-        std::vector<at::Tensor> grads;
-        for (const auto& p : m_owned) {
-            if (!p.tensor.grad().defined())
-                p.tensor.mutable_grad() = at::zeros_like(p.tensor);
-            grads.push_back(p.tensor.grad());
-        }
-        if (m_stage_unit) {
-            shardedOptimizerStep(grads);
-            return;
-        }
-        if (m_dp && m_dp->size() > 1) { // average this stage's gradients over the pipelines
-            at::NoGradGuard no_grad;
-            std::vector<at::Tensor> flat_parts;
-            for (auto& g : grads)
-                flat_parts.push_back(g.reshape({-1}));
-            at::Tensor flat = at::cat(flat_parts);
-            m_dp->allReduceNow(flat, CommTag{m_step, -1, -1});
-            flat.div_(double(m_dp->size()));
-            int64_t offset = 0;
-            for (auto& g : grads) {
-                g.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
-                offset += g.numel();
-            }
-        }
-        m_optimizer->step();
+        if (!m_reduce_in_step && m_dp && m_dp->size() > 1)
+            reduceOverPipelines(stageGradients());
+        if (m_stage_unit)
+            stepShard();
+        else
+            m_optimizer->step();
     }
 
     // Unused: the pipeline runs whole steps (runStep).
@@ -366,25 +354,27 @@ class PipelineStrategy final : public TrainingStrategy {
     int64_t modeledBytesReceived() const override {
         return m_world.modeledBytesReceived() + (m_dp ? m_dp->modeledBytesReceived() : 0);
     }
-    // ---- under a quorum: this pipeline is one replica group -------------------
+    // ---- under a quorum: one replica group (a pipeline, or d side by side) -------
+    // The stage's gradients (a healer that skipped its compute: zeros), or the shard's.
     std::vector<at::Tensor> replicaGradients() override {
-        std::vector<at::Tensor> grads;
-        for (const auto& p : m_owned) {
-            if (!p.tensor.grad().defined()) // a healer that skipped its compute contributes zeros
-                p.tensor.mutable_grad() = at::zeros_like(p.tensor);
-            grads.push_back(p.tensor.grad());
-        }
-        return grads;
+        if (m_stage_unit)
+            return {m_stage_unit->shard_grad};
+        return stageGradients();
     }
     std::vector<at::Tensor> optimizedTensors() override {
+        if (m_stage_unit)
+            return {m_stage_unit->shard};
         std::vector<at::Tensor> tensors;
         for (const auto& p : m_owned)
             tensors.push_back(p.tensor);
         return tensors;
     }
-    torch::optim::AdamW* adamW() override {
-        // Only the plain stage (no m_dp): under a quorum the pipelines are not sharded across.
-        return m_stage_unit ? nullptr : m_optimizer.get();
+    torch::optim::AdamW* adamW() override { return m_optimizer.get(); }
+    // A healed zero1 shard: the stage is all-gathered from the new shards (every
+    // rank of the group adopts together); fsdp gathers at its next step anyway.
+    void afterStateLoaded() override {
+        if (m_stage_unit && !m_fsdp)
+            m_dp->allGatherNow(m_stage_unit->full, m_stage_unit->shard.detach(), CommTag{m_step, -1, -1});
     }
 
     // One pipeline (a replica group under [fault_tolerance]): each stage its
@@ -404,26 +394,60 @@ class PipelineStrategy final : public TrainingStrategy {
             throw UsageError("checkpoints of kind = \"pipeline\" are written by one pipeline under "
                              "[fault_tolerance] only");
     }
-    // zero1: reduce-scatter the stage's gradients over the pipelines, AdamW on
-    // this rank's shard, all-gather the updated stage (the parameters are views of it).
-    void shardedOptimizerStep(const std::vector<at::Tensor>& grads) {
-        FlatUnit& u = *m_stage_unit;
+    // The owned parameters' gradients (zeros where a stage computed none).
+    std::vector<at::Tensor> stageGradients() {
+        std::vector<at::Tensor> grads;
+        for (const auto& p : m_owned) {
+            if (!p.tensor.grad().defined())
+                p.tensor.mutable_grad() = at::zeros_like(p.tensor);
+            grads.push_back(p.tensor.grad());
+        }
+        return grads;
+    }
+
+    // The stage's gradients averaged over the pipelines side by side: ddp
+    // all-reduces them in one flat buffer (P_s floats); zero1/fsdp
+    // reduce-scatter them into this rank's shard gradient (P_s / d).
+    void reduceOverPipelines(const std::vector<at::Tensor>& grads) {
         at::NoGradGuard no_grad;
+        const CommTag tag{m_step, -1, -1};
+        if (!m_stage_unit) {
+            std::vector<at::Tensor> flat_parts;
+            for (const auto& g : grads)
+                flat_parts.push_back(g.reshape({-1}));
+            at::Tensor flat = at::cat(flat_parts);
+            m_dp->allReduceNow(flat, tag);
+            flat.div_(double(m_dp->size()));
+            int64_t offset = 0;
+            for (const auto& g : grads) {
+                g.copy_(flat.narrow(0, offset, g.numel()).view_as(g));
+                offset += g.numel();
+            }
+            return;
+        }
+        FlatUnit& u = *m_stage_unit;
         at::Tensor flat = at::zeros({u.padded}, at::kFloat); // the padding stays zero
         for (size_t k = 0; k < u.params.size(); ++k)
             flat.narrow(0, u.offsets[k], grads[size_t(u.params[k])].numel())
                 .copy_(grads[size_t(u.params[k])].reshape({-1}));
-        const CommTag tag{m_step, -1, -1};
         m_dp->reduceScatterNow(u.shard_grad, flat, tag);
         u.shard_grad.div_(double(m_dp->size()));
+    }
+
+    // zero1/fsdp: AdamW on this rank's shard, then zero1 all-gathers the
+    // updated stage (the parameters are views of it); fsdp frees the stage and
+    // its gradients until the next step gathers it.
+    void stepShard() {
+        FlatUnit& u = *m_stage_unit;
+        at::NoGradGuard no_grad;
         m_optimizer->step(); // inside the worker's optimizer span
-        if (m_fsdp) {        // the whole stage and its gradients go until the next step gathers it
+        if (m_fsdp) {
             for (const auto& p : m_owned)
                 p.tensor.mutable_grad() = at::Tensor();
             releaseStage();
             return;
         }
-        m_dp->allGatherNow(u.full, u.shard.detach(), tag);
+        m_dp->allGatherNow(u.full, u.shard.detach(), CommTag{m_step, -1, -1});
     }
 
     // fsdp: the whole stage back from the shards (the parameters are views of u.full).
@@ -531,6 +555,9 @@ class PipelineStrategy final : public TrainingStrategy {
     std::unique_ptr<FlatUnit>
         m_stage_unit;    // zero1/fsdp: the owned parameters, flat and sharded over the pipelines
     bool m_fsdp = false; // pipeline_data_parallel = "fsdp": only the shard between steps
+    // Under [fault_tolerance] with pipelines side by side in a group: reduce at
+    // the end of runStep, so the quorum averages the reduced gradients.
+    bool m_reduce_in_step = false;
     int m_step = -1;
     std::function<double()> m_slow_delay_ms;
 
