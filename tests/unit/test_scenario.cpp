@@ -218,7 +218,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         CHECK(e.where().column == 3);
         CHECK(std::string(e.what()) == "t.toml:5:3: error: unknown key 'foo' in [model]; expected one of: "
                                        "kind, vocab, context, d_model, "
-                                       "layers, heads, mlp_ratio, hidden");
+                                       "layers, heads, mlp_ratio, hidden, quantize, quantize_weights");
     }
 
     SECTION("the first unknown key in the file is the one reported") {
@@ -352,6 +352,29 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
                                        ft);
         CHECK(std::string(uneven.what()).find("is not a whole number of pipelines of 4 stages") !=
               std::string::npos);
+    }
+
+    SECTION("QAT is a tiny_gpt option, and the eval needs the whole model on rank 0") {
+        const std::string ddp = kHeader + "[topology]\nranks = 2\n[strategy]\nkind = \"ddp\"\n";
+        const dt::Scenario q = dt::parseScenarioText(
+            ddp + "[model]\nquantize = \"int4\"\nquantize_weights = \"tensor\"\n[run]\neval_every = 5\n",
+            "q.toml");
+        CHECK(q.model.quantize == "int4");
+        CHECK(q.model.quantize_weights == "tensor");
+        CHECK(q.run.eval_every == 5);
+        UsageError bits = parseError(ddp + "[model]\nquantize = \"int2\"\n");
+        CHECK(std::string(bits.what()).find("\"none\", \"int8\", \"int4\"") != std::string::npos);
+        UsageError mlp = parseError(ddp + "[model]\nkind = \"mlp\"\nquantize = \"int8\"\n[data]\nsource = "
+                                          "\"fashion_mnist\"\n");
+        CHECK(
+            std::string(mlp.what()).find("fake-quantizes tiny_gpt's Linear layers; not model kind \"mlp\"") !=
+            std::string::npos);
+        UsageError fsdp = parseError(kHeader + "[topology]\nranks = 2\n[strategy]\nkind = \"fsdp\"\n[run]\n"
+                                               "eval_every = 5\n");
+        CHECK(std::string(fsdp.what()).find("eval_every needs the whole model on rank 0") !=
+              std::string::npos);
+        UsageError negative = parseError(ddp + "[run]\neval_every = -1\n");
+        CHECK(std::string(negative.what()).find("eval_every") != std::string::npos);
     }
 
     SECTION("heal_chunks without the HTTP transport is refused, and an unknown transport named") {

@@ -108,6 +108,30 @@ MetricsSeries buildMetricsSeries(const RunModel& model, int64_t until_ns) {
         out.throughput.push_back(std::move(throughput));
         out.wire_bytes.push_back(std::move(wire));
     }
+    // [run] eval_every: rank 0's eval loss on its fixed batch, as trained
+    // (fake-quantized under QAT) and, under QAT, the same weights in fp32.
+    if (model.world() > 0 && scenario.run.eval_every > 0) {
+        const auto evalSeries = [&](EventKind kind, const std::string& label, ImU32 color) {
+            PlotSeries s;
+            s.label = label;
+            s.color = color;
+            for (const CounterPoint& p : model.lane(0).counters[size_t(kind)]) {
+                if (p.t > until_ns)
+                    break;
+                s.x.push_back(double(p.step));
+                s.y.push_back(p.value);
+            }
+            return s;
+        };
+        const bool qat = scenario.model.quantize != "none";
+        PlotSeries eval = evalSeries(EventKind::EvalLoss, qat ? "eval " + scenario.model.quantize : "eval",
+                                     IM_COL32(250, 250, 250, 255));
+        if (!eval.x.empty())
+            out.eval.push_back(std::move(eval));
+        PlotSeries fp32 = evalSeries(EventKind::EvalLossFp32, "eval fp32", palette::kTheory);
+        if (qat && !fp32.x.empty())
+            out.eval.push_back(std::move(fp32));
+    }
     return out;
 }
 
@@ -123,7 +147,10 @@ LayoutPlace MetricsView::layoutPlace(const LayoutContext&) const {
 const char* MetricsView::helpText() const {
     return "Training curves per rank, over steps.\n\n"
            "Loss: the cross-entropy each rank computed on its own batch. With DDP the ranks see different "
-           "data but share the weights, so their losses move together.\n"
+           "data but share the weights, so their losses move together. With [run] eval_every, rank 0 also "
+           "evaluates one fixed batch no step trains on (\"eval\"); under quantization-aware training "
+           "([model] quantize) twice: with fake quantization as it trains (\"eval int8\") and the same "
+           "weights in plain fp32 (\"eval fp32\", grey): the gap is what quantizing costs.\n"
            "Step time: wall time of one step on each rank, in milliseconds. A slowed or straggling rank "
            "stretches everyone's step, because the all-reduce waits for the slowest.\n"
            "Throughput: tokens (tiny_gpt) or samples (mlp) per second for the whole job, computed from each "
@@ -220,7 +247,9 @@ void MetricsView::drawContent(const ViewInputs& inputs) {
     const float h = std::max(180.0f, std::floor((avail.y - style.ItemSpacing.y * (rows - 1.0f)) / rows));
 
     PlotOptions loss;
-    loss.title = "Loss";
+    loss.title = m_series.eval.empty() ? "Loss" : "Loss, and eval loss (rank 0)";
+    std::vector<PlotSeries> loss_lines = m_series.loss;
+    loss_lines.insert(loss_lines.end(), m_series.eval.begin(), m_series.eval.end());
     PlotOptions step;
     step.title = "Step time (ms)";
     step.y_suffix = " ms";
@@ -241,7 +270,7 @@ void MetricsView::drawContent(const ViewInputs& inputs) {
             o->marker_color = palette::kCursor;
             o->marker_label = "cursor";
         }
-    linePlot("##loss", ImVec2(w, h), m_series.loss, loss);
+    linePlot("##loss", ImVec2(w, h), loss_lines, loss);
     if (two_columns)
         ImGui::SameLine();
     linePlot("##step_ms", ImVec2(w, h), m_series.step_ms, step);

@@ -7,6 +7,8 @@
 //                        / step time), samples/s for mlp (batch_per_rank * ranks
 //                        / step time): the whole job's rate as seen from that rank
 //   bytes on the wire    per step: differences of the cumulative BytesSent counter
+// With [run] eval_every the loss plot adds rank 0's eval loss (EvalLoss) and,
+// under QAT, the same weights in fp32 (EvalLossFp32).
 // A line breaks where the rank has no data: across steps it never reported (it
 // was dead, hung, or healed straight to a later step) and between two of its
 // incarnations (a restarted replica); a step done twice keeps its latest value.
@@ -28,7 +30,8 @@ namespace dt::app {
 
 struct MetricsSeries {
     std::vector<PlotSeries> loss, step_ms, throughput, wire_bytes;
-    bool tokens = true; // throughput unit: tokens/s (tiny_gpt) or samples/s (mlp)
+    std::vector<PlotSeries> eval; // [run] eval_every: rank 0's eval loss (and, under QAT, in fp32)
+    bool tokens = true;           // throughput unit: tokens/s (tiny_gpt) or samples/s (mlp)
 };
 // The four plots' series from a model (pure; tests check it).
 // Sorts one rank's series by step, keeps each step's latest point, and puts a

@@ -38,6 +38,11 @@ struct ModelConfig {
     int layers = 4;
     int heads = 4;
     int mlp_ratio = 4;
+    // Quantization-aware training (tiny_gpt; model/fake_quant.hpp): "none", or
+    // "int8" / "int4" fake-quantized Linear weights and inputs, weights per
+    // output "channel" or per "tensor".
+    std::string quantize = "none";
+    std::string quantize_weights = "channel";
     // mlp (fashion-mnist: 784 inputs, 10 classes)
     std::vector<int> hidden = {256, 128};
 };
@@ -110,6 +115,10 @@ struct RunConfig {
     std::string checkpoint_dir; // "" = no checkpoints
     int checkpoint_every = 0;   // save after every k-th step (and the last); 0 = only the last
     std::string resume_from;    // a checkpoint directory (DIR/step-<S>) to load before step 0
+    // Every eval_every steps rank 0 computes the loss of a fixed batch no step
+    // trains on (EvalLoss; with [model] quantize also without fake
+    // quantization, EvalLossFp32). 0 = never.
+    int eval_every = 0;
     // Not a scenario key: the Session draws one per run (16 hex digits) and the
     // ranks write it into every checkpoint file, so files of different runs
     // mixed in one checkpoint are refused.

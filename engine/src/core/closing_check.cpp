@@ -672,7 +672,8 @@ const std::vector<std::string>& checkSummaryRoots() {
                                                    "exit",
                                                    "wall_time_s",
                                                    "bus_bandwidth",
-                                                   "offload"};
+                                                   "offload",
+                                                   "eval"};
     return roots;
 }
 

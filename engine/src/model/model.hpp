@@ -124,6 +124,10 @@ class TrainableModel {
     // Keep only each unit's input in forward and recompute the unit in
     // backward. Models without checkpointable units refuse (UsageError).
     virtual void setActivationCheckpointing(bool on) = 0;
+    // Quantization-aware training ([model] quantize): true when the model
+    // fake-quantizes; setFakeQuantization(false) runs the same weights in fp32.
+    [[nodiscard]] virtual bool fakeQuantized() const { return false; }
+    virtual void setFakeQuantization(bool /*on*/) {}
     // The pipeline interface, or nullptr for a model that cannot be cut into stages.
     [[nodiscard]] virtual StagedModel* staged() { return nullptr; }
 };

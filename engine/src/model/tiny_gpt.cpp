@@ -17,6 +17,11 @@
 // block's output (gradient arrives = backward starts) and input (gradient
 // leaves = backward ends). With activation checkpointing each block runs as a
 // CheckpointedBlock: its forward is recomputed inside backward (a Recompute span).
+//
+// Quantization-aware training ([model] quantize, fake_quant.hpp): every Linear
+// (qkv, proj, fc1, fc2 and the head) runs on its fake-quantized input and
+// weight, y = fq(x) fq(W)^T + b; the embeddings, norms and attention stay fp32.
+#include "model/fake_quant.hpp"
 #include "model/model.hpp"
 
 #include "dtlab/errors.hpp"
@@ -32,6 +37,25 @@ namespace {
 
 namespace nn = torch::nn;
 
+// The model's QAT switch, shared by its layers.
+struct QuantState {
+    QuantSpec spec;
+    bool enabled = true; // off: the same weights in plain fp32 (the eval's comparison)
+    [[nodiscard]] bool active() const { return spec.on() && enabled; }
+};
+
+// y = fq(x) fq(W)^T + b when QAT is active, else the layer as it is. The
+// observer moves only in a forward that records a graph (training).
+at::Tensor quantizedLinear(nn::Linear& layer, ActivationFakeQuant& act, const QuantState* quant,
+                           const at::Tensor& x, at::Tensor* input_used) {
+    if (!quant || !quant->active()) {
+        *input_used = x;
+        return layer->forward(x);
+    }
+    *input_used = act(x, quant->spec, /*observe=*/at::GradMode::is_enabled());
+    return at::linear(*input_used, fakeQuantizeWeight(layer->weight, quant->spec), layer->bias);
+}
+
 struct BlockImpl : nn::Module {
     BlockImpl(int d_model, int heads, int mlp_ratio) : heads(heads) {
         ln1 = register_module("ln1", nn::LayerNorm(nn::LayerNormOptions({d_model})));
@@ -45,22 +69,25 @@ struct BlockImpl : nn::Module {
     // x (B,T,C), mask (T,T) bool, true above the diagonal
     at::Tensor forward(const at::Tensor& x, const at::Tensor& causal_mask) {
         const int64_t B = x.size(0), T = x.size(1), C = x.size(2), D = C / heads;
-        auto qkv_out = lin(qkv, norm(ln1, x));                                   // (B,T,3C)
+        auto qkv_out = lin(qkv, act_qkv, norm(ln1, x));                          // (B,T,3C)
         auto parts = qkv_out.view({B, T, 3, heads, D}).permute({2, 0, 3, 1, 4}); // (3,B,H,T,D)
         auto q = parts[0], k = parts[1], v = parts[2];
         auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(D))); // (B,H,T,T)
         att = att.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
         att = at::softmax(att, -1);
         auto y = at::matmul(att, v).transpose(1, 2).reshape({B, T, C}); // (B,T,C)
-        auto h = x + lin(proj, y);
-        return h + lin(fc2, at::gelu(lin(fc1, norm(ln2, h))));
+        auto h = x + lin(proj, act_proj, y);
+        return h + lin(fc2, act_fc2, at::gelu(lin(fc1, act_fc1, norm(ln2, h))));
     }
 
-    // The layers, recording into the zero-bubble tape when one is set.
-    at::Tensor lin(nn::Linear& layer, const at::Tensor& x) {
-        at::Tensor y = layer->forward(x);
+    // The layers, recording into the zero-bubble tape when one is set (with
+    // QAT the input the layer used: dW = dy^T fq(x), straight through fq(W)).
+    at::Tensor lin(nn::Linear& layer, ActivationFakeQuant& act, const at::Tensor& x) {
+        at::Tensor input;
+        at::Tensor y = quantizedLinear(layer, act, quant, x, &input);
         if (tape)
-            tape->entries.push_back({WeightGradTape::Kind::Linear, layer->weight, layer->bias, x, y, 0.0});
+            tape->entries.push_back(
+                {WeightGradTape::Kind::Linear, layer->weight, layer->bias, input, y, 0.0});
         return y;
     }
     at::Tensor norm(nn::LayerNorm& layer, const at::Tensor& x) {
@@ -72,6 +99,8 @@ struct BlockImpl : nn::Module {
     }
 
     WeightGradTape* tape = nullptr;
+    const QuantState* quant = nullptr; // the model's (QAT), or none
+    ActivationFakeQuant act_qkv, act_proj, act_fc1, act_fc2;
 
     int heads;
     nn::LayerNorm ln1{nullptr}, ln2{nullptr};
@@ -131,6 +160,9 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
         ln_f = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
         head = register_module("head", nn::Linear(nn::LinearOptions(c.d_model, c.vocab).bias(false)));
         m_causal = at::ones({c.context, c.context}, at::kBool).triu(1);
+        m_quant.spec = quantSpecOf(c.quantize, c.quantize_weights);
+        for (auto& block : blocks)
+            block->quant = &m_quant;
     }
 
     std::vector<NamedParameter> trainableParameters() const override {
@@ -167,7 +199,8 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
         }
 
         markForward(timer, -1, true);
-        auto logits = head->forward(ln_f->forward(x)); // (B,T,V)
+        at::Tensor head_input;
+        auto logits = quantizedLinear(head, m_act_head, &m_quant, ln_f->forward(x), &head_input); // (B,T,V)
         auto loss = at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
         markForward(timer, -1, false);
         markRootBackwardBegins(timer, loss);
@@ -185,6 +218,8 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
     }
 
     void setActivationCheckpointing(bool on) override { m_checkpointing = on; }
+    bool fakeQuantized() const override { return m_quant.spec.on(); }
+    void setFakeQuantization(bool on) override { m_quant.enabled = on; }
 
     // ---- pipeline stages (StagedModel) ----
     StagedModel* staged() override { return this; }
@@ -217,11 +252,13 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
 
     at::Tensor headLoss(const at::Tensor& x, const at::Tensor& targets) override {
         at::Tensor normed = ln_f->forward(x);
-        at::Tensor logits = head->forward(normed); // (B,T,V)
+        at::Tensor head_input;
+        at::Tensor logits = quantizedLinear(head, m_act_head, &m_quant, normed, &head_input); // (B,T,V)
         if (m_tape) {
             m_tape->entries.push_back(
                 {WeightGradTape::Kind::LayerNorm, ln_f->weight, ln_f->bias, x, normed, ln_f->options.eps()});
-            m_tape->entries.push_back({WeightGradTape::Kind::Linear, head->weight, {}, normed, logits, 0.0});
+            m_tape->entries.push_back(
+                {WeightGradTape::Kind::Linear, head->weight, {}, head_input, logits, 0.0});
         }
         return at::cross_entropy_loss(logits.reshape({-1, m_config.vocab}), targets.reshape({-1}));
     }
@@ -250,7 +287,10 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
         return "TinyGPT vocab " + std::to_string(m_config.vocab) + ", context " +
                std::to_string(m_config.context) + ", d_model " + std::to_string(m_config.d_model) + ", " +
                std::to_string(m_config.layers) + " layers, " + std::to_string(m_config.heads) +
-               " heads: " + std::to_string(n) + " parameters";
+               " heads: " + std::to_string(n) + " parameters" +
+               (m_quant.spec.on() ? ", QAT " + m_config.quantize + " (weights per " +
+                                        m_config.quantize_weights + ", activations per tensor)"
+                                  : std::string());
     }
 
   private:
@@ -263,6 +303,8 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
     bool m_checkpointing = false;
     UnitTimer m_timer_copy;
     WeightGradTape* m_tape = nullptr;
+    QuantState m_quant;             // [model] quantize; the blocks point to it
+    ActivationFakeQuant m_act_head; // the head's input observer
 };
 
 } // namespace

@@ -112,7 +112,9 @@ std::string scenarioToJson(const Scenario& s) {
           {"layers", s.model.layers},
           {"heads", s.model.heads},
           {"mlp_ratio", s.model.mlp_ratio},
-          {"hidden", s.model.hidden}}},
+          {"hidden", s.model.hidden},
+          {"quantize", s.model.quantize},
+          {"quantize_weights", s.model.quantize_weights}}},
         {"data",
          {{"source", s.data.source}, {"path", s.data.path}, {"batch_per_rank", s.data.batch_per_rank}}},
         {"strategy",
@@ -146,6 +148,7 @@ std::string scenarioToJson(const Scenario& s) {
           {"checkpoint_dir", s.run.checkpoint_dir},
           {"checkpoint_every", s.run.checkpoint_every},
           {"resume_from", s.run.resume_from},
+          {"eval_every", s.run.eval_every},
           {"run_id", s.run.run_id}}},
         {"telemetry", {{"enabled", s.telemetry.enabled}, {"queue_capacity", s.telemetry.queue_capacity}}},
         {"faults", faults},
@@ -210,6 +213,10 @@ Scenario scenarioFromJson(const std::string& text) {
         m.at("heads").get_to(s.model.heads);
         m.at("mlp_ratio").get_to(s.model.mlp_ratio);
         m.at("hidden").get_to(s.model.hidden);
+        if (m.contains("quantize")) // recordings before QAT have none
+            m.at("quantize").get_to(s.model.quantize);
+        if (m.contains("quantize_weights"))
+            m.at("quantize_weights").get_to(s.model.quantize_weights);
 
         const json& d = j.at("data");
         d.at("source").get_to(s.data.source);
@@ -262,6 +269,8 @@ Scenario scenarioFromJson(const std::string& text) {
         r.at("checkpoint_dir").get_to(s.run.checkpoint_dir);
         r.at("checkpoint_every").get_to(s.run.checkpoint_every);
         r.at("resume_from").get_to(s.run.resume_from);
+        if (r.contains("eval_every"))
+            r.at("eval_every").get_to(s.run.eval_every);
         if (r.contains("run_id")) // recordings before it have none
             r.at("run_id").get_to(s.run.run_id);
 

@@ -16,8 +16,9 @@ inline const std::vector<std::string> kTables = {
 inline const std::vector<std::string> kScenarioKeys = {"name", "description"};
 inline const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages", "backend"};
 inline const std::vector<std::string> kCollectivesKeys = {"ops", "sizes_kb", "backends", "repeats"};
-inline const std::vector<std::string> kModelKeys = {"kind",   "vocab", "context",   "d_model",
-                                                    "layers", "heads", "mlp_ratio", "hidden"};
+inline const std::vector<std::string> kModelKeys = {"kind",     "vocab",           "context",   "d_model",
+                                                    "layers",   "heads",           "mlp_ratio", "hidden",
+                                                    "quantize", "quantize_weights"};
 inline const std::vector<std::string> kDataKeys = {"source", "path", "batch_per_rank"};
 inline const std::vector<std::string> kStrategyKeys = {"kind",
                                                        "bucket_mb",
@@ -66,8 +67,9 @@ inline const KindScopedKey kKindScopedStrategyKeys[] = {
 
 inline const std::vector<std::string> kOptimizerKeys = {"kind",  "lr",  "beta1",
                                                         "beta2", "eps", "weight_decay"};
-inline const std::vector<std::string> kRunKeys = {
-    "steps", "seed", "timeout_s", "step_delay_ms", "checkpoint_dir", "checkpoint_every", "resume_from"};
+inline const std::vector<std::string> kRunKeys = {"steps",         "seed",           "timeout_s",
+                                                  "step_delay_ms", "checkpoint_dir", "checkpoint_every",
+                                                  "resume_from",   "eval_every"};
 inline const std::vector<std::string> kTelemetryKeys = {"enabled", "queue_capacity"};
 inline const std::vector<std::string> kFaultKeys = {"action", "rank",       "step",    "when",
                                                     "at_s",   "duration_s", "delay_ms"};

@@ -316,6 +316,10 @@ class ScenarioReader {
                 out.mlp_ratio = readInt("model", e.key, n);
             else if (e.key == "hidden")
                 out.hidden = readHidden(n);
+            else if (e.key == "quantize")
+                out.quantize = readString("model", e.key, n);
+            else if (e.key == "quantize_weights")
+                out.quantize_weights = readString("model", e.key, n);
         }
     }
 
@@ -422,6 +426,8 @@ class ScenarioReader {
                 out.checkpoint_every = readInt("run", e.key, *e.node);
             else if (e.key == "resume_from")
                 out.resume_from = readString("run", e.key, *e.node);
+            else if (e.key == "eval_every")
+                out.eval_every = readInt("run", e.key, *e.node);
         }
     }
 

@@ -110,6 +110,23 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                        "[topology] ranks " + std::to_string(ranks) + " is not divisible by replicas " +
                            std::to_string(replicas) +
                            " (every replica group shards the model over the same number of ranks)"};
+    if (s.model.quantize != "none" && (s.model.kind != "tiny_gpt" || st.kind == StrategyKind::TensorParallel))
+        return Problem{"model",
+                       {"quantize"},
+                       -1,
+                       "[model] quantize = \"" + s.model.quantize +
+                           "\" fake-quantizes tiny_gpt's Linear layers; not " +
+                           (s.model.kind != "tiny_gpt" ? "model kind \"" + s.model.kind + "\""
+                                                       : std::string("tensor_parallel's split layers")) +
+                           " (remove the key)"};
+    if (s.run.eval_every > 0 && (!traits.trains_model || traits.shards_parameters || traits.uses_stages ||
+                                 st.kind == StrategyKind::TensorParallel || s.fault_tolerance.enabled))
+        return Problem{"run",
+                       {"eval_every"},
+                       -1,
+                       "[run] eval_every needs the whole model on rank 0 and the plain training loop: ddp, "
+                       "zero1, zero2 or diloco without [fault_tolerance]; not " +
+                           kind_name + (s.fault_tolerance.enabled ? " under [fault_tolerance]" : "")};
     const int stages = s.topology.stages;
     if (traits.uses_stages) {
         if (ranks % stages != 0)
@@ -593,6 +610,9 @@ std::string findValueProblem(const Scenario& s) {
         checkString("topology", "backend", s.topology.backend),
         checkInt("collectives", "repeats", s.collectives.repeats),
         checkString("model", "kind", s.model.kind),
+        checkString("model", "quantize", s.model.quantize),
+        checkString("model", "quantize_weights", s.model.quantize_weights),
+        checkInt("run", "eval_every", s.run.eval_every),
         checkInt("model", "vocab", s.model.vocab),
         checkInt("model", "context", s.model.context),
         checkInt("model", "d_model", s.model.d_model),

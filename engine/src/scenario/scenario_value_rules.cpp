@@ -36,6 +36,7 @@ const IntRule kIntRules[] = {
     {"strategy", "prefetch_limit", 1, 16},
     {"strategy", "microbatches", 1, 1024},
     {"run", "checkpoint_every", 0, kIntMax},
+    {"run", "eval_every", 0, kIntMax},
     {"model", "vocab", 2, 65536},
     {"model", "context", 1, 4096},
     {"model", "d_model", 1, 8192},
@@ -112,6 +113,8 @@ struct EnumRule {
 
 const EnumRule kEnumRules[] = {
     {"model", "kind", {"tiny_gpt", "mlp"}},
+    {"model", "quantize", {"none", "int8", "int4"}},
+    {"model", "quantize_weights", {"channel", "tensor"}},
     {"data", "source", {"fortunes", "fashion_mnist"}},
     {"strategy", "kind", strategyKindNames()},
     {"topology", "backend", {"gloo", "mpi"}},

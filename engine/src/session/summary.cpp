@@ -62,13 +62,14 @@ static_assert(std::size(kMeasuredCategories) == kMemSlots - kMemHeldFirst);
 
 // Everything the summary needs to know about one rank.
 struct RankTally {
-    std::map<int, int64_t> step_dur_ns; // step -> duration of its Step span (the last one seen)
-    std::map<int, int64_t> step_end_ns; // step -> end of that span (Session clock)
-    std::map<int, double> loss_by_step; // step -> last LossValue counter seen for that step
-    double bytes_sent = 0.0;            // last cumulative BytesSent counter
-    double bytes_received = 0.0;        // last cumulative BytesReceived counter
-    double bytes_sent_measured = 0.0;   // last cumulative BytesSentMeasured counter
-    double mem_peak[kMemSlots] = {};    // max over the Mem* counters
+    std::map<int, int64_t> step_dur_ns;              // step -> duration of its Step span (the last one seen)
+    std::map<int, int64_t> step_end_ns;              // step -> end of that span (Session clock)
+    std::map<int, double> loss_by_step;              // step -> last LossValue counter seen for that step
+    std::map<int, double> eval_loss, eval_loss_fp32; // step -> EvalLoss / EvalLossFp32 ([run] eval_every)
+    double bytes_sent = 0.0;                         // last cumulative BytesSent counter
+    double bytes_received = 0.0;                     // last cumulative BytesReceived counter
+    double bytes_sent_measured = 0.0;                // last cumulative BytesSentMeasured counter
+    double mem_peak[kMemSlots] = {};                 // max over the Mem* counters
     bool has_checksum = false;
     uint64_t checksum = 0;       // seq of the last ParamsChecksum instant
     double dropped_events = 0.0; // last cumulative DroppedEvents counter
@@ -162,6 +163,12 @@ void tallyCounter(RankTally& tally, const Event& e) {
     case EventKind::LossValue:
         if (e.step >= 0)
             tally.loss_by_step[e.step] = e.value;
+        break;
+    case EventKind::EvalLoss:
+        tally.eval_loss[e.step] = e.value;
+        break;
+    case EventKind::EvalLossFp32:
+        tally.eval_loss_fp32[e.step] = e.value;
         break;
     case EventKind::BytesSent:
         tally.bytes_sent = e.value;
@@ -421,6 +428,28 @@ std::string summaryJson(const RunRecord& record) {
     for (int step : completedSteps)
         lossByStep.push_back(meanLoss(tallies, step));
     j["loss_by_step"] = lossByStep;
+    // [run] eval_every: rank 0's eval loss on its fixed batch, as trained and
+    // (QAT) in fp32; null where a value is not finite.
+    {
+        Json eval = Json::object();
+        Json steps = Json::array(), loss = Json::array(), fp32 = Json::array();
+        const auto finite = [](double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); };
+        if (worldSize > 0)
+            for (const auto& [step, value] : tallies[0].eval_loss) {
+                steps.push_back(step);
+                loss.push_back(finite(value));
+                const auto it = tallies[0].eval_loss_fp32.find(step);
+                fp32.push_back(it == tallies[0].eval_loss_fp32.end() ? Json(nullptr) : finite(it->second));
+            }
+        eval["quantize"] = record.scenario.model.quantize;
+        eval["every"] = record.scenario.run.eval_every;
+        eval["steps"] = steps;
+        eval["loss"] = loss;
+        eval["loss_fp32"] = fp32;
+        eval["final_loss"] = loss.empty() ? Json(nullptr) : loss.back();
+        eval["final_loss_fp32"] = fp32.empty() ? Json(nullptr) : fp32.back();
+        j["eval"] = eval;
+    }
     // Wall-clock: seconds from the run's start to the end of each completed
     // step on its slowest rank (loss against time, for DiLoCo vs DDP).
     Json stepEndS = Json::array();

@@ -41,9 +41,9 @@
 namespace dt::wire {
 
 constexpr uint32_t kWireVersion =
-    9; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
-       // DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth; 6: offload kinds; 7: measured memory kinds;
-       // 8: Welcome's boot id, ClockPing/ClockPong frames, clock kinds; 9: GradReady
+    10; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
+        // DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth; 6: offload kinds; 7: measured memory kinds;
+        // 8: Welcome's boot id, ClockPing/ClockPong frames, clock kinds; 9: GradReady; 10: EvalLoss kinds
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;

@@ -262,6 +262,25 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         };
 
     const int B = scenario.data.batch_per_rank;
+    // [run] eval_every: rank 0's loss on one fixed batch that no step trains on
+    // (the data source's batch of step 2^40), with the model as it trains and,
+    // under QAT, with fake quantization off (the same weights in fp32). No
+    // graph, no hooks, outside the step's span.
+    const int eval_every = rank == 0 ? scenario.run.eval_every : 0;
+    const Batch eval_batch = eval_every > 0 ? data->batch(int64_t(1) << 40, 0, 1, B) : Batch{};
+    const auto evaluate = [&](int step) {
+        at::NoGradGuard no_grad;
+        const AllocationOwnerScope owner(MemoryOwner::Activations);
+        const UnitTimer untimed;
+        const double loss = model->loss(eval_batch.inputs, eval_batch.targets, untimed).item<double>();
+        telemetry.counter(EventKind::EvalLoss).step(step).value(loss).emit();
+        if (!model->fakeQuantized())
+            return;
+        model->setFakeQuantization(false);
+        const double fp32 = model->loss(eval_batch.inputs, eval_batch.targets, untimed).item<double>();
+        model->setFakeQuantization(true);
+        telemetry.counter(EventKind::EvalLossFp32).step(step).value(fp32).emit();
+    };
     // Every stage of a pipeline reads the same batch (stage 0 its tokens, the
     // last stage its targets); the pipelines side by side read different shards.
     // Tensor parallel ranks all read the same batch: they split the model, not the data.
@@ -350,6 +369,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
             telemetry.counter(EventKind::LossValue).step(step).value(step_loss).emit();
         const double step_ms = double(step_end - step_begin) / 1e6;
         telemetry.counter(EventKind::StepTimeMs).step(step).value(step_ms).emitIfDetailed();
+        if (eval_every > 0 && ((step + 1) % eval_every == 0 || step == scenario.run.steps - 1))
+            evaluate(step);
         if (telemetry.detailed()) {
             const ProcIo io = readProcIo();
             const int64_t sent = strategy->modeledBytesSent() - modeled_sent_at_start;
