@@ -4,6 +4,7 @@
 // [SECTION] Drawing
 #include "views/view_memory.hpp"
 
+#include "dtlab/quantization_theory.hpp"
 #include "model/scenario_catalog.hpp"
 #include "widgets/elide.hpp"
 #include "widgets/format.hpp"
@@ -411,7 +412,31 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
                                 formatBytes(std::max(b.temporaries_peak, 0.0)).c_str());
         ImGui::EndTooltip();
     }
+    drawQuantizedSize(model.scenario());
     ImGui::EndChild();
+}
+
+void MemoryView::drawQuantizedSize(const Scenario& scenario) {
+    // QAT: what the trained model would take shipped with integer Linear
+    // weights. Arithmetic from the scenario, labelled theory: training itself
+    // holds fp32 weights (the bars above).
+    const QuantizedModelSize q = quantizedModelSize(scenario.model);
+    if (q.bits == 0)
+        return;
+    ImGui::Separator();
+    char line[384];
+    std::snprintf(line, sizeof(line),
+                  "theory, QAT int%d: shipped with int%d Linear weights the model takes %s instead of %s in "
+                  "fp32: its Linear weights %s (fp32: %s) + %lld scales and zero points %s; embeddings, "
+                  "norms and biases stay fp32 (%s). Training holds fp32 weights: the bars above.",
+                  q.bits, q.bits, formatBytes(double(q.quantizedBytes())).c_str(),
+                  formatBytes(double(q.fp32Bytes())).c_str(),
+                  formatBytes(double(q.linearWeightBytes())).c_str(),
+                  formatBytes(4.0 * double(q.linear_weights)).c_str(), (long long)q.scales,
+                  formatBytes(8.0 * double(q.scales)).c_str(), formatBytes(4.0 * double(q.other)).c_str());
+    ImGui::PushTextWrapPos(0.0f);
+    ImGui::TextDisabled("%s", line);
+    ImGui::PopTextWrapPos();
 }
 
 // -----------------------------------------------------------------------------

@@ -67,6 +67,8 @@ class MemoryView : public View {
 
   private:
     void drawLegend(const ViewInputs& inputs); // the help marker and the category swatches
+    // [model] quantize: the model's size shipped with integer Linear weights (theory).
+    void drawQuantizedSize(const Scenario& scenario);
     // ZeRO / FSDP runs: one rank's parameters, gradients and optimizer state as
     // large bars, each on its own scale (full width = one DDP replica), the
     // formula's target marked on each, activations beside them, and the ZeRO
