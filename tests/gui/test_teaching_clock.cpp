@@ -23,6 +23,7 @@
 #include <csignal>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -116,29 +117,52 @@ TEST_CASE("Every shipped narrated scenario holds its moments and lasts until its
     Xvfb& x = *display;
     const std::string art = artifactDir();
     it::TempDir dir("dtlab-narration");
+    struct Walked {
+        std::string name, path;
+        dt::Scenario scenario;
+        NarrationWalk walk;
+    };
+    std::vector<Walked> walks;
     int scenarios_with_holds = 0;
     for (const std::string& path : shippedScenarios()) {
-        const dt::Scenario s = dt::loadScenarioFile(path);
+        dt::Scenario s = dt::loadScenarioFile(path);
         if (s.steps.size() < 2)
             continue;
         const std::string name = std::filesystem::path(path).stem().string();
-        const NarrationWalk walk = narrationWalk(s, "narration_" + name);
+        NarrationWalk walk = narrationWalk(s, "narration_" + name);
         scenarios_with_holds += walk.holds > 0 ? 1 : 0;
-        const std::string script = dir.write(name + ".script", walk.script);
-        const it::ProcessResult r = it::runProcess(
-            {kDtlab, path, "--script", script, "--screenshot-dir", art}, displayOptions(x, 180.0));
-        INFO(name << ": " << it::describe(r) << "\nscript:\n" << walk.script << "\nstdout:\n" << r.out);
-        REQUIRE_FALSE(r.timed_out);
-        CHECK(r.exit_code == 0);
-        CHECK(contains(r.out, "dtlab: script done"));
-        // Each held step says so in the app's own words (print_narration after expect_held).
-        size_t held_lines = 0;
-        for (size_t at = r.out.find("held (the run is paused at"); at != std::string::npos;
-             at = r.out.find("held (the run is paused at", at + 1))
-            ++held_lines;
-        CHECK(held_lines >= size_t(walk.holds - walk.holds_after_end));
-        CHECK(held_lines <=
-              size_t(walk.holds) + (s.steps.back().pause ? 1 : 0)); // the last step may hold too
+        walks.push_back({name, path, std::move(s), std::move(walk)});
+    }
+    // Two scenarios walked at once (two windows on one display): each waits
+    // on its own run's events and holds, so they only share the cores.
+    constexpr size_t kAtOnce = 2;
+    for (size_t first = 0; first < walks.size(); first += kAtOnce) {
+        std::vector<std::unique_ptr<it::Process>> running;
+        const size_t end = std::min(walks.size(), first + kAtOnce);
+        for (size_t k = first; k < end; ++k) {
+            const std::string script = dir.write(walks[k].name + ".script", walks[k].walk.script);
+            running.push_back(std::make_unique<it::Process>(
+                std::vector<std::string>{kDtlab, walks[k].path, "--script", script, "--screenshot-dir", art},
+                displayOptions(x, 240.0)));
+        }
+        for (size_t k = first; k < end; ++k) {
+            const Walked& w = walks[k];
+            const it::ProcessResult r = running[k - first]->wait();
+            INFO(w.name << ": " << it::describe(r) << "\nscript:\n"
+                        << w.walk.script << "\nstdout:\n"
+                        << r.out);
+            REQUIRE_FALSE(r.timed_out);
+            CHECK(r.exit_code == 0);
+            CHECK(contains(r.out, "dtlab: script done"));
+            // Each held step says so in the app's own words (print_narration after expect_held).
+            size_t held_lines = 0;
+            for (size_t at = r.out.find("held (the run is paused at"); at != std::string::npos;
+                 at = r.out.find("held (the run is paused at", at + 1))
+                ++held_lines;
+            CHECK(held_lines >= size_t(w.walk.holds - w.walk.holds_after_end));
+            CHECK(held_lines <= size_t(w.walk.holds) +
+                                    (w.scenario.steps.back().pause ? 1 : 0)); // the last step may hold too
+        }
         CHECK(it::waitForNoWorkers(10.0).empty());
     }
     CHECK(scenarios_with_holds >= 20);
