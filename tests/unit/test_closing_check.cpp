@@ -106,6 +106,10 @@ TEST_CASE("A closing check compares values taken from the run summary", "[checks
         CHECK(check("ok == 1").passed);
         CHECK_FALSE(check("final_loss_null < 1e9").passed);
         CHECK_FALSE(check("final_loss_null >= 0").passed);
+        // A null against an array, and in arithmetic (found by the fuzzer under UBSan).
+        CHECK_FALSE(dt::evaluateCheck("x < y", R"({"x": null, "y": [1, 2]})", "").passed);
+        CHECK_FALSE(dt::evaluateCheck("x * 2 < y", R"({"x": null, "y": [1, 2]})", "").passed);
+        CHECK_FALSE(dt::evaluateCheck("y < x", R"({"x": [], "y": 3})", "").passed);
     }
     SECTION("several comparisons joined by and must all hold, and each is reported") {
         const auto o =

@@ -582,6 +582,8 @@ class Evaluator {
                             ")");
         Value out;
         out.is_array = a.is_array || b.is_array;
+        if (a.numbers.empty() || b.numbers.empty())
+            return out; // a null or an empty array on either side: no value (the comparison fails)
         const size_t n = std::max(a.numbers.size(), b.numbers.size());
         for (size_t i = 0; i < n; ++i)
             out.numbers.push_back(f(a.numbers[a.is_array ? i : 0], b.numbers[b.is_array ? i : 0]));
