@@ -146,6 +146,20 @@ TEST_CASE("Hang diagnosis reads the scenario's groups and point-to-point pairs",
         CHECK(hung[0].missing_ranks == std::vector<int>{3});
     }
 
+    SECTION(
+        "fault-tolerant groups of 2 pipelines x 2 stages: each stage's ranks in a group are a stage group") {
+        Scenario s;
+        s.strategy.kind = StrategyKind::Pipeline;
+        s.topology.ranks = 8;
+        s.topology.stages = 2;
+        s.topology.replicas = 2;
+        s.fault_tolerance.enabled = true;
+        const GroupMembers m = groupMembersFor(s, 8); // groups {0..3}, {4..7}
+        CHECK(m.at(groupIdShard(1)) == std::vector<int>{4, 5, 6, 7});
+        CHECK(m.at(groupIdStage(0)) == std::vector<int>{0, 2}); // group 0, stage 0
+        CHECK(m.at(groupIdStage(3)) == std::vector<int>{5, 7}); // group 1, stage 1
+    }
+
     SECTION("a send whose receive never started names the receiver; a matched pair is one collective") {
         std::vector<Event> ev = {
             work(0, EventPhase::WorkStarted, 10, 0, 1, 0, EventKind::Send, kGroupWorld, 1),

@@ -375,6 +375,15 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
               std::string::npos);
         UsageError negative = parseError(ddp + "[run]\neval_every = -1\n");
         CHECK(std::string(negative.what()).find("eval_every") != std::string::npos);
+        // Not yet with QAT: the recompute, the zero-bubble tape, the quorum, checkpoints.
+        const std::string qat = "[model]\nquantize = \"int8\"\n";
+        UsageError recompute = parseError(ddp + "activation_checkpointing = true\n" + qat);
+        CHECK(std::string(recompute.what()).find("not supported with activation_checkpointing") !=
+              std::string::npos);
+        UsageError ft = parseError(ddp + qat + "[fault_tolerance]\nenabled = true\n");
+        CHECK(std::string(ft.what()).find("not supported with [fault_tolerance]") != std::string::npos);
+        UsageError ck = parseError(ddp + qat + "[run]\ncheckpoint_dir = \"/nonexistent/ck\"\n");
+        CHECK(std::string(ck.what()).find("not supported with checkpoints") != std::string::npos);
     }
 
     SECTION("heal_chunks without the HTTP transport is refused, and an unknown transport named") {

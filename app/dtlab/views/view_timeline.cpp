@@ -635,7 +635,8 @@ void TimelineView::drawContent(const ViewInputs& inputs) {
     const float area_x0 = origin.x + label_w;
     const float area_x1 = origin.x + content_w;
     // Many ranks: two thin rows each, as tall as lets every rank fit (at least 4 px).
-    const float visible_h = win_pos.y + win_size.y - (origin.y + axis_h) - 2.0f;
+    const float top_pad = origin.y + ImGui::GetScrollY() - win_pos.y; // the border, whatever the scroll
+    const float visible_h = win_size.y - top_pad - axis_h - 2.0f;
     if (m_compact_choice.value_or(autoCompactLanes(world, m_lanes.laneHeight(), visible_h)))
         fitCompactLanes(m_lanes, world, visible_h, 4.0f, std::floor(line_h * 0.6f));
 

@@ -26,6 +26,11 @@ GroupMembers groupMembersFor(const Scenario& scenario, int world) {
         const int G = ftGroupSize(scenario);
         for (int r = 0; G > 1 && r < world; ++r)
             m[groupIdShard(r / G)].push_back(r);
+        // Several pipelines per group: each stage's ranks in a group form a stage group.
+        const int S = std::max(1, scenario.topology.stages);
+        if (strategyTraits(scenario.strategy.kind).uses_stages && G > S)
+            for (int r = 0; r < world; ++r)
+                m[groupIdStage((r / G) * S + (r % G) % S)].push_back(r);
         return m;
     }
     if (scenario.strategy.kind == StrategyKind::Hsdp && scenario.topology.replicas > 0) {

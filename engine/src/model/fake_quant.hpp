@@ -10,9 +10,10 @@
 //
 // Weights (W (out, in) of every Linear): symmetric, zero point 0, the range
 // of qint8 [-128, 127] (int4: [-8, 7]); s = max|W| / ((qmax - qmin) / 2),
-// per output channel (row; PyTorch's default QAT weight observer) or per
-// tensor, from the current weights at every forward (as a QAT weight
-// observer sees them).
+// per output channel (row; as PyTorch's default QAT weight qconfig) or per
+// tensor, from the current weights' max |W| at every forward (PyTorch's
+// default QAT qconfig smooths that max with a moving average; dtlab takes
+// it as it is, as the per-channel MinMaxObserver does).
 // Activations (the input x (..., in) of every Linear): affine, the range of
 // quint8 [0, 255] (int4: [0, 15]); min and max from a moving average of each
 // batch's min and max (averaging constant 0.01, the first batch taken as is:

@@ -119,6 +119,26 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            (s.model.kind != "tiny_gpt" ? "model kind \"" + s.model.kind + "\""
                                                        : std::string("tensor_parallel's split layers")) +
                            " (remove the key)"};
+    if (s.model.quantize != "none") {
+        // Not yet: the recompute would move the observers a second time; the
+        // zero-bubble tape's weight gradient has no clip mask; the observers'
+        // min and max are in no checkpoint or heal.
+        const char* why =
+            st.activation_checkpointing ? "activation_checkpointing (a recompute would move the "
+                                          "activation observers a second time)"
+            : st.schedule == "zb-h1"    ? "the zero-bubble schedule (its weight-gradient tape has no "
+                                          "straight-through clip mask)"
+            : s.fault_tolerance.enabled ? "[fault_tolerance] (the observers' min and max are not "
+                                          "healed)"
+            : !s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()
+                ? "checkpoints (the observers' min and max are not saved)"
+                : nullptr;
+        if (why)
+            return Problem{"model",
+                           {"quantize"},
+                           -1,
+                           "[model] quantize is not supported with " + std::string(why) + " yet"};
+    }
     if (s.run.eval_every > 0 && (!traits.trains_model || traits.shards_parameters || traits.uses_stages ||
                                  st.kind == StrategyKind::TensorParallel || s.fault_tolerance.enabled))
         return Problem{"run",

@@ -371,10 +371,17 @@ class PipelineStrategy final : public TrainingStrategy {
     }
     torch::optim::AdamW* adamW() override { return m_optimizer.get(); }
     // A healed zero1 shard: the stage is all-gathered from the new shards (every
-    // rank of the group adopts together); fsdp gathers at its next step anyway.
+    // rank of the group adopts together); fsdp drops a stage still gathered
+    // (an aborted step's) and gathers at its next step.
     void afterStateLoaded() override {
-        if (m_stage_unit && !m_fsdp)
-            m_dp->allGatherNow(m_stage_unit->full, m_stage_unit->shard.detach(), CommTag{m_step, -1, -1});
+        if (!m_stage_unit)
+            return;
+        if (m_fsdp) { // a stage gathered for an aborted step is stale now: the next step gathers it again
+            if (m_stage_unit->materialized)
+                releaseStage();
+            return;
+        }
+        m_dp->allGatherNow(m_stage_unit->full, m_stage_unit->shard.detach(), CommTag{m_step, -1, -1});
     }
 
     // One pipeline (a replica group under [fault_tolerance]): each stage its

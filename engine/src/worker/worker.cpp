@@ -263,7 +263,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
 
     const int B = scenario.data.batch_per_rank;
     // [run] eval_every: rank 0's loss on one fixed batch that no step trains on
-    // (the data source's batch of step 2^40), with the model as it trains and,
+    // (the data source's batch of step 2^40: other windows of the same text,
+    // not a held-out split), with the model as it trains and,
     // under QAT, with fake quantization off (the same weights in fp32). No
     // graph, no hooks, outside the step's span.
     const int eval_every = rank == 0 ? scenario.run.eval_every : 0;
