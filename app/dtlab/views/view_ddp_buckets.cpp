@@ -283,7 +283,9 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
     ImGui::Dummy(ImVec2(width, y - origin.y + 2.0f));
 
     // One line per bucket: what it holds and what its all-reduce did in this step.
-    if (ImGui::BeginTable("buckets", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingFixedFit)) {
+    // Proportional widths within the view: at large text a cell clips its text instead of the
+    // table running past the view's right edge.
+    if (ImGui::BeginTable("buckets", 5, ImGuiTableFlags_RowBg | ImGuiTableFlags_SizingStretchProp)) {
         ImGui::TableSetupColumn("bucket");
         ImGui::TableSetupColumn("holds (first ready .. launching gradient)",
                                 ImGuiTableColumnFlags_WidthStretch);
