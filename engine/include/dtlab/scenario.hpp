@@ -140,6 +140,35 @@ struct DilocoConfig {
     std::string pseudo_gradient = "fp32"; // values on the wire: "fp32" | "bf16" | "int8" | "int4"
 };
 
+// SWARM parallelism ([strategy] kind = "swarm"; engine/src/swarm/), as
+// DistQat runs it on Hivemind: T trainer ranks own the data and the loss and
+// hold no parameters; each of the [topology] stages is served by K server
+// ranks. Ranks 0..T-1 are trainers, rank T + s K + k is server k of stage s
+// (swarm_layout.hpp), so [topology] ranks = T + stages x K.
+struct SwarmConfig {
+    int trainers = 2;          // T
+    int servers_per_stage = 2; // K
+    // How a trainer picks a stage's server for each call:
+    //  "throughput"  SWARM's stochastic wiring: at random, in proportion to
+    //                each server's throughput as this trainer measured it
+    //  "fastest"     Hivemind's ExpertBalancer: the lowest expected finish time
+    std::string routing = "throughput";
+    // A server takes an inner AdamW step after this many backward calls
+    // (0 = [strategy] microbatches; Hivemind steps after every one).
+    int server_batch = 0;
+    // DiLoCo among a stage's servers: an outer step every outer_every inner
+    // steps (0 = never), Nesterov SGD on the average pseudo-gradient.
+    int outer_every = 10;
+    double outer_lr = 0.7;
+    double outer_momentum = 0.9;
+    double join_timeout_ms = 1000;    // an outer round waits this long for the stage's other servers
+    double request_timeout_ms = 5000; // a call not answered this long goes to another server
+    // A server that died is restarted (Hivemind's servers are restarted by
+    // whoever runs them): "auto" after restart_delay_ms, "manual", "never".
+    std::string restart = "auto";
+    double restart_delay_ms = 500;
+};
+
 // A modelled network link for every rank ([network]; changeable live): each
 // collective takes at least latency_ms + bytes sent / bandwidth.
 struct NetworkConfig {
@@ -376,6 +405,7 @@ struct Scenario {
     OptimizerConfig optimizer;
     RunConfig run;
     DilocoConfig diloco;
+    SwarmConfig swarm;
     NetworkConfig network;
     CollectivesConfig collectives;
     TelemetryConfig telemetry;

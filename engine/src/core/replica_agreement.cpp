@@ -1,6 +1,8 @@
 // replica_agreement.cpp: groups, last checksums, one sentence (see the header).
 #include "core/replica_agreement.hpp"
 
+#include "dtlab/swarm_layout.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -34,6 +36,11 @@ int groupOf(const Scenario& scenario, int rank) {
     const StrategyTraits& traits = strategyTraits(scenario.strategy.kind);
     if (!traits.trains_model)
         return -1;
+    if (scenario.strategy.kind ==
+        StrategyKind::Swarm) { // a stage's servers, equal after the final DiLoCo round
+        const SwarmLayout layout = SwarmLayout::of(scenario);
+        return layout.isServer(rank) && scenario.swarm.outer_every > 0 ? layout.stageOf(rank) : -1;
+    }
     if (traits.uses_stages && !stageShardedInGroup(scenario))
         return rank % std::max(1, scenario.topology.stages);
     // Replica groups under a quorum: each rank checksums its own shard, which
@@ -83,7 +90,10 @@ std::string replicaDisagreement(const Scenario& scenario, const std::vector<Even
         const bool staged =
             strategyTraits(scenario.strategy.kind).uses_stages && !stageShardedInGroup(scenario);
         text +=
-            staged ? " (the copies of stage " + std::to_string(group) + " must be equal)"
+            scenario.strategy.kind == StrategyKind::Swarm
+                ? " (the servers of stage " + std::to_string(group) +
+                      " must be equal after the final DiLoCo round)"
+            : staged ? " (the copies of stage " + std::to_string(group) + " must be equal)"
             : ftGroupSize(scenario) > 1
                 ? " (every replica group's copy of shard " + std::to_string(group) + " must be equal)"
                 : std::string(" (they must be equal under ") + strategyKindName(scenario.strategy.kind) + ")";

@@ -40,7 +40,8 @@ int64_t paddedNumel(int64_t numel, int shards) {
 
 int shardCount(const Scenario& s) {
     const StrategyKind k = s.strategy.kind;
-    if (k == StrategyKind::Ddp || k == StrategyKind::Pipeline || k == StrategyKind::Diloco)
+    if (k == StrategyKind::Ddp || k == StrategyKind::Pipeline || k == StrategyKind::Diloco ||
+        k == StrategyKind::Swarm)
         return 1;
     if (k == StrategyKind::Hsdp)
         return s.topology.ranks / std::max(1, s.topology.replicas);
@@ -79,6 +80,13 @@ ModelStateTheory modelStateTheory(const Scenario& s) {
                 t.materialized_peak = 4 * padded;
             }
         }
+        return t;
+    }
+    if (k == StrategyKind::Swarm) { // a server: its stage whole, AdamW, and DiLoCo's global copy and momentum
+        const int64_t stage = layout.total() / std::max(1, s.topology.stages);
+        t.parameters = 4 * stage;
+        t.gradients = 4 * stage;
+        t.optimizer_state = 8 * stage + 8 * stage;
         return t;
     }
     if (k ==
@@ -139,6 +147,17 @@ int64_t bytesPerStepTheory(const Scenario& s) {
     if (k == StrategyKind::TensorParallel) { // 4 all-reduces of (B/M) x T x C fp32 per block and microbatch
         const int64_t call = 4 * int64_t(s.data.batch_per_rank / M) * s.model.context * s.model.d_model;
         return int64_t(M) * s.model.layers * 4 * (2 * int64_t(W - 1) * call / W);
+    }
+    if (k == StrategyKind::Swarm) { // a trainer's calls: forward sends x_s, backward x_s and dy_s, per stage
+        const int S = std::max(1, s.topology.stages);
+        const int64_t BT = int64_t(s.data.batch_per_rank) * s.model.context;
+        int64_t total = 0;
+        for (int stage = 0; stage < S; ++stage) {
+            const int64_t x = stage == 0 ? 8 * BT : 4 * BT * s.model.d_model; // tokens are int64
+            const int64_t dy = stage == S - 1 ? 4 * BT * s.model.vocab : 4 * BT * s.model.d_model;
+            total += 2 * x + dy;
+        }
+        return total;
     }
     if (k == StrategyKind::Diloco) { // the average over H steps (diloco_theory.hpp has the per-sync figures)
         return dilocoTheory(s).bytes_per_period / std::max(1, s.diloco.inner_steps);
@@ -218,6 +237,10 @@ std::string modelStateFormula(const StrategyConfig& strategy) {
                   "Psi = 24 Psi";
         break;
     case StrategyKind::Collectives:
+        break;
+    case StrategyKind::Swarm:
+        formula = "SWARM: a server holds its stage whole: params 4 Psi/S + grads 4 Psi/S + AdamW 8 Psi/S + "
+                  "DiLoCo global copy and momentum 8 Psi/S = 24 Psi / S; trainers hold none";
         break;
     }
     if (strategy.offload_optimizer)

@@ -104,6 +104,9 @@ class StagedModel {
     [[nodiscard]] virtual at::Tensor runBlocks(const at::Tensor& x, int first,
                                                int last) = 0; // blocks [first, last)
     [[nodiscard]] virtual at::Tensor headLoss(const at::Tensor& x, const at::Tensor& targets) = 0;
+    // The final norm and the head without the loss: x (B,T,C) -> logits (B,T,V)
+    // (a SWARM trainer computes the loss itself).
+    [[nodiscard]] virtual at::Tensor headLogits(const at::Tensor& x) = 0;
     // For each trainable parameter (model order), the chunk that owns it.
     [[nodiscard]] virtual std::vector<int> parameterChunks(int chunks) const = 0;
     // Record weight-layer inputs/outputs into `tape` (nullptr = stop recording).

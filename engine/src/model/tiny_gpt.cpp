@@ -250,6 +250,11 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
         return h;
     }
 
+    at::Tensor headLogits(const at::Tensor& x) override {
+        at::Tensor head_input;
+        return quantizedLinear(head, m_act_head, &m_quant, ln_f->forward(x), &head_input); // (B,T,V)
+    }
+
     at::Tensor headLoss(const at::Tensor& x, const at::Tensor& targets) override {
         at::Tensor normed = ln_f->forward(x);
         at::Tensor head_input;

@@ -181,6 +181,18 @@ std::string scenarioToJson(const Scenario& s) {
           {"sync_delay", s.diloco.sync_delay},
           {"alpha", s.diloco.alpha},
           {"pseudo_gradient", s.diloco.pseudo_gradient}}},
+        {"swarm",
+         {{"trainers", s.swarm.trainers},
+          {"servers_per_stage", s.swarm.servers_per_stage},
+          {"routing", s.swarm.routing},
+          {"server_batch", s.swarm.server_batch},
+          {"outer_every", s.swarm.outer_every},
+          {"outer_lr", s.swarm.outer_lr},
+          {"outer_momentum", s.swarm.outer_momentum},
+          {"join_timeout_ms", s.swarm.join_timeout_ms},
+          {"request_timeout_ms", s.swarm.request_timeout_ms},
+          {"restart", s.swarm.restart},
+          {"restart_delay_ms", s.swarm.restart_delay_ms}}},
         {"network", {{"bandwidth_mbit_s", s.network.bandwidth_mbit_s}, {"latency_ms", s.network.latency_ms}}},
         {"chaos",
          {{"enabled", s.chaos.enabled},
@@ -377,6 +389,20 @@ Scenario scenarioFromJson(const std::string& text) {
             d.at("sync_delay").get_to(s.diloco.sync_delay);
             d.at("alpha").get_to(s.diloco.alpha);
             d.at("pseudo_gradient").get_to(s.diloco.pseudo_gradient);
+        }
+        if (j.contains("swarm")) {
+            const json& w = j.at("swarm");
+            w.at("trainers").get_to(s.swarm.trainers);
+            w.at("servers_per_stage").get_to(s.swarm.servers_per_stage);
+            w.at("routing").get_to(s.swarm.routing);
+            w.at("server_batch").get_to(s.swarm.server_batch);
+            w.at("outer_every").get_to(s.swarm.outer_every);
+            w.at("outer_lr").get_to(s.swarm.outer_lr);
+            w.at("outer_momentum").get_to(s.swarm.outer_momentum);
+            w.at("join_timeout_ms").get_to(s.swarm.join_timeout_ms);
+            w.at("request_timeout_ms").get_to(s.swarm.request_timeout_ms);
+            w.at("restart").get_to(s.swarm.restart);
+            w.at("restart_delay_ms").get_to(s.swarm.restart_delay_ms);
         }
         if (j.contains("network")) {
             const json& n = j.at("network");

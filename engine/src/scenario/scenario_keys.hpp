@@ -12,7 +12,8 @@ namespace dt::scenario_keys {
 
 inline const std::vector<std::string> kTables = {
     "scenario", "topology", "model",           "data",  "strategy", "optimizer", "run",         "telemetry",
-    "faults",   "steps",    "fault_tolerance", "chaos", "diloco",   "network",   "collectives", "checks"};
+    "faults",   "steps",    "fault_tolerance", "chaos", "diloco",   "network",   "collectives", "checks",
+    "swarm"};
 inline const std::vector<std::string> kScenarioKeys = {"name", "description"};
 inline const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages", "backend"};
 inline const std::vector<std::string> kCollectivesKeys = {"ops", "sizes_kb", "backends", "repeats"};
@@ -95,6 +96,10 @@ inline const std::vector<std::string> kChaosKeys = {"enabled", "seed",    "mean_
 inline const std::vector<std::string> kDilocoKeys = {"inner_steps", "outer_lr",       "outer_momentum",
                                                      "nesterov",    "fragments",      "sync_delay",
                                                      "alpha",       "pseudo_gradient"};
+inline const std::vector<std::string> kSwarmKeys = {
+    "trainers",           "servers_per_stage", "routing",         "server_batch",
+    "outer_every",        "outer_lr",          "outer_momentum",  "join_timeout_ms",
+    "request_timeout_ms", "restart",           "restart_delay_ms"};
 inline const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"};
 inline const std::vector<std::string> kStepKeys = {"text", "highlight", "until", "pause", "question"};
 inline const std::vector<std::string> kQuestionKeys = {"ask",       "answer",  "unit",

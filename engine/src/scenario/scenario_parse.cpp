@@ -118,6 +118,8 @@ class ScenarioReader {
                 readChaos(t, s.chaos);
             else if (e.key == "diloco")
                 readDiloco(t, s.diloco);
+            else if (e.key == "swarm")
+                readSwarm(t, s.swarm);
             else if (e.key == "network")
                 readNetwork(t, s.network);
             else if (e.key == "collectives")
@@ -499,6 +501,34 @@ class ScenarioReader {
                 out.alpha = readFloat(table, e.key, *e.node);
             else if (e.key == "pseudo_gradient")
                 out.pseudo_gradient = readString(table, e.key, *e.node);
+        }
+    }
+
+    void readSwarm(const toml::table& t, SwarmConfig& out) const {
+        const std::string table = "swarm";
+        for (const Entry& e : checkedEntries(t, table, kSwarmKeys)) {
+            if (e.key == "trainers")
+                out.trainers = readInt(table, e.key, *e.node);
+            else if (e.key == "servers_per_stage")
+                out.servers_per_stage = readInt(table, e.key, *e.node);
+            else if (e.key == "routing")
+                out.routing = readString(table, e.key, *e.node);
+            else if (e.key == "server_batch")
+                out.server_batch = readInt(table, e.key, *e.node);
+            else if (e.key == "outer_every")
+                out.outer_every = readInt(table, e.key, *e.node);
+            else if (e.key == "outer_lr")
+                out.outer_lr = readFloat(table, e.key, *e.node);
+            else if (e.key == "outer_momentum")
+                out.outer_momentum = readFloat(table, e.key, *e.node);
+            else if (e.key == "join_timeout_ms")
+                out.join_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "request_timeout_ms")
+                out.request_timeout_ms = readFloat(table, e.key, *e.node);
+            else if (e.key == "restart")
+                out.restart = readString(table, e.key, *e.node);
+            else if (e.key == "restart_delay_ms")
+                out.restart_delay_ms = readFloat(table, e.key, *e.node);
         }
     }
 

@@ -15,6 +15,68 @@
 
 namespace dt::scenario_rules {
 
+// [strategy] kind = "swarm": the layout, the model and what SWARM does not do yet.
+static std::optional<Problem> swarmProblem(const Scenario& s) {
+    const SwarmConfig& w = s.swarm;
+    const int stages = s.topology.stages;
+    const int wanted = w.trainers + stages * w.servers_per_stage;
+    if (s.topology.ranks != wanted)
+        return Problem{"topology",
+                       {"ranks", "stages"},
+                       -1,
+                       "[topology] ranks " + std::to_string(s.topology.ranks) +
+                           " does not match the swarm: " + std::to_string(w.trainers) + " trainers + " +
+                           std::to_string(stages) + " stages x " + std::to_string(w.servers_per_stage) +
+                           " servers = " + std::to_string(wanted) + " ranks"};
+    if (s.model.kind != "tiny_gpt")
+        return Problem{
+            "strategy",
+            {"kind"},
+            -1,
+            "[strategy] kind = \"swarm\" needs [model] kind = \"tiny_gpt\" (its blocks are cut into "
+            "stages)"};
+    if (s.model.layers % stages != 0)
+        return Problem{"model",
+                       {"layers"},
+                       -1,
+                       "[model] layers " + std::to_string(s.model.layers) + " cannot be cut into " +
+                           std::to_string(stages) + " equal stages"};
+    if (s.data.batch_per_rank % s.strategy.microbatches != 0)
+        return Problem{"strategy",
+                       {"microbatches"},
+                       -1,
+                       "[strategy] microbatches " + std::to_string(s.strategy.microbatches) +
+                           " does not divide a trainer's batch ([data] batch_per_rank " +
+                           std::to_string(s.data.batch_per_rank) + ")"};
+    // Not yet: say so rather than run something else.
+    const char* missing = s.fault_tolerance.enabled ? "[fault_tolerance] (a swarm has no quorum: its servers "
+                                                      "are restarted by [swarm] restart)"
+                          : s.model.quantize != "none"
+                              ? "[model] quantize (a server's backward recomputes the forward, which would "
+                                "move the activation observers twice)"
+                          : s.strategy.activation_checkpointing ? "[strategy] activation_checkpointing"
+                          : !s.run.checkpoint_dir.empty() || !s.run.resume_from.empty()
+                              ? "checkpoints ([run] checkpoint_dir, resume_from)"
+                          : s.run.eval_every > 0         ? "[run] eval_every"
+                          : s.topology.backend != "gloo" ? "[topology] backend = \"mpi\" (a swarm talks over "
+                                                           "its own TCP calls, and MPI aborts on a death)"
+                                                         : nullptr;
+    if (missing)
+        return Problem{"strategy",
+                       {"kind"},
+                       -1,
+                       "[strategy] kind = \"swarm\" is not supported with " + std::string(missing) + " yet"};
+    for (size_t i = 0; i < s.faults.size(); ++i)
+        if (s.faults[i].when == FaultWhen::AllReduce)
+            return Problem{"faults",
+                           {"when", "action"},
+                           static_cast<int>(i),
+                           "[[faults]] when = \"allreduce\" (the default) never fires under swarm: it has no "
+                           "all-reduce; write when = \"step\" (a server's step is the step of the trainer it "
+                           "serves) or when = \"time\""};
+    return std::nullopt;
+}
+
 std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
     const ModelConfig& m = s.model;
     if (m.hidden.empty())
@@ -200,12 +262,16 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                     std::to_string(ranks / stages) +
                     " is one pipeline: raise ranks to a multiple of stages (e.g. ranks = " +
                     std::to_string(2 * stages) + ")"};
-    } else if (stages > 1) {
+    } else if (stages > 1 && st.kind != StrategyKind::Swarm) {
         return Problem{"topology",
                        {"stages"},
                        -1,
                        "[topology] stages = " + std::to_string(stages) +
-                           " needs [strategy] kind = \"pipeline\""};
+                           " needs [strategy] kind = \"pipeline\" or \"swarm\""};
+    }
+    if (st.kind == StrategyKind::Swarm) {
+        if (auto problem = swarmProblem(s))
+            return problem;
     }
     if (st.kind == StrategyKind::TensorParallel) {
         if (s.model.kind != "tiny_gpt")
@@ -665,6 +731,17 @@ std::string findValueProblem(const Scenario& s) {
         checkFloat("diloco", "outer_lr", s.diloco.outer_lr),
         checkFloat("diloco", "outer_momentum", s.diloco.outer_momentum),
         checkFloat("diloco", "alpha", s.diloco.alpha),
+        checkInt("swarm", "trainers", s.swarm.trainers),
+        checkInt("swarm", "servers_per_stage", s.swarm.servers_per_stage),
+        checkString("swarm", "routing", s.swarm.routing),
+        checkInt("swarm", "server_batch", s.swarm.server_batch),
+        checkInt("swarm", "outer_every", s.swarm.outer_every),
+        checkFloat("swarm", "outer_lr", s.swarm.outer_lr),
+        checkFloat("swarm", "outer_momentum", s.swarm.outer_momentum),
+        checkFloat("swarm", "join_timeout_ms", s.swarm.join_timeout_ms),
+        checkFloat("swarm", "request_timeout_ms", s.swarm.request_timeout_ms),
+        checkString("swarm", "restart", s.swarm.restart),
+        checkFloat("swarm", "restart_delay_ms", s.swarm.restart_delay_ms),
         checkFloat("network", "bandwidth_mbit_s", s.network.bandwidth_mbit_s),
         checkFloat("network", "latency_ms", s.network.latency_ms),
     };

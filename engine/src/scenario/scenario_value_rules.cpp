@@ -58,6 +58,10 @@ const IntRule kIntRules[] = {
     {"diloco", "inner_steps", 1, 100000},
     {"diloco", "fragments", 1, 64},
     {"diloco", "sync_delay", 0, 100000},
+    {"swarm", "trainers", 1, 64},
+    {"swarm", "servers_per_stage", 1, 64},
+    {"swarm", "server_batch", 0, 100000},
+    {"swarm", "outer_every", 0, 100000},
 };
 
 struct FloatRule {
@@ -100,6 +104,11 @@ const FloatRule kFloatRules[] = {
     {"diloco", "outer_lr", 0.0, false, true, 1e6},
     {"diloco", "outer_momentum", 0.0, true, true, 1.0},
     {"diloco", "alpha", 0.0, true, true, 1.0},
+    {"swarm", "outer_lr", 0.0, false, true, 1e6},
+    {"swarm", "outer_momentum", 0.0, true, true, 1.0},
+    {"swarm", "join_timeout_ms", 0.0, true, true, kMaxMs},
+    {"swarm", "request_timeout_ms", 1.0, true, true, kMaxMs},
+    {"swarm", "restart_delay_ms", 0.0, true, true, kMaxMs},
     // 0 = no cap; a cap is at least 1 kbit/s (the Session sends it in whole kbit/s)
     {"network", "bandwidth_mbit_s", 0.0, true, true, 1e9},
     {"network", "latency_ms", 0.0, true, true, kMaxMs},
@@ -124,6 +133,8 @@ const EnumRule kEnumRules[] = {
     {"strategy", "pipeline_data_parallel", {"ddp", "zero1", "fsdp"}},
     {"optimizer", "kind", {"adamw", "sgd"}},
     {"diloco", "pseudo_gradient", {"fp32", "bf16", "int8", "int4"}},
+    {"swarm", "routing", {"throughput", "fastest"}},
+    {"swarm", "restart", {"auto", "manual", "never"}},
     {"faults", "action", faultActionNames()},
     {"faults", "when", {std::begin(kFaultWhenNames), std::end(kFaultWhenNames)}},
     {"fault_tolerance", "restart", {"auto", "manual", "never"}},

@@ -305,7 +305,7 @@ void Session::failNextCollective(int rank) {
     FaultConfig f;
     f.action = FaultAction::FailCollective;
     f.rank = rank;
-    if (m_impl->ft_enabled)
+    if (m_impl->quorum)
         m_impl->applyFault(f);
 }
 
@@ -313,12 +313,12 @@ void Session::nanGradients(int rank) {
     FaultConfig f;
     f.action = FaultAction::NanGradients;
     f.rank = rank;
-    if (m_impl->ft_enabled)
+    if (m_impl->quorum)
         m_impl->applyFault(f);
 }
 
 void Session::partitionRank(int rank, bool on) {
-    if (!m_impl->ft_enabled)
+    if (!m_impl->quorum)
         return;
     m_impl->sendRankControl(rank, wire::ControlCommand::Partition, on ? 1.0 : 0.0,
                             on ? "partitioned from the lighthouse (heartbeats lost)" : "partition healed");

@@ -10,6 +10,8 @@
 // (a link may come back), but a failed run's reason names the silent ranks.
 #include "session/session_impl.hpp"
 
+#include "dtlab/swarm_layout.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -195,7 +197,7 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
         // (it catches up from a live peer, it does not step on its own).
         if ((e.kind == EventKind::RankStarted || e.kind == EventKind::RankReady) &&
             p.state == RankState::Starting)
-            p.state = ft_enabled && p.incarnation > 0 ? RankState::Healing : RankState::Running;
+            p.state = quorum && p.incarnation > 0 ? RankState::Healing : RankState::Running;
         if (e.kind == EventKind::Step && e.phase == EventPhase::Span) {
             if (!ft_enabled)
                 p.step = e.step; // fault tolerant: the committed step (below)
@@ -217,7 +219,9 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
             rank_finished[size_t(rank)] = true;
             if (ft_enabled && e.value != 0)
                 rank_left[size_t(rank)] = true;
-            if (ft_enabled && e.value == 0 && !job_done)
+            if (quorum && e.value == 0 && !job_done)
+                onJobDone();
+            if (swarm && e.value == 0 && !job_done && everyTrainerFinished())
                 onJobDone();
         }
         if (!record.scenario.faults.empty())
@@ -265,6 +269,14 @@ void Session::Impl::onDisconnect(int rank, int pid, bool clean) {
 void Session::Impl::onProtocolError(const std::string& what) {
     std::lock_guard<std::mutex> lock(mutex);
     log(LogLevel::Warning, what);
+}
+
+bool Session::Impl::everyTrainerFinished() const {
+    const SwarmLayout layout = SwarmLayout::of(record.scenario);
+    for (int r = 0; r < layout.trainers && r < world; ++r)
+        if (!rank_finished[size_t(r)])
+            return false;
+    return true;
 }
 
 } // namespace dt

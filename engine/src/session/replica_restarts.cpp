@@ -18,6 +18,7 @@
 #include "session/session_impl.hpp"
 
 #include "dtlab/errors.hpp"
+#include "dtlab/swarm_layout.hpp"
 
 #include <algorithm>
 #include <csignal>
@@ -82,8 +83,25 @@ void Session::Impl::hostLighthouse() {
     }
 }
 
-// "replica 2", or "rank 3 (replica group 1)" when groups have several ranks.
+Session::Impl::RestartPolicy Session::Impl::restartPolicy() const {
+    const Scenario& s = record.scenario;
+    if (swarm)
+        return {s.swarm.restart, s.swarm.restart_delay_ms, s.fault_tolerance.max_restarts_per_minute,
+                "[swarm]"};
+    return {s.fault_tolerance.restart, s.fault_tolerance.restart_delay_ms,
+            s.fault_tolerance.max_restarts_per_minute, "[fault_tolerance]"};
+}
+
+// "replica 2", or "rank 3 (replica group 1)" when groups have several ranks,
+// or "server 1 of stage 0 (rank 3)" in a swarm.
 std::string Session::Impl::replicaName(int rank) const {
+    if (swarm) {
+        const SwarmLayout layout = SwarmLayout::of(record.scenario);
+        return layout.isTrainer(rank)
+                   ? "trainer " + std::to_string(rank)
+                   : "server " + std::to_string(layout.serverIndexOf(rank)) + " of stage " +
+                         std::to_string(layout.stageOf(rank)) + " (rank " + std::to_string(rank) + ")";
+    }
     const int G = ftGroupSize(record.scenario);
     return G == 1 ? "replica " + std::to_string(rank)
                   : "rank " + std::to_string(rank) + " (replica group " + std::to_string(rank / G) + ")";
@@ -97,7 +115,7 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
                                                 : "exited with code " + std::to_string(x.exit_code) +
                                                   (error.empty() ? "" : ": " + error);
     p.state = x.signal == SIGKILL ? RankState::Killed : RankState::Failed;
-    const FaultToleranceConfig& ft = record.scenario.fault_tolerance;
+    const RestartPolicy ft = restartPolicy();
     if (job_done || stop_requested) { // no restarts once the job is done or the Session stops
         restart_at_ns[size_t(x.rank)] = 0;
         rank_gone[size_t(x.rank)] = true;
@@ -107,29 +125,38 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
     const int64_t now = monotonicNowNs();
     while (!recent.empty() && now - recent.front() > 60'000'000'000LL)
         recent.pop_front();
-    if (ft.restart == "auto" && int(recent.size()) >= ft.max_restarts_per_minute) {
+    if (swarm && SwarmLayout::of(record.scenario).isTrainer(x.rank)) {
+        // A trainer owns its data and its step count: dtlab restarts servers only.
+        restart_at_ns[size_t(x.rank)] = 0;
+        rank_gone[size_t(x.rank)] = true;
+        noteFailure(
+            replicaName(x.rank) + " " + how +
+            " (a swarm restarts its servers, not its trainers: a trainer owns its data and its steps)");
+        return;
+    }
+    if (ft.mode == "auto" && int(recent.size()) >= ft.max_per_minute) {
         // A kill storm: restarting again would only feed it. The job goes on
         // with the other replicas, or fails saying why.
         const std::string why = replicaName(x.rank) + " " + how + " after " + std::to_string(recent.size()) +
                                 " restarts in the last minute: its restart budget ([fault_tolerance] "
                                 "max_restarts_per_minute = " +
-                                std::to_string(ft.max_restarts_per_minute) + ") is spent, so it stays down";
+                                std::to_string(ft.max_per_minute) + ") is spent, so it stays down";
         restart_at_ns[size_t(x.rank)] = 0;
         rank_gone[size_t(x.rank)] = true;
         restart_budget_note += "; " + why;
         log(LogLevel::Error, why);
-    } else if (ft.restart == "auto") {
+    } else if (ft.mode == "auto") {
         recent.push_back(now);
-        restart_at_ns[size_t(x.rank)] = now + int64_t(ft.restart_delay_ms * 1e6);
+        restart_at_ns[size_t(x.rank)] = now + int64_t(ft.delay_ms * 1e6);
         p.state = RankState::Restarting;
         rank_gone[size_t(x.rank)] = false;
         log(LogLevel::Warning, replicaName(x.rank) + " " + how + "; restarting it in " +
-                                   std::to_string(int(ft.restart_delay_ms)) + " ms");
-    } else if (ft.restart == "manual") {
+                                   std::to_string(int(ft.delay_ms)) + " ms");
+    } else if (ft.mode == "manual") {
         rank_gone[size_t(x.rank)] = false; // until restarted or the job ends
         log(LogLevel::Warning, replicaName(x.rank) + " " + how + "; press Restart to start it again");
     } else {
-        log(LogLevel::Warning, replicaName(x.rank) + " " + how + " (restart = \"never\")");
+        log(LogLevel::Warning, replicaName(x.rank) + " " + how + " (" + ft.table + " restart = \"never\")");
     }
     killRestOfGroup(x.rank);
 }
@@ -166,7 +193,8 @@ void Session::Impl::killRestOfGroup(int dead_rank) {
 void Session::Impl::onJobDone() {
     job_done = true;
     job_done_ns = monotonicNowNs();
-    log(LogLevel::Info, "a replica committed every step: the job is done; the others leave");
+    log(LogLevel::Info, swarm ? "every trainer finished its steps: the job is done; the servers leave"
+                              : "a replica committed every step: the job is done; the others leave");
     for (int r = 0; r < world; ++r) {
         restart_at_ns[size_t(r)] = 0;
         if (!rank_finished[size_t(r)])
@@ -174,7 +202,10 @@ void Session::Impl::onJobDone() {
                 collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
             });
     }
-    const double wait_s = record.scenario.fault_tolerance.collective_timeout_ms / 1000.0 + 5.0;
+    const double wait_s = (swarm ? record.scenario.swarm.join_timeout_ms
+                                 : record.scenario.fault_tolerance.collective_timeout_ms) /
+                              1000.0 +
+                          5.0;
     defer(int64_t(wait_s * 1e9), [this] {
         std::vector<int> late;
         {
@@ -248,6 +279,8 @@ void Session::restartRank(int rank) {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
     if (!m_impl->ft_enabled || rank < 0 || rank >= m_impl->world || m_impl->job_done)
         return;
+    if (m_impl->swarm && SwarmLayout::of(m_impl->record.scenario).isTrainer(rank))
+        return; // trainers are not restarted
     // A replica group restarts whole: every dead rank of the rank's group.
     const int G = ftGroupSize(m_impl->record.scenario);
     for (int r = rank / G * G; r < rank / G * G + G; ++r) {

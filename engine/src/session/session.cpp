@@ -177,8 +177,10 @@ bool Session::Impl::decideEnd(int64_t now) {
         return false;
     if (ft_enabled && !stop_requested) {
         if (!job_done && record.failure_reason.empty())
-            record.failure_reason = "every replica is gone before any committed every step (restart = \"" +
-                                    record.scenario.fault_tolerance.restart + "\")" + restart_budget_note;
+            record.failure_reason =
+                (swarm ? std::string("every rank is gone before every trainer finished its steps")
+                       : std::string("every replica is gone before any committed every step")) +
+                " (restart = \"" + restartPolicy().mode + "\")" + restart_budget_note;
         record.ok = job_done && record.failure_reason.empty();
         noteReplicaDisagreement();
     } else {
@@ -296,7 +298,9 @@ void Session::start() {
     s.silent.assign(size_t(world), false);
     s.lost_peer.assign(size_t(world), false);
     s.fault_fired.assign(scenario.faults.size(), false);
-    s.ft_enabled = scenario.fault_tolerance.enabled;
+    s.quorum = scenario.fault_tolerance.enabled;
+    s.swarm = scenario.strategy.kind == StrategyKind::Swarm;
+    s.ft_enabled = s.quorum || s.swarm;
     s.sigkill_sent.assign(size_t(world), false);
     s.rank_pids = std::make_unique<std::atomic<int>[]>(size_t(world));
     for (int r = 0; r < world; ++r)

@@ -54,7 +54,20 @@ namespace dt {
 struct Session::Impl final : TelemetrySink {
     SessionOptions options;
     int world = 0;
+    // Supervised: a dead rank may be restarted and the run ends when the job
+    // is done ([fault_tolerance], or a swarm's servers). quorum: the
+    // lighthouse and its replicas ([fault_tolerance] only).
     bool ft_enabled = false;
+    bool quorum = false;
+    bool swarm = false;
+    struct RestartPolicy {
+        std::string mode; // "auto" | "manual" | "never"
+        double delay_ms = 0;
+        int max_per_minute = 0;
+        std::string table; // where it was set, for messages
+    };
+    [[nodiscard]] RestartPolicy restartPolicy() const;
+    [[nodiscard]] bool everyTrainerFinished() const; // a swarm's trainers (rank_table.cpp)
 
     mutable std::mutex mutex; // guards everything below unless said otherwise
     std::condition_variable finished_cv;

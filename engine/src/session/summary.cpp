@@ -16,6 +16,7 @@
 #include "dtlab/pipeline_measure.hpp"
 #include "dtlab/recovery_measure.hpp"
 #include "dtlab/sharding_theory.hpp"
+#include "dtlab/swarm_measure.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -293,6 +294,49 @@ Json faultToleranceJson(const RunRecord& record) {
 // Collectives that never completed, with the ranks that started them and the
 // ranks that never joined (hung_collectives.hpp; the run is over, so every
 // collective still open counts).
+// [strategy] kind = "swarm": routing, failover and DiLoCo rounds (swarm_measure.hpp).
+static Json swarmJson(const RunRecord& record) {
+    const SwarmMeasure m = measureSwarm(record.scenario, record.events);
+    Json servers = Json::array();
+    for (const SwarmServerTally& s : m.servers)
+        servers.push_back(Json{{"rank", s.rank},
+                               {"stage", s.stage},
+                               {"server", s.server},
+                               {"forward_calls", s.forward_calls},
+                               {"backward_calls", s.backward_calls},
+                               {"dropped_calls", s.dropped_calls},
+                               {"inner_steps", s.inner_steps},
+                               {"rounds_led", s.rounds_led},
+                               {"starts", s.starts},
+                               {"bytes", s.bytes}});
+    Json deaths = Json::array();
+    for (const SwarmDeath& d : m.deaths)
+        deaths.push_back(
+            Json{{"rank", d.rank},
+                 {"at_s", double(d.t_ns - record.t_start_ns) / 1e9},
+                 {"gradients_lost", d.gradients_lost},
+                 {"reroute_ms", d.reroute_ms < 0 ? Json(nullptr) : Json(d.reroute_ms)},
+                 {"back_at_s",
+                  d.back_ns < 0 ? Json(nullptr) : Json(double(d.back_ns - record.t_start_ns) / 1e9)}});
+    const SwarmConfig& w = record.scenario.swarm;
+    return Json{{"trainers", w.trainers},
+                {"stages", record.scenario.topology.stages},
+                {"servers_per_stage", w.servers_per_stage},
+                {"routing", w.routing},
+                {"microbatches", m.microbatches},
+                {"microbatches_expected",
+                 int64_t(w.trainers) * record.scenario.run.steps * record.scenario.strategy.microbatches},
+                {"backward_by_stage", m.backward_by_stage},
+                {"reroutes", m.reroutes_connection + m.reroutes_timeout},
+                {"reroutes_connection", m.reroutes_connection},
+                {"reroutes_timeout", m.reroutes_timeout},
+                {"stage_empty_waits", m.stage_empty_waits},
+                {"outer_rounds", m.outer_rounds},
+                {"samples_per_s", m.samples_per_s},
+                {"servers", servers},
+                {"deaths", deaths}};
+}
+
 static Json hungCollectivesJson(const RunRecord& record) {
     const HangQuery query = hangQueryFor(record.scenario, record.t_end_ns, true);
     const int world = static_cast<int>(record.ranks.size());
@@ -402,11 +446,15 @@ std::string summaryJson(const RunRecord& record) {
             }
         completedSteps.assign(committed.begin(), committed.end());
     } else if (worldSize > 0) {
+        // A swarm's servers have no steps: its trainers' count.
+        const size_t stepping = record.scenario.strategy.kind == StrategyKind::Swarm
+                                    ? size_t(std::clamp(record.scenario.swarm.trainers, 1, worldSize))
+                                    : tallies.size();
         for (const auto& [step, dur] : tallies[0].step_dur_ns) {
             (void)dur;
             bool everyRank = true;
-            for (const RankTally& tally : tallies)
-                everyRank = everyRank && tally.step_dur_ns.count(step) > 0;
+            for (size_t r = 0; r < stepping; ++r)
+                everyRank = everyRank && tallies[r].step_dur_ns.count(step) > 0;
             if (everyRank)
                 completedSteps.push_back(step);
         }
@@ -553,6 +601,8 @@ std::string summaryJson(const RunRecord& record) {
         j["offload"] = offloadJson(tallies);
     if (record.scenario.fault_tolerance.enabled)
         j["fault_tolerance"] = faultToleranceJson(record);
+    if (record.scenario.strategy.kind == StrategyKind::Swarm)
+        j["swarm"] = swarmJson(record);
     if (record.scenario.strategy.kind == StrategyKind::Collectives)
         j["bus_bandwidth"] = busBandwidthJson(record);
     j["backend"] = record.scenario.topology.backend;

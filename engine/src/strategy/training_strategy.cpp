@@ -35,6 +35,8 @@ std::unique_ptr<TrainingStrategy> makeStrategy(const StrategyContext& context) {
         return makeTensorParallelStrategy(context);
     case StrategyKind::Collectives:
         break; // no model: the worker times collectives (collectives_run.cpp)
+    case StrategyKind::Swarm:
+        break; // trainers and servers have their own loops (swarm/swarm.hpp)
     }
     throw UsageError(std::string("strategy \"") + strategyKindName(context.scenario->strategy.kind) +
                      "\" trains no model");

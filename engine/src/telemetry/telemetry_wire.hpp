@@ -41,9 +41,10 @@
 namespace dt::wire {
 
 constexpr uint32_t kWireVersion =
-    10; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
+    11; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
         // DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth; 6: offload kinds; 7: measured memory kinds;
-        // 8: Welcome's boot id, ClockPing/ClockPong frames, clock kinds; 9: GradReady; 10: EvalLoss kinds
+        // 8: Welcome's boot id, ClockPing/ClockPong frames, clock kinds; 9: GradReady; 10: EvalLoss kinds;
+        // 11: SWARM kinds
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;

@@ -38,6 +38,7 @@
 #include "rank/step_gate.hpp"
 #include "store/c10d_store.hpp"
 #include "strategy/training_strategy.hpp"
+#include "swarm/swarm.hpp"
 #include "telemetry/clock_sync.hpp"
 #include "telemetry/telemetry_sender.hpp"
 #include "telemetry/telemetry_wire.hpp"
@@ -526,7 +527,7 @@ int runWorker(const WorkerArgs& args) {
     std::string error;
     bool lost_peer = false; // failed only because a peer went away: the Session prefers the peer's reason
     try {
-        if (scenario.fault_tolerance.enabled) {
+        if (scenario.fault_tolerance.enabled || scenario.strategy.kind == StrategyKind::Swarm) {
             FtRankContext context;
             context.env = env;
             context.scenario = &scenario;
@@ -538,7 +539,8 @@ int runWorker(const WorkerArgs& args) {
             context.faults = &ft_faults;
             context.link = &link;
             context.token = token;
-            code = dilocoStreamsUnderQuorum(scenario) ? trainFaultTolerantStreamingDiloco(context)
+            code = scenario.strategy.kind == StrategyKind::Swarm ? runSwarmRank(context)
+                   : dilocoStreamsUnderQuorum(scenario)          ? trainFaultTolerantStreamingDiloco(context)
                    : scenario.strategy.kind == StrategyKind::Diloco ? trainFaultTolerantDiloco(context)
                    : strategyTraits(scenario.strategy.kind).shards_optimizer ||
                            strategyTraits(scenario.strategy.kind).uses_stages || ftGroupSize(scenario) > 1

@@ -1,0 +1,204 @@
+// swarm_outer_sync.cpp: a stage's DiLoCo rounds through the store (see
+// swarm_outer_sync.hpp for the steps).
+#include "swarm/swarm_outer_sync.hpp"
+
+#include "dtlab/errors.hpp"
+
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace dt::swarm {
+namespace {
+
+std::vector<uint8_t> bytesOf(const std::string& text) {
+    return {text.begin(), text.end()};
+}
+
+std::string textOf(const std::vector<uint8_t>& bytes) {
+    return {bytes.begin(), bytes.end()};
+}
+
+void append(std::vector<uint8_t>& out, const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    out.insert(out.end(), p, p + n);
+}
+
+int64_t nowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+} // namespace
+
+OuterSync::OuterSync(const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store, int stage,
+                     std::vector<at::Tensor> local)
+    : m_config(scenario.swarm), m_store(std::move(store)), m_stage(stage),
+      m_servers(scenario.swarm.servers_per_stage), m_local(std::move(local)) {
+    const int server_batch =
+        scenario.swarm.server_batch > 0 ? scenario.swarm.server_batch : scenario.strategy.microbatches;
+    m_calls_per_round = std::max<int64_t>(1, int64_t(scenario.swarm.outer_every) * server_batch * m_servers);
+    m_global = flatLocal().clone();
+    m_momentum = at::zeros_like(m_global);
+    if (m_global.numel() * 8 + 64 > (int64_t(16) << 20))
+        throw UsageError("a swarm stage of " + std::to_string(m_global.numel()) +
+                         " parameters is too large for its param mirror in the Session's store (16 MiB a "
+                         "value): use a smaller [model] or more [topology] stages");
+}
+
+at::Tensor OuterSync::flatLocal() const {
+    std::vector<at::Tensor> parts;
+    for (const auto& t : m_local)
+        parts.push_back(t.detach().reshape({-1}));
+    return at::cat(parts);
+}
+
+void OuterSync::setLocal(const at::Tensor& flat) {
+    at::NoGradGuard no_grad;
+    int64_t offset = 0;
+    for (const auto& t : m_local) {
+        t.detach().copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+        offset += t.numel();
+    }
+}
+
+void OuterSync::putMirror() {
+    std::vector<uint8_t> value;
+    const int64_t header[2] = {m_round, m_global.numel()};
+    append(value, header, sizeof(header));
+    append(value, m_global.data_ptr(), size_t(m_global.nbytes()));
+    append(value, m_momentum.data_ptr(), size_t(m_momentum.nbytes()));
+    m_store->set("dtlab/swarm/s" + std::to_string(m_stage) + "/mirror", value);
+}
+
+bool OuterSync::takeMirror(int at_least_round, int64_t timeout_ms, int64_t& bytes) {
+    const std::string key = "dtlab/swarm/s" + std::to_string(m_stage) + "/mirror";
+    const int64_t deadline = nowMs() + timeout_ms;
+    while (true) {
+        if (m_store->check({key})) {
+            const std::vector<uint8_t> value = m_store->get(key);
+            int64_t header[2] = {0, 0};
+            const size_t want = sizeof(header) + size_t(m_global.nbytes()) * 2;
+            if (value.size() != want)
+                throw CommError(CommErrorKind::Other, "the param mirror of stage " + std::to_string(m_stage) +
+                                                          " holds " + std::to_string(value.size()) +
+                                                          " bytes, expected " + std::to_string(want));
+            std::memcpy(header, value.data(), sizeof(header));
+            if (header[0] >= at_least_round) {
+                std::memcpy(m_global.data_ptr(), value.data() + sizeof(header), size_t(m_global.nbytes()));
+                std::memcpy(m_momentum.data_ptr(), value.data() + sizeof(header) + size_t(m_global.nbytes()),
+                            size_t(m_momentum.nbytes()));
+                setLocal(m_global);
+                m_round = int(header[0]);
+                bytes = int64_t(value.size());
+                return true;
+            }
+        }
+        if (nowMs() >= deadline)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+int64_t OuterSync::loadMirror(int& round) {
+    int64_t bytes = 0;
+    if (!takeMirror(0, 0, bytes))
+        return 0;
+    round = m_round;
+    return bytes;
+}
+
+int64_t OuterSync::addProgress(int64_t calls) {
+    return m_store->add("dtlab/swarm/s" + std::to_string(m_stage) + "/progress", calls);
+}
+
+bool OuterSync::roundDue(int64_t progress) const {
+    return m_config.outer_every > 0 && progress >= int64_t(m_round + 1) * m_calls_per_round;
+}
+
+RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
+    RoundResult result;
+    const int r = m_round + 1;
+    result.round = r;
+    const std::string stage_prefix = "dtlab/swarm/s" + std::to_string(m_stage) + "/";
+    const std::string prefix =
+        stage_prefix + (final_round ? std::string("final") : "r" + std::to_string(r)) + "/";
+    // 1. join
+    const int index = int(m_store->add(prefix + "joined", 1)) - 1;
+    std::vector<uint8_t> contribution;
+    const at::Tensor local = flatLocal().contiguous();
+    const double weight = double(inner_steps_since_last);
+    append(contribution, &weight, sizeof(weight));
+    append(contribution, local.data_ptr(), size_t(local.nbytes()));
+    m_store->set(prefix + "in" + std::to_string(index), contribution);
+    result.bytes_put = int64_t(contribution.size());
+    const int64_t mirror_wait_ms = int64_t(m_config.join_timeout_ms) + 5000;
+    if (index > 0) { // 3. not the leader: take the round's result from the mirror
+        int64_t bytes = 0;
+        if (takeMirror(r, mirror_wait_ms, bytes))
+            result.averaged = std::stoi(textOf(m_store->get(prefix + "closed")));
+        return result;
+    }
+    // 2. the leader: wait for the others (all K, or the join timeout), then average
+    const int64_t deadline = nowMs() + int64_t(m_config.join_timeout_ms);
+    int joined = 1;
+    while (joined < m_servers && nowMs() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        joined = int(m_store->add(prefix + "joined", 0));
+    }
+    const int n = std::min(joined, m_servers);
+    std::vector<std::string> keys;
+    for (int i = 0; i < n; ++i)
+        keys.push_back(prefix + "in" + std::to_string(i));
+    at::Tensor sum = at::zeros_like(m_global);
+    double total_weight = 0.0;
+    int averaged = 0;
+    try { // a server that died between joining and putting is left out
+        m_store->wait(keys, std::chrono::milliseconds(mirror_wait_ms));
+    } catch (const std::exception&) {
+    }
+    for (const std::string& key : keys) {
+        if (!m_store->check({key}))
+            continue;
+        const std::vector<uint8_t> value = m_store->get(key);
+        if (value.size() != sizeof(double) + size_t(m_global.nbytes()))
+            throw CommError(CommErrorKind::Other,
+                            "a swarm round contribution of " + std::to_string(value.size()) + " bytes at " +
+                                key + " (expected " + std::to_string(sizeof(double) + m_global.nbytes()) +
+                                ")");
+        double w = 0.0;
+        std::memcpy(&w, value.data(), sizeof(w));
+        at::Tensor x = at::empty_like(m_global);
+        std::memcpy(x.data_ptr(), value.data() + sizeof(w), size_t(x.nbytes()));
+        sum.add_(x, w);
+        total_weight += w;
+        ++averaged;
+    }
+    if (total_weight > 0) {
+        const at::Tensor average = sum.div(total_weight);
+        const at::Tensor delta = m_global - average; // the pseudo-gradient
+        const double mu = m_config.outer_momentum;
+        m_momentum.mul_(mu).add_(delta);
+        const at::Tensor update = mu > 0 ? delta + m_momentum * mu : delta; // Nesterov
+        m_global.sub_(update, m_config.outer_lr);
+    }
+    m_round = r;
+    setLocal(m_global);
+    m_store->set(prefix + "closed", bytesOf(std::to_string(averaged)));
+    putMirror();
+    result.averaged = averaged;
+    result.led = true;
+    // The round before is read by everyone by now: its contributions go.
+    if (!final_round && r > 1) {
+        const std::string old = stage_prefix + "r" + std::to_string(r - 1) + "/";
+        const int old_joined = m_store->check({old + "joined"}) ? int(m_store->add(old + "joined", 0)) : 0;
+        for (int i = 0; i < old_joined; ++i)
+            m_store->deleteKey(old + "in" + std::to_string(i));
+    }
+    return result;
+}
+
+} // namespace dt::swarm
