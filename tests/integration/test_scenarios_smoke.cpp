@@ -126,7 +126,8 @@ void checkExercises(const std::string& name, const dt::Scenario& scenario, const
 // Runs every scenario whose file name starts with one of `prefixes` (all
 // others when `prefixes` is empty) as written, with its closing checks.
 void runScenariosWithChecks(const std::vector<std::string>& prefixes) {
-    static const std::vector<std::string> kGroups = {"ddp_", "diloco_", "fsdp_", "ft_", "pipeline_"};
+    static const std::vector<std::string> kGroups = {"ddp_", "diloco_",   "fsdp_",
+                                                     "ft_",  "pipeline_", "swarm_"};
     std::vector<std::string> files;
     for (const auto& name : scenarioFiles()) {
         auto starts = [&](const std::string& p) { return name.rfind(p, 0) == 0; };
@@ -218,6 +219,9 @@ TEST_CASE("the fault tolerance scenarios run as written and their closing checks
 }
 TEST_CASE("the pipeline scenarios run as written and their closing checks hold", "[smoke][checks][slow]") {
     runScenariosWithChecks({"pipeline_"});
+}
+TEST_CASE("the swarm scenarios run as written and their closing checks hold", "[smoke][checks][slow]") {
+    runScenariosWithChecks({"swarm_"});
 }
 TEST_CASE("the other scenarios run as written and their closing checks hold", "[smoke][checks][slow]") {
     runScenariosWithChecks({});

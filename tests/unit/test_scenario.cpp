@@ -927,3 +927,41 @@ TEST_CASE("Every regression scenario is refused before any rank starts, with whe
     }
     CHECK(files >= 11);
 }
+
+TEST_CASE("A swarm scenario is checked for its layout and what SWARM does not do yet", "[scenario][swarm]") {
+    const std::string swarm = kHeader + "[topology]\nranks = 6\nstages = 2\n[model]\nlayers = 4\n"
+                                        "[data]\nbatch_per_rank = 8\n[strategy]\nkind = \"swarm\"\n"
+                                        "microbatches = 2\n[swarm]\ntrainers = 2\nservers_per_stage = 2\n";
+    SECTION("2 trainers + 2 stages x 2 servers on 6 ranks is valid") {
+        const dt::Scenario s = dt::parseScenarioText(swarm, "t.toml");
+        CHECK(s.strategy.kind == dt::StrategyKind::Swarm);
+        CHECK(s.swarm.trainers == 2);
+        CHECK(s.swarm.routing == "throughput");
+    }
+    SECTION("ranks that do not add up are refused with the sum") {
+        std::string text = swarm;
+        text.replace(text.find("ranks = 6"), 9, "ranks = 5");
+        const std::string what = parseError(text).what();
+        CHECK_THAT(what, Catch::Contains("t.toml:4:"));
+        CHECK_THAT(what, Catch::Contains("2 trainers + 2 stages x 2 servers = 6 ranks"));
+    }
+    SECTION("an unknown routing rule is refused with the list") {
+        const std::string what = parseError(swarm + "routing = \"random\"\n").what();
+        CHECK_THAT(what, Catch::Contains("\"throughput\", \"fastest\""));
+    }
+    SECTION("a fault at the default all-reduce is refused: a swarm has none") {
+        const std::string what =
+            parseError(swarm + "[[faults]]\naction = \"kill\"\nrank = 3\nstep = 2\n").what();
+        CHECK_THAT(what, Catch::Contains("never fires under swarm"));
+    }
+    SECTION("quantization-aware training is refused, saying why") {
+        std::string text = swarm;
+        text.replace(text.find("layers = 4"), 10, "layers = 4\nquantize = \"int8\"");
+        CHECK_THAT(parseError(text).what(), Catch::Contains("recomputes the forward"));
+    }
+    SECTION("a batch the microbatches do not divide is refused") {
+        std::string text = swarm;
+        text.replace(text.find("microbatches = 2"), 16, "microbatches = 3");
+        CHECK_THAT(parseError(text).what(), Catch::Contains("does not divide a trainer's batch"));
+    }
+}

@@ -664,6 +664,7 @@ const std::vector<std::string>& checkSummaryRoots() {
                                                    "pipeline",
                                                    "theory",
                                                    "fault_tolerance",
+                                                   "swarm",
                                                    "params_checksum",
                                                    "dropped_events",
                                                    "dropped_events_total",

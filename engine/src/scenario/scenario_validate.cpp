@@ -663,11 +663,13 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            {"until"},
                            static_cast<int>(i),
                            label + " needs 2 ranks or more: one rank has no peer to wait for"};
-        if (c.kind == Kind::FirstOuterSyncEnds && s.strategy.kind != StrategyKind::Diloco)
+        if (c.kind == Kind::FirstOuterSyncEnds && s.strategy.kind != StrategyKind::Diloco &&
+            !(s.strategy.kind == StrategyKind::Swarm && s.swarm.outer_every > 0))
             return Problem{"steps",
                            {"until"},
                            static_cast<int>(i),
-                           label + " needs strategy \"diloco\": only DiLoCo has outer syncs"};
+                           label + " needs strategy \"diloco\", or \"swarm\" with [swarm] outer_every > 0: "
+                                   "only DiLoCo has outer syncs"};
         if ((c.kind == Kind::RankDies || c.kind == Kind::RankHeals) && c.value >= ranks)
             return Problem{"steps",
                            {"until"},

@@ -145,7 +145,7 @@ const EnumRule kEnumRules[] = {
     {"steps",
      "highlight",
      {"topology", "timeline", "memory", "metrics", "events", "controls", "narration", "fsdp", "ddp",
-      "pipeline", "quorum", "diloco", "bandwidth"}},
+      "pipeline", "quorum", "diloco", "bandwidth", "swarm"}},
 };
 
 std::string formatNumber(double value) {
