@@ -150,6 +150,7 @@ void AppContext::gatherFacts() {
     m_facts.live = !m_facts.finished;
     m_facts.replay = false;
     m_facts.steps_total = m_scenario.run.steps;
+    m_facts.stepping_ranks = m_scenario.strategy.kind == StrategyKind::Swarm ? m_scenario.swarm.trainers : -1;
     if (m_facts.finished && !m_announced_finish) {
         m_announced_finish = true;
         m_end_ns = monotonicNowNs();
@@ -157,7 +158,9 @@ void AppContext::gatherFacts() {
         m_failure_reason = record.ok ? "" : record.failure_reason;
         evaluateChecks(record);
         say(record.ok
-                ? "the run finished: every rank completed " + std::to_string(m_scenario.run.steps) + " steps"
+                ? "the run finished: every " +
+                      std::string(m_scenario.strategy.kind == StrategyKind::Swarm ? "trainer" : "rank") +
+                      " completed " + std::to_string(m_scenario.run.steps) + " steps"
                 : "the run failed: " + record.failure_reason);
         announceRecording();
     }
@@ -176,9 +179,11 @@ void AppContext::gatherFacts() {
     // strips keep the picture being discussed instead of scrolling into
     // empty paused time.
     bool frozen = !m_facts.finished && m_facts.control.mode == RunMode::Paused;
-    for (const RankProgress& p : m_facts.ranks)
+    for (size_t r = 0; r < m_facts.steppingCount(); ++r) {
+        const RankProgress& p = m_facts.ranks[r];
         frozen = frozen && p.state != RankState::Running && // a restarted replica starting does not step
                  !(p.state == RankState::Starting && p.incarnation == 0);
+    }
     if (!frozen)
         m_frozen_since_ns = 0;
     else if (m_frozen_since_ns == 0)
@@ -192,6 +197,7 @@ void AppContext::computeReplayProgress() {
     m_facts.replay = true;
     m_facts.finished = true;
     m_facts.steps_total = m_scenario.run.steps;
+    m_facts.stepping_ranks = m_scenario.strategy.kind == StrategyKind::Swarm ? m_scenario.swarm.trainers : -1;
     m_facts.ranks.resize(size_t(world));
     for (int r = 0; r < world; ++r)
         m_facts.ranks[size_t(r)].rank = r;

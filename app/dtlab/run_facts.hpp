@@ -7,6 +7,7 @@
 #include "dtlab/session.hpp"
 #include "model/event_meaning.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace dt::app {
@@ -27,7 +28,10 @@ struct RunFacts {
     bool first_outer_sync_ended = false;    // DiLoCo: some replica completed an outer step
     bool collective_hung = false; // the hang diagnosis listed a collective (RunModel::hungCollectives)
     int steps_total = 0;          // [run] steps
-    double elapsed_s = 0.0;       // since the Session started (or the recording's length)
+    // The ranks 0..stepping_ranks-1 take training steps; -1 = every rank. A
+    // swarm's servers serve calls and take no steps: only its trainers count.
+    int stepping_ranks = -1;
+    double elapsed_s = 0.0; // since the Session started (or the recording's length)
 
     // A rank that can no longer make progress: killed, failed (or exited before
     // finishing), or dead and waiting for the supervisor to start it again.
@@ -76,12 +80,16 @@ struct RunFacts {
     }
     // Steps completed by every rank still alive (RankProgress::step is the last
     // completed step index, so it counts step + 1); -1 when no rank is alive.
+    [[nodiscard]] size_t steppingCount() const {
+        return stepping_ranks < 0 ? ranks.size() : std::min(ranks.size(), size_t(stepping_ranks));
+    }
     [[nodiscard]] int stepsCompletedByAlive() const {
         int m = -1;
         bool any_training = false;
-        for (const RankProgress& p : ranks)
-            any_training = any_training || (!gone(p) && !stalled(p));
-        for (const RankProgress& p : ranks) {
+        for (size_t r = 0; r < steppingCount(); ++r)
+            any_training = any_training || (!gone(ranks[r]) && !stalled(ranks[r]));
+        for (size_t r = 0; r < steppingCount(); ++r) {
+            const RankProgress& p = ranks[r];
             if (gone(p) || (any_training && stalled(p)))
                 continue;
             m = m < 0 ? p.step + 1 : (p.step + 1 < m ? p.step + 1 : m);
@@ -91,8 +99,8 @@ struct RunFacts {
     // Steps completed by the fastest rank (what a progress line shows as "step n/N").
     [[nodiscard]] int stepsCompletedMax() const {
         int m = 0;
-        for (const RankProgress& p : ranks)
-            m = p.step + 1 > m ? p.step + 1 : m;
+        for (size_t r = 0; r < steppingCount(); ++r)
+            m = ranks[r].step + 1 > m ? ranks[r].step + 1 : m;
         return m;
     }
 };

@@ -235,7 +235,7 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
               "t.toml:4:2: error: unknown table [modle]; expected one of: [scenario], [topology], [model], "
               "[data], "
               "[strategy], [optimizer], [run], [telemetry], [[faults]], [[steps]], [fault_tolerance], "
-              "[chaos], [diloco], [network], [collectives], [[checks]]");
+              "[chaos], [diloco], [swarm], [network], [collectives], [[checks]]");
     }
 
     SECTION("a key in [[faults]] that does not exist is reported") {

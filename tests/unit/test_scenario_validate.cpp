@@ -84,9 +84,9 @@ TEST_CASE("validateScenario re-checks a scenario after overrides", "[scenario]")
         } catch (const UsageError& e) {
             what = e.what();
         }
-        CHECK(what ==
-              "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", "
-              "\"hsdp\", \"pipeline\", \"diloco\", \"tensor_parallel\", \"collectives\", got \"zero4\"");
+        CHECK(what == "--strategy: [strategy] kind: expected one of \"ddp\", \"zero1\", \"zero2\", \"fsdp\", "
+                      "\"hsdp\", \"pipeline\", \"diloco\", \"tensor_parallel\", \"collectives\", \"swarm\", "
+                      "got \"zero4\"");
     }
 
     SECTION("replicas without hsdp, an uneven replica split and an uneven microbatch split are refused") {

@@ -28,6 +28,10 @@
 //                  reads them.
 //   grad ready     GradReady instants (one per parameter per backward), kept
 //                  apart for the same reason; the autograd view reads them.
+//   swarm events   a SWARM run's own events (isSwarmEvent), whole: a span
+//                  record keeps no value (forward or backward, the outer
+//                  round), which the SWARM view needs. They also go where
+//                  their phase puts them (spans, instants).
 //
 // Collectives: the parts of one collective on different ranks are matched by
 // (group, kind, seq): a rank can be in several process groups (HSDP: its shard
@@ -141,6 +145,21 @@ struct RankLane {
     }
 }
 
+// SWARM's own events (event_kinds.def; engine/src/swarm/): the SWARM view reads them whole.
+[[nodiscard]] inline bool isSwarmEvent(EventKind kind) {
+    switch (kind) {
+    case EventKind::SwarmCall:
+    case EventKind::SwarmServe:
+    case EventKind::SwarmReroute:
+    case EventKind::SwarmStageEmpty:
+    case EventKind::SwarmJoined:
+    case EventKind::SwarmOuterSync:
+        return true;
+    default:
+        return false;
+    }
+}
+
 // Why a collective never completed (RunModel::openCollectiveList): what its
 // rank did after the collective started.
 enum class OpenCollectiveFate : uint8_t {
@@ -193,6 +212,8 @@ class RunModel {
     [[nodiscard]] const std::vector<Event>& ftEvents() const { return m_ft_events; }
     // Every BusBandwidth counter (the backend comparison), in arrival order, whole (backend, op, size).
     [[nodiscard]] const std::vector<Event>& busBandwidthEvents() const { return m_bus_bandwidth; }
+    // Every SWARM event (isSwarmEvent) of every rank, whole, sorted by t (a span by its start).
+    [[nodiscard]] const std::vector<Event>& swarmEvents() const { return m_swarm_events; }
     // Bumped by every reset/ingest: views cache derived data against it.
     [[nodiscard]] uint64_t generation() const { return m_generation; }
     // Collectives that started and have not completed or failed (a hang shows here).
@@ -246,6 +267,7 @@ class RunModel {
     std::vector<Event> m_notable;
     std::vector<Event> m_ft_events;
     std::vector<Event> m_bus_bandwidth;
+    std::vector<Event> m_swarm_events;
     int64_t m_t_begin = 0;
     int64_t m_t_end = 0;
     size_t m_event_count = 0;

@@ -18,6 +18,8 @@ ScenarioFamily familyOf(const Scenario& s) {
     const StrategyTraits& traits = strategyTraits(s.strategy.kind);
     if (s.fault_tolerance.enabled)
         return ScenarioFamily::FaultTolerance;
+    if (s.strategy.kind == StrategyKind::Swarm)
+        return ScenarioFamily::Swarm;
     if (s.strategy.kind == StrategyKind::Diloco)
         return ScenarioFamily::Diloco;
     if (s.strategy.kind == StrategyKind::Collectives)
@@ -47,6 +49,8 @@ const char* familyLabel(ScenarioFamily family) {
         return "DiLoCo";
     case ScenarioFamily::Backends:
         return "backends";
+    case ScenarioFamily::Swarm:
+        return "SWARM";
     }
     return "?";
 }
@@ -67,6 +71,8 @@ const char* familyKey(ScenarioFamily family) {
         return "diloco";
     case ScenarioFamily::Backends:
         return "backends";
+    case ScenarioFamily::Swarm:
+        return "swarm";
     }
     return "?";
 }

@@ -28,13 +28,14 @@ enum class ScenarioFamily {
     Pipeline,
     FaultTolerance,
     Diloco,
-    Backends
+    Backends,
+    Swarm
 };
 
 inline constexpr ScenarioFamily kAllFamilies[] = {ScenarioFamily::DataParallel,   ScenarioFamily::Sharded,
                                                   ScenarioFamily::TensorParallel, ScenarioFamily::Pipeline,
                                                   ScenarioFamily::FaultTolerance, ScenarioFamily::Diloco,
-                                                  ScenarioFamily::Backends};
+                                                  ScenarioFamily::Backends,       ScenarioFamily::Swarm};
 inline constexpr size_t kFamilyCount = sizeof(kAllFamilies) / sizeof(kAllFamilies[0]);
 
 [[nodiscard]] ScenarioFamily familyOf(const Scenario& scenario);

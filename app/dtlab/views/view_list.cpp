@@ -12,6 +12,7 @@
 #include "views/view_narration.hpp"
 #include "views/view_pipeline.hpp"
 #include "views/view_quorum.hpp"
+#include "views/view_swarm.hpp"
 #include "views/view_timeline.hpp"
 #include "views/view_toolbar.hpp"
 #include "views/view_topology.hpp"
@@ -34,6 +35,7 @@ std::vector<std::unique_ptr<View>> makeViews() {
     views.push_back(std::make_unique<PipelineView>());
     views.push_back(std::make_unique<QuorumView>());
     views.push_back(std::make_unique<DilocoView>());
+    views.push_back(std::make_unique<SwarmView>());
     views.push_back(std::make_unique<WhatIfView>());
     views.push_back(std::make_unique<AutogradView>());
     return views;

@@ -29,7 +29,8 @@ std::string describeCondition(const std::string& until) {
     case NarrationCondition::Kind::RankDies:
         return "rank " + std::to_string(c.value) + " to die";
     case NarrationCondition::Kind::RankHeals:
-        return "rank " + std::to_string(c.value) + " to heal from a live peer";
+        return "rank " + std::to_string(c.value) +
+               " to heal (a live peer's state, or a swarm stage's mirror)";
     case NarrationCondition::Kind::NewQuorumForms:
         return "a new quorum to form";
     case NarrationCondition::Kind::FirstOuterSyncEnds:

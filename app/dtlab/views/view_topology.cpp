@@ -2,6 +2,7 @@
 // (see view_topology.hpp).
 #include "views/view_topology.hpp"
 
+#include "dtlab/swarm_layout.hpp"
 #include "model/rank_clock.hpp"
 #include "theme.hpp"
 #include "widgets/elide.hpp"
@@ -311,7 +312,14 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     const ImU32 text = rankStateTextColor(status.blocked ? RankState::Hung : p.state, theme);
     char title[48];
     const int group_size = ftGroupSize(inputs.model->scenario()); // replica groups of several ranks
-    if (group_size > 1)
+    const SwarmLayout swarm = SwarmLayout::of(scenario);
+    const bool is_swarm = scenario.strategy.kind == StrategyKind::Swarm;
+    if (is_swarm && swarm.isServer(p.rank))
+        std::snprintf(title, sizeof(title), "rank %d  stage %d server %d", p.rank, swarm.stageOf(p.rank),
+                      swarm.serverIndexOf(p.rank));
+    else if (is_swarm)
+        std::snprintf(title, sizeof(title), "rank %d  trainer", p.rank);
+    else if (group_size > 1)
         std::snprintf(title, sizeof(title), "rank %d  group %d", p.rank, p.rank / group_size);
     else
         std::snprintf(title, sizeof(title), "rank %d", p.rank);
@@ -326,7 +334,10 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
 
     // Body: three lines, the same height for every tile.
     const int total = scenario.run.steps;
-    ImGui::Text("step %d / %d", std::max(0, p.step + 1), total);
+    if (is_swarm && swarm.isServer(p.rank))
+        ImGui::TextDisabled("serves stage %d: no steps", swarm.stageOf(p.rank)); // calls, not steps
+    else
+        ImGui::Text("step %d / %d", std::max(0, p.step + 1), total);
     if (p.step >= 0) {
         ImGui::SameLine(0.0f, ImGui::GetFontSize());
         if (std::isnan(p.last_loss))

@@ -113,6 +113,19 @@ ImU32 kindColor(EventKind kind) {
         return IM_COL32(255, 112, 67, 255); // deep orange: global - local, encoded, sent
     case EventKind::OuterStep:
         return IM_COL32(175, 140, 30, 255); // dark gold: the outer optimizer
+    // SWARM
+    case EventKind::SwarmCall:
+        return IM_COL32(92, 107, 192, 255); // indigo: a trainer's call to a server
+    case EventKind::SwarmServe:
+        return IM_COL32(0, 150, 136, 255); // teal: a server answering one
+    case EventKind::SwarmOuterSync:
+        return IM_COL32(175, 140, 30, 255); // dark gold, like DiLoCo's outer step
+    case EventKind::SwarmReroute:
+        return kWarning; // a call sent again elsewhere
+    case EventKind::SwarmStageEmpty:
+        return kFailed; // no live server for a stage
+    case EventKind::SwarmJoined:
+        return IM_COL32(46, 173, 107, 255); // like ready
     // optimizer offload
     case EventKind::GradsToHost:
         return IM_COL32(255, 138, 101, 255); // salmon: down to the host

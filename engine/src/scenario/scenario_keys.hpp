@@ -11,9 +11,9 @@
 namespace dt::scenario_keys {
 
 inline const std::vector<std::string> kTables = {
-    "scenario", "topology", "model",           "data",  "strategy", "optimizer", "run",         "telemetry",
-    "faults",   "steps",    "fault_tolerance", "chaos", "diloco",   "network",   "collectives", "checks",
-    "swarm"};
+    "scenario", "topology",  "model",   "data",        "strategy",        "optimizer",
+    "run",      "telemetry", "faults",  "steps",       "fault_tolerance", "chaos",
+    "diloco",   "swarm",     "network", "collectives", "checks"};
 inline const std::vector<std::string> kScenarioKeys = {"name", "description"};
 inline const std::vector<std::string> kTopologyKeys = {"ranks", "replicas", "stages", "backend"};
 inline const std::vector<std::string> kCollectivesKeys = {"ops", "sizes_kb", "backends", "repeats"};

@@ -72,8 +72,9 @@ int Session::Impl::minSteppingCompletedStep() const {
     int m = INT_MAX;
     for (size_t r = 0; r < progress.size(); ++r) {
         const RankState state = progress[r].state;
-        const bool steps = state == RankState::Running || state == RankState::Paused ||
-                           (state == RankState::Starting && progress[r].incarnation == 0);
+        const bool steps =
+            takesSteps(int(r)) && (state == RankState::Running || state == RankState::Paused ||
+                                   (state == RankState::Starting && progress[r].incarnation == 0));
         if (!rank_gone[r] && !rank_finished[r] && steps)
             m = std::min(m, progress[r].step);
     }
@@ -199,8 +200,8 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
             p.state == RankState::Starting)
             p.state = quorum && p.incarnation > 0 ? RankState::Healing : RankState::Running;
         if (e.kind == EventKind::Step && e.phase == EventPhase::Span) {
-            if (!ft_enabled)
-                p.step = e.step; // fault tolerant: the committed step (below)
+            if (!quorum)
+                p.step = e.step; // under a quorum: the committed step (below)
             p.last_step_ms = double(e.dur_ns) / 1e6;
         }
         if (e.kind == EventKind::Commit) {
@@ -269,6 +270,10 @@ void Session::Impl::onDisconnect(int rank, int pid, bool clean) {
 void Session::Impl::onProtocolError(const std::string& what) {
     std::lock_guard<std::mutex> lock(mutex);
     log(LogLevel::Warning, what);
+}
+
+bool Session::Impl::takesSteps(int rank) const {
+    return !swarm || SwarmLayout::of(record.scenario).isTrainer(rank);
 }
 
 bool Session::Impl::everyTrainerFinished() const {

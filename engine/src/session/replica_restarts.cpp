@@ -236,6 +236,8 @@ void Session::Impl::restartDueReplicas() {
     const int64_t now = monotonicNowNs();
     {
         std::lock_guard<std::mutex> lock(mutex);
+        if (job_held)
+            return; // the held job's clock stands still (run_gate.cpp)
         for (int r = 0; r < world; ++r)
             if (restart_at_ns[size_t(r)] != 0 && restart_at_ns[size_t(r)] <= now && !stop_requested) {
                 restart_at_ns[size_t(r)] = 0;

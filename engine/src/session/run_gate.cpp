@@ -4,7 +4,8 @@
 // only while s <= k (rank side: step_gate.hpp), and its wait is a `paused`
 // span. Run sends a huge k; Pause sends the step in progress, so ranks finish
 // it and wait; Step adds one; Pace adds one at a capped rate, once every rank
-// still alive has reached the gate. A rank that says hello later (a restarted
+// still alive has reached the gate (held: the job's timeouts and pending
+// restarts stand still meanwhile). A rank that says hello later (a restarted
 // replica, a late joiner) is greeted with the current gate, its slow-down and
 // its modelled link.
 #include "session/session_impl.hpp"
@@ -68,6 +69,15 @@ void Session::Impl::syncNewRanksAndPace() {
         held = all_at_gate && !tick;
         held_changed = held != job_held;
         job_held = held;
+        // A held job's clock stands still for its restarts too: a replica (or
+        // swarm server) that died just before a pause is not back when the
+        // room looks at the paused run; its delay runs on after the resume.
+        if (held_changed && held)
+            job_held_since_ns = now;
+        if (held_changed && !held)
+            for (int64_t& at : restart_at_ns)
+                if (at != 0)
+                    at += now - job_held_since_ns;
         gate = control;
         done = job_done;
     }

@@ -68,6 +68,8 @@ struct Session::Impl final : TelemetrySink {
     };
     [[nodiscard]] RestartPolicy restartPolicy() const;
     [[nodiscard]] bool everyTrainerFinished() const; // a swarm's trainers (rank_table.cpp)
+    // Whether a rank takes training steps: not a swarm's server (it serves calls).
+    [[nodiscard]] bool takesSteps(int rank) const;
 
     mutable std::mutex mutex; // guards everything below unless said otherwise
     std::condition_variable finished_cv;
@@ -188,6 +190,7 @@ struct Session::Impl final : TelemetrySink {
     RunControl control;
     int64_t last_pace_tick_ns = 0;
     bool job_held = false; // every rank that steps waits at the gate (told to ranks and the lighthouse)
+    int64_t job_held_since_ns = 0; // when the job was last held (its pending restarts wait that long more)
 
     void broadcastGate(int64_t effective_gate);                    // no mutex
     void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex
