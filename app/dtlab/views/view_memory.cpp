@@ -5,6 +5,7 @@
 #include "views/view_memory.hpp"
 
 #include "dtlab/quantization_theory.hpp"
+#include "dtlab/swarm_layout.hpp"
 #include "model/scenario_catalog.hpp"
 #include "widgets/elide.hpp"
 #include "widgets/format.hpp"
@@ -251,7 +252,12 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         std::snprintf(buf, sizeof(buf), "rank %d", r);
         draw->AddText(ImVec2(origin.x + style.ItemSpacing.x, y + (now_h - line_h) * 0.5f), text, buf);
         if (!b.any) {
-            draw->AddText(ImVec2(bar_x0, y + (now_h - line_h) * 0.5f), dim, "no memory reported yet");
+            const Scenario& sc = inputs.model->scenario();
+            const bool trainer =
+                sc.strategy.kind == StrategyKind::Swarm && SwarmLayout::of(sc).isTrainer(r); // no model state
+            draw->AddText(ImVec2(bar_x0, y + (now_h - line_h) * 0.5f), dim,
+                          trainer ? "a swarm trainer: data and loss, no model state"
+                                  : "no memory reported yet");
             y += block_h + gap;
             continue;
         }

@@ -751,7 +751,17 @@ void SwarmView::drawGrid(const ViewInputs& inputs, int selected_server, float he
             std::snprintf(round_text, sizeof(round_text), "no round yet");
         std::snprintf(starts_text, sizeof(starts_text), "%s  %d start%s",
                       upper(rankStateLabel(state)).c_str(), starts, starts == 1 ? "" : "s");
-        const std::vector<std::string> lines = {title, starts_text, calls, inner, round_text};
+        // A box one line high (large text): the calls beside the title rather than nowhere.
+        const std::string one_line =
+            firstThatFits({"stage " + std::to_string(stage) + " / server " + std::to_string(k) + " / rank " +
+                               std::to_string(rank) + "   " + calls,
+                           "s" + std::to_string(stage) + " / k" + std::to_string(k) + " / r" +
+                               std::to_string(rank) + "   " + calls,
+                           title},
+                          inner_w);
+        const std::vector<std::string> lines =
+            g.server_lines <= 1 ? std::vector<std::string>{one_line}
+                                : std::vector<std::string>{title, starts_text, calls, inner, round_text};
         // Outline: red when a call left it in the last 2 s, the accent when the buttons act on it.
         const bool rerouted = size_t(i) < st.rerouted_from.size() && st.rerouted_from[size_t(i)];
         const ImU32 outline = rerouted                  ? palette::kFailed

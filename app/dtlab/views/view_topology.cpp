@@ -368,7 +368,10 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     if (status.blocked)
         ImGui::TextColored(ImColor(warningColor(theme)), "%s", status.wait.c_str());
     else if (p.delay_ms > 0)
-        ImGui::TextColored(ImColor(warningColor(theme)), "slowed: +%.0f ms per step", p.delay_ms);
+        ImGui::TextColored(ImColor(warningColor(theme)),
+                           is_swarm && swarm.isServer(p.rank) ? "slowed: +%.0f ms per call"
+                                                              : "slowed: +%.0f ms per step",
+                           p.delay_ms);
     else if (p.state == RankState::Hung)
         ImGui::TextColored(ImColor(warningColor(theme)), "stopped by SIGSTOP");
     else if (!clock.tile.empty()) {
