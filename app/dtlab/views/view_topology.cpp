@@ -310,7 +310,7 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     draw->AddRectFilled(h0, h1, status.blocked ? warningColor(theme) : rankStateColor(p.state, theme),
                         style.FrameRounding);
     const ImU32 text = rankStateTextColor(status.blocked ? RankState::Hung : p.state, theme);
-    char title[48];
+    char title[80];
     const int group_size = ftGroupSize(inputs.model->scenario()); // replica groups of several ranks
     const SwarmLayout swarm = SwarmLayout::of(scenario);
     const bool is_swarm = scenario.strategy.kind == StrategyKind::Swarm;

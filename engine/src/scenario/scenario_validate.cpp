@@ -3,6 +3,7 @@
 // scenario after command-line overrides; the baseline runs of closing checks.
 #include "data/data_files.hpp"
 #include "dtlab/diloco_schedule.hpp"
+#include "dtlab/sharding_theory.hpp"
 #include "scenario/scenario_rules.hpp"
 
 #include "dtlab/pipeline_schedule.hpp"
@@ -41,6 +42,20 @@ static std::optional<Problem> swarmProblem(const Scenario& s) {
                        -1,
                        "[model] layers " + std::to_string(s.model.layers) + " cannot be cut into " +
                            std::to_string(stages) + " equal stages"};
+    { // DiLoCo rounds and the param mirror go through the Session's store (16 MiB a value, 256 MiB in all)
+        const int64_t stage_params = unitLayout(s.model).total() / std::max(1, stages);
+        const int64_t mirror = 8 * stage_params,
+                      per_round = int64_t(stages) * (4 * w.servers_per_stage + 8) * stage_params;
+        if (mirror + 64 > (int64_t(16) << 20) || per_round > (int64_t(192) << 20))
+            return Problem{
+                "model",
+                {"d_model", "layers"},
+                -1,
+                "[model] is too large for a swarm's param mirror in the Session's store: a stage of " +
+                    std::to_string(stage_params) + " parameters needs " + std::to_string(mirror >> 20) +
+                    " MiB a mirror and " + std::to_string(per_round >> 20) +
+                    " MiB a round (at most 16 and 192); use a smaller model or more stages"};
+    }
     if (s.data.batch_per_rank % s.strategy.microbatches != 0)
         return Problem{"strategy",
                        {"microbatches"},

@@ -125,6 +125,10 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
     const int64_t now = monotonicNowNs();
     while (!recent.empty() && now - recent.front() > 60'000'000'000LL)
         recent.pop_front();
+    if (swarm && store && SwarmLayout::of(record.scenario).isServer(x.rank))
+        // Its registration goes (swarm.hpp): trainers stop calling it, its
+        // stage's next DiLoCo round does not wait for it.
+        store->set("dtlab/swarm/server/" + std::to_string(x.rank), "");
     if (swarm && SwarmLayout::of(record.scenario).isTrainer(x.rank)) {
         // A trainer owns its data and its step count: dtlab restarts servers only.
         restart_at_ns[size_t(x.rank)] = 0;
@@ -202,10 +206,10 @@ void Session::Impl::onJobDone() {
                 collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
             });
     }
-    const double wait_s = (swarm ? record.scenario.swarm.join_timeout_ms
-                                 : record.scenario.fault_tolerance.collective_timeout_ms) /
-                              1000.0 +
-                          5.0;
+    // A swarm's servers take a final DiLoCo round first: a leader's wait for
+    // the others, then the followers' wait for its result.
+    const double wait_s = swarm ? 2 * record.scenario.swarm.join_timeout_ms / 1000.0 + 10.0
+                                : record.scenario.fault_tolerance.collective_timeout_ms / 1000.0 + 5.0;
     defer(int64_t(wait_s * 1e9), [this] {
         std::vector<int> late;
         {
@@ -236,13 +240,16 @@ void Session::Impl::restartDueReplicas() {
     const int64_t now = monotonicNowNs();
     {
         std::lock_guard<std::mutex> lock(mutex);
-        if (job_held)
-            return; // the held job's clock stands still (run_gate.cpp)
-        for (int r = 0; r < world; ++r)
-            if (restart_at_ns[size_t(r)] != 0 && restart_at_ns[size_t(r)] <= now && !stop_requested) {
+        for (int r = 0; r < world; ++r) {
+            // A paused job's clock stands still (run_gate.cpp), except for a Restart a person asked for.
+            const bool due = restart_at_ns[size_t(r)] != 0 && restart_at_ns[size_t(r)] <= now &&
+                             (!restarts_frozen || restart_asked[size_t(r)]);
+            if (due && !stop_requested) {
                 restart_at_ns[size_t(r)] = 0;
+                restart_asked[size_t(r)] = false;
                 restarts.push_back(r);
             }
+        }
     }
     for (int r : restarts) {
         int incarnation = 0;
@@ -287,8 +294,10 @@ void Session::restartRank(int rank) {
     const int G = ftGroupSize(m_impl->record.scenario);
     for (int r = rank / G * G; r < rank / G * G + G; ++r) {
         const RankState state = m_impl->progress[size_t(r)].state;
-        if (state == RankState::Killed || state == RankState::Failed || state == RankState::Restarting)
+        if (state == RankState::Killed || state == RankState::Failed || state == RankState::Restarting) {
             m_impl->restart_at_ns[size_t(r)] = monotonicNowNs();
+            m_impl->restart_asked[size_t(r)] = true;
+        }
     }
 }
 

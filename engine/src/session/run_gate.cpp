@@ -69,15 +69,21 @@ void Session::Impl::syncNewRanksAndPace() {
         held = all_at_gate && !tick;
         held_changed = held != job_held;
         job_held = held;
-        // A held job's clock stands still for its restarts too: a replica (or
-        // swarm server) that died just before a pause is not back when the
+        // A paused job's clock stands still for its restarts too: a replica
+        // (or swarm server) that died just before a pause is not back when the
         // room looks at the paused run; its delay runs on after the resume.
-        if (held_changed && held)
-            job_held_since_ns = now;
-        if (held_changed && !held)
+        // (A paced run is held between its ticks: that is a slow clock, not a
+        // pause, and its restarts go on.)
+        const bool frozen = held && control.mode == RunMode::Paused;
+        if (frozen && !restarts_frozen)
+            restarts_frozen_since_ns = now;
+        if (!frozen && restarts_frozen) { // each delay stood still from the pause or its death on
+            const int64_t delay_ns = int64_t(restartPolicy().delay_ms * 1e6);
             for (int64_t& at : restart_at_ns)
                 if (at != 0)
-                    at += now - job_held_since_ns;
+                    at += now - std::max(restarts_frozen_since_ns, at - delay_ns);
+        }
+        restarts_frozen = frozen;
         gate = control;
         done = job_done;
     }

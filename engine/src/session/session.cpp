@@ -330,6 +330,7 @@ void Session::start() {
                 "or use backend = \"gloo\")");
     }
     s.restart_at_ns.assign(size_t(world), 0);
+    s.restart_asked.assign(size_t(world), false);
     s.recent_restarts_ns.assign(size_t(world), {});
     s.telemetry_closed.assign(size_t(world), false);
     s.rank_left.assign(size_t(world), false);

@@ -166,6 +166,7 @@ struct Session::Impl final : TelemetrySink {
 
     // [replica_restarts.cpp] ------------------------------------------------
     std::vector<int64_t> restart_at_ns; // when to start a dead rank again; 0 = not scheduled
+    std::vector<bool> restart_asked;    // a person pressed Restart: not held back by a held job
     // restart = "auto": each replica's automatic restarts of the last minute;
     // one more than max_restarts_per_minute and it stays down (a kill storm ends).
     std::vector<std::deque<int64_t>> recent_restarts_ns;
@@ -190,7 +191,9 @@ struct Session::Impl final : TelemetrySink {
     RunControl control;
     int64_t last_pace_tick_ns = 0;
     bool job_held = false; // every rank that steps waits at the gate (told to ranks and the lighthouse)
-    int64_t job_held_since_ns = 0; // when the job was last held (its pending restarts wait that long more)
+    // Paused and held: pending restarts wait (replica_restarts.cpp); since when.
+    bool restarts_frozen = false;
+    int64_t restarts_frozen_since_ns = 0;
 
     void broadcastGate(int64_t effective_gate);                    // no mutex
     void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex

@@ -11,6 +11,9 @@
 //       (swarm_outer_sync.hpp: DiLoCo and the stage's param mirror).
 // Discovery (DistQat: a libp2p DHT): each server puts "host:port incarnation"
 // under dtlab/swarm/server/<rank> in the Session's store; trainers read it.
+// When a server's process dies the Session empties that key (Hivemind: the
+// DHT entry expires), so its stage's DiLoCo rounds stop waiting for it;
+// trainers learn a death by a failed call.
 // Restarts: the Session restarts a dead server ([swarm] restart); the new
 // incarnation takes its stage's state from the param mirror and registers.
 #pragma once

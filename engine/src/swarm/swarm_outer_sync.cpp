@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 namespace dt::swarm {
@@ -37,7 +38,9 @@ int64_t nowMs() {
 OuterSync::OuterSync(const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store, int stage,
                      std::vector<at::Tensor> local)
     : m_config(scenario.swarm), m_store(std::move(store)), m_stage(stage),
-      m_servers(scenario.swarm.servers_per_stage), m_local(std::move(local)) {
+      m_servers(scenario.swarm.servers_per_stage),
+      m_first_server_rank(scenario.swarm.trainers + stage * scenario.swarm.servers_per_stage),
+      m_local(std::move(local)) {
     const int server_batch =
         scenario.swarm.server_batch > 0 ? scenario.swarm.server_batch : scenario.strategy.microbatches;
     m_calls_per_round = std::max<int64_t>(1, int64_t(scenario.swarm.outer_every) * server_batch * m_servers);
@@ -72,6 +75,8 @@ void OuterSync::putMirror() {
     append(value, m_global.data_ptr(), size_t(m_global.nbytes()));
     append(value, m_momentum.data_ptr(), size_t(m_momentum.nbytes()));
     m_store->set("dtlab/swarm/s" + std::to_string(m_stage) + "/mirror", value);
+    m_store->set("dtlab/swarm/s" + std::to_string(m_stage) + "/mirror_round",
+                 bytesOf(std::to_string(m_round)));
 }
 
 bool OuterSync::takeMirror(int at_least_round, int64_t timeout_ms, int64_t& bytes) {
@@ -119,13 +124,52 @@ bool OuterSync::roundDue(int64_t progress) const {
     return m_config.outer_every > 0 && progress >= int64_t(m_round + 1) * m_calls_per_round;
 }
 
+int OuterSync::registeredServers() const {
+    int n = 0;
+    for (int k = 0; k < m_servers; ++k) {
+        const std::string key = "dtlab/swarm/server/" + std::to_string(m_first_server_rank + k);
+        n += m_store->check({key}) && !m_store->get(key).empty() ? 1 : 0;
+    }
+    return n;
+}
+
+int OuterSync::mirrorRound() const {
+    const std::string key = "dtlab/swarm/s" + std::to_string(m_stage) + "/mirror_round";
+    return m_store->check({key}) ? std::stoi(textOf(m_store->get(key))) : -1;
+}
+
 RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     RoundResult result;
     const int r = m_round + 1;
     result.round = r;
-    const std::string stage_prefix = "dtlab/swarm/s" + std::to_string(m_stage) + "/";
-    const std::string prefix =
-        stage_prefix + (final_round ? std::string("final") : "r" + std::to_string(r)) + "/";
+    int64_t bytes = 0;
+    // 0. behind: the stage already finished round r (this server was busy, hung or
+    // restarted): take that result instead of joining a round nobody leads any more.
+    if (!final_round && mirrorRound() >= r) {
+        (void)takeMirror(r, 0, bytes);
+        result.round = m_round;
+        return result;
+    }
+    const std::string prefix = "dtlab/swarm/s" + std::to_string(m_stage) + "/" +
+                               (final_round ? std::string("final") : "r" + std::to_string(r)) + "/";
+    const int64_t wait_ms = int64_t(m_config.join_timeout_ms) + 5000;
+    // A follower (or a latecomer): wait for the leader's "done", then take the mirror.
+    const auto follow = [&](int index) {
+        try {
+            m_store->wait({prefix + "done"}, std::chrono::milliseconds(wait_ms));
+        } catch (const std::exception&) {
+            m_round = r; // the leader died mid-round: give the round up, keep this state
+            return;
+        }
+        (void)takeMirror(0, 0, bytes);
+        result.averaged = std::stoi(textOf(m_store->get(prefix + "closed")));
+        if (index >= result.averaged) // joined after the close: the leader never read it
+            m_store->deleteKey(prefix + "in" + std::to_string(index));
+    };
+    if (m_store->check({prefix + "closed"})) { // already closed: nothing to contribute
+        follow(std::numeric_limits<int>::max());
+        return result;
+    }
     // 1. join
     const int index = int(m_store->add(prefix + "joined", 1)) - 1;
     std::vector<uint8_t> contribution;
@@ -135,21 +179,22 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     append(contribution, local.data_ptr(), size_t(local.nbytes()));
     m_store->set(prefix + "in" + std::to_string(index), contribution);
     result.bytes_put = int64_t(contribution.size());
-    const int64_t mirror_wait_ms = int64_t(m_config.join_timeout_ms) + 5000;
-    if (index > 0) { // 3. not the leader: take the round's result from the mirror
-        int64_t bytes = 0;
-        if (takeMirror(r, mirror_wait_ms, bytes))
-            result.averaged = std::stoi(textOf(m_store->get(prefix + "closed")));
+    if (index > 0) { // 3. not the leader
+        follow(index);
         return result;
     }
-    // 2. the leader: wait for the others (all K, or the join timeout), then average
+    // 2. the leader: wait for the others (every server of the stage still
+    // registered: the Session clears a dead one's registration; or the join
+    // timeout), close, average
     const int64_t deadline = nowMs() + int64_t(m_config.join_timeout_ms);
+    const int expected = std::min(m_servers, std::max(1, registeredServers()));
     int joined = 1;
-    while (joined < m_servers && nowMs() < deadline) {
+    while (joined < expected && nowMs() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         joined = int(m_store->add(prefix + "joined", 0));
     }
     const int n = std::min(joined, m_servers);
+    m_store->set(prefix + "closed", bytesOf(std::to_string(n))); // later joiners only follow
     std::vector<std::string> keys;
     for (int i = 0; i < n; ++i)
         keys.push_back(prefix + "in" + std::to_string(i));
@@ -157,13 +202,14 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     double total_weight = 0.0;
     int averaged = 0;
     try { // a server that died between joining and putting is left out
-        m_store->wait(keys, std::chrono::milliseconds(mirror_wait_ms));
+        m_store->wait(keys, std::chrono::milliseconds(wait_ms));
     } catch (const std::exception&) {
     }
     for (const std::string& key : keys) {
         if (!m_store->check({key}))
             continue;
         const std::vector<uint8_t> value = m_store->get(key);
+        m_store->deleteKey(key); // read once, by the leader only: the store keeps no round behind
         if (value.size() != sizeof(double) + size_t(m_global.nbytes()))
             throw CommError(CommErrorKind::Other,
                             "a swarm round contribution of " + std::to_string(value.size()) + " bytes at " +
@@ -187,17 +233,11 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     }
     m_round = r;
     setLocal(m_global);
-    m_store->set(prefix + "closed", bytesOf(std::to_string(averaged)));
     putMirror();
+    m_store->set(prefix + "closed", bytesOf(std::to_string(averaged)));
+    m_store->set(prefix + "done", bytesOf(std::to_string(r)));
     result.averaged = averaged;
     result.led = true;
-    // The round before is read by everyone by now: its contributions go.
-    if (!final_round && r > 1) {
-        const std::string old = stage_prefix + "r" + std::to_string(r - 1) + "/";
-        const int old_joined = m_store->check({old + "joined"}) ? int(m_store->add(old + "joined", 0)) : 0;
-        for (int i = 0; i < old_joined; ++i)
-            m_store->deleteKey(old + "in" + std::to_string(i));
-    }
     return result;
 }
 

@@ -7,22 +7,30 @@
 // accumulates adds 1 to "dtlab/swarm/s<s>/progress"; round r starts for every
 // server of the stage once that count reaches r x outer_every x server_batch
 // x K (outer_every inner steps per server on average), each server noticing
-// it at its next call or idle tick (50 ms).
+// it after its next backward call that adds gradients, or at its next idle
+// tick (50 ms).
 //
 // Every server holds the stage's global parameters g and outer momentum m as
 // of the last round it took (P_s floats each). Round r:
+//  0. a server behind (the mirror already holds round r or later: it was
+//     busy, hung or restarted) takes the mirror instead of joining.
 //  1. join: i = add("dtlab/swarm/s<s>/r<r>/joined", 1) - 1, then put
 //     "in<i>" = (w, local parameters), w = inner steps since the last round
-//     (DistQat weights each server's parameters by its inner steps).
-//  2. the first to join (i = 0) leads: it waits until K joined or
-//     join_timeout_ms, takes the n that joined, and computes
-//     avg = sum(w_i x_i) / sum(w_i), delta = g - avg (the pseudo-gradient),
-//     Nesterov SGD m = mu m + delta, g -= lr (delta + mu m); if sum(w) = 0
-//     nothing trained and g stays. It puts (r, g, m) into the stage's param
-//     mirror "dtlab/swarm/s<s>/mirror" and sets local = g.
-//  3. every other server (those who joined late too) waits for the mirror of
-//     round r and takes g, m and local = g from it (DistQat: a server out of
-//     step loads the state from its peers). So all hold the leader's bits.
+//     (DistQat weights each server's parameters by its inner steps). A round
+//     already "closed" is not joined: the server only follows (3).
+//  2. the first to join (i = 0) leads: it waits until every server of the
+//     stage still registered joined (the Session clears a dead server's
+//     registration) or join_timeout_ms, sets "closed" (later joiners only follow), reads and
+//     deletes the n contributions, and computes avg = sum(w_i x_i) / sum(w_i),
+//     delta = g - avg (the pseudo-gradient), Nesterov SGD m = mu m + delta,
+//     g -= lr (delta + mu m); if sum(w) = 0 nothing trained and g stays. It
+//     puts (r, g, m) into the stage's param mirror "dtlab/swarm/s<s>/mirror",
+//     sets local = g, then "done".
+//  3. every other server waits for "done" and takes g, m and local = g from
+//     the mirror (DistQat: a server out of step loads the state from its
+//     peers), so all hold the leader's bits; if "done" does not come within
+//     join_timeout_ms + 5 s (the leader died), it gives the round up and keeps
+//     its state. The last round, when the job ends, is named "final".
 // A server that starts (or restarts) takes the mirror if there is one, else
 // it starts from the seed like every other (round 0).
 // Bytes through the store per round and server: 4 P_s in; the leader reads
@@ -73,6 +81,8 @@ class OuterSync {
     [[nodiscard]] at::Tensor flatLocal() const;
     void setLocal(const at::Tensor& flat);
     void putMirror();
+    [[nodiscard]] int mirrorRound() const;       // -1 = no mirror yet
+    [[nodiscard]] int registeredServers() const; // of this stage, alive as far as the Session knows
     [[nodiscard]] bool takeMirror(int at_least_round, int64_t timeout_ms, int64_t& bytes);
 
     const SwarmConfig& m_config;
@@ -80,6 +90,7 @@ class OuterSync {
     c10::intrusive_ptr<c10d::Store> m_store;
     int m_stage = 0;
     int m_servers = 1;
+    int m_first_server_rank = 0; // the stage's server 0
     std::vector<at::Tensor> m_local;
     at::Tensor m_global;   // P_s
     at::Tensor m_momentum; // P_s

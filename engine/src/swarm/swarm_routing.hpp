@@ -7,13 +7,16 @@
 //                 a server at random with probability proportional to its
 //                 throughput 1 / ema; a server not measured yet counts as fast
 //                 as the fastest measured one, so every server gets tried.
-//   "fastest"     Hivemind's ExpertBalancer (DistQat's BalancedRemoteExpert):
-//                 the server with the lowest expected finish time
-//                 max(eta, now) + samples x ema; the choice pushes its eta on.
-// A server whose connection broke is dead until the directory shows a new
-// incarnation of it (markLive). A call that timed out counts as one slow
-// sample and does not kill the server (Hivemind does not blacklist on a
-// deadline either).
+//   "fastest"     after Hivemind's ExpertBalancer (DistQat's
+//                 BalancedRemoteExpert), which keeps a running total of the
+//                 expected load per expert and picks the smallest: here the
+//                 server with the lowest expected finish time max(eta, now) +
+//                 samples x ema (the max lets an idle server's backlog drain
+//                 with time); the choice pushes its eta on.
+// markDead / markLive: the trainer bans a server after any failed call (as
+// Hivemind bans an expert after any exception) and lifts the ban after 1 s
+// or when the server registers again (swarm_trainer.cpp); a timeout also
+// counts as one slow sample (recordTimeout).
 #pragma once
 
 #include <cstdint>

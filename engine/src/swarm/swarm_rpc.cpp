@@ -74,6 +74,7 @@ IoResult receivePayload(int fd, uint64_t size, std::string& payload) {
 
 bool sendFrame(int fd, const void* header, size_t header_size, const std::string& payload, int64_t& bytes) {
     bytes = int64_t(header_size + payload.size());
+    errno = 0;
     return wire::sendAll(fd, header, header_size) &&
            (payload.empty() || wire::sendAll(fd, payload.data(), payload.size()));
 }
@@ -143,6 +144,9 @@ std::vector<at::Tensor> decodeTensors(const std::string& payload, int count) {
             numel *= uint64_t(d);
         }
         const at::ScalarType type = h.dtype == 0 ? at::kFloat : at::kLong;
+        const uint64_t element = h.dtype == 0 ? 4 : 8;
+        if (numel > (payload.size() - at_byte) / element) // before allocating: the bytes must be there
+            throw std::runtime_error("swarm call: the payload ends inside a tensor (corrupt frame)");
         at::Tensor t = at::empty(sizes, at::TensorOptions().dtype(type));
         take(t.data_ptr(), size_t(t.nbytes()));
         out.push_back(std::move(t));
@@ -244,6 +248,18 @@ void setReceiveTimeout(int fd, double timeout_ms) {
     tv.tv_sec = time_t(us / 1'000'000);
     tv.tv_usec = suseconds_t(us % 1'000'000);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+void setSendTimeout(int fd, double timeout_ms) {
+    timeval tv{};
+    const int64_t us = int64_t(timeout_ms * 1000.0);
+    tv.tv_sec = time_t(us / 1'000'000);
+    tv.tv_usec = suseconds_t(us % 1'000'000);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+IoResult lastFailure() {
+    return errno == EAGAIN || errno == EWOULDBLOCK ? IoResult::TimedOut : IoResult::Closed;
 }
 
 int connectTo(const std::string& host, int port, double timeout_ms) {

@@ -16,7 +16,7 @@
 //                       (the server is stateless: it recomputes the forward, as
 //                       Hivemind's ModuleBackend.backward does)
 // Reply    header 24 bytes: "DTSR", status (0 ok, 1 error: the payload is the
-//          message, 2 dropped: older than request_timeout_ms), tensor count, 2
+//          message, 2 dropped: older than 0.8 x request_timeout_ms), tensor count, 2
 //          pad, service_ns (the server's time on it), payload bytes; then:
 //   forward   [y]       (B/m, T, C), or the logits (B/m, T, V) from the last stage
 //   backward  [dx]      (B/m, T, C); nothing from stage 0 (its input is tokens)
@@ -73,6 +73,10 @@ enum class IoResult { Ok, Closed, TimedOut };
 [[nodiscard]] int listenOn(const std::string& host, int& port);
 [[nodiscard]] int connectTo(const std::string& host, int port, double timeout_ms);
 void setReceiveTimeout(int fd, double timeout_ms); // 0 = wait without limit
+void setSendTimeout(int fd, double timeout_ms);    // 0 = wait without limit
+// What the last failed send or receive came to: TimedOut when errno says the
+// socket's timeout passed, else Closed. Call right after the failure.
+[[nodiscard]] IoResult lastFailure();
 // The handshake above; false = refused or the peer went away.
 [[nodiscard]] bool serverHandshake(int fd, const std::string& token);
 [[nodiscard]] bool clientHandshake(int fd, const std::string& token);

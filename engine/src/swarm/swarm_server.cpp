@@ -7,10 +7,13 @@
 //  2. Listen on the rank's interface and register "host:port incarnation" in
 //     the store (dtlab/swarm/server/<rank>): trainers find it there.
 //  3. One thread, poll(): accept a trainer (handshake), or serve the next
-//     request of a connected one. A call older than request_timeout_ms when
-//     it is read or when its backward finishes is dropped unanswered: its
-//     trainer has given up and sent it elsewhere, so its gradient must not
-//     count twice. The Session's Slow delay is spent in every call.
+//     request of a connected one. A call older than 0.8 x request_timeout_ms
+//     when it is read or when its backward finishes is answered "dropped"
+//     and its gradient is not added: its trainer gives up at the full timeout
+//     and sends it elsewhere, and the margin keeps a gradient from counting
+//     twice when the reply is slow to leave. The Session's Slow delay is
+//     spent in every call. Replies have a send timeout, so a stopped trainer
+//     cannot block the server.
 //  4. After server_batch backward calls: an inner AdamW step on their mean
 //     gradient. When the stage's servers together have done outer_every inner
 //     steps each (the stage's progress counter, checked after every backward
@@ -128,6 +131,7 @@ class StageServer {
         if (fd < 0)
             return;
         setReceiveTimeout(fd, 2000);
+        setSendTimeout(fd, 5000);
         if (!serverHandshake(fd, m_c.token)) {
             ::close(fd);
             return;
@@ -141,7 +145,7 @@ class StageServer {
     }
 
     [[nodiscard]] bool stale(const CallRequest& request) const {
-        return m_telemetry.now() - request.sent_ns > int64_t(m_scenario.swarm.request_timeout_ms * 1e6);
+        return m_telemetry.now() - request.sent_ns > int64_t(0.8 * m_scenario.swarm.request_timeout_ms * 1e6);
     }
 
     // One request on fd; false = the connection is gone or spoke nonsense.

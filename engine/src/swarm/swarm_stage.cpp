@@ -87,6 +87,8 @@ void StageModule::innerStep() {
         p.mutable_grad() = m_sum[i].div(double(m_accumulated));
     }
     m_optimizer->step();
+    for (auto& p : m_owned)
+        p.tensor.mutable_grad() = at::Tensor(); // only the running sum stays between steps: 4 P_s
     for (auto& s : m_sum)
         s.zero_();
     m_accumulated = 0;

@@ -13,8 +13,9 @@
 //                     stage 0) and the parameter gradients, which the server
 //                     adds with accumulate() unless the call is stale
 //   innerStep()       gradients = the sum / microbatches accumulated, then
-//                     AdamW ([optimizer]); 4 P_s bytes of gradients and 8 P_s
-//                     of AdamW state per server.
+//                     AdamW ([optimizer]); 4 P_s bytes of summed gradients
+//                     (and 4 P_s more during the step) and 8 P_s of AdamW
+//                     state per server.
 #pragma once
 
 #include "dtlab/scenario.hpp"

@@ -9,7 +9,9 @@
 // The step's loss is the mean over its microbatches, each counted once: a
 // call that fails (connection lost, or no answer within request_timeout_ms)
 // is sent again to another server of the same stage (swarm_routing.hpp), so
-// a dead server costs only the calls it held. Bytes per forward call: B/M x T
+// a dead server costs only the calls it held. The failed server is banned for
+// 1 s (or until it registers again), then probed; a call nobody answers for
+// 120 s (or 10 request timeouts) fails the trainer, saying so. Bytes per forward call: B/M x T
 // x C x 4 each way (x V instead of C for the logits); a backward call sends
 // x and dy and gets dx.
 #include "swarm/swarm.hpp"
@@ -27,6 +29,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
+#include <limits>
 #include <thread>
 #include <unistd.h>
 
@@ -40,7 +43,10 @@ struct ServerEntry {
     int port = 0;
     int incarnation = -1; // -1 = not registered yet
     int fd = -1;
+    int64_t banned_until_ns = 0; // after a failed call: not chosen before this (Session clock)
 };
+
+constexpr int64_t kBanNs = 1'000'000'000; // 1 s
 
 class Trainer {
   public:
@@ -139,6 +145,11 @@ class Trainer {
                     continue;
                 const std::vector<uint8_t> value = m_c.store->get(key);
                 const std::string text(value.begin(), value.end());
+                // Cleared by the Session when the server died (swarm.hpp): a trainer
+                // still learns it by a failed call, as a Hivemind client does before
+                // the DHT entry expires; the stage's rounds use the cleared key.
+                if (text.empty())
+                    continue;
                 const auto colon = text.rfind(':'), space = text.find(' ');
                 if (colon == std::string::npos || space == std::string::npos || space < colon)
                     throw CommError(CommErrorKind::Other,
@@ -152,6 +163,7 @@ class Trainer {
                     e.host = text.substr(0, colon);
                     e.port = std::stoi(text.substr(colon + 1, space - colon - 1));
                     e.incarnation = incarnation;
+                    e.banned_until_ns = 0;
                     m_router.markLive(s, k);
                 }
             }
@@ -169,12 +181,50 @@ class Trainer {
             .emit();
     }
 
-    // One call, retried on another server of the stage until one answers.
+    // A failed call bans its server, as Hivemind bans an expert after any
+    // failed call; the ban ends after kBanNs (then one call probes it again)
+    // or when the server registers a new incarnation. A timeout also counts
+    // as one slow sample.
+    void failed(int stage, int k, IoResult why, double samples, double seconds, int step, int mb) {
+        ServerEntry& e = entry(stage, k);
+        if (e.fd >= 0)
+            ::close(e.fd);
+        e.fd = -1;
+        if (why == IoResult::TimedOut)
+            m_router.recordTimeout(stage, k, samples, seconds);
+        m_router.markDead(stage, k);
+        e.banned_until_ns = m_telemetry.now() + kBanNs;
+        reroute(stage, k, why == IoResult::TimedOut ? 2 : 1, step, mb);
+    }
+
+    // Bans that ran out: the server may be back (a hang that ended, a slow spell).
+    void liftBans(int stage) {
+        const int64_t now = m_telemetry.now();
+        for (int k = 0; k < m_layout.servers_per_stage; ++k) {
+            ServerEntry& e = entry(stage, k);
+            if (e.incarnation >= 0 && !m_router.live(stage, k) && e.banned_until_ns <= now)
+                m_router.markLive(stage, k);
+        }
+    }
+
+    // One call, retried on another server of the stage until one answers, for
+    // at most the larger of 120 s and 10 x request_timeout_ms.
     std::vector<at::Tensor> call(CallOp op, int stage, std::vector<at::Tensor> tensors, int step, int mb) {
         const double timeout_ms = m_scenario.swarm.request_timeout_ms;
         const double samples = double(tensors[0].size(0));
+        const int64_t give_up_ns = m_telemetry.now() + int64_t(std::max(120'000.0, 10 * timeout_ms) * 1e6);
         bool waiting = false; // the stage has no live server: say so once
+        int failures = 0;
         while (true) {
+            if (m_telemetry.now() > give_up_ns)
+                throw CommError(
+                    CommErrorKind::Timeout,
+                    "swarm trainer " + std::to_string(m_rank) + ": no server of stage " +
+                        std::to_string(stage) + " answered microbatch " + std::to_string(mb) + " of step " +
+                        std::to_string(step) + " for " +
+                        std::to_string(int(std::max(120.0, timeout_ms / 100))) +
+                        " s (every server dead, hung, or slower than [swarm] request_timeout_ms)");
+            liftBans(stage);
             const int k = m_router.choose(stage, double(m_telemetry.now()) / 1e9, samples);
             if (k < 0) {
                 if (!waiting) {
@@ -196,24 +246,31 @@ class Trainer {
                 m_telemetry.instant(EventKind::SwarmStageEmpty).step(step).unit(stage).value(0.0).emit();
                 waiting = false;
             }
+            if (failures > 0 && failures % 10 == 0)
+                m_c.sender->log(LogLevel::Warning,
+                                "swarm trainer " + std::to_string(m_rank) + ": " + std::to_string(failures) +
+                                    " failed tries of one call to stage " + std::to_string(stage) +
+                                    " (step " + std::to_string(step) + ", microbatch " + std::to_string(mb) +
+                                    ")");
             ServerEntry& e = entry(stage, k);
+            const int64_t begin = m_telemetry.now();
             if (e.fd < 0) {
                 e.fd = connectTo(e.host, e.port, std::min(timeout_ms, 2000.0));
-                if (e.fd >= 0) {
-                    setReceiveTimeout(e.fd, std::min(timeout_ms, 2000.0));
-                    if (!clientHandshake(e.fd, m_c.token)) {
-                        ::close(e.fd);
-                        e.fd = -1;
-                    }
+                if (e.fd < 0) { // refused: nobody listens there (dead)
+                    ++failures;
+                    failed(stage, k, IoResult::Closed, samples, 0.0, step, mb);
+                    continue;
                 }
-                if (e.fd < 0) { // refused (dead) or no answer (hung): either way, not now
-                    m_router.markDead(stage, k);
-                    reroute(stage, k, 1, step, mb);
+                setReceiveTimeout(e.fd, std::min(timeout_ms, 2000.0));
+                setSendTimeout(e.fd, timeout_ms);
+                if (!clientHandshake(e.fd, m_c.token)) { // no nonce in time: a busy or stopped server
+                    const IoResult why = lastFailure();
+                    ++failures;
+                    failed(stage, k, why, samples, double(m_telemetry.now() - begin) / 1e9, step, mb);
                     continue;
                 }
             }
             setReceiveTimeout(e.fd, timeout_ms);
-            const int64_t begin = m_telemetry.now();
             CallRequest request;
             request.op = op;
             request.trainer = m_rank;
@@ -226,6 +283,8 @@ class Trainer {
             IoResult got = IoResult::Closed;
             if (sendRequest(e.fd, request, sent))
                 got = receiveReply(e.fd, reply, received);
+            else
+                got = lastFailure();
             const double seconds = double(m_telemetry.now() - begin) / 1e9;
             if (got == IoResult::Ok && reply.status == ReplyStatus::Ok) {
                 m_router.recordCall(stage, k, samples, seconds);
@@ -245,15 +304,13 @@ class Trainer {
                 throw CommError(CommErrorKind::Other,
                                 "swarm server rank " + std::to_string(m_layout.serverRank(stage, k)) +
                                     " (stage " + std::to_string(stage) + ") failed a call: " + reply.error);
-            ::close(e.fd);
-            e.fd = -1;
-            if (got == IoResult::Closed) {
-                m_router.markDead(stage, k);
-                reroute(stage, k, 1, step, mb);
-            } else { // timed out, or answered too late (dropped as stale)
+            ++failures;
+            if (got == IoResult::Ok) { // answered "dropped": too old when served; the connection is fine
                 m_router.recordTimeout(stage, k, samples, seconds);
                 reroute(stage, k, 2, step, mb);
+                continue;
             }
+            failed(stage, k, got, samples, seconds, step, mb);
         }
     }
 
