@@ -187,11 +187,14 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     // registered: the Session clears a dead one's registration; or the join
     // timeout), close, average
     const int64_t deadline = nowMs() + int64_t(m_config.join_timeout_ms);
-    const int expected = std::min(m_servers, std::max(1, registeredServers()));
+    // (a server that dies while the leader waits is dropped from the count within 50 ms)
+    int expected = std::min(m_servers, std::max(1, registeredServers()));
     int joined = 1;
-    while (joined < expected && nowMs() < deadline) {
+    for (int tick = 1; joined < expected && nowMs() < deadline; ++tick) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         joined = int(m_store->add(prefix + "joined", 0));
+        if (tick % 25 == 0)
+            expected = std::min(m_servers, std::max(1, registeredServers()));
     }
     const int n = std::min(joined, m_servers);
     m_store->set(prefix + "closed", bytesOf(std::to_string(n))); // later joiners only follow
