@@ -116,7 +116,9 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
                                                   (error.empty() ? "" : ": " + error);
     p.state = x.signal == SIGKILL ? RankState::Killed : RankState::Failed;
     const RestartPolicy ft = restartPolicy();
-    if (job_done || stop_requested) { // no restarts once the job is done or the Session stops
+    // No restarts once the job is done or the Session stops, nor in a swarm
+    // whose run already failed (a trainer died: the servers are being stopped).
+    if (job_done || stop_requested || (swarm && !record.failure_reason.empty())) {
         restart_at_ns[size_t(x.rank)] = 0;
         rank_gone[size_t(x.rank)] = true;
         return;
