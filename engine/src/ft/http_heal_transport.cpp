@@ -104,34 +104,6 @@ bool parseChunkKey(const std::string& key, int& i, int& n) {
            i >= 0 && i < n;
 }
 
-// One blocking connect that gives up after timeout_ms (Linux applies
-// SO_SNDTIMEO to connect), then the socket's send and receive timeouts.
-int connectWithin(const std::string& host, int port, double timeout_ms) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(uint16_t(port));
-    if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-        addrinfo hints{};
-        hints.ai_family = AF_INET;
-        addrinfo* result = nullptr;
-        if (getaddrinfo(host.c_str(), nullptr, &hints, &result) != 0 || !result)
-            return -1;
-        addr.sin_addr = reinterpret_cast<sockaddr_in*>(result->ai_addr)->sin_addr;
-        freeaddrinfo(result);
-    }
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    setSocketTimeout(fd, timeout_ms);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
-}
-
 std::string header(int status, const char* reason, int64_t length) {
     return "HTTP/1.0 " + std::to_string(status) + " " + reason +
            "\r\nContent-Type: application/octet-stream\r\nContent-Length: " + std::to_string(length) +
@@ -439,7 +411,7 @@ int openRequest(const HealFetch& fetch, const std::string& key, Reply& reply) {
     std::string host;
     int port = 0;
     wire::splitAddress(fetch.address, host, port);
-    const int fd = connectWithin(host, port, fetch.timeout_ms);
+    const int fd = wire::connectWithin(host, port, fetch.timeout_ms);
     if (fd < 0)
         throw CommError(CommErrorKind::PeerLost, "heal over HTTP: cannot connect to " + fetch.address);
     const std::string request =

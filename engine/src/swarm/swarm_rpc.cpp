@@ -5,12 +5,8 @@
 #include "core/sha256.hpp"
 #include "telemetry/telemetry_wire.hpp"
 
-#include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdexcept>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -221,27 +217,6 @@ IoResult receiveReply(int fd, CallReply& r, int64_t& bytes) {
     return IoResult::Ok;
 }
 
-int listenOn(const std::string& host, int& port) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = 0;
-    if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1)
-        addr.sin_addr.s_addr = htonl(INADDR_ANY);
-    socklen_t len = sizeof(addr);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 || ::listen(fd, 64) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    port = ntohs(addr.sin_port);
-    return fd;
-}
-
 void setReceiveTimeout(int fd, double timeout_ms) {
     timeval tv{};
     const int64_t us = int64_t(timeout_ms * 1000.0);
@@ -260,36 +235,6 @@ void setSendTimeout(int fd, double timeout_ms) {
 
 IoResult lastFailure() {
     return errno == EAGAIN || errno == EWOULDBLOCK ? IoResult::TimedOut : IoResult::Closed;
-}
-
-int connectTo(const std::string& host, int port, double timeout_ms) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(uint16_t(port));
-    if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) != 1) {
-        addrinfo hints{};
-        hints.ai_family = AF_INET;
-        addrinfo* result = nullptr;
-        if (getaddrinfo(host.c_str(), nullptr, &hints, &result) != 0 || !result)
-            return -1;
-        addr.sin_addr = reinterpret_cast<sockaddr_in*>(result->ai_addr)->sin_addr;
-        freeaddrinfo(result);
-    }
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    timeval tv{};
-    const int64_t us = int64_t(timeout_ms * 1000.0);
-    tv.tv_sec = time_t(us / 1'000'000);
-    tv.tv_usec = suseconds_t(us % 1'000'000);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)); // Linux applies it to connect()
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-        ::close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    return fd;
 }
 
 bool serverHandshake(int fd, const std::string& token) {

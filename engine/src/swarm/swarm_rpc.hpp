@@ -68,10 +68,7 @@ enum class IoResult { Ok, Closed, TimedOut };
 [[nodiscard]] bool sendReply(int fd, const CallReply& reply, int64_t& bytes);
 [[nodiscard]] IoResult receiveReply(int fd, CallReply& reply, int64_t& bytes);
 
-// Sockets. listenOn: any free port on host (returned in port); -1 on failure.
-// connectTo: -1 when nobody answers within timeout_ms.
-[[nodiscard]] int listenOn(const std::string& host, int& port);
-[[nodiscard]] int connectTo(const std::string& host, int port, double timeout_ms);
+// Sockets (listening and connecting: wire::listenTcp, wire::connectWithin).
 void setReceiveTimeout(int fd, double timeout_ms); // 0 = wait without limit
 void setSendTimeout(int fd, double timeout_ms);    // 0 = wait without limit
 // What the last failed send or receive came to: TimedOut when errno says the

@@ -33,6 +33,7 @@
 #include "swarm/swarm_rpc.hpp"
 #include "swarm/swarm_stage.hpp"
 #include "telemetry/telemetry_sender.hpp"
+#include "telemetry/telemetry_wire.hpp"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -63,10 +64,12 @@ class StageServer {
         const int64_t loaded = m_outer.loadMirror(round);
         // 2. listen and register
         int port = 0;
-        m_listen = listenOn(glooInterfaceFor(m_c.env), port);
-        if (m_listen < 0)
-            throw CommError(CommErrorKind::Other, "swarm server (rank " + std::to_string(m_rank) +
-                                                      "): cannot listen on " + glooInterfaceFor(m_c.env));
+        try {
+            m_listen = wire::listenTcp(glooInterfaceFor(m_c.env), 0, &port);
+        } catch (const std::exception& e) {
+            throw CommError(CommErrorKind::Other,
+                            "swarm server (rank " + std::to_string(m_rank) + "): " + e.what());
+        }
         const std::string address =
             glooInterfaceFor(m_c.env) + ":" + std::to_string(port) + " " + std::to_string(m_c.incarnation);
         m_c.store->set("dtlab/swarm/server/" + std::to_string(m_rank),

@@ -25,6 +25,7 @@
 #include "swarm/swarm_routing.hpp"
 #include "swarm/swarm_rpc.hpp"
 #include "telemetry/telemetry_sender.hpp"
+#include "telemetry/telemetry_wire.hpp"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -255,7 +256,7 @@ class Trainer {
             ServerEntry& e = entry(stage, k);
             const int64_t begin = m_telemetry.now();
             if (e.fd < 0) {
-                e.fd = connectTo(e.host, e.port, std::min(timeout_ms, 2000.0));
+                e.fd = wire::connectWithin(e.host, e.port, std::min(timeout_ms, 2000.0));
                 if (e.fd < 0) { // refused: nobody listens there (dead)
                     ++failures;
                     failed(stage, k, IoResult::Closed, samples, 0.0, step, mb);

@@ -103,6 +103,28 @@ int connectTcp(const std::string& host, int port, int timeout_ms) {
     }
 }
 
+int connectWithin(const std::string& host, int port, double timeout_ms) {
+    sockaddr_in addr{};
+    if (!resolve(host, port, addr))
+        return -1;
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    timeval tv{};
+    const int64_t us = int64_t(timeout_ms * 1000.0);
+    tv.tv_sec = time_t(us / 1'000'000);
+    tv.tv_usec = suseconds_t(us % 1'000'000);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        ::close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
 Proof rankProof(const std::string& token, const Nonce& session_nonce, const Nonce& rank_nonce, int32_t rank) {
     std::string message = "dtlab rank";
     message.append(reinterpret_cast<const char*>(session_nonce.data()), session_nonce.size());

@@ -147,6 +147,11 @@ bool recvAll(int fd, void* data, size_t size);
 // the fd and the bound port; connectTcp retries until timeout_ms.
 int listenTcp(const std::string& host, int port, int* bound_port);
 int connectTcp(const std::string& host, int port, int timeout_ms);
+// One connect that gives up after timeout_ms (Linux applies SO_SNDTIMEO to
+// connect), leaving the socket's send and receive timeouts at timeout_ms and
+// TCP_NODELAY on; -1 when refused, unreachable or too slow (no retry: the
+// HTTP heal and the swarm's calls treat a refused peer as gone).
+int connectWithin(const std::string& host, int port, double timeout_ms);
 
 // "host:port" -> parts; throws UsageError on a malformed address.
 void splitAddress(const std::string& address, std::string& host, int& port);
