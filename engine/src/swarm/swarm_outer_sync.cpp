@@ -35,11 +35,11 @@ int64_t nowMs() {
 
 } // namespace
 
-OuterSync::OuterSync(const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store, int stage,
+OuterSync::OuterSync(const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store, int stage, int rank,
                      std::vector<at::Tensor> local)
     : m_config(scenario.swarm), m_store(std::move(store)), m_stage(stage),
       m_servers(scenario.swarm.servers_per_stage),
-      m_first_server_rank(scenario.swarm.trainers + stage * scenario.swarm.servers_per_stage),
+      m_first_server_rank(scenario.swarm.trainers + stage * scenario.swarm.servers_per_stage), m_rank(rank),
       m_local(std::move(local)) {
     const int server_batch =
         scenario.swarm.server_batch > 0 ? scenario.swarm.server_batch : scenario.strategy.microbatches;
@@ -155,11 +155,19 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     const int64_t wait_ms = int64_t(m_config.join_timeout_ms) + 5000;
     // A follower (or a latecomer): wait for the leader's "done", then take the mirror.
     const auto follow = [&](int index) {
-        try {
-            m_store->wait({prefix + "done"}, std::chrono::milliseconds(wait_ms));
-        } catch (const std::exception&) {
-            m_round = r; // the leader died mid-round: give the round up, keep this state
-            return;
+        // Until "done", or the leader is gone (the Session cleared its
+        // registration) or silent for wait_ms: then give the round up and
+        // keep this state, rather than hold the stage's calls.
+        const int64_t give_up = nowMs() + wait_ms;
+        while (!m_store->check({prefix + "done"})) {
+            const bool leader_gone =
+                m_store->check({prefix + "leader"}) &&
+                m_store->get("dtlab/swarm/server/" + textOf(m_store->get(prefix + "leader"))).empty();
+            if (leader_gone || nowMs() >= give_up) {
+                m_round = r;
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
         (void)takeMirror(0, 0, bytes);
         result.averaged = std::stoi(textOf(m_store->get(prefix + "closed")));
@@ -183,6 +191,7 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
         follow(index);
         return result;
     }
+    m_store->set(prefix + "leader", bytesOf(std::to_string(m_rank))); // followers watch it
     // 2. the leader: wait for the others (every server of the stage still
     // registered: the Session clears a dead one's registration; or the join
     // timeout), close, average

@@ -28,9 +28,10 @@
 //     sets local = g, then "done".
 //  3. every other server waits for "done" and takes g, m and local = g from
 //     the mirror (DistQat: a server out of step loads the state from its
-//     peers), so all hold the leader's bits; if "done" does not come within
-//     join_timeout_ms + 5 s (the leader died), it gives the round up and keeps
-//     its state. The last round, when the job ends, is named "final".
+//     peers), so all hold the leader's bits. If the leader dies (the Session
+//     clears its registration; the leader put its rank under "leader") or
+//     "done" does not come within join_timeout_ms + 5 s, it gives the round
+//     up and keeps its state. The last round, when the job ends, is named "final".
 // A server that starts (or restarts) takes the mirror if there is one, else
 // it starts from the seed like every other (round 0).
 // Bytes through the store per round and server: 4 P_s in; the leader reads
@@ -63,7 +64,7 @@ struct RoundResult {
 class OuterSync {
   public:
     // `local`: the stage's parameters (updated in place by rounds and loads).
-    OuterSync(const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store, int stage,
+    OuterSync(const Scenario& scenario, c10::intrusive_ptr<c10d::Store> store, int stage, int rank,
               std::vector<at::Tensor> local);
 
     // The mirror's state, if any: loads it into g, m and local; returns the
@@ -91,6 +92,7 @@ class OuterSync {
     int m_stage = 0;
     int m_servers = 1;
     int m_first_server_rank = 0; // the stage's server 0
+    int m_rank = 0;              // this server's rank
     std::vector<at::Tensor> m_local;
     at::Tensor m_global;   // P_s
     at::Tensor m_momentum; // P_s

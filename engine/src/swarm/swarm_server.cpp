@@ -53,7 +53,7 @@ class StageServer {
     explicit StageServer(const FtRankContext& c)
         : m_c(c), m_scenario(*c.scenario), m_layout(SwarmLayout::of(m_scenario)), m_rank(c.env.rank),
           m_stage(m_layout.stageOf(m_rank)), m_telemetry(c.sender, m_rank, m_scenario.telemetry.enabled),
-          m_module(m_scenario, m_stage), m_outer(m_scenario, c.store, m_stage, m_module.tensors()) {
+          m_module(m_scenario, m_stage), m_outer(m_scenario, c.store, m_stage, m_rank, m_module.tensors()) {
         m_server_batch = m_scenario.swarm.server_batch > 0 ? m_scenario.swarm.server_batch
                                                            : m_scenario.strategy.microbatches;
     }
