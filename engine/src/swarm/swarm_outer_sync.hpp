@@ -72,7 +72,6 @@ class OuterSync {
     int64_t loadMirror(int& round);
     // One round (named "r<next>"), or the last one ("final") when the job ends.
     RoundResult runRound(int inner_steps_since_last, bool final_round);
-    [[nodiscard]] int round() const { return m_round; }
     // The stage's progress: add `calls` backward calls, return the total.
     int64_t addProgress(int64_t calls);
     // True once the stage's progress has reached the next round's start.

@@ -220,7 +220,6 @@ class StageServer {
     void innerStep() {
         const int64_t begin = m_telemetry.now();
         m_module.innerStep();
-        ++m_inner_steps;
         ++m_since_round;
         m_telemetry.span(EventKind::Optimizer).from(begin).step(m_last_step).unit(m_stage).emit();
         emitMemory();
@@ -270,7 +269,6 @@ class StageServer {
     int m_server_batch = 1;
     int m_listen = -1;
     std::vector<int> m_clients;
-    int m_inner_steps = 0;
     int m_since_round = 0;
     int m_last_step = -1;
 };
