@@ -7,6 +7,7 @@
 //     qkv = Linear(C, 3C)(ln1(x))  -> q,k,v each (B,H,T,D)
 //     att = softmax(q k^T / sqrt(D) + causal mask)           (B,H,T,T)
 //     x  += proj(att v merged back to (B,T,C))
+//     (the attention is one fused node, causal_attention.hpp: same math)
 //     x  += fc2(gelu(fc1(ln2(x))))          fc1: C -> ratio*C, fc2: ratio*C -> C
 //   logits = head(ln_f(x))                                    (B,T,V)
 //   loss = cross_entropy(logits (B*T,V), targets (B*T))
@@ -21,6 +22,7 @@
 // Quantization-aware training ([model] quantize, fake_quant.hpp): every Linear
 // (qkv, proj, fc1, fc2 and the head) runs on its fake-quantized input and
 // weight, y = fq(x) fq(W)^T + b; the embeddings, norms and attention stay fp32.
+#include "model/causal_attention.hpp"
 #include "model/fake_quant.hpp"
 #include "model/model.hpp"
 
@@ -66,16 +68,10 @@ struct BlockImpl : nn::Module {
         fc2 = register_module("fc2", nn::Linear(mlp_ratio * d_model, d_model));
     }
 
-    // x (B,T,C), mask (T,T) bool, true above the diagonal
-    at::Tensor forward(const at::Tensor& x, const at::Tensor& causal_mask) {
-        const int64_t B = x.size(0), T = x.size(1), C = x.size(2), D = C / heads;
-        auto qkv_out = lin(qkv, act_qkv, norm(ln1, x));                          // (B,T,3C)
-        auto parts = qkv_out.view({B, T, 3, heads, D}).permute({2, 0, 3, 1, 4}); // (3,B,H,T,D)
-        auto q = parts[0], k = parts[1], v = parts[2];
-        auto att = at::matmul(q, k.transpose(-2, -1)) * (1.0 / std::sqrt(double(D))); // (B,H,T,T)
-        att = att.masked_fill(causal_mask, -std::numeric_limits<float>::infinity());
-        att = at::softmax(att, -1);
-        auto y = at::matmul(att, v).transpose(1, 2).reshape({B, T, C}); // (B,T,C)
+    // x (B,T,C)
+    at::Tensor forward(const at::Tensor& x) {
+        auto qkv_out = lin(qkv, act_qkv, norm(ln1, x)); // (B,T,3C)
+        auto y = causalSelfAttention(qkv_out, heads);   // (B,T,C), causal_attention.hpp
         auto h = x + lin(proj, act_proj, y);
         return h + lin(fc2, act_fc2, at::gelu(lin(fc1, act_fc1, norm(ln2, h))));
     }
@@ -117,13 +113,13 @@ TORCH_MODULE(Block);
 // the gradient w.r.t. x is returned to the outer graph.
 // Memory: one (B,T,C) input per block instead of every intermediate.
 struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
-    static at::Tensor forward(torch::autograd::AutogradContext* ctx, at::Tensor x, at::Tensor causal_mask,
-                              BlockImpl* block, int unit, const UnitTimer* timer) {
-        ctx->save_for_backward({x, causal_mask});
+    static at::Tensor forward(torch::autograd::AutogradContext* ctx, at::Tensor x, BlockImpl* block, int unit,
+                              const UnitTimer* timer) {
+        ctx->save_for_backward({x});
         ctx->saved_data["block"] = reinterpret_cast<int64_t>(block);
         ctx->saved_data["unit"] = int64_t(unit);
         ctx->saved_data["timer"] = reinterpret_cast<int64_t>(timer);
-        return block->forward(x, causal_mask);
+        return block->forward(x);
     }
 
     static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
@@ -138,12 +134,12 @@ struct CheckpointedBlock : torch::autograd::Function<CheckpointedBlock> {
             at::AutoGradMode grad_on(true);
             if (timer && timer->recompute)
                 timer->recompute(unit, true);
-            output = block->forward(x, saved[1]);
+            output = block->forward(x);
             if (timer && timer->recompute)
                 timer->recompute(unit, false);
         }
         torch::autograd::backward({output}, {grad_outputs[0]});
-        return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+        return {x.grad(), at::Tensor(), at::Tensor(), at::Tensor()};
     }
 };
 
@@ -159,7 +155,6 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
                 register_module("block" + std::to_string(i), Block(c.d_model, c.heads, c.mlp_ratio)));
         ln_f = register_module("ln_f", nn::LayerNorm(nn::LayerNormOptions({c.d_model})));
         head = register_module("head", nn::Linear(nn::LinearOptions(c.d_model, c.vocab).bias(false)));
-        m_causal = at::ones({c.context, c.context}, at::kBool).triu(1);
         m_quant.spec = quantSpecOf(c.quantize, c.quantize_weights);
         for (auto& block : blocks)
             block->quant = &m_quant;
@@ -174,8 +169,6 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
 
     at::Tensor loss(const at::Tensor& tokens, const at::Tensor& targets, const UnitTimer& timer) override {
         const int64_t T = tokens.size(1);
-        auto mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
-
         m_timer_copy = timer; // the checkpointed blocks' backward runs after loss() returns
         markForward(timer, -1, true);
         auto positions = at::arange(T, at::kLong);
@@ -191,8 +184,8 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
             markForward(timer, unit, true);
             auto input = x;
             auto output = m_checkpointing && input.requires_grad()
-                              ? CheckpointedBlock::apply(input, mask, blocks[i].get(), unit, &m_timer_copy)
-                              : blocks[i]->forward(input, mask);
+                              ? CheckpointedBlock::apply(input, blocks[i].get(), unit, &m_timer_copy)
+                              : blocks[i]->forward(input);
             markForward(timer, unit, false);
             markBackwardWithHooks(timer, unit, input, output);
             x = output;
@@ -239,12 +232,10 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
     }
 
     at::Tensor runBlocks(const at::Tensor& x, int first, int last) override {
-        const int64_t T = x.size(1);
-        auto mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
         at::Tensor h = x;
         for (int i = first; i < last; ++i) {
             blocks[size_t(i)]->tape = m_tape;
-            h = blocks[size_t(i)]->forward(h, mask);
+            h = blocks[size_t(i)]->forward(h);
             blocks[size_t(i)]->tape = nullptr;
         }
         return h;
@@ -304,7 +295,6 @@ class TinyGpt final : public TrainableModel, public StagedModel, public nn::Modu
     std::vector<Block> blocks;
     nn::LayerNorm ln_f{nullptr};
     nn::Linear head{nullptr};
-    at::Tensor m_causal;
     bool m_checkpointing = false;
     UnitTimer m_timer_copy;
     WeightGradTape* m_tape = nullptr;

@@ -23,14 +23,14 @@
 // the partial input gradients), so no gradient all-reduce is needed.
 #include "model/tensor_parallel_model.hpp"
 
+#include "model/causal_attention.hpp"
+
 #include "comm/communicator.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/scenario.hpp"
 
 #include <torch/csrc/autograd/custom_function.h>
 
-#include <cmath>
-#include <limits>
 #include <map>
 
 namespace dt {
@@ -132,7 +132,6 @@ class TensorParallelGpt final : public TensorParallelModel {
             m_index[p.name] = m_params.size();
             m_params.push_back(param);
         }
-        m_causal = at::ones({c.context, c.context}, at::kBool).triu(1);
     }
 
     std::vector<NamedParameter> trainableParameters() const override {
@@ -144,7 +143,6 @@ class TensorParallelGpt final : public TensorParallelModel {
 
     at::Tensor loss(const at::Tensor& tokens, const at::Tensor& targets, const UnitTimer& timer) override {
         const int64_t T = tokens.size(1);
-        const at::Tensor mask = T == m_config.context ? m_causal : m_causal.slice(0, 0, T).slice(1, 0, T);
 
         markForward(timer, -1, true);
         at::Tensor x = at::embedding(p("tok_emb.weight"), tokens) +
@@ -154,7 +152,7 @@ class TensorParallelGpt final : public TensorParallelModel {
         for (int i = 0; i < m_config.layers; ++i) {
             markForward(timer, i, true);
             const at::Tensor input = x;
-            const at::Tensor output = block(i, input, mask);
+            const at::Tensor output = block(i, input);
             markForward(timer, i, false);
             markBackwardWithHooks(timer, i, input, output);
             x = output;
@@ -250,22 +248,18 @@ class TensorParallelGpt final : public TensorParallelModel {
 
     const at::Tensor& p(const std::string& name) const { return m_params[m_index.at(name)].tensor; }
 
-    at::Tensor block(int i, const at::Tensor& x, const at::Tensor& mask) {
+    at::Tensor block(int i, const at::Tensor& x) {
         const std::string b = "block" + std::to_string(i) + ".";
-        const int64_t B = x.size(0), T = x.size(1), C = x.size(2);
-        const int64_t local_heads = m_config.heads / m_group.size(), D = C / m_config.heads;
+        const int64_t C = x.size(2);
+        const int64_t local_heads = m_config.heads / m_group.size();
         Communicator* group = &m_group;
 
         // Attention: column-parallel qkv over this rank's heads, row-parallel proj.
         const at::Tensor a =
             CopyToTensorParallel::apply(at::layer_norm(x, {C}, p(b + "ln1.weight"), p(b + "ln1.bias")), group,
                                         int64_t(m_step), int64_t(i));
-        const at::Tensor qkv = at::linear(a, p(b + "qkv.weight"), p(b + "qkv.bias"));          // (B,T,3 C/N)
-        const at::Tensor parts = qkv.view({B, T, 3, local_heads, D}).permute({2, 0, 3, 1, 4}); // (3,B,h,T,D)
-        at::Tensor att = at::matmul(parts[0], parts[1].transpose(-2, -1)) * (1.0 / std::sqrt(double(D)));
-        att = at::softmax(att.masked_fill(mask, -std::numeric_limits<float>::infinity()), -1);
-        const at::Tensor y =
-            at::matmul(att, parts[2]).transpose(1, 2).reshape({B, T, local_heads * D}); // (B,T,C/N)
+        const at::Tensor qkv = at::linear(a, p(b + "qkv.weight"), p(b + "qkv.bias")); // (B,T,3 C/N)
+        const at::Tensor y = causalSelfAttention(qkv, local_heads); // (B,T,C/N), causal_attention.hpp
         const at::Tensor h = x +
                              ReduceFromTensorParallel::apply(at::linear(y, p(b + "proj.weight")), group,
                                                              int64_t(m_step), int64_t(i)) +
@@ -286,7 +280,6 @@ class TensorParallelGpt final : public TensorParallelModel {
     Communicator& m_group;
     std::vector<Param> m_params;
     std::map<std::string, size_t> m_index;
-    at::Tensor m_causal;
     int m_step = -1;
 };
 
