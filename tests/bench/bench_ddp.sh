@@ -11,6 +11,9 @@
 #   BENCH_MD=FILE       also write the table as Markdown to FILE
 #   BENCH_STRICT=1      exit 1 when a goal is missed (default: report only, exit 0)
 #   SCENARIO=FILE       dtlab scenario (default: scenarios/ddp_basics.toml)
+#   BUCKET_MB=X         run dtlab on a copy of the scenario with [strategy] bucket_mb = X
+#                       (25 is PyTorch DDP's default bucket_cap_mb: 2 all-reduces per step,
+#                       as the reference makes; ddp_basics uses 1 MiB, 4 all-reduces)
 #   RUN_TIMEOUT=600     seconds before one run counts as hung and the benchmark stops
 #
 # For each world size N, REPEATS times, in a rotating order:
@@ -18,7 +21,7 @@
 #   dtlab         dtrun run scenarios/ddp_basics.toml --ranks N --steps S (telemetry on)
 #   dtlab, off    the same with --no-telemetry
 # A run's step time is the max over ranks of the per-rank median step time (a DDP step is as
-# slow as its slowest rank). Goals: dtlab/PyTorch <= 1.00, telemetry on/off <= 1.03.
+# slow as its slowest rank). Goals (issue 27): dtlab/PyTorch <= 0.90, telemetry on/off <= 1.03.
 # The machine's limit (issue 27): before the runs, tests/bench/gemm_anchor.py times the step's
 # GEMMs at the model's shapes on one core (torch.mm = OpenBLAS sgemm, 1 thread). Each tool's
 # "of limit" column is its GEMM work per second over what min(N, cores) cores do at that rate:
@@ -89,6 +92,12 @@ TORCH_VERSION="$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null)"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/dtlab-bench.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
+if [[ -n "${BUCKET_MB:-}" ]]; then
+    [[ "$BUCKET_MB" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "BUCKET_MB must be a number of MiB (got '$BUCKET_MB')"
+    grep -Eq '^bucket_mb *=' "$SCENARIO" || die "BUCKET_MB: $SCENARIO has no 'bucket_mb =' line to change"
+    sed -E "s/^bucket_mb *= *[0-9.]+/bucket_mb = $BUCKET_MB/" "$SCENARIO" > "$WORK/scenario.toml"
+    SCENARIO="$WORK/scenario.toml"
+fi
 RESULTS="$WORK/results.tsv"   # lines: tool <TAB> ranks <TAB> max-over-ranks median ms
 : > "$RESULTS"
 
@@ -149,7 +158,7 @@ def sample():
 t0, i0 = sample(); time.sleep(1.0); t1, i1 = sample()
 print(round(100.0 * (1.0 - (i1 - i0) / max(1, t1 - t0))))
 ')"
-echo "dtlab DDP benchmark: ranks [$RANKS], $STEPS steps, $REPEATS repeats, torch $TORCH_VERSION, $CORES cores, CPU ${BUSY_BEFORE}% busy before start" >&2
+echo "dtlab DDP benchmark: ranks [$RANKS], $STEPS steps, dtlab buckets ${BUCKET_MB:-as in $(basename "$SCENARIO")}, $REPEATS repeats, torch $TORCH_VERSION, $CORES cores, CPU ${BUSY_BEFORE}% busy before start" >&2
 if (( BUSY_BEFORE > 20 )); then
     echo "bench_ddp.sh: warning: the CPUs were ${BUSY_BEFORE}% busy before the first run: something else is running; timings will be slow and noisy (the ratios suffer less, as runs interleave)" >&2
 fi
@@ -167,7 +176,7 @@ done
 
 # ---- table ------------------------------------------------------------------------------------
 "$PY" - "$RESULTS" "$STEPS" "$WARMUP" "$REPEATS" "$TORCH_VERSION" "$CORES" "$BUSY_BEFORE" "${BENCH_MD:-}" "${BENCH_STRICT:-0}" "$ANCHOR" <<'EOF'
-import json, statistics, sys
+import json, os, statistics, sys
 results, steps, warmup, repeats, torch_version, cores, busy, md_path, strict, anchor_path = sys.argv[1:]
 anchor = json.load(open(anchor_path))
 gemm_flops, limit = anchor["gemm_flops_per_step"], anchor["model_gemm_gflops"] * 1e9
@@ -176,7 +185,7 @@ for line in open(results):
     tool, n, ms = line.split("\t")
     runs.setdefault((tool, int(n)), []).append(float(ms))
 ranks = sorted({n for _, n in runs})
-header = ["ranks", "PyTorch DDP ms", "dtlab ms", "dtlab/PyTorch (goal <= 1.00)",
+header = ["ranks", "PyTorch DDP ms", "dtlab ms", "dtlab/PyTorch (goal <= 0.90)",
           "dtlab no-telemetry ms", "telemetry overhead (goal <= 1.03)",
           "PyTorch of limit", "dtlab of limit"]
 # The share of the cores' GEMM rate at the model's shapes that a step time reaches.
@@ -187,15 +196,17 @@ for n in ranks:
     on = statistics.median(runs[("dtlab", n)])
     off = statistics.median(runs[("dtlab_off", n)])
     r1, r2 = on / pt, on / off
-    if r1 > 1.00: missed.append(f"ranks {n}: dtlab/PyTorch {r1:.2f} > 1.00")
+    if r1 > 0.90: missed.append(f"ranks {n}: dtlab/PyTorch {r1:.2f} > 0.90")
     if r2 > 1.03: missed.append(f"ranks {n}: telemetry overhead {r2:.3f} > 1.03")
     rows.append([str(n), f"{pt:.1f}", f"{on:.1f}",
-                 f"{r1:.2f} " + ("ok" if r1 <= 1.00 else "MISSED"),
+                 f"{r1:.2f} " + ("ok" if r1 <= 0.90 else "MISSED"),
                  f"{off:.1f}",
                  f"{r2:.3f} " + ("ok" if r2 <= 1.03 else "MISSED"),
                  f"{of_limit(n, pt):.2f}", f"{of_limit(n, on):.2f}"])
 note = (f"ms = median step time of the slowest rank, median of {repeats} runs; "
         f"{steps} steps per run (PyTorch leaves out {warmup} warm-up steps, dtlab step 0); "
+        + (f"dtlab buckets: {os.environ['BUCKET_MB']} MiB" if os.environ.get("BUCKET_MB") else "dtlab buckets: the scenario's")
+        + ", PyTorch's: its default 25 MiB; "
         f"torch {torch_version}, {cores} cores, 1 thread per rank, CPU {busy}% busy before start; "
         f"limit = the step's GEMMs ({gemm_flops / 1e9:.2f} GFLOP per rank) at "
         f"{anchor['model_gemm_gflops']:.1f} GFLOP/s per core (tests/bench/gemm_anchor.py; a 1024^3 sgemm: "
