@@ -48,7 +48,7 @@ const char* AutogradView::helpText() const {
            "walks "
            "the loss's grad_fn through its next edges, puts a pre-hook on every node and runs backward: the "
            "order the hooks fire in is the strip's order, left to right, row by row. Grey cells are backward "
-           "functions (MmBackward0, NativeLayerNormBackward0, ...); coloured cells are AccumulateGrad "
+           "functions (AddmmBackward0, NativeLayerNormBackward0, ...); coloured cells are AccumulateGrad "
            "leaves, one "
            "per parameter: the moment its gradient is ready in .grad.\n\n"
            "DDP's hook sits on these leaves: when the last gradient of a bucket is ready (and every earlier "

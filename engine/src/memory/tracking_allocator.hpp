@@ -54,7 +54,10 @@ class AllocationOwnerScope {
 };
 [[nodiscard]] MemoryOwner currentAllocationOwner();
 
-void installTrackingAllocator(); // idempotent
+void installTrackingAllocator(); // idempotent; also keepFreedMemoryForReuse()
+// Tells glibc to keep freed memory in the heap for the next step instead of
+// giving it back to the kernel (and faulting it in again): see the .cpp.
+void keepFreedMemoryForReuse();
 [[nodiscard]] bool trackingAllocatorInstalled();
 [[nodiscard]] int64_t trackedLiveBytes();                  // all owners
 [[nodiscard]] int64_t trackedLiveBytes(MemoryOwner owner); // one owner

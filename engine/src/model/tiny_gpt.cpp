@@ -46,13 +46,17 @@ struct QuantState {
     [[nodiscard]] bool active() const { return spec.on() && enabled; }
 };
 
-// y = fq(x) fq(W)^T + b when QAT is active, else the layer as it is. The
-// observer moves only in a forward that records a graph (training).
+// y = fq(x) fq(W)^T + b when QAT is active, else x W^T + b. The observer
+// moves only in a forward that records a graph (training).
+// at::linear, not layer->forward: the C++ frontend's Linear runs a (B,T,C)
+// input as matmul, then a separate pass adding the bias; ATen's linear (what
+// Python's torch.nn.functional.linear calls) folds a contiguous (B,T,C) input
+// to (B*T,C) and runs one addmm with the bias inside the GEMM.
 at::Tensor quantizedLinear(nn::Linear& layer, ActivationFakeQuant& act, const QuantState* quant,
                            const at::Tensor& x, at::Tensor* input_used) {
     if (!quant || !quant->active()) {
         *input_used = x;
-        return layer->forward(x);
+        return at::linear(x, layer->weight, layer->bias);
     }
     *input_used = act(x, quant->spec, /*observe=*/at::GradMode::is_enabled());
     return at::linear(*input_used, fakeQuantizeWeight(layer->weight, quant->spec), layer->bias);
