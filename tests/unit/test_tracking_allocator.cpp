@@ -1,6 +1,7 @@
 // test_tracking_allocator.cpp: the counting CPU allocator (live, peak, reset,
 // owner tags, start-up peak) and the memory accounting built on it (storage
-// bytes, the activations rule, the measured side of a sample).
+// bytes, the activations rule, the measured side of a sample), and that freed
+// memory stays in the heap for the next step.
 //
 // The allocator is process-wide once installed, so every check here works on
 // differences of trackedLiveBytes() around its own allocations.
@@ -10,6 +11,8 @@
 #include <ATen/ATen.h>
 
 #include <catch2/catch.hpp>
+
+#include <malloc.h>
 
 #include <atomic>
 #include <thread>
@@ -351,4 +354,25 @@ TEST_CASE("The start-up peak is kept when set-up ends and the step peak starts f
         // The resident set holds at least what the allocator made (it also holds LibTorch itself).
         CHECK(s.measured.rss >= s.live);
     }
+}
+
+TEST_CASE("Memory a step frees stays in the process for the next step", "[allocator]") {
+    dt::installTrackingAllocator();      // sets glibc's thresholds (keepFreedMemoryForReuse)
+    constexpr int64_t kBytes = 24 << 20; // under the 32 MiB ceiling, far over glibc's default 128 KiB
+    const struct mallinfo2 start = mallinfo2();
+    struct mallinfo2 in_use {};
+    {
+        at::Tensor activations = at::empty({kBytes / 4}, at::kFloat);
+        activations.fill_(1.0f); // touch every page
+        in_use = mallinfo2();
+    }
+    const struct mallinfo2 freed = mallinfo2();
+    // With glibc's defaults the block is mapped on its own and unmapped at its
+    // free, or, once the moving threshold is above it, taken from the heap and
+    // trimmed off its top at the free: either way it goes back to the kernel.
+    CHECK(in_use.hblkhd == start.hblkhd);                      // from the heap, not mapped on its own
+    CHECK(freed.fordblks >= in_use.fordblks + size_t(kBytes)); // and kept there once freed
+    at::Tensor next_step = at::empty({kBytes / 4}, at::kFloat);
+    next_step.fill_(2.0f);
+    CHECK(mallinfo2().arena == freed.arena); // the next block of that size reuses it: the heap did not grow
 }
