@@ -1,7 +1,7 @@
 // test_tracking_allocator.cpp: the counting CPU allocator (live, peak, reset,
 // owner tags, start-up peak) and the memory accounting built on it (storage
 // bytes, the activations rule, the measured side of a sample), and that freed
-// memory stays in the heap for the next step.
+// memory stays in the process for the next step.
 //
 // The allocator is process-wide once installed, so every check here works on
 // differences of trackedLiveBytes() around its own allocations.
@@ -12,7 +12,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <malloc.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <thread>
@@ -357,22 +357,29 @@ TEST_CASE("The start-up peak is kept when set-up ends and the step peak starts f
 }
 
 TEST_CASE("Memory a step frees stays in the process for the next step", "[allocator]") {
-    dt::installTrackingAllocator();      // sets glibc's thresholds (keepFreedMemoryForReuse)
-    constexpr int64_t kBytes = 24 << 20; // under the 32 MiB ceiling, far over glibc's default 128 KiB
-    const struct mallinfo2 start = mallinfo2();
-    struct mallinfo2 in_use {};
-    {
-        at::Tensor activations = at::empty({kBytes / 4}, at::kFloat);
-        activations.fill_(1.0f); // touch every page
-        in_use = mallinfo2();
-    }
-    const struct mallinfo2 freed = mallinfo2();
-    // With glibc's defaults the block is mapped on its own and unmapped at its
-    // free, or, once the moving threshold is above it, taken from the heap and
-    // trimmed off its top at the free: either way it goes back to the kernel.
-    CHECK(in_use.hblkhd == start.hblkhd);                      // from the heap, not mapped on its own
-    CHECK(freed.fordblks >= in_use.fordblks + size_t(kBytes)); // and kept there once freed
-    at::Tensor next_step = at::empty({kBytes / 4}, at::kFloat);
-    next_step.fill_(2.0f);
-    CHECK(mallinfo2().arena == freed.arena); // the next block of that size reuses it: the heap did not grow
+    dt::installTrackingAllocator(); // sets glibc's thresholds (keepFreedMemoryForReuse)
+    // A "step": 8 activations of 3 MiB made, written and freed together (24 MiB, 6,144 pages).
+    constexpr int64_t kBlock = 3 << 20, kBlocks = 8, kPages = kBlock * kBlocks / 4096;
+    const auto step = [] {
+        std::vector<at::Tensor> activations;
+        for (int i = 0; i < kBlocks; ++i)
+            activations.push_back(at::empty({kBlock / 4}, at::kFloat).fill_(1.0f));
+    };
+    const auto faults = [] {
+        struct rusage usage {};
+        getrusage(RUSAGE_SELF, &usage);
+        return int64_t(usage.ru_minflt);
+    };
+    const int64_t start = faults();
+    step(); // the first step faults its pages in
+    const int64_t first = faults() - start;
+    step();
+    const int64_t before_third = faults();
+    step();
+    const int64_t third = faults() - before_third;
+    INFO("page faults: first step " << first << ", third " << third << " (of " << kPages << " pages)");
+    // glibc's defaults map each block on its own or trim the heap's top when
+    // the step frees them, and every step faults its 6,144 pages in again.
+    CHECK(first >= kPages / 2); // the measure sees a step's faults
+    CHECK(third < kPages / 10); // the third step reuses the pages of the one before
 }

@@ -1,7 +1,8 @@
 // tracking_allocator.cpp: see the header.
 //
-// Layout of one block: [64-byte header: size_t size, uint8 owner][payload of size bytes]
-// The payload stays 64-byte aligned (c10::alloc_cpu aligns the block to 64).
+// Layout of one block: [0..48 bytes of alignment][64-byte header: size_t size, uint8 owner,
+// the block's start][payload of size bytes]. The payload is 64-byte aligned, as
+// c10's own CPU allocator aligns it.
 // Counters: live bytes per owner plus the total (relaxed atomics: each is a sum
 // of independent increments), and a peak for each (raised with a
 // compare-exchange loop, lowered to live by resetTrackedPeak).
@@ -9,16 +10,21 @@
 
 #include <atomic>
 #include <c10/core/Allocator.h>
-#include <c10/core/impl/alloc_cpu.h>
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+#include <cstdlib>
 #include <malloc.h>
 
 namespace dt {
 namespace {
 
 constexpr size_t kHeader = 64;
+constexpr size_t kAlignment = 64; // c10's gAlignment: the payload is 64-byte aligned
 struct Header {
     size_t size;
     std::atomic<uint8_t> owner;
+    void* block; // what malloc returned (the payload sits up to 48 bytes further in)
 };
 static_assert(sizeof(Header) <= kHeader);
 
@@ -52,8 +58,9 @@ void trackedDelete(void* payload) {
     const auto size = int64_t(h->size);
     g_live_by_owner[h->owner.load(std::memory_order_relaxed)].fetch_sub(size, std::memory_order_relaxed);
     g_live.fetch_sub(size, std::memory_order_relaxed);
+    void* block = h->block;
     h->~Header();
-    c10::free_cpu(h);
+    std::free(block);
 }
 
 void noDelete(void*) {}
@@ -62,12 +69,19 @@ struct TrackingCpuAllocator final : c10::Allocator {
     c10::DataPtr allocate(size_t nbytes) const override {
         if (nbytes == 0)
             return {nullptr, nullptr, &noDelete, c10::Device(c10::DeviceType::CPU)};
-        char* block = static_cast<char*>(c10::alloc_cpu(nbytes + kHeader));
+        // malloc with the alignment done here, not posix_memalign (c10::alloc_cpu): memalign asks
+        // glibc for more than the block it keeps, so a freed block never fits the next request of
+        // the same size and the heap grows past it; here the same tensor size is the same request,
+        // and a step reuses the blocks the step before freed, exactly.
+        void* block = std::malloc(nbytes + kHeader + kAlignment - 16); // malloc aligns to 16
+        TORCH_CHECK(block, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes,
+                    " bytes.");
+        const auto start = reinterpret_cast<uintptr_t>(block) + kHeader;
+        char* payload = reinterpret_cast<char*>((start + kAlignment - 1) & ~uintptr_t(kAlignment - 1));
         const auto owner = uint8_t(t_owner);
-        new (block) Header{nbytes, owner};
+        new (payload - kHeader) Header{nbytes, owner, block};
         add(owner, int64_t(nbytes));
         notePeak(g_peak, g_live.fetch_add(int64_t(nbytes), std::memory_order_relaxed) + int64_t(nbytes));
-        void* payload = block + kHeader;
         return {payload, payload, &trackedDelete, c10::Device(c10::DeviceType::CPU)};
     }
     c10::DeleterFnPtr raw_deleter() const override { return &trackedDelete; }
