@@ -217,12 +217,14 @@ void DdpBucketsView::drawContent(const ViewInputs& inputs) {
 
     helpMarker(helpText());
     ImGui::SameLine();
-    if (pic.step < 0)
-        ImGui::TextDisabled(
-            "rank %d: waiting for a step after step 0 whose all-reduces have all completed (step 0 "
-            "all-reduces every gradient as one bucket; the buckets below are built after it)",
+    if (pic.step < 0) { // wrapped: at any text size it stays inside the view
+        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+        ImGui::TextWrapped(
+            "rank %d: waiting for a step after step 0 whose all-reduces have all completed (step "
+            "0 all-reduces every gradient as one bucket; the buckets below are built after it)",
             rank);
-    else
+        ImGui::PopStyleColor();
+    } else
         ImGui::Text("rank %d, step %d%s: backward %.1f ms, %d buckets of <= %.1f MiB, overlap %s", rank,
                     pic.step, at ? " (at the time cursor)" : "", pic.backward_ms, int(pic.buckets.size()),
                     model.scenario().strategy.bucket_mb, pic.overlap ? "on" : "off");
