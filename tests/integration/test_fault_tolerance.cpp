@@ -664,6 +664,73 @@ TEST_CASE("init_sync: at the job's first step every replica but the primary heal
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
+TEST_CASE("every group of 2 replica groups of 2 pipelines x 2 stages killed at once: the restarted groups "
+          "resume from the stage checkpoint the first pipeline wrote and end bit-identical",
+          "[ft][pipeline][checkpoint][slow]") {
+    // 8 ranks, [topology] replicas = 2: each group is 2 pipelines of 2 stages
+    // whose stage copies pipeline_data_parallel = "ddp" keeps equal. No
+    // checkpoint_dir: stage checkpoints every 10 steps in a temporary
+    // directory by default, written by the quorum's lowest group's first
+    // pipeline (ranks 0 and 1, a file per stage). Ranks 1 and 5 (stage 1 of
+    // each group's first pipeline) die at step 13, each taking its group
+    // down: nobody is left to heal from, so all 8 restarted ranks load their
+    // stage's file of step-9 and redo 10..12. min_replicas = 2 keeps every
+    // commit's participants those of the run without the kills.
+    it::TempDir dir;
+    const auto groupsScenario = [](const std::string& faults) {
+        it::ScenarioSpec spec;
+        spec.name = "pipelines in replica groups, all killed";
+        spec.ranks = 8;
+        spec.replicas = 2;
+        spec.stages = 2;
+        spec.strategy = "pipeline";
+        spec.strategy_toml = "schedule = \"1f1b\"\nmicrobatches = 2\n";
+        spec.steps = 16;
+        spec.d_model = 32;
+        spec.layers = 2;
+        spec.heads = 2;
+        spec.run_toml = "step_delay_ms = 30\n";
+        spec.extra_toml = "[fault_tolerance]\nenabled = true\nmin_replicas = 2\nheartbeat_timeout_ms = 600\n"
+                          "collective_timeout_ms = 1500\nrestart_delay_ms = 300\n";
+        spec.faults_toml = faults;
+        return it::scenarioToml(spec);
+    };
+    std::string kills;
+    for (int rank : {1, 5})
+        kills += "[[faults]]\naction = \"kill\"\nrank = " + std::to_string(rank) +
+                 "\nstep = 13\nwhen = \"step\"\n";
+    for (const std::string run : {"killed", "uninterrupted"})
+        runRecorded(dir, run, groupsScenario(run == "killed" ? kills : ""));
+    const auto s = it::readJsonFile(dir.file("killed.json"));
+    INFO("summary: " << s["fault_tolerance"].dump());
+    CHECK(s["ok"] == true);
+    CHECK(s["fault_tolerance"]["rollbacks"] == 1);
+    CHECK(s["fault_tolerance"]["steps_rolled_back"].get<int>() >= 2);
+    CHECK(s["fault_tolerance"]["steps_rolled_back"].get<int>() <= 4); // not 13: step-9 was used
+    const dt::RecordingLoad load = dt::readRecording(dir.file("killed.dtrec"));
+    REQUIRE(load.complete);
+    checkInvariants(load.record, 16, /*group_size=*/2); // the same bits in every copy of a stage
+    std::set<int> loaded_by, saved_by;
+    for (const dt::Event& e : load.record.events) {
+        if (e.kind == dt::EventKind::CheckpointLoaded && e.step == 9)
+            loaded_by.insert(e.rank);
+        if (e.kind == dt::EventKind::CheckpointSaved && e.step == 9)
+            saved_by.insert(e.rank);
+    }
+    CHECK(loaded_by == std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}); // every stage of every pipeline read step-9
+    CHECK(saved_by == std::set<int>{0, 1});                    // the lowest group's first pipeline wrote it
+
+    // Stage k's bits: the same in every pipeline of both groups, and as in the run without the kills.
+    for (int rank = 0; rank < 8; ++rank) {
+        CAPTURE(rank);
+        const std::string reference = paramsFileBytes(dir.file("uninterrupted"), rank % 2);
+        REQUIRE_FALSE(reference.empty());
+        CHECK(paramsFileBytes(dir.file("uninterrupted"), rank) == reference);
+        CHECK(paramsFileBytes(dir.file("killed"), rank) == reference);
+    }
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}
+
 TEST_CASE("every group of 2 x 2 FSDP replica groups killed at once: the restarted groups resume from the "
           "newest sharded checkpoint and end bit-identical to an uninterrupted run",
           "[ft][checkpoint][slow]") {

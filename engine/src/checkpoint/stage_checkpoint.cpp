@@ -1,4 +1,4 @@
-// stage_checkpoint.cpp: durable checkpoints of one pipeline (layout and steps in the header).
+// stage_checkpoint.cpp: durable checkpoints of pipeline replica groups (layout and steps in the header).
 #include "checkpoint/stage_checkpoint.hpp"
 
 #include "checkpoint/checkpoint_meta.hpp"
@@ -77,35 +77,39 @@ at::Tensor readStageState(const std::string& step_dir, const StageMeta& m, int s
 
 int64_t saveStageCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
                             const std::vector<at::Tensor>& stage_params, torch::optim::AdamW& optimizer,
-                            Communicator& pipeline) {
+                            Communicator& group, int stages) {
+    DT_ENFORCE(stages > 0 && group.size() % stages == 0, "a replica group holds whole pipelines");
     const std::string partial = step_dir + ".partial";
-    const int stage = pipeline.rank(), stages = pipeline.size();
+    const int stage = group.rank() % stages;
+    const bool writes = group.rank() < stages; // the first pipeline; the others hold the same bits
     int64_t written = 0;
-    std::string failure; // reported by every stage after the last barrier
-    const at::Tensor state = packReplicaState(stage_params, optimizer, int64_t(last_step) + 1);
-    try {
-        std::error_code ec;
-        fs::create_directories(partial, ec);
-        if (ec)
-            throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
-        std::vector<NamedParameter> tensors{{"replica_state", state}};
-        if (!scenario.run.run_id.empty())
-            tensors.push_back(runIdentity(scenario.run.run_id));
-        const std::string file = (fs::path(partial) / stageFileName(stage, stages)).string();
-        saveParameters(file, tensors);
-        written = int64_t(fs::file_size(file, ec));
-    } catch (const UsageError& e) {
-        failure = e.what();
-    }
-    // Every stage's size for checkpoint.json, and whether every file is in place.
+    std::string failure; // reported by every rank after the last barrier
+    // Every stage's size for checkpoint.json (from the first pipeline), and how many writers failed.
     at::Tensor sizes = at::zeros({stages + 1}, at::kLong);
-    sizes[stage] = state.numel();
-    sizes[stages] = failure.empty() ? 0 : 1;
-    pipeline.allReduceNow(sizes);
+    if (writes) {
+        const at::Tensor state = packReplicaState(stage_params, optimizer, int64_t(last_step) + 1);
+        try {
+            std::error_code ec;
+            fs::create_directories(partial, ec);
+            if (ec)
+                throw UsageError("cannot create checkpoint directory '" + partial + "': " + ec.message());
+            std::vector<NamedParameter> tensors{{"replica_state", state}};
+            if (!scenario.run.run_id.empty())
+                tensors.push_back(runIdentity(scenario.run.run_id));
+            const std::string file = (fs::path(partial) / stageFileName(stage, stages)).string();
+            saveParameters(file, tensors);
+            written = int64_t(fs::file_size(file, ec));
+        } catch (const UsageError& e) {
+            failure = e.what();
+        }
+        sizes[stage] = state.numel();
+        sizes[stages] = failure.empty() ? 0 : 1;
+    }
+    group.allReduceNow(sizes);
     const bool all_written = sizes[stages].item<int64_t>() == 0;
     if (!all_written && failure.empty())
         failure = "another stage could not write its file of '" + step_dir + "'";
-    if (stage == 0 && all_written)
+    if (group.rank() == 0 && all_written)
         try {
             Json meta;
             meta["format"] = kFormat;
@@ -123,7 +127,7 @@ int64_t saveStageCheckpoint(const std::string& step_dir, int last_step, const Sc
         } catch (const UsageError& e) {
             failure = e.what();
         }
-    pipeline.barrierNow(); // the checkpoint is complete before any stage goes on
+    group.barrierNow(); // the checkpoint is complete before any rank goes on
     if (!failure.empty())
         throw UsageError(failure);
     return written;

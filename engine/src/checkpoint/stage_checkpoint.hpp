@@ -1,9 +1,11 @@
-// stage_checkpoint.hpp: durable checkpoints of one pipeline under
-// [fault_tolerance] (a replica group of `stages` ranks, pipeline_data_parallel
-// = "ddp"): each stage's parameters and AdamW state, one file per stage.
-// After a commit every pipeline's stage i holds the same bits, so the
-// quorum's lowest pipeline writes; when every pipeline was down at once, the
-// restarted ones each load it, stage i its own file.
+// stage_checkpoint.hpp: durable checkpoints of pipelines under
+// [fault_tolerance]: a replica group of one pipeline (`stages` ranks), or of
+// several pipelines side by side whose stage copies are kept equal by
+// pipeline_data_parallel = "ddp". Each stage's parameters and AdamW state, one
+// file per stage. After a commit every pipeline's stage i holds the same bits
+// (in every group, and in every pipeline of a group), so the quorum's lowest
+// group writes, and in it its first pipeline; when every group was down at
+// once, the restarted ones each load it, stage i of every pipeline its file.
 //
 // Layout, DIR/step-<S>/ (S = the last step it holds):
 //   checkpoint.json            format "dtlab stage checkpoint", version 1,
@@ -14,12 +16,12 @@
 //                              AdamW step, P_i parameters, exp_avg,
 //                              exp_avg_sq: 4 (3 P_i + 2) bytes), and the run's
 //                              identity, in params_io's format (FNV-1a checksum)
-// Saving (every stage of the pipeline, a collective on its group): each
-// stage writes its file into DIR/step-<S>.partial, an all-reduce of one int
-// says whether all did, stage 0 writes checkpoint.json and renames the
-// directory; a failure anywhere is thrown by every stage after the last
-// barrier, and no directory with a stage missing is renamed. An existing
-// step-<S> is never overwritten.
+// Saving (a collective on the group: rank r is stage r % G of pipeline r / G):
+// the first pipeline's stages write their files into DIR/step-<S>.partial,
+// an all-reduce over the group says whether all did, rank 0 (stage 0 of
+// pipeline 0) writes checkpoint.json and renames the directory; a failure
+// anywhere is thrown by every rank after the last barrier, and no directory
+// with a stage missing is renamed. An existing step-<S> is never overwritten.
 #pragma once
 
 #include "comm/communicator.hpp"
@@ -37,10 +39,11 @@ namespace dt {
 
 struct Scenario;
 
-// Returns the bytes this stage wrote. `pipeline`: the pipeline's own group (rank = stage).
+// Returns the bytes this rank wrote (0 outside the first pipeline). `group`:
+// the replica group, whose rank r is stage r % stages of pipeline r / stages.
 int64_t saveStageCheckpoint(const std::string& step_dir, int last_step, const Scenario& scenario,
                             const std::vector<at::Tensor>& stage_params, torch::optim::AdamW& optimizer,
-                            Communicator& pipeline);
+                            Communicator& group, int stages);
 
 // Stage `stage` reads its file into its parameters and AdamW. Returns the
 // last step the checkpoint holds. Throws UsageError naming the file.

@@ -105,7 +105,8 @@ class PipelineStrategy final : public TrainingStrategy {
         m_shape.stages = m_scenario.topology.stages;
         m_shape.microbatches = st.microbatches;
         m_shape.chunks_per_rank = st.chunks_per_rank;
-        // Positions in m_world: all ranks, or one pipeline (a replica group under [fault_tolerance]).
+        // Positions in m_world: all ranks, or a replica group under [fault_tolerance] (one pipeline, or
+        // several side by side: m_replica is the pipeline's index in it).
         m_stage = m_world.rank() % m_shape.stages;
         m_replica = m_world.rank() / m_shape.stages;
         m_staged = m_model.staged();
@@ -384,22 +385,26 @@ class PipelineStrategy final : public TrainingStrategy {
         m_dp->allGatherNow(m_stage_unit->full, m_stage_unit->shard.detach(), CommTag{m_step, -1, -1});
     }
 
-    // One pipeline (a replica group under [fault_tolerance]): each stage its
-    // own file (stage_checkpoint.hpp). Pipelines sharded across are not done.
+    // A replica group under [fault_tolerance] of one pipeline, or of several
+    // whose stage copies ddp keeps equal: each stage its own file, written by
+    // the group's first pipeline (stage_checkpoint.hpp); every pipeline's stage
+    // i loads that file. Stages sharded across the pipelines are not done.
     int64_t saveCheckpoint(const std::string& step_dir, int last_step) override {
-        requireOnePipeline();
-        return saveStageCheckpoint(step_dir, last_step, m_scenario, optimizedTensors(), *adamW(), m_world);
+        requireWholeStages();
+        const int64_t written = saveStageCheckpoint(step_dir, last_step, m_scenario, optimizedTensors(),
+                                                    *adamW(), m_world, m_shape.stages);
+        return m_replica == 0 ? written : int64_t(-1); // -1: this rank saved nothing
     }
     int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) override {
-        requireOnePipeline();
+        requireWholeStages();
         return loadStageCheckpoint(step_dir, optimizedTensors(), *adamW(), m_stage, bytes_read);
     }
 
   private:
-    void requireOnePipeline() const {
-        if (m_world.size() != m_shape.stages || m_dp || m_stage_unit)
-            throw UsageError("checkpoints of kind = \"pipeline\" are written by one pipeline under "
-                             "[fault_tolerance] only");
+    void requireWholeStages() const {
+        if (!m_scenario.fault_tolerance.enabled || m_stage_unit)
+            throw UsageError("checkpoints of kind = \"pipeline\" are written by replica groups under "
+                             "[fault_tolerance] whose stages are whole (pipeline_data_parallel = \"ddp\")");
     }
     // The owned parameters' gradients (zeros where a stage computed none).
     std::vector<at::Tensor> stageGradients() {
