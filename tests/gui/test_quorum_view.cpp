@@ -213,5 +213,34 @@ TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", 
         CHECK(r.heal_duration_ms == Approx(10.0));
         CHECK(r.heal_bytes == 4 * (3 * 1000 + 2));
         CHECK(r.heal_source == 0);
+        CHECK(view.lastComparison().empty()); // no what-if rerun yet
+    }
+
+    SECTION("after a what-if rerun: this run's recoveries beside the run before's, and only those") {
+        RunModel model;
+        model.reset(ftScenario(), 3);
+        const std::vector<Event> events = syntheticFtRun();
+        model.ingest(events.data(), events.size());
+        const std::vector<ComparisonRow> rows = {
+            {"step time (mean of the ranks' medians)", "ms", 100.0, 90.0, false},
+            {"heal transfer (mean over heals)", "ms", 40.0, 20.0, true},
+            {"heal rate (all heals)", "GB/s", 0.75, 1.5, true},
+            {"death to new quorum (mean over faults)", "ms", 50.0, std::nullopt, true}, // one side only
+        };
+        const std::string before = "Kill a replica", now = "heal_transport http";
+        WhatIfInputs w;
+        w.rows = &rows;
+        w.before_label = &before;
+        w.now_label = &now;
+        ViewInputs in;
+        in.model = &model;
+        in.now_ns = model.tEnd();
+        in.whatif = &w;
+        const auto stats = imgui.frame([&] { view.draw(in); });
+        CHECK(stats.balanced);
+        CHECK(view.lastComparison() ==
+              "Against the run before (Kill a replica -> heal_transport http): heal "
+              "transfer (mean over heals) 40 -> 20 ms; heal rate (all heals) 0.75 -> "
+              "1.5 GB/s");
     }
 }

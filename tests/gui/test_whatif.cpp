@@ -55,11 +55,62 @@ TEST_CASE(
         dt::Scenario edit = s;
         CHECK(setKnob(edit, Knob::Ranks, "three").find("expected a whole number") != std::string::npos);
         CHECK(setKnob(edit, Knob::Ranks, "0").find("ranks") != std::string::npos);
-        CHECK(setKnob(edit, Knob::Overlap, "maybe").find("on or off") != std::string::npos);
+        CHECK(setKnob(edit, Knob::Overlap, "maybe").find("expected one of on, off, got 'maybe'") !=
+              std::string::npos);
         CHECK(setKnob(edit, Knob::Strategy, "zero9").find("zero9") != std::string::npos);
         CHECK(edit.topology.ranks == s.topology.ranks);
         CHECK(edit.strategy.overlap == s.strategy.overlap);
     }
+}
+
+TEST_CASE("A fault-tolerant scenario's what-if knobs change how it heals and detects, and the comparison "
+          "shows both runs' recoveries",
+          "[gui][whatif]") {
+    const dt::Scenario s = dt::loadScenarioFile(kSource + "/scenarios/ft_kill_replica.toml");
+    REQUIRE(s.fault_tolerance.enabled);
+    const std::vector<Knob> knobs = knobsFor(s);
+    CHECK(has(knobs, Knob::HealTransport));
+    CHECK(has(knobs, Knob::HealChunks));
+    CHECK(has(knobs, Knob::Detection));
+    CHECK_FALSE(has(knobs, Knob::Strategy)); // the quorum keeps its shape
+    CHECK_FALSE(has(knobsFor(ddpBasics()), Knob::HealTransport));
+
+    dt::Scenario edit = s;
+    CHECK(setKnob(edit, Knob::HealTransport, "ftp").find("expected one of pg, http, got 'ftp'") !=
+          std::string::npos);
+    // Chunks split the HTTP heal: refused over the process group, as dtrun refuses them.
+    CHECK(setKnob(edit, Knob::HealChunks, "4").find("heal_chunks") != std::string::npos);
+    CHECK(setKnob(edit, Knob::HealTransport, "http").empty());
+    CHECK(setKnob(edit, Knob::HealChunks, "4").empty());
+    CHECK(setKnob(edit, Knob::Detection, "heartbeat").empty());
+    CHECK(describeChanges(s, edit) == "heal_transport http, heal_chunks 4, detection heartbeat");
+
+    // Two recoveries each: the means, and the rate over all heals (bytes / ms / 1e6 = GB/s).
+    RunSide pg{"pg",
+               R"({"steps": 20, "fault_tolerance": {"attempted_steps_total": 42, "committed_steps_total": 40,
+        "recoveries": [{"new_quorum_ms": 40, "heal_duration_ms": 40, "heal_bytes": 30e6},
+                       {"new_quorum_ms": 60, "heal_duration_ms": 20, "heal_bytes": 30e6}]}})",
+               true};
+    RunSide http{
+        "http", R"({"steps": 20, "fault_tolerance": {"attempted_steps_total": 41, "committed_steps_total": 40,
+        "recoveries": [{"new_quorum_ms": 1000, "heal_duration_ms": 20, "heal_bytes": 30e6},
+                       {"new_quorum_ms": 1010, "heal_duration_ms": 20, "heal_bytes": 30e6}]}})",
+        true};
+    const std::vector<ComparisonRow> rows = compareRuns(pg, http);
+    auto row = [&](const std::string& prefix) {
+        for (const ComparisonRow& r : rows)
+            if (r.label.rfind(prefix, 0) == 0)
+                return r;
+        FAIL("no comparison row " << prefix);
+        return ComparisonRow{};
+    };
+    CHECK(row("death to new quorum").before == Approx(50.0));
+    CHECK(row("death to new quorum").now == Approx(1005.0));
+    CHECK(row("heal transfer").before == Approx(30.0));
+    CHECK(row("heal rate").before == Approx(1.0)); // 60 MB in 60 ms
+    CHECK(row("heal rate").now == Approx(1.5));    // 60 MB in 40 ms
+    CHECK(row("steps aborted").before == Approx(2.0));
+    CHECK(row("steps aborted").now == Approx(1.0));
 }
 
 TEST_CASE("The comparison reads both runs' summaries", "[gui][whatif]") {

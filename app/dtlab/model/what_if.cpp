@@ -5,6 +5,7 @@
 #include "dtlab/errors.hpp"
 #include "dtlab/strategy_kind.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -73,14 +74,20 @@ std::vector<std::string> knobChoices(Knob knob) {
         return {"on", "off"};
     case Knob::Schedule:
         return {"gpipe", "1f1b", "interleaved", "zb-h1"};
+    case Knob::HealTransport:
+        return {"pg", "http"};
+    case Knob::Detection:
+        return {"connection", "heartbeat"};
     default:
         return {};
     }
 }
 
 std::vector<Knob> knobsFor(const Scenario& s) {
-    if (s.strategy.kind == StrategyKind::Collectives || s.fault_tolerance.enabled)
-        return {Knob::Ranks, Knob::LinkMbit}; // the quorum and the backend comparison keep their shape
+    if (s.strategy.kind == StrategyKind::Collectives)
+        return {Knob::Ranks, Knob::LinkMbit}; // the backend comparison keeps its shape
+    if (s.fault_tolerance.enabled) // the quorum keeps its shape; how it heals and detects can change
+        return {Knob::Ranks, Knob::LinkMbit, Knob::HealTransport, Knob::HealChunks, Knob::Detection};
     const StrategyTraits& t = strategyTraits(s.strategy.kind);
     std::vector<Knob> knobs = {Knob::Ranks, Knob::Strategy};
     if (s.strategy.kind == StrategyKind::Ddp)
@@ -131,6 +138,12 @@ std::string knobValue(const Scenario& s, Knob knob) {
         return std::to_string(s.diloco.inner_steps);
     case Knob::Fragments:
         return std::to_string(s.diloco.fragments);
+    case Knob::HealTransport:
+        return s.fault_tolerance.heal_transport;
+    case Knob::HealChunks:
+        return std::to_string(s.fault_tolerance.heal_chunks);
+    case Knob::Detection:
+        return s.fault_tolerance.detection;
     }
     return "";
 }
@@ -152,6 +165,14 @@ std::string setKnob(Scenario& scenario, Knob knob, const std::string& text) {
         out = i;
         return std::string();
     };
+    // A knob with a short list of values takes one of them.
+    if (const std::vector<std::string> choices = knobChoices(knob);
+        !choices.empty() && std::find(choices.begin(), choices.end(), text) == choices.end()) {
+        std::string list;
+        for (const std::string& c : choices)
+            list += (list.empty() ? "" : ", ") + c;
+        return origin + ": expected one of " + list + ", got '" + text + "'";
+    }
     std::string problem;
     switch (knob) {
     case Knob::Ranks:
@@ -198,6 +219,15 @@ std::string setKnob(Scenario& scenario, Knob knob, const std::string& text) {
     case Knob::Fragments:
         problem = integer(s.diloco.fragments);
         break;
+    case Knob::HealTransport:
+        s.fault_tolerance.heal_transport = text;
+        break;
+    case Knob::HealChunks:
+        problem = integer(s.fault_tolerance.heal_chunks);
+        break;
+    case Knob::Detection:
+        s.fault_tolerance.detection = text;
+        break;
     }
     if (!problem.empty())
         return problem;
@@ -232,18 +262,29 @@ std::vector<ComparisonRow> compareRuns(const RunSide& before, const RunSide& now
         const char* label;
         const char* unit;
         const char* expression;
+        bool recovery = false;
     };
     static const Measure kRows[] = {
         {"step time (mean of the ranks' medians)", "ms", "mean(step_ms_median)"},
         {"bytes sent per step and rank (cost model)", "MB", "mean(bytes_sent) / steps / 1e6"},
         {"peak memory per rank (allocator)", "MB", "max(peak_memory.step_peak) / 1e6"},
         {"pipeline bubble", "%", "pipeline.bubble_measured * 100"},
+        // Fault tolerance (docs/summary.md, fault_tolerance.recoveries): means over the run's faults.
+        {"death to new quorum (mean over faults)", "ms", "mean(fault_tolerance.recoveries.new_quorum_ms)",
+         true},
+        {"heal transfer (mean over heals)", "ms", "mean(fault_tolerance.recoveries.heal_duration_ms)", true},
+        {"heal rate (all heals)", "GB/s",
+         "sum(fault_tolerance.recoveries.heal_bytes) / sum(fault_tolerance.recoveries.heal_duration_ms) / "
+         "1e6",
+         true},
+        {"steps aborted (all replicas)", "",
+         "fault_tolerance.attempted_steps_total - fault_tolerance.committed_steps_total", true},
         {"final loss", "", "final_loss"},
         {"steps done", "", "steps"},
     };
     std::vector<ComparisonRow> rows;
     for (const Measure& m : kRows) {
-        ComparisonRow row{m.label, m.unit, std::nullopt, std::nullopt};
+        ComparisonRow row{m.label, m.unit, std::nullopt, std::nullopt, m.recovery};
         if (!before.summary.empty())
             if (const MeasureOutcome o = evaluateMeasure(m.expression, before.summary); o.ok)
                 row.before = o.value;

@@ -48,6 +48,7 @@ struct ComparisonRow {
     std::string label; // "step time (median)"
     std::string unit;  // "ms"
     std::optional<double> before, now;
+    bool recovery = false; // a fault-tolerance row: the Quorum view shows it beside its stopwatch
     [[nodiscard]] std::optional<double> change() const; // now / before - 1, when both are there
 };
 

@@ -690,6 +690,37 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
                 "its Manager's default). The time runs from the healer's request to its last "
                 "byte.");
     }
+    drawComparison(inputs);
+}
+
+// After a what-if rerun (What if view: heal_transport, heal_chunks,
+// detection), this run's recoveries beside the run before's, measured from
+// both summaries (what_if.hpp's recovery rows).
+void QuorumView::drawComparison(const ViewInputs& inputs) {
+    m_comparison.clear();
+    const WhatIfInputs* w = inputs.whatif;
+    if (!w || !w->rows || !w->before_label || !w->now_label)
+        return;
+    std::string line;
+    for (const ComparisonRow& row : *w->rows) {
+        if (!row.recovery || !row.before || !row.now)
+            continue;
+        char text[160];
+        std::snprintf(text, sizeof(text), "%s%s %.4g -> %.4g%s%s", line.empty() ? "" : "; ",
+                      row.label.c_str(), *row.before, *row.now, row.unit.empty() ? "" : " ",
+                      row.unit.c_str());
+        line += text;
+    }
+    if (line.empty())
+        return;
+    m_comparison = "Against the run before (" + *w->before_label + " -> " + *w->now_label + "): " + line;
+    ImGui::Separator();
+    ImGui::TextWrapped("%s", m_comparison.c_str());
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "Both runs' summaries (fault_tolerance.recoveries): the mean over each run's faults "
+            "and heals. Change heal_transport, heal_chunks or detection in the What if view and "
+            "rerun to compare TorchFT's two heal transports or its two detection rules.");
 }
 
 } // namespace dt::app

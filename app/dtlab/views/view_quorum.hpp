@@ -87,6 +87,8 @@ class QuorumView : public View {
     void drawContent(const ViewInputs& inputs) override;
 
     [[nodiscard]] const QuorumViewState& lastState() const { return m_state; }
+    // The line comparing this run's recoveries with the run before's ("" = none shown).
+    [[nodiscard]] const std::string& lastComparison() const { return m_comparison; }
     [[nodiscard]] static float preferredHeight(int replicas);
 
   private:
@@ -94,11 +96,13 @@ class QuorumView : public View {
     void drawHeader(const ViewInputs& inputs);
     void drawRows(const ViewInputs& inputs, int64_t t_end);
     void drawStopwatch(const ViewInputs& inputs, int64_t t_end);
+    void drawComparison(const ViewInputs& inputs);
 
     QuorumViewState m_state;
     uint64_t m_recovery_generation = ~uint64_t(0);
     int64_t m_recovery_until = INT64_MAX; // the cursor m_recovery was measured up to
     std::optional<Recovery> m_recovery;
+    std::string m_comparison; // drawComparison's line
 };
 
 } // namespace dt::app
