@@ -66,8 +66,12 @@ void AppContext::rerunWhatIf() {
 }
 
 void AppContext::refreshComparison() {
-    const View* view = findView("whatif");
-    if (!m_session || !view || (!view->open && !m_script) || m_before_side.summary.empty())
+    // Read while the What if view or, for a fault-tolerant run, the Quorum view (its recovery rows) shows it.
+    const View* whatif = findView("whatif");
+    const View* quorum = findView("quorum");
+    const bool shown = (whatif && whatif->open) || m_script ||
+                       (quorum && quorum->open && m_scenario.fault_tolerance.enabled);
+    if (!m_session || !shown || m_before_side.summary.empty())
         return;
     const double now = wallSeconds();
     const bool final = m_facts.finished;

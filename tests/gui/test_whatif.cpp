@@ -85,11 +85,13 @@ TEST_CASE("A fault-tolerant scenario's what-if knobs change how it heals and det
     CHECK(setKnob(edit, Knob::Detection, "heartbeat").empty());
     CHECK(describeChanges(s, edit) == "heal_transport http, heal_chunks 4, detection heartbeat");
 
-    // Two recoveries each: the means, and the rate over all heals (bytes / ms / 1e6 = GB/s).
+    // Two recoveries each (and, before, a slow-down with no new quorum and no heal: left out of every
+    // row): the means, and the rate over all heals (bytes / ms / 1e6 = GB/s).
     RunSide pg{"pg",
                R"({"steps": 20, "fault_tolerance": {"attempted_steps_total": 42, "committed_steps_total": 40,
         "recoveries": [{"new_quorum_ms": 40, "heal_duration_ms": 40, "heal_bytes": 30e6},
-                       {"new_quorum_ms": 60, "heal_duration_ms": 20, "heal_bytes": 30e6}]}})",
+                       {"new_quorum_ms": 60, "heal_duration_ms": 20, "heal_bytes": 30e6},
+                       {"new_quorum_ms": null, "heal_duration_ms": null, "heal_bytes": 0}]}})",
                true};
     RunSide http{
         "http", R"({"steps": 20, "fault_tolerance": {"attempted_steps_total": 41, "committed_steps_total": 40,

@@ -86,6 +86,8 @@ TEST_CASE("the fused causal attention takes a non-contiguous qkv and refuses wha
                       Catch::Contains("float32"));
     CHECK_THROWS_WITH(dt::causalSelfAttention(at::randn({2, 3, 20}), 2), Catch::Contains("(B,T,3C)"));
     CHECK_THROWS_WITH(dt::causalSelfAttention(at::randn({2, 3, 24}), 3), Catch::Contains("divide by heads"));
+    CHECK_THROWS_WITH(dt::causalSelfAttention(at::randn({2, 0, 24}), 2),
+                      Catch::Contains("at least one token"));
 }
 
 // Not in the suite (timings are never asserted): the fused node against the

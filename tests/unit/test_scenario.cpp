@@ -350,7 +350,8 @@ TEST_CASE("Scenario errors point at file, line and column", "[scenario]") {
         // Whole stages (pipeline_data_parallel = "ddp", the default) keep stage checkpoints.
         const std::string whole = kHeader + "[topology]\nranks = 8\nstages = 2\nreplicas = 2\n[strategy]\n"
                                             "kind = \"pipeline\"\nmicrobatches = 2\n";
-        CHECK_NOTHROW(dt::parseScenarioText(whole + "[run]\ncheckpoint_dir = \"/tmp/ck\"\n" + ft, "w.toml"));
+        CHECK_NOTHROW(dt::parseScenarioText(
+            whole + "[run]\ncheckpoint_dir = \"/nonexistent/dtlab-whole-stages\"\n" + ft, "w.toml"));
         UsageError uneven = parseError(kHeader +
                                        "[topology]\nranks = 12\nstages = 4\nreplicas = 2\n"
                                        "[strategy]\nkind = \"pipeline\"\nmicrobatches = 4\n" +

@@ -5,6 +5,8 @@
 #include "dtlab/errors.hpp"
 #include "dtlab/strategy_kind.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -257,40 +259,85 @@ std::optional<double> ComparisonRow::change() const {
     return *now / *before - 1.0;
 }
 
+namespace {
+
+// The fault-tolerance rows, from the summary's fault_tolerance.recoveries
+// (docs/summary.md): every fault has a record, and a phase that never
+// happened for it (a slow-down has no new quorum, a kill resumed from a
+// checkpoint no heal) is null there, so each row takes the recoveries that
+// have its values.
+using Json = nlohmann::json;
+
+std::optional<double> meanOfRecoveries(const Json& summary, const char* field) {
+    double sum = 0.0;
+    int n = 0;
+    if (const auto ft = summary.find("fault_tolerance"); ft != summary.end() && ft->is_object())
+        if (const auto rec = ft->find("recoveries"); rec != ft->end() && rec->is_array())
+            for (const Json& r : *rec)
+                if (const auto v = r.find(field); v != r.end() && v->is_number()) {
+                    sum += v->get<double>();
+                    n += 1;
+                }
+    return n > 0 ? std::optional<double>(sum / n) : std::nullopt;
+}
+
+std::optional<double> healRateGBps(const Json& summary) { // all heals' bytes over their time
+    double bytes = 0.0, ms = 0.0;
+    if (const auto ft = summary.find("fault_tolerance"); ft != summary.end() && ft->is_object())
+        if (const auto rec = ft->find("recoveries"); rec != ft->end() && rec->is_array())
+            for (const Json& r : *rec) {
+                const auto b = r.find("heal_bytes"), t = r.find("heal_duration_ms");
+                if (b != r.end() && t != r.end() && b->is_number() && t->is_number() &&
+                    t->get<double>() > 0) {
+                    bytes += b->get<double>();
+                    ms += t->get<double>();
+                }
+            }
+    return ms > 0 ? std::optional<double>(bytes / ms / 1e6) : std::nullopt; // bytes per ms / 1e6 = GB/s
+}
+
+} // namespace
+
 std::vector<ComparisonRow> compareRuns(const RunSide& before, const RunSide& now) {
     struct Measure {
         const char* label;
         const char* unit;
-        const char* expression;
-        bool recovery = false;
+        const char* expression;                         // closing_check.hpp's grammar, or
+        std::optional<double> (*recovery)(const Json&); // a recovery row computed here
+        bool fault_tolerance = false;                   // the Quorum view shows it too
     };
     static const Measure kRows[] = {
-        {"step time (mean of the ranks' medians)", "ms", "mean(step_ms_median)"},
-        {"bytes sent per step and rank (cost model)", "MB", "mean(bytes_sent) / steps / 1e6"},
-        {"peak memory per rank (allocator)", "MB", "max(peak_memory.step_peak) / 1e6"},
-        {"pipeline bubble", "%", "pipeline.bubble_measured * 100"},
-        // Fault tolerance (docs/summary.md, fault_tolerance.recoveries): means over the run's faults.
-        {"death to new quorum (mean over faults)", "ms", "mean(fault_tolerance.recoveries.new_quorum_ms)",
-         true},
-        {"heal transfer (mean over heals)", "ms", "mean(fault_tolerance.recoveries.heal_duration_ms)", true},
-        {"heal rate (all heals)", "GB/s",
-         "sum(fault_tolerance.recoveries.heal_bytes) / sum(fault_tolerance.recoveries.heal_duration_ms) / "
-         "1e6",
-         true},
+        {"step time (mean of the ranks' medians)", "ms", "mean(step_ms_median)", nullptr},
+        {"bytes sent per step and rank (cost model)", "MB", "mean(bytes_sent) / steps / 1e6", nullptr},
+        {"peak memory per rank (allocator)", "MB", "max(peak_memory.step_peak) / 1e6", nullptr},
+        {"pipeline bubble", "%", "pipeline.bubble_measured * 100", nullptr},
+        {"death to new quorum (mean over faults)", "ms", nullptr,
+         [](const Json& j) { return meanOfRecoveries(j, "new_quorum_ms"); }, true},
+        {"heal transfer (mean over heals)", "ms", nullptr,
+         [](const Json& j) { return meanOfRecoveries(j, "heal_duration_ms"); }, true},
+        {"heal rate (all heals)", "GB/s", nullptr, &healRateGBps, true},
         {"steps aborted (all replicas)", "",
-         "fault_tolerance.attempted_steps_total - fault_tolerance.committed_steps_total", true},
-        {"final loss", "", "final_loss"},
-        {"steps done", "", "steps"},
+         "fault_tolerance.attempted_steps_total - fault_tolerance.committed_steps_total", nullptr, true},
+        {"final loss", "", "final_loss", nullptr},
+        {"steps done", "", "steps", nullptr},
     };
+    const auto parse = [](const RunSide& side) {
+        return side.summary.empty() ? Json() : Json::parse(side.summary, nullptr, /*allow_exceptions=*/false);
+    };
+    const Json before_json = parse(before), now_json = parse(now);
     std::vector<ComparisonRow> rows;
     for (const Measure& m : kRows) {
-        ComparisonRow row{m.label, m.unit, std::nullopt, std::nullopt, m.recovery};
-        if (!before.summary.empty())
-            if (const MeasureOutcome o = evaluateMeasure(m.expression, before.summary); o.ok)
-                row.before = o.value;
-        if (!now.summary.empty())
-            if (const MeasureOutcome o = evaluateMeasure(m.expression, now.summary); o.ok)
-                row.now = o.value;
+        ComparisonRow row{m.label, m.unit, std::nullopt, std::nullopt, m.fault_tolerance};
+        const auto value = [&](const RunSide& side, const Json& json) -> std::optional<double> {
+            if (side.summary.empty())
+                return std::nullopt;
+            if (m.recovery)
+                return json.is_object() ? m.recovery(json) : std::nullopt;
+            const MeasureOutcome o = evaluateMeasure(m.expression, side.summary);
+            return o.ok ? std::optional<double>(o.value) : std::nullopt;
+        };
+        row.before = value(before, before_json);
+        row.now = value(now, now_json);
         if (row.before || row.now)
             rows.push_back(row);
     }

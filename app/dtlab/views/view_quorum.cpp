@@ -314,6 +314,7 @@ bool QuorumView::isEmpty(const ViewInputs& inputs) const {
 }
 
 void QuorumView::drawEmptyState(const ViewInputs& inputs) {
+    m_comparison.clear();
     helpMarker(helpText());
     if (!inputs.model)
         emptyState(
@@ -389,6 +390,7 @@ void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
 }
 
 void QuorumView::drawContent(const ViewInputs& inputs) {
+    m_comparison.clear(); // drawComparison sets it again when it draws one
     drawFaultButtons(inputs);
     const RunModel& model = *inputs.model;
     const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
@@ -697,7 +699,6 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
 // detection), this run's recoveries beside the run before's, measured from
 // both summaries (what_if.hpp's recovery rows).
 void QuorumView::drawComparison(const ViewInputs& inputs) {
-    m_comparison.clear();
     const WhatIfInputs* w = inputs.whatif;
     if (!w || !w->rows || !w->before_label || !w->now_label)
         return;

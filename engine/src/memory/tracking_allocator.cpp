@@ -1,6 +1,6 @@
 // tracking_allocator.cpp: see the header.
 //
-// Layout of one block: [0..48 bytes of alignment][64-byte header: size_t size, uint8 owner,
+// Layout of one block: [0..63 bytes of alignment][64-byte header: size_t size, uint8 owner,
 // the block's start][payload of size bytes]. The payload is 64-byte aligned, as
 // c10's own CPU allocator aligns it.
 // Counters: live bytes per owner plus the total (relaxed atomics: each is a sum
@@ -24,7 +24,7 @@ constexpr size_t kAlignment = 64; // c10's gAlignment: the payload is 64-byte al
 struct Header {
     size_t size;
     std::atomic<uint8_t> owner;
-    void* block; // what malloc returned (the payload sits up to 48 bytes further in)
+    void* block; // what malloc returned (the payload sits up to 63 bytes further in)
 };
 static_assert(sizeof(Header) <= kHeader);
 
@@ -73,7 +73,8 @@ struct TrackingCpuAllocator final : c10::Allocator {
         // glibc for more than the block it keeps, so a freed block never fits the next request of
         // the same size and the heap grows past it; here the same tensor size is the same request,
         // and a step reuses the blocks the step before freed, exactly.
-        void* block = std::malloc(nbytes + kHeader + kAlignment - 16); // malloc aligns to 16
+        TORCH_CHECK(nbytes < SIZE_MAX / 2, "DefaultCPUAllocator: cannot allocate ", nbytes, " bytes.");
+        void* block = std::malloc(nbytes + kHeader + kAlignment - 1); // room to align any start
         TORCH_CHECK(block, "DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes,
                     " bytes.");
         const auto start = reinterpret_cast<uintptr_t>(block) + kHeader;

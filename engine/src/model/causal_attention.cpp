@@ -63,7 +63,9 @@ struct Shape {
 
 void checkInput(const at::Tensor& qkv, int64_t heads) {
     DT_ENFORCE(qkv.dim() == 3 && qkv.size(2) % 3 == 0, "causal attention: qkv must be (B,T,3C)");
-    DT_ENFORCE(heads > 0 && (qkv.size(2) / 3) % heads == 0, "causal attention: C must divide by heads");
+    DT_ENFORCE(heads > 0 && qkv.size(2) >= 3 * heads && (qkv.size(2) / 3) % heads == 0,
+               "causal attention: C must divide by heads");
+    DT_ENFORCE(qkv.size(0) >= 1 && qkv.size(1) >= 1, "causal attention: qkv must hold at least one token");
     DT_ENFORCE(qkv.scalar_type() == at::kFloat && qkv.device().is_cpu(),
                "causal attention: the fused kernel takes float32 CPU tensors");
     // BLAS takes int sizes; a model anywhere near that is far beyond a teaching run.
