@@ -155,9 +155,7 @@ std::string setKnob(Scenario& scenario, Knob knob, const std::string& text) {
     Scenario s = scenario;
     double d = 0.0;
     int i = 0;
-    auto onOff = [&](bool& out) {
-        if (text != "on" && text != "off")
-            return origin + ": expected on or off, got '" + text + "'";
+    auto onOff = [&](bool& out) { // "on" or "off": the choices check below refused anything else
         out = text == "on";
         return std::string();
     };
@@ -268,31 +266,35 @@ namespace {
 // have its values.
 using Json = nlohmann::json;
 
+// The summary's fault_tolerance.recoveries, or an empty array.
+const Json& recoveriesOf(const Json& summary) {
+    static const Json kNone = Json::array();
+    if (const auto ft = summary.find("fault_tolerance"); ft != summary.end() && ft->is_object())
+        if (const auto rec = ft->find("recoveries"); rec != ft->end() && rec->is_array())
+            return *rec;
+    return kNone;
+}
+
 std::optional<double> meanOfRecoveries(const Json& summary, const char* field) {
     double sum = 0.0;
     int n = 0;
-    if (const auto ft = summary.find("fault_tolerance"); ft != summary.end() && ft->is_object())
-        if (const auto rec = ft->find("recoveries"); rec != ft->end() && rec->is_array())
-            for (const Json& r : *rec)
-                if (const auto v = r.find(field); v != r.end() && v->is_number()) {
-                    sum += v->get<double>();
-                    n += 1;
-                }
+    for (const Json& r : recoveriesOf(summary))
+        if (const auto v = r.find(field); v != r.end() && v->is_number()) {
+            sum += v->get<double>();
+            n += 1;
+        }
     return n > 0 ? std::optional<double>(sum / n) : std::nullopt;
 }
 
 std::optional<double> healRateGBps(const Json& summary) { // all heals' bytes over their time
     double bytes = 0.0, ms = 0.0;
-    if (const auto ft = summary.find("fault_tolerance"); ft != summary.end() && ft->is_object())
-        if (const auto rec = ft->find("recoveries"); rec != ft->end() && rec->is_array())
-            for (const Json& r : *rec) {
-                const auto b = r.find("heal_bytes"), t = r.find("heal_duration_ms");
-                if (b != r.end() && t != r.end() && b->is_number() && t->is_number() &&
-                    t->get<double>() > 0) {
-                    bytes += b->get<double>();
-                    ms += t->get<double>();
-                }
-            }
+    for (const Json& r : recoveriesOf(summary)) {
+        const auto b = r.find("heal_bytes"), t = r.find("heal_duration_ms");
+        if (b != r.end() && t != r.end() && b->is_number() && t->is_number() && t->get<double>() > 0) {
+            bytes += b->get<double>();
+            ms += t->get<double>();
+        }
+    }
     return ms > 0 ? std::optional<double>(bytes / ms / 1e6) : std::nullopt; // bytes per ms / 1e6 = GB/s
 }
 
