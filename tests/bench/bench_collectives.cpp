@@ -16,9 +16,11 @@
 // Rank 0 prints one markdown row per (op, size):
 //   | op | size | N | dtlab gloo | raw c10d gloo | ratio | dtlab mpi | raw MPI | ratio |
 //   | dtlab mpi async | ratio |   (one row; split here to fit the column limit)
-// ratio = dtlab / raw (1.0 = no overhead). LibTorch 1.13's Gloo has no
-// reduce-scatter, so dtlab runs a ring of Gloo sends; there is no raw c10d
-// Gloo call to compare it with (the row says n/a).
+// ratio = dtlab / raw (1.0 = no overhead; below 1, dtlab is slower). dtlab's
+// Gloo collectives are rings on Gloo's pairs in synchronous mode, driven by the
+// calling thread (comm/gloo_ring.cpp); raw c10d runs Gloo's algorithms on its
+// worker thread over asynchronous pairs. LibTorch 1.13's Gloo has no
+// reduce-scatter, so there is no raw c10d call to compare dtlab's with (n/a).
 //
 // dtlab's calls are its blocking forms (allReduceNow, ...), which run on the
 // calling thread when nothing is queued, as the raw calls do. "async" is the

@@ -96,9 +96,10 @@ TEST_CASE("The mpi backend trains through mpirun as Gloo does and dies as one jo
             if (p["size_bytes"] == 1024 * 1024)
                 (p["backend"] == "mpi" ? mpi_1m : gloo_1m) = p["bus_bandwidth_gbs"].get<double>();
         }
-        // The scenario's teaching claim, with a wide margin (measured here:
-        // about 10x): shared memory beats loopback TCP at 1 MiB.
-        CHECK(mpi_1m > 2 * gloo_1m);
+        // The scenario's teaching claim: shared memory beats loopback TCP at
+        // 1 MiB (measured here: about 1.5x since dtlab's Gloo rings run on the
+        // calling thread, 10x over ProcessGroupGloo's threads before).
+        CHECK(mpi_1m > gloo_1m);
         REQUIRE(s["bus_bandwidth"]["cost_model"].size() == 2);
         for (const auto& m : s["bus_bandwidth"]["cost_model"]) {
             CHECK(m["alpha_us"].get<double>() >= 0);

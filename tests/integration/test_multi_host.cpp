@@ -240,6 +240,7 @@ TEST_CASE("Ranks on two hosts train together, ride out a short link loss and rep
         const auto summary = it::readJsonFile(run.summary);
         const std::string reason = summary["failure_reason"];
         CAPTURE(reason);
+        INFO("each rank's exit: " << summary["exit"].dump()); // who failed first, and how
         CHECK(summary["ok"] == false);
         CHECK(contains(reason, "timed out"));
         CHECK(contains(reason, "no word from ranks 2, 3 on hostB"));
