@@ -63,7 +63,8 @@ TEST_CASE("Ring collectives move messages far larger than a socket's buffers wit
     const int world = GENERATE(2, 3, 4);
     CAPTURE(world);
     const int64_t numel = 12 * 1024 * 1024 / 4 / world * world; // 12 MiB, a multiple of world
-    std::vector<double> allreduce_error(static_cast<size_t>(world)), scatter_error(static_cast<size_t>(world));
+    std::vector<double> allreduce_error(static_cast<size_t>(world)),
+        scatter_error(static_cast<size_t>(world));
     std::vector<bool> gathered(static_cast<size_t>(world)), broadcast_ok(static_cast<size_t>(world));
     dttest::runGlooRanks(world, "ring_large", [&](int r, std::unique_ptr<Communicator>& comm) {
         at::Tensor expected = at::zeros({numel}, at::kFloat);

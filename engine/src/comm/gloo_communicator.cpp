@@ -17,6 +17,8 @@
 
 #include "comm/gloo_ring.hpp"
 
+#include <cstdlib>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 
@@ -71,14 +73,15 @@ class GlooCommunicator final : public Communicator {
     }
 
     void doAllReduce(at::Tensor& x) override {
-        if (GlooRing::supportsSum(x))
+        if (m_rings && GlooRing::supportsSum(x))
             return ring("all-reduce", [&] { m_ring->allReduce(x); });
         std::vector<at::Tensor> tensors{x};
         run("all-reduce", [&] { return m_pg->allreduce(tensors); });
     }
 
     void doAllGather(at::Tensor& out, at::Tensor& x) override {
-        if (GlooRing::supportsCopy(out) && GlooRing::supportsCopy(x) && out.scalar_type() == x.scalar_type())
+        if (m_rings && GlooRing::supportsCopy(out) && GlooRing::supportsCopy(x) &&
+            out.scalar_type() == x.scalar_type())
             return ring("all-gather", [&] { m_ring->allGather(out, x); });
         // Gloo gathers into one flat buffer, then copies rank i's part into
         // outputs[0][i]: give it views of `out`, so the bytes are copied once.
@@ -97,7 +100,7 @@ class GlooCommunicator final : public Communicator {
     }
 
     void doBroadcast(at::Tensor& x, int root) override {
-        if (GlooRing::supportsCopy(x))
+        if (m_rings && GlooRing::supportsCopy(x))
             return ring("broadcast", [&] { m_ring->broadcast(x, root); });
         std::vector<at::Tensor> tensors{x};
         c10d::BroadcastOptions opts;
@@ -144,12 +147,18 @@ class GlooCommunicator final : public Communicator {
     }
 
     void doBarrier() override {
-        ring("barrier", [&] { m_ring->barrier(); });
+        if (m_rings)
+            return ring("barrier", [&] { m_ring->barrier(); });
+        run("barrier", [&] { return m_pg->barrier(); });
     }
 
   private:
     c10::intrusive_ptr<c10d::ProcessGroupGloo> m_pg;
     std::unique_ptr<GlooRing> m_ring;
+    // DTLAB_GLOO_C10D=1 (benchmarks only: tests/bench compare both in one run)
+    // runs all-reduce, all-gather, broadcast and barrier through ProcessGroupGloo
+    // as before the rings; reduce-scatter, which c10d's Gloo lacks, stays a ring.
+    bool m_rings = std::getenv("DTLAB_GLOO_C10D") == nullptr;
 };
 
 } // namespace

@@ -43,13 +43,13 @@
 // once with the first failure's message.
 #include "comm/gloo_ring.hpp"
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
 #include <gloo/context.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/buffer.h>
 #include <gloo/transport/device.h>
 #include <gloo/transport/pair.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <algorithm>
 #include <csignal>
@@ -108,13 +108,15 @@ void ignoreBrokenPipes() {
     std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
 }
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
+int mod(int a, int n) {
+    return ((a % n) + n) % n;
+}
 
 // One ring step: send `send_len` bytes at `send_offset` of the send buffer into
 // the right neighbour's buffer at `remote_offset`, and receive one message into
 // the receive buffer (if `receive` is set), even ranks sending first.
-void step(int rank, gloo::transport::Buffer& to_right, size_t send_offset, size_t send_len, size_t remote_offset,
-          gloo::transport::Buffer& from_left, bool receive) {
+void step(int rank, gloo::transport::Buffer& to_right, size_t send_offset, size_t send_len,
+          size_t remote_offset, gloo::transport::Buffer& from_left, bool receive) {
     auto send = [&] {
         if (send_len == 0)
             return;
@@ -153,7 +155,9 @@ bool GlooRing::supportsSum(const at::Tensor& x) {
            (t == at::kFloat || t == at::kDouble || t == at::kInt || t == at::kLong);
 }
 
-bool GlooRing::supportsCopy(const at::Tensor& x) { return x.is_contiguous() && x.device().is_cpu(); }
+bool GlooRing::supportsCopy(const at::Tensor& x) {
+    return x.is_contiguous() && x.device().is_cpu();
+}
 
 void GlooRing::allReduceRing(at::Tensor& x) {
     const int n = m_size, r = m_rank;
@@ -166,20 +170,22 @@ void GlooRing::allReduceRing(at::Tensor& x) {
     auto& left = m_context->getPair(mod(r - 1, n));
     const size_t bytes = size_t(numel * item);
     BufferPtr to_right = right->createSendBuffer(kSlotScatter, flat.data_ptr(), bytes);
-    BufferPtr into_scratch = left->createRecvBuffer(kSlotScatter, scratch.data_ptr(), size_t(scratch.nbytes()));
+    BufferPtr into_scratch =
+        left->createRecvBuffer(kSlotScatter, scratch.data_ptr(), size_t(scratch.nbytes()));
     BufferPtr gather_to_right = right->createSendBuffer(kSlotGather, flat.data_ptr(), bytes);
     BufferPtr gather_from_left = left->createRecvBuffer(kSlotGather, flat.data_ptr(), bytes);
 
     for (int k = 0; k < n - 1; ++k) { // reduce-scatter
         const Chunk out = chunkOf(mod(r - k, n), numel, n), in = chunkOf(mod(r - k - 1, n), numel, n);
-        step(r, *to_right, size_t(out.begin * item), size_t(out.size() * item), 0, *into_scratch, in.size() > 0);
+        step(r, *to_right, size_t(out.begin * item), size_t(out.size() * item), 0, *into_scratch,
+             in.size() > 0);
         if (in.size() > 0)
             flat.narrow(0, in.begin, in.size()).add_(scratch.narrow(0, 0, in.size()));
     }
     for (int k = 0; k < n - 1; ++k) { // all-gather: rank r owns chunk r+1 now
         const Chunk out = chunkOf(mod(r + 1 - k, n), numel, n), in = chunkOf(mod(r - k, n), numel, n);
-        step(r, *gather_to_right, size_t(out.begin * item), size_t(out.size() * item), size_t(out.begin * item),
-             *gather_from_left, in.size() > 0);
+        step(r, *gather_to_right, size_t(out.begin * item), size_t(out.size() * item),
+             size_t(out.begin * item), *gather_from_left, in.size() > 0);
     }
 }
 
@@ -191,8 +197,10 @@ void GlooRing::allGatherRing(at::Tensor& out, const at::Tensor& x) {
     if (n == 1 || part == 0)
         return;
     const size_t part_bytes = size_t(part * x.element_size()), bytes = size_t(flat.nbytes());
-    BufferPtr to_right = m_context->getPair(mod(r + 1, n))->createSendBuffer(kSlotGather, flat.data_ptr(), bytes);
-    BufferPtr from_left = m_context->getPair(mod(r - 1, n))->createRecvBuffer(kSlotGather, flat.data_ptr(), bytes);
+    BufferPtr to_right =
+        m_context->getPair(mod(r + 1, n))->createSendBuffer(kSlotGather, flat.data_ptr(), bytes);
+    BufferPtr from_left =
+        m_context->getPair(mod(r - 1, n))->createRecvBuffer(kSlotGather, flat.data_ptr(), bytes);
     for (int k = 0; k < n - 1; ++k) {
         const size_t offset = size_t(mod(r - k, n)) * part_bytes;
         step(r, *to_right, offset, part_bytes, offset, *from_left, true);
@@ -209,10 +217,10 @@ void GlooRing::reduceScatterRing(at::Tensor& out, const at::Tensor& x) {
     const at::Tensor scratch = at::empty_like(acc[0]);
     const size_t chunk_bytes = size_t(scratch.nbytes());
     if (chunk_bytes > 0) {
-        BufferPtr to_right =
-            m_context->getPair(mod(r + 1, n))->createSendBuffer(kSlotScatter, acc.data_ptr(), size_t(acc.nbytes()));
-        BufferPtr into_scratch =
-            m_context->getPair(mod(r - 1, n))->createRecvBuffer(kSlotScatter, scratch.data_ptr(), chunk_bytes);
+        BufferPtr to_right = m_context->getPair(mod(r + 1, n))
+                                 ->createSendBuffer(kSlotScatter, acc.data_ptr(), size_t(acc.nbytes()));
+        BufferPtr into_scratch = m_context->getPair(mod(r - 1, n))
+                                     ->createRecvBuffer(kSlotScatter, scratch.data_ptr(), chunk_bytes);
         for (int k = 0; k < n - 1; ++k) {
             step(r, *to_right, size_t(mod(r - k - 1, n)) * chunk_bytes, chunk_bytes, 0, *into_scratch, true);
             acc[mod(r - k - 2, n)].add_(scratch);
@@ -229,7 +237,8 @@ void GlooRing::broadcastRing(at::Tensor& x, int root) {
         for (int peer = 0; peer < m_size; ++peer) {
             if (peer == root)
                 continue;
-            BufferPtr to_peer = m_context->getPair(peer)->createSendBuffer(kSlotBroadcast, x.data_ptr(), bytes);
+            BufferPtr to_peer =
+                m_context->getPair(peer)->createSendBuffer(kSlotBroadcast, x.data_ptr(), bytes);
             to_peer->send();
             to_peer->waitSend();
         }
