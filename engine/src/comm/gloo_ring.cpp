@@ -4,9 +4,9 @@
 // worker thread, and Gloo's asynchronous pairs hand every received message
 // from the device's event-loop thread to the waiting one. On this machine kind
 // (a virtual machine, 2 cores, up to 4 rank processes on them) each cross-thread
-// wake-up costs about 100 us, so a 4 KiB all-reduce took 1.5 ms at 2 ranks and
-// 5 ms at 4. Here the rank's own thread writes to and reads from the sockets
-// (Gloo's Pair::setSync): 0.05 ms and 0.18 ms (docs/PERFORMANCE.md). The wire
+// wake-up costs about 100 us, so a 4 KiB all-reduce took 1.4 ms at 2 ranks and
+// 5.5 ms at 4. Here the rank's own thread writes to and reads from the sockets
+// (Gloo's Pair::setSync): 0.08 ms and 0.25 ms (docs/PERFORMANCE.md). The wire
 // format is Gloo's, the algorithms are the textbook rings below.
 //
 // One ring step (step()): send a region to the right neighbour (rank + 1),
