@@ -118,14 +118,32 @@ TEST_CASE("The rings sum integers and doubles, and hand other tensors to Process
             CHECK(maxAbs(doubles[size_t(r)], at::full({4}, 0.6, at::kDouble)) < 1e-15);
         }
     }
-    SECTION("the rings refuse what they cannot sum or copy in place") {
-        CHECK(dt::GlooRing::supportsSum(at::zeros({4}, at::kFloat)));
-        CHECK_FALSE(dt::GlooRing::supportsSum(at::zeros({4}, at::kBFloat16)));
-        CHECK_FALSE(dt::GlooRing::supportsSum(at::zeros({4, 4}).t()));
-        CHECK(dt::GlooRing::supportsCopy(at::zeros({4}, at::kByte)));
-        CHECK_FALSE(dt::GlooRing::supportsCopy(at::zeros({4, 4}).t()));
+    SECTION("the rings add float32/64 and int32/64, and choose by dtype alone") {
+        CHECK(dt::GlooRing::sumsDtype(at::kFloat));
+        CHECK(dt::GlooRing::sumsDtype(at::kLong));
+        CHECK_FALSE(dt::GlooRing::sumsDtype(at::kBFloat16));
+        CHECK_FALSE(dt::GlooRing::sumsDtype(at::kByte));
     }
-    SECTION("a non-contiguous all-reduce and broadcast still give the right values") {
+    SECTION("wrong sizes are refused before anything is sent, and the group goes on") {
+        std::vector<std::string> errors(2);
+        std::vector<at::Tensor> after(2);
+        dttest::runGlooRanks(2, "ring_sizes", [&](int r, std::unique_ptr<Communicator>& comm) {
+            try {
+                comm->reduceScatterNow(at::empty({2}), at::ones({5})); // 5 is not 2 x 2
+            } catch (const std::exception& e) {
+                errors[size_t(r)] = e.what();
+            }
+            at::Tensor x = at::ones({3});
+            comm->allReduceNow(x); // the mesh was not closed by the refusal
+            after[size_t(r)] = x;
+        });
+        for (int r = 0; r < 2; ++r) {
+            CAPTURE(errors[size_t(r)]);
+            CHECK(errors[size_t(r)].find("reduceScatter") != std::string::npos);
+            CHECK(at::equal(after[size_t(r)], at::full({3}, 2.0f)));
+        }
+    }
+    SECTION("a non-contiguous all-reduce and broadcast give the right values in place") {
         std::vector<at::Tensor> sums(2), casts(2);
         dttest::runGlooRanks(2, "ring_fallback", [&](int r, std::unique_ptr<Communicator>& comm) {
             at::Tensor h = at::full({4, 2}, float(r + 1)).t(); // a transposed view

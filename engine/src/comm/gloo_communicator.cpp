@@ -7,9 +7,9 @@
 //     this machine kind than ProcessGroupGloo's worker and event-loop threads);
 //   - point-to-point messages (a pipeline's activations, a heal's tensors) go
 //     through c10d's ProcessGroupGloo, whose asynchronous pairs let a rank have
-//     sends and receives to several peers in flight at once. A collective on a
-//     tensor the rings do not take (non-contiguous, a dtype without a sum
-//     here) falls back to ProcessGroupGloo too.
+//     sends and receives to several peers in flight at once. So does a sum of
+//     a dtype the rings do not add (anything but float32/64, int32/64): a
+//     choice by dtype, the same on every rank of the collective.
 //
 // Errors: Gloo reports a dead peer as a closed connection (within ~1 ms on
 // loopback) and a hung one by its timeout; both become CommError.
@@ -73,15 +73,14 @@ class GlooCommunicator final : public Communicator {
     }
 
     void doAllReduce(at::Tensor& x) override {
-        if (m_rings && GlooRing::supportsSum(x))
+        if (m_rings && GlooRing::sumsDtype(x.scalar_type()))
             return ring("all-reduce", [&] { m_ring->allReduce(x); });
         std::vector<at::Tensor> tensors{x};
         run("all-reduce", [&] { return m_pg->allreduce(tensors); });
     }
 
     void doAllGather(at::Tensor& out, at::Tensor& x) override {
-        if (m_rings && GlooRing::supportsCopy(out) && GlooRing::supportsCopy(x) &&
-            out.scalar_type() == x.scalar_type())
+        if (m_rings)
             return ring("all-gather", [&] { m_ring->allGather(out, x); });
         // Gloo gathers into one flat buffer, then copies rank i's part into
         // outputs[0][i]: give it views of `out`, so the bytes are copied once.
@@ -100,7 +99,7 @@ class GlooCommunicator final : public Communicator {
     }
 
     void doBroadcast(at::Tensor& x, int root) override {
-        if (m_rings && GlooRing::supportsCopy(x))
+        if (m_rings)
             return ring("broadcast", [&] { m_ring->broadcast(x, root); });
         std::vector<at::Tensor> tensors{x};
         c10d::BroadcastOptions opts;
@@ -158,6 +157,8 @@ class GlooCommunicator final : public Communicator {
     // DTLAB_GLOO_C10D=1 (benchmarks only: tests/bench compare both in one run)
     // runs all-reduce, all-gather, broadcast and barrier through ProcessGroupGloo
     // as before the rings; reduce-scatter, which c10d's Gloo lacks, stays a ring.
+    // Every rank of a group must see the same setting (ranks the Session starts
+    // inherit its environment), or their collectives would take different paths.
     bool m_rings = std::getenv("DTLAB_GLOO_C10D") == nullptr;
 };
 

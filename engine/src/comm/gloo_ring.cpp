@@ -40,7 +40,8 @@
 // ring's ranks wait on their left neighbour only, so without this a rank two
 // hops from a dead one would wait for its timeout; with it the failure runs
 // round the ring as closed connections within milliseconds. Later calls fail at
-// once with the first failure's message.
+// once with the first failure's message. A timeout is per read or write system
+// call (SO_RCVTIMEO / SO_SNDTIMEO, as Gloo sets them), not per collective.
 #include "comm/gloo_ring.hpp"
 
 #include <gloo/context.h>
@@ -54,6 +55,7 @@
 #include <algorithm>
 #include <csignal>
 #include <mutex>
+#include <stdexcept>
 
 namespace dt {
 namespace {
@@ -100,13 +102,34 @@ Chunk chunkOf(int i, int64_t numel, int n) {
 
 // A synchronous pair writes with writev(2) on the rank's own thread; a write to
 // a peer that has closed its socket (a killed rank) would raise SIGPIPE and kill
-// this process instead of failing the collective. Ignored once per process: the
-// write then fails with EPIPE, which Gloo reports and the caller turns into
-// CommError (PeerLost).
+// this process instead of failing the collective. So SIGPIPE is ignored, once
+// per process and only while it has its default action (a handler someone
+// installed stays): the write then fails with EPIPE, which Gloo reports and the
+// caller turns into CommError (PeerLost). The Supervisor restores the default
+// in the processes it starts.
 void ignoreBrokenPipes() {
     static std::once_flag once;
-    std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
+    std::call_once(once, [] {
+        struct sigaction current {};
+        if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+            struct sigaction ignore {};
+            ignore.sa_handler = SIG_IGN;
+            sigemptyset(&ignore.sa_mask);
+            sigaction(SIGPIPE, &ignore, nullptr);
+        }
+    });
 }
+
+// `x` itself if contiguous, else a contiguous copy that `finish` copies back.
+struct ContiguousView {
+    at::Tensor original;
+    at::Tensor data;
+    explicit ContiguousView(const at::Tensor& x) : original(x), data(x.contiguous()) {}
+    void finish() {
+        if (!data.is_same(original))
+            original.copy_(data);
+    }
+};
 
 int mod(int a, int n) {
     return ((a % n) + n) % n;
@@ -139,24 +162,26 @@ GlooRing::GlooRing(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
     ignoreBrokenPipes();
     auto context = std::make_shared<gloo::rendezvous::Context>(rank, size);
     context->setTimeout(timeout);
-    StoreAdapter adapter(std::move(store));
+    StoreAdapter adapter(store);
     context->connectFullMesh(adapter, device);
     for (int peer = 0; peer < size; ++peer)
         if (peer != rank)
             context->getPair(peer)->setSync(true, /*busyPoll=*/false);
+    // Nobody sends before every pair is synchronous: a message reaching a pair
+    // still in asynchronous mode would be picked up by the device's event loop
+    // (shared with ProcessGroupGloo), which finds no buffer for it and spins.
+    store->set("ready/" + std::to_string(rank), std::vector<uint8_t>{1});
+    std::vector<std::string> ready;
+    for (int r = 0; r < size; ++r)
+        ready.push_back("ready/" + std::to_string(r));
+    store->wait(ready, timeout);
     m_context = std::move(context);
 }
 
 GlooRing::~GlooRing() = default;
 
-bool GlooRing::supportsSum(const at::Tensor& x) {
-    const auto t = x.scalar_type();
-    return x.is_contiguous() && x.device().is_cpu() &&
-           (t == at::kFloat || t == at::kDouble || t == at::kInt || t == at::kLong);
-}
-
-bool GlooRing::supportsCopy(const at::Tensor& x) {
-    return x.is_contiguous() && x.device().is_cpu();
+bool GlooRing::sumsDtype(at::ScalarType dtype) {
+    return dtype == at::kFloat || dtype == at::kDouble || dtype == at::kInt || dtype == at::kLong;
 }
 
 void GlooRing::allReduceRing(at::Tensor& x) {
@@ -169,6 +194,9 @@ void GlooRing::allReduceRing(at::Tensor& x) {
     auto& right = m_context->getPair(mod(r + 1, n));
     auto& left = m_context->getPair(mod(r - 1, n));
     const size_t bytes = size_t(numel * item);
+    // With N = 2 left and right are one pair, and a send and a receive buffer
+    // share each slot; a Buffer's destructor unregisters whatever buffer holds
+    // its slot on its pair, so these four live and die together.
     BufferPtr to_right = right->createSendBuffer(kSlotScatter, flat.data_ptr(), bytes);
     BufferPtr into_scratch =
         left->createRecvBuffer(kSlotScatter, scratch.data_ptr(), size_t(scratch.nbytes()));
@@ -254,21 +282,34 @@ void GlooRing::barrier() {
 }
 
 void GlooRing::allReduce(at::Tensor& x) {
-    guarded([&] { allReduceRing(x); });
+    ContiguousView v(x);
+    guarded([&] { allReduceRing(v.data); });
+    v.finish();
 }
 void GlooRing::allGather(at::Tensor& out, const at::Tensor& x) {
-    guarded([&] { allGatherRing(out, x); });
+    if (out.numel() != x.numel() * m_size || out.scalar_type() != x.scalar_type())
+        throw std::invalid_argument("all-gather: the output must hold " + std::to_string(m_size) +
+                                    " x the input's elements, of the same dtype");
+    ContiguousView v(out);
+    guarded([&] { allGatherRing(v.data, x); });
+    v.finish();
 }
 void GlooRing::reduceScatter(at::Tensor& out, const at::Tensor& x) {
+    if (x.numel() % m_size != 0 || out.numel() * m_size != x.numel())
+        throw std::invalid_argument("reduce-scatter: the input's " + std::to_string(x.numel()) +
+                                    " elements must be " + std::to_string(m_size) + " x the output's");
     guarded([&] { reduceScatterRing(out, x); });
 }
 void GlooRing::broadcast(at::Tensor& x, int root) {
-    guarded([&] { broadcastRing(x, root); });
+    ContiguousView v(x);
+    guarded([&] { broadcastRing(v.data, root); });
+    v.finish();
 }
 
 void GlooRing::guarded(const std::function<void()>& ring) {
-    if (!m_failure.empty())
-        throw std::runtime_error("Connection closed after an earlier failure of this group: " + m_failure);
+    if (!m_failure.empty()) // worded as the first failure was, so it is classified alike
+        throw std::runtime_error("an earlier collective of this group failed, its pairs are closed: " +
+                                 m_failure);
     try {
         ring();
     } catch (const std::exception& e) {

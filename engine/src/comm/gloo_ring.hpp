@@ -35,14 +35,17 @@ class GlooRing {
     GlooRing(const GlooRing&) = delete;
     GlooRing& operator=(const GlooRing&) = delete;
 
-    // Whether these rings can run `x` (contiguous, a dtype whose sum they know);
-    // the caller runs anything else through ProcessGroupGloo.
-    [[nodiscard]] static bool supportsSum(const at::Tensor& x);
-    [[nodiscard]] static bool supportsCopy(const at::Tensor& x);
+    // Whether the rings can sum `x`'s dtype (float32/64, int32/64); the caller
+    // runs any other sum through ProcessGroupGloo. The choice depends on the
+    // dtype only, which every rank of a collective shares, never on a rank's own
+    // tensor layout: two ranks of one collective must take the same path.
+    [[nodiscard]] static bool sumsDtype(at::ScalarType dtype);
 
     // Semantics as Communicator's (N = size): x := sum over ranks of x;
     // out (N * numel(x)) := every rank's x in rank order; out := this rank's
-    // chunk of the sum of x (numel(x) divisible by N); x := root's x.
+    // chunk of the sum of x (numel(x) divisible by N); x := root's x. Any
+    // layout: a non-contiguous tensor goes through a contiguous copy. Wrong
+    // sizes throw std::invalid_argument before anything is sent.
     // Throw gloo's exceptions (a closed connection, a read/write timeout);
     // after one, every pair is closed and each later call throws at once.
     void allReduce(at::Tensor& x);

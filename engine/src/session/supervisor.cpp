@@ -50,8 +50,9 @@ pid_t Supervisor::spawn(int rank, const std::vector<std::string>& argv,
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         if (getppid() != parent)
-            _exit(127);   // the parent died before prctl
-        if (niceness > 0) // relative to the parent's own; a failure leaves it as it is
+            _exit(127);             // the parent died before prctl
+        ::signal(SIGPIPE, SIG_DFL); // a worker starts with the default, whatever its parent ignores
+        if (niceness > 0)           // relative to the parent's own; a failure leaves it as it is
             (void)setpriority(PRIO_PROCESS, 0, getpriority(PRIO_PROCESS, 0) + niceness);
         execve(args[0], args.data(), envp.data());
         const char msg[] = "dtlab: cannot exec the worker executable\n";
