@@ -52,24 +52,19 @@ class GlooCommunicator final : public Communicator {
     CommBackend backend() const override { return CommBackend::Gloo; }
 
   protected:
-    template <typename MakeWork> void run(const std::string& op, MakeWork make_work) {
+    // Runs `call` (a ring of gloo_ring.cpp, or a ProcessGroupGloo call and its
+    // wait), turning Gloo's and c10d's exceptions into CommError.
+    template <typename Call> void ring(const std::string& op, Call call) {
         try {
-            auto work = make_work();
-            work->wait();
+            call();
         } catch (const CommError&) {
             throw;
         } catch (const std::exception& e) {
             throw toCommError(e, op);
         }
     }
-
-    // Runs a ring of gloo_ring.cpp, turning Gloo's exceptions into CommError.
-    template <typename Ring> void ring(const std::string& op, Ring ring_call) {
-        try {
-            ring_call();
-        } catch (const std::exception& e) {
-            throw toCommError(e, op);
-        }
+    template <typename MakeWork> void run(const std::string& op, MakeWork make_work) {
+        ring(op, [&] { make_work()->wait(); });
     }
 
     void doAllReduce(at::Tensor& x) override {
