@@ -48,6 +48,11 @@ TEST_CASE("a replica's live state views, laid end to end, are its packed copy", 
         const at::Tensor packed = dt::packReplicaState(params, optimizer, 9);
         const auto views = dt::replicaStateViews(params, optimizer, 9);
         CHECK(sameBits(concatenated(views), packed));
+        // The layout a healer receives the pieces by: each view's element count, in order.
+        const std::vector<int64_t> numels = dt::replicaStateViewNumels(params);
+        REQUIRE(numels.size() == views.size());
+        for (size_t i = 0; i < views.size(); ++i)
+            CHECK(numels[i] == views[i].numel());
         CHECK(packed[0].item<float>() == 9.0f);
         CHECK(packed[1].item<float>() == 2.0f);
         // The views are the live tensors (no copy): a parameter's storage is shared.

@@ -76,6 +76,14 @@ std::vector<at::Tensor> replicaStateViews(const std::vector<at::Tensor>& params,
     return views;
 }
 
+std::vector<int64_t> replicaStateViewNumels(const std::vector<at::Tensor>& params) {
+    std::vector<int64_t> numels{2};
+    for (int moment = 0; moment < 3; ++moment) // parameters, exp_avg, exp_avg_sq
+        for (const auto& p : params)
+            numels.push_back(p.numel());
+    return numels;
+}
+
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,
                            torch::optim::AdamW& optimizer) {
     const int64_t P = totalNumel(params);

@@ -36,6 +36,11 @@ namespace dt {
                                                         torch::optim::AdamW& optimizer,
                                                         int64_t committed_steps);
 
+// The element counts of replicaStateViews' pieces, in order: {2, each
+// parameter's numel, the same for exp_avg, the same for exp_avg_sq}. Fixed for
+// a run, so a healer knows where each piece it receives goes.
+[[nodiscard]] std::vector<int64_t> replicaStateViewNumels(const std::vector<at::Tensor>& params);
+
 // Overwrites the parameters and the optimizer state; returns the sender's committed steps.
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,
                            torch::optim::AdamW& optimizer);

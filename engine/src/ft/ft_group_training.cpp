@@ -152,6 +152,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
     state.message_numels = {replicaStateNumel(shards)};
     state.save = [&] { return std::vector<at::Tensor>{packReplicaState(shards, optimizer, step)}; };
     state.live = [&] { return replicaStateViews(shards, optimizer, step); }; // nothing steps before the vote
+    state.live_numels = replicaStateViewNumels(shards);
     state.load = [&](const std::vector<at::Tensor>& messages) {
         step = unpackReplicaState(messages[0], shards, optimizer);
         strategy->afterStateLoaded(); // every rank of the group adopts together (the manager agreed it)

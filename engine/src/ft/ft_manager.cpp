@@ -19,11 +19,14 @@
 //     quorum id rebuilds the cross-replica Gloo group on a fresh store prefix
 //     dtlab/ft/q<id>/<members> (a Reconfigure span), so no stale key is ever
 //     read (TorchFT: "{store}/torchft/{quorum_id}/{group_rank}").
-//  3. heal, over that group: an up-to-date replica posts a copy of its state
-//     (ReplicaStateTransfer::save: DDP 4 (3P + 2) bytes, replica_state.hpp;
-//     DiLoCo adds the global model and the outer momentum, 8P) to each healer
-//     it serves and goes on; a healer posts the receives. One point-to-point
-//     message per part, Gloo tag 1000 n + n (id % 1000) + i for part i of n.
+//  3. heal, over that group: an up-to-date replica posts its state (DDP
+//     4 (3P + 2) bytes, replica_state.hpp; DiLoCo adds the global model and
+//     the outer momentum, 8P) to each healer it serves and goes on; a healer
+//     posts the receives. One point-to-point message per part, Gloo tag
+//     1000 n + n (id % 1000) + i for part i of n. The parts are the live
+//     tensors where the loop steps nothing before the vote (ReplicaState-
+//     Transfer::live: header, each parameter, each exp_avg, each exp_avg_sq,
+//     as TorchFT's PGTransport sends each tensor), else save()'s copies.
 //  4. allReduce the tensor (P fp32; ring: 2 (N-1)/N x 4P bytes sent per
 //     replica), divided by participants() (TorchFT's num_participants). Async:
 //     a healer contributes zeros (its gradient came from stale parameters)
@@ -117,6 +120,27 @@ namespace {
 std::string storeGet(c10d::Store& store, const std::string& key) {
     const auto bytes = store.get(key);
     return std::string(bytes.begin(), bytes.end());
+}
+
+// Consecutive slices of the flat messages, numels[i] elements each; a slice
+// never spans two messages (the layouts are the same state's).
+std::vector<at::Tensor> piecesOf(const std::vector<at::Tensor>& messages,
+                                 const std::vector<int64_t>& numels) {
+    std::vector<at::Tensor> pieces;
+    pieces.reserve(numels.size());
+    size_t message = 0;
+    int64_t offset = 0;
+    for (int64_t numel : numels) {
+        while (message < messages.size() && offset == messages[message].numel()) {
+            ++message;
+            offset = 0;
+        }
+        DT_ENFORCE(message < messages.size() && offset + numel <= messages[message].numel(),
+                   "the live state's pieces do not tile its messages");
+        pieces.push_back(messages[message].narrow(0, offset, numel));
+        offset += numel;
+    }
+    return pieces;
 }
 
 // Where rank r's heal server listens (heal_transport = "http"); a restarted
@@ -418,13 +442,24 @@ void Manager::heal() {
         return;
     if (m_transport == HealTransport::Http)
         return healOverHttp();
-    const int n = int(m_state.message_numels.size());
-    const int tag = 1000 * n + n * int(m_role.quorum_id % 1000);
+    // TorchFT's PGTransport sends each tensor of the state dict as its own
+    // message (tags 3, 4, ...) and the healer receives each in place. With
+    // live views (nothing steps before the vote) the source does the same:
+    // no packed copy on a core that trains. Without them, save()'s messages.
+    const bool by_pieces = bool(m_state.live) && !m_state.live_numels.empty();
+    const std::vector<int64_t>& numels = by_pieces ? m_state.live_numels : m_state.message_numels;
+    const int n = int(numels.size());
+    const int tag = 1000 * n + n * int(m_role.quorum_id % 1000); // [tag, tag + n) differs per quorum
     const CommTag ctag{int(m_step), -1, -1};
+    std::vector<at::Tensor> live_pieces;
+    if (by_pieces && !m_role.heal_destinations.empty()) {
+        live_pieces = m_state.live(); // one set of views serves every healer
+        DT_ENFORCE(live_pieces.size() == numels.size(), "live state pieces differ from their layout");
+    }
     for (int destination : m_role.heal_destinations) {
         HealSend s;
         s.begin = m_telemetry.now();
-        s.messages = m_state.save();
+        s.messages = by_pieces ? live_pieces : m_state.save();
         s.peer_replica = memberReplica(destination);
         s.peer_rank = peerRank(destination);
         for (int i = 0; i < n; ++i)
@@ -433,11 +468,12 @@ void Manager::heal() {
     }
     if (m_role.heal) {
         m_heal_begin = m_telemetry.now();
-        for (int i = 0; i < n; ++i) {
-            m_heal_received.push_back(at::empty({m_state.message_numels[size_t(i)]}, at::kFloat));
-            const at::Tensor& into = m_heal_received.back();
-            m_heal_receives.push_back(m_group->postRecv(into, m_role.heal_source, tag + i, ctag));
-        }
+        for (int64_t numel : m_state.message_numels)
+            m_heal_received.push_back(at::empty({numel}, at::kFloat));
+        // Each piece lands in its place in the flat messages that load() reads.
+        const std::vector<at::Tensor> into = by_pieces ? piecesOf(m_heal_received, numels) : m_heal_received;
+        for (int i = 0; i < n; ++i)
+            m_heal_receives.push_back(m_group->postRecv(into[size_t(i)], m_role.heal_source, tag + i, ctag));
     }
     // As TorchFT's send_checkpoint / recv_checkpoint over the process group,
     // on the quorum thread: both ends wait for the transfer here, so the Heal

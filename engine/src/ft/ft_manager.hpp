@@ -67,6 +67,11 @@ struct ReplicaStateTransfer {
     // HTTPTransport serves the live CPU state dict under its lock). Unset:
     // it serves one save().
     std::function<std::vector<at::Tensor>()> live;
+    // With live: each piece's element count, in order (the same on every
+    // rank). The heal over the process group then sends each live piece as
+    // its own message and the healer receives it in its place in the flat
+    // messages, as TorchFT's PGTransport sends each tensor of the state dict.
+    std::vector<int64_t> live_numels;
     // The healer adopts the received messages when the round commits; returns
     // the step this replica is at now (the step of the round's events).
     std::function<int64_t(const std::vector<at::Tensor>&)> load;

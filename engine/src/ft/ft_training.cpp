@@ -57,6 +57,7 @@ int trainFaultTolerant(const FtRankContext& c) {
     state.message_numels = {replicaStateNumel(params)};
     state.save = [&] { return std::vector<at::Tensor>{packReplicaState(params, optimizer, step)}; };
     state.live = [&] { return replicaStateViews(params, optimizer, step); }; // nothing steps before the vote
+    state.live_numels = replicaStateViewNumels(params);
     state.load = [&](const std::vector<at::Tensor>& messages) {
         return step = unpackReplicaState(messages[0], params, optimizer);
     };
