@@ -9,6 +9,10 @@
 #   STRATEGIES="ddp zero1 zero2 fsdp"
 #   STEPS=8             steps per run (the summary's step time skips step 0)
 #   SCENARIO=FILE       default scenarios/zero_stages.toml (TinyGPT, 4 blocks, batch 8 per rank)
+#   PREFETCH_REPEATS=3  fsdp_prefetch.toml with prefetch off / on, alternating (0: skip)
+#   RATIO_RANKS="2 4"   FSDP / DDP step time (issue 27's goal: at most 1.10): ddp and fsdp
+#   RATIO_REPEATS=5     alternating RATIO_REPEATS times at each world size, RATIO_STEPS
+#   RATIO_STEPS=20      steps each; the ratio of the medians (0 repeats: skip)
 #   BENCH_MD=FILE       also write the table as Markdown to FILE
 # The reference (the "anchor") is the papers' arithmetic: ratios measured/theory
 # for model states (measured = the tracking allocator's owner tags, live at the
@@ -52,7 +56,22 @@ for i in $(seq 1 "$PREFETCH_REPEATS"); do
     "$DTRUN" run "$OUT/prefetch_on.toml" --steps "$STEPS" --summary "$OUT/prefetch-on-$i.json" --quiet
 done
 
-python3 - "$OUT" "$RANKS" "$STRATEGIES" "${BENCH_MD:-}" "$PREFETCH_REPEATS" <<'PY'
+# FSDP against DDP, alternating in one run: single runs on a 2-core machine vary by
+# 10 to 20%, more than the difference being measured.
+RATIO_RANKS="${RATIO_RANKS:-2 4}"
+RATIO_REPEATS="${RATIO_REPEATS:-5}"
+RATIO_STEPS="${RATIO_STEPS:-20}"
+for n in $RATIO_RANKS; do
+    for i in $(seq 1 "$RATIO_REPEATS"); do
+        for s in ddp fsdp; do
+            echo "bench_sharding: $s at $n ranks, alternating, repeat $i" >&2
+            "$DTRUN" run "$SCENARIO" --ranks "$n" --strategy "$s" --steps "$RATIO_STEPS" --batch-per-rank 8 \
+                --summary "$OUT/ratio-$s-$n-$i.json" --quiet
+        done
+    done
+done
+
+python3 - "$OUT" "$RANKS" "$STRATEGIES" "${BENCH_MD:-}" "$PREFETCH_REPEATS" "$RATIO_RANKS" "$RATIO_REPEATS" <<'PY'
 import json, sys
 out, ranks, strategies, md_path = sys.argv[1], sys.argv[2].split(), sys.argv[3].split(), sys.argv[4]
 MiB = 1024 * 1024
@@ -102,12 +121,25 @@ def prefetch(tag):
     runs = [json.load(open(f"{out}/prefetch-{tag}-{i}.json")) for i in range(1, reps + 1)]
     ms = statistics.median(max(x for x in r["step_ms_median"] if x is not None) for r in runs)
     return ms, max(p["params_materialized"] for p in runs[0]["peak_memory"])
-off, on = prefetch("off"), prefetch("on")
-rows.append("")
-rows.append("| fsdp_prefetch.toml, 4 ranks | step ms (median of %d) | materialized peak MiB |" % reps)
-rows.append("|---|---|---|")
-rows.append(f"| prefetch off | {off[0]:.1f} | {off[1]/MiB:.2f} |")
-rows.append(f"| prefetch on (forward + backward, limit 2) | {on[0]:.1f} ({on[0]/off[0]:.2f}x) | {on[1]/MiB:.2f} |")
+if reps > 0:
+    off, on = prefetch("off"), prefetch("on")
+    rows.append("")
+    rows.append("| fsdp_prefetch.toml, 4 ranks | step ms (median of %d) | materialized peak MiB |" % reps)
+    rows.append("|---|---|---|")
+    rows.append(f"| prefetch off | {off[0]:.1f} | {off[1]/MiB:.2f} |")
+    rows.append(f"| prefetch on (forward + backward, limit 2) | {on[0]:.1f} ({on[0]/off[0]:.2f}x) | {on[1]/MiB:.2f} |")
+ratio_ranks, ratio_reps = sys.argv[6].split(), int(sys.argv[7])
+if ratio_reps > 0 and ratio_ranks:
+    step_ms = lambda path: max(x for x in json.load(open(path))["step_ms_median"] if x is not None)
+    rows.append("")
+    rows.append(f"| ranks | ddp step ms (each run) | fsdp step ms (each run) | ddp median | fsdp median "
+                f"| fsdp / ddp (goal <= 1.10) |")
+    rows.append("|---|---|---|---|---|---|")
+    for n in ratio_ranks:
+        runs = {s: [step_ms(f"{out}/ratio-{s}-{n}-{i}.json") for i in range(1, ratio_reps + 1)] for s in ("ddp", "fsdp")}
+        d, f = statistics.median(runs["ddp"]), statistics.median(runs["fsdp"])
+        each = lambda xs: " / ".join(f"{x:.0f}" for x in xs)
+        rows.append(f"| {n} | {each(runs['ddp'])} | {each(runs['fsdp'])} | {d:.1f} | {f:.1f} | {f/d:.3f} |")
 text = "\n".join(rows)
 print(text)
 if md_path:

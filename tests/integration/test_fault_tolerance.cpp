@@ -664,43 +664,53 @@ TEST_CASE("init_sync: at the job's first step every replica but the primary heal
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
-TEST_CASE("every group of 2 replica groups of 2 pipelines x 2 stages killed at once: the restarted groups "
-          "resume from the stage checkpoint the first pipeline wrote and end bit-identical",
-          "[ft][pipeline][checkpoint][slow]") {
-    // 8 ranks, [topology] replicas = 2: each group is 2 pipelines of 2 stages
-    // whose stage copies pipeline_data_parallel = "ddp" keeps equal. No
-    // checkpoint_dir: stage checkpoints every 10 steps in a temporary
-    // directory by default, written by the quorum's lowest group's first
-    // pipeline (ranks 0 and 1, a file per stage). Ranks 1 and 5 (stage 1 of
-    // each group's first pipeline) die at step 13, each taking its group
-    // down: nobody is left to heal from, so all 8 restarted ranks load their
-    // stage's file of step-9 and redo 10..12. min_replicas = 2 keeps every
-    // commit's participants those of the run without the kills.
+// 8 ranks, [topology] replicas = 2: each group is 2 pipelines of 2 stages.
+// No checkpoint_dir: stage checkpoints every 10 steps in a temporary
+// directory by default, written by the quorum's lowest group. Ranks 1 and 5
+// (stage 1 of each group's first pipeline) die at step 13, each taking its
+// group down: nobody is left to heal from, so all 8 restarted ranks load
+// step-9 and redo 10..12. min_replicas = 2 keeps every commit's participants
+// those of the run without the kills, so the bits must be the same.
+//  - pipeline_data_parallel = "ddp": the stage copies are equal; the lowest
+//    group's first pipeline (ranks 0 and 1) writes a file per stage, and
+//    every pipeline's stage i reads it.
+//  - "zero1" / "fsdp": each stage is sharded over the group's 2 pipelines;
+//    every rank of the lowest group (0..3) writes its shard's file, and
+//    rank r of each group reads shard r / 2 of stage r % 2 (zero1 then
+//    all-gathers the whole stage; fsdp gathers it at its next step).
+namespace {
+void checkPipelineGroupsResumeFromStageCheckpoint(const std::string& data_parallel) {
     it::TempDir dir;
-    const auto groupsScenario = [](const std::string& faults) {
+    const auto groupsScenario = [&](const std::string& faults, const std::string& pipeline_dp,
+                                    const std::string& run_extra) {
         it::ScenarioSpec spec;
         spec.name = "pipelines in replica groups, all killed";
         spec.ranks = 8;
         spec.replicas = 2;
         spec.stages = 2;
         spec.strategy = "pipeline";
-        spec.strategy_toml = "schedule = \"1f1b\"\nmicrobatches = 2\n";
+        spec.strategy_toml =
+            "schedule = \"1f1b\"\nmicrobatches = 2\npipeline_data_parallel = \"" + pipeline_dp + "\"\n";
         spec.steps = 16;
         spec.d_model = 32;
         spec.layers = 2;
         spec.heads = 2;
-        spec.run_toml = "step_delay_ms = 30\n";
+        spec.run_toml = "step_delay_ms = 30\n" + run_extra;
         spec.extra_toml = "[fault_tolerance]\nenabled = true\nmin_replicas = 2\nheartbeat_timeout_ms = 600\n"
                           "collective_timeout_ms = 1500\nrestart_delay_ms = 300\n";
         spec.faults_toml = faults;
         return it::scenarioToml(spec);
     };
+    const bool sharded = data_parallel != "ddp";
     std::string kills;
     for (int rank : {1, 5})
         kills += "[[faults]]\naction = \"kill\"\nrank = " + std::to_string(rank) +
                  "\nstep = 13\nwhen = \"step\"\n";
-    for (const std::string run : {"killed", "uninterrupted"})
-        runRecorded(dir, run, groupsScenario(run == "killed" ? kills : ""));
+    // The killed run keeps its checkpoints in DIR/ck, every 10 steps (the default's cadence).
+    runRecorded(dir, "killed",
+                groupsScenario(kills, data_parallel,
+                               "checkpoint_dir = \"" + dir.file("ck") + "\"\ncheckpoint_every = 10\n"));
+    runRecorded(dir, "uninterrupted", groupsScenario("", data_parallel, ""));
     const auto s = it::readJsonFile(dir.file("killed.json"));
     INFO("summary: " << s["fault_tolerance"].dump());
     CHECK(s["ok"] == true);
@@ -709,7 +719,8 @@ TEST_CASE("every group of 2 replica groups of 2 pipelines x 2 stages killed at o
     CHECK(s["fault_tolerance"]["steps_rolled_back"].get<int>() <= 4); // not 13: step-9 was used
     const dt::RecordingLoad load = dt::readRecording(dir.file("killed.dtrec"));
     REQUIRE(load.complete);
-    checkInvariants(load.record, 16, /*group_size=*/2); // the same bits in every copy of a stage
+    // The same bits in every copy of a stage (ddp) or of a shard (the same rank of each group).
+    checkInvariants(load.record, 16, /*group_size=*/sharded ? 4 : 2);
     std::set<int> loaded_by, saved_by;
     for (const dt::Event& e : load.record.events) {
         if (e.kind == dt::EventKind::CheckpointLoaded && e.step == 9)
@@ -717,18 +728,49 @@ TEST_CASE("every group of 2 replica groups of 2 pipelines x 2 stages killed at o
         if (e.kind == dt::EventKind::CheckpointSaved && e.step == 9)
             saved_by.insert(e.rank);
     }
-    CHECK(loaded_by == std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}); // every stage of every pipeline read step-9
-    CHECK(saved_by == std::set<int>{0, 1});                    // the lowest group's first pipeline wrote it
+    CHECK(loaded_by ==
+          std::set<int>{0, 1, 2, 3, 4, 5, 6, 7}); // every stage (shard) of every pipeline read step-9
+    // The lowest group wrote it: its first pipeline (whole stages) or every shard.
+    CHECK(saved_by == (sharded ? std::set<int>{0, 1, 2, 3} : std::set<int>{0, 1}));
 
-    // Stage k's bits: the same in every pipeline of both groups, and as in the run without the kills.
+    // Each rank's stage, as in the run without the kills; whole stages also
+    // the same in every pipeline of both groups.
     for (int rank = 0; rank < 8; ++rank) {
         CAPTURE(rank);
-        const std::string reference = paramsFileBytes(dir.file("uninterrupted"), rank % 2);
+        const std::string reference = paramsFileBytes(dir.file("uninterrupted"), sharded ? rank : rank % 2);
         REQUIRE_FALSE(reference.empty());
         CHECK(paramsFileBytes(dir.file("uninterrupted"), rank) == reference);
         CHECK(paramsFileBytes(dir.file("killed"), rank) == reference);
     }
+    // A shard's bounds depend on the layout: resuming with the other one is
+    // refused before any rank starts, naming both.
+    const std::string other =
+        groupsScenario("", sharded ? "ddp" : "fsdp", "resume_from = \"" + dir.file("ck/step-9") + "\"\n");
+    const auto refused = it::runDtrun({"run", dir.write("other.toml", other), "--quiet"}, {{}, {}, 60.0, ""});
+    INFO(it::describe(refused));
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.err.find(sharded ? "holds stages sharded over 2 pipelines; this run needs whole stages"
+                                   : "holds whole stages; this run needs stages sharded over 2 pipelines") !=
+          std::string::npos);
     CHECK(it::waitForNoWorkers(10.0).empty());
+}
+} // namespace
+
+TEST_CASE("every group of 2 replica groups of 2 pipelines x 2 stages killed at once: the restarted groups "
+          "resume from the stage checkpoint the first pipeline wrote and end bit-identical",
+          "[ft][pipeline][checkpoint][slow]") {
+    checkPipelineGroupsResumeFromStageCheckpoint("ddp");
+}
+
+TEST_CASE("every group of 2 replica groups of 2 pipelines x 2 stages sharded across the pipelines killed at "
+          "once: each rank resumes from its own shard's file and the run ends bit-identical",
+          "[ft][pipeline][checkpoint][slow]") {
+    SECTION("zero1: each rank reads its shard and all-gathers the whole stage") {
+        checkPipelineGroupsResumeFromStageCheckpoint("zero1");
+    }
+    SECTION("fsdp: each rank reads its shard and gathers the stage at its next step") {
+        checkPipelineGroupsResumeFromStageCheckpoint("fsdp");
+    }
 }
 
 TEST_CASE("every group of 2 x 2 FSDP replica groups killed at once: the restarted groups resume from the "

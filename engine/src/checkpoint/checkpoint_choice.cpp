@@ -44,7 +44,7 @@ bool needsReplicaCheckpoint(const Scenario& scenario) {
            !strategyTraits(scenario.strategy.kind).uses_stages;
 }
 
-// Fault-tolerant pipelines: one file per stage, written by the first pipeline of a group.
+// Fault-tolerant pipelines: one file per stage, or per shard of a stage (stage_checkpoint.hpp).
 bool needsStageCheckpoint(const Scenario& scenario) {
     return scenario.fault_tolerance.enabled && strategyTraits(scenario.strategy.kind).uses_stages;
 }

@@ -526,15 +526,6 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                         "one pipeline: set [topology] replicas so that ranks / replicas is a multiple of "
                         "stages of at least 2 pipelines (the quorum averages each shard across the "
                         "groups, TorchFT's replicate dimension)"};
-            if (G > stages && wants_checkpoints && s.strategy.pipeline_data_parallel != "ddp")
-                return Problem{"run",
-                               {"checkpoint_dir", "resume_from"},
-                               -1,
-                               "[run] checkpoints of pipelines whose stages are sharded across the pipelines "
-                               "of a replica group (pipeline_data_parallel = \"" +
-                                   s.strategy.pipeline_data_parallel +
-                                   "\") are not supported yet; with pipeline_data_parallel = \"ddp\" each "
-                                   "group keeps stage checkpoints"};
         }
         if (!ft.lighthouse.empty() && ft.detection == "heartbeat")
             return Problem{

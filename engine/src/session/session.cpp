@@ -235,8 +235,8 @@ Session::~Session() {
 }
 
 // Durable checkpoints by default for a fault-tolerant ddp run (one rank per
-// group, or groups), DiLoCo (classic or streaming), zero1/zero2/fsdp or pipeline replica groups (one
-// pipeline, or several with whole stages: pipeline_data_parallel = "ddp") whose ranks
+// group, or groups), DiLoCo (classic or streaming), zero1/zero2/fsdp or pipeline
+// replica groups (one pipeline, or several, whole or sharded stages) whose ranks
 // this Session starts (a directory on this host would not reach ranks on
 // others), unless restarts are off: without them, when every replica is down
 // at once the job would go back to step 0.
@@ -245,9 +245,7 @@ void Session::Impl::makeTemporaryCheckpointDir() {
     const bool writes_checkpoints = sc.strategy.kind == StrategyKind::Ddp ||
                                     sc.strategy.kind == StrategyKind::Diloco ||
                                     strategyTraits(sc.strategy.kind).shards_optimizer ||
-                                    (sc.strategy.kind == StrategyKind::Pipeline &&
-                                     (ftGroupSize(sc) == sc.topology.stages ||       // one pipeline per group
-                                      sc.strategy.pipeline_data_parallel == "ddp")); // or whole stages
+                                    sc.strategy.kind == StrategyKind::Pipeline; // stage_checkpoint.hpp
     if (!sc.fault_tolerance.enabled || !writes_checkpoints || !sc.run.checkpoint_dir.empty() ||
         sc.fault_tolerance.restart == "never" || !options.spawn_ranks)
         return;

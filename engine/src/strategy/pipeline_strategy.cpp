@@ -386,25 +386,39 @@ class PipelineStrategy final : public TrainingStrategy {
     }
 
     // A replica group under [fault_tolerance] of one pipeline, or of several
-    // whose stage copies ddp keeps equal: each stage its own file, written by
-    // the group's first pipeline (stage_checkpoint.hpp); every pipeline's stage
-    // i loads that file. Stages sharded across the pipelines are not done.
+    // side by side (stage_checkpoint.hpp): whole stages (ddp keeps the copies
+    // equal) are one file per stage, written by the group's first pipeline;
+    // stages sharded across the pipelines (zero1, fsdp) are one file per
+    // shard, each rank writing its own. Every pipeline's stage i loads its
+    // stage's file, or its shard of it.
     int64_t saveCheckpoint(const std::string& step_dir, int last_step) override {
-        requireWholeStages();
+        requireFaultTolerance();
+        const int shards = checkpointShards();
         const int64_t written = saveStageCheckpoint(step_dir, last_step, m_scenario, optimizedTensors(),
-                                                    *adamW(), m_world, m_shape.stages);
-        return m_replica == 0 ? written : int64_t(-1); // -1: this rank saved nothing
+                                                    *adamW(), m_world, m_shape.stages, shards);
+        return shards > 1 || m_replica == 0 ? written : int64_t(-1); // -1: this rank saved nothing
     }
     int loadCheckpoint(const std::string& step_dir, int64_t& bytes_read) override {
-        requireWholeStages();
-        return loadStageCheckpoint(step_dir, optimizedTensors(), *adamW(), m_stage, bytes_read);
+        requireFaultTolerance();
+        const int shards = checkpointShards();
+        const int last = loadStageCheckpoint(step_dir, optimizedTensors(), *adamW(), m_stage,
+                                             shards > 1 ? m_replica : 0, shards, bytes_read);
+        afterStateLoaded(); // a sharded stage: zero1 gathers the whole stage, fsdp at its next step
+        return last;
     }
 
   private:
-    void requireWholeStages() const {
-        if (!m_scenario.fault_tolerance.enabled || m_stage_unit)
+    void requireFaultTolerance() const {
+        if (!m_scenario.fault_tolerance.enabled)
             throw UsageError("checkpoints of kind = \"pipeline\" are written by replica groups under "
-                             "[fault_tolerance] whose stages are whole (pipeline_data_parallel = \"ddp\")");
+                             "[fault_tolerance]");
+    }
+    // Files per stage: the pipelines of the group when the stage is sharded over them.
+    int checkpointShards() const {
+        const int shards = stageCheckpointShards(m_scenario);
+        DT_ENFORCE((shards > 1) == bool(m_stage_unit) && (!m_stage_unit || m_dp->rank() == m_replica),
+                   "a sharded stage's shard index is its pipeline's index in the group");
+        return shards;
     }
     // The owned parameters' gradients (zeros where a stage computed none).
     std::vector<at::Tensor> stageGradients() {
