@@ -66,3 +66,45 @@ TEST_CASE("a replica's live state views, laid end to end, are its packed copy", 
         CHECK(sameBits(dt::packReplicaState(other, other_optimizer, 9), packed));
     }
 }
+
+TEST_CASE("the heal sends large live pieces alone and packs small neighbours, never across a message",
+          "[ft][replica_state]") {
+    const int64_t K = dt::kReplicaStateInPlaceNumel;
+    SECTION("a small model: everything in one packed message") {
+        const auto runs = dt::replicaStateRuns({2, 100, 7, 100, 7, 100, 7}, {323});
+        REQUIRE(runs.size() == 1);
+        CHECK(runs[0].begin == 0);
+        CHECK(runs[0].end == 7);
+        CHECK(runs[0].numel == 323);
+    }
+    SECTION("large pieces alone, the small ones between them packed, every piece exactly once") {
+        const std::vector<int64_t> numels = {2, K, 10, 20, 2 * K, 5, K - 5, 1};
+        int64_t total = 0;
+        for (int64_t n : numels)
+            total += n;
+        const auto runs = dt::replicaStateRuns(numels, {total});
+        REQUIRE(runs.size() == 6);
+        const std::vector<std::pair<size_t, size_t>> expected = {{0, 1}, {1, 2}, {2, 4},
+                                                                 {4, 5}, {5, 7}, {7, 8}};
+        size_t next = 0;
+        for (size_t r = 0; r < runs.size(); ++r) {
+            CAPTURE(r);
+            CHECK(runs[r].begin == expected[r].first);
+            CHECK(runs[r].end == expected[r].second);
+            CHECK(runs[r].begin == next);
+            next = runs[r].end;
+            int64_t sum = 0;
+            for (size_t i = runs[r].begin; i < runs[r].end; ++i)
+                sum += numels[i];
+            CHECK(runs[r].numel == sum);
+        }
+        CHECK(next == numels.size());
+    }
+    SECTION("a run ends where a message ends") {
+        const auto runs = dt::replicaStateRuns({2, 10, 10, 4}, {12, 14});
+        REQUIRE(runs.size() == 2);
+        CHECK(runs[0].end == 2);
+        CHECK(runs[1].begin == 2);
+        CHECK(runs[1].numel == 14);
+    }
+}

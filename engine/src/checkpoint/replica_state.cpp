@@ -84,6 +84,31 @@ std::vector<int64_t> replicaStateViewNumels(const std::vector<at::Tensor>& param
     return numels;
 }
 
+std::vector<ReplicaStateRun> replicaStateRuns(const std::vector<int64_t>& piece_numels,
+                                              const std::vector<int64_t>& message_numels) {
+    std::vector<ReplicaStateRun> runs;
+    size_t message = 0;
+    int64_t offset = 0; // of the next piece inside its message
+    for (size_t i = 0; i < piece_numels.size(); ++i) {
+        bool new_message = false;
+        while (message < message_numels.size() && offset == message_numels[message]) {
+            ++message;
+            offset = 0;
+            new_message = true;
+        }
+        // (A run holding a large piece is at kReplicaStateInPlaceNumel or more already: nothing joins it.)
+        if (!runs.empty() && !new_message &&
+            runs.back().numel + piece_numels[i] <= kReplicaStateInPlaceNumel) {
+            runs.back().end = i + 1;
+            runs.back().numel += piece_numels[i];
+        } else {
+            runs.push_back(ReplicaStateRun{i, i + 1, piece_numels[i]});
+        }
+        offset += piece_numels[i];
+    }
+    return runs;
+}
+
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,
                            torch::optim::AdamW& optimizer) {
     const int64_t P = totalNumel(params);

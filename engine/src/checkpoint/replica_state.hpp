@@ -41,6 +41,21 @@ namespace dt {
 // a run, so a healer knows where each piece it receives goes.
 [[nodiscard]] std::vector<int64_t> replicaStateViewNumels(const std::vector<at::Tensor>& params);
 
+// How the heal over the process group sends those pieces: consecutive pieces
+// [begin, end) as one message of `numel` elements. A piece of at least
+// kReplicaStateInPlaceNumel goes alone, from the live tensor itself (no
+// copy); smaller neighbours are packed together up to that size (one small
+// copy), never across a boundary of `message_numels` (the flat messages the
+// healer receives into). A TinyGPT of a few layers goes in one or two
+// messages, a 100 MB one in about one message per weight matrix.
+struct ReplicaStateRun {
+    size_t begin = 0, end = 0;
+    int64_t numel = 0;
+};
+inline constexpr int64_t kReplicaStateInPlaceNumel = int64_t(1) << 18; // 1 MiB of fp32
+[[nodiscard]] std::vector<ReplicaStateRun> replicaStateRuns(const std::vector<int64_t>& piece_numels,
+                                                            const std::vector<int64_t>& message_numels);
+
 // Overwrites the parameters and the optimizer state; returns the sender's committed steps.
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,
                            torch::optim::AdamW& optimizer);

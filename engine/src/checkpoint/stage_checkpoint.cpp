@@ -139,7 +139,7 @@ int64_t saveStageCheckpoint(const std::string& step_dir, int last_step, const Sc
     group.allReduceNow(sizes);
     const bool all_written = sizes[files].item<int64_t>() == 0;
     if (!all_written && failure.empty())
-        failure = "another stage could not write its file of '" + step_dir + "'";
+        failure = "another stage or shard could not write its file of '" + step_dir + "'";
     if (group.rank() == 0 && all_written)
         try {
             Json meta;

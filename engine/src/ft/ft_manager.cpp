@@ -74,6 +74,7 @@
 //    startAllReduce / finishAllReduce split it, for Streaming DiLoCo's overlap.
 #include "ft/ft_manager.hpp"
 
+#include "checkpoint/replica_state.hpp"
 #include "dtlab/clock.hpp"
 #include "dtlab/errors.hpp"
 #include "ft/lighthouse_detail.hpp"
@@ -445,21 +446,32 @@ void Manager::heal() {
     // TorchFT's PGTransport sends each tensor of the state dict as its own
     // message (tags 3, 4, ...) and the healer receives each in place. With
     // live views (nothing steps before the vote) the source does the same:
-    // no packed copy on a core that trains. Without them, save()'s messages.
-    const bool by_pieces = bool(m_state.live) && !m_state.live_numels.empty();
-    const std::vector<int64_t>& numels = by_pieces ? m_state.live_numels : m_state.message_numels;
-    const int n = int(numels.size());
+    // no packed copy of the large tensors on a core that trains; runs of
+    // small neighbours go as one packed message each (replicaStateRuns). Without live
+    // views, save()'s messages. Under a modelled link ([network]) too: each
+    // message is held for its own bytes' link time, so the state goes as one.
+    const bool modelled_link = m_context.link && m_context.link->active();
+    const bool by_pieces = bool(m_state.live) && !m_state.live_numels.empty() && !modelled_link;
+    const std::vector<ReplicaStateRun> runs =
+        by_pieces ? replicaStateRuns(m_state.live_numels, m_state.message_numels)
+                  : std::vector<ReplicaStateRun>{};
+    const int n = by_pieces ? int(runs.size()) : int(m_state.message_numels.size());
     const int tag = 1000 * n + n * int(m_role.quorum_id % 1000); // [tag, tag + n) differs per quorum
     const CommTag ctag{int(m_step), -1, -1};
-    std::vector<at::Tensor> live_pieces;
+    std::vector<at::Tensor> live_messages; // one set serves every healer
     if (by_pieces && !m_role.heal_destinations.empty()) {
-        live_pieces = m_state.live(); // one set of views serves every healer
-        DT_ENFORCE(live_pieces.size() == numels.size(), "live state pieces differ from their layout");
+        const std::vector<at::Tensor> pieces = m_state.live();
+        DT_ENFORCE(pieces.size() == m_state.live_numels.size(), "live state pieces differ from their layout");
+        for (const ReplicaStateRun& r : runs)
+            live_messages.push_back(r.end - r.begin == 1
+                                        ? pieces[r.begin]
+                                        : at::cat(std::vector<at::Tensor>(pieces.begin() + long(r.begin),
+                                                                          pieces.begin() + long(r.end))));
     }
     for (int destination : m_role.heal_destinations) {
         HealSend s;
         s.begin = m_telemetry.now();
-        s.messages = by_pieces ? live_pieces : m_state.save();
+        s.messages = by_pieces ? live_messages : m_state.save();
         s.peer_replica = memberReplica(destination);
         s.peer_rank = peerRank(destination);
         for (int i = 0; i < n; ++i)
@@ -470,8 +482,14 @@ void Manager::heal() {
         m_heal_begin = m_telemetry.now();
         for (int64_t numel : m_state.message_numels)
             m_heal_received.push_back(at::empty({numel}, at::kFloat));
-        // Each piece lands in its place in the flat messages that load() reads.
-        const std::vector<at::Tensor> into = by_pieces ? piecesOf(m_heal_received, numels) : m_heal_received;
+        // Each run lands in its place in the flat messages that load() reads.
+        std::vector<at::Tensor> into = m_heal_received;
+        if (by_pieces) {
+            const std::vector<at::Tensor> pieces = piecesOf(m_heal_received, m_state.live_numels);
+            into.clear();
+            for (const ReplicaStateRun& r : runs) // consecutive pieces of one message: one slice of it
+                into.push_back(pieces[r.begin].as_strided({r.numel}, {1}, pieces[r.begin].storage_offset()));
+        }
         for (int i = 0; i < n; ++i)
             m_heal_receives.push_back(m_group->postRecv(into[size_t(i)], m_role.heal_source, tag + i, ctag));
     }
