@@ -214,6 +214,22 @@ TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", 
         CHECK(r.heal_bytes == 4 * (3 * 1000 + 2));
         CHECK(r.heal_source == 0);
         CHECK(view.lastComparison().empty()); // no what-if rerun yet
+        CHECK_FALSE(view.stopwatchFirst());   // 900 px: the rows, then the stopwatch
+    }
+
+    SECTION("a pane too short for the rows and the stopwatch: the stopwatch comes first") {
+        RunModel model;
+        model.reset(ftScenario(), 3);
+        const std::vector<Event> events = syntheticFtRun();
+        model.ingest(events.data(), events.size());
+        ViewInputs in;
+        in.model = &model;
+        in.now_ns = model.tEnd();
+        ImGui::GetIO().DisplaySize = ImVec2(1600.0f, 220.0f); // the Quorum pane at 1600x900, 28 px text
+        const auto stats = imgui.frame([&] { view.draw(in); });
+        CHECK(stats.balanced);
+        REQUIRE(view.lastState().recovery.has_value());
+        CHECK(view.stopwatchFirst());
     }
 
     SECTION("after a what-if rerun: this run's recoveries beside the run before's, and only those") {

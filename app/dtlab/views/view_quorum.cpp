@@ -414,8 +414,19 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
     }
     m_state.recovery = m_recovery;
     drawHeader(inputs);
+    // A short pane (a large font on a small screen, the view docked under
+    // others): the stopwatch, the moment the room is watching, comes before
+    // the replica rows, which then scroll below it.
+    const float rows_h = float(m_state.rows.size() + 2) * ImGui::GetFrameHeightWithSpacing();
+    const float stopwatch_h = 4.0f * ImGui::GetTextLineHeightWithSpacing();
+    m_stopwatch_first = m_state.recovery && ImGui::GetContentRegionAvail().y < rows_h + stopwatch_h;
+    if (m_stopwatch_first) {
+        drawStopwatch(inputs, t_end);
+        ImGui::Separator();
+    }
     drawRows(inputs, t_end);
-    drawStopwatch(inputs, t_end);
+    if (!m_stopwatch_first)
+        drawStopwatch(inputs, t_end);
 }
 
 void QuorumView::drawHeader(const ViewInputs& inputs) {

@@ -89,6 +89,8 @@ class QuorumView : public View {
     [[nodiscard]] const QuorumViewState& lastState() const { return m_state; }
     // The line comparing this run's recoveries with the run before's ("" = none shown).
     [[nodiscard]] const std::string& lastComparison() const { return m_comparison; }
+    // The last frame drew the stopwatch above the replica rows (a pane too short for both).
+    [[nodiscard]] bool stopwatchFirst() const { return m_stopwatch_first; }
     [[nodiscard]] static float preferredHeight(int replicas);
 
   private:
@@ -103,6 +105,7 @@ class QuorumView : public View {
     int64_t m_recovery_until = INT64_MAX; // the cursor m_recovery was measured up to
     std::optional<Recovery> m_recovery;
     std::string m_comparison; // drawComparison's line
+    bool m_stopwatch_first = false;
 };
 
 } // namespace dt::app
