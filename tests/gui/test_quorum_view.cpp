@@ -168,6 +168,19 @@ TEST_CASE("The quorum header tells where its quorum formed from where training i
     CHECK(st.steps_committed == 33); // "now at step 33", what the topology tiles say
 }
 
+namespace {
+// The view's inputs for syntheticFtRun, loaded into `model`, seen at its end.
+ViewInputs syntheticFtInputs(RunModel& model) {
+    model.reset(ftScenario(), 3);
+    const std::vector<Event> events = syntheticFtRun();
+    model.ingest(events.data(), events.size());
+    ViewInputs in;
+    in.model = &model;
+    in.now_ns = model.tEnd();
+    return in;
+}
+} // namespace
+
 TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", "[gui][quorum]") {
     HeadlessImGui imgui;
     QuorumView view;
@@ -193,12 +206,7 @@ TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", 
 
     SECTION("a fault-tolerant run: rows, strips and the latest recovery") {
         RunModel model;
-        model.reset(ftScenario(), 3);
-        const std::vector<Event> events = syntheticFtRun();
-        model.ingest(events.data(), events.size());
-        ViewInputs in;
-        in.model = &model;
-        in.now_ns = model.tEnd();
+        ViewInputs in = syntheticFtInputs(model);
         const auto stats = imgui.frame([&] { view.draw(in); });
         CHECK(stats.balanced);
         CHECK(stats.vertices > 2000); // three strips of spans and markers
@@ -219,12 +227,7 @@ TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", 
 
     SECTION("a pane too short for the rows and the stopwatch: the stopwatch comes first") {
         RunModel model;
-        model.reset(ftScenario(), 3);
-        const std::vector<Event> events = syntheticFtRun();
-        model.ingest(events.data(), events.size());
-        ViewInputs in;
-        in.model = &model;
-        in.now_ns = model.tEnd();
+        ViewInputs in = syntheticFtInputs(model);
         ImGui::GetIO().DisplaySize = ImVec2(1600.0f, 220.0f); // the Quorum pane at 1600x900, 28 px text
         const auto stats = imgui.frame([&] { view.draw(in); });
         CHECK(stats.balanced);
@@ -234,9 +237,7 @@ TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", 
 
     SECTION("after a what-if rerun: this run's recoveries beside the run before's, and only those") {
         RunModel model;
-        model.reset(ftScenario(), 3);
-        const std::vector<Event> events = syntheticFtRun();
-        model.ingest(events.data(), events.size());
+        ViewInputs in = syntheticFtInputs(model);
         const std::vector<ComparisonRow> rows = {
             {"step time (mean of the ranks' medians)", "ms", 100.0, 90.0, false},
             {"heal transfer (mean over heals)", "ms", 40.0, 20.0, true},
@@ -248,9 +249,6 @@ TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", 
         w.rows = &rows;
         w.before_label = &before;
         w.now_label = &now;
-        ViewInputs in;
-        in.model = &model;
-        in.now_ns = model.tEnd();
         in.whatif = &w;
         const auto stats = imgui.frame([&] { view.draw(in); });
         CHECK(stats.balanced);
