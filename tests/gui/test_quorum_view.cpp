@@ -228,7 +228,9 @@ TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", 
     SECTION("a pane too short for the rows and the stopwatch: the stopwatch comes first") {
         RunModel model;
         ViewInputs in = syntheticFtInputs(model);
-        ImGui::GetIO().DisplaySize = ImVec2(1600.0f, 220.0f); // the Quorum pane at 1600x900, 28 px text
+        // About 8 lines of the fixture's 13 px text: the header, then room for the rows or the
+        // stopwatch, not both (as the Quorum pane was at 1600x900 with 28 px text).
+        ImGui::GetIO().DisplaySize = ImVec2(1600.0f, 140.0f);
         const auto stats = imgui.frame([&] { view.draw(in); });
         CHECK(stats.balanced);
         REQUIRE(view.lastState().recovery.has_value());

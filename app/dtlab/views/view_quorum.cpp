@@ -417,8 +417,12 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
     // A short pane (a large font on a small screen, the view docked under
     // others): the stopwatch, the moment the room is watching, comes before
     // the replica rows, which then scroll below it.
-    const float rows_h = float(m_state.rows.size() + 2) * ImGui::GetFrameHeightWithSpacing();
-    const float stopwatch_h = 4.0f * ImGui::GetTextLineHeightWithSpacing();
+    // Rows: one frame each, then the legend's line. Stopwatch: a separator,
+    // its title, two lines of phases, the heal's line.
+    const float line = ImGui::GetTextLineHeightWithSpacing();
+    const float rows_h = float(m_state.rows.size()) * ImGui::GetFrameHeightWithSpacing() + line;
+    const float stopwatch_h = ImGui::GetStyle().ItemSpacing.y * 2.0f +
+                              line * (m_state.recovery && m_state.recovery->heal_bytes > 0 ? 4.0f : 3.0f);
     m_stopwatch_first = m_state.recovery && ImGui::GetContentRegionAvail().y < rows_h + stopwatch_h;
     if (m_stopwatch_first) {
         drawStopwatch(inputs, t_end);
