@@ -742,6 +742,9 @@ void checkPipelineGroupsResumeFromStageCheckpoint(const std::string& data_parall
         CHECK(paramsFileBytes(dir.file("uninterrupted"), rank) == reference);
         CHECK(paramsFileBytes(dir.file("killed"), rank) == reference);
     }
+    const auto meta = it::readJsonFile(dir.file("ck/step-9/checkpoint.json"));
+    CHECK(meta["shards"] == (sharded ? 2 : 1));
+    CHECK(meta["version"] == (sharded ? 2 : 1)); // an older dtlab refuses sharded stages by their version
     // A shard's bounds depend on the layout: resuming with the other one is
     // refused before any rank starts, naming both.
     const std::string other =

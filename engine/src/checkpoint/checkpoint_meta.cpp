@@ -16,7 +16,7 @@ std::string checkpointMetaPath(const std::string& step_dir) {
 }
 
 void readCheckpointMeta(const std::string& step_dir, const std::string& format,
-                        const std::function<void(const nlohmann::json& meta)>& read) {
+                        const std::function<void(const nlohmann::json& meta)>& read, int newest_version) {
     const std::string meta_path = checkpointMetaPath(step_dir);
     nlohmann::json meta;
     {
@@ -31,8 +31,14 @@ void readCheckpointMeta(const std::string& step_dir, const std::string& format,
         }
     }
     try {
-        if (meta.at("format") != format || meta.at("version") != 1)
-            throw UsageError("'" + meta_path + "' is not a version 1 " + format);
+        const bool known_version = meta.at("version").is_number_integer() &&
+                                   meta.at("version").get<int>() >= 1 &&
+                                   meta.at("version").get<int>() <= newest_version;
+        if (meta.at("format") != format || !known_version)
+            throw UsageError(
+                "'" + meta_path + "' is not a version " +
+                (newest_version == 1 ? std::string("1") : "1 to " + std::to_string(newest_version)) + " " +
+                format);
         read(meta);
     } catch (const UsageError&) {
         throw;

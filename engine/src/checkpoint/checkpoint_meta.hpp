@@ -17,12 +17,13 @@ namespace dt {
 // STEP_DIR/checkpoint.json
 [[nodiscard]] std::string checkpointMetaPath(const std::string& step_dir);
 
-// Reads STEP_DIR/checkpoint.json, checks "format" == format and "version" ==
-// 1, then calls read(meta) to take the kind's fields. Throws UsageError naming
-// the file when it is missing, is not JSON, is another format or version, or
-// lacks a field that read() asks for (nlohmann's at() / get<>() throw).
+// Reads STEP_DIR/checkpoint.json, checks "format" == format and "version"
+// in 1..newest_version, then calls read(meta) to take the kind's fields.
+// Throws UsageError naming the file when it is missing, is not JSON, is
+// another format or version, or lacks a field that read() asks for
+// (nlohmann's at() / get<>() throw).
 void readCheckpointMeta(const std::string& step_dir, const std::string& format,
-                        const std::function<void(const nlohmann::json& meta)>& read);
+                        const std::function<void(const nlohmann::json& meta)>& read, int newest_version = 1);
 
 // Throws UsageError when checkpoint.json's "model" (empty: not recorded) is
 // not the run's [model] kind. (Its "strategy" may differ: resharding from one

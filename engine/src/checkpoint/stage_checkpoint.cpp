@@ -32,14 +32,21 @@ struct StageMeta {
 
 StageMeta readStageMeta(const std::string& step_dir) {
     StageMeta m;
-    readCheckpointMeta(step_dir, kFormat, [&](const Json& meta) {
-        m.step = meta.at("step").get<int>();
-        m.stages = meta.at("stages").get<int>();
-        m.shards = meta.value("shards", 1);
-        m.stage_numel = meta.at("stage_numel").get<std::vector<int64_t>>();
-        m.run_id = meta.value("run_id", "");
-        m.model = meta.value("model", "");
-    });
+    readCheckpointMeta(
+        step_dir, kFormat,
+        [&](const Json& meta) {
+            m.step = meta.at("step").get<int>();
+            m.stages = meta.at("stages").get<int>();
+            m.shards = meta.value("shards", 1);
+            m.stage_numel = meta.at("stage_numel").get<std::vector<int64_t>>();
+            m.run_id = meta.value("run_id", "");
+            m.model = meta.value("model", "");
+            if (meta.at("version").get<int>() == 1 && m.shards != 1)
+                throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) +
+                                 "' is inconsistent: version 1 holds whole stages, not " +
+                                 std::to_string(m.shards) + " shards");
+        },
+        /*newest_version=*/2);
     if (m.step < 0 || m.stages < 1 || m.shards < 1 ||
         int64_t(m.stage_numel.size()) != int64_t(m.stages) * m.shards)
         throw UsageError("checkpoint '" + checkpointMetaPath(step_dir) + "' is inconsistent: step " +
@@ -144,7 +151,7 @@ int64_t saveStageCheckpoint(const std::string& step_dir, int last_step, const Sc
         try {
             Json meta;
             meta["format"] = kFormat;
-            meta["version"] = 1;
+            meta["version"] = shards > 1 ? 2 : 1; // 2: sharded stages (an older dtlab refuses it by version)
             meta["step"] = last_step;
             meta["committed_steps"] = int64_t(last_step) + 1;
             meta["stages"] = stages;

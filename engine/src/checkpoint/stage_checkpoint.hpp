@@ -13,7 +13,8 @@
 // i of pipeline k its stage's file, or shard k of it.
 //
 // Layout, DIR/step-<S>/ (S = the last step it holds):
-//   checkpoint.json            format "dtlab stage checkpoint", version 1,
+//   checkpoint.json            format "dtlab stage checkpoint", version 1
+//                              (whole stages) or 2 (sharded stages),
 //                              step S, committed_steps S + 1, stages G,
 //                              shards K (1 = whole stages; absent = 1),
 //                              stage_numel [G K] (3 P_f + 2 for file f =
