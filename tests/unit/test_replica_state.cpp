@@ -108,3 +108,37 @@ TEST_CASE("the heal sends large live pieces alone and packs small neighbours, ne
         CHECK(runs[1].numel == 14);
     }
 }
+
+TEST_CASE("the heal's metadata names what differs between source and healer", "[replica_state]") {
+    const std::vector<int64_t> layout = {262146, 262144, 1000};
+    const at::Tensor meta = dt::replicaStateMetadata(17, layout);
+    SECTION("it holds the step, the count and each message's elements, as int64") {
+        REQUIRE(meta.scalar_type() == at::kLong);
+        REQUIRE(meta.numel() == 5);
+        CHECK(meta[0].item<int64_t>() == 17);
+        CHECK(meta[1].item<int64_t>() == 3);
+        CHECK(meta[2].item<int64_t>() == 262146);
+        CHECK(meta[4].item<int64_t>() == 1000);
+    }
+    SECTION("the same step and layout agree") {
+        CHECK(dt::replicaStateMetadataMismatch(meta, 17, layout).empty());
+    }
+    SECTION("another step is refused, naming both") {
+        const std::string why = dt::replicaStateMetadataMismatch(meta, 18, layout);
+        CHECK(why.find("step 17") != std::string::npos);
+        CHECK(why.find("is 18") != std::string::npos);
+    }
+    SECTION("another layout is refused, naming both") {
+        const std::string fewer = dt::replicaStateMetadataMismatch(meta, 17, {262146, 263144});
+        CHECK(fewer.find("3 messages of 262146, 262144, 1000") != std::string::npos);
+        CHECK(fewer.find("this rank's is 2 messages of 262146, 263144") != std::string::npos);
+        CHECK_FALSE(dt::replicaStateMetadataMismatch(meta, 17, {262146, 262144, 1001}).empty());
+    }
+    SECTION("metadata whose count disagrees with its length is malformed") {
+        at::Tensor bad = meta.clone();
+        bad[1] = 7;
+        CHECK(dt::replicaStateMetadataMismatch(bad, 17, layout).find("malformed") != std::string::npos);
+        CHECK(dt::replicaStateMetadataMismatch(at::zeros({1}, at::kLong), 17, layout).find("malformed") !=
+              std::string::npos);
+    }
+}

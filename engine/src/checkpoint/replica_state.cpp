@@ -7,6 +7,9 @@
 #include <ATen/ATen.h>
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
+#include <string>
+
 namespace dt {
 namespace {
 
@@ -107,6 +110,44 @@ std::vector<ReplicaStateRun> replicaStateRuns(const std::vector<int64_t>& piece_
         offset += piece_numels[i];
     }
     return runs;
+}
+
+at::Tensor replicaStateMetadata(int64_t committed_steps, const std::vector<int64_t>& message_numels) {
+    at::Tensor meta = at::empty({2 + int64_t(message_numels.size())}, at::kLong);
+    int64_t* m = meta.data_ptr<int64_t>();
+    m[0] = committed_steps;
+    m[1] = int64_t(message_numels.size());
+    for (size_t i = 0; i < message_numels.size(); ++i)
+        m[2 + i] = message_numels[i];
+    return meta;
+}
+
+namespace {
+std::string numelsText(const int64_t* numels, size_t n) {
+    std::string text = std::to_string(n) + (n == 1 ? " message of " : " messages of ");
+    for (size_t i = 0; i < n && i < 4; ++i)
+        text += (i ? ", " : "") + std::to_string(numels[i]);
+    return text + (n > 4 ? ", ..." : "") + " elements";
+}
+} // namespace
+
+std::string replicaStateMetadataMismatch(const at::Tensor& meta, int64_t expected_step,
+                                         const std::vector<int64_t>& expected_numels) {
+    if (meta.scalar_type() != at::kLong || meta.dim() != 1 || meta.numel() < 2)
+        return "malformed metadata (" + std::to_string(meta.numel()) + " values)";
+    const int64_t* m = meta.data_ptr<int64_t>();
+    const int64_t n = m[1];
+    if (n != meta.numel() - 2)
+        return "malformed metadata (" + std::to_string(meta.numel()) + " values for " + std::to_string(n) +
+               " messages)";
+    if (m[0] != expected_step)
+        return "the source sends the state of step " + std::to_string(m[0]) + ", the quorum's step is " +
+               std::to_string(expected_step);
+    if (n != int64_t(expected_numels.size()) ||
+        !std::equal(expected_numels.begin(), expected_numels.end(), m + 2))
+        return "the source's state is " + numelsText(m + 2, size_t(n)) + ", this rank's is " +
+               numelsText(expected_numels.data(), expected_numels.size());
+    return "";
 }
 
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,

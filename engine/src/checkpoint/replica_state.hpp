@@ -13,6 +13,7 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace torch::optim {
@@ -55,6 +56,18 @@ struct ReplicaStateRun {
 inline constexpr int64_t kReplicaStateInPlaceNumel = int64_t(1) << 18; // 1 MiB of fp32
 [[nodiscard]] std::vector<ReplicaStateRun> replicaStateRuns(const std::vector<int64_t>& piece_numels,
                                                             const std::vector<int64_t>& message_numels);
+
+// The heal's metadata over the process group, sent before the state (TorchFT's
+// PGTransport sends its _StateDictMeta first: the step, then each tensor's
+// size), int64: {committed steps of the source, n, numel of message 0, ...,
+// numel of message n - 1}. 8 (n + 2) bytes, after an int64 of its length.
+[[nodiscard]] at::Tensor replicaStateMetadata(int64_t committed_steps,
+                                              const std::vector<int64_t>& message_numels);
+// The healer's check of that metadata against the quorum's step (TorchFT
+// asserts meta.step == step) and its own layout: "" when they agree, else
+// what differs, naming both sides.
+[[nodiscard]] std::string replicaStateMetadataMismatch(const at::Tensor& meta, int64_t expected_step,
+                                                       const std::vector<int64_t>& expected_numels);
 
 // Overwrites the parameters and the optimizer state; returns the sender's committed steps.
 int64_t unpackReplicaState(const at::Tensor& state, const std::vector<at::Tensor>& params,

@@ -22,8 +22,12 @@
 //  3. heal, over that group: an up-to-date replica posts its state (DDP
 //     4 (3P + 2) bytes, replica_state.hpp; DiLoCo adds the global model and
 //     the outer momentum, 8P) to each healer it serves and goes on; a healer
-//     posts the receives. One point-to-point message per part, Gloo tag
-//     1000 n + n (id % 1000) + i for part i of n. The parts are the live
+//     posts the receives. As TorchFT's PGTransport: first the metadata's
+//     length and the metadata (int64: the source's committed steps, n, each
+//     part's elements), which the healer checks against the quorum's step and
+//     its own layout before receiving anything else (a mismatch fails the
+//     heal at once, naming both); then one point-to-point message per part
+//     (tags: healTags). The parts are the live
 //     tensors where the loop steps nothing before the vote (ReplicaState-
 //     Transfer::live: header, each parameter, each exp_avg, each exp_avg_sq,
 //     as TorchFT's PGTransport sends each tensor), else save()'s copies.
@@ -319,6 +323,7 @@ void Manager::dropGroup() {
 void Manager::startQuorum(int64_t step, int64_t committed_steps) {
     endHttpServing(); // a round that ended without a vote served nothing past it either
     m_step = step;
+    m_committed_steps = committed_steps;
     m_abort = AbortReason::None;
     m_finite = true;
     m_heal_applied = false;
@@ -435,6 +440,25 @@ void Manager::configure() {
 }
 
 // ---- 3. the state transfer ---------------------------------------------------
+namespace {
+
+// The heal's Gloo tags on the quorum's group, as TorchFT's PGTransport numbers
+// its messages (tag 1 the metadata's length, tag 2 the metadata, 3 + i the
+// i-th tensor), made distinct per quorum id so that a late message of an
+// earlier quorum never matches: the metadata at 2 k and 2 k + 1, the n
+// messages of the state at 2000 + 1000 n + n k + i, k = quorum id % 1000.
+// The metadata's tags do not depend on n, so a healer whose layout differs
+// still receives the metadata, and says so at once.
+struct HealTags {
+    int length = 0, metadata = 0, first_message = 0;
+};
+HealTags healTags(int64_t quorum_id, int messages) {
+    const int k = int(quorum_id % 1000);
+    return {2 * k, 2 * k + 1, 2000 + 1000 * messages + messages * k};
+}
+
+} // namespace
+
 void Manager::heal() {
     m_heal_sends.clear();
     m_heal_receives.clear();
@@ -443,20 +467,28 @@ void Manager::heal() {
         return;
     if (m_transport == HealTransport::Http)
         return healOverHttp();
-    // TorchFT's PGTransport sends each tensor of the state dict as its own
-    // message (tags 3, 4, ...) and the healer receives each in place. With
-    // live views (nothing steps before the vote) the source does the same:
-    // no packed copy of the large tensors on a core that trains; runs of
-    // small neighbours go as one packed message each (replicaStateRuns). Without live
-    // views, save()'s messages. Under a modelled link ([network]) too: each
-    // message is held for its own bytes' link time, so the state goes as one.
+    // TorchFT's PGTransport sends the metadata (its length, then the step
+    // and each tensor's size), then each tensor of the state dict as its
+    // own message; the healer checks the metadata, then receives each
+    // tensor. With live views (nothing steps before the vote) the source
+    // does the same: no packed copy of the large tensors on a core that
+    // trains; runs of small neighbours go as one packed message each
+    // (replicaStateRuns). Without live views, save()'s messages. Under a
+    // modelled link ([network]) too: each message is held for its own
+    // bytes' link time, so the state goes as one.
     const bool modelled_link = m_context.link && m_context.link->active();
     const bool by_pieces = bool(m_state.live) && !m_state.live_numels.empty() && !modelled_link;
     const std::vector<ReplicaStateRun> runs =
         by_pieces ? replicaStateRuns(m_state.live_numels, m_state.message_numels)
                   : std::vector<ReplicaStateRun>{};
-    const int n = by_pieces ? int(runs.size()) : int(m_state.message_numels.size());
-    const int tag = 1000 * n + n * int(m_role.quorum_id % 1000); // [tag, tag + n) differs per quorum
+    std::vector<int64_t> wire_numels; // each message's elements, as this rank lays them out
+    if (by_pieces)
+        for (const ReplicaStateRun& r : runs)
+            wire_numels.push_back(r.numel);
+    else
+        wire_numels = m_state.message_numels;
+    const int n = int(wire_numels.size());
+    const HealTags tags = healTags(m_role.quorum_id, n);
     const CommTag ctag{int(m_step), -1, -1};
     std::vector<at::Tensor> live_messages; // one set serves every healer
     if (by_pieces && !m_role.heal_destinations.empty()) {
@@ -468,38 +500,81 @@ void Manager::heal() {
                                         : at::cat(std::vector<at::Tensor>(pieces.begin() + long(r.begin),
                                                                           pieces.begin() + long(r.end))));
     }
-    for (int destination : m_role.heal_destinations) {
-        HealSend s;
-        s.begin = m_telemetry.now();
-        s.messages = by_pieces ? live_messages : m_state.save();
-        s.peer_replica = memberReplica(destination);
-        s.peer_rank = peerRank(destination);
-        for (int i = 0; i < n; ++i)
-            s.works.push_back(m_group->postSend(s.messages[size_t(i)], destination, tag + i, ctag));
-        m_heal_sends.push_back(std::move(s));
+    if (!m_role.heal_destinations.empty()) {
+        const at::Tensor meta = replicaStateMetadata(m_committed_steps, wire_numels);
+        const at::Tensor length = at::full({1}, meta.numel(), at::kLong);
+        for (int destination : m_role.heal_destinations) {
+            HealSend s;
+            s.begin = m_telemetry.now();
+            s.messages = by_pieces ? live_messages : m_state.save();
+            s.peer_replica = memberReplica(destination);
+            s.peer_rank = peerRank(destination);
+            s.works.push_back(m_group->postSend(length, destination, tags.length, ctag));
+            s.works.push_back(m_group->postSend(meta, destination, tags.metadata, ctag));
+            for (int i = 0; i < n; ++i)
+                s.works.push_back(
+                    m_group->postSend(s.messages[size_t(i)], destination, tags.first_message + i, ctag));
+            m_heal_sends.push_back(std::move(s));
+        }
     }
     if (m_role.heal) {
         m_heal_begin = m_telemetry.now();
-        for (int64_t numel : m_state.message_numels)
-            m_heal_received.push_back(at::empty({numel}, at::kFloat));
-        // Each run lands in its place in the flat messages that load() reads.
-        std::vector<at::Tensor> into = m_heal_received;
-        if (by_pieces) {
-            const std::vector<at::Tensor> pieces = piecesOf(m_heal_received, m_state.live_numels);
-            into.clear();
-            for (const ReplicaStateRun& r : runs) // consecutive pieces of one message: one slice of it
-                into.push_back(pieces[r.begin].as_strided({r.numel}, {1}, pieces[r.begin].storage_offset()));
+        if (receiveHealMetadata(tags.length, tags.metadata, wire_numels, ctag)) {
+            for (int64_t numel : m_state.message_numels)
+                m_heal_received.push_back(at::empty({numel}, at::kFloat));
+            // Each run lands in its place in the flat messages that load() reads.
+            std::vector<at::Tensor> into = m_heal_received;
+            if (by_pieces) {
+                const std::vector<at::Tensor> pieces = piecesOf(m_heal_received, m_state.live_numels);
+                into.clear();
+                for (const ReplicaStateRun& r : runs) // consecutive pieces of one message: one slice of it
+                    into.push_back(
+                        pieces[r.begin].as_strided({r.numel}, {1}, pieces[r.begin].storage_offset()));
+            }
+            for (int i = 0; i < n; ++i)
+                m_heal_receives.push_back(
+                    m_group->postRecv(into[size_t(i)], m_role.heal_source, tags.first_message + i, ctag));
         }
-        for (int i = 0; i < n; ++i)
-            m_heal_receives.push_back(m_group->postRecv(into[size_t(i)], m_role.heal_source, tag + i, ctag));
     }
     // As TorchFT's send_checkpoint / recv_checkpoint over the process group,
     // on the quorum thread: both ends wait for the transfer here, so the Heal
     // spans are the transfer alone, and a received state is pending once it
     // is in; the loop adopts it later (shouldCommit or healBeforeCompute).
-    if (m_role.heal)
+    if (m_role.heal && !m_heal_failed)
         (void)finishHealReceives();
     finishHealSends();
+}
+
+// TorchFT's recv_checkpoint, first half: the metadata's length, then the
+// metadata, each waited for; then the check against this rank's own layout.
+// A mismatch fails the heal at once, naming both (the source's sends then
+// fail with the group, or time out), instead of receiving the wrong bytes.
+bool Manager::receiveHealMetadata(int length_tag, int metadata_tag, const std::vector<int64_t>& wire_numels,
+                                  const CommTag& ctag) {
+    const int source = memberReplica(m_role.heal_source);
+    std::string problem;
+    try {
+        at::Tensor length = at::zeros({1}, at::kLong);
+        m_group->postRecv(length, m_role.heal_source, length_tag, ctag)->wait();
+        const int64_t values = length.item<int64_t>();
+        if (values < 2 || values > (int64_t(1) << 20)) {
+            problem = "malformed metadata length " + std::to_string(values);
+        } else {
+            at::Tensor meta = at::empty({values}, at::kLong);
+            m_group->postRecv(meta, m_role.heal_source, metadata_tag, ctag)->wait();
+            problem = replicaStateMetadataMismatch(meta, m_role.max_step, wire_numels);
+        }
+    } catch (const CommError& e) {
+        problem = e.what();
+    }
+    if (problem.empty())
+        return true;
+    m_heal_failed = true;
+    if (m_abort == AbortReason::None)
+        m_abort = AbortReason::HealFailed;
+    m_heal_end = m_telemetry.now();
+    m_sender.log(LogLevel::Warning, "heal from replica " + std::to_string(source) + " failed: " + problem);
+    return false;
 }
 
 void Manager::healOverHttp() {

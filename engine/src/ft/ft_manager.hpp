@@ -186,6 +186,10 @@ class Manager {
     // 3. Posts the state to each healer this replica serves, and the receive
     //    when this replica heals (TorchFT's send_checkpoint / recv_checkpoint).
     void heal();
+    // The healer's first half of a process-group heal: the source's metadata,
+    // checked against this rank's layout (false: the heal failed, logged).
+    bool receiveHealMetadata(int length_tag, int metadata_tag, const std::vector<int64_t>& wire_numels,
+                             const CommTag& ctag);
     void finishHealSends();
     // heal_transport = "http": the source stages its state on its server, the
     // healer fetches it (http_heal_transport.hpp). After the vote the source
@@ -233,6 +237,7 @@ class Manager {
 
     // The round in progress.
     int64_t m_step = 0;
+    int64_t m_committed_steps = 0; // this replica's, as it asked for the quorum
     int64_t m_quorum_begin = 0;
     std::future<Quorum> m_quorum_future;
     Quorum m_quorum;
