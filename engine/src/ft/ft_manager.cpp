@@ -444,11 +444,12 @@ namespace {
 
 // The heal's Gloo tags on the quorum's group, as TorchFT's PGTransport numbers
 // its messages (tag 1 the metadata's length, tag 2 the metadata, 3 + i the
-// i-th tensor), made distinct per quorum id so that a late message of an
-// earlier quorum never matches: the metadata at 2 k and 2 k + 1, the n
-// messages of the state at 2000 + 1000 n + n k + i, k = quorum id % 1000.
-// The metadata's tags do not depend on n, so a healer whose layout differs
-// still receives the metadata, and says so at once.
+// i-th tensor): the metadata at 2 k and 2 k + 1, the n messages of the state
+// at 2000 + 1000 n + n k + i, k = quorum id % 1000. (What keeps an earlier
+// quorum's message from matching is that each quorum id builds its own group,
+// configure(); the tags only keep one heal's messages apart.) The metadata's
+// tags do not depend on n, so a healer whose layout differs still receives
+// the metadata, and says so at once.
 struct HealTags {
     int length = 0, metadata = 0, first_message = 0;
 };
@@ -547,8 +548,10 @@ void Manager::heal() {
 
 // TorchFT's recv_checkpoint, first half: the metadata's length, then the
 // metadata, each waited for; then the check against this rank's own layout.
-// A mismatch fails the heal at once, naming both (the source's sends then
-// fail with the group, or time out), instead of receiving the wrong bytes.
+// A mismatch fails the heal at once, naming both, instead of receiving the
+// wrong bytes; the group is dropped at once, so the source's pending sends
+// fail with a closed connection instead of waiting for their timeout (a
+// replica group's other ranks wait for that source rank's vote).
 bool Manager::receiveHealMetadata(int length_tag, int metadata_tag, const std::vector<int64_t>& wire_numels,
                                   const CommTag& ctag) {
     const int source = memberReplica(m_role.heal_source);
@@ -574,6 +577,7 @@ bool Manager::receiveHealMetadata(int length_tag, int metadata_tag, const std::v
         m_abort = AbortReason::HealFailed;
     m_heal_end = m_telemetry.now();
     m_sender.log(LogLevel::Warning, "heal from replica " + std::to_string(source) + " failed: " + problem);
+    dropGroup(); // nothing of ours is pending on it; aborted() would drop it at the round's end
     return false;
 }
 
