@@ -188,3 +188,60 @@ TEST_CASE("32 ranks in a topology view of a laptop's size: compact tiles, every 
         CHECK_FALSE(gridFor(32, ImVec2(1600, 900)).compact);
     }
 }
+
+TEST_CASE(
+    "replica groups of several ranks are laid out apart, each under a line that names it one failure domain",
+    "[gui][topology]") {
+    HeadlessImGui imgui;
+    RunModel model;
+    Scenario s;
+    s.topology.ranks = 4;
+    s.topology.replicas = 2;
+    s.strategy.kind = StrategyKind::Fsdp;
+    s.fault_tolerance.enabled = true;
+    s.run.steps = 40;
+    REQUIRE(ftGroupSize(s) == 2);
+    model.reset(s, 4);
+    std::vector<RankProgress> ranks;
+    for (int r = 0; r < 4; ++r)
+        ranks.push_back(running(r, 12, 60));
+    ViewInputs in;
+    in.model = &model;
+    in.ranks = &ranks;
+    in.now_ns = 5'000 * kMs;
+    in.live = true;
+    TopologyView view;
+    const auto gridAt = [&](ImVec2 size) {
+        ImGui::GetIO().DisplaySize = size;
+        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+        return view.lastGrid();
+    };
+    SECTION("a wide pane: one row per group even where three tiles would fit on a row") {
+        const TopologyView::Grid g = gridAt(ImVec2(900, 700));
+        CAPTURE(g.columns, g.rows);
+        REQUIRE(g.columns >= 3);
+        CHECK(g.group_headers == 2);
+        CHECK(g.rows == 2);
+        CHECK(g.fits);
+    }
+    SECTION("a narrow pane: each group's ranks on rows of their own") {
+        const TopologyView::Grid g = gridAt(ImVec2(300, 900));
+        CAPTURE(g.columns, g.rows);
+        REQUIRE(g.columns == 1);
+        CHECK(g.group_headers == 2);
+        CHECK(g.rows == 4);
+    }
+    SECTION("a group with a dead rank keeps its rows and its header line while it restarts") {
+        ranks[3].state = RankState::Killed;
+        ranks[2].state = RankState::Restarting;
+        CHECK(gridAt(ImVec2(900, 700)).group_headers == 2);
+    }
+    SECTION("without fault tolerance the ranks are one grid") {
+        s.fault_tolerance.enabled = false;
+        model.reset(s, 4);
+        const TopologyView::Grid g = gridAt(ImVec2(900, 700));
+        CHECK(g.group_headers == 0);
+        CHECK(g.rows == (4 + g.columns - 1) / g.columns);
+    }
+}

@@ -98,6 +98,10 @@ const char* TopologyView::helpText() const {
            "its "
            "pid, host, process groups with their backend (gloo or mpi), delay, the checksum of its weights "
            "after its last step (replicas that must agree show the same one) and the errors it logged.\n\n"
+           "Replica groups of several ranks (fault tolerance over fsdp, zero or pipeline groups): each "
+           "group starts a row of its own under a line naming it; a group is one failure domain, so a "
+           "kill takes all of its ranks down, they restart together and heal shard by shard from a live "
+           "group.\n\n"
            "More than 8 ranks whose tiles do not fit: the tiles turn compact (rank, state colour, steps "
            "done; hover for the rest), so that every rank stays in view, and the selected rank's fault "
            "buttons move to its details.\n\n"
@@ -229,14 +233,29 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
         return std::floor(style.WindowPadding.y * 2.0f + (line + 4.0f) + line * 3.0f +
                           float(button_rows) * (ImGui::GetFrameHeight() + compactSpacing().y));
     };
+    // Replica groups of several ranks (fault tolerance over fsdp, zero or
+    // pipeline groups): each group starts a row of its own under a header
+    // line naming it one failure domain, so the room sees a kill take the
+    // whole group down and the group heal together. Compact tiles (many
+    // ranks) keep one grid; their titles say gN.
+    const int group_size = ftGroupSize(inputs.model->scenario());
+    const bool groups_apart = group_size > 1 && world % group_size == 0;
+    const int groups = groups_apart ? world / group_size : 0;
+    const auto gridRows = [&](int columns) {
+        return groups_apart ? groups * ((group_size + columns - 1) / columns)
+                            : (world + columns - 1) / columns;
+    };
+    const auto gridHeight = [&](int rows, float tile_h) {
+        return float(rows) * (tile_h + style.ItemSpacing.y) + float(groups) * line;
+    };
     float width = avail.x;
     int columns = columnsFor(width);
     float tile_w = tileWidth(width, columns);
     float tile_h = tileHeight(tile_w);
-    int rows = (world + columns - 1) / columns;
+    int rows = gridRows(columns);
     // Many ranks (32 on a laptop): compact tiles, so that the room sees every
     // rank at once; a tile's buttons are then in the selected rank's details.
-    const bool compact = world > kCompactAbove && float(rows) * (tile_h + style.ItemSpacing.y) > tiles_h;
+    const bool compact = world > kCompactAbove && gridHeight(rows, tile_h) > tiles_h;
     // A compact tile: tight padding, room for "r31 PAUSED" at the least.
     const ImVec2 compact_pad(style.FramePadding.x, 2.0f);
     const auto compactColumns = [&](float w) {
@@ -249,7 +268,11 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
         tile_h = std::floor(compact_pad.y * 2.0f + (line + 2.0f) + line);
         rows = (world + columns - 1) / columns;
     }
-    if (float(rows) * (tile_h + style.ItemSpacing.y) > tiles_h) { // a scrollbar will take its width
+    const int header_groups = compact ? 0 : groups; // group header lines drawn
+    const auto laidOutHeight = [&] {
+        return float(rows) * (tile_h + style.ItemSpacing.y) + float(header_groups) * line;
+    };
+    if (laidOutHeight() > tiles_h) { // a scrollbar will take its width
         width -= style.ScrollbarSize;
         if (compact) {
             columns = compactColumns(width);
@@ -259,21 +282,24 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
             tile_w = tileWidth(width, columns);
             tile_h = tileHeight(tile_w);
         }
-        rows = (world + columns - 1) / columns;
+        rows = compact ? (world + columns - 1) / columns : gridRows(columns);
     }
     m_grid.compact = compact;
     m_grid.columns = columns;
     m_grid.rows = rows;
-    m_grid.fits = float(rows) * (tile_h + style.ItemSpacing.y) <= tiles_h + style.ItemSpacing.y;
+    m_grid.group_headers = header_groups;
+    m_grid.fits = laidOutHeight() <= tiles_h + style.ItemSpacing.y;
 
-    // TODO(topology): with pipeline stages and sharding, lay the tiles out as
-    // replicas (groups of tiles, one failure domain each) x stages (columns)
-    // x shards (rows inside a stage) instead of one grid of ranks.
+    // TODO(topology): with pipeline stages, lay a group's tiles out as stages
+    // (columns) x shards (rows inside a stage) instead of one row of ranks.
     ImGui::BeginChild("tiles", ImVec2(0, tiles_h), false);
     if (compact)
         ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, compact_pad);
     for (int r = 0; r < world; ++r) {
-        if (r % columns != 0)
+        const int place = header_groups > 0 ? r % group_size : r; // place in its group's rows
+        if (header_groups > 0 && place == 0)
+            drawGroupHeader(inputs, r / group_size, group_size);
+        if (place % columns != 0)
             ImGui::SameLine();
         if (compact)
             drawCompactTile(inputs, ranks[size_t(r)], tile_w, tile_h);
@@ -289,6 +315,55 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
         drawDetails(inputs, selected);
     else
         ImGui::TextDisabled("Click a tile to see a rank's details.");
+}
+
+// "replica group 1 (ranks 2-3): one failure domain", then what the group is
+// going through: down (a rank died: the Session restarts all of its ranks),
+// healing (its ranks receive their shards from a live group), or nothing. One
+// line: in a narrow pane the longest wording that fits, the state first kept.
+void TopologyView::drawGroupHeader(const ViewInputs& inputs, int group, int group_size) {
+    const std::vector<RankProgress>& ranks = *inputs.ranks;
+    const int first = group * group_size;
+    const int last = first + group_size - 1;
+    bool down = false;
+    bool healing = false;
+    for (int r = first; r <= last && r < int(ranks.size()); ++r) {
+        const RankState state = ranks[size_t(r)].state;
+        down |= state == RankState::Killed || state == RankState::Failed || state == RankState::Restarting;
+        healing |= state == RankState::Healing;
+    }
+    const std::string g = std::to_string(group);
+    const std::string span = " (ranks " + std::to_string(first) + "-" + std::to_string(last) + ")";
+    // The wording is chosen as if the group were down (its longest), so that
+    // every group's line reads the same way whatever its state.
+    struct Wording {
+        std::string name, down, healing;
+    };
+    const Wording wordings[] = {
+        {"replica group " + g + span + ": one failure domain", "down: its ranks restart together",
+         "healing from a live group"},
+        {"replica group " + g + span, "down: its ranks restart together", "healing"},
+        {"group " + g + span, "down, restarting", "healing"},
+        {"group " + g, "down", "healing"},
+    };
+    const float avail = ImGui::GetContentRegionAvail().x;
+    const float gap = ImGui::GetStyle().ItemSpacing.x;
+    const Wording* chosen = &wordings[3];
+    for (const Wording& w : wordings) {
+        const float longest =
+            std::max(ImGui::CalcTextSize(w.down.c_str()).x, ImGui::CalcTextSize(w.healing.c_str()).x);
+        if (ImGui::CalcTextSize(w.name.c_str()).x + gap + longest <= avail) {
+            chosen = &w;
+            break;
+        }
+    }
+    ImGui::TextUnformatted(chosen->name.c_str());
+    if (down || healing) {
+        ImGui::SameLine();
+        const RankState shown = down ? RankState::Killed : RankState::Healing;
+        ImGui::TextColored(ImColor(rankStateColor(shown, *inputs.theme)), "%s",
+                           down ? chosen->down.c_str() : chosen->healing.c_str());
+    }
 }
 
 void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, float width, float height) {

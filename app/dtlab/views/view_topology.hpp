@@ -17,7 +17,8 @@
 // The tiles show ViewInputs::ranks: with a time cursor, each rank as it was
 // there (the app fills it from runStateAt); the buttons still act on now.
 //
-// Layout: for now the topology is ranks only, laid out in a grid.
+// Layout: ranks in a grid; replica groups of several ranks (fault tolerance)
+// each start a row of their own under a header line, one failure domain each.
 #pragma once
 
 #include "dtlab/session.hpp"
@@ -62,11 +63,13 @@ class TopologyView final : public View {
         bool compact = false;
         int columns = 1;
         int rows = 0;
-        bool fits = true; // every tile visible without scrolling
+        bool fits = true;      // every tile visible without scrolling
+        int group_headers = 0; // replica groups laid out apart, each under its header line
     };
     [[nodiscard]] const Grid& lastGrid() const { return m_grid; } // as the last frame laid it out
 
   private:
+    void drawGroupHeader(const ViewInputs& inputs, int group, int group_size);
     void drawTile(const ViewInputs& inputs, const RankProgress& p, float width, float height);
     void drawCompactTile(const ViewInputs& inputs, const RankProgress& p, float width, float height);
     void drawFaultButtons(const ViewInputs& inputs, const RankProgress& p);
