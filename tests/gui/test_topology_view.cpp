@@ -26,6 +26,29 @@ RankProgress running(int rank, int step, double step_ms) {
     return p;
 }
 
+// `world` running ranks of `model`'s scenario, live at 5 s.
+ViewInputs liveInputs(const RunModel& model, std::vector<RankProgress>& ranks, int world, int step,
+                      double step_ms) {
+    ranks.clear();
+    for (int r = 0; r < world; ++r)
+        ranks.push_back(running(r, step, step_ms));
+    ViewInputs in;
+    in.model = &model;
+    in.ranks = &ranks;
+    in.now_ns = 5'000 * kMs;
+    in.live = true;
+    return in;
+}
+
+// Two frames of `view` at `size` (the second has the window's size); its grid.
+TopologyView::Grid gridAfterTwoFrames(HeadlessImGui& imgui, TopologyView& view, const ViewInputs& in,
+                                      ImVec2 size) {
+    ImGui::GetIO().DisplaySize = size;
+    CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+    CHECK(imgui.frame([&] { view.draw(in); }).balanced);
+    return view.lastGrid();
+}
+
 } // namespace
 
 TEST_CASE("A rank blocked in an all-reduce that never completes reads BLOCKED, not RUNNING",
@@ -160,18 +183,9 @@ TEST_CASE("32 ranks in a topology view of a laptop's size: compact tiles, every 
         s.run.steps = 40;
         model.reset(s, world);
         std::vector<RankProgress> ranks;
-        for (int r = 0; r < world; ++r)
-            ranks.push_back(running(r, 2, 3000));
-        ViewInputs in;
-        in.model = &model;
-        in.ranks = &ranks;
-        in.now_ns = 5'000 * kMs;
-        in.live = true;
+        const ViewInputs in = liveInputs(model, ranks, world, 2, 3000);
         TopologyView view;
-        ImGui::GetIO().DisplaySize = size;
-        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
-        CHECK(imgui.frame([&] { view.draw(in); }).balanced); // the second frame has the window's size
-        return view.lastGrid();
+        return gridAfterTwoFrames(imgui, view, in, size);
     };
     SECTION("32 ranks in 480 x 490 px (the view at 1600 x 900): compact, all rows visible") {
         const TopologyView::Grid g = gridFor(32, ImVec2(480, 490));
@@ -203,20 +217,9 @@ TEST_CASE(
     REQUIRE(ftGroupSize(s) == 2);
     model.reset(s, 4);
     std::vector<RankProgress> ranks;
-    for (int r = 0; r < 4; ++r)
-        ranks.push_back(running(r, 12, 60));
-    ViewInputs in;
-    in.model = &model;
-    in.ranks = &ranks;
-    in.now_ns = 5'000 * kMs;
-    in.live = true;
+    const ViewInputs in = liveInputs(model, ranks, 4, 12, 60);
     TopologyView view;
-    const auto gridAt = [&](ImVec2 size) {
-        ImGui::GetIO().DisplaySize = size;
-        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
-        CHECK(imgui.frame([&] { view.draw(in); }).balanced);
-        return view.lastGrid();
-    };
+    const auto gridAt = [&](ImVec2 size) { return gridAfterTwoFrames(imgui, view, in, size); };
     SECTION("a wide pane: one row per group even where three tiles would fit on a row") {
         const TopologyView::Grid g = gridAt(ImVec2(900, 700));
         CAPTURE(g.columns, g.rows);
