@@ -3,6 +3,7 @@
 
 #include "dtlab/atomic_file.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/scenario.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -80,6 +81,25 @@ bool checkpointSavedByRun(const std::string& step_dir, int last_step, const std:
         return meta.at("step").get<int>() == last_step && meta.value("run_id", "") == run_id;
     } catch (const std::exception&) {
         return false; // unreadable: not this run's
+    }
+}
+
+void refuseWhenNothingLeftToTrain(const std::string& path, int64_t last_step, int64_t steps) {
+    if (last_step + 1 >= steps)
+        throw UsageError("checkpoint '" + path + "' ends at step " + std::to_string(last_step) +
+                         " but the run has only " + std::to_string(steps) +
+                         " steps: nothing left to train (raise [run] steps)");
+}
+
+std::optional<CheckpointChoice> newestCheckpointOfThisJob(const Scenario& scenario, int64_t next_step) {
+    try {
+        CheckpointChoice choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
+        if (choice.step + 1 <= next_step ||
+            !checkpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
+            return std::nullopt;
+        return choice;
+    } catch (const UsageError&) {
+        return std::nullopt; // none yet (or none usable): the job goes on from its quorum's step
     }
 }
 

@@ -6,10 +6,13 @@
 // foreign file gives the same clear error whichever kind was asked for.
 #pragma once
 
+#include "dtlab/checkpoint.hpp"
+
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace dt {
@@ -44,5 +47,18 @@ int64_t publishCheckpoint(const std::string& partial, const std::string& step_di
 // empty, or the file is missing or unreadable.
 [[nodiscard]] bool checkpointSavedByRun(const std::string& step_dir, int last_step,
                                         const std::string& run_id);
+
+// A checkpoint at `path` whose last step is `last_step` leaves nothing to
+// train in a run of `steps` steps: UsageError naming it ("... nothing left to
+// train (raise [run] steps)"). Every kind's verify and every resume calls it.
+void refuseWhenNothingLeftToTrain(const std::string& path, int64_t last_step, int64_t steps);
+
+// For a fault-tolerant job whose every replica was down at once: the newest
+// usable checkpoint in [run] checkpoint_dir (chooseCheckpoint) when this run
+// ([run] run_id) wrote it and it is past `next_step` - 1; nullopt when there is
+// none yet, none usable, or only another run's (a checkpoint_dir may hold
+// several runs').
+[[nodiscard]] std::optional<CheckpointChoice> newestCheckpointOfThisJob(const Scenario& scenario,
+                                                                        int64_t next_step);
 
 } // namespace dt

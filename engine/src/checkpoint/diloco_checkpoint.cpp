@@ -248,10 +248,7 @@ void verifyDilocoCheckpoint(const std::string& step_dir, const Scenario& scenari
     checkOuterFile(loadChecked(outerFile(step_dir), step_dir), m, outerFile(step_dir));
     for (int r = 0; r < m.replicas; ++r)
         checkReplicaFile(loadChecked(replicaFile(step_dir, r), step_dir), m, replicaFile(step_dir, r));
-    if (m.step + 1 >= scenario.run.steps)
-        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
-                         " but the run has only " + std::to_string(scenario.run.steps) +
-                         " steps: nothing left to train (raise [run] steps)");
+    refuseWhenNothingLeftToTrain(step_dir, m.step, scenario.run.steps);
 }
 
 } // namespace dt

@@ -188,10 +188,7 @@ void verifyReplicaCheckpoint(const std::string& step_dir, const Scenario& scenar
                          "; this run is " + strategyKindName(scenario.strategy.kind));
     (void)readState(step_dir, m); // the checksum
     (void)readOuter(step_dir, m);
-    if (m.step + 1 >= scenario.run.steps)
-        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
-                         " but the run has only " + std::to_string(scenario.run.steps) +
-                         " steps: nothing left to train (raise [run] steps)");
+    refuseWhenNothingLeftToTrain(step_dir, m.step, scenario.run.steps);
 }
 
 bool replicaCheckpointSavedByRun(const std::string& step_dir, int last_step, const std::string& run_id) {

@@ -143,10 +143,7 @@ void verifyShardedCheckpoint(const std::string& step_dir, const Scenario& scenar
         checkShardIdentity(step_dir, tensors, r, m.shards, m.step);
         checkRunIdentity(tensors, m.run_id, file);
     }
-    if (m.step + 1 >= scenario.run.steps)
-        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
-                         " but the run has only " + std::to_string(scenario.run.steps) +
-                         " steps: nothing left to train (raise [run] steps)");
+    refuseWhenNothingLeftToTrain(step_dir, m.step, scenario.run.steps);
 }
 
 std::string checkpointStepDir(const std::string& dir, int last_step) {

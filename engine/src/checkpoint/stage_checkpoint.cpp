@@ -207,10 +207,7 @@ void verifyStageCheckpoint(const std::string& step_dir, const Scenario& scenario
     for (int i = 0; i < m.stages; ++i)
         for (int k = 0; k < m.shards; ++k)
             (void)readStageState(step_dir, m, i, k); // present, checksum, size
-    if (m.step + 1 >= scenario.run.steps)
-        throw UsageError("checkpoint '" + step_dir + "' ends at step " + std::to_string(m.step) +
-                         " but the run has only " + std::to_string(scenario.run.steps) +
-                         " steps: nothing left to train (raise [run] steps)");
+    refuseWhenNothingLeftToTrain(step_dir, m.step, scenario.run.steps);
 }
 
 } // namespace dt

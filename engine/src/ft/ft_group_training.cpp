@@ -184,11 +184,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
     if (!scenario.run.resume_from.empty() && c.incarnation == 0) {
         const int last = loadGroupCheckpoint(scenario.run.resume_from);
         step = last + 1;
-        if (step >= scenario.run.steps)
-            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " +
-                             std::to_string(last) + " but the run has only " +
-                             std::to_string(scenario.run.steps) +
-                             " steps: nothing left to train (raise [run] steps)");
+        refuseWhenNothingLeftToTrain(scenario.run.resume_from, last, scenario.run.steps);
         if (rank == 0)
             sender.log(LogLevel::Info,
                        "resumed from " + scenario.run.resume_from + " (step " + std::to_string(last) + ")");
@@ -197,17 +193,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
     // it is at step 0 (all restarted: every group decides the same).
     bool may_resume_from_checkpoint = c.incarnation > 0 && !scenario.run.checkpoint_dir.empty();
     const auto resumeFromNewestCheckpoint = [&] {
-        CheckpointChoice choice;
-        choice.step = -1;
-        try {
-            choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
-            // Only this job's own: a checkpoint_dir may also hold another run's.
-            if (choice.step + 1 <= step ||
-                !checkpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
-                choice.step = -1;
-        } catch (const UsageError&) {
-            choice.step = -1; // none yet (or none usable): the job goes on from its quorum's step
-        }
+        CheckpointChoice choice = newestCheckpointOfThisJob(scenario, step).value_or(CheckpointChoice{});
         // The group's ranks load the same checkpoint or none (a collective:
         // the sum of the chosen steps is G times each rank's own).
         at::Tensor sum = at::full({1}, choice.step, at::kInt);

@@ -49,6 +49,7 @@
 // holds it); their local models are not, by design.
 #include "ft/ft_training.hpp"
 
+#include "checkpoint/checkpoint_meta.hpp"
 #include "checkpoint/params_io.hpp"
 #include "checkpoint/replica_checkpoint.hpp"
 #include "checkpoint/replica_state.hpp"
@@ -217,11 +218,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
     if (!scenario.run.resume_from.empty() && c.incarnation == 0) {
         // A whole job resumes: every replica loads the same checkpoint.
         loadCheckpoint(scenario.run.resume_from);
-        if (step >= scenario.run.steps)
-            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " +
-                             std::to_string(step - 1) + " but the run has only " +
-                             std::to_string(scenario.run.steps) +
-                             " steps: nothing left to train (raise [run] steps)");
+        refuseWhenNothingLeftToTrain(scenario.run.resume_from, step - 1, scenario.run.steps);
         if (replica == 0)
             sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " +
                                            std::to_string(step - 1) + ")");
@@ -230,20 +227,15 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
     // step 0 (they all decide the same) and load the job's newest checkpoint.
     bool may_resume_from_checkpoint = c.incarnation > 0 && !scenario.run.checkpoint_dir.empty();
     const auto resumeFromNewestCheckpoint = [&] {
-        try {
-            const CheckpointChoice choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
-            if (choice.step + 1 <= step ||
-                !replicaCheckpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
-                return false; // not this job's
-            loadCheckpoint(choice.step_dir);
-            sender.log(LogLevel::Warning,
-                       "no live replica was ahead: resumed from the job's durable checkpoint " +
-                           choice.step_dir + " (step " + std::to_string(step - 1) +
-                           "); the steps after it are redone, from the writer's local model");
-            return true;
-        } catch (const UsageError&) {
-            return false; // none yet (or none usable): the job goes on from its quorum's step
-        }
+        const std::optional<CheckpointChoice> choice = newestCheckpointOfThisJob(scenario, step);
+        if (!choice)
+            return false;
+        loadCheckpoint(choice->step_dir);
+        sender.log(LogLevel::Warning,
+                   "no live replica was ahead: resumed from the job's durable checkpoint " +
+                       choice->step_dir + " (step " + std::to_string(step - 1) +
+                       "); the steps after it are redone, from the writer's local model");
+        return true;
     };
 
     // 2. A round starts: the quorum (a healer adopts here), then fragment k's

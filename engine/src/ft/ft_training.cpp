@@ -24,6 +24,7 @@
 //     state (replica_checkpoint.hpp); a new job can resume from it.
 #include "ft/ft_training.hpp"
 
+#include "checkpoint/checkpoint_meta.hpp"
 #include "checkpoint/params_io.hpp"
 #include "checkpoint/replica_checkpoint.hpp"
 #include "checkpoint/replica_state.hpp"
@@ -75,22 +76,16 @@ int trainFaultTolerant(const FtRankContext& c) {
     bool may_resume_from_checkpoint = c.incarnation > 0 && !scenario.run.checkpoint_dir.empty();
     const auto resumeFromNewestCheckpoint = [&] {
         may_resume_from_checkpoint = false;
-        try {
-            const CheckpointChoice choice = chooseCheckpoint(scenario.run.checkpoint_dir, scenario);
-            // Only this job's own: a checkpoint_dir may also hold another run's.
-            if (choice.step + 1 <= step ||
-                !replicaCheckpointSavedByRun(choice.step_dir, choice.step, scenario.run.run_id))
-                return;
-            int64_t bytes = 0;
-            step = loadReplicaCheckpoint(choice.step_dir, params, optimizer, bytes);
-            telemetry.instant(EventKind::CheckpointLoaded).step(step - 1).bytes(bytes).emit();
-            sender.log(LogLevel::Warning,
-                       "no live replica was ahead: resumed from the job's durable checkpoint " +
-                           choice.step_dir + " (step " + std::to_string(step - 1) +
-                           "); the steps after it are redone");
-        } catch (const UsageError&) {
-            // none yet (or none usable): the job goes on from its quorum's step
-        }
+        const std::optional<CheckpointChoice> choice = newestCheckpointOfThisJob(scenario, step);
+        if (!choice)
+            return;
+        int64_t bytes = 0;
+        step = loadReplicaCheckpoint(choice->step_dir, params, optimizer, bytes);
+        telemetry.instant(EventKind::CheckpointLoaded).step(step - 1).bytes(bytes).emit();
+        sender.log(LogLevel::Warning,
+                   "no live replica was ahead: resumed from the job's durable checkpoint " +
+                       choice->step_dir + " (step " + std::to_string(step - 1) +
+                       "); the steps after it are redone");
     };
 
     if (!scenario.run.resume_from.empty() && c.incarnation == 0) {
@@ -98,11 +93,7 @@ int trainFaultTolerant(const FtRankContext& c) {
         // they start identical. (A restarted replica heals from a peer instead.)
         int64_t bytes = 0;
         step = loadReplicaCheckpoint(scenario.run.resume_from, params, optimizer, bytes);
-        if (step >= scenario.run.steps)
-            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " +
-                             std::to_string(step - 1) + " but the run has only " +
-                             std::to_string(scenario.run.steps) +
-                             " steps: nothing left to train (raise [run] steps)");
+        refuseWhenNothingLeftToTrain(scenario.run.resume_from, step - 1, scenario.run.steps);
         telemetry.instant(EventKind::CheckpointLoaded).step(step - 1).bytes(bytes).emit();
         if (replica == 0)
             sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " +

@@ -20,6 +20,7 @@
 // and the rank exits with kExitRankFailed.
 #include "dtlab/worker.hpp"
 
+#include "checkpoint/checkpoint_meta.hpp"
 #include "checkpoint/params_io.hpp"
 #include "checkpoint/sharded_checkpoint.hpp"
 #include "comm/mpi_communicator.hpp"
@@ -190,11 +191,7 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
         const AllocationOwnerScope owner(MemoryOwner::OptimizerState); // the AdamW moments it reads
         const int last = strategy->loadCheckpoint(scenario.run.resume_from, bytes);
         first_step = last + 1;
-        if (first_step >= scenario.run.steps)
-            throw UsageError("checkpoint '" + scenario.run.resume_from + "' ends at step " +
-                             std::to_string(last) + " but the run has only " +
-                             std::to_string(scenario.run.steps) +
-                             " steps: nothing left to train (raise [run] steps)");
+        refuseWhenNothingLeftToTrain(scenario.run.resume_from, last, scenario.run.steps);
         telemetry.instant(EventKind::CheckpointLoaded).step(last).bytes(bytes).emit();
         if (rank == 0)
             sender.log(LogLevel::Info, "resumed from " + scenario.run.resume_from + " (step " +
