@@ -240,6 +240,16 @@ TEST_CASE(
         ranks[2].state = RankState::Restarting;
         CHECK(gridAt(ImVec2(900, 700)).group_headers == 2);
     }
+    SECTION("in a pane too short for both groups, a rank of the lower group that dies scrolls its group into "
+            "view") {
+        const TopologyView::Grid before = gridAt(ImVec2(300, 520));
+        REQUIRE_FALSE(before.fits);
+        CHECK(before.scroll_y == 0.0f);
+        CHECK(gridAt(ImVec2(300, 520)).scroll_y == 0.0f); // nothing died: it stays where it is
+        ranks[3].state = RankState::Killed;
+        (void)gridAt(ImVec2(300, 520)); // the scroll is asked for in this frame, done in the next
+        CHECK(gridAt(ImVec2(300, 520)).scroll_y > 0.0f);
+    }
     SECTION("without fault tolerance the ranks are one grid") {
         s.fault_tolerance.enabled = false;
         model.reset(s, 4);

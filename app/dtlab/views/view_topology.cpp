@@ -102,6 +102,7 @@ const char* TopologyView::helpText() const {
            "group starts a row of its own under a line naming it; a group is one failure domain, so a "
            "kill takes all of its ranks down, they restart together and heal shard by shard from a live "
            "group.\n\n"
+           "When not every tile fits, a rank that dies scrolls into view (its group's line, with groups).\n\n"
            "More than 8 ranks whose tiles do not fit: the tiles turn compact (rank, state colour, steps "
            "done; hover for the rest), so that every rank stays in view, and the selected rank's fault "
            "buttons move to its details.\n\n"
@@ -127,6 +128,11 @@ void TopologyView::drawEmptyState(const ViewInputs&) {
 }
 
 namespace {
+
+// Dead, or dead and waiting for the supervisor to start it again.
+bool rankIsDown(RankState state) {
+    return state == RankState::Killed || state == RankState::Failed || state == RankState::Restarting;
+}
 
 // The process groups of `rank` and the library that moves their bytes, e.g.
 // "world, shard 0, replicate 1: mpi" or "cross-replica (quorum): gloo".
@@ -295,17 +301,37 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
     ImGui::BeginChild("tiles", ImVec2(0, tiles_h), false);
     if (compact)
         ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, compact_pad);
+    // A rank that has just died scrolls into view when not every tile fits
+    // (its group's header line, in a grouped layout): the room sees the kill.
+    m_was_down.resize(size_t(world), false);
+    const auto justDied = [&](int r) { return rankIsDown(ranks[size_t(r)].state) && !m_was_down[size_t(r)]; };
     for (int r = 0; r < world; ++r) {
         const int place = header_groups > 0 ? r % group_size : r; // place in its group's rows
-        if (header_groups > 0 && place == 0)
+        if (header_groups > 0 && place == 0) {
+            bool group_just_died = false;
+            for (int k = r; k < r + group_size; ++k)
+                group_just_died |= justDied(k);
+            if (group_just_died && !m_grid.fits)
+                ImGui::SetScrollHereY(0.0f);
             drawGroupHeader(inputs, r / group_size, group_size);
+        }
         if (place % columns != 0)
             ImGui::SameLine();
+        else if (header_groups == 0 && !m_grid.fits) { // a row starts: any of its ranks just died?
+            bool row_just_died = false;
+            for (int k = r; k < std::min(world, r + columns); ++k)
+                row_just_died |= justDied(k);
+            if (row_just_died)
+                ImGui::SetScrollHereY(0.0f);
+        }
         if (compact)
             drawCompactTile(inputs, ranks[size_t(r)], tile_w, tile_h);
         else
             drawTile(inputs, ranks[size_t(r)], tile_w, tile_h);
     }
+    for (int r = 0; r < world; ++r)
+        m_was_down[size_t(r)] = rankIsDown(ranks[size_t(r)].state);
+    m_grid.scroll_y = ImGui::GetScrollY();
     if (compact)
         ImGui::PopStyleVar();
     ImGui::EndChild();
@@ -328,9 +354,8 @@ void TopologyView::drawGroupHeader(const ViewInputs& inputs, int group, int grou
     bool down = false;
     bool healing = false;
     for (int r = first; r <= last && r < int(ranks.size()); ++r) {
-        const RankState state = ranks[size_t(r)].state;
-        down |= state == RankState::Killed || state == RankState::Failed || state == RankState::Restarting;
-        healing |= state == RankState::Healing;
+        down |= rankIsDown(ranks[size_t(r)].state);
+        healing |= ranks[size_t(r)].state == RankState::Healing;
     }
     const std::string g = std::to_string(group);
     const std::string span = " (ranks " + std::to_string(first) + "-" + std::to_string(last) + ")";

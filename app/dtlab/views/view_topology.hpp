@@ -65,6 +65,7 @@ class TopologyView final : public View {
         int rows = 0;
         bool fits = true;      // every tile visible without scrolling
         int group_headers = 0; // replica groups laid out apart, each under its header line
+        float scroll_y = 0.0f; // the tiles' scroll position (a rank that just died scrolls into view)
     };
     [[nodiscard]] const Grid& lastGrid() const { return m_grid; } // as the last frame laid it out
 
@@ -78,6 +79,7 @@ class TopologyView final : public View {
     [[nodiscard]] float& slowMs(int rank);
 
     std::vector<float> m_slow_ms; // the Slow slider value per rank
+    std::vector<bool> m_was_down; // per rank, at the last frame: dead or restarting
     Grid m_grid;
 };
 
