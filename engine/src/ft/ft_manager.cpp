@@ -554,7 +554,6 @@ void Manager::heal() {
 // replica group's other ranks wait for that source rank's vote).
 bool Manager::receiveHealMetadata(int length_tag, int metadata_tag, const std::vector<int64_t>& wire_numels,
                                   const CommTag& ctag) {
-    const int source = memberReplica(m_role.heal_source);
     std::string problem;
     try {
         at::Tensor length = at::zeros({1}, at::kLong);
@@ -572,13 +571,18 @@ bool Manager::receiveHealMetadata(int length_tag, int metadata_tag, const std::v
     }
     if (problem.empty())
         return true;
+    healFailed(problem);
+    m_heal_end = m_telemetry.now();
+    dropGroup(); // nothing of ours is pending on it; aborted() would drop it at the round's end
+    return false;
+}
+
+void Manager::healFailed(const std::string& why) {
     m_heal_failed = true;
     if (m_abort == AbortReason::None)
         m_abort = AbortReason::HealFailed;
-    m_heal_end = m_telemetry.now();
-    m_sender.log(LogLevel::Warning, "heal from replica " + std::to_string(source) + " failed: " + problem);
-    dropGroup(); // nothing of ours is pending on it; aborted() would drop it at the round's end
-    return false;
+    m_sender.log(LogLevel::Warning, "heal from replica " + std::to_string(memberReplica(m_role.heal_source)) +
+                                        " failed: " + why);
 }
 
 void Manager::healOverHttp() {
@@ -789,12 +793,7 @@ bool Manager::finishHealReceives() {
         try {
             w->wait();
         } catch (const CommError& e) {
-            m_heal_failed = true;
-            if (m_abort == AbortReason::None)
-                m_abort = AbortReason::HealFailed;
-            const int source = memberReplica(m_role.heal_source);
-            m_sender.log(LogLevel::Warning,
-                         "heal from replica " + std::to_string(source) + " failed: " + e.what());
+            healFailed(e.what());
             break;
         }
     }

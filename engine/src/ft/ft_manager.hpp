@@ -190,6 +190,8 @@ class Manager {
     // checked against this rank's layout (false: the heal failed, logged).
     bool receiveHealMetadata(int length_tag, int metadata_tag, const std::vector<int64_t>& wire_numels,
                              const CommTag& ctag);
+    // The heal of this round failed: abort it (HealFailed) and log why, naming the source.
+    void healFailed(const std::string& why);
     void finishHealSends();
     // heal_transport = "http": the source stages its state on its server, the
     // healer fetches it (http_heal_transport.hpp). After the vote the source
