@@ -303,27 +303,25 @@ void TopologyView::drawContent(const ViewInputs& inputs) {
         ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, compact_pad);
     // A rank that has just died scrolls into view when not every tile fits
     // (its group's header line, in a grouped layout): the room sees the kill.
+    // A block is what starts at a line of its own: a group (header and rows)
+    // in a grouped layout, else a row of tiles.
     m_was_down.resize(size_t(world), false);
-    const auto justDied = [&](int r) { return rankIsDown(ranks[size_t(r)].state) && !m_was_down[size_t(r)]; };
     for (int r = 0; r < world; ++r) {
         const int place = header_groups > 0 ? r % group_size : r; // place in its group's rows
-        if (header_groups > 0 && place == 0) {
-            bool group_just_died = false;
-            for (int k = r; k < r + group_size; ++k)
-                group_just_died |= justDied(k);
-            if (group_just_died && !m_grid.fits)
-                ImGui::SetScrollHereY(0.0f);
+        const bool group_starts = header_groups > 0 && place == 0;
+        const bool row_starts = place % columns == 0;
+        if (!m_grid.fits && (group_starts || (header_groups == 0 && row_starts))) {
+            const int block_end = std::min(world, r + (group_starts ? group_size : columns));
+            for (int k = r; k < block_end; ++k)
+                if (rankIsDown(ranks[size_t(k)].state) && !m_was_down[size_t(k)]) { // just died
+                    ImGui::SetScrollHereY(0.0f);
+                    break;
+                }
+        }
+        if (group_starts)
             drawGroupHeader(inputs, r / group_size, group_size);
-        }
-        if (place % columns != 0)
+        if (!row_starts)
             ImGui::SameLine();
-        else if (header_groups == 0 && !m_grid.fits) { // a row starts: any of its ranks just died?
-            bool row_just_died = false;
-            for (int k = r; k < std::min(world, r + columns); ++k)
-                row_just_died |= justDied(k);
-            if (row_just_died)
-                ImGui::SetScrollHereY(0.0f);
-        }
         if (compact)
             drawCompactTile(inputs, ranks[size_t(r)], tile_w, tile_h);
         else
