@@ -153,8 +153,9 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     const std::string prefix = "dtlab/swarm/s" + std::to_string(m_stage) + "/" +
                                (final_round ? std::string("final") : "r" + std::to_string(r)) + "/";
     const int64_t wait_ms = int64_t(m_config.join_timeout_ms) + 5000;
+    const std::string own_key = prefix + "in" + std::to_string(m_rank);
     // A follower (or a latecomer): wait for the leader's "done", then take the mirror.
-    const auto follow = [&](int index) {
+    const auto follow = [&]() {
         // Until "done", or the leader is gone (the Session cleared its
         // registration) or silent for wait_ms: then give the round up and
         // keep this state, rather than hold the stage's calls.
@@ -171,52 +172,49 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
         }
         (void)takeMirror(0, 0, bytes);
         result.averaged = std::stoi(textOf(m_store->get(prefix + "closed")));
-        if (index >= result.averaged) // joined after the close: the leader never read it
-            m_store->deleteKey(prefix + "in" + std::to_string(index));
+        m_store->deleteKey(own_key); // put after the close: the leader never read it
     };
     if (m_store->check({prefix + "closed"})) { // already closed: nothing to contribute
-        follow(std::numeric_limits<int>::max());
+        follow();
         return result;
     }
-    // 1. join
-    const int index = int(m_store->add(prefix + "joined", 1)) - 1;
+    // 1. join: the contribution first, then the count
     std::vector<uint8_t> contribution;
     const at::Tensor local = flatLocal().contiguous();
     const double weight = double(inner_steps_since_last);
     append(contribution, &weight, sizeof(weight));
     append(contribution, local.data_ptr(), size_t(local.nbytes()));
-    m_store->set(prefix + "in" + std::to_string(index), contribution);
+    m_store->set(own_key, contribution);
     result.bytes_put = int64_t(contribution.size());
-    if (index > 0) { // 3. not the leader
-        follow(index);
+    (void)m_store->add(prefix + "joined", 1);
+    const std::string me = std::to_string(m_rank);
+    if (textOf(m_store->compareSet(prefix + "leader", {}, bytesOf(me))) != me) { // 3. not the leader
+        follow();
         return result;
     }
-    m_store->set(prefix + "leader", bytesOf(std::to_string(m_rank))); // followers watch it
     // 2. the leader: wait for the others (every server of the stage still
     // registered: the Session clears a dead one's registration; or the join
     // timeout), close, average
     const int64_t deadline = nowMs() + int64_t(m_config.join_timeout_ms);
     // (a server that dies while the leader waits is dropped from the count within 50 ms)
     int expected = std::min(m_servers, std::max(1, registeredServers()));
-    int joined = 1;
+    int joined = int(m_store->add(prefix + "joined", 0));
     for (int tick = 1; joined < expected && nowMs() < deadline; ++tick) {
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
         joined = int(m_store->add(prefix + "joined", 0));
         if (tick % 25 == 0)
             expected = std::min(m_servers, std::max(1, registeredServers()));
     }
-    const int n = std::min(joined, m_servers);
-    m_store->set(prefix + "closed", bytesOf(std::to_string(n))); // later joiners only follow
+    m_store->set(prefix + "closed", bytesOf(std::to_string(joined))); // later joiners only follow
+    // Every contribution there now: each was put before its server counted
+    // itself, so nothing is waited for (a server that died after putting
+    // still gave its parameters; one that died before is simply absent).
     std::vector<std::string> keys;
-    for (int i = 0; i < n; ++i)
-        keys.push_back(prefix + "in" + std::to_string(i));
+    for (int k = 0; k < m_servers; ++k)
+        keys.push_back(prefix + "in" + std::to_string(m_first_server_rank + k));
     at::Tensor sum = at::zeros_like(m_global);
     double total_weight = 0.0;
     int averaged = 0;
-    try { // a server that died between joining and putting is left out
-        m_store->wait(keys, std::chrono::milliseconds(wait_ms));
-    } catch (const std::exception&) {
-    }
     for (const std::string& key : keys) {
         if (!m_store->check({key}))
             continue;

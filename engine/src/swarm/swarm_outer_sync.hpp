@@ -14,24 +14,30 @@
 // of the last round it took (P_s floats each). Round r:
 //  0. a server behind (the mirror already holds round r or later: it was
 //     busy, hung or restarted) takes the mirror instead of joining.
-//  1. join: i = add("dtlab/swarm/s<s>/r<r>/joined", 1) - 1, then put
-//     "in<i>" = (w, local parameters), w = inner steps since the last round
-//     (DistQat weights each server's parameters by its inner steps). A round
-//     already "closed" is not joined: the server only follows (3).
-//  2. the first to join (i = 0) leads: it waits until every server of the
-//     stage still registered joined (the Session clears a dead server's
-//     registration) or join_timeout_ms, sets "closed" (later joiners only follow), reads and
-//     deletes the n contributions, and computes avg = sum(w_i x_i) / sum(w_i),
-//     delta = g - avg (the pseudo-gradient), Nesterov SGD m = mu m + delta,
-//     g -= lr (delta + mu m); if sum(w) = 0 nothing trained and g stays. It
-//     puts (r, g, m) into the stage's param mirror "dtlab/swarm/s<s>/mirror",
-//     sets local = g, then "done".
+//  1. join: put "in<rank>" = (w, local parameters), w = inner steps since
+//     the last round (DistQat weights each server's parameters by its inner
+//     steps), then add 1 to "joined". The contribution goes in before the
+//     count, so a server counted as joined never leaves the leader waiting
+//     for its parameters, even if it dies the next moment. A round already
+//     "closed" is not joined: the server only follows (3).
+//  2. the first to claim "leader" (compareSet: the key is created holding
+//     its rank, so no moment exists where a round has a leader nobody can
+//     name) leads: it waits until every server of the stage still
+//     registered joined (the Session clears a dead server's registration)
+//     or join_timeout_ms, sets "closed" (later joiners only follow), reads
+//     and deletes every "in<rank>" there, and computes avg = sum(w_i x_i) /
+//     sum(w_i), delta = g - avg (the pseudo-gradient), Nesterov SGD m = mu m
+//     + delta, g -= lr (delta + mu m); if sum(w) = 0 nothing trained and g
+//     stays. It puts (r, g, m) into the stage's param mirror
+//     "dtlab/swarm/s<s>/mirror", sets local = g, then "closed" = n averaged
+//     and "done".
 //  3. every other server waits for "done" and takes g, m and local = g from
 //     the mirror (DistQat: a server out of step loads the state from its
-//     peers), so all hold the leader's bits. If the leader dies (the Session
-//     clears its registration; the leader put its rank under "leader") or
-//     "done" does not come within join_timeout_ms + 5 s, it gives the round
-//     up and keeps its state. The last round, when the job ends, is named "final".
+//     peers), so all hold the leader's bits; its own "in<rank>", if the
+//     leader never read it (it came after the close), it deletes. If the
+//     leader dies (the Session clears its registration) or "done" does not
+//     come within join_timeout_ms + 5 s, it gives the round up and keeps its
+//     state. The last round, when the job ends, is named "final".
 // A server that starts (or restarts) takes the mirror if there is one, else
 // it starts from the seed like every other (round 0).
 // Bytes through the store per round and server: 4 P_s in; the leader reads
