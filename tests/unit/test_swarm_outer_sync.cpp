@@ -79,8 +79,7 @@ void putContribution(c10d::Store& store, int round, int rank, double weight, flo
 
 } // namespace
 
-TEST_CASE("A stage's DiLoCo round averages its servers' parameters by their inner steps",
-          "[swarm][outer]") {
+TEST_CASE("A stage's DiLoCo round averages its servers' parameters by their inner steps", "[swarm][outer]") {
     Store store;
     auto sa = store.client(), sb = store.client();
     registerServer(*sa, kServerA);
@@ -125,6 +124,9 @@ TEST_CASE("A server that dies in a round does not hold its stage up", "[swarm][o
         CHECK(r.led);
         CHECK(r.averaged == 2);
         CHECK(at::allclose(a[0], at::full({kParams}, 2.0f))); // (1 + 3) / 2
+        INFO("the leader read both contributions once: the store keeps none behind");
+        CHECK_FALSE(sa->check({"dtlab/swarm/s0/r1/in1"}));
+        CHECK_FALSE(sa->check({"dtlab/swarm/s0/r1/in2"}));
     }
     SECTION("killed after claiming the lead: its follower gives the round up and keeps its state") {
         putContribution(*sb, 1, kServerB, 1.0, 3.0f);
@@ -136,6 +138,7 @@ TEST_CASE("A server that dies in a round does not hold its stage up", "[swarm][o
         CHECK_FALSE(r.led);
         CHECK(r.averaged == 0);
         CHECK(at::equal(a[0], at::full({kParams}, 1.0f)));
+        CHECK_FALSE(sa->check({"dtlab/swarm/s0/r1/in1"})); // nobody will read it now
         INFO("the next round starts after the one given up");
         const RoundResult next = sync_a.runRound(1, false);
         CHECK(next.round == 2);

@@ -166,6 +166,7 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
                 m_store->get("dtlab/swarm/server/" + textOf(m_store->get(prefix + "leader"))).empty();
             if (leader_gone || nowMs() >= give_up) {
                 m_round = r;
+                m_store->deleteKey(own_key); // nobody will read it: the store keeps no round behind
                 return;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(10));

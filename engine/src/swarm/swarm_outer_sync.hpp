@@ -36,8 +36,9 @@
 //     peers), so all hold the leader's bits; its own "in<rank>", if the
 //     leader never read it (it came after the close), it deletes. If the
 //     leader dies (the Session clears its registration) or "done" does not
-//     come within join_timeout_ms + 5 s, it gives the round up and keeps its
-//     state. The last round, when the job ends, is named "final".
+//     come within join_timeout_ms + 5 s, it gives the round up, keeps its
+//     state and deletes its own "in<rank>" (nobody will read it). The last
+//     round, when the job ends, is named "final".
 // A server that starts (or restarts) takes the mirror if there is one, else
 // it starts from the seed like every other (round 0).
 // Bytes through the store per round and server: 4 P_s in; the leader reads
