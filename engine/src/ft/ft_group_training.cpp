@@ -310,8 +310,9 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
         manager.allReduce(gradient, {int(step), -1, -1});
         ft::copyInto(grads, gradient);
 
-        // 5. Commit or abort, as one group.
-        if (!agree(!c.faults->job_finished.load())) {
+        // 5. Commit or abort, as one group (leave, as ft_training.cpp does, when
+        // the job finished without this step).
+        if (!agree(!manager.jobFinishedWithoutThisStep(step))) {
             left_early = true;
             break;
         }

@@ -371,6 +371,15 @@ bool Manager::waitQuorum() {
     return !m_context.faults->job_finished.load();
 }
 
+bool Manager::jobFinishedWithoutThisStep(int64_t step) const {
+    if (!m_context.faults->job_finished.load())
+        return false;
+    const bool in_the_finishers_last_round =
+        step == m_context.scenario->run.steps - 1 &&
+        m_quorum.quorum_id == m_context.faults->finished_quorum_id.load();
+    return !in_the_finishers_last_round;
+}
+
 // On the quorum thread, as soon as the quorum is in: the role, the group
 // (2) and the heal transfers (3), while the loop may still compute.
 void Manager::prepareRound(const Quorum& quorum) {
@@ -926,7 +935,13 @@ void Manager::finish(int64_t step, bool left_early) {
         m_sender.log(LogLevel::Info, "the other replicas finished every step while this one was at step " +
                                          std::to_string(step) + ": leaving");
     m_telemetry.counter(EventKind::DroppedEvents).step(last).value(double(m_sender.dropped())).emit();
-    m_telemetry.instant(EventKind::RankFinished).step(last).value(left_early ? 1.0 : 0.0).emit();
+    // seq: the quorum of this replica's last step (the Session tells the
+    // others, so that a replica in that quorum commits the step too).
+    m_telemetry.instant(EventKind::RankFinished)
+        .step(last)
+        .value(left_early ? 1.0 : 0.0)
+        .seq(uint64_t(m_quorum.quorum_id))
+        .emit();
 }
 
 } // namespace ft

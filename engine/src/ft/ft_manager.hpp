@@ -119,6 +119,12 @@ class Manager {
     // TorchFT's wait_quorum (a QuorumWait span). False: the job finished while
     // waiting (leave). Throws CommError when no quorum came in quorum_timeout_ms.
     [[nodiscard]] bool waitQuorum();
+    // After this step's all-reduce: the job finished without this step, so
+    // leave rather than commit it. True when another replica finished and
+    // this replica was not in the quorum of its last step, at that step (a
+    // commit now would diverge from every finished replica). A replica in
+    // that quorum, still at the job's last step, commits it as they did.
+    [[nodiscard]] bool jobFinishedWithoutThisStep(int64_t step) const;
     // 4. Averages `tensor` over the replicas up to date, in place (TorchFT's
     //    allreduce). A healer contributes zeros. A failure aborts the round.
     void allReduce(at::Tensor& tensor, const CommTag& tag);

@@ -162,8 +162,9 @@ int trainFaultTolerant(const FtRankContext& c) {
         // The others finished every step while this replica computed this one
         // (restarted near the end, in a quorum of the few still here): a step
         // committed now would be past the job's end, diverging from every
-        // finished replica. Leave without it.
-        if (c.faults->job_finished.load()) {
+        // finished replica. Leave without it. (A replica that was in the
+        // finisher's last quorum commits that last step, as the finisher did.)
+        if (manager.jobFinishedWithoutThisStep(step)) {
             left_early = true;
             break;
         }

@@ -37,6 +37,11 @@ class FtFaultSwitches {
     std::atomic<bool> fail_next_collective{false};
     std::atomic<bool> nan_gradients{false};
     std::atomic<bool> job_finished{false}; // the others finished: leave
+    // The quorum in which the first replica to finish committed the job's
+    // last step (-1: unknown). A replica that was in that same quorum for
+    // that step commits it too (the same average, the same update) rather
+    // than leave one step short. Set before job_finished.
+    std::atomic<int64_t> finished_quorum_id{-1};
     // The Session holds the job (paused, or between paced steps, with every
     // replica that steps waiting at its gate): time spent so does not count
     // against the quorum timeout, so a restarted replica waiting for the others

@@ -221,9 +221,9 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
             if (ft_enabled && e.value != 0)
                 rank_left[size_t(rank)] = true;
             if (quorum && e.value == 0 && !job_done)
-                onJobDone();
+                onJobDone(int64_t(e.seq));
             if (swarm && e.value == 0 && !job_done && everyTrainerFinished())
-                onJobDone();
+                onJobDone(-1);
         }
         if (!record.scenario.faults.empty())
             maybeInjectFault(e);

@@ -195,17 +195,19 @@ void Session::Impl::killRestOfGroup(int dead_rank) {
 }
 
 // Some replica committed every step: the others are told to leave; a stopped
-// (SIGSTOP) one cannot hear it and is killed later.
-void Session::Impl::onJobDone() {
+// (SIGSTOP) one cannot hear it and is killed later. `quorum_id`: the quorum of
+// the finisher's last step; a replica in it still commits that step.
+void Session::Impl::onJobDone(int64_t quorum_id) {
     job_done = true;
     job_done_ns = monotonicNowNs();
+    job_done_quorum_id = quorum_id;
     log(LogLevel::Info, swarm ? "every trainer finished its steps: the job is done; the servers leave"
                               : "a replica committed every step: the job is done; the others leave");
     for (int r = 0; r < world; ++r) {
         restart_at_ns[size_t(r)] = 0;
         if (!rank_finished[size_t(r)])
-            defer(0, [this, r] {
-                collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
+            defer(0, [this, r, quorum_id] {
+                collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, quorum_id, 0.0});
             });
     }
     // A swarm's servers take a final DiLoCo round first: a leader's wait for

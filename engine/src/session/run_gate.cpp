@@ -100,7 +100,7 @@ void Session::Impl::syncNewRanksAndPace() {
     for (int r : hello) {
         // A replica restarted just before the job finished is not needed any more.
         if (done)
-            collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, 0, 0.0});
+            collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, -1, 0.0});
         collector->sendControl(
             r, {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.effectiveGate(), 0.0});
         if (held)

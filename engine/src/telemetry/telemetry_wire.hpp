@@ -63,7 +63,8 @@ enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3, Control = 4, Clo
 //   NanGradients         the rank's next gradients are NaN
 //   Partition            delay_ms > 0: heartbeats and quorum requests are lost; 0: healed
 //   TrafficDelayMs       delay_ms added before each of its collectives (0 = none)
-//   JobFinished          the other replicas finished every step: stop waiting and leave
+//   JobFinished          the other replicas finished every step: stop waiting and leave;
+//                        allowed_step = the quorum id of the finisher's last step (-1: none)
 enum class ControlCommand : uint32_t {
     SetAllowedStep = 1,
     SetDelayMs = 2,

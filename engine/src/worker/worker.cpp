@@ -486,6 +486,7 @@ int runWorker(const WorkerArgs& args) {
             ft_faults.traffic_delay_ms = m.delay_ms;
             break;
         case ControlCommand::JobFinished:
+            ft_faults.finished_quorum_id = m.allowed_step;
             ft_faults.job_finished = true;
             break;
         case ControlCommand::SetLink:
