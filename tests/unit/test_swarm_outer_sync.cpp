@@ -128,20 +128,50 @@ TEST_CASE("A server that dies in a round does not hold its stage up", "[swarm][o
         CHECK_FALSE(sa->check({"dtlab/swarm/s0/r1/in1"}));
         CHECK_FALSE(sa->check({"dtlab/swarm/s0/r1/in2"}));
     }
-    SECTION("killed after claiming the lead: its follower gives the round up and keeps its state") {
+    // Server B put its parameters, counted itself and claimed the lead, named
+    // by its rank and registration, as runRound does.
+    const auto claimLeadAsB = [&] {
         putContribution(*sb, 1, kServerB, 1.0, 3.0f);
         (void)sb->add("dtlab/swarm/s0/r1/joined", 1);
-        REQUIRE(sb->compareSet("dtlab/swarm/s0/r1/leader", {}, bytesOf(std::to_string(kServerB))) ==
-                bytesOf(std::to_string(kServerB)));
-        clearRegistration(*sb, kServerB);
+        const std::vector<uint8_t> me = bytesOf(std::to_string(kServerB) + "|127.0.0.1:1 0");
+        REQUIRE(sb->compareSet("dtlab/swarm/s0/r1/leader", {}, me) == me);
+    };
+    const auto checkGivenUp = [&] {
         const RoundResult r = sync_a.runRound(1, false);
         CHECK_FALSE(r.led);
         CHECK(r.averaged == 0);
         CHECK(at::equal(a[0], at::full({kParams}, 1.0f)));
-        CHECK_FALSE(sa->check({"dtlab/swarm/s0/r1/in1"})); // nobody will read it now
+    };
+    SECTION("killed after claiming the lead: its follower gives the round up and keeps its state") {
+        claimLeadAsB();
+        clearRegistration(*sb, kServerB);
+        checkGivenUp();
         INFO("the next round starts after the one given up");
         const RoundResult next = sync_a.runRound(1, false);
         CHECK(next.round == 2);
         CHECK(next.led);
+    }
+    SECTION("killed after claiming the lead and already restarted: its successor is not taken for it") {
+        claimLeadAsB();
+        sb->set("dtlab/swarm/server/" + std::to_string(kServerB), bytesOf("127.0.0.1:2 1")); // incarnation 1
+        checkGivenUp();
+    }
+    SECTION("killed after putting the round's result: its follower takes that result") {
+        claimLeadAsB();
+        sb->set("dtlab/swarm/s0/r1/closed", bytesOf("2"));
+        // The mirror as B's putMirror leaves it: round 1, g = 2, momentum 0.
+        std::vector<uint8_t> mirror(2 * sizeof(int64_t) + 2 * kParams * sizeof(float), 0);
+        const int64_t header[2] = {1, kParams};
+        std::memcpy(mirror.data(), header, sizeof(header));
+        for (int i = 0; i < kParams; ++i) {
+            const float g = 2.0f;
+            std::memcpy(mirror.data() + sizeof(header) + i * sizeof(float), &g, sizeof(float));
+        }
+        sb->set("dtlab/swarm/s0/mirror", mirror);
+        clearRegistration(*sb, kServerB);
+        const RoundResult r = sync_a.runRound(1, false);
+        CHECK_FALSE(r.led);
+        CHECK(r.round == 1);
+        CHECK(at::equal(a[0], at::full({kParams}, 2.0f)));
     }
 }

@@ -312,7 +312,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
 
         // 5. Commit or abort, as one group (leave, as ft_training.cpp does, when
         // the job finished without this step).
-        if (!agree(!manager.jobFinishedWithoutThisStep(step))) {
+        if (!agree(!manager.jobFinishedWithoutThisRound())) {
             left_early = true;
             break;
         }

@@ -371,13 +371,9 @@ bool Manager::waitQuorum() {
     return !m_context.faults->job_finished.load();
 }
 
-bool Manager::jobFinishedWithoutThisStep(int64_t step) const {
-    if (!m_context.faults->job_finished.load())
-        return false;
-    const bool in_the_finishers_last_round =
-        step == m_context.scenario->run.steps - 1 &&
-        m_quorum.quorum_id == m_context.faults->finished_quorum_id.load();
-    return !in_the_finishers_last_round;
+bool Manager::jobFinishedWithoutThisRound() const {
+    return m_context.faults->job_finished.load() &&
+           m_quorum.quorum_id != m_context.faults->finished_quorum_id.load();
 }
 
 // On the quorum thread, as soon as the quorum is in: the role, the group

@@ -119,12 +119,14 @@ class Manager {
     // TorchFT's wait_quorum (a QuorumWait span). False: the job finished while
     // waiting (leave). Throws CommError when no quorum came in quorum_timeout_ms.
     [[nodiscard]] bool waitQuorum();
-    // After this step's all-reduce: the job finished without this step, so
-    // leave rather than commit it. True when another replica finished and
-    // this replica was not in the quorum of its last step, at that step (a
-    // commit now would diverge from every finished replica). A replica in
-    // that quorum, still at the job's last step, commits it as they did.
-    [[nodiscard]] bool jobFinishedWithoutThisStep(int64_t step) const;
+    // The job finished without this round: another replica committed its
+    // last step (or round) in a quorum other than this round's, so a commit
+    // now would diverge from every finished replica: leave instead. False
+    // for a replica in the finisher's last quorum (healer or not): that is
+    // the finisher's own last round (a quorum id changes with any change of
+    // members, and the finisher's round needed this replica's contribution),
+    // so it commits it as the finisher did.
+    [[nodiscard]] bool jobFinishedWithoutThisRound() const;
     // 4. Averages `tensor` over the replicas up to date, in place (TorchFT's
     //    allreduce). A healer contributes zeros. A failure aborts the round.
     void allReduce(at::Tensor& tensor, const CommTag& tag);

@@ -377,7 +377,10 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
     bool left_early = false;
     markStartupEnd(); // the allocator's peak from here on is the step peak
     while (step < scenario.run.steps) {
-        if (c.faults->job_finished.load()) {
+        // The job finished: leave, unless this replica's round in flight is
+        // the finisher's last (it ended it tau steps ahead of this replica,
+        // whose contribution it already had): then do those steps and end it.
+        if (flight ? manager.jobFinishedWithoutThisRound() : c.faults->job_finished.load()) {
             left_early = true;
             break;
         }

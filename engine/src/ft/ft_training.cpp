@@ -164,7 +164,7 @@ int trainFaultTolerant(const FtRankContext& c) {
         // committed now would be past the job's end, diverging from every
         // finished replica. Leave without it. (A replica that was in the
         // finisher's last quorum commits that last step, as the finisher did.)
-        if (manager.jobFinishedWithoutThisStep(step)) {
+        if (manager.jobFinishedWithoutThisRound()) {
             left_early = true;
             break;
         }

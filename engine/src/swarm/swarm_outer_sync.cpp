@@ -68,19 +68,23 @@ void OuterSync::setLocal(const at::Tensor& flat) {
     }
 }
 
-void OuterSync::putMirror() {
+std::string OuterSync::mirrorKey() const {
+    return "dtlab/swarm/s" + std::to_string(m_stage) + "/mirror";
+}
+
+void OuterSync::putMirror(const std::string& key) {
     std::vector<uint8_t> value;
     const int64_t header[2] = {m_round, m_global.numel()};
     append(value, header, sizeof(header));
     append(value, m_global.data_ptr(), size_t(m_global.nbytes()));
     append(value, m_momentum.data_ptr(), size_t(m_momentum.nbytes()));
-    m_store->set("dtlab/swarm/s" + std::to_string(m_stage) + "/mirror", value);
-    m_store->set("dtlab/swarm/s" + std::to_string(m_stage) + "/mirror_round",
-                 bytesOf(std::to_string(m_round)));
+    m_store->set(key, value);
+    if (key == mirrorKey())
+        m_store->set("dtlab/swarm/s" + std::to_string(m_stage) + "/mirror_round",
+                     bytesOf(std::to_string(m_round)));
 }
 
-bool OuterSync::takeMirror(int at_least_round, int64_t timeout_ms, int64_t& bytes) {
-    const std::string key = "dtlab/swarm/s" + std::to_string(m_stage) + "/mirror";
+bool OuterSync::takeMirror(const std::string& key, int at_least_round, int64_t timeout_ms, int64_t& bytes) {
     const int64_t deadline = nowMs() + timeout_ms;
     while (true) {
         if (m_store->check({key})) {
@@ -110,7 +114,7 @@ bool OuterSync::takeMirror(int at_least_round, int64_t timeout_ms, int64_t& byte
 
 int64_t OuterSync::loadMirror(int& round) {
     int64_t bytes = 0;
-    if (!takeMirror(0, 0, bytes))
+    if (!takeMirror(mirrorKey(), 0, 0, bytes))
         return 0;
     round = m_round;
     return bytes;
@@ -146,7 +150,7 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     // 0. behind: the stage already finished round r (this server was busy, hung or
     // restarted): take that result instead of joining a round nobody leads any more.
     if (!final_round && mirrorRound() >= r) {
-        (void)takeMirror(r, 0, bytes);
+        (void)takeMirror(mirrorKey(), r, 0, bytes);
         result.round = m_round;
         return result;
     }
@@ -154,24 +158,39 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
                                (final_round ? std::string("final") : "r" + std::to_string(r)) + "/";
     const int64_t wait_ms = int64_t(m_config.join_timeout_ms) + 5000;
     const std::string own_key = prefix + "in" + std::to_string(m_rank);
+    // The last round's result has a key of its own: a regular round still
+    // ending on another server cannot overwrite it in the shared mirror.
+    const std::string result_key = final_round ? prefix + "mirror" : mirrorKey();
+    // The leader is named with its registration ("host:port incarnation"),
+    // so a follower tells a dead leader from its restarted successor.
+    const std::string registration_of = "dtlab/swarm/server/";
+    const auto leaderGone = [&] {
+        if (!m_store->check({prefix + "leader"}))
+            return false;
+        const std::string leader = textOf(m_store->get(prefix + "leader"));
+        const auto bar = leader.find('|');
+        const std::string rank = leader.substr(0, bar);
+        return bar == std::string::npos ||
+               textOf(m_store->get(registration_of + rank)) != leader.substr(bar + 1);
+    };
     // A follower (or a latecomer): wait for the leader's "done", then take the mirror.
     const auto follow = [&]() {
         // Until "done", or the leader is gone (the Session cleared its
-        // registration) or silent for wait_ms: then give the round up and
-        // keep this state, rather than hold the stage's calls.
+        // registration, or a new incarnation registered) or silent for
+        // wait_ms: then give the round up and keep this state (or the
+        // round's result, if the leader put it before it died), rather than
+        // hold the stage's calls. Its contribution stays: a leader that was
+        // only stopped may still be reading it.
         const int64_t give_up = nowMs() + wait_ms;
         while (!m_store->check({prefix + "done"})) {
-            const bool leader_gone =
-                m_store->check({prefix + "leader"}) &&
-                m_store->get("dtlab/swarm/server/" + textOf(m_store->get(prefix + "leader"))).empty();
-            if (leader_gone || nowMs() >= give_up) {
-                m_round = r;
-                m_store->deleteKey(own_key); // nobody will read it: the store keeps no round behind
+            if (leaderGone() || nowMs() >= give_up) {
+                if (!takeMirror(result_key, r, 0, bytes))
+                    m_round = r;
                 return;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(10));
         }
-        (void)takeMirror(0, 0, bytes);
+        (void)takeMirror(result_key, 0, 0, bytes);
         result.averaged = std::stoi(textOf(m_store->get(prefix + "closed")));
         m_store->deleteKey(own_key); // put after the close: the leader never read it
     };
@@ -188,7 +207,8 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     m_store->set(own_key, contribution);
     result.bytes_put = int64_t(contribution.size());
     (void)m_store->add(prefix + "joined", 1);
-    const std::string me = std::to_string(m_rank);
+    const std::string me =
+        std::to_string(m_rank) + "|" + textOf(m_store->get(registration_of + std::to_string(m_rank)));
     if (textOf(m_store->compareSet(prefix + "leader", {}, bytesOf(me))) != me) { // 3. not the leader
         follow();
         return result;
@@ -244,7 +264,7 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     }
     m_round = r;
     setLocal(m_global);
-    putMirror();
+    putMirror(result_key);
     m_store->set(prefix + "closed", bytesOf(std::to_string(averaged)));
     m_store->set(prefix + "done", bytesOf(std::to_string(r)));
     result.averaged = averaged;

@@ -21,24 +21,29 @@
 //     for its parameters, even if it dies the next moment. A round already
 //     "closed" is not joined: the server only follows (3).
 //  2. the first to claim "leader" (compareSet: the key is created holding
-//     its rank, so no moment exists where a round has a leader nobody can
-//     name) leads: it waits until every server of the stage still
-//     registered joined (the Session clears a dead server's registration)
-//     or join_timeout_ms, sets "closed" (later joiners only follow), reads
-//     and deletes every "in<rank>" there, and computes avg = sum(w_i x_i) /
-//     sum(w_i), delta = g - avg (the pseudo-gradient), Nesterov SGD m = mu m
-//     + delta, g -= lr (delta + mu m); if sum(w) = 0 nothing trained and g
-//     stays. It puts (r, g, m) into the stage's param mirror
-//     "dtlab/swarm/s<s>/mirror", sets local = g, then "closed" = n averaged
-//     and "done".
+//     "<rank>|<its registration>", so no moment exists where a round has a
+//     leader nobody can name, and its registration's incarnation tells it
+//     from a restarted successor) leads: it waits until every server of the
+//     stage still registered joined (the Session clears a dead server's
+//     registration) or join_timeout_ms, sets "closed" (later joiners only
+//     follow), reads and deletes every "in<rank>" there, and computes avg =
+//     sum(w_i x_i) / sum(w_i), delta = g - avg (the pseudo-gradient),
+//     Nesterov SGD m = mu m + delta, g -= lr (delta + mu m); if sum(w) = 0
+//     nothing trained and g stays. It puts (r, g, m) into the stage's param
+//     mirror "dtlab/swarm/s<s>/mirror" (the last round, "final", into
+//     ".../final/mirror": a regular round still ending on another server
+//     cannot overwrite it), sets local = g, then "closed" = n averaged and
+//     "done".
 //  3. every other server waits for "done" and takes g, m and local = g from
-//     the mirror (DistQat: a server out of step loads the state from its
+//     that mirror (DistQat: a server out of step loads the state from its
 //     peers), so all hold the leader's bits; its own "in<rank>", if the
 //     leader never read it (it came after the close), it deletes. If the
-//     leader dies (the Session clears its registration) or "done" does not
-//     come within join_timeout_ms + 5 s, it gives the round up, keeps its
-//     state and deletes its own "in<rank>" (nobody will read it). The last
-//     round, when the job ends, is named "final".
+//     leader dies (its registration is cleared or belongs to a new
+//     incarnation) or "done" does not come within join_timeout_ms + 5 s, it
+//     gives the round up: it takes the round's result if the leader put it,
+//     else keeps its state. Its "in<rank>" stays (a leader that was only
+//     stopped may still read it). The last round, when the job ends, is
+//     named "final".
 // A server that starts (or restarts) takes the mirror if there is one, else
 // it starts from the seed like every other (round 0).
 // Bytes through the store per round and server: 4 P_s in; the leader reads
@@ -87,10 +92,12 @@ class OuterSync {
   private:
     [[nodiscard]] at::Tensor flatLocal() const;
     void setLocal(const at::Tensor& flat);
-    void putMirror();
+    [[nodiscard]] std::string mirrorKey() const; // the stage's param mirror
+    void putMirror(const std::string& key);
     [[nodiscard]] int mirrorRound() const;       // -1 = no mirror yet
     [[nodiscard]] int registeredServers() const; // of this stage, alive as far as the Session knows
-    [[nodiscard]] bool takeMirror(int at_least_round, int64_t timeout_ms, int64_t& bytes);
+    [[nodiscard]] bool takeMirror(const std::string& key, int at_least_round, int64_t timeout_ms,
+                                  int64_t& bytes);
 
     const SwarmConfig& m_config;
     int64_t m_calls_per_round = 1; // outer_every x server_batch x K
