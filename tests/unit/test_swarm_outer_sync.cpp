@@ -77,17 +77,24 @@ void putContribution(c10d::Store& store, int round, int rank, double weight, flo
     store.set("dtlab/swarm/s0/r" + std::to_string(round) + "/in" + std::to_string(rank), bytes);
 }
 
+// A store with both servers of stage 0 registered, and a client for each.
+struct StageOfTwo {
+    Store store;
+    c10::intrusive_ptr<c10d::Store> sa = store.client(), sb = store.client();
+    const Scenario scenario = stageOfTwo();
+    StageOfTwo() {
+        registerServer(*sa, kServerA);
+        registerServer(*sa, kServerB);
+    }
+};
+
 } // namespace
 
 TEST_CASE("A stage's DiLoCo round averages its servers' parameters by their inner steps", "[swarm][outer]") {
-    Store store;
-    auto sa = store.client(), sb = store.client();
-    registerServer(*sa, kServerA);
-    registerServer(*sa, kServerB);
-    const Scenario scenario = stageOfTwo();
+    StageOfTwo stage;
     std::vector<at::Tensor> a{at::full({kParams}, 1.0f)}, b{at::full({kParams}, 4.0f)};
-    OuterSync sync_a(scenario, sa, 0, kServerA, a);
-    OuterSync sync_b(scenario, sb, 0, kServerB, b);
+    OuterSync sync_a(stage.scenario, stage.sa, 0, kServerA, a);
+    OuterSync sync_b(stage.scenario, stage.sb, 0, kServerB, b);
 
     SECTION("both join at once: exactly one leads, and both end with the leader's bits") {
         RoundResult ra, rb;
@@ -106,35 +113,32 @@ TEST_CASE("A stage's DiLoCo round averages its servers' parameters by their inne
 }
 
 TEST_CASE("A server that dies in a round does not hold its stage up", "[swarm][outer]") {
-    Store store;
-    auto sa = store.client(), sb = store.client();
-    registerServer(*sa, kServerA);
-    registerServer(*sa, kServerB);
-    const Scenario scenario = stageOfTwo();
+    StageOfTwo stage;
+    c10d::Store &sa = *stage.sa, &sb = *stage.sb;
     std::vector<at::Tensor> a{at::full({kParams}, 1.0f)};
-    OuterSync sync_a(scenario, sa, 0, kServerA, a);
+    OuterSync sync_a(stage.scenario, stage.sa, 0, kServerA, a);
 
     SECTION("killed just after joining: its parameters are already in, and the leader averages them") {
         // Server B put its parameters, counted itself and was killed before
         // it could claim the lead; the Session cleared its registration.
-        putContribution(*sb, 1, kServerB, 1.0, 3.0f);
-        (void)sb->add("dtlab/swarm/s0/r1/joined", 1);
-        clearRegistration(*sb, kServerB);
+        putContribution(sb, 1, kServerB, 1.0, 3.0f);
+        (void)sb.add("dtlab/swarm/s0/r1/joined", 1);
+        clearRegistration(sb, kServerB);
         const RoundResult r = sync_a.runRound(1, false);
         CHECK(r.led);
         CHECK(r.averaged == 2);
         CHECK(at::allclose(a[0], at::full({kParams}, 2.0f))); // (1 + 3) / 2
         INFO("the leader read both contributions once: the store keeps none behind");
-        CHECK_FALSE(sa->check({"dtlab/swarm/s0/r1/in1"}));
-        CHECK_FALSE(sa->check({"dtlab/swarm/s0/r1/in2"}));
+        CHECK_FALSE(sa.check({"dtlab/swarm/s0/r1/in1"}));
+        CHECK_FALSE(sa.check({"dtlab/swarm/s0/r1/in2"}));
     }
     // Server B put its parameters, counted itself and claimed the lead, named
     // by its rank and registration, as runRound does.
     const auto claimLeadAsB = [&] {
-        putContribution(*sb, 1, kServerB, 1.0, 3.0f);
-        (void)sb->add("dtlab/swarm/s0/r1/joined", 1);
+        putContribution(sb, 1, kServerB, 1.0, 3.0f);
+        (void)sb.add("dtlab/swarm/s0/r1/joined", 1);
         const std::vector<uint8_t> me = bytesOf(std::to_string(kServerB) + "|127.0.0.1:1 0");
-        REQUIRE(sb->compareSet("dtlab/swarm/s0/r1/leader", {}, me) == me);
+        REQUIRE(sb.compareSet("dtlab/swarm/s0/r1/leader", {}, me) == me);
     };
     const auto checkGivenUp = [&] {
         const RoundResult r = sync_a.runRound(1, false);
@@ -144,7 +148,7 @@ TEST_CASE("A server that dies in a round does not hold its stage up", "[swarm][o
     };
     SECTION("killed after claiming the lead: its follower gives the round up and keeps its state") {
         claimLeadAsB();
-        clearRegistration(*sb, kServerB);
+        clearRegistration(sb, kServerB);
         checkGivenUp();
         INFO("the next round starts after the one given up");
         const RoundResult next = sync_a.runRound(1, false);
@@ -153,12 +157,12 @@ TEST_CASE("A server that dies in a round does not hold its stage up", "[swarm][o
     }
     SECTION("killed after claiming the lead and already restarted: its successor is not taken for it") {
         claimLeadAsB();
-        sb->set("dtlab/swarm/server/" + std::to_string(kServerB), bytesOf("127.0.0.1:2 1")); // incarnation 1
+        sb.set("dtlab/swarm/server/" + std::to_string(kServerB), bytesOf("127.0.0.1:2 1")); // incarnation 1
         checkGivenUp();
     }
     SECTION("killed after putting the round's result: its follower takes that result") {
         claimLeadAsB();
-        sb->set("dtlab/swarm/s0/r1/closed", bytesOf("2"));
+        sb.set("dtlab/swarm/s0/r1/closed", bytesOf("2"));
         // The mirror as B's putMirror leaves it: round 1, g = 2, momentum 0.
         std::vector<uint8_t> mirror(2 * sizeof(int64_t) + 2 * kParams * sizeof(float), 0);
         const int64_t header[2] = {1, kParams};
@@ -167,8 +171,8 @@ TEST_CASE("A server that dies in a round does not hold its stage up", "[swarm][o
             const float g = 2.0f;
             std::memcpy(mirror.data() + sizeof(header) + i * sizeof(float), &g, sizeof(float));
         }
-        sb->set("dtlab/swarm/s0/mirror", mirror);
-        clearRegistration(*sb, kServerB);
+        sb.set("dtlab/swarm/s0/mirror", mirror);
+        clearRegistration(sb, kServerB);
         const RoundResult r = sync_a.runRound(1, false);
         CHECK_FALSE(r.led);
         CHECK(r.round == 1);
