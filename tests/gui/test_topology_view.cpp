@@ -258,3 +258,37 @@ TEST_CASE(
         CHECK(g.rows == (4 + g.columns - 1) / g.columns);
     }
 }
+
+TEST_CASE("A tile's header never draws its title over its state word: the title shortens first",
+          "[gui][topology]") {
+    // 10 px per character, 4 px padding: "rank 2  stage 0 server 0" (24 chars)
+    // and "RUNNING" (7) need 24 x 10 + 7 x 10 + 3 x 4 = 322 px.
+    const auto width = [](const std::string& text) { return 10.0f * float(text.size()); };
+    const std::vector<std::string> titles = {"rank 2  stage 0 server 0", "rank 2  s0 / k0", "r2 s0/k0"};
+    SECTION("a wide tile: the whole title and the whole word") {
+        const TileHeader h = fitTileHeader(titles, "RUNNING", 322.0f, 4.0f, width);
+        CHECK(h.title == "rank 2  stage 0 server 0");
+        CHECK(h.word == "RUNNING");
+    }
+    SECTION("a tile too narrow for both: the next shorter title, the word kept whole") {
+        const TileHeader h = fitTileHeader(titles, "RUNNING", 321.0f, 4.0f, width);
+        CHECK(h.title == "rank 2  s0 / k0");
+        CHECK(h.word == "RUNNING");
+    }
+    SECTION("narrower still: the shortest title with the word's first 4 letters, then no word") {
+        const TileHeader four = fitTileHeader(titles, "RUNNING", 8 * 10 + 4 * 10 + 12, 4.0f, width);
+        CHECK(four.title == "r2 s0/k0");
+        CHECK(four.word == "RUNN");
+        const TileHeader none = fitTileHeader(titles, "RUNNING", 8 * 10 + 12, 4.0f, width);
+        CHECK(none.title == "r2 s0/k0");
+        CHECK(none.word.empty());
+    }
+    SECTION("every choice fits the width it was given") {
+        for (float w = 40.0f; w <= 400.0f; w += 7.0f) {
+            const TileHeader h = fitTileHeader(titles, "RESTARTING", w, 4.0f, width);
+            CAPTURE(w, h.title, h.word);
+            if (!h.word.empty())
+                CHECK(width(h.title) + width(h.word) + 12.0f <= w);
+        }
+    }
+}

@@ -138,6 +138,8 @@ void ToolbarView::drawContent(const ViewInputs& inputs) {
                   f.steps_total, loss, f.elapsed_s);
     // What follows the status keeps its room (the state badge, Save, the help marker); the
     // scenario's name gives way first, elided with its full text on hover, then the status.
+    // A name cut to its first few letters ("SWA...") says nothing to a room: below about
+    // ten characters' room it is left out (the menu bar still shows the scenario's file).
     const ImGuiStyle& style = ImGui::GetStyle();
     const float font = ImGui::GetFontSize();
     const float after = ImGui::CalcTextSize("FINISHED").x + ImGui::CalcTextSize("Save recording...").x +
@@ -148,7 +150,7 @@ void ToolbarView::drawContent(const ViewInputs& inputs) {
     const float room = ImGui::GetContentRegionAvail().x - after;
     const float status_w = ImGui::CalcTextSize(status).x;
     const float name_room = room - status_w - font * 1.5f;
-    if (name_room > ImGui::CalcTextSize("...").x * 3.0f) {
+    if (name_room > font * 6.0f) {
         textElided(inputs.model->scenario().name, name_room);
         ImGui::SameLine(0.0f, font * 1.5f);
     }

@@ -178,6 +178,20 @@ std::vector<const LogRecord*> rankErrors(const RunModel& model, int rank, int64_
     return out;
 }
 
+TileHeader fitTileHeader(const std::vector<std::string>& titles_long_to_short, const std::string& state,
+                         float width, float padding,
+                         const std::function<float(const std::string&)>& text_width) {
+    const auto fits = [&](const std::string& title, const std::string& word) {
+        return padding * 3.0f + text_width(title) + text_width(word) <= width;
+    };
+    for (const std::string& title : titles_long_to_short)
+        if (fits(title, state))
+            return {title, state};
+    const std::string& shortest = titles_long_to_short.back();
+    const std::string four = state.substr(0, 4);
+    return {shortest, fits(shortest, four) ? four : std::string()};
+}
+
 TileStatus tileStatus(const RunModel& model, const RankProgress& p, int64_t now_ns) {
     TileStatus t;
     t.state = upper(rankStateLabel(p.state));
@@ -408,24 +422,35 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     draw->AddRectFilled(h0, h1, status.blocked ? warningColor(theme) : rankStateColor(p.state, theme),
                         style.FrameRounding);
     const ImU32 text = rankStateTextColor(status.blocked ? RankState::Hung : p.state, theme);
-    char title[80];
+    // The title, long to short ("rank 2  stage 0 server 0", "rank 2  s0 / k0",
+    // "r2 s0/k0"), fitted with the state word so that nothing overlaps.
     const int group_size = ftGroupSize(inputs.model->scenario()); // replica groups of several ranks
     const SwarmLayout swarm = SwarmLayout::of(scenario);
     const bool is_swarm = scenario.strategy.kind == StrategyKind::Swarm;
-    if (is_swarm && swarm.isServer(p.rank))
-        std::snprintf(title, sizeof(title), "rank %d  stage %d server %d", p.rank, swarm.stageOf(p.rank),
-                      swarm.serverIndexOf(p.rank));
-    else if (is_swarm)
-        std::snprintf(title, sizeof(title), "rank %d  trainer", p.rank);
-    else if (group_size > 1)
-        std::snprintf(title, sizeof(title), "rank %d  group %d", p.rank, p.rank / group_size);
-    else
-        std::snprintf(title, sizeof(title), "rank %d", p.rank);
+    const std::string r = std::to_string(p.rank);
+    std::vector<std::string> titles;
+    if (is_swarm && swarm.isServer(p.rank)) {
+        const std::string st = std::to_string(swarm.stageOf(p.rank));
+        const std::string k = std::to_string(swarm.serverIndexOf(p.rank));
+        titles = {"rank " + r + "  stage " + st + " server " + k, "rank " + r + "  s" + st + " / k" + k,
+                  "r" + r + " s" + st + "/k" + k};
+    } else if (is_swarm) {
+        titles = {"rank " + r + "  trainer", "r" + r + " trainer"};
+    } else if (group_size > 1) {
+        const std::string g = std::to_string(p.rank / group_size);
+        titles = {"rank " + r + "  group " + g, "r" + r + " g" + g};
+    } else {
+        titles = {"rank " + r, "r" + r};
+    }
     const float pad = style.FramePadding.x;
     const float ty = h0.y + 1.0f + (line - ImGui::GetTextLineHeight()) * 0.5f;
-    draw->AddText(ImVec2(h0.x + pad, ty), text, title);
-    const std::string& state = status.state;
-    draw->AddText(ImVec2(h1.x - pad - ImGui::CalcTextSize(state.c_str()).x, ty), text, state.c_str());
+    const TileHeader header = fitTileHeader(titles, status.state, inner_w, pad, [](const std::string& t) {
+        return ImGui::CalcTextSize(t.c_str()).x;
+    });
+    draw->AddText(ImVec2(h0.x + pad, ty), text, header.title.c_str());
+    if (!header.word.empty())
+        draw->AddText(ImVec2(h1.x - pad - ImGui::CalcTextSize(header.word.c_str()).x, ty), text,
+                      header.word.c_str());
     if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f)))
         inputs.act().selectRank(p.rank);
     ImGui::Dummy(ImVec2(0, 2.0f));

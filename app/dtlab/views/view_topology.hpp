@@ -26,6 +26,7 @@
 #include "views/view.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,19 @@ struct TileStatus {
     std::string step_time; // "312 ms/step" while it trains (or finished); "" otherwise
 };
 [[nodiscard]] TileStatus tileStatus(const RunModel& model, const RankProgress& p, int64_t now_ns);
+
+// A full tile's header: a title, long to short, and the state word at the
+// right. The longest title that leaves room for the whole state word; in a
+// tile too narrow for any, the shortest title with the state's first 4
+// letters, or with no word (the header's colour still says the state).
+// `text_width` measures a text; `padding` is kept at both ends and between.
+struct TileHeader {
+    std::string title;
+    std::string word; // "" = none fits
+};
+[[nodiscard]] TileHeader fitTileHeader(const std::vector<std::string>& titles_long_to_short,
+                                       const std::string& state, float width, float padding,
+                                       const std::function<float(const std::string&)>& text_width);
 
 class TopologyView final : public View {
   public:
