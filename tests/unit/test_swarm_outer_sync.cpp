@@ -8,6 +8,8 @@
 // round that waited on a dead server would hang the test, never pass it.
 #include "swarm/swarm_outer_sync.hpp"
 
+#include "dtlab/swarm_layout.hpp"
+
 #include "store/c10d_store.hpp"
 #include "store/store_server.hpp"
 
@@ -60,12 +62,12 @@ std::vector<uint8_t> bytesOf(const std::string& text) {
 }
 
 void registerServer(c10d::Store& store, int rank) {
-    store.set("dtlab/swarm/server/" + std::to_string(rank), bytesOf("127.0.0.1:1 0"));
+    store.set(dt::swarmRegistrationKey(rank), bytesOf("127.0.0.1:1 0"));
 }
 
 // What the Session does when a server's process ends (replica_restarts.cpp).
 void clearRegistration(c10d::Store& store, int rank) {
-    store.set("dtlab/swarm/server/" + std::to_string(rank), {});
+    store.set(dt::swarmRegistrationKey(rank), {});
 }
 
 // The contribution a server puts for round r: (weight, parameters).
@@ -157,7 +159,7 @@ TEST_CASE("A server that dies in a round does not hold its stage up", "[swarm][o
     }
     SECTION("killed after claiming the lead and already restarted: its successor is not taken for it") {
         claimLeadAsB();
-        sb.set("dtlab/swarm/server/" + std::to_string(kServerB), bytesOf("127.0.0.1:2 1")); // incarnation 1
+        sb.set(dt::swarmRegistrationKey(kServerB), bytesOf("127.0.0.1:2 1")); // incarnation 1
         checkGivenUp();
     }
     SECTION("killed after putting the round's result: its follower takes that result") {

@@ -192,6 +192,23 @@ TileHeader fitTileHeader(const std::vector<std::string>& titles_long_to_short, c
     return {shortest, fits(shortest, four) ? four : std::string()};
 }
 
+namespace {
+
+// A tile's header line at `origin` (full and compact tiles alike): the title
+// at the left, the state word (as fitTileHeader chose it) at the right.
+void drawTileHeader(ImDrawList* draw, ImVec2 origin, float width, float text_y, float pad, ImU32 colour,
+                    const std::vector<std::string>& titles_long_to_short, const std::string& state) {
+    const TileHeader header =
+        fitTileHeader(titles_long_to_short, state, width, pad,
+                      [](const std::string& t) { return ImGui::CalcTextSize(t.c_str()).x; });
+    draw->AddText(ImVec2(origin.x + pad, text_y), colour, header.title.c_str());
+    if (!header.word.empty())
+        draw->AddText(ImVec2(origin.x + width - pad - ImGui::CalcTextSize(header.word.c_str()).x, text_y),
+                      colour, header.word.c_str());
+}
+
+} // namespace
+
 TileStatus tileStatus(const RunModel& model, const RankProgress& p, int64_t now_ns) {
     TileStatus t;
     t.state = upper(rankStateLabel(p.state));
@@ -444,13 +461,7 @@ void TopologyView::drawTile(const ViewInputs& inputs, const RankProgress& p, flo
     }
     const float pad = style.FramePadding.x;
     const float ty = h0.y + 1.0f + (line - ImGui::GetTextLineHeight()) * 0.5f;
-    const TileHeader header = fitTileHeader(titles, status.state, inner_w, pad, [](const std::string& t) {
-        return ImGui::CalcTextSize(t.c_str()).x;
-    });
-    draw->AddText(ImVec2(h0.x + pad, ty), text, header.title.c_str());
-    if (!header.word.empty())
-        draw->AddText(ImVec2(h1.x - pad - ImGui::CalcTextSize(header.word.c_str()).x, ty), text,
-                      header.word.c_str());
+    drawTileHeader(draw, h0, inner_w, ty, pad, text, titles, status.state);
     if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f)))
         inputs.act().selectRank(p.rank);
     ImGui::Dummy(ImVec2(0, 2.0f));
@@ -537,22 +548,10 @@ void TopologyView::drawCompactTile(const ViewInputs& inputs, const RankProgress&
                         style.FrameRounding);
     const ImU32 text = rankStateTextColor(status.blocked ? RankState::Hung : p.state, theme);
     const int group_size = ftGroupSize(inputs.model->scenario());
-    char title[48];
-    if (group_size > 1)
-        std::snprintf(title, sizeof(title), "r%d g%d", p.rank, p.rank / group_size);
-    else
-        std::snprintf(title, sizeof(title), "r%d", p.rank);
+    const std::string title = "r" + std::to_string(p.rank) +
+                              (group_size > 1 ? " g" + std::to_string(p.rank / group_size) : std::string());
     const float ty = h0.y + 1.0f + (line - ImGui::GetTextLineHeight()) * 0.5f;
-    draw->AddText(ImVec2(h0.x + style.FramePadding.x, ty), text, title);
-    // The state word whole if it fits, else its first 4 letters, else only the colour.
-    const float title_end = h0.x + style.FramePadding.x * 2.0f + ImGui::CalcTextSize(title).x;
-    for (const std::string& word : {status.state, status.state.substr(0, 4)}) {
-        const float word_x = h0.x + inner_w - style.FramePadding.x - ImGui::CalcTextSize(word.c_str()).x;
-        if (word_x > title_end) {
-            draw->AddText(ImVec2(word_x, ty), text, word.c_str());
-            break;
-        }
-    }
+    drawTileHeader(draw, h0, inner_w, ty, style.FramePadding.x, text, {title}, status.state);
     if (ImGui::InvisibleButton("select", ImVec2(inner_w, line + 2.0f)))
         inputs.act().selectRank(p.rank);
     const bool header_hovered = ImGui::IsItemHovered();

@@ -9,7 +9,15 @@
 
 #include "dtlab/scenario.hpp"
 
+#include <string>
+
 namespace dt {
+
+// The store key where server `rank` registers "host:port incarnation"
+// (swarm.hpp); the Session empties it when the server's process dies.
+[[nodiscard]] inline std::string swarmRegistrationKey(int rank) {
+    return "dtlab/swarm/server/" + std::to_string(rank);
+}
 
 struct SwarmLayout {
     int trainers = 0;          // T

@@ -130,7 +130,7 @@ void Session::Impl::onReplicaDied(const ChildExit& x, const std::string& error) 
     if (swarm && store && SwarmLayout::of(record.scenario).isServer(x.rank))
         // Its registration goes (swarm.hpp): trainers stop calling it, its
         // stage's next DiLoCo round does not wait for it.
-        store->set("dtlab/swarm/server/" + std::to_string(x.rank), "");
+        store->set(swarmRegistrationKey(x.rank), "");
     if (swarm && SwarmLayout::of(record.scenario).isTrainer(x.rank)) {
         // A trainer owns its data and its step count: dtlab restarts servers only.
         restart_at_ns[size_t(x.rank)] = 0;
@@ -200,7 +200,6 @@ void Session::Impl::killRestOfGroup(int dead_rank) {
 void Session::Impl::onJobDone(int64_t quorum_id) {
     job_done = true;
     job_done_ns = monotonicNowNs();
-    job_done_quorum_id = quorum_id;
     log(LogLevel::Info, swarm ? "every trainer finished its steps: the job is done; the servers leave"
                               : "a replica committed every step: the job is done; the others leave");
     for (int r = 0; r < world; ++r) {

@@ -178,7 +178,6 @@ struct Session::Impl final : TelemetrySink {
     std::vector<bool> rank_left;     // left because the job finished without it
     bool job_done = false;           // some replica committed every step
     int64_t job_done_ns = 0;
-    int64_t job_done_quorum_id = -1;     // the quorum of the finisher's last step (JobFinished carries it)
     int64_t last_quorum_id = -1;         // the last quorum id logged
     mutable std::mutex lighthouse_mutex; // guards lighthouse (never taken with mutex held)
     std::unique_ptr<ft::LighthouseServer> lighthouse;

@@ -3,12 +3,12 @@
 #include "swarm/swarm_outer_sync.hpp"
 
 #include "dtlab/errors.hpp"
+#include "dtlab/swarm_layout.hpp"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <chrono>
 #include <cstring>
-#include <limits>
 #include <thread>
 
 namespace dt::swarm {
@@ -131,7 +131,7 @@ bool OuterSync::roundDue(int64_t progress) const {
 int OuterSync::registeredServers() const {
     int n = 0;
     for (int k = 0; k < m_servers; ++k) {
-        const std::string key = "dtlab/swarm/server/" + std::to_string(m_first_server_rank + k);
+        const std::string key = swarmRegistrationKey(m_first_server_rank + k);
         n += m_store->check({key}) && !m_store->get(key).empty() ? 1 : 0;
     }
     return n;
@@ -163,15 +163,14 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     const std::string result_key = final_round ? prefix + "mirror" : mirrorKey();
     // The leader is named with its registration ("host:port incarnation"),
     // so a follower tells a dead leader from its restarted successor.
-    const std::string registration_of = "dtlab/swarm/server/";
     const auto leaderGone = [&] {
         if (!m_store->check({prefix + "leader"}))
             return false;
         const std::string leader = textOf(m_store->get(prefix + "leader"));
         const auto bar = leader.find('|');
-        const std::string rank = leader.substr(0, bar);
         return bar == std::string::npos ||
-               textOf(m_store->get(registration_of + rank)) != leader.substr(bar + 1);
+               textOf(m_store->get(swarmRegistrationKey(std::stoi(leader.substr(0, bar))))) !=
+                   leader.substr(bar + 1);
     };
     // A follower (or a latecomer): wait for the leader's "done", then take the mirror.
     const auto follow = [&]() {
@@ -207,8 +206,7 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
     m_store->set(own_key, contribution);
     result.bytes_put = int64_t(contribution.size());
     (void)m_store->add(prefix + "joined", 1);
-    const std::string me =
-        std::to_string(m_rank) + "|" + textOf(m_store->get(registration_of + std::to_string(m_rank)));
+    const std::string me = std::to_string(m_rank) + "|" + textOf(m_store->get(swarmRegistrationKey(m_rank)));
     if (textOf(m_store->compareSet(prefix + "leader", {}, bytesOf(me))) != me) { // 3. not the leader
         follow();
         return result;

@@ -72,8 +72,7 @@ class StageServer {
         }
         const std::string address =
             glooInterfaceFor(m_c.env) + ":" + std::to_string(port) + " " + std::to_string(m_c.incarnation);
-        m_c.store->set("dtlab/swarm/server/" + std::to_string(m_rank),
-                       std::vector<uint8_t>(address.begin(), address.end()));
+        m_c.store->set(swarmRegistrationKey(m_rank), std::vector<uint8_t>(address.begin(), address.end()));
         m_telemetry.instant(EventKind::SwarmJoined)
             .unit(m_stage)
             .value(double(m_c.incarnation))

@@ -141,7 +141,7 @@ class Trainer {
     void refreshDirectory() {
         for (int s = 0; s < m_layout.stages; ++s)
             for (int k = 0; k < m_layout.servers_per_stage; ++k) {
-                const std::string key = "dtlab/swarm/server/" + std::to_string(m_layout.serverRank(s, k));
+                const std::string key = swarmRegistrationKey(m_layout.serverRank(s, k));
                 if (!m_c.store->check({key}))
                     continue;
                 const std::vector<uint8_t> value = m_c.store->get(key);
