@@ -80,9 +80,11 @@ void AppContext::update() {
             m_toast_until = wallSeconds() + 8.0;
         }
     }
+    takeEventHoldHits(); // first: a hit's event is then among those read next
     ingestNew();
     gatherFacts();
     holdNarrationMoment();
+    armBreakpointHold();
     judgeExercises();
     refreshComparison();
     updateAutogradGraph();

@@ -58,6 +58,10 @@ struct GLFWwindow;
 namespace dt::app {
 
 // One keyboard shortcut, for the help overlay and docs/gui.md.
+// The Session's slots for holds at events (Session::armEventHold).
+inline constexpr const char* kNarrationHoldSlot = "narration";
+inline constexpr const char* kBreakpointHoldSlot = "breakpoints";
+
 struct Shortcut {
     const char* keys;
     const char* action;
@@ -275,6 +279,13 @@ class AppContext final : public ScriptHost, public ViewActions {
     // app_narration.cpp
     void drawHighlight();
     void holdNarrationMoment(); // per frame, after gatherFacts()
+    // Per frame, before the events are read: the Session's holds at events
+    // that fired (app_narration.cpp), and the holds to arm for the narration
+    // and the breakpoints.
+    void takeEventHoldHits();
+    void armNarrationHold();
+    void armBreakpointHold();
+    void restoreRunControl(const RunControl& before);
     // app_whatif.cpp
     void keepRunForComparison();
     void startComparisonSide(const std::string& label);
@@ -403,16 +414,19 @@ class AppContext final : public ScriptHost, public ViewActions {
     double m_kept_pace = 0.0; // the presenter's Pace, kept across File > Open (0 = none)
     // Breakpoints (app_breakpoints.cpp): kept across runs, like a debugger's.
     BreakpointList m_breakpoints;
-    std::string m_last_breakpoint_hit;                                // "" = none in this run
+    bool m_breakpoints_armed = false;  // the Session holds at them (re-armed when they change or hit)
+    std::string m_last_breakpoint_hit; // "" = none in this run
     double m_breakpoint_step_arg = 10.0, m_breakpoint_ms_arg = 500.0; // the menu's inputs
 
     int m_narration_index = 0;
     std::vector<ExerciseState> m_exercises; // per narration step (app_exercises.cpp)
     double m_narration_started_s = 0.0;
     struct NarrationHold {
-        bool active = false; // the narration paused the run and Next has not resumed it
-        int held_index = -1; // the step whose moment paused the run (each step holds once)
-        RunControl before;   // the run control to restore on Next (free run or a pace)
+        bool active = false;    // the narration paused the run and Next has not resumed it
+        int held_index = -1;    // the step whose moment paused the run (each step holds once)
+        int armed_index = -1;   // the step whose moment the Session holds at (armEventHold), -1 = none
+        bool cancelled = false; // Run was pressed: the holds still to come are let go
+        RunControl before;      // the run control to restore on Next (free run or a pace)
         // The run's last step waits for the narration's last step (Session::
         // holdBefore), so a run never ends while the story goes on; Run lifts it.
         bool end_released = false;

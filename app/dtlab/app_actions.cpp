@@ -104,8 +104,11 @@ void AppContext::runFree() {
         return say("cannot run: no live run");
     m_session->resume();
     m_kept_pace = 0.0;
-    m_hold.active = false; // the presenter let the held moment go
+    m_hold.active = false; // the presenter let the held moment go, and those still to come
     m_hold.end_released = true;
+    m_hold.cancelled = true;
+    m_session->disarmEventHold(kNarrationHoldSlot);
+    m_hold.armed_index = -1;
     m_session->holdBefore(INT64_MAX);
     say("running freely");
 }

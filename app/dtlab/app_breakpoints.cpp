@@ -1,8 +1,10 @@
 // app_breakpoints.cpp: breakpoints, as in a debugger (model/breakpoints.hpp):
 // the Run menu lists them (a checkbox each, with its step or milliseconds),
-// `break` / `unbreak` set them from a script, and a live run's new events are
-// checked as they arrive: a hit pauses the run at the next step boundary and
-// says which breakpoint and what happened.
+// `break` / `unbreak` set them from a script. The Session holds a copy of
+// them (armBreakpointHold) and pauses the run at the hitting event itself,
+// as it records it; the app checks the same events as it reads them and says
+// which breakpoint and what happened (and pauses, for a hang, which is no
+// one event).
 #include "app.hpp"
 
 #include "wall_clock.hpp"
@@ -27,11 +29,33 @@ void AppContext::checkHungBreakpoint(const std::vector<HungCollective>& hung) {
 
 void AppContext::onBreakpointHit(const BreakpointHit& hit_) {
     const BreakpointHit* hit = &hit_;
-    m_session->pause();
+    m_session->pause(); // already paused at the event by the Session's copy; a hang is paused here
     m_last_breakpoint_hit = hit->breakpoint.describe() + ": " + hit->what;
     m_toast = "Breakpoint: " + m_last_breakpoint_hit + ". Paused; Run or Pace goes on.";
     m_toast_until = wallSeconds() + 8.0;
-    say("breakpoint: " + m_last_breakpoint_hit + "; paused at the next step boundary");
+    say("breakpoint: " + m_last_breakpoint_hit +
+        "; paused at that event (ranks finish the step they are in)");
+}
+
+// The Session holds at the breakpoints' events: a copy of the list (its own
+// memory of what it saw) matches each event as the Session records it.
+void AppContext::armBreakpointHold() {
+    if (!live() || m_breakpoints_armed)
+        return;
+    m_breakpoints_armed = true;
+    if (m_breakpoints.list().empty()) {
+        m_session->disarmEventHold(kBreakpointHoldSlot);
+        return;
+    }
+    // "step N is completed" is known ahead: the gate closes before step N.
+    int64_t before_step = INT64_MAX;
+    for (const Breakpoint& b : m_breakpoints.list())
+        if (b.kind == BreakpointKind::Step && b.arg >= 1)
+            before_step = int64_t(b.arg);
+    m_session->armEventHold(kBreakpointHoldSlot, {[copy = m_breakpoints](const Event& e) mutable {
+                                                      return copy.check(e).has_value();
+                                                  },
+                                                  "of a breakpoint", before_step});
 }
 
 bool AppContext::setBreakpoint(const std::string& kind, double arg, bool on, std::string& error) {
@@ -48,6 +72,7 @@ bool AppContext::setBreakpoint(const std::string& kind, double arg, bool on, std
             return false;
         }
         say("breakpoint removed: " + std::string(breakpointKindInfo(k).id));
+        m_breakpoints_armed = false;
         return true;
     }
     if (breakpointKindInfo(k).has_arg && arg <= 0) {
@@ -57,6 +82,7 @@ bool AppContext::setBreakpoint(const std::string& kind, double arg, bool on, std
     }
     Breakpoint b{k, arg};
     m_breakpoints.add(b);
+    m_breakpoints_armed = false;
     say("breakpoint set: pause when " + b.describe());
     return true;
 }
@@ -98,8 +124,10 @@ void AppContext::drawBreakpointsMenu() {
         ImGui::TextDisabled("No breakpoint set.");
     if (!m_last_breakpoint_hit.empty())
         ImGui::TextWrapped("Last hit: %s", m_last_breakpoint_hit.c_str());
-    if (ImGui::MenuItem("Remove every breakpoint", nullptr, false, !m_breakpoints.list().empty()))
+    if (ImGui::MenuItem("Remove every breakpoint", nullptr, false, !m_breakpoints.list().empty())) {
         m_breakpoints.clear();
+        m_breakpoints_armed = false;
+    }
     ImGui::EndMenu();
 }
 

@@ -38,6 +38,7 @@ void AppContext::resetRunState() {
     m_logs_seen = 0;
     m_facts = RunFacts{};
     m_breakpoints.resetRun();
+    m_breakpoints_armed = false; // a new Session: arm it
     m_last_breakpoint_hit.clear();
     m_failure_reason.clear();
     m_replay_problem.clear();

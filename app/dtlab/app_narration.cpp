@@ -1,6 +1,15 @@
 // app_narration.cpp: the narration's position (Next only when the step's
 // condition holds) and the highlight it puts on a view's window.
+//
+// Holding a step's moment: while a step with pause = true waits for its
+// event, the Session is armed with that event (model/event_moment.hpp) and
+// pauses the run at the event itself, as it records it; the app takes the
+// hit at its next frame. A moment that is not one event (a hang), or that
+// the Session saw before it was armed, is held when the app sees it, as
+// before: a frame and a telemetry batch later.
 #include "app.hpp"
+
+#include "model/event_moment.hpp"
 
 #include "wall_clock.hpp"
 
@@ -19,6 +28,8 @@ static bool currentCondition(const Scenario& scenario, int index, NarrationCondi
 bool AppContext::narrationCanNext() const {
     if (m_narration_index + 1 >= int(m_scenario.steps.size()))
         return false;
+    if (m_hold.active && m_hold.held_index == m_narration_index)
+        return true; // held at this step's event: its last telemetry may still be on the way
     NarrationCondition c;
     return !currentCondition(m_scenario, m_narration_index, c) || narrationConditionHolds(c, m_facts);
 }
@@ -52,7 +63,8 @@ void AppContext::holdNarrationMoment() {
         m_session->holdBefore(INT64_MAX);
         say("narration: the run may finish now");
     }
-    if (m_hold.active || m_narration_index < 0 || m_narration_index >= int(steps.size()))
+    armNarrationHold();
+    if (m_hold.active || m_hold.cancelled || m_narration_index < 0 || m_narration_index >= int(steps.size()))
         return;
     const NarrationStep& step = steps[size_t(m_narration_index)];
     if (!step.pause || m_hold.held_index == m_narration_index || !narrationConditionMetNow())
@@ -65,6 +77,72 @@ void AppContext::holdNarrationMoment() {
         step.until + "); Next resumes the run");
 }
 
+// The Session is armed with the current step's event while that step waits
+// for it (pause = true, not held yet, not happened yet); otherwise nothing.
+void AppContext::armNarrationHold() {
+    if (!live())
+        return;
+    const auto& steps = m_scenario.steps;
+    const int index = m_narration_index;
+    NarrationMoment moment;
+    NarrationCondition c;
+    if (!m_hold.active && !m_hold.cancelled && index >= 0 && index < int(steps.size()) &&
+        steps[size_t(index)].pause && m_hold.held_index != index && currentCondition(m_scenario, index, c) &&
+        !narrationConditionMet(c, m_facts))
+        moment = narrationMoment(c, m_facts.first_quorum_id, m_scenario.fault_tolerance.enabled);
+    const int wanted = moment.matches ? index : -1;
+    if (m_hold.armed_index == wanted)
+        return;
+    if (moment.matches)
+        m_session->armEventHold(kNarrationHoldSlot,
+                                {std::move(moment.matches), steps[size_t(index)].until, moment.before_step});
+    else
+        m_session->disarmEventHold(kNarrationHoldSlot);
+    m_hold.armed_index = wanted;
+}
+
+// The holds the Session made at events since the last frame. The
+// narration's: held at the moment of the step it was armed for; one for a
+// step the presenter already left (Next or Back came first) is undone. The
+// breakpoints': re-armed (a hold fires once); the breakpoint's own message
+// comes when the app reads its event (app_breakpoints.cpp).
+void AppContext::takeEventHoldHits() {
+    if (!live())
+        return;
+    for (const EventHoldHit& hit : m_session->takeEventHoldHits()) {
+        if (hit.slot == kBreakpointHoldSlot) {
+            m_breakpoints_armed = false;
+            continue;
+        }
+        const bool for_this_step = m_hold.armed_index == m_narration_index && !m_hold.cancelled;
+        m_hold.armed_index = -1; // the Session disarmed it
+        if (for_this_step && m_hold.active && m_hold.held_index == m_narration_index) {
+            m_hold.before = hit.before; // this frame saw the moment first: Next restores what ran before
+            continue;
+        }
+        if (!for_this_step || m_hold.active) {
+            if (!m_hold.active)
+                restoreRunControl(hit.before); // the presenter moved on (or pressed Run) first
+            continue;
+        }
+        m_hold.active = true;
+        m_hold.held_index = m_narration_index;
+        m_hold.before = hit.before;
+        say("narration: held at the moment of step " + std::to_string(m_narration_index + 1) + " (" +
+            hit.what + "), at the event itself: no rank starts a step after " + std::to_string(hit.held_at) +
+            "; Next resumes the run");
+    }
+}
+
+void AppContext::restoreRunControl(const RunControl& before) {
+    if (!live())
+        return;
+    if (before.mode == RunMode::Paced)
+        m_session->setPace(before.pace_steps_per_s);
+    else if (before.mode == RunMode::Run)
+        m_session->resume();
+}
+
 // Next after a held moment: the run goes on as it did before (free, or at its pace).
 void AppContext::releaseNarrationHold() {
     if (!m_hold.active)
@@ -72,10 +150,7 @@ void AppContext::releaseNarrationHold() {
     m_hold.active = false;
     if (!live())
         return;
-    if (m_hold.before.mode == RunMode::Paced)
-        m_session->setPace(m_hold.before.pace_steps_per_s);
-    else if (m_hold.before.mode == RunMode::Run)
-        m_session->resume();
+    restoreRunControl(m_hold.before);
     say("narration: the run goes on");
 }
 

@@ -319,14 +319,15 @@ TEST_CASE("A breakpoint set from the script pauses the live run where it was hit
     REQUIRE_FALSE(r.timed_out);
     CHECK(r.exit_code == 0);
     CHECK(contains(r.out, "dtlab: breakpoint set: pause when step 3 is completed"));
-    CHECK(contains(r.out, "completed step 3; paused at the next step boundary"));
-    // 1.5 s later (about 50 steps' time at 20 ms) the ranks are still where it paused them.
+    CHECK(contains(r.out, "completed step 3; paused at that event"));
+    // The Session closed the gate before step 4 when the breakpoint was set
+    // (a step count is known ahead), so no rank ends a step past step 3 (index
+    // 2), however late its telemetry came; 1.5 s later they are still there.
     const dt::RecordingLoad load = dt::readRecording(recording);
     int64_t last_step = -1;
     for (const dt::Event& e : load.record.events)
         if (e.kind == dt::EventKind::Step && e.phase == dt::EventPhase::Span)
             last_step = std::max<int64_t>(last_step, e.step);
-    CHECK(last_step >= 2);
-    CHECK(last_step <= 5);
+    CHECK(last_step == 2);
     CHECK(it::waitForNoWorkers(10.0).empty());
 }

@@ -2,6 +2,8 @@
 // narration's facts (run_facts.hpp), the breakpoints and the RunModel:
 //   a death        ProcessExited with a signal (-signo) or an error code (!= 0)
 //   a hang         FaultInjected with the Hang action's code (SIGSTOP)
+//   a kill sent    FaultInjected with the Kill action's code (SIGKILL): the death is certain,
+//                  its exit is reaped a monitor tick later
 //   a heal         a receiving Heal span (value 0): a restarted replica got a peer's state;
 //                  or a restarted SWARM server serving again (SwarmJoined, incarnation > 0)
 //                  with its stage's state from the param mirror
@@ -19,6 +21,10 @@ namespace dt::app {
 [[nodiscard]] inline bool isRankHang(const Event& e) {
     return e.kind == EventKind::FaultInjected && e.rank >= 0 &&
            int(e.value) == faultActionTraits(FaultAction::Hang).event_code;
+}
+[[nodiscard]] inline bool isKillSent(const Event& e) {
+    return e.kind == EventKind::FaultInjected && e.rank >= 0 &&
+           int(e.value) == faultActionTraits(FaultAction::Kill).event_code;
 }
 [[nodiscard]] inline bool isHealReceived(const Event& e) {
     return e.rank >= 0 && ((e.kind == EventKind::Heal && e.phase == EventPhase::Span && e.value == 0) ||

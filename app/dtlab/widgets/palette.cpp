@@ -25,6 +25,7 @@ ImU32 kindColor(EventKind kind) {
     case EventKind::SlowDelay:
         return IM_COL32(215, 110, 80, 255); // brick: injected slowness
     case EventKind::Paused:
+    case EventKind::GateWait:
         return IM_COL32(120, 132, 140, 255); // grey: held at a gate
     case EventKind::Recompute:
         return IM_COL32(121, 134, 203, 255); // indigo: forward again, inside backward

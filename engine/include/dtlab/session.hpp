@@ -20,6 +20,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -108,13 +109,56 @@ struct RunControl {
     // mode, until it is lifted (INT64_MAX = no hold). The ranks' gate is
     // effectiveGate().
     int64_t hold_before_step = INT64_MAX;
+    // A hold at a step count armed ahead (EventHold::before_step): no rank
+    // starts this step whatever the mode, so the ranks stop there however
+    // late their telemetry comes; the hold then turns into a pause.
+    int64_t pause_before_step = INT64_MAX;
     [[nodiscard]] int64_t effectiveGate() const {
-        return hold_before_step == INT64_MAX
-                   ? allowed_step
-                   : (allowed_step < hold_before_step - 1 ? allowed_step : hold_before_step - 1);
+        int64_t gate = allowed_step;
+        for (const int64_t before : {hold_before_step, pause_before_step})
+            if (before != INT64_MAX && before - 1 < gate)
+                gate = before - 1;
+        return gate;
     }
     // Ranks may be waiting at the gate (paused, paced, or a hold ahead).
-    [[nodiscard]] bool gated() const { return mode != RunMode::Run || hold_before_step != INT64_MAX; }
+    [[nodiscard]] bool gated() const {
+        return mode != RunMode::Run || hold_before_step != INT64_MAX || pause_before_step != INT64_MAX;
+    }
+    // Paused (pause, step, a hold at an event): a step that aborted and is
+    // tried again (fault tolerance) waits too, so a held run never forms a
+    // new quorum behind the presenter's back. Paced runs and the end hold let it through.
+    [[nodiscard]] bool holdsRetries() const {
+        return mode == RunMode::Paused &&
+               (hold_before_step == INT64_MAX || allowed_step < hold_before_step - 1);
+    }
+};
+
+// A moment to hold the run at (a narration step's event, a breakpoint). The
+// Session tests every event as it arrives, from a rank's telemetry or its own
+// (a kill it sent, a process exit, the lighthouse's quorum), and at the first
+// match pauses the run there: no rank starts a step past the furthest one any
+// rank has begun, so the ranks finish what they are in and wait; nobody waits
+// in a collective for a held peer. This is the moment itself, not the frame
+// (a GUI frame and a telemetry batch later) at which a viewer noticed it.
+struct EventHold {
+    // Called on a collector thread with the Session's lock held: quick, and
+    // no calls back into the Session. Holds its own state (copied in).
+    std::function<bool(const Event&)> matches;
+    std::string what; // "rank 1 dies", for the log
+    // A moment that is a step count ("step >= N": the end of step N-1) is
+    // known ahead: with before_step = N the gate closes before step N at
+    // once (RunControl::pause_before_step), since a rank ending step N-1
+    // starts step N long before its telemetry of it arrives. INT64_MAX: an
+    // event nobody can foresee (a death, a quorum, a heal), held at the
+    // ranks' next gate after it.
+    int64_t before_step = INT64_MAX;
+};
+struct EventHoldHit {
+    std::string slot;    // the name it was armed under
+    std::string what;    // EventHold::what
+    Event event;         // the event that matched
+    RunControl before;   // the run control just before the hold: what Next restores
+    int64_t held_at = 0; // the allowed step of the hold: no rank starts a later one
 };
 
 class Session {
@@ -160,6 +204,12 @@ class Session {
     // narration's last step, so the run never ends before the story does).
     void holdBefore(int64_t step);
     [[nodiscard]] RunControl runControl() const;
+    // Holds at an event (EventHold above). One hold per slot ("narration",
+    // "breakpoints"); arming a slot again replaces it; a hold fires once and
+    // is then disarmed. takeEventHoldHits() returns the hits since the last call.
+    void armEventHold(const std::string& slot, EventHold hold);
+    void disarmEventHold(const std::string& slot);
+    [[nodiscard]] std::vector<EventHoldHit> takeEventHoldHits();
 
     [[nodiscard]] std::string storeAddress() const; // "host:port" for ranks to join
     [[nodiscard]] std::vector<RankProgress> progress() const;

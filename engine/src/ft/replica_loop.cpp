@@ -81,7 +81,7 @@ void copyInto(const std::vector<at::Tensor>& tensors, const at::Tensor& flat) {
 
 int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step) {
     const int64_t gate_begin = telemetry.now();
-    if (context.gate->waitToStart(step))
+    if (context.gate->waitToStart(step, [&] { telemetry.instant(EventKind::GateWait).step(step).emit(); }))
         telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
     return telemetry.now();
 }

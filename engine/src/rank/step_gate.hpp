@@ -3,22 +3,30 @@
 //
 // The Session sends SetAllowedStep / SetDelayMs over the telemetry socket; the
 // control reader thread calls the setters; the training thread calls
-// waitToStart(step) before each step.
+// waitToStart(step) before each step (a fault-tolerant replica before each
+// attempt: an aborted step is tried again under the same number).
+//
+// The rule: step s may start while s <= allowed. When the Session holds
+// retries (a paused run, RunControl::holdsRetries), a second attempt at the
+// step this rank last started needs s < allowed: the attempt that aborted
+// was the allowed one, and trying again (a new quorum) is the next.
 #pragma once
 
 #include <climits>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 
 namespace dt {
 
 class StepGate {
   public:
-    void setAllowedStep(int64_t step) {
+    void setAllowedStep(int64_t step, bool hold_retries = false) {
         {
             std::lock_guard<std::mutex> lock(m_mutex);
             m_allowed = step;
+            m_hold_retries = hold_retries;
         }
         m_open.notify_all();
     }
@@ -30,12 +38,24 @@ class StepGate {
         std::lock_guard<std::mutex> lock(m_mutex);
         return m_delay_ms;
     }
-    // Blocks until `step` may start. Returns true if it had to wait.
-    bool waitToStart(int64_t step) {
+    // Blocks until `step` may start; `on_wait` (if any) is called once,
+    // without the gate's lock, just before it blocks (the rank says it is
+    // held: a GateWait event). Returns true if it had to wait.
+    bool waitToStart(int64_t step, const std::function<void()>& on_wait = {}) {
         std::unique_lock<std::mutex> lock(m_mutex);
-        if (step <= m_allowed)
+        const bool retry = step == m_last_started;
+        m_last_started = step;
+        const auto may_start = [&] {
+            return step < m_allowed || (step == m_allowed && !(retry && m_hold_retries));
+        };
+        if (may_start())
             return false;
-        m_open.wait(lock, [&] { return step <= m_allowed; });
+        if (on_wait) {
+            lock.unlock();
+            on_wait();
+            lock.lock();
+        }
+        m_open.wait(lock, may_start);
         return true;
     }
 
@@ -43,6 +63,8 @@ class StepGate {
     mutable std::mutex m_mutex;
     std::condition_variable m_open;
     int64_t m_allowed = INT64_MAX;
+    bool m_hold_retries = false;
+    int64_t m_last_started = INT64_MIN;
     double m_delay_ms = 0.0;
 };
 

@@ -2,7 +2,9 @@
 //
 // Three sources, one path (applyFault):
 //   [[faults]] with when = "allreduce" or "step"  fired by maybeInjectFault, as
-//                                                the rank's telemetry shows that moment
+//                                                the rank's telemetry shows that moment;
+//                                                a kill or hang finds the rank stopped
+//                                                there (rank/fault_points.hpp)
 //   [[faults]] with when = "time"                 fired by the monitor tick, at_s into the run
 //   [chaos]                                       drawn by the monitor tick: an action from
 //                                                the list, a live rank, an exponential gap
@@ -34,8 +36,9 @@ void Session::Impl::defer(int64_t delay_ns, std::function<void()> run) {
 }
 
 // A scenario fault whose moment is this event (collector thread, mutex held).
-// Kill and hang are signalled at once, so the rank is stopped exactly there;
-// the others go through applyFault from the monitor.
+// Kill and hang find the rank stopped exactly there (rank/fault_points.hpp)
+// and are signalled by the monitor at once; the others go through
+// applyFault from the monitor.
 void Session::Impl::maybeInjectFault(const Event& e) {
     for (size_t i = 0; i < record.scenario.faults.size(); ++i) {
         const auto& f = record.scenario.faults[i];
@@ -53,31 +56,72 @@ void Session::Impl::maybeInjectFault(const Event& e) {
             defer(0, [this, f] { applyFault(f); });
             continue;
         }
-        if (f.action == FaultAction::Hang && f.duration_s > 0)
-            defer(int64_t(f.duration_s * 1e9), [this, rank = f.rank] { endHang(rank); });
-        const int signo = faultActionTraits(f.action).event_code; // SIGSTOP or SIGKILL
-        bool sent = false;
-        {
-            std::lock_guard<std::mutex> plock(proc_mutex);
-            sent = signalRankProcess(f.rank, signo);
-        }
-        if (!sent && options.spawn_ranks)
-            continue;
-        if (signo == SIGKILL)
-            sigkill_sent[size_t(f.rank)] = true;
-        emitSessionEvent(EventKind::FaultInjected, f.rank, signo);
-        const std::string what = std::string(f.action == FaultAction::Hang ? "SIGSTOP" : "SIGKILL") +
-                                 " to rank " + std::to_string(f.rank) + " at step " + std::to_string(e.step) +
-                                 (at_allreduce ? ", as its all-reduce started" : "");
-        log(LogLevel::Warning, "scenario fault: " + what);
-        if (signo == SIGSTOP)
-            progress[size_t(f.rank)].state = RankState::Hung;
-        if (!ft_enabled && first_failure_ns == 0)
-            first_failure_is_hang = signo == SIGSTOP;
-        if (!ft_enabled)
-            noteFailure("rank " + std::to_string(f.rank) + (signo == SIGKILL ? " was killed" : " was hung") +
-                        " by a scenario fault: " + what);
+        // Signalled from the monitor, woken now: a hold armed at this kill
+        // or hang reaches the other ranks before the signal does. The rank
+        // itself waits at this moment meanwhile (rank/fault_points.hpp).
+        defer(0, [this, f, step = e.step, at_allreduce] { signalScheduledFault(f, step, at_allreduce); });
+        wakeMonitor();
     }
+}
+
+// A scheduled kill or hang, from the monitor (no mutex).
+void Session::Impl::signalScheduledFault(const FaultConfig& f, int step, bool at_allreduce) {
+    const int signo = faultActionTraits(f.action).event_code; // SIGSTOP or SIGKILL
+    holdBeforeSignal(f.rank, signo);
+    bool sent = false;
+    {
+        std::lock_guard<std::mutex> plock(proc_mutex);
+        sent = signalRankProcess(f.rank, signo);
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!sent && options.spawn_ranks)
+        return;
+    if (f.action == FaultAction::Hang && f.duration_s > 0)
+        defer(int64_t(f.duration_s * 1e9), [this, rank = f.rank] { endHang(rank); });
+    if (signo == SIGKILL)
+        sigkill_sent[size_t(f.rank)] = true;
+    emitSessionEvent(EventKind::FaultInjected, f.rank, signo);
+    const std::string what = std::string(f.action == FaultAction::Hang ? "SIGSTOP" : "SIGKILL") +
+                             " to rank " + std::to_string(f.rank) + " at step " + std::to_string(step) +
+                             (at_allreduce ? ", as its all-reduce started" : "");
+    log(LogLevel::Warning, "scenario fault: " + what);
+    if (signo == SIGSTOP) {
+        progress[size_t(f.rank)].state = RankState::Hung;
+        // The rank stopped itself at this moment (rank/fault_points.hpp):
+        // it goes on from there once SIGCONT comes.
+        defer(0, [this, rank = f.rank] {
+            collector->sendControl(rank, {uint32_t(wire::ControlCommand::ReleaseFaultPoint), 0, 0, 0.0});
+        });
+    }
+    if (!ft_enabled && first_failure_ns == 0)
+        first_failure_is_hang = signo == SIGSTOP;
+    if (!ft_enabled)
+        noteFailure("rank " + std::to_string(f.rank) + (signo == SIGKILL ? " was killed" : " was hung") +
+                    " by a scenario fault: " + what);
+}
+
+// A kill or hang is about to be sent: a hold armed at it pauses the run
+// first, and the gate goes out from this thread now, so the other ranks
+// have it before they can notice the death (no mutex).
+void Session::Impl::holdBeforeSignal(int rank, int signo) {
+    RunControl gate;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (event_holds.empty())
+            return;
+        Event e;
+        e.t_ns = monotonicNowNs();
+        e.kind = EventKind::FaultInjected;
+        e.phase = EventPhase::Instant;
+        e.rank = rank;
+        e.value = signo;
+        checkEventHolds(e); // the event itself is recorded once the signal is sent
+        if (!gate_broadcast_due)
+            return;
+        gate_broadcast_due = false;
+        gate = control;
+    }
+    broadcastGate(gate);
 }
 
 void Session::Impl::applyFault(const FaultConfig& f) {

@@ -58,6 +58,8 @@ void Session::Impl::killEverything() {
 
 void Session::Impl::signalRank(int rank, FaultAction action) {
     const int signo = faultActionTraits(action).event_code; // SIGKILL, SIGSTOP or SIGCONT
+    if (action != FaultAction::Resume)
+        holdBeforeSignal(rank, signo);
     bool sent = false;
     {
         std::lock_guard<std::mutex> plock(proc_mutex);
@@ -134,6 +136,7 @@ void Session::Impl::onRankExited(const ChildExit& x) {
     info.exit_code = x.exit_code;
     info.term_signal = x.signal;
     rank_gone[size_t(x.rank)] = true;
+    waiting_at_gate[size_t(x.rank)] = false;
     emitSessionEvent(EventKind::ProcessExited, x.rank, x.signal ? -x.signal : x.exit_code);
     auto& p = progress[size_t(x.rank)];
     if (ft_enabled && x.signal == 0 && x.exit_code == kExitDiverged) {

@@ -53,7 +53,12 @@ void Session::Impl::emitSessionEvent(EventKind kind, int rank, double value) {
     e.phase = EventPhase::Instant;
     e.rank = rank;
     e.value = value;
+    appendEvent(e);
+}
+
+void Session::Impl::appendEvent(const Event& e) {
     record.events.push_back(e);
+    checkEventHolds(e);
 }
 
 // Highest step any rank has completed (-1 before the first).
@@ -68,6 +73,20 @@ int Session::Impl::maxCompletedStep() const {
 // frozen, and not a restarted replica still starting or healing (it catches up
 // by joining the others' next quorum, not by stepping through the gate, so a
 // pace that waited for it would wait for ever). INT_MAX when there is none.
+bool Session::Impl::everySteppingRankWaits() const {
+    bool any = false;
+    for (size_t r = 0; r < progress.size(); ++r) {
+        const RankState state = progress[r].state;
+        const bool steps = takesSteps(int(r)) && (state == RankState::Running || state == RankState::Paused);
+        if (rank_gone[r] || rank_finished[r] || !steps)
+            continue;
+        if (!waiting_at_gate[r])
+            return false;
+        any = true;
+    }
+    return any;
+}
+
 int Session::Impl::minSteppingCompletedStep() const {
     int m = INT_MAX;
     for (size_t r = 0; r < progress.size(); ++r) {
@@ -194,6 +213,10 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
     for (size_t i = 0; i < count; ++i) {
         const Event& e = events[i];
         record.events.push_back(e);
+        max_started_step = std::max<int64_t>(max_started_step, e.step);
+        if (e.kind == EventKind::GateWait || e.kind == EventKind::RankStarted ||
+            (e.kind == EventKind::Paused && e.phase == EventPhase::Span))
+            waiting_at_gate[size_t(rank)] = e.kind == EventKind::GateWait;
         // A restarted replica is Healing from its start until its first commit
         // (it catches up from a live peer, it does not step on its own).
         if ((e.kind == EventKind::RankStarted || e.kind == EventKind::RankReady) &&
@@ -225,6 +248,7 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
             if (swarm && e.value == 0 && !job_done && everyTrainerFinished())
                 onJobDone(-1);
         }
+        checkEventHolds(e);
         if (!record.scenario.faults.empty())
             maybeInjectFault(e);
     }

@@ -59,7 +59,7 @@ void Session::Impl::hostLighthouse() {
             e.bytes = std::max<int64_t>(e.bytes, m.step);
             members += (members.empty() ? "" : ", ") + m.id() + "@" + std::to_string(m.step);
         }
-        record.events.push_back(e);
+        appendEvent(e);
         log(LogLevel::Info, "lighthouse: quorum " + std::to_string(quorum.quorum_id) + " = {" + members +
                                 "}: " + decision.reason);
     });

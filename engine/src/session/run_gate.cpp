@@ -1,4 +1,4 @@
-// run_gate.cpp: pause, step and pace, through step gates.
+// run_gate.cpp: pause, step and pace, through step gates, and holds at events.
 //
 // The Session sends SetAllowedStep(k) to every rank; a rank starts step s
 // only while s <= k (rank side: step_gate.hpp), and its wait is a `paused`
@@ -8,6 +8,14 @@
 // restarts stand still meanwhile). A rank that says hello later (a restarted
 // replica, a late joiner) is greeted with the current gate, its slow-down and
 // its modelled link.
+//
+// A hold at an event (armEventHold) is tested against each event as it is
+// recorded (appendEvent, under the lock): a match sets the gate to the
+// furthest step any rank has begun, in Paused mode (retries wait), and
+// wakes the monitor, which sends it within a millisecond instead of after a
+// GUI frame. Ranks say GateWait when they begin to wait, so the Session
+// knows a rank held before a retried step is held (its committed step alone
+// would not show it).
 #include "session/session_impl.hpp"
 
 #include <algorithm>
@@ -15,23 +23,74 @@
 
 namespace dt {
 
-// Tell every connected rank the gate (RunControl::effectiveGate(): the
-// pause/pace gate, or the hold ahead when that comes first).
-void Session::Impl::broadcastGate(int64_t effective_gate) {
-    wire::ControlMessage message{uint32_t(wire::ControlCommand::SetAllowedStep), 0, effective_gate, 0.0};
+// The gate as one control message: RunControl::effectiveGate() (the
+// pause/pace gate, or the hold ahead when that comes first) and whether a
+// retried step waits too (RunControl::holdsRetries).
+static wire::ControlMessage gateMessage(const RunControl& control) {
+    return {uint32_t(wire::ControlCommand::SetAllowedStep), control.holdsRetries() ? 1 : 0,
+            control.effectiveGate(), 0.0};
+}
+
+// Tell every connected rank the gate.
+void Session::Impl::broadcastGate(const RunControl& control) {
+    const wire::ControlMessage message = gateMessage(control);
     for (int r = 0; r < world; ++r)
         collector->sendControl(r, message);
 }
 
+void Session::Impl::wakeMonitor() {
+    {
+        std::lock_guard<std::mutex> wake(monitor_wake_mutex);
+        monitor_woken = true;
+    }
+    monitor_wake.notify_one();
+}
+
+// An armed hold that matches `e` pauses the run here and now (mutex held):
+// no rank starts a step past the furthest one begun, and a retried step
+// waits (holdsRetries). The monitor, woken at once, tells the ranks; the
+// hit waits for takeEventHoldHits (the app's Next restores `before`).
+void Session::Impl::checkEventHolds(const Event& e) {
+    if (event_holds.empty() || finished)
+        return;
+    for (auto it = event_holds.begin(); it != event_holds.end();) {
+        if (!it->second.matches || !it->second.matches(e)) {
+            ++it;
+            continue;
+        }
+        EventHoldHit hit{it->first, it->second.what, e, control, 0};
+        hit.before.pause_before_step = INT64_MAX; // what Next restores: the run as it went before the hold
+        control.allowed_step = std::min<int64_t>(control.allowed_step, max_started_step);
+        control.mode = RunMode::Paused;
+        control.pace_steps_per_s = 0.0;
+        hit.held_at = control.allowed_step;
+        log(LogLevel::Info, "held at the moment " + it->second.what + ": no rank starts a step after " +
+                                std::to_string(hit.held_at) + " (ranks finish what they are in)");
+        event_hold_hits.push_back(std::move(hit));
+        it = event_holds.erase(it);
+        control.pause_before_step = earliestPauseBefore();
+        gate_broadcast_due = true;
+        wakeMonitor();
+    }
+}
+
+// The earliest before_step of the armed holds (mutex held).
+int64_t Session::Impl::earliestPauseBefore() const {
+    int64_t before = INT64_MAX;
+    for (const auto& [slot, hold] : event_holds)
+        before = std::min(before, hold.before_step);
+    return before;
+}
+
 void Session::Impl::setGate(RunMode mode, int64_t allowed_step, double pace) {
-    int64_t gate = 0;
+    RunControl gate;
     {
         std::lock_guard<std::mutex> lock(mutex);
         control.mode = mode;
         control.allowed_step = allowed_step;
         control.pace_steps_per_s = pace;
         last_pace_tick_ns = monotonicNowNs();
-        gate = control.effectiveGate();
+        gate = control;
     }
     broadcastGate(gate);
 }
@@ -48,8 +107,11 @@ void Session::Impl::syncNewRanksAndPace() {
     bool done = false;
     bool held = false;
     bool held_changed = false;
+    bool broadcast = false;
     {
         std::lock_guard<std::mutex> lock(mutex);
+        broadcast = gate_broadcast_due;
+        gate_broadcast_due = false;
         hello.swap(pending_hello_sync);
         for (const auto& p : progress)
             delays.push_back(p.delay_ms);
@@ -57,8 +119,10 @@ void Session::Impl::syncNewRanksAndPace() {
             links.emplace_back(p.link_mbit_s, p.link_latency_ms);
         const int64_t now = monotonicNowNs();
         const int64_t stepping_min = minSteppingCompletedStep();
-        const bool all_at_gate =
-            control.mode != RunMode::Run && stepping_min != INT_MAX && stepping_min >= control.allowed_step;
+        // Held: every stepping rank completed the steps the gate allows, or
+        // says it waits at its gate (a retried step, held by holdsRetries).
+        const bool all_at_gate = control.mode != RunMode::Run && stepping_min != INT_MAX &&
+                                 (stepping_min >= control.allowed_step || everySteppingRankWaits());
         if (control.mode == RunMode::Paced && control.pace_steps_per_s > 0 &&
             now - last_pace_tick_ns >= int64_t(1e9 / control.pace_steps_per_s) &&
             (stepping_min == INT_MAX || stepping_min >= control.allowed_step)) {
@@ -101,8 +165,7 @@ void Session::Impl::syncNewRanksAndPace() {
         // A replica restarted just before the job finished is not needed any more.
         if (done)
             collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, -1, 0.0});
-        collector->sendControl(
-            r, {uint32_t(wire::ControlCommand::SetAllowedStep), 0, gate.effectiveGate(), 0.0});
+        collector->sendControl(r, gateMessage(gate));
         if (held)
             collector->sendControl(r, {uint32_t(wire::ControlCommand::SetJobHeld), 0, 1, 0.0});
         if (delays[size_t(r)] > 0)
@@ -111,8 +174,8 @@ void Session::Impl::syncNewRanksAndPace() {
         collector->sendControl(r,
                                {uint32_t(wire::ControlCommand::SetLink), 0, int64_t(mbit * 1000.0), latency});
     }
-    if (tick)
-        broadcastGate(gate.effectiveGate());
+    if (tick || broadcast)
+        broadcastGate(gate);
 }
 
 // [SECTION] Public API ---------------------------------------------------------
@@ -156,13 +219,45 @@ void Session::setPace(double steps_per_s) {
 }
 
 void Session::holdBefore(int64_t step) {
-    int64_t gate = 0;
+    RunControl gate;
     {
         std::lock_guard<std::mutex> lock(m_impl->mutex);
         m_impl->control.hold_before_step = step;
-        gate = m_impl->control.effectiveGate();
+        gate = m_impl->control;
     }
     m_impl->broadcastGate(gate);
+}
+
+void Session::armEventHold(const std::string& slot, EventHold hold) {
+    RunControl gate;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        if (hold.before_step != INT64_MAX && hold.before_step <= m_impl->max_started_step)
+            hold.before_step = INT64_MAX; // a rank is past it already: no gate ahead, only the event
+        m_impl->event_holds[slot] = std::move(hold);
+        m_impl->control.pause_before_step = m_impl->earliestPauseBefore();
+        gate = m_impl->control;
+    }
+    m_impl->broadcastGate(gate);
+}
+
+void Session::disarmEventHold(const std::string& slot) {
+    RunControl gate;
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        if (m_impl->event_holds.erase(slot) == 0)
+            return;
+        m_impl->control.pause_before_step = m_impl->earliestPauseBefore();
+        gate = m_impl->control;
+    }
+    m_impl->broadcastGate(gate);
+}
+
+std::vector<EventHoldHit> Session::takeEventHoldHits() {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    std::vector<EventHoldHit> hits;
+    hits.swap(m_impl->event_hold_hits);
+    return hits;
 }
 
 RunControl Session::runControl() const {

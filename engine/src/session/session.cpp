@@ -95,7 +95,12 @@ void Session::Impl::judgeExits(const std::vector<ChildExit>& exits, int64_t now)
 }
 void Session::Impl::monitorLoop() {
     while (!monitor_stop.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        {
+            // A hold at an event wakes the monitor at once, to tell the ranks.
+            std::unique_lock<std::mutex> wake(monitor_wake_mutex);
+            monitor_wake.wait_for(wake, std::chrono::milliseconds(20), [this] { return monitor_woken; });
+            monitor_woken = false;
+        }
         if (ft_enabled || !record.scenario.faults.empty())
             runFaultInjector();
         if (ft_enabled)
@@ -297,6 +302,7 @@ void Session::start() {
     s.last_heard_ns.assign(size_t(world), 0);
     s.silent.assign(size_t(world), false);
     s.lost_peer.assign(size_t(world), false);
+    s.waiting_at_gate.assign(size_t(world), false);
     s.fault_fired.assign(scenario.faults.size(), false);
     s.quorum = scenario.fault_tolerance.enabled;
     s.swarm = scenario.strategy.kind == StrategyKind::Swarm;
@@ -467,7 +473,8 @@ std::vector<RankProgress> Session::progress() const {
     // A running rank that completed every step the gate allows waits at the gate.
     if (m_impl->control.gated())
         for (auto& p : out)
-            if (p.state == RankState::Running && p.step >= m_impl->control.effectiveGate())
+            if (p.state == RankState::Running &&
+                (p.step >= m_impl->control.effectiveGate() || m_impl->waiting_at_gate[size_t(p.rank)]))
                 p.state = RankState::Paused;
     return out;
 }

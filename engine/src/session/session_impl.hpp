@@ -103,6 +103,8 @@ struct Session::Impl final : TelemetrySink {
     std::vector<bool> silent;            // per rank: no frame for wire::kSilentNs (logged once)
     std::vector<bool> lost_peer;         // per rank: its RankFailed said it only lost a peer
     std::vector<int> pending_hello_sync; // said hello since the last tick: the run gate greets them
+    std::vector<bool> waiting_at_gate;   // per rank: said GateWait and has not ended that wait (Paused)
+    int64_t max_started_step = -1;       // the furthest step any rank has an event of
 
     bool onHello(int rank, int pid, const std::string& host) override;
     void onEvents(int rank, const Event* events, size_t count) override;
@@ -120,7 +122,9 @@ struct Session::Impl final : TelemetrySink {
     // rank that only lost its peer) gives way to the first cause. Mutex held.
     void noteFailure(const std::string& reason, bool consequence = false);
     void emitSessionEvent(EventKind kind, int rank, double value); // mutex held
-    void killRestOfGroup(int dead_rank);                           // mutex held
+    // Every event of the run goes in here: the record, then the holds at events (mutex held).
+    void appendEvent(const Event& e);
+    void killRestOfGroup(int dead_rank); // mutex held
     [[nodiscard]] std::string replicaName(int rank) const;
 
     // [rank_processes.cpp] --------------------------------------------------
@@ -155,10 +159,12 @@ struct Session::Impl final : TelemetrySink {
     std::mt19937_64 chaos_rng;
     int64_t next_chaos_ns = 0;
 
-    void defer(int64_t delay_ns, std::function<void()> run); // mutex held
-    void maybeInjectFault(const Event& e);                   // mutex held
-    void applyFault(const FaultConfig& f);                   // no mutex
-    void endHang(int rank);                                  // no mutex: resume, or kill once the job is done
+    void defer(int64_t delay_ns, std::function<void()> run);                      // mutex held
+    void maybeInjectFault(const Event& e);                                        // mutex held
+    void applyFault(const FaultConfig& f);                                        // no mutex
+    void signalScheduledFault(const FaultConfig& f, int step, bool at_allreduce); // no mutex
+    void holdBeforeSignal(int rank, int signo);                                   // no mutex
+    void endHang(int rank); // no mutex: resume, or kill once the job is done
     void sendRankControl(int rank, wire::ControlCommand command, double value,
                          const std::string& what); // no mutex
     void setLighthouseRunning(bool running);       // no mutex
@@ -195,7 +201,21 @@ struct Session::Impl final : TelemetrySink {
     bool restarts_frozen = false;
     int64_t restarts_frozen_since_ns = 0;
 
-    void broadcastGate(int64_t effective_gate);                    // no mutex
+    // Holds at events (Session::armEventHold): tested by appendEvent; a hit
+    // pauses at once and wakes the monitor, which tells the ranks.
+    std::map<std::string, EventHold> event_holds;
+    std::vector<EventHoldHit> event_hold_hits; // since the last takeEventHoldHits
+    bool gate_broadcast_due = false;           // the gate changed off the monitor thread
+    std::mutex monitor_wake_mutex;             // with monitor_wake: cut the monitor's 20 ms sleep
+    std::condition_variable monitor_wake;
+    bool monitor_woken = false; // guarded by monitor_wake_mutex
+    void wakeMonitor();
+    void checkEventHolds(const Event& e);              // mutex held
+    [[nodiscard]] int64_t earliestPauseBefore() const; // mutex held: RunControl::pause_before_step
+    // Every rank that takes steps and is alive waits at its gate (GateWait seen). Mutex held.
+    [[nodiscard]] bool everySteppingRankWaits() const;
+
+    void broadcastGate(const RunControl& control);                 // no mutex
     void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex
     void syncNewRanksAndPace();                                    // no mutex: one monitor tick
 

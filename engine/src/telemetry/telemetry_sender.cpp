@@ -188,6 +188,7 @@ int64_t TelemetrySender::now() const {
 }
 
 void TelemetrySender::emit(const Event& event) {
+    bool stop = false;
     {
         std::lock_guard<std::mutex> lock(m_mutex);
         if (m_queue.size() >= m_capacity || m_closing) {
@@ -195,10 +196,15 @@ void TelemetrySender::emit(const Event& event) {
             return;
         }
         m_queue.push_back(event);
-        if (m_queue.size() < 1024)
+        stop = m_stop_reached && std::this_thread::get_id() != m_control_thread.get_id() &&
+               m_stop_reached(event);
+        m_flush_now = m_flush_now || stop;
+        if (m_queue.size() < 1024 && !stop)
             return;
     }
     m_wake.notify_one();
+    if (stop)
+        m_stop_wait();
 }
 
 void TelemetrySender::log(LogLevel level, const std::string& text) {
@@ -227,8 +233,10 @@ void TelemetrySender::senderLoop() {
         bool closing = false;
         {
             std::unique_lock<std::mutex> lock(m_mutex);
-            m_wake.wait_for(lock, std::chrono::milliseconds(20),
-                            [this] { return m_closing || m_queue.size() >= 1024 || !m_logs.empty(); });
+            m_wake.wait_for(lock, std::chrono::milliseconds(20), [this] {
+                return m_closing || m_flush_now || m_queue.size() >= 1024 || !m_logs.empty();
+            });
+            m_flush_now = false;
             batch.swap(m_queue);
             logs.swap(m_logs);
             closing = m_closing;

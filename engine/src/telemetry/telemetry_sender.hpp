@@ -55,6 +55,16 @@ class TelemetrySender final : public EventSink {
         m_on_control = std::move(handler);
     }
 
+    // A moment at which the emitting thread stops (rank/fault_points.hpp):
+    // `reached` is asked, under the queue lock, of each event queued; on true
+    // the event is shipped at once and `wait` runs on the emitting thread
+    // (never on the control reader, which must stay free to read the
+    // release). Set before connect().
+    void stopAt(std::function<bool(const Event&)> reached, std::function<void()> wait) {
+        m_stop_reached = std::move(reached);
+        m_stop_wait = std::move(wait);
+    }
+
     [[nodiscard]] uint64_t dropped() const { return m_dropped.load(); }
     [[nodiscard]] uint64_t bytesWritten() const {
         return m_bytes_written.load();
@@ -88,6 +98,9 @@ class TelemetrySender final : public EventSink {
     std::vector<Event> m_queue;
     std::vector<std::pair<LogLevel, std::string>> m_logs;
     bool m_closing = false;
+    bool m_flush_now = false; // a stop point's event: ship it without waiting for the batch
+    std::function<bool(const Event&)> m_stop_reached;
+    std::function<void()> m_stop_wait;
     std::atomic<uint64_t> m_dropped{0};
     std::atomic<uint64_t> m_bytes_written{0};
     std::mutex m_send_mutex;

@@ -41,10 +41,10 @@
 namespace dt::wire {
 
 constexpr uint32_t kWireVersion =
-    11; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
+    12; // 2: Event::group, FSDP unit and checkpoint kinds; 3: fault-tolerance kinds, control commands; 4:
         // DiLoCo kinds, SetLink; 5: Event::backend, BusBandwidth; 6: offload kinds; 7: measured memory kinds;
         // 8: Welcome's boot id, ClockPing/ClockPong frames, clock kinds; 9: GradReady; 10: EvalLoss kinds;
-        // 11: SWARM kinds
+        // 11: SWARM kinds; 12: GateWait, SetAllowedStep's hold_retries
 constexpr char kMagic[4] = {'D', 'T', 'L', 'T'};
 constexpr int kClockPings = 8;
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
@@ -57,7 +57,9 @@ enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3, Control = 4, Clo
 
 // Session -> rank. Gates sit at step boundaries: a rank starts step s only
 // while s <= allowed_step. Run mode sends a huge allowed_step; pause sends the
-// last step already started; "step once" sends one more.
+// last step already started; "step once" sends one more. SetAllowedStep's
+// `reserved` is hold_retries: 1 = a step tried again after an abort (fault
+// tolerance) needs s < allowed_step (RunControl::holdsRetries).
 // Fault-tolerance faults (fault tolerance on) are control commands too:
 //   FailNextCollective   the rank's next cross-replica collective fails
 //   NanGradients         the rank's next gradients are NaN
@@ -77,8 +79,10 @@ enum class ControlCommand : uint32_t {
         8, // the rank's modelled link: delay_ms = latency, allowed_step = bandwidth in kbit/s (0 = no cap)
     KillSelf =
         9, // SIGKILL yourself: a kill fault for a rank the Session cannot signal (joined from another host)
-    SetJobHeld = 10, // allowed_step = 1: every rank that steps waits at the gate (paused or paced), so
-                     // the job's clock stands still: a quorum wait does not time out; 0: it runs again
+    SetJobHeld = 10,        // allowed_step = 1: every rank that steps waits at the gate (paused or paced), so
+                            // the job's clock stands still: a quorum wait does not time out; 0: it runs again
+    ReleaseFaultPoint = 11, // the Session acted on the scheduled fault this rank stopped for
+                            // (rank/fault_points.hpp): the stopped thread goes on
 };
 struct ControlMessage {
     uint32_t command;

@@ -34,6 +34,7 @@
 #include "memory/tracking_allocator.hpp"
 #include "model/model.hpp"
 #include "model/tensor_parallel_model.hpp"
+#include "rank/fault_points.hpp"
 #include "rank/rank_groups.hpp"
 #include "rank/rank_telemetry.hpp"
 #include "rank/step_gate.hpp"
@@ -290,8 +291,8 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     const int M = scenario.strategy.microbatches;
     for (int step = first_step; step < scenario.run.steps; ++step) {
         const int64_t gate_begin = telemetry.now();
-        if (gate.waitToStart(step))
-            telemetry.span(EventKind::Paused).from(gate_begin).step(step).emitIfDetailed();
+        if (gate.waitToStart(step, [&] { telemetry.instant(EventKind::GateWait).step(step).emit(); }))
+            telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
         const int64_t step_begin = telemetry.now();
         unit_spans.step = step;
 
@@ -463,11 +464,21 @@ int runWorker(const WorkerArgs& args) {
     FtFaultSwitches ft_faults;
     LinkShaper link; // the rank's modelled link, shared by its communicators
     link.set(scenario.network.bandwidth_mbit_s, scenario.network.latency_ms);
-    sender.onControl([&gate, &ft_faults, &link](const wire::ControlMessage& m) {
+    // A scheduled kill or hang of this rank stops it at that moment itself (fault_points.hpp).
+    FaultPoints fault_points(scenario, env.rank, args.incarnation);
+    if (!fault_points.empty())
+        sender.stopAt([&fault_points](const Event& e) { return fault_points.reached(e); },
+                      [&fault_points, &sender] {
+                          if (!fault_points.waitForRelease())
+                              sender.log(LogLevel::Warning,
+                                         "stopped for a scheduled fault that the Session did "
+                                         "not carry out within 10 s: going on");
+                      });
+    sender.onControl([&gate, &ft_faults, &link, &fault_points](const wire::ControlMessage& m) {
         using wire::ControlCommand;
         switch (ControlCommand(m.command)) {
         case ControlCommand::SetAllowedStep:
-            gate.setAllowedStep(m.allowed_step);
+            gate.setAllowedStep(m.allowed_step, m.reserved != 0);
             ft_faults.greeted = true;
             break;
         case ControlCommand::SetDelayMs:
@@ -498,6 +509,9 @@ int runWorker(const WorkerArgs& args) {
         case ControlCommand::KillSelf:
             ::raise(SIGKILL);
             break; // only ever from the authenticated Session
+        case ControlCommand::ReleaseFaultPoint:
+            fault_points.release();
+            break;
         }
     });
     try {
