@@ -6,6 +6,8 @@
 #                                   then dtcore's unit tests and the decoders' fuzzer under ASan + UBSan
 #   tools/setup.sh build            install what is missing and build
 #   tools/setup.sh bench            also install python3-torch and run tests/bench/bench_ddp.sh
+#   tools/setup.sh stress [N]       build, then run the fault, fault-tolerance, SWARM and hold tests
+#                                   N times (default 20) while a second process keeps one core busy
 #
 # Only Debian 12 packages; nothing is downloaded by the build itself.
 # Environment: BUILD_DIR (default: build), JOBS (default: number of cores).
@@ -24,6 +26,33 @@ TEST_PACKAGES=(xvfb xauth xdotool clang-format)
 BENCH_PACKAGES=(python3-torch)
 
 say() { printf '\033[1mdtlab setup:\033[0m %s\n' "$*" >&2; }
+
+# Phase times: each phase says how long it took, and the test mode ends with
+# a table of them (docs/PERFORMANCE.md keeps a fresh machine's).
+PHASES=()
+PHASE_NAME=""
+PHASE_START=0
+phase() { # phase NAME: ends the phase in progress, starts NAME ("" = none)
+    local now
+    now=$(date +%s)
+    if [ -n "$PHASE_NAME" ]; then
+        PHASES+=("$(printf '%-34s %6d s' "$PHASE_NAME" $((now - PHASE_START)))")
+        say "$PHASE_NAME: $((now - PHASE_START)) s"
+    fi
+    PHASE_NAME="$1"
+    PHASE_START=$now
+}
+print_phases() {
+    phase ""
+    say "phase times:"
+    printf '  %s\n' "${PHASES[@]}" >&2
+}
+# The slowest tests of a ctest log (lines "N/M Test #K: name ....   Passed   12.34 sec").
+print_slowest_tests() {
+    say "the 10 slowest tests:"
+    sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \(.*\) \.\.*  *[A-Za-z*]* *\([0-9.]*\) sec$/\2 \1/p' "$1" |
+        sort -rn | head -10 | awk '{ t = $1; $1 = ""; printf "  %8.1f s %s\n", t, $0 }' >&2
+}
 die() { printf 'dtlab setup: error: %s\n' "$*" >&2; exit 2; }
 
 install_missing() {
@@ -54,8 +83,10 @@ build() {
     local packages=("${BUILD_PACKAGES[@]}" "${LIB_PACKAGES[@]}" "${DATA_PACKAGES[@]}")
     [ "$MODE" = test ] && packages+=("${TEST_PACKAGES[@]}")
     [ "$MODE" = bench ] && packages+=("${BENCH_PACKAGES[@]}")
+    phase "install"
     install_missing "${packages[@]}"
     check_blas
+    phase "configure + build"
     export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
     say "configuring in $BUILD_DIR"
     cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -79,27 +110,57 @@ run)
     ;;
 test)
     build
+    phase "format check"
     say "checking the formatting (.clang-format)"
     "$ROOT/tools/check_format.sh" || die "the tree is not formatted: run tools/check_format.sh --fix"
+    phase "suite"
     say "running the test suite"
-    (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900)
+    SUITE_LOG="$BUILD_DIR/last_suite.log"
+    suite_ok=0
+    # pipefail: a failing ctest fails the pipeline through tee
+    (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS" --timeout 900) 2>&1 | tee "$SUITE_LOG" || suite_ok=1
+    print_slowest_tests "$SUITE_LOG"
+    [ "$suite_ok" -eq 0 ] || { print_phases; die "the test suite failed (log: $SUITE_LOG)"; }
     # The sanitize preset: every decoder of outside input, instrumented (no LibTorch in it).
     SANITIZE_DIR="${SANITIZE_DIR:-$ROOT/build-sanitize}"
+    phase "sanitizer build"
     say "dtcore's unit tests and the decoders' fuzzer under AddressSanitizer + UBSan ($SANITIZE_DIR)"
     cmake -S "$ROOT" -B "$SANITIZE_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDTLAB_CORE_ONLY=ON \
         -DDTLAB_SANITIZE=ON -DDTLAB_GUI=OFF -DDTLAB_FUZZ_ITERATIONS=20000 >/dev/null
     cmake --build "$SANITIZE_DIR" -j "$JOBS"
+    phase "sanitizer tests"
     cd "$SANITIZE_DIR"
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j "$JOBS" --timeout 900
+    print_phases
     ;;
 build)
     build
+    ;;
+stress)
+    build
+    ROUNDS="${2:-20}"
+    STRESS_TAGS="[fault],[ft],[swarm],[holds],[hang]"
+    say "stress: $STRESS_TAGS x $ROUNDS, with one core kept busy"
+    (while :; do :; done) &
+    BUSY=$!
+    trap 'kill $BUSY 2>/dev/null' EXIT
+    failed=0
+    for i in $(seq 1 "$ROUNDS"); do
+        if "$BUILD_DIR/tests/test_integration" "$STRESS_TAGS" >"$BUILD_DIR/stress_$i.log" 2>&1; then
+            say "stress round $i of $ROUNDS: passed ($(tail -2 "$BUILD_DIR/stress_$i.log" | head -1))"
+        else
+            failed=$((failed + 1))
+            say "stress round $i of $ROUNDS: FAILED (log: $BUILD_DIR/stress_$i.log)"
+        fi
+    done
+    say "stress: $failed of $ROUNDS rounds failed"
+    [ "$failed" -eq 0 ] || exit 1
     ;;
 bench)
     build
     exec "$ROOT/tests/bench/bench_ddp.sh" "$BUILD_DIR"
     ;;
 *)
-    die "unknown mode '$MODE': expected run, test, build or bench"
+    die "unknown mode '$MODE': expected run, test, build, stress or bench"
     ;;
 esac

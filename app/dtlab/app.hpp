@@ -208,6 +208,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     // Held at this step's moment (the Session was told to pause).
     [[nodiscard]] bool narrationHeld() const override { return m_hold.active && live(); }
     [[nodiscard]] std::string narrationStatus() const override;
+    void printState() override; // app_print_state.cpp
     // The main loop's timing of each frame (frame_times.hpp), for print_frame_times.
     void noteFrameTimes(double build_ms, double render_ms, bool drawn) {
         m_frame_times.add(build_ms, render_ms, drawn);

@@ -90,6 +90,11 @@ void AppContext::armNarrationHold() {
         steps[size_t(index)].pause && m_hold.held_index != index && currentCondition(m_scenario, index, c) &&
         !narrationConditionMet(c, m_facts))
         moment = narrationMoment(c, m_facts.first_quorum_id, m_scenario.fault_tolerance.enabled);
+    // DiLoCo under a quorum commits a whole round at its sync: a gate before
+    // inner step N would stop the ranks before the commit that says N steps
+    // are done. Its step count is held at that commit, not ahead.
+    if (m_scenario.fault_tolerance.enabled && m_scenario.strategy.kind == StrategyKind::Diloco)
+        moment.before_step = INT64_MAX;
     const int wanted = moment.matches ? index : -1;
     if (m_hold.armed_index == wanted)
         return;
@@ -192,6 +197,11 @@ std::string AppContext::narrationStatus() const {
 }
 
 void AppContext::narrationNext() {
+    if (narrationOnLastStep() && narrationHeld()) {
+        say("narration: the last step's moment is let go: the run finishes");
+        runFree(); // Next (or Finish) at a held last step never leaves the run parked
+        return;
+    }
     if (!narrationCanNext())
         return;
     ++m_narration_index;
@@ -199,10 +209,17 @@ void AppContext::narrationNext() {
     // (no resume-then-pause flicker); else the run goes on.
     const bool moment_passed =
         m_scenario.steps[size_t(m_narration_index)].pause && live() && narrationConditionMetNow();
-    if (moment_passed && m_hold.active)
+    if (moment_passed && m_hold.active) {
         m_hold.held_index = m_narration_index;
-    else
+    } else {
+        // The next moment is armed before the run goes on: a quorum that
+        // forms a millisecond after the release is still held at its event.
+        const bool was_held = m_hold.active;
+        m_hold.active = false;
+        armNarrationHold();
+        m_hold.active = was_held;
         releaseNarrationHold();
+    }
     m_narration_started_s = wallSeconds();
     say("narration step " + std::to_string(m_narration_index + 1) + " of " +
         std::to_string(m_scenario.steps.size()));

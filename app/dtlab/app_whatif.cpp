@@ -24,6 +24,11 @@ void AppContext::keepRunForComparison() {
     m_before_side.label = m_now_side.label.empty() ? m_scenario.name : m_now_side.label;
     m_before_side.summary = m_session ? summaryJson(m_session->snapshot()) : summaryJson(*m_replay);
     m_before_side.finished = m_facts.finished || m_replay.has_value();
+    // A rerun started during a hold compares against a run that did not end:
+    // its label says so, so "steps done: 2 -> 30" reads as what it is.
+    if (!m_before_side.finished)
+        m_before_side.label += " (stopped at step " + std::to_string(m_facts.stepsCompletedMax()) + " of " +
+                               std::to_string(m_scenario.run.steps) + ")";
 }
 
 // Called by openScenario once the new run started.

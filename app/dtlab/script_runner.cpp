@@ -53,6 +53,8 @@ const VerbSpec kVerbs[] = {
     {"save_recording", Verb::SaveRecording, Arg::Text, "save_recording PATH"},
     {"open", Verb::Open, Arg::Text, "open PATH"},
     {"print_layout", Verb::PrintLayout, Arg::None, "print_layout"},
+    {"print_state", Verb::PrintState, Arg::None, "print_state"},
+    {"wait_settled", Verb::WaitSettled, Arg::None, "wait_settled"},
     {"print_frame_times", Verb::PrintFrameTimes, Arg::None, "print_frame_times"},
     {"next", Verb::Next, Arg::None, "next"},
     {"back", Verb::Back, Arg::None, "back"},
@@ -294,6 +296,15 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
         if (!f.live)
             fail(c, "wait_finished: no run is loaded");
         return false;
+    case Verb::WaitSettled: // a held run's picture stops changing: no rank that steps is still running
+        if (f.finished)
+            return true;
+        if (!f.live)
+            fail(c, "wait_settled: no live run");
+        for (size_t r = 0; r < f.steppingCount(); ++r)
+            if (f.ranks[r].state == RankState::Running)
+                return false;
+        return true;
     case Verb::WaitDead:
         if (f.rankGone(c.rank))
             return true;
@@ -393,6 +404,9 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     }
     case Verb::PrintLayout:
         host.printLayout();
+        return true;
+    case Verb::PrintState:
+        host.printState();
         return true;
     case Verb::WaitNext:
         if (host.narrationOnLastStep())

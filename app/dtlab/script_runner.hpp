@@ -114,6 +114,8 @@ class ScriptHost {
     [[nodiscard]] virtual bool narrationOnLastStep() const { return true; }
     [[nodiscard]] virtual bool narrationHeld() const { return false; }
     [[nodiscard]] virtual std::string narrationStatus() const { return "no narration"; }
+    // One line per view of what it shows at the views' moment (app_print_state.cpp).
+    virtual void printState() {}
     // break / unbreak: false with `error` set when the kind or its argument is wrong.
     virtual bool setBreakpoint(const std::string& kind, double arg, bool on, std::string& error) {
         (void)kind, (void)arg, (void)on;
@@ -176,6 +178,8 @@ struct ScriptCommand {
         SaveRecording,
         Open,
         PrintLayout,
+        PrintState,
+        WaitSettled,
         PrintFrameTimes,
         Next,
         Back,

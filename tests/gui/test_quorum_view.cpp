@@ -260,3 +260,26 @@ TEST_CASE("The quorum view draws its empty states, its rows and the stopwatch", 
               "1.5 GB/s");
     }
 }
+
+TEST_CASE("The lighthouse's decision line never calls a replica healthy that its badge says is not",
+          "[gui][quorum]") {
+    dt::app::QuorumViewState st;
+    st.reason = "fast path: every member of quorum 1 is healthy and waiting [3/3 joined]";
+    st.rows.resize(3);
+    for (int r = 0; r < 3; ++r) {
+        st.rows[size_t(r)].replica = st.rows[size_t(r)].group = r;
+        st.rows[size_t(r)].in_quorum = true;
+        st.rows[size_t(r)].health = dt::app::ReplicaHealth::Healthy;
+    }
+    SECTION("while every member is healthy the decision reads as the lighthouse wrote it") {
+        dt::app::markStaleDecision(st);
+        CHECK(st.reason == "fast path: every member of quorum 1 is healthy and waiting [3/3 joined]");
+    }
+    SECTION("a member restarting since: the line says the decision is older than that") {
+        st.rows[1].health = dt::app::ReplicaHealth::Restarting;
+        dt::app::markStaleDecision(st);
+        CHECK(st.reason ==
+              "fast path: every member of quorum 1 is healthy and waiting [3/3 joined] (when it was "
+              "decided; since then: replica 1 restarting)");
+    }
+}

@@ -331,3 +331,70 @@ TEST_CASE("A breakpoint set from the script pauses the live run where it was hit
     CHECK(last_step == 2);
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
+
+namespace {
+
+// The `dtlab: state: VIEW: ...` lines of a script's output, in order.
+std::vector<std::string> stateLines(const std::string& out, const std::string& view) {
+    std::vector<std::string> lines;
+    const std::string tag = "dtlab: state: " + view + ": ";
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(tag, 0) == 0)
+            lines.push_back(line.substr(tag.size()));
+    return lines;
+}
+
+// "id 3 members ..." -> 3
+long quorumId(const std::string& quorum_line) {
+    return std::stol(quorum_line.substr(quorum_line.find("id ") + 3));
+}
+
+} // namespace
+
+TEST_CASE("ft_kill_replica holds at the kill before any new quorum, then at the new quorum, then at the heal",
+          "[e2e][narration][holds]") {
+    const auto display = startDisplay();
+    if (!display)
+        return; // no Xvfb: skipped with a warning
+    Xvfb& x = *display;
+    it::TempDir dir("dtlab-ft-holds");
+    // Each held step: wait until the picture settled (no rank still running), then print what every view
+    // shows.
+    std::string script;
+    for (int step = 1; step <= 4; ++step)
+        script += "wait_next\nexpect_held\nwait_settled\nprint_state\nscreenshot ft_kill_replica_hold" +
+                  std::to_string(step) + ".png\nnext\n";
+    script += "quit\n";
+    const it::ProcessResult r =
+        it::runProcess({kDtlab, std::string(DTLAB_SOURCE_DIR) + "/scenarios/ft_kill_replica.toml", "--script",
+                        dir.write("holds.script", script), "--screenshot-dir", artifactDir()},
+                       displayOptions(x, 180.0));
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    const std::vector<std::string> topology = stateLines(r.out, "topology");
+    const std::vector<std::string> quorum = stateLines(r.out, "quorum");
+    REQUIRE(topology.size() == 4);
+    REQUIRE(quorum.size() == 4);
+    // 1. "step >= 10": every replica committed step 9 (the tenth) and waits before the next; none went
+    // further.
+    CHECK(topology[0] == "rank 0 paused step 9, rank 1 paused step 9, rank 2 paused step 9");
+    // 2. "rank 1 dies", killed as its all-reduce of step 15 started: the survivors aborted step 15
+    //    and wait before trying it again (last committed: 14); no new quorum yet.
+    CHECK(contains(topology[1], "rank 0 paused step 14"));
+    CHECK(contains(topology[1], "rank 2 paused step 14"));
+    CHECK_FALSE(contains(topology[1], "rank 1 paused"));
+    CHECK(quorumId(quorum[1]) == quorumId(quorum[0]));
+    // 3. "new quorum forms": a new id, of the survivors alone; they committed step 15 in it.
+    CHECK(quorumId(quorum[2]) != quorumId(quorum[1]));
+    CHECK(contains(quorum[2], "members [0 2]"));
+    CHECK(contains(topology[2], "rank 0 paused step 15"));
+    // 4. "rank 1 heals": a later moment again, with replica 1 back.
+    CHECK(topology[3] != topology[2]);
+    CHECK_FALSE(contains(topology[3], "rank 1 restarting"));
+    // Consecutive holds are distinct moments.
+    for (size_t i = 1; i < topology.size(); ++i)
+        CHECK((topology[i] != topology[i - 1] || quorum[i] != quorum[i - 1]));
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}

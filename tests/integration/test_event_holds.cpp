@@ -75,12 +75,11 @@ TEST_CASE("A hold at an event stops the run at that moment", "[holds][slow]") {
     SECTION("a step count: every rank ends step 4 and waits before step 5, however fast the steps") {
         dt::Session session(optionsFor(dir, tinySpec(2, 40)));
         session.start();
-        session.armEventHold("test",
-                             {[](const dt::Event& e) {
-                                  return e.kind == dt::EventKind::Step && e.phase == dt::EventPhase::Span &&
-                                         e.step == 4;
-                              },
-                              "step >= 5", 5});
+        session.armEventHold("test", {[](const dt::Event& e) {
+                                          return e.kind == dt::EventKind::Step &&
+                                                 e.phase == dt::EventPhase::Span && e.step == 4;
+                                      },
+                                      "step >= 5", 5});
         const std::vector<dt::EventHoldHit> hits = waitForHit(session);
         REQUIRE(hits.size() == 1);
         CHECK(hits[0].held_at == 4);
@@ -101,12 +100,11 @@ TEST_CASE("A hold at an event stops the run at that moment", "[holds][slow]") {
         spec.faults_toml = "[[faults]]\naction = \"kill\"\nrank = 1\nstep = 6\nwhen = \"allreduce\"\n";
         dt::Session session(optionsFor(dir, spec));
         session.start();
-        session.armEventHold("test",
-                             {[](const dt::Event& e) {
-                                  return e.kind == dt::EventKind::FaultInjected && e.rank == 1 &&
-                                         int(e.value) == SIGKILL;
-                              },
-                              "rank 1 dies"});
+        session.armEventHold("test", {[](const dt::Event& e) {
+                                          return e.kind == dt::EventKind::FaultInjected && e.rank == 1 &&
+                                                 int(e.value) == SIGKILL;
+                                      },
+                                      "rank 1 dies"});
         const std::vector<dt::EventHoldHit> hits = waitForHit(session);
         REQUIRE(hits.size() == 1);
         CHECK(hits[0].held_at == 6);
@@ -123,8 +121,8 @@ TEST_CASE("A hold at an event stops the run at that moment", "[holds][slow]") {
         CHECK(quorum_after_kill == -1); // no new quorum while held
         for (int survivor : {0, 2}) {
             INFO("replica " << survivor);
-            CHECK(lastEventStep(held, dt::EventKind::Commit, survivor) == 5); // step 6 never committed
-            CHECK(lastEventStep(held, dt::EventKind::Abort, survivor) == 6);  // it aborted step 6 ...
+            CHECK(lastEventStep(held, dt::EventKind::Commit, survivor) == 5);   // step 6 never committed
+            CHECK(lastEventStep(held, dt::EventKind::Abort, survivor) == 6);    // it aborted step 6 ...
             CHECK(lastEventStep(held, dt::EventKind::GateWait, survivor) == 6); // ... and waits to retry it
         }
         session.resume();

@@ -6,8 +6,9 @@
 namespace dt::app {
 
 static bool completesStep(const Event& e, int step_index, bool committed_steps) {
-    return e.step == step_index && (committed_steps ? e.kind == EventKind::Commit
-                                                    : e.kind == EventKind::Step && e.phase == EventPhase::Span);
+    return e.step == step_index &&
+           (committed_steps ? e.kind == EventKind::Commit
+                            : e.kind == EventKind::Step && e.phase == EventPhase::Span);
 }
 
 static bool completesCollective(const Event& e, EventKind kind) {
@@ -15,12 +16,13 @@ static bool completesCollective(const Event& e, EventKind kind) {
 }
 
 static std::function<bool(const Event&)> matcher(const NarrationCondition& c, double first_quorum_id,
-                                                bool committed_steps) {
+                                                 bool committed_steps) {
     using Kind = NarrationCondition::Kind;
     const int value = c.value;
     switch (c.kind) {
     case Kind::StepAtLeast:
-        return [value, committed_steps](const Event& e) { return completesStep(e, value - 1, committed_steps); };
+        return
+            [value, committed_steps](const Event& e) { return completesStep(e, value - 1, committed_steps); };
     case Kind::FirstAllReduceEnds:
         return [](const Event& e) { return completesCollective(e, EventKind::AllReduce); };
     case Kind::FirstAllGatherEnds:

@@ -289,7 +289,8 @@ void EventLogView::drawContent(const ViewInputs& inputs) {
             ImGui::TableNextRow();
             ImGui::TableNextColumn();
             char time[32];
-            std::snprintf(time, sizeof(time), "+%.3f s", (double(row.t_ns) - origin) / 1e9);
+            // Signed: a line the Session logged before the run's first event reads "-0.013 s", never "+-".
+            std::snprintf(time, sizeof(time), "%+.3f s", (double(row.t_ns) - origin) / 1e9);
             ImGui::PushID(int(i));
             if (ImGui::Selectable(time, m_selected == int(i), ImGuiSelectableFlags_SpanAllColumns)) {
                 m_selected = int(i);

@@ -296,7 +296,13 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
     if (inputs.narration.held_at_end)
         wrappedIn(accentColor(theme), "The run waits before its last steps until the narration's last step.");
     ImGui::AlignTextToFramePadding();
-    if (step.until.empty() || last) {
+    if (last && inputs.narration.held) { // the story ends at this moment: say how the run ends
+        ImGui::PushStyleColor(ImGuiCol_Text, accentColor(theme));
+        ImGui::TextWrapped(
+            "PAUSED AT THIS MOMENT: %s. This is the last step: Finish runs the rest of the run.",
+            describeCondition(step.until).c_str());
+        ImGui::PopStyleColor();
+    } else if (step.until.empty() || last) {
         ImGui::TextDisabled(last ? "Last step." : "Nothing to wait for.");
     } else if (inputs.narration.held) {
         ImGui::PushStyleColor(ImGuiCol_Text, accentColor(theme));
@@ -319,9 +325,13 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
         inputs.act().narrationBack();
     ImGui::SameLine();
     const std::string wait = "waiting for " + describeCondition(step.until);
-    if (inputs.act().button("Next >##narration", ready && !last,
-                            last ? "this is the last step" : wait.c_str()))
+    if (last && inputs.narration.held) {
+        if (inputs.act().button("Finish the run >##narration", true))
+            inputs.act().runFree(); // the held last moment never parks the run for good
+    } else if (inputs.act().button("Next >##narration", ready && !last,
+                                   last ? "this is the last step" : wait.c_str())) {
         inputs.act().narrationNext();
+    }
     ImGui::SameLine();
     textDisabledElided("Space / Right = Next, Left = Back");
 }

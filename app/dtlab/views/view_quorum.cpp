@@ -245,7 +245,27 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
         if (alive && (row.partitioned || row.heartbeat_age_ms > timeout_ms))
             row.health = ReplicaHealth::Unreachable;
     }
+    markStaleDecision(st);
     return st;
+}
+
+// The lighthouse's last decision is a sentence about the moment it was made
+// ("every member of quorum 1 is healthy"). When a replica it counted is not
+// healthy now (killed since, restarting, hung), the line says so rather than
+// contradict the replica's badge below it.
+void markStaleDecision(QuorumViewState& st) {
+    if (st.reason.find("healthy") == std::string::npos)
+        return;
+    std::string since;
+    for (const ReplicaRow& row : st.rows) {
+        const bool unwell = row.health != ReplicaHealth::Healthy && row.health != ReplicaHealth::Healing &&
+                            row.health != ReplicaHealth::Finished && row.health != ReplicaHealth::Starting;
+        if (unwell && row.in_quorum)
+            since += (since.empty() ? "" : ", ") + std::string("replica ") + std::to_string(row.group) + " " +
+                     replicaHealthLabel(row.health);
+    }
+    if (!since.empty())
+        st.reason += " (when it was decided; since then: " + since + ")";
 }
 
 // -----------------------------------------------------------------------------
@@ -389,28 +409,37 @@ void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
         act.setLighthouseRunning(down);
 }
 
+std::optional<Recovery> latestRecovery(const RunModel& model, int64_t until) {
+    std::vector<Event> events = recoveryEvents(model);
+    events.erase(
+        std::remove_if(events.begin(), events.end(),
+                       [&](const Event& e) { return e.t_ns + std::max<int64_t>(e.dur_ns, 0) > until; }),
+        events.end());
+    const RecoveryMeasure measure = measureRecoveries(events, model.world(), ftGroupSize(model.scenario()));
+    if (measure.recoveries.empty())
+        return std::nullopt;
+    return measure.recoveries.back();
+}
+
+// The moment the view shows: the cursor, else now (live) or the end.
+int64_t quorumViewTime(const ViewInputs& inputs) {
+    const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
+    return has_cursor ? **inputs.cursor_ns
+                      : (inputs.live ? inputs.now_ns : std::max(inputs.model->tEnd(), inputs.now_ns));
+}
+
 void QuorumView::drawContent(const ViewInputs& inputs) {
     m_comparison.clear(); // drawComparison sets it again when it draws one
     drawFaultButtons(inputs);
     const RunModel& model = *inputs.model;
     const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
-    const int64_t t_end = has_cursor ? **inputs.cursor_ns
-                                     : (inputs.live ? inputs.now_ns : std::max(model.tEnd(), inputs.now_ns));
+    const int64_t t_end = quorumViewTime(inputs);
     m_state = quorumViewState(model, inputs.ranks, has_cursor ? std::nullopt : inputs.lighthouse, t_end);
     const int64_t until = has_cursor ? t_end : INT64_MAX; // at a cursor: what had happened by then
     if (model.generation() != m_recovery_generation || until != m_recovery_until) {
         m_recovery_generation = model.generation();
         m_recovery_until = until;
-        std::vector<Event> events = recoveryEvents(model);
-        events.erase(
-            std::remove_if(events.begin(), events.end(),
-                           [&](const Event& e) { return e.t_ns + std::max<int64_t>(e.dur_ns, 0) > until; }),
-            events.end());
-        const RecoveryMeasure measure =
-            measureRecoveries(events, model.world(), ftGroupSize(model.scenario()));
-        m_recovery.reset();
-        if (!measure.recoveries.empty())
-            m_recovery = measure.recoveries.back();
+        m_recovery = latestRecovery(model, until);
     }
     m_state.recovery = m_recovery;
     drawHeader(inputs);
@@ -634,7 +663,10 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         return;
     }
     const Recovery& r = *m_state.recovery;
-    const double since_ms = double(t_end - r.fault_ns) / 1e6;
+    // The run's time since the fault for a phase still pending. A held run's
+    // "now" stands at the moment it froze, which can be before a fault the
+    // Session sent while it was held: then no run time has passed (never negative).
+    const double since_ms = double(std::max<int64_t>(0, t_end - r.fault_ns)) / 1e6;
     // Every phase is measured from this fault (recovery_measure.hpp), in order.
     if (r.replica >= 0 && m_state.group_size > 1)
         ImGui::TextWrapped("Recovery stopwatch: %s rank %d (its group %d goes down with it), from the fault:",

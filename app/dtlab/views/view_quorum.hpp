@@ -71,6 +71,14 @@ struct QuorumViewState {
                                               const std::optional<ft::LighthouseStatus>& lighthouse,
                                               int64_t t_ns);
 
+// Appends to a decision that calls members healthy what has changed since (a member now dead,
+// restarting, hung or unreachable), so the line never contradicts a badge.
+void markStaleDecision(QuorumViewState& st);
+// The latest fault's recovery, from the events that ended by `until` (INT64_MAX: all).
+[[nodiscard]] std::optional<Recovery> latestRecovery(const RunModel& model, int64_t until);
+// The moment the view shows: the cursor, else now (live) or the run's end.
+[[nodiscard]] int64_t quorumViewTime(const ViewInputs& inputs);
+
 class QuorumView : public View {
   public:
     QuorumView();

@@ -457,7 +457,8 @@ class Evaluator {
         throw EvalError("a comparison cannot be used as a value");
     }
 
-    // One comparison; detail shows both sides' values, e.g. "max(x) = 3 <= 4".
+    // One comparison; detail shows both sides' values as a true sentence:
+    // "max(x) = 3 <= 4" when it holds, "max(x) = 5, not <= 4" when it does not.
     bool holds(const Node& c, std::string& detail) const {
         const Value a = numeric(eval(*c.left), c.left->source);
         const Value b = numeric(eval(*c.right), c.right->source);
@@ -472,7 +473,7 @@ class Evaluator {
             const std::string value = formatValue(v);
             return n.kind == Node::Kind::Number ? value : n.source + " = " + value;
         };
-        detail = side(*c.left, a) + " " + c.op + " " + side(*c.right, b);
+        detail = side(*c.left, a) + (ok ? " " : ", not ") + c.op + " " + side(*c.right, b);
         return ok;
     }
 

@@ -21,9 +21,9 @@ FaultPoints::FaultPoints(const Scenario& scenario, int rank, int incarnation) {
 // step S or later, "allreduce" = an all-reduce of step S starting.
 bool FaultPoints::reached(const Event& e) {
     const auto it = std::find_if(m_pending.begin(), m_pending.end(), [&](const Point& p) {
-        return p.when == FaultWhen::Step ? e.step >= p.step
-                                         : e.kind == EventKind::AllReduce && e.phase == EventPhase::WorkStarted &&
-                                               e.step == p.step;
+        return p.when == FaultWhen::Step
+                   ? e.step >= p.step
+                   : e.kind == EventKind::AllReduce && e.phase == EventPhase::WorkStarted && e.step == p.step;
     });
     if (it == m_pending.end())
         return false;
@@ -33,8 +33,8 @@ bool FaultPoints::reached(const Event& e) {
 
 bool FaultPoints::waitForRelease() {
     std::unique_lock<std::mutex> lock(m_mutex);
-    const bool released = m_released_cv.wait_for(lock, std::chrono::nanoseconds(kMaxWaitNs),
-                                                 [this] { return m_releases > 0; });
+    const bool released =
+        m_released_cv.wait_for(lock, std::chrono::nanoseconds(kMaxWaitNs), [this] { return m_releases > 0; });
     if (released)
         m_releases -= 1;
     return released;
