@@ -33,7 +33,7 @@ std::string toolbarLine(const RunFacts& facts, bool held_by_narration, int narra
     if (!facts.live)
         return "no run";
     const RunControl& c = facts.control;
-    std::string line = c.mode == RunMode::Paused ? "paused"
+    std::string line = c.mode == RunMode::Paused  ? "paused"
                        : c.mode == RunMode::Paced ? "paced " + std::to_string(c.pace_steps_per_s) + " step/s"
                                                   : "running";
     if (held_by_narration)

@@ -398,6 +398,9 @@ void RunModel::ingestInstant(const Event& e) {
             insertSorted(laneFor(e.rank).grad_ready, e, e.t_ns, timeOf);
         return;
     }
+    if (e.kind ==
+        EventKind::GateWait) // the Session's cue (a rank begins to wait); the Paused span shows the wait
+        return;
     if (e.kind == EventKind::ClockSync) { // the latest only (see RankLane::clock_sync)
         if (e.rank >= 0) {
             RankLane& lane = laneFor(e.rank);

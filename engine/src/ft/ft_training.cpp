@@ -33,6 +33,7 @@
 #include "dtlab/errors.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "telemetry/telemetry_sender.hpp"
 
 #include <torch/optim/adamw.h>
@@ -112,7 +113,12 @@ int trainFaultTolerant(const FtRankContext& c) {
 
         // 1. The quorum request runs while this replica computes its gradient (P fp32).
         manager.startQuorum(step, step);
-        at::Tensor gradient = at::zeros({m.numel()}, at::kFloat);
+        at::Tensor gradient;
+        {
+            const AllocationOwnerScope owner(
+                MemoryOwner::CommBuffers); // the flat gradient the all-reduce sends
+            gradient = at::zeros({m.numel()}, at::kFloat);
+        }
         double step_loss = std::nan("");
         const auto computeGradient = [&] {
             step_loss = m.forwardBackward(step, replica, replicas, telemetry);
@@ -182,7 +188,11 @@ int trainFaultTolerant(const FtRankContext& c) {
                     offset += p.numel();
                 }
             }
-            optimizer.step();
+            {
+                const AllocationOwnerScope owner(
+                    MemoryOwner::OptimizerState); // AdamW's moments, made at its first step
+                optimizer.step();
+            }
             telemetry.span(EventKind::Optimizer).from(t).step(step).emit();
             manager.committed(step, step);
             const uint64_t checksum = parametersChecksum(m.model().trainableParameters());

@@ -2,7 +2,9 @@
 // replica_loop.hpp).
 #include "ft/replica_loop.hpp"
 
+#include "memory/memory_accounting.hpp"
 #include "memory/memory_events.hpp"
+#include "memory/tracking_allocator.hpp"
 
 #include "rank/step_gate.hpp"
 #include "strategy/training_strategy.hpp"
@@ -14,12 +16,22 @@
 
 namespace dt::ft {
 
+// The model's tensors are parameter memory (tracking_allocator.hpp's owner tags).
+static std::unique_ptr<TrainableModel> buildParameters(const Scenario& scenario) {
+    const AllocationOwnerScope owner(MemoryOwner::Parameters);
+    return makeModel(scenario.model, scenario.run.seed); // the same seed: every replica starts identical
+}
+
 ReplicaModel::ReplicaModel(const Scenario& scenario)
     : m_scenario(scenario), m_data(makeDataSource(scenario.data, scenario.model, scenario.run.seed)),
-      m_model(makeModel(scenario.model, scenario.run.seed)) { // the same seed: every replica starts identical
+      m_model(buildParameters(scenario)) {
     for (const auto& p : m_model->trainableParameters()) {
         m_params.push_back(p.tensor);
         m_numel += p.tensor.numel();
+        // Autograd's gradient becomes the parameter's .grad: gradient memory from then on (as worker.cpp).
+        if (p.tensor.requires_grad())
+            p.tensor.register_hook(
+                [](const at::Tensor& grad) { retagStorage(grad, MemoryOwner::Gradients); });
     }
     const OptimizerConfig& o = scenario.optimizer;
     m_optimizer = std::make_unique<torch::optim::AdamW>(
@@ -49,7 +61,11 @@ double ReplicaModel::forwardBackward(int64_t step, int shard, int shards, const 
         if (p.grad().defined())
             p.mutable_grad().zero_();
     t = telemetry.now();
-    at::Tensor loss = m_model->loss(batch.inputs, batch.targets, m_timer);
+    at::Tensor loss;
+    {
+        const AllocationOwnerScope owner(MemoryOwner::Activations); // what forward keeps for backward
+        loss = m_model->loss(batch.inputs, batch.targets, m_timer);
+    }
     telemetry.span(EventKind::Forward).from(t).step(step).unit(-2).emit(); // the whole model: unit -2
     const double value = loss.item<double>();
     // Diverged (every replica holds the same weights, so every one sees it):
