@@ -7,6 +7,8 @@
 // one event).
 #include "app.hpp"
 
+#include "model/event_meaning.hpp"
+
 #include "wall_clock.hpp"
 
 #include <cstdio>
@@ -48,12 +50,18 @@ void AppContext::armBreakpointHold() {
         return;
     }
     // "step N is completed" is known ahead: the gate closes before step N.
+    // "a rank dies" holds at the kill the Session sends, before the signal
+    // (the exit is reaped a monitor tick later, when the survivors may be a step further).
     int64_t before_step = INT64_MAX;
-    for (const Breakpoint& b : m_breakpoints.list())
+    bool on_kill = false;
+    for (const Breakpoint& b : m_breakpoints.list()) {
         if (b.kind == BreakpointKind::Step && b.arg >= 1)
             before_step = int64_t(b.arg);
-    m_session->armEventHold(kBreakpointHoldSlot, {[copy = m_breakpoints](const Event& e) mutable {
-                                                      return copy.check(e).has_value();
+        on_kill = on_kill || b.kind == BreakpointKind::RankDies;
+    }
+    m_session->armEventHold(kBreakpointHoldSlot, {[copy = m_breakpoints, on_kill](const Event& e) mutable {
+                                                      return (on_kill && isKillSent(e)) ||
+                                                             copy.check(e).has_value();
                                                   },
                                                   "of a breakpoint", before_step});
 }

@@ -398,3 +398,26 @@ TEST_CASE("ft_kill_replica holds at the kill before any new quorum, then at the 
         CHECK((topology[i] != topology[i - 1] || quorum[i] != quorum[i - 1]));
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
+
+TEST_CASE("A rank_dies breakpoint holds a fault-tolerant run at the kill, before the survivors retry the step",
+          "[e2e][breakpoints][holds]") {
+    const auto display = startDisplay();
+    if (!display)
+        return; // no Xvfb: skipped with a warning
+    Xvfb& x = *display;
+    it::TempDir dir("dtlab-break-kill");
+    const std::string script =
+        dir.write("break.script", "break rank_dies\nwait_dead 1\nwait_settled\nprint_state\nquit\n");
+    const it::ProcessResult r =
+        it::runProcess({kDtlab, ftScenario(dir, 30), "--script", script}, displayOptions(x, 120.0));
+    INFO(it::describe(r) << "\nstdout:\n" << r.out);
+    REQUIRE_FALSE(r.timed_out);
+    CHECK(r.exit_code == 0);
+    const std::vector<std::string> topology = stateLines(r.out, "topology");
+    REQUIRE(topology.size() == 1);
+    // Replica 1 was killed as its all-reduce of step 6 started: the survivors aborted step 6
+    // (last committed: 5) and wait before trying it again.
+    CHECK(contains(topology[0], "rank 0 paused step 5"));
+    CHECK(contains(topology[0], "rank 2 paused step 5"));
+    CHECK(it::waitForNoWorkers(10.0).empty());
+}

@@ -18,7 +18,7 @@ struct GateWaiter {
     std::thread thread;
     GateWaiter(dt::StepGate& gate, int64_t step)
         : thread([&, step] {
-              gate.waitToStart(step, [&] { waiting = true; });
+              gate.waitToStart(step, [&](bool) { waiting = true; });
               started = true;
           }) {}
     ~GateWaiter() {
@@ -79,7 +79,7 @@ TEST_CASE("A rank starts a step only while the gate allows it, and a held retry 
     SECTION("a step that starts without waiting says nothing") {
         dt::StepGate gate;
         bool said = false;
-        CHECK_FALSE(gate.waitToStart(0, [&] { said = true; }));
+        CHECK_FALSE(gate.waitToStart(0, [&](bool) { said = true; }));
         CHECK_FALSE(said);
     }
 }

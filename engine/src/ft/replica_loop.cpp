@@ -97,7 +97,9 @@ void copyInto(const std::vector<at::Tensor>& tensors, const at::Tensor& flat) {
 
 int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step) {
     const int64_t gate_begin = telemetry.now();
-    if (context.gate->waitToStart(step, [&] { telemetry.instant(EventKind::GateWait).step(step).emit(); }))
+    if (context.gate->waitToStart(step, [&](bool retry) {
+            telemetry.instant(EventKind::GateWait).step(step).value(retry ? 1.0 : 0.0).emit();
+        }))
         telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
     return telemetry.now();
 }

@@ -38,10 +38,10 @@ class StepGate {
         std::lock_guard<std::mutex> lock(m_mutex);
         return m_delay_ms;
     }
-    // Blocks until `step` may start; `on_wait` (if any) is called once,
-    // without the gate's lock, just before it blocks (the rank says it is
-    // held: a GateWait event). Returns true if it had to wait.
-    bool waitToStart(int64_t step, const std::function<void()>& on_wait = {}) {
+    // Blocks until `step` may start; `on_wait(retry)` (if any) is called
+    // once, without the gate's lock, just before it blocks (the rank says it
+    // is held: a GateWait event, value 1 for a retried step). Returns true if it had to wait.
+    bool waitToStart(int64_t step, const std::function<void(bool retry)>& on_wait = {}) {
         std::unique_lock<std::mutex> lock(m_mutex);
         const bool retry = step == m_last_started;
         m_last_started = step;
@@ -52,7 +52,7 @@ class StepGate {
             return false;
         if (on_wait) {
             lock.unlock();
-            on_wait();
+            on_wait(retry);
             lock.lock();
         }
         m_open.wait(lock, may_start);

@@ -215,8 +215,11 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
         record.events.push_back(e);
         max_started_step = std::max<int64_t>(max_started_step, e.step);
         if (e.kind == EventKind::GateWait || e.kind == EventKind::RankStarted ||
-            (e.kind == EventKind::Paused && e.phase == EventPhase::Span))
+            (e.kind == EventKind::Paused && e.phase == EventPhase::Span)) {
             waiting_at_gate[size_t(rank)] = e.kind == EventKind::GateWait;
+            waiting_step[size_t(rank)] = e.step;
+            waiting_retry[size_t(rank)] = e.kind == EventKind::GateWait && e.value != 0;
+        }
         // A restarted replica is Healing from its start until its first commit
         // (it catches up from a live peer, it does not step on its own).
         if ((e.kind == EventKind::RankStarted || e.kind == EventKind::RankReady) &&

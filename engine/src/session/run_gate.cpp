@@ -31,8 +31,21 @@ static wire::ControlMessage gateMessage(const RunControl& control) {
             control.effectiveGate(), 0.0};
 }
 
-// Tell every connected rank the gate.
+// Tell every connected rank the gate. A rank that waited and that this gate
+// lets through is no longer counted as waiting (the rank's own rule,
+// step_gate.hpp), so a held picture is never judged from a wait that ended
+// before its Paused span arrived.
 void Session::Impl::broadcastGate(const RunControl& control) {
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        const int64_t gate = control.effectiveGate();
+        for (size_t r = 0; r < waiting_at_gate.size(); ++r) {
+            const int64_t s = waiting_step[r];
+            if (waiting_at_gate[r] &&
+                (s < gate || (s == gate && !(waiting_retry[r] && control.holdsRetries()))))
+                waiting_at_gate[r] = false;
+        }
+    }
     const wire::ControlMessage message = gateMessage(control);
     for (int r = 0; r < world; ++r)
         collector->sendControl(r, message);

@@ -303,6 +303,8 @@ void Session::start() {
     s.silent.assign(size_t(world), false);
     s.lost_peer.assign(size_t(world), false);
     s.waiting_at_gate.assign(size_t(world), false);
+    s.waiting_step.assign(size_t(world), -1);
+    s.waiting_retry.assign(size_t(world), false);
     s.fault_fired.assign(scenario.faults.size(), false);
     s.quorum = scenario.fault_tolerance.enabled;
     s.swarm = scenario.strategy.kind == StrategyKind::Swarm;

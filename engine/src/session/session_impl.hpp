@@ -104,6 +104,8 @@ struct Session::Impl final : TelemetrySink {
     std::vector<bool> lost_peer;         // per rank: its RankFailed said it only lost a peer
     std::vector<int> pending_hello_sync; // said hello since the last tick: the run gate greets them
     std::vector<bool> waiting_at_gate;   // per rank: said GateWait and has not ended that wait (Paused)
+    std::vector<int64_t> waiting_step;   // ... the step it waits to start
+    std::vector<bool> waiting_retry;     // ... and whether that is a retry (GateWait value 1)
     int64_t max_started_step = -1;       // the furthest step any rank has an event of
 
     bool onHello(int rank, int pid, const std::string& host) override;

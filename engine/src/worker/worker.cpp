@@ -291,7 +291,9 @@ int train(const LaunchEnv& env, const Scenario& scenario, TelemetrySender& sende
     const int M = scenario.strategy.microbatches;
     for (int step = first_step; step < scenario.run.steps; ++step) {
         const int64_t gate_begin = telemetry.now();
-        if (gate.waitToStart(step, [&] { telemetry.instant(EventKind::GateWait).step(step).emit(); }))
+        if (gate.waitToStart(step, [&](bool retry) {
+                telemetry.instant(EventKind::GateWait).step(step).value(retry ? 1.0 : 0.0).emit();
+            }))
             telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
         const int64_t step_begin = telemetry.now();
         unit_spans.step = step;
