@@ -399,8 +399,9 @@ TEST_CASE("ft_kill_replica holds at the kill before any new quorum, then at the 
     CHECK(it::waitForNoWorkers(10.0).empty());
 }
 
-TEST_CASE("A rank_dies breakpoint holds a fault-tolerant run at the kill, before the survivors retry the step",
-          "[e2e][breakpoints][holds]") {
+TEST_CASE(
+    "A rank_dies breakpoint holds a fault-tolerant run at the kill, before the survivors retry the step",
+    "[e2e][breakpoints][holds]") {
     const auto display = startDisplay();
     if (!display)
         return; // no Xvfb: skipped with a warning
