@@ -69,10 +69,8 @@ int Session::Impl::maxCompletedStep() const {
     return m;
 }
 
-// Lowest step completed by the ranks that step on their own: alive, not
-// frozen, and not a restarted replica still starting or healing (it catches up
-// by joining the others' next quorum, not by stepping through the gate, so a
-// pace that waited for it would wait for ever). INT_MAX when there is none.
+// Every rank that takes steps and is alive says it waits at its gate (its
+// GateWait seen, its wait not yet let through): the job is held.
 bool Session::Impl::everySteppingRankWaits() const {
     bool any = false;
     for (size_t r = 0; r < progress.size(); ++r) {
@@ -87,6 +85,10 @@ bool Session::Impl::everySteppingRankWaits() const {
     return any;
 }
 
+// Lowest step completed by the ranks that step on their own: alive, not
+// frozen, and not a restarted replica still starting or healing (it catches up
+// by joining the others' next quorum, not by stepping through the gate, so a
+// pace that waited for it would wait for ever). INT_MAX when there is none.
 int Session::Impl::minSteppingCompletedStep() const {
     int m = INT_MAX;
     for (size_t r = 0; r < progress.size(); ++r) {
