@@ -48,10 +48,12 @@ print_phases() {
     printf '  %s\n' "${PHASES[@]}" >&2
 }
 # The slowest tests of a ctest log (lines "N/M Test #K: name ....   Passed   12.34 sec").
+# awk reads every line and keeps the first 10: `head` would close the pipe early, sort would die of
+# SIGPIPE and, under pipefail, take the whole run with it (exit 141: CI's failure of 2026-12-02).
 print_slowest_tests() {
     say "the 10 slowest tests:"
     sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \(.*\) \.\.*  *[A-Za-z*]* *\([0-9.]*\) sec$/\2 \1/p' "$1" |
-        sort -rn | head -10 | awk '{ t = $1; $1 = ""; printf "  %8.1f s %s\n", t, $0 }' >&2
+        sort -rn | awk 'NR <= 10 { t = $1; $1 = ""; printf "  %8.1f s %s\n", t, $0 }' >&2
 }
 die() { printf 'dtlab setup: error: %s\n' "$*" >&2; exit 2; }
 
@@ -147,7 +149,7 @@ stress)
     failed=0
     for i in $(seq 1 "$ROUNDS"); do
         if "$BUILD_DIR/tests/test_integration" "$STRESS_TAGS" >"$BUILD_DIR/stress_$i.log" 2>&1; then
-            say "stress round $i of $ROUNDS: passed ($(tail -2 "$BUILD_DIR/stress_$i.log" | head -1))"
+            say "stress round $i of $ROUNDS: passed ($(tail -2 "$BUILD_DIR/stress_$i.log" | sed -n 1p))"
         else
             failed=$((failed + 1))
             say "stress round $i of $ROUNDS: FAILED (log: $BUILD_DIR/stress_$i.log)"
