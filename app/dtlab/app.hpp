@@ -314,6 +314,8 @@ class AppContext final : public ScriptHost, public ViewActions {
     void drawCursorFrame();
     // app_layout.cpp
     void drawViews();
+    void noteDrawnHeight(const View& view, const ViewTiling& tiling);
+    void printMainContent();
     void drawShelf(const ViewTiling& tiling, ImGuiCond cond,
                    const std::function<void(const View&, float)>& record);
     void drawTitleHelp(const View& view);
@@ -393,7 +395,14 @@ class AppContext final : public ScriptHost, public ViewActions {
     bool m_fullscreen = false;
     int m_windowed_x = 0, m_windowed_y = 0, m_windowed_w = 1600, m_windowed_h = 900;
     bool m_layout_dirty = true;
-    std::vector<bool> m_open_views;     // which views were open at the last tiling
+    std::vector<bool> m_open_views; // which views were open at the last tiling
+    // Each view's content height as last drawn (layoutViews sizes rows from it), the main
+    // view's at the last tiling, and how often its growth retiled since the last other cause.
+    DrawnContentHeights m_drawn_heights;
+    float m_main_height_tiled = 0.0f;
+    int m_content_retiles = 0;
+    bool m_retile_for_content = false;  // set while drawing: tile again next frame
+    bool m_tiling_for_content = false;  // this frame tiles because the main view's content changed
     int m_shelf_selected_for_step = -1; // the narration step whose view's shelf tab was selected
     ImVec2 m_last_display_size{0, 0};
     bool m_show_help = false;

@@ -8,7 +8,8 @@
 //      Band and LowerBand view, then the Bottom views side by side; the
 //      family's main view (mainViewOf, from assets/layouts.toml) is its own row
 //   3. a row's least height shows minContentHeight() of content (the main view's:
-//      its main_share of the column, or its natural height if less). While the rows'
+//      all of its natural height, as drawn, while a shelf still fits under it; at
+//      least its main_share of the column). While the rows'
 //      least heights do not fit, the least important row (the Bottom row
 //      first, then the bands from the last) moves into the shelf: one window
 //      whose tabs are those views. A Bottom row too narrow for its views is
@@ -52,7 +53,7 @@ struct Row {
 } // namespace
 
 ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views, const Scenario& scenario,
-                       float menu_height, const FamilyLayouts& layouts) {
+                       float menu_height, const FamilyLayouts& layouts, const DrawnContentHeights& drawn) {
     const ImVec2 d = ImGui::GetIO().DisplaySize;
     const ImGuiStyle& style = ImGui::GetStyle();
     const float font = ImGui::GetFontSize();
@@ -76,8 +77,13 @@ ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views, const Sc
     tiling.rects.assign(views.size(), ImVec4(d.x * 0.25f, d.y * 0.25f, d.x * 0.5f, d.y * 0.5f));
     tiling.shelved.assign(views.size(), false);
     std::vector<LayoutPlace> places;
-    for (const auto& view : views)
-        places.push_back(view->layoutPlace(LayoutContext{scenario, body_h}));
+    for (const auto& view : views) {
+        LayoutPlace place = view->layoutPlace(LayoutContext{scenario, body_h});
+        const auto it = drawn.find(view->id());
+        if (place.height > 0.0f && it != drawn.end()) // what it drew, not its estimate
+            place.height = std::ceil(it->second + title_h + style.WindowPadding.y * 2.0f + 2.0f);
+        places.push_back(place);
+    }
 
     bool left_bottom_open = false, left_top_open = false;
     for (size_t i = 0; i < views.size(); ++i) {
@@ -108,8 +114,8 @@ ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views, const Sc
         row.shelve_rank = isMain(i) ? 0 : shelve_rank;
         if (isMain(i)) // the lesson's view: at least main_share of the column (or all it can use)
             row.least = std::max(least_h, std::round(body_h * main_share));
-        if (isMain(i) && row.cap > 0.0f)
-            row.least = std::max(least_h, std::min(row.least, row.cap));
+        if (isMain(i) && row.cap > 0.0f) // all of its content, while a shelf fits under it
+            row.least = std::max(least_h, std::min(row.cap, std::max(row.least, body_h - least_h - tabs_h)));
         if (places[i].compact)
             row.weight = 0.5f;
         rows.push_back(row);
@@ -270,7 +276,7 @@ void AppContext::drawViews() {
     }
     const float menu_height = ImGui::GetFrameHeight();
     const ImGuiCond cond = m_layout_dirty ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
-    const ViewTiling tiling = layoutViews(m_views, m_scenario, menu_height, m_layouts);
+    const ViewTiling tiling = layoutViews(m_views, m_scenario, menu_height, m_layouts, m_drawn_heights);
     auto record = [&](const View& view, float content_h) {
         const ImVec2 pos = ImGui::GetWindowPos();
         const ImVec2 size = ImGui::GetWindowSize();
@@ -295,12 +301,42 @@ void AppContext::drawViews() {
             if ((flags & ImGuiWindowFlags_NoTitleBar) == 0)
                 drawTitleHelp(view);
             view.draw(viewInputs());
+            noteDrawnHeight(view, tiling);
         }
         record(view, content_h);
         ImGui::End();
     }
     drawShelf(tiling, cond, record);
-    m_layout_dirty = false;
+    if (m_layout_dirty) {
+        const auto main = m_drawn_heights.find(tiling.main_view);
+        m_main_height_tiled = main != m_drawn_heights.end() ? main->second : 0.0f;
+    }
+    m_layout_dirty = m_retile_for_content;
+    m_tiling_for_content = m_retile_for_content;
+    m_retile_for_content = false;
+}
+
+// Keeps what the view just drew (its window's cursor reach), and tiles again when
+// the main view's content has grown or shrunk by more than a line and a half
+// since the last tiling (its first measured step arrived, its text wrapped
+// anew). At most 4 such retiles between other causes: a scrollbar that comes
+// and goes with the height can never make the layout flicker.
+void AppContext::noteDrawnHeight(const View& view, const ViewTiling& tiling) {
+    const ImGuiWindow* window = ImGui::GetCurrentWindow();
+    const float height =
+        window->DC.CursorMaxPos.y - window->DC.CursorStartPos.y + view.heightSavedByCompacting();
+    m_drawn_heights[view.id()] = height;
+    if (view.id() != tiling.main_view)
+        return;
+    if (m_layout_dirty) { // this frame tiles: the main view's size is new
+        m_content_retiles = m_tiling_for_content ? m_content_retiles : 0;
+        return;
+    }
+    if (std::fabs(height - m_main_height_tiled) > ImGui::GetTextLineHeightWithSpacing() * 1.5f &&
+        m_content_retiles < 4) {
+        ++m_content_retiles;
+        m_retile_for_content = true;
+    }
 }
 
 // The views that did not fit a row of their own, as tabs of one window. The

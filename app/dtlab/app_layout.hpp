@@ -11,6 +11,7 @@
 
 #include <imgui.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,11 +35,17 @@ struct ViewTiling {
 // as assets/layouts.toml says.
 [[nodiscard]] std::string mainViewOf(const Scenario& scenario, const FamilyLayouts& layouts);
 
+// The height each view's content really took when it was last drawn (px, from
+// its window's cursor: wrapped text and all), by view id. A view that says its
+// natural height (LayoutPlace::height > 0) is sized from this once it has been
+// drawn: the estimate cannot know how its lines wrap at a given width and font.
+using DrawnContentHeights = std::map<std::string, float>;
+
 // Rectangles below a menu bar `menu_height` high (closed views get one too;
 // they take no room). Call it inside an ImGui frame: sizes follow the style and the font.
 // The family's main view and its least share of the column come from `layouts`.
 [[nodiscard]] ViewTiling layoutViews(const std::vector<std::unique_ptr<View>>& views,
                                      const Scenario& scenario, float menu_height,
-                                     const FamilyLayouts& layouts);
+                                     const FamilyLayouts& layouts, const DrawnContentHeights& drawn = {});
 
 } // namespace dt::app

@@ -7,6 +7,7 @@
 //   dtlab: state: quorum: id 1 members [0 2] badges healthy restarting healthy decision "..."
 //   dtlab: state: stopwatch: kill replica 1: detected +1 ms, new quorum pending (0.0 s), ...
 //   dtlab: state: memory: rank 0 1.2 MB, rank 1 1.2 MB (measured)
+//   dtlab: state: content: pipeline shows 2 of 2 measured stage rows at 1600x900, 28 px text
 // The quorum and stopwatch lines come from the Quorum view's own pure
 // functions at the view's moment (quorumViewState, latestRecovery).
 #include "app.hpp"
@@ -107,7 +108,25 @@ void AppContext::printState() {
                   (bars.any ? formatBytes(double(MemoryBars::total(bars.now))) : std::string("no report"));
     }
     printLine("memory", memory + (measured ? " (measured)" : " (bookkeeping)"));
+    printMainContent();
     std::fflush(stdout);
+}
+
+// The family's main view: how much of its core content its last draw showed
+// without scrolling (View::shownContent), at the window and text size of now.
+void AppContext::printMainContent() {
+    const std::string main = mainViewOf(m_scenario, m_layouts);
+    for (const auto& view : m_views) {
+        if (view->id() != main)
+            continue;
+        const std::optional<ShownContent> shown = view->open ? view->shownContent() : std::nullopt;
+        char size[64];
+        std::snprintf(size, sizeof(size), " at %.0fx%.0f, %.0f px text", ImGui::GetIO().DisplaySize.x,
+                      ImGui::GetIO().DisplaySize.y, m_fonts.pixels());
+        printLine("content", !shown ? main + " says nothing of its content" + size
+                                    : main + " shows " + std::to_string(shown->shown) + " of " +
+                                          std::to_string(shown->total) + " " + shown->what + size);
+    }
 }
 
 } // namespace dt::app

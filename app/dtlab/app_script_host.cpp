@@ -53,6 +53,8 @@ void AppContext::printLayout() {
     for (const WindowRect& w : m_windows_drawn)
         std::printf("dtlab: layout window %s \"%s\" %.0f %.0f %.0f %.0f\n", w.id.c_str(), w.title.c_str(),
                     w.min.x, w.min.y, w.max.x - w.min.x, w.max.y - w.min.y);
+    for (const auto& [id, height] : m_drawn_heights) // what the tiling sizes rows from
+        std::printf("dtlab: layout drawn %s %.0f\n", id.c_str(), height);
     for (const WindowRect& w : m_windows_drawn) {
         std::printf("dtlab: layout content %s %.0f\n", w.id.c_str(), w.content_height);
         if (w.overflow_x > 1.0f)

@@ -12,6 +12,10 @@
 //   isEmpty(inputs)        nothing to show: drawEmptyState() is drawn instead
 //                          of drawContent(), an explicit title and hint
 //   helpText()             what it shows, for the "(?)" in its title bar
+//   shownContent()         its core content and how much of it the last draw put
+//                          inside the window's visible rect (a family's main view
+//                          says it; layout tests and print_state read it)
+//   heightSavedByCompacting()  px its last draw saved by drawing tighter (layout)
 // No view includes app.hpp: headless tests draw any view with draw(inputs),
 // from a ViewInputs they fill, and a fake ViewActions when they press buttons.
 //
@@ -30,6 +34,19 @@
 
 namespace dt::app {
 
+// A view's core content and how much of it its last draw showed without
+// scrolling: "2 of 2 measured stage rows", "3 of 3 replica rows".
+struct ShownContent {
+    std::string what; // "measured stage rows", plural, what is counted
+    int shown = 0;    // drawn whole inside the window's visible rect
+    int total = 0;    // what the run has to show
+};
+
+// Counts a row [top, bottom] (screen px) as shown when it lies whole inside
+// the current window's visible rect (InnerClipRect: under the title bar, left
+// of a scrollbar, scrolled into view).
+[[nodiscard]] bool rowInsideWindow(float top, float bottom);
+
 class View {
   public:
     View(std::string id, std::string name) : m_id(std::move(id)), m_name(std::move(name)) {}
@@ -47,6 +64,12 @@ class View {
     [[nodiscard]] virtual bool closable() const { return true; }
     // The timeline returns itself, so the app can hand it to other views (ViewInputs::navigator).
     [[nodiscard]] virtual TimelineNavigator* navigator() { return nullptr; }
+
+    [[nodiscard]] virtual std::optional<ShownContent> shownContent() const { return std::nullopt; }
+    // Px the last draw saved by drawing tighter than its natural layout because its
+    // window was short (the pipeline's rows): the layout adds it back when it sizes
+    // the view's row from what it drew, so a short window never stays short.
+    [[nodiscard]] virtual float heightSavedByCompacting() const { return 0.0f; }
 
     [[nodiscard]] virtual bool isEmpty(const ViewInputs& inputs) const = 0;
     virtual void drawEmptyState(const ViewInputs& inputs) = 0;

@@ -220,6 +220,7 @@ void DilocoView::drawLinkControl(const ViewInputs& inputs) {
 }
 
 void DilocoView::drawEmptyState(const ViewInputs& inputs) {
+    m_shown_content.reset();
     switch (dilocoEmpty(inputs)) {
     case DilocoEmpty::NoRun:
         helpMarker(helpText());
@@ -246,6 +247,7 @@ void DilocoView::drawEmptyState(const ViewInputs& inputs) {
 }
 
 void DilocoView::drawContent(const ViewInputs& inputs) {
+    m_shown_content = ShownContent{"fragment lanes", 0, 0}; // drawSchedule counts them
     const RunModel& model = *inputs.model;
     const int64_t t = dilocoMoment(inputs.cursor_ns ? *inputs.cursor_ns : std::nullopt);
     const int shown = dilocoShownRank(inputs.selected_rank ? *inputs.selected_rank : -1);
@@ -420,6 +422,9 @@ void DilocoView::drawSchedule(const ViewInputs&) {
     for (int f = 0; f < st.fragments; ++f) {
         const ImU32 color = fragmentColor(f);
         const ImU32 faint = palette::withAlpha(color, 0.45f);
+        ++m_shown_content->total;
+        m_shown_content->shown +=
+            rowInsideWindow(origin.y + lane_h * float(f), origin.y + lane_h * float(f + 1)) ? 1 : 0;
         const float y_theory = origin.y + lane_h * float(f) + line_h * 0.4f;
         const float y_real = y_theory + line_h * 0.7f;
         // The label, in the fragment's colour, mid-lane.

@@ -84,6 +84,8 @@ class DilocoView : public View {
 
     [[nodiscard]] const DilocoViewState& lastState() const { return m_state; }
     [[nodiscard]] static float preferredHeight(int ranks, int fragments);
+    // The schedule's fragment lanes, and how many of them the last draw showed whole.
+    [[nodiscard]] std::optional<ShownContent> shownContent() const override { return m_shown_content; }
 
   private:
     // The link presets, bandwidth slider and latency input of a live run; a
@@ -99,6 +101,7 @@ class DilocoView : public View {
     uint64_t m_generation = ~uint64_t(0);
     int64_t m_t = -1;
     int m_shown = -1;
+    std::optional<ShownContent> m_shown_content;
     // link control
     float m_mbit = 0.0f; // slider value (0 = uncapped)
     float m_latency = 0.0f;

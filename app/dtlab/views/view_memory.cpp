@@ -103,10 +103,15 @@ MemoryBars memoryBars(const ViewInputs& inputs, int rank) {
 
 MemoryView::MemoryView() : View("memory", "Memory") {}
 
-LayoutPlace MemoryView::layoutPlace(const LayoutContext&) const {
+LayoutPlace MemoryView::layoutPlace(const LayoutContext& context) const {
     LayoutPlace place;
     place.area = LayoutArea::Bottom;
     place.width_share = 0.24f;
+    if (familyOf(context.scenario) == ScenarioFamily::Sharded) { // the main view: sized by its content
+        const float line = ImGui::GetTextLineHeightWithSpacing();
+        place.height =
+            std::round(line * (12.0f + 3.5f * float(std::max(1, context.scenario.topology.ranks))));
+    }
     return place;
 }
 
@@ -165,7 +170,11 @@ void MemoryView::drawLegend(const ViewInputs& inputs) {
     if (inputs.model)
         for (int r = 0; r < inputs.model->world(); ++r)
             measured = measured || memoryBars(inputs, r).measured;
-    ImGui::TextDisabled(measured ? "bars: measured (allocator)" : "bars: strategy bookkeeping");
+    // A short pane: the short words, so the legend takes one line (the tooltips say the rest).
+    if (m_compact)
+        ImGui::TextDisabled(measured ? "measured:" : "bookkeeping:");
+    else
+        ImGui::TextDisabled(measured ? "bars: measured (allocator)" : "bars: strategy bookkeeping");
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(measured ? "The tracking allocator's bytes per owner tag: each block is tagged "
                                      "where it is allocated."
@@ -174,13 +183,15 @@ void MemoryView::drawLegend(const ViewInputs& inputs) {
     for (size_t c = 0; c < kMemoryCategories.size(); ++c) // each on this line if it fits, else the next
         legendItem(palette::kindColor(kMemoryCategories[c]), kCategoryNames[c], false);
     if (inputs.memory_theory) {
-        legendItem(palette::kTheory, "theory (outlined)", false);
+        legendItem(palette::kTheory, m_compact ? "theory" : "theory (outlined)", false);
         if (!inputs.memory_theory_label.empty() && ImGui::IsItemHovered())
             ImGui::SetTooltip("theory, not measured: %s", inputs.memory_theory_label.c_str());
     }
 }
 
 void MemoryView::drawEmptyState(const ViewInputs& inputs) {
+    m_shown.reset();
+    m_saved_px = 0.0f;
     drawLegend(inputs);
     emptyState("No events yet: start a run or open a recording",
                "Each rank reports its parameters, gradients, optimizer state, activations and communication "
@@ -188,6 +199,12 @@ void MemoryView::drawEmptyState(const ViewInputs& inputs) {
 }
 
 void MemoryView::drawContent(const ViewInputs& inputs) {
+    // Compact while the pane is shorter than the content was in full (measured when
+    // drawn in full, so the choice does not flip from frame to frame).
+    const float content_top = ImGui::GetCursorPosY();
+    const float avail_h = ImGui::GetContentRegionAvail().y;
+    m_compact = m_full_h > 0.0f && avail_h < m_full_h;
+    m_shown = ShownContent{"rank bars", 0, 0};
     drawLegend(inputs);
     const RunModel& model = *inputs.model;
     const int world = model.world();
@@ -204,6 +221,7 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
             scale = std::max(scale, double(*inputs.memory_host_theory));
     }
 
+    const float child_top = ImGui::GetCursorPosY();
     ImGui::BeginChild("##memory_bars", ImVec2(0.0f, 0.0f), false);
     // A sharding lesson: the model state a room can read, above the stacked bars.
     if (inputs.model_state && familyOf(model.scenario()) == ScenarioFamily::Sharded) {
@@ -211,8 +229,13 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
                               ? *inputs.selected_rank
                               : 0;
         drawModelState(inputs, *inputs.model_state, bars[size_t(shown)], shown);
-        ImGui::Separator();
-        ImGui::TextDisabled("Every rank, stacked on one scale:");
+        if (m_compact) { // after the ladder's one line, on the same line
+            ImGui::SameLine();
+            ImGui::TextDisabled("|  every rank, stacked on one scale:");
+        } else {
+            ImGui::Separator();
+            ImGui::TextDisabled("Every rank, stacked on one scale:");
+        }
     }
     ImDrawList* draw = ImGui::GetWindowDrawList();
     const ImGuiStyle& style = ImGui::GetStyle();
@@ -225,7 +248,7 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
     const float bar_w = std::max(40.0f, avail_w - label_w - total_w);
     const float now_h = std::floor(line_h + 2.0f), peak_h = std::floor(line_h * 0.6f),
                 theory_h = std::floor(line_h * 0.5f);
-    const float gap = std::floor(line_h * 0.7f);
+    const float gap = std::floor(line_h * (m_compact ? 0.3f : 0.7f));
     const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     const ImVec2 mouse = ImGui::GetIO().MousePos;
     const bool window_hovered = ImGui::IsWindowHovered();
@@ -236,7 +259,7 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
     const char* hover_bar = nullptr;
     char buf[64];
 
-    float y = origin.y + 4.0f;
+    float y = origin.y + (m_compact ? 0.0f : 4.0f);
     for (int r = 0; r < world; ++r) {
         const MemoryBars& b = bars[size_t(r)];
         const bool has_theory = b.theory.has_value();
@@ -244,8 +267,11 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         // in a row one text line tall so their labels never overlap).
         const bool has_host = b.host_now >= 0;
         const bool has_alloc = b.any && (b.allocator_peak >= 0.0 || b.startup_peak >= 0.0 || b.rss >= 0.0);
-        const float block_h = now_h + line_h + (has_theory ? line_h : 0.0f) + (has_host ? line_h : 0.0f) +
-                              (has_alloc ? line_h : 0.0f);
+        const float block_h = m_compact ? now_h
+                                        : now_h + line_h + (has_theory ? line_h : 0.0f) +
+                                              (has_host ? line_h : 0.0f) + (has_alloc ? line_h : 0.0f);
+        ++m_shown->total;
+        m_shown->shown += rowInsideWindow(y, y + now_h) ? 1 : 0;
         if (inputs.selected_rank && *inputs.selected_rank == r)
             draw->AddRectFilled(ImVec2(origin.x, y - 2.0f), ImVec2(origin.x + avail_w, y + block_h + 2.0f),
                                 palette::withAlpha(ImGui::GetColorU32(ImGuiCol_Header), 0.45f));
@@ -286,6 +312,16 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         if (b.gone()) // its last report, faded; what happened to the rank goes right of its peak bar
             draw->AddRectFilled(ImVec2(bar_x0, y), ImVec2(xOf(double(MemoryBars::total(b.now))), y + now_h),
                                 palette::withAlpha(ImGui::GetColorU32(ImGuiCol_WindowBg), 0.55f));
+        if (m_compact) { // the total and, for a rank that is gone, what happened; the rest on hover
+            formatBytes(buf, sizeof(buf), double(MemoryBars::total(b.now)));
+            std::string total = buf;
+            if (b.gone())
+                total += "  " + std::string(rankStateLabel(*b.state));
+            draw->AddText(ImVec2(bar_x0 + bar_w + style.ItemSpacing.x, y + (now_h - line_h) * 0.5f),
+                          b.gone() ? palette::kFailed : text, total.c_str());
+            y += block_h + gap;
+            continue;
+        }
         const float peak_y = y + now_h + std::floor((line_h - peak_h) * 0.5f) + 1.0f;
         draw->PushClipRect(ImVec2(bar_x0, peak_y), ImVec2(bar_x0 + bar_w + 2.0f, peak_y + peak_h), true);
         stacked(b.peak, peak_y, peak_h, false, "peak");
@@ -419,7 +455,12 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
         ImGui::EndTooltip();
     }
     drawQuantizedSize(model.scenario());
+    const float child_h = ImGui::GetCursorPosY(); // the child's content, from its top (no scrolling sideways)
     ImGui::EndChild();
+    const float drawn_h = child_top - content_top + child_h;
+    if (!m_compact)
+        m_full_h = drawn_h;
+    m_saved_px = std::max(0.0f, m_full_h - avail_h);
 }
 
 void MemoryView::drawQuantizedSize(const Scenario& scenario) {
@@ -462,7 +503,7 @@ void MemoryView::drawModelState(const ViewInputs& inputs, const ModelStateRefere
     const float value_w = std::floor(ImGui::CalcTextSize("peak 000.0 KiB = 00.0x the parameters ").x);
     const float avail = ImGui::GetContentRegionAvail().x;
     const float bar_w = std::max(60.0f, avail - label_w - value_w);
-    const float bar_h = std::floor(line_h * 1.5f);
+    const float bar_h = std::floor(line_h * (m_compact ? 1.0f : 1.5f));
     char buf[96];
     // Parameters, gradients, optimizer state: measured bar, DDP's full width, the formula's target.
     for (size_t c = 0; c < 3; ++c) {
@@ -480,7 +521,7 @@ void MemoryView::drawModelState(const ViewInputs& inputs, const ModelStateRefere
         draw->AddLine(ImVec2(xt, y0 - 3.0f), ImVec2(xt, y0 + bar_h + 3.0f), palette::kTheory, 3.0f);
         std::snprintf(buf, sizeof(buf), "%s of %s", formatBytes(measured).c_str(), formatBytes(full).c_str());
         draw->AddText(ImVec2(x0 + bar_w + style.ItemSpacing.x, y0 + (bar_h - line_h) * 0.5f), text, buf);
-        ImGui::Dummy(ImVec2(avail, bar_h + style.ItemSpacing.y));
+        ImGui::Dummy(ImVec2(avail, bar_h + (m_compact ? 0.0f : style.ItemSpacing.y)));
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip("%s of rank %d: %s measured by the allocator, at the moment shown\n"
                               "outline: one DDP replica's %s, %s (theory)\n"
@@ -509,7 +550,7 @@ void MemoryView::drawModelState(const ViewInputs& inputs, const ModelStateRefere
         std::snprintf(buf, sizeof(buf), "peak %s = %.1fx the parameters", formatBytes(peak).c_str(),
                       peak / params);
         draw->AddText(ImVec2(x0 + bar_w + style.ItemSpacing.x, at.y + (bar_h - line_h) * 0.5f), text, buf);
-        ImGui::Dummy(ImVec2(avail, bar_h + style.ItemSpacing.y));
+        ImGui::Dummy(ImVec2(avail, bar_h + (m_compact ? 0.0f : style.ItemSpacing.y)));
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
                 "activations of rank %d, on their own scale (full width = their peak so far)\n"
@@ -517,8 +558,25 @@ void MemoryView::drawModelState(const ViewInputs& inputs, const ModelStateRefere
                 "not sharded by ZeRO or FSDP: activation checkpointing or microbatches shrink them",
                 rank, formatBytes(now).c_str(), formatBytes(peak).c_str());
     }
-    ImGui::TextDisabled("grey line: the formula's target, %s (N = %d)", ref.formula.c_str(), ref.shards);
-    // The ZeRO ladder for this model (theory): each strategy's model state per rank, one scale.
+    if (!m_compact) // a short pane: each bar's tooltip says it
+        ImGui::TextDisabled("grey line: the formula's target, %s (N = %d)", ref.formula.c_str(), ref.shards);
+    // The ZeRO ladder for this model (theory): each strategy's model state per rank, one
+    // scale. A short pane: its rungs on hover, so every rank's bar stays in view.
+    if (m_compact) {
+        ImGui::TextDisabled("ZeRO ladder at N = %d (theory): hover here", ref.shards);
+        if (ImGui::IsItemHovered()) {
+            ImGui::BeginTooltip();
+            for (size_t rung = 0; rung < ref.ladder.size(); ++rung) {
+                const auto& [label, parts] = ref.ladder[rung];
+                ImGui::Text("%s  %s%s", label.c_str(),
+                            formatBytes(double(parts[0] + parts[1] + parts[2])).c_str(),
+                            int(rung) == ref.current_rung ? "  (this run)" : "");
+            }
+            ImGui::EndTooltip();
+        }
+        (void)inputs;
+        return;
+    }
     ImGui::TextDisabled("The ladder for this model at N = %d (theory, model state per rank):", ref.shards);
     double ladder_max = 1.0;
     for (const auto& [label, parts] : ref.ladder)

@@ -62,6 +62,11 @@ class MemoryView : public View {
     [[nodiscard]] bool isEmpty(const ViewInputs& inputs) const override;
     void drawEmptyState(const ViewInputs& inputs) override;
     void drawContent(const ViewInputs& inputs) override;
+    // Every rank's "now" bar, and how many of them the last draw showed whole.
+    [[nodiscard]] std::optional<ShownContent> shownContent() const override { return m_shown; }
+    // Its bars scroll inside a child region as tall as the window: what its content
+    // needs in full, past that, for the layout (and the rows a short pane left out).
+    [[nodiscard]] float heightSavedByCompacting() const override { return m_saved_px; }
 
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
 
@@ -75,6 +80,11 @@ class MemoryView : public View {
     // ladder for the same model (theory).
     void drawModelState(const ViewInputs& inputs, const ModelStateReference& ref, const MemoryBars& bars,
                         int rank);
+
+    std::optional<ShownContent> m_shown;
+    float m_full_h = 0.0f;  // px the content took when last drawn in full
+    bool m_compact = false; // a short pane: one "now" bar per rank (peak, theory, alloc on hover)
+    float m_saved_px = 0.0f;
 };
 
 } // namespace dt::app

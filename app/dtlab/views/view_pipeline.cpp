@@ -184,6 +184,8 @@ void PipelineView::refresh(const ViewInputs& inputs) {
 
 void PipelineView::drawEmptyState(const ViewInputs& inputs) {
     m_empty = pipelineEmpty(inputs);
+    m_shown.reset();
+    m_saved_px = 0.0f;
     if (m_empty == PipeEmpty::NoRun) {
         helpMarker(helpText());
         emptyState(
@@ -215,6 +217,7 @@ void PipelineView::drawEmptyState(const ViewInputs& inputs) {
 
 void PipelineView::drawContent(const ViewInputs& inputs) {
     m_empty = PipeEmpty::None;
+    m_shown = ShownContent{"measured stage rows", 0, pipelineShapeOf(inputs.model->scenario()).stages};
     refresh(inputs);
     drawHeader(inputs);
     drawGrids(inputs);
@@ -294,15 +297,18 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
 
 namespace {
 
-// Geometry of a grid row from the current font (draw and preferredHeight agree).
+// Geometry of a grid row from the current font: a row and the gap under it take
+// `pitch_lines` text lines, kFullPitch when there is room (preferredHeight), down
+// to kLeastPitch when the window is short (a microbatch number still fits).
+constexpr float kFullPitch = 1.7f, kLeastPitch = 1.25f;
 struct RowMetrics {
     float line_h, row_h, gap;
 };
-RowMetrics rowMetrics() {
+RowMetrics rowMetrics(float pitch_lines = kFullPitch) {
     RowMetrics m;
     m.line_h = ImGui::GetTextLineHeight();
-    m.row_h = std::floor(m.line_h * 1.4f);
-    m.gap = std::floor(m.line_h * 0.3f);
+    m.row_h = std::floor(m.line_h * pitch_lines * 0.82f);
+    m.gap = std::floor(m.line_h * pitch_lines * 0.18f);
     return m;
 }
 
@@ -364,7 +370,14 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     const int p = shape.stages;
     const PipeTheory& theory = m_theory;
     const PipeStep& measured = m_step;
-    const RowMetrics m = rowMetrics();
+    // Both grids in the height left: four lines of text and the axis around 2p rows.
+    const float text_h =
+        ImGui::GetTextLineHeightWithSpacing() * 5.0f + ImGui::GetStyle().ItemSpacing.y * 2.0f;
+    const float pitch_px = (ImGui::GetContentRegionAvail().y - text_h) / float(2 * std::max(p, 1));
+    const RowMetrics m =
+        rowMetrics(std::clamp(pitch_px / ImGui::GetTextLineHeight(), kLeastPitch, kFullPitch));
+    const RowMetrics full = rowMetrics();
+    m_saved_px = float(2 * p) * (full.row_h + full.gap - m.row_h - m.gap);
     const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     const ImU32 frame = ImGui::GetColorU32(ImGuiCol_FrameBg);
     const ImVec4 theory_color = ImGui::ColorConvertU32ToFloat4(palette::kTheory);
@@ -418,27 +431,26 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
                       buf);
     };
 
-    // ---- theory ----------------------------------------------------------------
+    // ---- theory: its label, then its parts flowing on the same line ------------------
     ImGui::TextColored(theory_color, "theory");
     char line[192];
     if (theory.measured_durations) {
+        flowTextDisabled("the schedule with the measured means");
         formatDuration(a_buf, sizeof(a_buf), theory.durations.forward);
         if (scenario.strategy.schedule == "zb-h1") {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward_input);
             formatDuration(c_buf, sizeof(c_buf), theory.durations.backward_weight);
-            std::snprintf(line, sizeof(line),
-                          "the schedule with the measured means F %s, Bi %s, W %s; no communication", a_buf,
-                          b_buf, c_buf);
+            std::snprintf(line, sizeof(line), "F %s, Bi %s, W %s;", a_buf, b_buf, c_buf);
         } else {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward);
-            std::snprintf(line, sizeof(line),
-                          "the schedule with the measured means F %s, B %s; no communication", a_buf, b_buf);
+            std::snprintf(line, sizeof(line), "F %s, B %s;", a_buf, b_buf);
         }
+        flowTextDisabled(line);
+        flowTextDisabled("no communication");
     } else {
-        std::snprintf(line, sizeof(line),
-                      "the schedule in unit time (F = 1, B = 2, Bi = W = 1): no step measured yet");
+        flowTextDisabled("the schedule in unit time (F = 1, B = 2, Bi = W = 1):");
+        flowTextDisabled("no step measured yet");
     }
-    flowTextDisabled(line);
     percent(a_buf, sizeof(a_buf), theory.formula_bubble);
     percent(b_buf, sizeof(b_buf), theory.simulated_bubble);
     const bool zb = scenario.strategy.schedule == "zb-h1";
@@ -520,12 +532,17 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     const ImVec2 origin = ImGui::GetCursorScreenPos();
     auto rowY = [&](int s) { return origin.y + float(s) * (m.row_h + m.gap); };
     auto xOf = [&](int64_t t) { return plot_x0 + float(double(t - measured.t0) * measured_scale); };
+    std::vector<bool> row_has_block(size_t(p), false);
+    for (const PipeBlock& block : measured.blocks)
+        if (block.stage >= 0 && block.stage < p)
+            row_has_block[size_t(block.stage)] = true;
     for (int s = 0; s < p; ++s) {
         const float y = rowY(s);
         draw->AddRectFilled(ImVec2(plot_x0, y),
                             ImVec2(plot_x0 + float(window_ns * measured_scale), y + m.row_h), frame);
         rowLabel(y, s, true);
         idleLabel(y, measured.stage_bubble[size_t(s)], true);
+        m_shown->shown += row_has_block[size_t(s)] && rowInsideWindow(y, y + m.row_h) ? 1 : 0;
     }
     int hovered_block = -1;
     for (size_t i = 0; i < measured.blocks.size(); ++i) {

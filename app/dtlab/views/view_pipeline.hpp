@@ -67,6 +67,11 @@ class PipelineView : public View {
     // Window height that shows both grids of `stages` rows at the current font (the layout uses it).
     [[nodiscard]] static float preferredHeight(int stages);
 
+    // The measured grid's stage rows with blocks, and how many of them the last draw showed.
+    [[nodiscard]] std::optional<ShownContent> shownContent() const override { return m_shown; }
+    // The grids' rows drawn tighter than kFullPitch in a short window.
+    [[nodiscard]] float heightSavedByCompacting() const override { return m_saved_px; }
+
     // What the last draw() showed (for tests and the script).
     [[nodiscard]] PipeEmpty lastEmpty() const { return m_empty; }
     [[nodiscard]] const PipeStep& lastStep() const { return m_step; }
@@ -87,6 +92,8 @@ class PipelineView : public View {
     void drawGrids(const ViewInputs& inputs);
 
     PipeEmpty m_empty = PipeEmpty::NoRun;
+    std::optional<ShownContent> m_shown;
+    float m_saved_px = 0.0f;
     // Selection
     bool m_follow = true;
     int m_pinned = 0;

@@ -335,6 +335,8 @@ bool QuorumView::isEmpty(const ViewInputs& inputs) const {
 
 void QuorumView::drawEmptyState(const ViewInputs& inputs) {
     m_comparison.clear();
+    m_shown.reset();
+    m_saved_px = 0.0f;
     helpMarker(helpText());
     if (!inputs.model)
         emptyState(
@@ -430,6 +432,12 @@ int64_t quorumViewTime(const ViewInputs& inputs) {
 
 void QuorumView::drawContent(const ViewInputs& inputs) {
     m_comparison.clear(); // drawComparison sets it again when it draws one
+    // Compact while the pane is shorter than the content was in full (measured when
+    // drawn in full, so the choice does not flip from frame to frame).
+    const float content_top = ImGui::GetCursorPosY();
+    const float avail_h = ImGui::GetContentRegionAvail().y;
+    m_compact = m_full_h > 0.0f && avail_h < m_full_h;
+    m_shown = ShownContent{"replica rows", 0, 0};
     drawFaultButtons(inputs);
     const RunModel& model = *inputs.model;
     const bool has_cursor = inputs.cursor_ns && inputs.cursor_ns->has_value();
@@ -460,6 +468,10 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
     drawRows(inputs, t_end);
     if (!m_stopwatch_first)
         drawStopwatch(inputs, t_end);
+    const float drawn_h = ImGui::GetCursorPosY() - content_top;
+    if (!m_compact)
+        m_full_h = drawn_h;
+    m_saved_px = m_compact ? std::max(0.0f, m_full_h - drawn_h) : 0.0f;
 }
 
 void QuorumView::drawHeader(const ViewInputs& inputs) {
@@ -488,20 +500,28 @@ void QuorumView::drawHeader(const ViewInputs& inputs) {
     for (int r = 0; r < 64; ++r)
         if ((m_state.members >> r) & 1)
             members += (members.empty() ? "" : ", ") + std::to_string(r);
-    ImGui::TextWrapped(
-        "Lighthouse: quorum %lld of replica%s {%s}, formed at step %lld, now at step %lld; %lld quorums "
-        "so far",
-        (long long)m_state.quorum_id, m_state.group_size > 1 ? " groups" : "s", members.c_str(),
-        (long long)m_state.max_step, (long long)std::max(m_state.max_step, m_state.steps_committed),
-        (long long)m_state.quorums);
-    if (ImGui::IsItemHovered())
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "Lighthouse: quorum %lld of replica%s {%s}, formed at step %lld, now at step %lld; %lld "
+                  "quorums so far",
+                  (long long)m_state.quorum_id, m_state.group_size > 1 ? " groups" : "s", members.c_str(),
+                  (long long)m_state.max_step, (long long)std::max(m_state.max_step, m_state.steps_committed),
+                  (long long)m_state.quorums);
+    // A short pane: one line, in full on hover (textElided's tooltip); else wrapped.
+    const bool shortened = m_compact ? textElided(line, ImGui::GetContentRegionAvail().x) : false;
+    if (!m_compact)
+        ImGui::TextWrapped("%s", line);
+    if (!shortened && ImGui::IsItemHovered())
         ImGui::SetTooltip("formed at step: the highest step among its members when the lighthouse formed it. "
                           "The same quorum is handed out again every step (the fast path) until its members "
                           "change; now: the most steps a replica has committed.");
     if (!m_state.reason.empty()) {
         ImGui::TextDisabled("decision:");
         ImGui::SameLine();
-        ImGui::TextWrapped("%s", m_state.reason.c_str());
+        if (m_compact)
+            textElided(m_state.reason, ImGui::GetContentRegionAvail().x);
+        else
+            ImGui::TextWrapped("%s", m_state.reason.c_str());
     }
 }
 
@@ -640,14 +660,26 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
         const ImVec2 size(std::max(40.0f, ImGui::GetContentRegionAvail().x), line_h - 2.0f);
         drawStrip(model, row.replica, t0, t_end, inputs.now_ns, sp, size);
         ImGui::Dummy(size);
+        ++m_shown->total;
+        m_shown->shown += rowInsideWindow(p.y, ImGui::GetItemRectMax().y) ? 1 : 0;
         ImGui::PopID();
     }
-    // axis and legend
-    ImGui::TextDisabled("strip: the last %.0f s", double(window_ns) / 1e9);
+    // axis and legend (a short pane: the colours on hover)
     const EventKind legend[] = {EventKind::QuorumWait,  EventKind::Reconfigure, EventKind::Heal,
                                 EventKind::AllReduce,   EventKind::Commit,      EventKind::Abort,
                                 EventKind::QuorumFormed};
     const char* names[] = {"quorum", "reconfigure", "heal", "all-reduce", "commit", "abort", "quorum formed"};
+    if (m_compact) {
+        ImGui::TextDisabled("strip: the last %.0f s (hover here for its colours)", double(window_ns) / 1e9);
+        if (ImGui::IsItemHovered()) {
+            ImGui::BeginTooltip();
+            for (size_t i = 0; i < std::size(legend); ++i)
+                legendItem(palette::kindColor(legend[i]), names[i], true);
+            ImGui::EndTooltip();
+        }
+        return;
+    }
+    ImGui::TextDisabled("strip: the last %.0f s", double(window_ns) / 1e9);
     for (size_t i = 0; i < std::size(legend); ++i) {
         legendItem(palette::kindColor(legend[i]), names[i], false);
     }

@@ -100,6 +100,11 @@ class QuorumView : public View {
     // The last frame drew the stopwatch above the replica rows (a pane too short for both).
     [[nodiscard]] bool stopwatchFirst() const { return m_stopwatch_first; }
     [[nodiscard]] static float preferredHeight(int replicas);
+    // The replica rows, and how many of them the last draw showed whole.
+    [[nodiscard]] std::optional<ShownContent> shownContent() const override { return m_shown; }
+    // In a pane shorter than its content, the lighthouse's and the decision's lines take
+    // one line each (in full on hover) and the strip's colours go to a tooltip.
+    [[nodiscard]] float heightSavedByCompacting() const override { return m_saved_px; }
 
   private:
     void drawFaultButtons(const ViewInputs& inputs);
@@ -114,6 +119,10 @@ class QuorumView : public View {
     std::optional<Recovery> m_recovery;
     std::string m_comparison; // drawComparison's line
     bool m_stopwatch_first = false;
+    std::optional<ShownContent> m_shown;
+    float m_full_h = 0.0f;  // px the content took when last drawn in full
+    bool m_compact = false; // this frame draws the short pane's lines
+    float m_saved_px = 0.0f;
 };
 
 } // namespace dt::app
