@@ -277,6 +277,10 @@ void AppContext::drawViews() {
     const float menu_height = ImGui::GetFrameHeight();
     const ImGuiCond cond = m_layout_dirty ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
     const ViewTiling tiling = layoutViews(m_views, m_scenario, menu_height, m_layouts, m_drawn_heights);
+    if (m_layout_dirty) { // the main view's height this tiling was sized from (drawing updates it)
+        const auto main = m_drawn_heights.find(tiling.main_view);
+        m_main_height_tiled = main != m_drawn_heights.end() ? main->second : 0.0f;
+    }
     auto record = [&](const View& view, float content_h) {
         const ImVec2 pos = ImGui::GetWindowPos();
         const ImVec2 size = ImGui::GetWindowSize();
@@ -307,10 +311,6 @@ void AppContext::drawViews() {
         ImGui::End();
     }
     drawShelf(tiling, cond, record);
-    if (m_layout_dirty) {
-        const auto main = m_drawn_heights.find(tiling.main_view);
-        m_main_height_tiled = main != m_drawn_heights.end() ? main->second : 0.0f;
-    }
     m_layout_dirty = m_retile_for_content;
     m_tiling_for_content = m_retile_for_content;
     m_retile_for_content = false;
@@ -328,10 +328,8 @@ void AppContext::noteDrawnHeight(const View& view, const ViewTiling& tiling) {
     m_drawn_heights[view.id()] = height;
     if (view.id() != tiling.main_view)
         return;
-    if (m_layout_dirty) { // this frame tiles: the main view's size is new
+    if (m_layout_dirty) // this frame tiles for another cause: the retile budget starts again
         m_content_retiles = m_tiling_for_content ? m_content_retiles : 0;
-        return;
-    }
     if (std::fabs(height - m_main_height_tiled) > ImGui::GetTextLineHeightWithSpacing() * 1.5f &&
         m_content_retiles < 4) {
         ++m_content_retiles;

@@ -21,6 +21,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -35,6 +36,17 @@ bool contains(const std::string& haystack, const std::string& needle) {
     return haystack.find(needle) != std::string::npos;
 }
 
+// The lines print_state printed for one view ("dtlab: state: quorum: ..." -> "...").
+std::vector<std::string> stateLines(const std::string& out, const std::string& view) {
+    std::vector<std::string> lines;
+    const std::string tag = "dtlab: state: " + view + ": ";
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(tag, 0) == 0)
+            lines.push_back(line.substr(tag.size()));
+    return lines;
+}
+
 // The script that walks a scenario's narration as a presenter would: the
 // kill a step asks for (when no [[faults]] does it), Next only once enabled,
 // a screenshot at each held moment.
@@ -43,7 +55,21 @@ struct NarrationWalk {
     bool run_may_end = false; // a fatal kill, or a step before the last waits for the end
     int holds = 0;
     int holds_after_end = 0; // held steps at or after the run may have ended (the run cannot stay paused)
+    bool room_sizes = false; // at its first hold: what the main view shows at 1600x900/28 and 1920x1080/32
 };
+
+// At a held moment: the window and text sizes of a room, and what the family's
+// main view shows at each (print_state's content line); then the walk goes on
+// at the app's default size (software GL draws 1920x1080 at 32 px slower, and
+// two walks share the cores with their ranks).
+const char* const kRoomSizesScript = "window 1600 900\nfont 28\nwait_frames 8\nprint_state\n"
+                                     "window 1920 1080\nfont 32\nwait_frames 8\nprint_state\n"
+                                     "window 1600 900\nfont 16\n";
+
+// The main views that count their core content (View::shownContent).
+bool countsItsContent(const std::string& main_view) {
+    return main_view == "pipeline" || main_view == "quorum" || main_view == "diloco" || main_view == "memory";
+}
 
 NarrationWalk narrationWalk(const dt::Scenario& s, const std::string& shot_prefix) {
     NarrationWalk walk;
@@ -66,7 +92,12 @@ NarrationWalk narrationWalk(const dt::Scenario& s, const std::string& shot_prefi
             walk.run_may_end = true;
         out << "wait_next\n";
         if (step.pause) {
-            out << "expect_held\nscreenshot " << shot_prefix << "_step" << (i + 1) << ".png\n";
+            out << "expect_held\n";
+            if (!walk.room_sizes && !walk.run_may_end) {
+                out << kRoomSizesScript;
+                walk.room_sizes = true;
+            }
+            out << "screenshot " << shot_prefix << "_step" << (i + 1) << ".png\n";
             ++walk.holds;
             walk.holds_after_end += walk.run_may_end ? 1 : 0;
         }
@@ -151,6 +182,22 @@ TEST_CASE("Every shipped narrated scenario holds its moments and lasts until its
         CHECK(held_lines >= size_t(w.walk.holds - w.walk.holds_after_end));
         CHECK(held_lines <=
               size_t(w.walk.holds) + (w.scenario.steps.back().pause ? 1 : 0)); // the last step may hold too
+        // At room sizes the family's main view shows all of its core content without scrolling:
+        // "pipeline shows 2 of 2 measured stage rows at 1600x900, 28 px text".
+        if (!w.walk.room_sizes)
+            return;
+        const std::vector<std::string> content = stateLines(r.out, "content");
+        CHECK(content.size() == 2);
+        for (const std::string& line : content) {
+            INFO(line);
+            const std::string main = line.substr(0, line.find(' '));
+            if (!countsItsContent(main))
+                continue; // the timeline, bandwidth and SWARM views do not count theirs yet
+            int shown = -1, total = -1;
+            REQUIRE(std::sscanf(line.c_str() + main.size(), " shows %d of %d", &shown, &total) == 2);
+            CHECK(total > 0);
+            CHECK(shown == total);
+        }
     };
     std::vector<std::pair<size_t, std::unique_ptr<it::Process>>> running; // (walk index, its dtlab)
     size_t next = 0;
@@ -335,15 +382,6 @@ TEST_CASE("A breakpoint set from the script pauses the live run where it was hit
 namespace {
 
 // The `dtlab: state: VIEW: ...` lines of a script's output, in order.
-std::vector<std::string> stateLines(const std::string& out, const std::string& view) {
-    std::vector<std::string> lines;
-    const std::string tag = "dtlab: state: " + view + ": ";
-    std::istringstream in(out);
-    for (std::string line; std::getline(in, line);)
-        if (line.rfind(tag, 0) == 0)
-            lines.push_back(line.substr(tag.size()));
-    return lines;
-}
 
 // "id 3 members ..." -> 3
 long quorumId(const std::string& quorum_line) {

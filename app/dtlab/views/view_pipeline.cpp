@@ -218,9 +218,17 @@ void PipelineView::drawEmptyState(const ViewInputs& inputs) {
 void PipelineView::drawContent(const ViewInputs& inputs) {
     m_empty = PipeEmpty::None;
     m_shown = ShownContent{"measured stage rows", 0, pipelineShapeOf(inputs.model->scenario()).stages};
+    // Compact while the pane is shorter than the content was in full (measured when
+    // drawn in full, so the choice does not flip from frame to frame).
+    const float content_top = ImGui::GetCursorPosY();
+    m_compact = m_full_h > 0.0f && ImGui::GetContentRegionAvail().y < m_full_h;
     refresh(inputs);
     drawHeader(inputs);
     drawGrids(inputs);
+    const float drawn_h = ImGui::GetCursorPosY() - content_top;
+    if (!m_compact)
+        m_full_h = drawn_h;
+    m_saved_px = m_compact ? std::max(0.0f, m_full_h - drawn_h) : 0.0f;
 }
 
 void PipelineView::drawHeader(const ViewInputs& inputs) {
@@ -289,10 +297,13 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
     } else {
         legendItem(palette::kindColor(EventKind::Backward), "B backward", false);
     }
-    legendItem(palette::kindColor(EventKind::Send), "activation sent -> arrived", false);
-    legendItem(ImGui::GetColorU32(ImGuiCol_Text, 0.75f), "gradient sent -> arrived", false);
-    flowTextDisabled(shape.chunks_per_rank > 1 ? "number = microbatch, darker = later chunk"
-                                               : "number = microbatch");
+    legendItem(palette::kindColor(EventKind::Send), m_compact ? "activation" : "activation sent -> arrived",
+               false);
+    legendItem(ImGui::GetColorU32(ImGuiCol_Text, 0.75f), m_compact ? "gradient" : "gradient sent -> arrived",
+               false);
+    if (!m_compact) // a short pane: the blocks' tooltips say it
+        flowTextDisabled(shape.chunks_per_rank > 1 ? "number = microbatch, darker = later chunk"
+                                                   : "number = microbatch");
 }
 
 namespace {
@@ -300,7 +311,7 @@ namespace {
 // Geometry of a grid row from the current font: a row and the gap under it take
 // `pitch_lines` text lines, kFullPitch when there is room (preferredHeight), down
 // to kLeastPitch when the window is short (a microbatch number still fits).
-constexpr float kFullPitch = 1.7f, kLeastPitch = 1.25f;
+constexpr float kFullPitch = 1.7f, kLeastPitch = 1.25f, kThinPitch = 0.6f;
 struct RowMetrics {
     float line_h, row_h, gap;
 };
@@ -329,7 +340,7 @@ void drawBlock(ImDrawList* draw, ImVec2 a, ImVec2 b, EventKind kind, int microba
     char label[16];
     std::snprintf(label, sizeof(label), "%d", microbatch);
     const ImVec2 size = ImGui::CalcTextSize(label);
-    if (size.x + 4.0f <= b.x - a.x)
+    if (size.x + 4.0f <= b.x - a.x && size.y <= b.y - a.y + 2.0f) // a thin theory row: on hover only
         draw->AddText(
             ImVec2(std::floor((a.x + b.x - size.x) * 0.5f), std::floor((a.y + b.y - size.y) * 0.5f)),
             palette::textOn(color), label);
@@ -370,14 +381,21 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     const int p = shape.stages;
     const PipeTheory& theory = m_theory;
     const PipeStep& measured = m_step;
-    // Both grids in the height left: four lines of text and the axis around 2p rows.
-    const float text_h =
-        ImGui::GetTextLineHeightWithSpacing() * 5.0f + ImGui::GetStyle().ItemSpacing.y * 2.0f;
-    const float pitch_px = (ImGui::GetContentRegionAvail().y - text_h) / float(2 * std::max(p, 1));
-    const RowMetrics m =
-        rowMetrics(std::clamp(pitch_px / ImGui::GetTextLineHeight(), kLeastPitch, kFullPitch));
-    const RowMetrics full = rowMetrics();
-    m_saved_px = float(2 * p) * (full.row_h + full.gap - m.row_h - m.gap);
+    // Full: both grids at kFullPitch. A short pane: the grids in the height left
+    // under their two titles and the axis, the measured rows at least kLeastPitch,
+    // the theory's thinner (down to kThinPitch: its numbers then show on hover).
+    RowMetrics m = rowMetrics(), tm = m;
+    if (m_compact) {
+        const float line = ImGui::GetTextLineHeight();
+        const float rows_px = ImGui::GetContentRegionAvail().y -
+                              ImGui::GetTextLineHeightWithSpacing() * 3.0f -
+                              ImGui::GetStyle().ItemSpacing.y * 3.0f;
+        const float both = rows_px / float(2 * std::max(p, 1)) / line;
+        const float measured_pitch = std::clamp(both, kLeastPitch, kFullPitch);
+        m = rowMetrics(measured_pitch);
+        tm = rowMetrics(
+            std::clamp(rows_px / float(std::max(p, 1)) / line - measured_pitch, kThinPitch, measured_pitch));
+    }
     const ImU32 text = ImGui::GetColorU32(ImGuiCol_Text), dim = ImGui::GetColorU32(ImGuiCol_TextDisabled);
     const ImU32 frame = ImGui::GetColorU32(ImGuiCol_FrameBg);
     const ImVec4 theory_color = ImGui::ColorConvertU32ToFloat4(palette::kTheory);
@@ -411,31 +429,35 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     auto inside = [&](ImVec2 a, ImVec2 b) {
         return hovered_window && mouse.x >= a.x && mouse.x < b.x && mouse.y >= a.y && mouse.y < b.y;
     };
-    auto rowLabel = [&](float y, int s, bool with_rank) {
-        const float ty = y + std::floor((m.row_h - m.line_h) * 0.5f);
-        const ImVec2 origin = ImGui::GetCursorScreenPos();
+    // A row's labels, in a smaller size when its row is thinner than a line of text.
+    auto labelAt = [&](float x, float y, const RowMetrics& rm, ImU32 color) {
+        const float size = std::min(rm.line_h, rm.row_h + rm.gap);
+        draw->AddText(ImGui::GetFont(), ImGui::GetFontSize() * size / rm.line_h,
+                      ImVec2(x, y + std::floor((rm.row_h - size) * 0.5f)), color, buf);
+    };
+    auto rowLabel = [&](float y, int s, bool with_rank, const RowMetrics& rm) {
         if (with_rank)
             std::snprintf(buf, sizeof(buf), "stage %d (rank %d)", s, m_replica * p + s);
         else
             std::snprintf(buf, sizeof(buf), "stage %d", s);
-        draw->AddText(ImVec2(origin.x, ty), text, buf);
+        labelAt(ImGui::GetCursorScreenPos().x, y, rm, text);
     };
-    auto idleLabel = [&](float y, double fraction, bool measured_value) {
-        const ImVec2 origin = ImGui::GetCursorScreenPos();
-        const float ty = y + std::floor((m.row_h - m.line_h) * 0.5f);
+    auto idleLabel = [&](float y, double fraction, bool measured_value, const RowMetrics& rm) {
         if (fraction < 0)
             std::snprintf(buf, sizeof(buf), "-");
         else
             std::snprintf(buf, sizeof(buf), "%.1f %% idle", fraction * 100.0);
-        draw->AddText(ImVec2(origin.x + label_w + plot_w + m.gap * 2.0f, ty), measured_value ? text : dim,
-                      buf);
+        labelAt(ImGui::GetCursorScreenPos().x + label_w + plot_w + m.gap * 2.0f, y, rm,
+                measured_value ? text : dim);
     };
 
     // ---- theory: its label, then its parts flowing on the same line ------------------
+    // (a short pane: the description on the label's hover, the bubble beside it)
     ImGui::TextColored(theory_color, "theory");
     char line[192];
+    std::vector<std::string> description;
     if (theory.measured_durations) {
-        flowTextDisabled("the schedule with the measured means");
+        description.push_back("the schedule with the measured means");
         formatDuration(a_buf, sizeof(a_buf), theory.durations.forward);
         if (scenario.strategy.schedule == "zb-h1") {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward_input);
@@ -445,12 +467,18 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward);
             std::snprintf(line, sizeof(line), "F %s, B %s;", a_buf, b_buf);
         }
-        flowTextDisabled(line);
-        flowTextDisabled("no communication");
+        description.push_back(line);
+        description.push_back("no communication");
     } else {
-        flowTextDisabled("the schedule in unit time (F = 1, B = 2, Bi = W = 1):");
-        flowTextDisabled("no step measured yet");
+        description.push_back("the schedule in unit time (F = 1, B = 2, Bi = W = 1):");
+        description.push_back("no step measured yet");
     }
+    if (m_compact && ImGui::IsItemHovered())
+        ImGui::SetTooltip("theory: %s %s %s", description[0].c_str(), description[1].c_str(),
+                          description.size() > 2 ? description[2].c_str() : "");
+    if (!m_compact)
+        for (const std::string& part : description)
+            flowTextDisabled(part);
     percent(a_buf, sizeof(a_buf), theory.formula_bubble);
     percent(b_buf, sizeof(b_buf), theory.simulated_bubble);
     const bool zb = scenario.strategy.schedule == "zb-h1";
@@ -471,22 +499,22 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     const float plot_x0 = theory_origin.x + label_w;
     int hovered_slot = -1;
     for (int s = 0; s < p; ++s) {
-        const float y = theory_origin.y + float(s) * (m.row_h + m.gap);
+        const float y = theory_origin.y + float(s) * (tm.row_h + tm.gap);
         draw->AddRectFilled(ImVec2(plot_x0, y),
                             ImVec2(plot_x0 + float(theory.makespan * theory_scale), y + m.row_h), frame);
-        rowLabel(y, s, false);
-        idleLabel(y, s < int(theory.stage_bubble.size()) ? theory.stage_bubble[size_t(s)] : -1.0, false);
+        rowLabel(y, s, false, tm);
+        idleLabel(y, s < int(theory.stage_bubble.size()) ? theory.stage_bubble[size_t(s)] : -1.0, false, tm);
     }
     for (size_t i = 0; i < theory.slots.size(); ++i) {
         const PredictedSlot& slot = theory.slots[i];
-        const float y = theory_origin.y + float(slot.rank) * (m.row_h + m.gap);
+        const float y = theory_origin.y + float(slot.rank) * (tm.row_h + tm.gap);
         const ImVec2 a(plot_x0 + float(slot.start * theory_scale), y),
-            b(plot_x0 + float(slot.end * theory_scale), y + m.row_h);
+            b(plot_x0 + float(slot.end * theory_scale), y + tm.row_h);
         drawBlock(draw, a, b, kindOfOp(slot.action.op), slot.action.microbatch, slot.action.chunk, shape);
         if (inside(a, b))
             hovered_slot = int(i);
     }
-    ImGui::Dummy(ImVec2(avail_w, float(p) * (m.row_h + m.gap)));
+    ImGui::Dummy(ImVec2(avail_w, float(p) * (tm.row_h + tm.gap)));
     if (hovered_slot >= 0) {
         const PredictedSlot& slot = theory.slots[size_t(hovered_slot)];
         ImGui::BeginTooltip();
@@ -516,10 +544,14 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     }
     formatDuration(a_buf, sizeof(a_buf), window_ns);
     percent(b_buf, sizeof(b_buf), measured.bubble);
-    std::snprintf(line, sizeof(line), "step %d: %s from the first F to the last %s", measured.step, a_buf,
-                  scenario.strategy.schedule == "zb-h1" ? "W" : "B");
+    if (m_compact) // a short pane: the same numbers in fewer words (the help says what they are)
+        std::snprintf(line, sizeof(line), "step %d: %s", measured.step, a_buf);
+    else
+        std::snprintf(line, sizeof(line), "step %d: %s from the first F to the last %s", measured.step, a_buf,
+                      scenario.strategy.schedule == "zb-h1" ? "W" : "B");
     flowTextDisabled(line);
-    std::snprintf(line, sizeof(line), "|  bubble %s (mean of the stages' idle share)", b_buf);
+    std::snprintf(line, sizeof(line),
+                  m_compact ? "|  bubble %s" : "|  bubble %s (mean of the stages' idle share)", b_buf);
     flowText(line);
     std::snprintf(line, sizeof(line), "|  %d messages", int(measured.arrows.size()));
     flowTextDisabled(line);
@@ -540,8 +572,8 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
         const float y = rowY(s);
         draw->AddRectFilled(ImVec2(plot_x0, y),
                             ImVec2(plot_x0 + float(window_ns * measured_scale), y + m.row_h), frame);
-        rowLabel(y, s, true);
-        idleLabel(y, measured.stage_bubble[size_t(s)], true);
+        rowLabel(y, s, true, m);
+        idleLabel(y, measured.stage_bubble[size_t(s)], true, m);
         m_shown->shown += row_has_block[size_t(s)] && rowInsideWindow(y, y + m.row_h) ? 1 : 0;
     }
     int hovered_block = -1;

@@ -69,7 +69,8 @@ class PipelineView : public View {
 
     // The measured grid's stage rows with blocks, and how many of them the last draw showed.
     [[nodiscard]] std::optional<ShownContent> shownContent() const override { return m_shown; }
-    // The grids' rows drawn tighter than kFullPitch in a short window.
+    // A pane shorter than its content: short legend and titles (the rest on hover), the
+    // grids' rows as tall as the height left allows.
     [[nodiscard]] float heightSavedByCompacting() const override { return m_saved_px; }
 
     // What the last draw() showed (for tests and the script).
@@ -93,6 +94,8 @@ class PipelineView : public View {
 
     PipeEmpty m_empty = PipeEmpty::NoRun;
     std::optional<ShownContent> m_shown;
+    float m_full_h = 0.0f;  // px the content took when last drawn in full
+    bool m_compact = false; // this frame draws the short pane's lines
     float m_saved_px = 0.0f;
     // Selection
     bool m_follow = true;

@@ -392,6 +392,36 @@ void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
     next("Kill##q");
     if (act.button("Kill##q", running, not_running))
         act.killRank(r);
+    if (m_compact) { // a short pane: one line, the rarer faults in a menu
+        next("Restart##q");
+        if (act.button("Restart##q", dead, "only a dead replica can be restarted"))
+            act.restartRank(r);
+        next("More faults...");
+        if (ImGui::Button("More faults..."))
+            ImGui::OpenPopup("##more_faults");
+        if (ImGui::BeginPopup("##more_faults")) {
+            drawRareFaultButtons(inputs, r, running, p.partitioned);
+            ImGui::EndPopup();
+        }
+        return;
+    }
+    drawRareFaultButtons(inputs, r, running, p.partitioned);
+    next("Restart##q");
+    if (act.button("Restart##q", dead, "only a dead replica can be restarted"))
+        act.restartRank(r);
+    const bool down = inputs.lighthouse && !inputs.lighthouse->running;
+    next("Start lighthouse");
+    if (act.button(down ? "Start lighthouse" : "Stop lighthouse", true))
+        act.setLighthouseRunning(down);
+}
+
+// NaN gradients, Fail collective, Partition; in a short pane (a menu) the lighthouse's too.
+void QuorumView::drawRareFaultButtons(const ViewInputs& inputs, int r, bool running, bool partitioned) {
+    ViewActions& act = inputs.act();
+    const char* not_running = "the replica is not running";
+    const auto next = [](const char* label) {
+        sameLineOrWrap(ImGui::CalcTextSize(label, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2.0f);
+    };
     next("NaN gradients##q");
     if (act.button("NaN gradients##q", running, not_running))
         act.nanGradients(r);
@@ -399,14 +429,11 @@ void QuorumView::drawFaultButtons(const ViewInputs& inputs) {
     if (act.button("Fail collective##q", running, not_running))
         act.failNextCollective(r);
     next("End partition##q");
-    if (act.button(p.partitioned ? "End partition##q" : "Partition##q", running || p.partitioned,
-                   not_running))
-        act.partitionRank(r, !p.partitioned);
-    next("Restart##q");
-    if (act.button("Restart##q", dead, "only a dead replica can be restarted"))
-        act.restartRank(r);
+    if (act.button(partitioned ? "End partition##q" : "Partition##q", running || partitioned, not_running))
+        act.partitionRank(r, !partitioned);
+    if (!m_compact)
+        return;
     const bool down = inputs.lighthouse && !inputs.lighthouse->running;
-    next("Start lighthouse");
     if (act.button(down ? "Start lighthouse" : "Stop lighthouse", true))
         act.setLighthouseRunning(down);
 }
@@ -652,9 +679,10 @@ void QuorumView::drawRows(const ViewInputs& inputs, int64_t t_end) {
             ImGui::SetTooltip(
                 "[Q] = in the latest quorum; x = incarnation (restarts); steps committed / aborted; "
                 "age of its last heartbeat at the lighthouse");
-        // The strip beside the words where both fit, else on a line of its own under them.
+        // The strip beside the words where both fit (a short pane: a shorter strip), else on a
+        // line of its own under them.
         if (ImGui::GetWindowContentRegionMax().x - ImGui::GetStyle().WindowPadding.x >=
-            label_w + ImGui::GetFontSize() * 6.0f)
+            label_w + ImGui::GetFontSize() * (m_compact ? 3.0f : 6.0f))
             ImGui::SameLine(label_w);
         const ImVec2 sp = ImGui::GetCursorScreenPos();
         const ImVec2 size(std::max(40.0f, ImGui::GetContentRegionAvail().x), line_h - 2.0f);
@@ -700,13 +728,21 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     // Session sent while it was held: then no run time has passed (never negative).
     const double since_ms = double(std::max<int64_t>(0, t_end - r.fault_ns)) / 1e6;
     // Every phase is measured from this fault (recovery_measure.hpp), in order.
+    char title[160];
     if (r.replica >= 0 && m_state.group_size > 1)
-        ImGui::TextWrapped("Recovery stopwatch: %s rank %d (its group %d goes down with it), from the fault:",
-                           r.fault.c_str(), r.replica, r.replica / m_state.group_size);
+        std::snprintf(title, sizeof(title),
+                      "Recovery stopwatch: %s rank %d (its group %d goes down with it), from the fault:",
+                      r.fault.c_str(), r.replica, r.replica / m_state.group_size);
     else if (r.replica >= 0)
-        ImGui::TextWrapped("Recovery stopwatch: %s replica %d, from the fault:", r.fault.c_str(), r.replica);
+        std::snprintf(title, sizeof(title),
+                      "Recovery stopwatch: %s replica %d, from the fault:", r.fault.c_str(), r.replica);
     else
-        ImGui::TextWrapped("Recovery stopwatch: the lighthouse stopped, from then:");
+        std::snprintf(title, sizeof(title), "Recovery stopwatch: the lighthouse stopped, from then:");
+    if (m_compact) { // a short pane: the phases follow on the title's line
+        ImGui::TextUnformatted(title);
+    } else {
+        ImGui::TextWrapped("%s", title);
+    }
     const auto phase = [&](const char* name, double ms, const char* tip) { // on this line if it fits
         char text[96];
         if (ms >= 0) {

@@ -108,6 +108,7 @@ class QuorumView : public View {
 
   private:
     void drawFaultButtons(const ViewInputs& inputs);
+    void drawRareFaultButtons(const ViewInputs& inputs, int r, bool running, bool partitioned);
     void drawHeader(const ViewInputs& inputs);
     void drawRows(const ViewInputs& inputs, int64_t t_end);
     void drawStopwatch(const ViewInputs& inputs, int64_t t_end);
