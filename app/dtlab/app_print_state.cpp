@@ -95,7 +95,8 @@ void AppContext::printState() {
         }
         if (q.fault_tolerant) {
             printLine("quorum", "id " + std::to_string(q.quorum_id) + " members [" + members + "] badges " +
-                                    badges + " decision \"" + q.reason + "\"");
+                                    badges + " decision quorum " + std::to_string(q.reason_quorum_id) +
+                                    " \"" + q.reason + "\"");
             printLine("stopwatch", stopwatchLine(latestRecovery(m_model, has_cursor ? t : INT64_MAX), t));
         }
     }

@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 namespace dt::app {
 
@@ -221,6 +223,7 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
     }
     if (lighthouse) { // live: the lighthouse's own view
         st.reason = lighthouse->last_reason;
+        st.reason_quorum_id = lighthouse->quorum_id;
         st.lighthouse_down = !lighthouse->running;
         for (const ft::MemberHealth& m : lighthouse->members)
             for (int r = m.member.replica * G; r >= 0 && r < world && r < (m.member.replica + 1) * G; ++r)
@@ -229,9 +232,11 @@ QuorumViewState quorumViewState(const RunModel& model, const std::vector<RankPro
         for (const LogRecord& log : model.logs()) {
             if (log.t_ns > t_ns)
                 break;
-            if (log.rank < 0 && log.text.rfind("lighthouse: quorum ", 0) == 0) {
+            if (log.rank < 0 && log.text.rfind("lighthouse: quorum ", 0) == 0) { // "... quorum 5 = {..}: why"
                 const size_t colon = log.text.find("}: ");
                 st.reason = colon == std::string::npos ? log.text : log.text.substr(colon + 3);
+                st.reason_quorum_id =
+                    std::strtoll(log.text.c_str() + std::strlen("lighthouse: quorum "), nullptr, 10);
             }
         }
     }
@@ -543,7 +548,10 @@ void QuorumView::drawHeader(const ViewInputs& inputs) {
                           "The same quorum is handed out again every step (the fast path) until its members "
                           "change; now: the most steps a replica has committed.");
     if (!m_state.reason.empty()) {
-        ImGui::TextDisabled("decision:");
+        if (m_state.reason_quorum_id >= 0)
+            ImGui::TextDisabled("decision (quorum %lld):", (long long)m_state.reason_quorum_id);
+        else
+            ImGui::TextDisabled("decision:");
         ImGui::SameLine();
         if (m_compact)
             textElided(m_state.reason, ImGui::GetContentRegionAvail().x);

@@ -60,6 +60,10 @@ struct QuorumViewState {
     int64_t steps_committed = 0; // now: the most steps any replica committed (its last Commit's step + 1)
     int64_t quorums = 0;         // quorums issued so far
     std::string reason;          // of the lighthouse's last decision
+    // The quorum that decision issued (-1 = unknown). Its reason may name the quorum before
+    // ("every member of quorum 4 is healthy ..., with newcomer replica 1" issued quorum 5):
+    // the view says "decision (quorum 5):" so the two lines never seem to disagree.
+    int64_t reason_quorum_id = -1;
     bool lighthouse_down = false;
     std::vector<ReplicaRow> rows;
     std::optional<Recovery> recovery; // the latest fault's
