@@ -51,10 +51,11 @@ std::string phaseText(const char* name, double ms, double since_ms) {
     return text;
 }
 
-std::string stopwatchLine(const std::optional<Recovery>& r, int64_t t_ns) {
+std::string stopwatchLine(const RunModel& model, const std::optional<Recovery>& r, int64_t t_ns) {
     if (!r)
         return "no fault yet";
-    const double since_ms = double(std::max<int64_t>(0, t_ns - r->fault_ns)) / 1e6;
+    const int64_t held_ns = heldNsBetween(model.ftEvents(), r->fault_ns, t_ns); // run time, as the view
+    const double since_ms = double(std::max<int64_t>(0, t_ns - r->fault_ns - held_ns)) / 1e6;
     std::string line = r->fault + (r->replica >= 0 ? " replica " + std::to_string(r->replica) : "") + ": ";
     if (r->replica >= 0)
         line += phaseText("detected", r->detected_ms, since_ms) + ", ";
@@ -63,6 +64,14 @@ std::string stopwatchLine(const std::optional<Recovery>& r, int64_t t_ns) {
     line += phaseText("restarted", r->restarted_ms, since_ms) + ", ";
     line += phaseText("healed", r->heal_ms, since_ms) + ", ";
     line += phaseText("rejoined", r->rejoined_ms, since_ms);
+    if (held_ns > 0) {
+        char held[64];
+        if (held_ns < 1'000'000'000)
+            std::snprintf(held, sizeof(held), " (held %.0f ms, not counted)", double(held_ns) / 1e6);
+        else
+            std::snprintf(held, sizeof(held), " (held %.1f s, not counted)", double(held_ns) / 1e9);
+        line += held;
+    }
     return line;
 }
 
@@ -97,7 +106,8 @@ void AppContext::printState() {
             printLine("quorum", "id " + std::to_string(q.quorum_id) + " members [" + members + "] badges " +
                                     badges + " decision quorum " + std::to_string(q.reason_quorum_id) +
                                     " \"" + q.reason + "\"");
-            printLine("stopwatch", stopwatchLine(latestRecovery(m_model, has_cursor ? t : INT64_MAX), t));
+            printLine("stopwatch",
+                      stopwatchLine(m_model, latestRecovery(m_model, has_cursor ? t : INT64_MAX), t));
         }
     }
     std::string memory;

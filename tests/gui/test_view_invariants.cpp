@@ -76,12 +76,13 @@ std::string scenarioToml(const FaultPattern& pattern, int chaos_seed) {
     spec.timeout_s = 120.0;
     spec.run_toml = "step_delay_ms = 40\n";
     spec.faults_toml = pattern.faults_toml;
-    spec.extra_toml = "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 400\ncollective_timeout_ms = "
-                      "800\nquorum_timeout_ms = 4000\nrestart_delay_ms = 200\nmax_restarts_per_minute = 600\n\n"
-                      "[chaos]\nenabled = true\nseed = " +
-                      std::to_string(chaos_seed) +
-                      "\nmean_interval_s = 1.5\nactions = [\"kill\", \"hang\", \"slow\"]\nhang_s = 0.6\n"
-                      "slow_ms = 30.0\nslow_s = 1.0\n";
+    spec.extra_toml =
+        "[fault_tolerance]\nenabled = true\nheartbeat_timeout_ms = 400\ncollective_timeout_ms = "
+        "800\nquorum_timeout_ms = 4000\nrestart_delay_ms = 200\nmax_restarts_per_minute = 600\n\n"
+        "[chaos]\nenabled = true\nseed = " +
+        std::to_string(chaos_seed) +
+        "\nmean_interval_s = 1.5\nactions = [\"kill\", \"hang\", \"slow\"]\nhang_s = 0.6\n"
+        "slow_ms = 30.0\nslow_s = 1.0\n";
     return it::scenarioToml(spec);
 }
 
@@ -134,8 +135,9 @@ int checkMoment(const dt::app::RunModel& model, int64_t t) {
     // 4. "healthy" is not said of a member that is not, unless as of the decision.
     if (q.reason.find("is healthy") != std::string::npos)
         for (const dt::app::ReplicaRow& row : q.rows)
-            if (row.in_quorum && (row.health == ReplicaHealth::Dead || row.health == ReplicaHealth::Restarting ||
-                                  row.health == ReplicaHealth::Hung))
+            if (row.in_quorum &&
+                (row.health == ReplicaHealth::Dead || row.health == ReplicaHealth::Restarting ||
+                 row.health == ReplicaHealth::Hung))
                 CHECK(q.reason.find("since then") != std::string::npos);
     // 5. The stopwatch.
     if (const std::optional<dt::Recovery> rec = dt::app::latestRecovery(model, t)) {
@@ -149,7 +151,9 @@ int checkMoment(const dt::app::RunModel& model, int64_t t) {
             if (ms >= 0.0)
                 CHECK(ms <= since_ms + 1.0);
         }
-        const auto inOrder = [](double before, double after) { return before < 0 || after < 0 || before <= after; };
+        const auto inOrder = [](double before, double after) {
+            return before < 0 || after < 0 || before <= after;
+        };
         CHECK(inOrder(rec->detected_ms, rec->new_quorum_ms));
         CHECK(inOrder(rec->new_quorum_ms, rec->survivors_commit_ms));
         CHECK(inOrder(rec->restarted_ms, rec->heal_ms));
@@ -220,13 +224,15 @@ TEST_CASE("Every view tells the same story at every 100 ms of 20 seeded multi-fa
         faults += int(ft["recoveries"].size());
         CHECK(int(ft["recoveries"].size()) >= run.recoveries); // its own faults did happen
         const dt::app::RunStateAt end = dt::app::runStateAt(model, model.tEnd());
-        const dt::app::QuorumViewState q = dt::app::quorumViewState(model, &end.ranks, std::nullopt, model.tEnd());
+        const dt::app::QuorumViewState q =
+            dt::app::quorumViewState(model, &end.ranks, std::nullopt, model.tEnd());
         for (size_t r = 0; r < q.rows.size(); ++r) {
             CHECK(q.rows[r].committed == ft["committed_steps"][r].get<int64_t>());
             CHECK(q.rows[r].aborted == ft["aborted_steps"][r].get<int64_t>());
         }
     }
-    std::printf("view invariants: %zu runs, %d moments, %d faults, %d checks\n", runs.size(), moments, faults, checks);
+    std::printf("view invariants: %zu runs, %d moments, %d faults, %d checks\n", runs.size(), moments, faults,
+                checks);
     // Enough happened to mean something: many moments, and more faults than runs.
     CHECK(moments >= 20 * 25); // runs of 2.5 s and more
     CHECK(faults >= 2 * int(runs.size()));

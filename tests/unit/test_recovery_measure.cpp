@@ -78,6 +78,37 @@ TEST_CASE("A kill's recovery is timed phase by phase", "[recovery]") {
     }
 }
 
+TEST_CASE("A recovery's stopwatch counts run time: the time the Session held the job does not count",
+          "[recovery]") {
+    // Replica 1 killed at 100 ms; the room holds the run from 105 to 4,105 ms (4 s), during
+    // which nothing moves; then the new quorum, the commit, the restart.
+    const std::vector<Event> ev = {
+        at(-1, EventKind::QuorumFormed, 0, 1), at(1, EventKind::FaultInjected, 100, SIGKILL),
+        at(1, EventKind::ReplicaLost, 101),    at(-1, EventKind::JobHeld, 105, 1),
+        at(-1, EventKind::JobHeld, 4105, 0),   at(-1, EventKind::QuorumFormed, 4115, 2),
+        at(0, EventKind::Commit, 4180),        at(1, EventKind::RankRestarted, 4600, 1),
+        at(-1, EventKind::JobHeld, 5000, 1), // held again, still held at the end
+    };
+    const RecoveryMeasure m = measureRecoveries(ev, 3);
+    REQUIRE(m.recoveries.size() == 1);
+    const Recovery& r = m.recoveries[0];
+    SECTION("a phase before the hold is its wall time") {
+        CHECK(r.detected_ms == Approx(1.0));
+    }
+    SECTION("a phase after it leaves the 4 s held out") {
+        CHECK(r.new_quorum_ms == Approx(15.0));
+        CHECK(r.survivors_commit_ms == Approx(80.0));
+        CHECK(r.restarted_ms == Approx(500.0));
+        CHECK(r.held_ms == Approx(4000.0));
+    }
+    SECTION("heldNsBetween counts each hold inside the window, an open one up to its end") {
+        CHECK(heldNsBetween(ev, 0, 200 * kMs) == 95 * kMs);
+        CHECK(heldNsBetween(ev, 0, 5000 * kMs) == 4000 * kMs);
+        CHECK(heldNsBetween(ev, 4600 * kMs, 5300 * kMs) == 300 * kMs);
+        CHECK(heldNsBetween(ev, 6000 * kMs, 6000 * kMs) == 0);
+    }
+}
+
 TEST_CASE("A fault that changes no quorum is timed to the survivors' next commit", "[recovery]") {
     const std::vector<Event> ev = {
         at(-1, EventKind::QuorumFormed, 0, 1),

@@ -414,6 +414,8 @@ void RunModel::ingestInstant(const Event& e) {
         insertSorted(laneFor(e.rank).checksums, e, e.t_ns, timeOf);
     if (m_scenario.fault_tolerance.enabled && isFtEvent(e.kind))
         insertSorted(m_ft_events, e, e.t_ns, timeOf);
+    if (e.kind == EventKind::JobHeld) // the stopwatch's (above); the Paused spans show the holds
+        return;
     if (isFrequentFtEvent(e, m_scenario.fault_tolerance.enabled))
         return;
     if (e.rank >= 0)

@@ -139,6 +139,7 @@ struct RankLane {
     case EventKind::LighthouseUp:
     case EventKind::FaultInjected:
     case EventKind::ProcessExited:
+    case EventKind::JobHeld: // the stopwatch counts run time without the holds
         return true;
     default:
         return false;

@@ -734,7 +734,9 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     // The run's time since the fault for a phase still pending. A held run's
     // "now" stands at the moment it froze, which can be before a fault the
     // Session sent while it was held: then no run time has passed (never negative).
-    const double since_ms = double(std::max<int64_t>(0, t_end - r.fault_ns)) / 1e6;
+    // Run time, as every phase: the time the job was held since the fault stood still.
+    const int64_t held_ns = heldNsBetween(inputs.model->ftEvents(), r.fault_ns, t_end);
+    const double since_ms = double(std::max<int64_t>(0, t_end - r.fault_ns - held_ns)) / 1e6;
     // Every phase is measured from this fault (recovery_measure.hpp), in order.
     char title[160];
     if (r.replica >= 0 && m_state.group_size > 1)
@@ -750,6 +752,21 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         ImGui::TextUnformatted(title);
     } else {
         ImGui::TextWrapped("%s", title);
+    }
+    if (held_ns > 0) { // the room held the run: its seconds are not the recovery's
+        char held[96];
+        if (held_ns < 1'000'000'000)
+            std::snprintf(held, sizeof(held), "(run time: the %.0f ms it was held do not count)",
+                          double(held_ns) / 1e6);
+        else
+            std::snprintf(held, sizeof(held), "(run time: the %.1f s it was held do not count)",
+                          double(held_ns) / 1e9);
+        flowTextDisabled(held);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip(
+                "While the run is held (Pause, a narration or a breakpoint hold) the job's clock "
+                "stands still: restarts wait, quorum and join timeouts stop. The stopwatch "
+                "counts the same run time.");
     }
     const auto phase = [&](const char* name, double ms, const char* tip) { // on this line if it fits
         char text[96];

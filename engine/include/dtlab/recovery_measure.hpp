@@ -19,8 +19,11 @@
 //   restarted     RankRestarted of r
 //   heal          r's receiving Heal span after t0: source, bytes, duration
 //   rejoined      r's first Commit after its heal (after t0 without a heal)
-// A time never reached is -1. Durations are in ms from t0, so detected <=
-// new_quorum <= survivors_commit, and restarted <= heal <= rejoined.
+// A time never reached is -1. Durations are in ms of run time from t0: the
+// time the Session held the job (JobHeld: a presenter's pause, a hold at an
+// event) is not counted, since the job's clock stood still then; held_ms says
+// how much of it there was up to the latest phase. So detected <= new_quorum
+// <= survivors_commit, and restarted <= heal <= rejoined.
 #pragma once
 
 #include "dtlab/events.hpp"
@@ -52,7 +55,12 @@ struct Recovery {
     std::string heal_transport; // "pg" or "http" (healTransportName), "" = no heal
     int heal_chunks = 0;        // http: the parallel fetches (0 = one)
     double rejoined_ms = -1;
+    double held_ms = 0; // the job was held this long between the fault and its latest phase (not counted)
 };
+
+// How long the job was held (JobHeld events, rank -1) within [t0, t1]; a hold
+// still open at t1 counts up to t1. `events` sorted by time.
+[[nodiscard]] int64_t heldNsBetween(const std::vector<Event>& events, int64_t t0, int64_t t1);
 
 struct ReplicaCommits {
     int64_t committed = 0; // Commit events

@@ -7,6 +7,7 @@
 #include "dtlab/scenario.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 namespace dt {
@@ -18,6 +19,38 @@ std::string faultLabel(const Event& e) {
     if (faultActionFromEventCode(int(e.value), action))
         return faultActionName(action);
     return "fault";
+}
+
+namespace {
+
+// The job's holds as [start, end) intervals (end = INT64_MAX: still held).
+struct Hold {
+    int64_t t0, t1;
+};
+std::vector<Hold> holdsOf(const std::vector<Event>& events) {
+    std::vector<Hold> holds;
+    for (const Event& e : events) {
+        if (e.kind != EventKind::JobHeld || e.rank >= 0)
+            continue;
+        const bool open = !holds.empty() && holds.back().t1 == INT64_MAX;
+        if (e.value != 0.0 && !open)
+            holds.push_back({e.t_ns, INT64_MAX});
+        else if (e.value == 0.0 && open)
+            holds.back().t1 = e.t_ns;
+    }
+    return holds;
+}
+int64_t heldWithin(const std::vector<Hold>& holds, int64_t t0, int64_t t1) {
+    int64_t held = 0;
+    for (const Hold& h : holds)
+        held += std::max<int64_t>(0, std::min(h.t1, t1) - std::max(h.t0, t0));
+    return held;
+}
+
+} // namespace
+
+int64_t heldNsBetween(const std::vector<Event>& events, int64_t t0, int64_t t1) {
+    return heldWithin(holdsOf(events), t0, t1);
 }
 
 RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, int group_size) {
@@ -104,6 +137,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
                               int(e.value) != faultActionTraits(FaultAction::Resume).event_code;
         return injected || e.kind == EventKind::LighthouseDown;
     };
+    const std::vector<Hold> holds = holdsOf(events);
     for (size_t i = 0; i < events.size(); ++i) {
         const Event& f = events[i];
         if (!isFault(f))
@@ -112,7 +146,13 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
         r.fault = faultLabel(f);
         r.replica = f.kind == EventKind::LighthouseDown ? -1 : f.rank;
         r.fault_ns = f.t_ns;
-        const auto ms = [&](const Event& e) { return double(e.t_ns - f.t_ns) / 1e6; };
+        // Run time from the fault: the time the job was held in between does not count.
+        const auto runMs = [&](int64_t t) {
+            const int64_t held = heldWithin(holds, f.t_ns, t);
+            r.held_ms = std::max(r.held_ms, double(held) / 1e6);
+            return double(t - f.t_ns - held) / 1e6;
+        };
+        const auto ms = [&](const Event& e) { return runMs(e.t_ns); };
         // The window: up to the next fault on the same replica (or the
         // lighthouse's next stop); what happens after it belongs to that fault.
         size_t end = events.size();
@@ -165,7 +205,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
             if (r.heal_ms < 0 && e.kind == EventKind::Heal && e.value == 0 && e.rank == r.replica) {
                 // a span's event is emitted when it ends; t_ns is its start
                 r.heal_duration_ms = double(e.dur_ns) / 1e6;
-                r.heal_ms = double(e.t_ns + e.dur_ns - f.t_ns) / 1e6;
+                r.heal_ms = runMs(e.t_ns + e.dur_ns);
                 r.heal_bytes = e.bytes;
                 r.heal_source = e.peer;
                 r.heal_transport = healTransportName(HealTransport(e.seq)); // the Heal span's seq

@@ -152,6 +152,14 @@ void Session::Impl::syncNewRanksAndPace() {
         // (A paced run is held between its ticks: that is a slow clock, not a
         // pause, and its restarts go on.)
         const bool frozen = held && control.mode == RunMode::Paused;
+        if (frozen != restarts_frozen) { // the recording says when the job's clock stood still
+            Event e;
+            e.t_ns = now;
+            e.kind = EventKind::JobHeld;
+            e.phase = EventPhase::Instant;
+            e.value = frozen ? 1.0 : 0.0;
+            appendEvent(e);
+        }
         if (frozen && !restarts_frozen)
             restarts_frozen_since_ns = now;
         if (!frozen && restarts_frozen) { // each delay stood still from the pause or its death on
