@@ -61,6 +61,7 @@
 #include "dtlab/pipeline_schedule.hpp"
 #include "dtlab/scenario.hpp"
 #include "memory/memory_accounting.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "rank/rank_telemetry.hpp"
 
 #include <torch/csrc/autograd/autograd.h>
@@ -210,6 +211,8 @@ class PipelineStrategy final : public TrainingStrategy {
                 }
                 straggle(mb, g);
                 const int64_t t = now();
+                // What the forward leaves alive is what autograd saved for this chunk's backward.
+                const AllocationOwnerScope owner(MemoryOwner::Activations);
                 if (m_split_backward)
                     m_staged->recordWeightInputs(&s.tape);
                 if (g == 0) { // the embeddings are part of chunk 0 (taped too)
