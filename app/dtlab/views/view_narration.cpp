@@ -43,6 +43,34 @@ std::string describeCondition(const std::string& until) {
     return until;
 }
 
+std::string describeHappened(const std::string& until) {
+    NarrationCondition c;
+    if (!parseNarrationCondition(until, c))
+        return "\"" + until + "\"";
+    switch (c.kind) {
+    case NarrationCondition::Kind::FirstAllReduceEnds:
+        return "the first all-reduce ended";
+    case NarrationCondition::Kind::FirstAllGatherEnds:
+        return "the first all-gather ended";
+    case NarrationCondition::Kind::FirstReduceScatterEnds:
+        return "the first reduce-scatter ended";
+    case NarrationCondition::Kind::RankDies:
+        return "rank " + std::to_string(c.value) + " died";
+    case NarrationCondition::Kind::RankHeals:
+        return "rank " + std::to_string(c.value) + " healed (a live peer's state, or a swarm stage's mirror)";
+    case NarrationCondition::Kind::NewQuorumForms:
+        return "a new quorum formed";
+    case NarrationCondition::Kind::FirstOuterSyncEnds:
+        return "the first DiLoCo outer sync ended";
+    case NarrationCondition::Kind::CollectiveHangs:
+        return "a collective hangs (a rank never joined it)";
+    case NarrationCondition::Kind::RunFinished:
+        return "the run finished";
+    default: // nothing; "N steps completed by every rank" reads the same
+        return describeCondition(until);
+    }
+}
+
 namespace {
 
 // Text in a colour, wrapped at the panel's edge (a narrow panel at large text never cuts it).
@@ -300,17 +328,17 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
         ImGui::PushStyleColor(ImGuiCol_Text, accentColor(theme));
         ImGui::TextWrapped(
             "PAUSED AT THIS MOMENT: %s. This is the last step: Finish runs the rest of the run.",
-            describeCondition(step.until).c_str());
+            describeHappened(step.until).c_str());
         ImGui::PopStyleColor();
     } else if (step.until.empty() || last) {
         ImGui::TextDisabled(last ? "Last step." : "Nothing to wait for.");
     } else if (inputs.narration.held) {
         ImGui::PushStyleColor(ImGuiCol_Text, accentColor(theme));
         ImGui::TextWrapped("PAUSED AT THIS MOMENT: %s. Next resumes the run.",
-                           describeCondition(step.until).c_str());
+                           describeHappened(step.until).c_str());
         ImGui::PopStyleColor();
     } else if (ready && inputs.narration.condition_met) {
-        wrappedIn(rankStateColor(RankState::Running, theme), "Done: " + describeCondition(step.until));
+        wrappedIn(rankStateColor(RankState::Running, theme), "Done: " + describeHappened(step.until));
     } else if (ready) { // unlocked because nothing more can happen, not because it did
         wrappedIn(warningColor(theme),
                   "Did not happen: " + describeCondition(step.until) + " (" +

@@ -14,8 +14,10 @@
 
 namespace dt::app {
 
-// What a step waits for, in words ("step 3 completed by every rank").
+// What a step waits for, in words ("rank 4 to die"): "Waiting for ...", "Did not happen: ...".
 [[nodiscard]] std::string describeCondition(const std::string& until);
+// The same once it happened ("rank 4 died"): "PAUSED AT THIS MOMENT: ...", "Done: ...".
+[[nodiscard]] std::string describeHappened(const std::string& until);
 
 class NarrationView final : public View {
   public:
