@@ -754,13 +754,16 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         ImGui::TextWrapped("%s", title);
     }
     if (held_ns > 0) { // the room held the run: its seconds are not the recovery's
-        char held[96];
-        if (held_ns < 1'000'000'000)
-            std::snprintf(held, sizeof(held), "(run time: the %.0f ms it was held do not count)",
-                          double(held_ns) / 1e6);
+        char held[96]; // a short pane: the short words, on the title's line (the tooltip says the rest)
+        const bool ms = held_ns < 1'000'000'000;
+        const double amount = ms ? double(held_ns) / 1e6 : double(held_ns) / 1e9;
+        if (m_compact)
+            std::snprintf(held, sizeof(held), ms ? "(held %.0f ms)" : "(held %.1f s)", amount);
         else
-            std::snprintf(held, sizeof(held), "(run time: the %.1f s it was held do not count)",
-                          double(held_ns) / 1e9);
+            std::snprintf(held, sizeof(held),
+                          ms ? "(run time: the %.0f ms it was held do not count)"
+                             : "(run time: the %.1f s it was held do not count)",
+                          amount);
         flowTextDisabled(held);
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
