@@ -4,7 +4,7 @@
 // tests and people can compare the views in text:
 //   dtlab: state: toolbar: paused (held at narration step 2)
 //   dtlab: state: topology: rank 0 paused step 14, rank 1 restarting step 14, ...
-//   dtlab: state: quorum: id 1 members [0 2] badges healthy restarting healthy decision "..."
+//   dtlab: state: quorum: id 1 members [0 2] badges healthy restarting healthy decision quorum 1 "..."
 //   dtlab: state: stopwatch: kill replica 1: detected +1 ms, new quorum pending (0.0 s), ...
 //   dtlab: state: memory: rank 0 1.2 MB, rank 1 1.2 MB (measured)
 //   dtlab: state: content: pipeline shows 2 of 2 measured stage rows at 1600x900, 28 px text
