@@ -191,7 +191,7 @@ void MemoryView::drawLegend(const ViewInputs& inputs) {
 
 void MemoryView::drawEmptyState(const ViewInputs& inputs) {
     m_shown.reset();
-    m_saved_px = 0.0f;
+    m_pane.reset();
     drawLegend(inputs);
     emptyState("No events yet: start a run or open a recording",
                "Each rank reports its parameters, gradients, optimizer state, activations and communication "
@@ -199,11 +199,7 @@ void MemoryView::drawEmptyState(const ViewInputs& inputs) {
 }
 
 void MemoryView::drawContent(const ViewInputs& inputs) {
-    // Compact while the pane is shorter than the content was in full (measured when
-    // drawn in full, so the choice does not flip from frame to frame).
-    const float content_top = ImGui::GetCursorPosY();
-    const float avail_h = ImGui::GetContentRegionAvail().y;
-    m_compact = m_full_h > 0.0f && avail_h < m_full_h;
+    m_compact = m_pane.begin();
     m_shown = ShownContent{"rank bars", 0, 0};
     drawLegend(inputs);
     const RunModel& model = *inputs.model;
@@ -457,10 +453,8 @@ void MemoryView::drawContent(const ViewInputs& inputs) {
     drawQuantizedSize(model.scenario());
     const float child_h = ImGui::GetCursorPosY(); // the child's content, from its top (no scrolling sideways)
     ImGui::EndChild();
-    const float drawn_h = child_top - content_top + child_h;
-    if (!m_compact)
-        m_full_h = drawn_h;
-    m_saved_px = std::max(0.0f, m_full_h - avail_h);
+    // The child fills the window: the app measures the window's height, the content is the child's.
+    m_pane.end(child_top - m_pane.topY() + child_h, m_pane.availAtBegin());
 }
 
 void MemoryView::drawQuantizedSize(const Scenario& scenario) {

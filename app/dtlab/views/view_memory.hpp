@@ -18,6 +18,7 @@
 // cursor, else now): the latest sample up to it and the peak up to it.
 #pragma once
 
+#include "views/short_pane.hpp"
 #include "views/view.hpp"
 #include "views/view_inputs.hpp"
 
@@ -66,7 +67,7 @@ class MemoryView : public View {
     [[nodiscard]] std::optional<ShownContent> shownContent() const override { return m_shown; }
     // Its bars scroll inside a child region as tall as the window: what its content
     // needs in full, past that, for the layout (and the rows a short pane left out).
-    [[nodiscard]] float heightSavedByCompacting() const override { return m_saved_px; }
+    [[nodiscard]] float heightSavedByCompacting() const override { return m_pane.savedPx(); }
 
     [[nodiscard]] static bool hasData(const ViewInputs& inputs);
 
@@ -82,9 +83,8 @@ class MemoryView : public View {
                         int rank);
 
     std::optional<ShownContent> m_shown;
-    float m_full_h = 0.0f;  // px the content took when last drawn in full
+    ShortPane m_pane;
     bool m_compact = false; // a short pane: one "now" bar per rank (peak, theory, alloc on hover)
-    float m_saved_px = 0.0f;
 };
 
 } // namespace dt::app

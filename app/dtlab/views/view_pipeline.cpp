@@ -185,7 +185,7 @@ void PipelineView::refresh(const ViewInputs& inputs) {
 void PipelineView::drawEmptyState(const ViewInputs& inputs) {
     m_empty = pipelineEmpty(inputs);
     m_shown.reset();
-    m_saved_px = 0.0f;
+    m_pane.reset();
     if (m_empty == PipeEmpty::NoRun) {
         helpMarker(helpText());
         emptyState(
@@ -218,17 +218,11 @@ void PipelineView::drawEmptyState(const ViewInputs& inputs) {
 void PipelineView::drawContent(const ViewInputs& inputs) {
     m_empty = PipeEmpty::None;
     m_shown = ShownContent{"measured stage rows", 0, pipelineShapeOf(inputs.model->scenario()).stages};
-    // Compact while the pane is shorter than the content was in full (measured when
-    // drawn in full, so the choice does not flip from frame to frame).
-    const float content_top = ImGui::GetCursorPosY();
-    m_compact = m_full_h > 0.0f && ImGui::GetContentRegionAvail().y < m_full_h;
+    m_compact = m_pane.begin();
     refresh(inputs);
     drawHeader(inputs);
     drawGrids(inputs);
-    const float drawn_h = ImGui::GetCursorPosY() - content_top;
-    if (!m_compact)
-        m_full_h = drawn_h;
-    m_saved_px = m_compact ? std::max(0.0f, m_full_h - drawn_h) : 0.0f;
+    m_pane.end();
 }
 
 void PipelineView::drawHeader(const ViewInputs& inputs) {

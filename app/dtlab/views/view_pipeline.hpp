@@ -33,6 +33,7 @@
 #pragma once
 
 #include "model/pipeline_step.hpp"
+#include "views/short_pane.hpp"
 #include "views/view.hpp"
 #include "views/view_inputs.hpp"
 
@@ -71,7 +72,7 @@ class PipelineView : public View {
     [[nodiscard]] std::optional<ShownContent> shownContent() const override { return m_shown; }
     // A pane shorter than its content: short legend and titles (the rest on hover), the
     // grids' rows as tall as the height left allows.
-    [[nodiscard]] float heightSavedByCompacting() const override { return m_saved_px; }
+    [[nodiscard]] float heightSavedByCompacting() const override { return m_pane.savedPx(); }
 
     // What the last draw() showed (for tests and the script).
     [[nodiscard]] PipeEmpty lastEmpty() const { return m_empty; }
@@ -94,9 +95,8 @@ class PipelineView : public View {
 
     PipeEmpty m_empty = PipeEmpty::NoRun;
     std::optional<ShownContent> m_shown;
-    float m_full_h = 0.0f;  // px the content took when last drawn in full
-    bool m_compact = false; // this frame draws the short pane's lines
-    float m_saved_px = 0.0f;
+    ShortPane m_pane;
+    bool m_compact = false; // this frame draws the short pane (m_pane.begin())
     // Selection
     bool m_follow = true;
     int m_pinned = 0;

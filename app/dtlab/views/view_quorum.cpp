@@ -341,7 +341,7 @@ bool QuorumView::isEmpty(const ViewInputs& inputs) const {
 void QuorumView::drawEmptyState(const ViewInputs& inputs) {
     m_comparison.clear();
     m_shown.reset();
-    m_saved_px = 0.0f;
+    m_pane.reset();
     helpMarker(helpText());
     if (!inputs.model)
         emptyState(
@@ -464,11 +464,7 @@ int64_t quorumViewTime(const ViewInputs& inputs) {
 
 void QuorumView::drawContent(const ViewInputs& inputs) {
     m_comparison.clear(); // drawComparison sets it again when it draws one
-    // Compact while the pane is shorter than the content was in full (measured when
-    // drawn in full, so the choice does not flip from frame to frame).
-    const float content_top = ImGui::GetCursorPosY();
-    const float avail_h = ImGui::GetContentRegionAvail().y;
-    m_compact = m_full_h > 0.0f && avail_h < m_full_h;
+    m_compact = m_pane.begin();
     m_shown = ShownContent{"replica rows", 0, 0};
     drawFaultButtons(inputs);
     const RunModel& model = *inputs.model;
@@ -480,6 +476,7 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
         m_recovery_generation = model.generation();
         m_recovery_until = until;
         m_recovery = latestRecovery(model, until);
+        m_holds = jobHolds(model.ftEvents()); // the stopwatch's run time, per frame from these
     }
     m_state.recovery = m_recovery;
     drawHeader(inputs);
@@ -500,10 +497,7 @@ void QuorumView::drawContent(const ViewInputs& inputs) {
     drawRows(inputs, t_end);
     if (!m_stopwatch_first)
         drawStopwatch(inputs, t_end);
-    const float drawn_h = ImGui::GetCursorPosY() - content_top;
-    if (!m_compact)
-        m_full_h = drawn_h;
-    m_saved_px = m_compact ? std::max(0.0f, m_full_h - drawn_h) : 0.0f;
+    m_pane.end();
 }
 
 void QuorumView::drawHeader(const ViewInputs& inputs) {
@@ -735,7 +729,7 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     // "now" stands at the moment it froze, which can be before a fault the
     // Session sent while it was held: then no run time has passed (never negative).
     // Run time, as every phase: the time the job was held since the fault stood still.
-    const int64_t held_ns = heldNsBetween(inputs.model->ftEvents(), r.fault_ns, t_end);
+    const int64_t held_ns = heldWithin(m_holds, r.fault_ns, t_end);
     const double since_ms = double(std::max<int64_t>(0, t_end - r.fault_ns - held_ns)) / 1e6;
     // Every phase is measured from this fault (recovery_measure.hpp), in order.
     char title[160];

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "dtlab/recovery_measure.hpp"
+#include "views/short_pane.hpp"
 #include "views/view.hpp"
 #include "views/view_inputs.hpp"
 
@@ -108,7 +109,7 @@ class QuorumView : public View {
     [[nodiscard]] std::optional<ShownContent> shownContent() const override { return m_shown; }
     // In a pane shorter than its content, the lighthouse's and the decision's lines take
     // one line each (in full on hover) and the strip's colours go to a tooltip.
-    [[nodiscard]] float heightSavedByCompacting() const override { return m_saved_px; }
+    [[nodiscard]] float heightSavedByCompacting() const override { return m_pane.savedPx(); }
 
   private:
     void drawFaultButtons(const ViewInputs& inputs);
@@ -122,12 +123,12 @@ class QuorumView : public View {
     uint64_t m_recovery_generation = ~uint64_t(0);
     int64_t m_recovery_until = INT64_MAX; // the cursor m_recovery was measured up to
     std::optional<Recovery> m_recovery;
-    std::string m_comparison; // drawComparison's line
+    std::vector<JobHold> m_holds; // the job's holds, with m_recovery
+    std::string m_comparison;     // drawComparison's line
     bool m_stopwatch_first = false;
     std::optional<ShownContent> m_shown;
-    float m_full_h = 0.0f;  // px the content took when last drawn in full
-    bool m_compact = false; // this frame draws the short pane's lines
-    float m_saved_px = 0.0f;
+    ShortPane m_pane;
+    bool m_compact = false; // this frame draws the short pane (m_pane.begin())
 };
 
 } // namespace dt::app

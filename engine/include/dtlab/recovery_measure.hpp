@@ -58,8 +58,14 @@ struct Recovery {
     double held_ms = 0; // the job was held this long between the fault and its latest phase (not counted)
 };
 
-// How long the job was held (JobHeld events, rank -1) within [t0, t1]; a hold
-// still open at t1 counts up to t1. `events` sorted by time.
+// The job's holds (JobHeld events, rank -1) as [t0, t1) intervals, t1 =
+// INT64_MAX while still held; `events` sorted by time.
+struct JobHold {
+    int64_t t0, t1;
+};
+[[nodiscard]] std::vector<JobHold> jobHolds(const std::vector<Event>& events);
+// How long the job was held within [t0, t1]; a hold still open at t1 counts up to t1.
+[[nodiscard]] int64_t heldWithin(const std::vector<JobHold>& holds, int64_t t0, int64_t t1);
 [[nodiscard]] int64_t heldNsBetween(const std::vector<Event>& events, int64_t t0, int64_t t1);
 
 struct ReplicaCommits {

@@ -21,14 +21,8 @@ std::string faultLabel(const Event& e) {
     return "fault";
 }
 
-namespace {
-
-// The job's holds as [start, end) intervals (end = INT64_MAX: still held).
-struct Hold {
-    int64_t t0, t1;
-};
-std::vector<Hold> holdsOf(const std::vector<Event>& events) {
-    std::vector<Hold> holds;
+std::vector<JobHold> jobHolds(const std::vector<Event>& events) {
+    std::vector<JobHold> holds;
     for (const Event& e : events) {
         if (e.kind != EventKind::JobHeld || e.rank >= 0)
             continue;
@@ -40,17 +34,16 @@ std::vector<Hold> holdsOf(const std::vector<Event>& events) {
     }
     return holds;
 }
-int64_t heldWithin(const std::vector<Hold>& holds, int64_t t0, int64_t t1) {
+
+int64_t heldWithin(const std::vector<JobHold>& holds, int64_t t0, int64_t t1) {
     int64_t held = 0;
-    for (const Hold& h : holds)
+    for (const JobHold& h : holds)
         held += std::max<int64_t>(0, std::min(h.t1, t1) - std::max(h.t0, t0));
     return held;
 }
 
-} // namespace
-
 int64_t heldNsBetween(const std::vector<Event>& events, int64_t t0, int64_t t1) {
-    return heldWithin(holdsOf(events), t0, t1);
+    return heldWithin(jobHolds(events), t0, t1);
 }
 
 RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, int group_size) {
@@ -137,7 +130,7 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
                               int(e.value) != faultActionTraits(FaultAction::Resume).event_code;
         return injected || e.kind == EventKind::LighthouseDown;
     };
-    const std::vector<Hold> holds = holdsOf(events);
+    const std::vector<JobHold> holds = jobHolds(events);
     for (size_t i = 0; i < events.size(); ++i) {
         const Event& f = events[i];
         if (!isFault(f))
