@@ -81,8 +81,10 @@ void AppContext::update() {
         }
     }
     takeEventHoldHits(); // first: a hit's event is then among those read next
-    ingestNew();
+    // The ranks' states before their events: every event a state reflects (a rank paused at its
+    // gate after its step's memory report) is then in the model the views draw this frame.
     gatherFacts();
+    ingestNew();
     holdNarrationMoment();
     armBreakpointHold();
     judgeExercises();
@@ -337,6 +339,7 @@ ViewInputs AppContext::viewInputs() {
     if (m_narration_index >= 0 && size_t(m_narration_index) < m_scenario.steps.size())
         if (const View* v = findView(m_scenario.steps[size_t(m_narration_index)].highlight))
             in.narration.look_at_title = v->name();
+    in.narration.text = boundNarrationText();
     in.run_serial = m_whatif_serial;
     in.autograd_graph = m_autograd_graph ? &*m_autograd_graph : nullptr;
     in.autograd_status = m_autograd_status;
@@ -378,8 +381,11 @@ int64_t AppContext::nowNs() const {
         return m_model.tEnd();
     if (m_session && m_facts.finished)
         return std::max(m_model.tEnd(), m_end_ns);
+    // Held: the moment the last rank stopped, and never before the last work that reached the
+    // screen (a rank's report of the step it finished can arrive after the app saw it stop, and a
+    // hold the Session sets itself can begin before the app saw the run released).
     if (m_session && m_frozen_since_ns != 0)
-        return m_frozen_since_ns;
+        return std::max(m_frozen_since_ns, m_model.tEndOfWork());
     if (m_session)
         return monotonicNowNs();
     return 0;

@@ -36,6 +36,7 @@
 #include "model/run_state_at.hpp"
 #include "playback.hpp"
 #include "run_facts.hpp"
+#include "screen_moment.hpp"
 #include "script_runner.hpp"
 #include "theme.hpp"
 #include "views/view.hpp"
@@ -209,6 +210,12 @@ class AppContext final : public ScriptHost, public ViewActions {
     [[nodiscard]] bool narrationHeld() const override { return m_hold.active && live(); }
     [[nodiscard]] std::string narrationStatus() const override;
     void printState() override; // app_print_state.cpp
+    // What the views show at their moment (app_print_state.cpp): print_state's lines and the
+    // narration's screen document are read from it.
+    [[nodiscard]] ScreenMoment screenMoment();
+    bool checkNarrationClaims(std::string& report) override;
+    void printScreen() override;
+    [[nodiscard]] std::string boundNarrationText();
     // The main loop's timing of each frame (frame_times.hpp), for print_frame_times.
     void noteFrameTimes(double build_ms, double render_ms, bool drawn) {
         m_frame_times.add(build_ms, render_ms, drawn);
@@ -315,7 +322,6 @@ class AppContext final : public ScriptHost, public ViewActions {
     // app_layout.cpp
     void drawViews();
     void noteDrawnHeight(const View& view, const ViewTiling& tiling);
-    void printMainContent();
     void drawShelf(const ViewTiling& tiling, ImGuiCond cond,
                    const std::function<void(const View&, float)>& record);
     void drawTitleHelp(const View& view);
@@ -429,6 +435,19 @@ class AppContext final : public ScriptHost, public ViewActions {
     double m_breakpoint_step_arg = 10.0, m_breakpoint_ms_arg = 500.0; // the menu's inputs
 
     int m_narration_index = 0;
+    // The step text's bound {values} (boundNarrationText) and what they were read at.
+    struct BoundTextKey {
+        uint64_t generation = ~uint64_t(0);
+        int step = -1;
+        int64_t cursor_ns = -1;
+        bool held = false;
+        bool operator==(const BoundTextKey& o) const {
+            return generation == o.generation && step == o.step && cursor_ns == o.cursor_ns && held == o.held;
+        }
+    };
+    BoundTextKey m_bound_text_key;
+    std::string m_bound_text;
+    bool m_binding_text = false;
     std::vector<ExerciseState> m_exercises; // per narration step (app_exercises.cpp)
     double m_narration_started_s = 0.0;
     struct NarrationHold {

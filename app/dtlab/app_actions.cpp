@@ -104,6 +104,7 @@ void AppContext::runFree() {
         return say("cannot run: no live run");
     m_session->resume();
     m_kept_pace = 0.0;
+    m_frozen_since_ns = 0; // released: the held picture's "now" ends here
     m_hold.active = false; // the presenter let the held moment go, and those still to come
     m_hold.end_released = true;
     m_hold.cancelled = true;
@@ -117,6 +118,7 @@ void AppContext::stepOnce() {
     if (!m_session)
         return say("cannot step: no live run");
     m_session->stepOnce();
+    m_frozen_since_ns = 0; // released: the held picture's "now" ends here
     m_hold.active = false;
     say("one more step");
 }
@@ -125,6 +127,7 @@ void AppContext::setPace(double steps_per_s) {
     if (!m_session)
         return say("cannot pace: no live run");
     m_session->setPace(steps_per_s);
+    m_frozen_since_ns = 0; // released: the held picture's "now" ends here
     m_hold.active = false;
     m_kept_pace = steps_per_s; // the next run opened starts at this pace too
     char line[64];

@@ -146,6 +146,8 @@ void AppContext::restoreRunControl(const RunControl& before) {
         m_session->setPace(before.pace_steps_per_s);
     else if (before.mode == RunMode::Run)
         m_session->resume();
+    if (before.mode != RunMode::Paused)
+        m_frozen_since_ns = 0; // released: the held picture's "now" ends here
 }
 
 // Next after a held moment: the run goes on as it did before (free, or at its pace).

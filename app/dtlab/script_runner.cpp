@@ -54,12 +54,15 @@ const VerbSpec kVerbs[] = {
     {"open", Verb::Open, Arg::Text, "open PATH"},
     {"print_layout", Verb::PrintLayout, Arg::None, "print_layout"},
     {"print_state", Verb::PrintState, Arg::None, "print_state"},
+    {"check_claims", Verb::CheckClaims, Arg::None, "check_claims"},
+    {"print_screen", Verb::PrintScreen, Arg::None, "print_screen"},
     {"wait_settled", Verb::WaitSettled, Arg::None, "wait_settled"},
     {"print_frame_times", Verb::PrintFrameTimes, Arg::None, "print_frame_times"},
     {"next", Verb::Next, Arg::None, "next"},
     {"back", Verb::Back, Arg::None, "back"},
     {"wait_next", Verb::WaitNext, Arg::None, "wait_next"},
     {"expect_held", Verb::ExpectHeld, Arg::None, "expect_held"},
+    {"wait_held", Verb::WaitHeld, Arg::None, "wait_held"},
     {"expect_live", Verb::ExpectLive, Arg::None, "expect_live"},
     {"print_narration", Verb::PrintNarration, Arg::None, "print_narration"},
     {"break", Verb::Break, Arg::Text, "break KIND [ARG]"},
@@ -408,12 +411,27 @@ bool ScriptRunner::runCommand(const ScriptCommand& c, ScriptHost& host, double n
     case Verb::PrintState:
         host.printState();
         return true;
+    case Verb::PrintScreen:
+        host.printScreen();
+        return true;
+    case Verb::CheckClaims: {
+        std::string report;
+        if (!host.checkNarrationClaims(report))
+            fail(c, "check_claims: the narration says what the screen does not show (its FAIL line above)");
+        return true;
+    }
     case Verb::WaitNext:
         if (host.narrationOnLastStep())
             fail(c, "wait_next: the narration is on its last step (" + host.narrationStatus() + ")");
         if (!f.live && !f.replay && !f.finished)
             fail(c, "wait_next: no run is loaded");
         return host.narrationNextEnabled();
+    case Verb::WaitHeld: // the narration's step holds the run (its moment came)
+        if (host.narrationHeld())
+            return true;
+        if (f.finished || (!f.live && !f.replay))
+            fail(c, "wait_held: the run ended without holding at this step (" + host.narrationStatus() + ")");
+        return false;
     case Verb::ExpectHeld:
         if (!host.narrationHeld())
             fail(c,

@@ -116,6 +116,13 @@ class ScriptHost {
     [[nodiscard]] virtual std::string narrationStatus() const { return "no narration"; }
     // One line per view of what it shows at the views' moment (app_print_state.cpp).
     virtual void printState() {}
+    // The narration step's `expect` claims over the screen now (false: one fails); prints them.
+    // The screen document the claims read (dtlab/screen_fields.def), one JSON line.
+    virtual void printScreen() {}
+    virtual bool checkNarrationClaims(std::string& report) {
+        report = "this host has no narration claims";
+        return false;
+    }
     // break / unbreak: false with `error` set when the kind or its argument is wrong.
     virtual bool setBreakpoint(const std::string& kind, double arg, bool on, std::string& error) {
         (void)kind, (void)arg, (void)on;
@@ -179,12 +186,15 @@ struct ScriptCommand {
         Open,
         PrintLayout,
         PrintState,
+        CheckClaims,
+        PrintScreen,
         WaitSettled,
         PrintFrameTimes,
         Next,
         Back,
         WaitNext,
         ExpectHeld,
+        WaitHeld,
         ExpectLive,
         PrintNarration,
         Break,

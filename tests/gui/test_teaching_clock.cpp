@@ -3,7 +3,9 @@
 // dtlab under Xvfb, driven by --script, on real runs:
 //   - every shipped narrated scenario: Next is pressed only when enabled
 //     (wait_next); at each step with pause = true the run is held at that
-//     moment (expect_held); at the narration's last step the run is still live
+//     moment (expect_held), the step's `expect` claims hold over what the
+//     screen shows there (check_claims) and it is not the previous hold's
+//     moment again; at the narration's last step the run is still live
 //     (its last step waits for the narration), unless the scenario ends the
 //     run on purpose (a fatal kill, or a step that waits for the end);
 //   - the end-of-run glue: a narration waiting for an event that never comes,
@@ -57,7 +59,22 @@ struct NarrationWalk {
     int holds = 0;
     int holds_after_end = 0; // held steps at or after the run may have ended (the run cannot stay paused)
     bool room_sizes = false; // at its first hold: what the main view shows at 1600x900/28 and 1920x1080/32
+    int claims_checked = 0;  // steps whose claims the walk checks (check_claims)
 };
+
+// The moments check_claims judged, in order: "step 2" -> "topology: ... | quorum: ... | stopwatch: ...".
+std::vector<std::pair<int, std::string>> judgedMoments(const std::string& out) {
+    std::vector<std::pair<int, std::string>> moments;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        int step = 0;
+        const size_t at = line.find(": moment: ");
+        if (line.rfind("dtlab: claims: step ", 0) == 0 && at != std::string::npos &&
+            std::sscanf(line.c_str(), "dtlab: claims: step %d", &step) == 1)
+            moments.emplace_back(step, line.substr(at + 10));
+    }
+    return moments;
+}
 
 // At a held moment: the window and text sizes of a room, and what the family's
 // main view shows at each (print_state's content line); then the walk goes on
@@ -102,6 +119,12 @@ NarrationWalk narrationWalk(const dt::Scenario& s, const std::string& shot_prefi
         out << "wait_next\n";
         if (step.pause) {
             out << "expect_held\n";
+            // What the screen shows at the hold, once every rank reached its gate: the step's
+            // claims are checked against it and its moment printed (consecutive holds differ).
+            if (!walk.run_may_end)
+                out << "wait_settled\n";
+            out << "check_claims\n";
+            ++walk.claims_checked;
             if (!walk.room_sizes && !walk.run_may_end && familyCountsItsContent(s)) {
                 out << kRoomSizesScript;
                 walk.room_sizes = true;
@@ -113,8 +136,19 @@ NarrationWalk narrationWalk(const dt::Scenario& s, const std::string& shot_prefi
         out << "print_narration\nnext\n";
     }
     out << "wait_frames 3\n";
+    // The last step's claims: at its hold, or on the finished run when it waits for the end.
+    const dt::NarrationStep& last = s.steps.back();
+    const bool last_holds = last.pause && !last.expect.empty() && !walk.run_may_end;
+    if (last_holds) {
+        out << "wait_held\nwait_settled\ncheck_claims\n";
+        ++walk.claims_checked;
+    }
     if (!walk.run_may_end)
         out << "expect_live\n";
+    if (!last.expect.empty() && !last.pause) { // until "run finished": dtrun check allows no other
+        out << "run\nwait_finished\ncheck_claims\n";
+        ++walk.claims_checked;
+    }
     out << "print_narration\nquit\n";
     walk.script = out.str();
     return walk;
@@ -192,6 +226,19 @@ TEST_CASE("Every shipped narrated scenario holds its moments and lasts until its
         CHECK(held_lines >= size_t(w.walk.holds - w.walk.holds_after_end));
         CHECK(held_lines <=
               size_t(w.walk.holds) + (w.scenario.steps.back().pause ? 1 : 0)); // the last step may hold too
+        // Every claim held (check_claims fails the script otherwise) and each was judged.
+        const std::vector<std::pair<int, std::string>> moments = judgedMoments(r.out);
+        CHECK(moments.size() == size_t(w.walk.claims_checked));
+        // Consecutive holds are distinct moments, unless the second step says it is the same one.
+        for (size_t i = 1; i < moments.size() && !w.walk.run_may_end; ++i) {
+            const dt::NarrationStep& second = w.scenario.steps[size_t(moments[i].first - 1)];
+            if (moments[i].first != moments[i - 1].first + 1 || contains(second.text, "same moment") ||
+                contains(second.text, "Same moment"))
+                continue;
+            INFO("steps " << moments[i - 1].first << " and " << moments[i].first
+                          << " hold the same moment: " << moments[i].second);
+            CHECK(moments[i].second != moments[i - 1].second);
+        }
         // At room sizes the family's main view shows all of its core content without scrolling:
         // "pipeline shows 2 of 2 measured stage rows at 1600x900, 28 px text".
         if (!w.walk.room_sizes)

@@ -90,12 +90,14 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
                        "topology",
                        "step >= 1",
                        false,
+                       "",
                        std::nullopt,
                        {"/tmp/x.toml", 50, 1}});
     s.steps.push_back({"Kill one.",
                        "",
                        "rank 3 dies",
                        true,
+                       "ranks[3].dead == 1 and stopwatch.fault == 1",
                        dt::NarrationQuestion{"Which rank restarts?",
                                              "distinct(params_checksum) > 1",
                                              "",
@@ -192,6 +194,7 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
             CHECK(r.steps[i].highlight == s.steps[i].highlight);
             CHECK(r.steps[i].until == s.steps[i].until);
             CHECK(r.steps[i].pause == s.steps[i].pause);
+            CHECK(r.steps[i].expect == s.steps[i].expect);
             CHECK(r.steps[i].question.has_value() == s.steps[i].question.has_value());
             CHECK(r.steps[i].where.file == s.steps[i].where.file);
             CHECK(r.steps[i].where.line == s.steps[i].where.line);

@@ -158,7 +158,7 @@ void RunModel::reset(const Scenario& scenario, int world) {
     m_ft_events.clear();
     m_bus_bandwidth.clear();
     m_swarm_events.clear();
-    m_t_begin = m_t_end = 0;
+    m_t_begin = m_t_end = m_t_end_of_work = 0;
     m_event_count = 0;
     m_open_collectives = 0;
     ++m_generation;
@@ -190,6 +190,8 @@ void RunModel::ingest(const Event* events, size_t count) {
             m_t_end = std::max(m_t_end, end);
         }
         ++m_event_count;
+        if (e.kind != EventKind::Heartbeat && e.kind != EventKind::Paused && e.kind != EventKind::JobHeld)
+            m_t_end_of_work = std::max(m_t_end_of_work, end);
         if (isSwarmEvent(e.kind) && e.rank >= 0) // whole, for the SWARM view (see run_model.hpp)
             insertSorted(m_swarm_events, e, e.t_ns, [](const Event& x) { return x.t_ns; });
 

@@ -202,6 +202,9 @@ class RunModel {
     [[nodiscard]] const std::vector<LogRecord>& logs() const { return m_logs; } // sorted by t
     [[nodiscard]] int64_t tBegin() const { return m_t_begin; } // earliest event time, 0 if none
     [[nodiscard]] int64_t tEnd() const { return m_t_end; }     // latest event time
+    // The latest end of an event that reports work done: not a heartbeat, a gate's paused span or
+    // the job's hold, which go on while the run is held (a held picture's "now" reaches it).
+    [[nodiscard]] int64_t tEndOfWork() const { return m_t_end_of_work; }
     [[nodiscard]] size_t eventCount() const { return m_event_count; }
     [[nodiscard]] bool empty() const { return m_event_count == 0; }
 
@@ -271,6 +274,7 @@ class RunModel {
     std::vector<Event> m_swarm_events;
     int64_t m_t_begin = 0;
     int64_t m_t_end = 0;
+    int64_t m_t_end_of_work = 0;
     size_t m_event_count = 0;
     size_t m_open_collectives = 0;
     uint64_t m_generation = 0;

@@ -109,6 +109,9 @@ struct NarrationPosition {
     const ExerciseState* exercise = nullptr;
     // The title of the view the step's "Look at" names (its window title), "" = none.
     std::string look_at_title;
+    // The step's text with its {values} bound to what the screen shows now
+    // (dtlab/screen_claim.hpp); "" = no step.
+    std::string text;
 };
 
 // Model state per rank for the Memory view's large bars (ZeRO / FSDP): what

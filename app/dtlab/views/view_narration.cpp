@@ -299,7 +299,8 @@ void NarrationView::drawContent(const ViewInputs& inputs) {
         step.question && !m_exercise_visible ? ImGui::GetFrameHeightWithSpacing() : 0.0f;
     ImGui::BeginChild("text", ImVec2(0, std::max(ImGui::GetTextLineHeight() * 2.0f,
                                                  ImGui::GetContentRegionAvail().y - footer - question_line)));
-    ImGui::TextWrapped("%s", step.text.c_str());
+    ImGui::TextWrapped("%s",
+                       inputs.narration.text.empty() ? step.text.c_str() : inputs.narration.text.c_str());
     if (step.question) {
         const float top = ImGui::GetCursorPosY();
         drawExercise(inputs, *step.question, step.until);

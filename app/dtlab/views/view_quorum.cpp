@@ -765,8 +765,14 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
                 "stands still: restarts wait, quorum and join timeouts stop. The stopwatch "
                 "counts the same run time.");
     }
+    // A short pane says the phases still to come in one item: "| restarted, healed ... (0.2 s)".
+    std::string pending;
     const auto phase = [&](const char* name, double ms, const char* tip) { // on this line if it fits
         char text[96];
+        if (m_compact && ms < 0 && (inputs.live || inputs.cursor())) {
+            pending += (pending.empty() ? "" : ", ") + std::string(name);
+            return;
+        }
         if (ms >= 0) {
             std::snprintf(text, sizeof(text), "| %s +%.0f ms", name, ms);
             flowText(text);
@@ -790,7 +796,8 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
     phase("new quorum", r.new_quorum_ms,
           "the lighthouse issued a quorum with a new id once the fault was detected");
     phase("survivors commit", r.survivors_commit_ms, "another replica committed a step after the new quorum");
-    ImGui::Dummy(ImVec2(ImGui::GetFontSize() * 2.0f, 0.0f)); // the replica's own recovery, on a second line
+    if (!m_compact) // the replica's own recovery, on a second line (a short pane flows on)
+        ImGui::Dummy(ImVec2(ImGui::GetFontSize() * 2.0f, 0.0f));
     // r.fault is recovery_measure's label: the fault action's name (fault_actions.def).
     const auto was = [&](FaultAction action) { return r.fault == faultActionName(action); };
     if (was(FaultAction::Kill) || r.restarted_ms >= 0)
@@ -799,6 +806,13 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
         phase("healed", r.heal_ms,
               "the replica received parameters, optimizer state and step from a live peer");
         phase("rejoined", r.rejoined_ms, "the replica's first commit after it healed");
+    }
+    if (!pending.empty()) {
+        char text[160];
+        std::snprintf(text, sizeof(text), "| %s ... (%.1f s)", pending.c_str(), since_ms / 1000.0);
+        flowTextDisabled(text);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("still to come, %.1f s of run time after the fault", since_ms / 1000.0);
     }
     if (r.heal_bytes > 0) {
         // How it travelled ([fault_tolerance] heal_transport), and its rate.

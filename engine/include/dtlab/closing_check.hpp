@@ -55,12 +55,28 @@ struct CheckSyntaxProblem {
 [[nodiscard]] std::optional<CheckSyntaxProblem> findMeasureSyntaxProblem(const std::string& measure);
 
 struct MeasureOutcome {
-    bool ok = false;    // a finite number came out
+    bool ok = false;    // a finite number came out (or, over a vocabulary, one string: text)
     double value = 0.0; // NaN when not ok
+    std::string text;   // over a vocabulary: the string a path named ("" for a number)
     std::string detail; // "max(peak_memory.optimizer_state) / 1e6 = 1.67", or why it could not be evaluated
 };
 // An array (one value per rank) is refused: reduce it with max(), min(), mean() or sum().
 [[nodiscard]] MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& summary_json);
+
+// Another document the same grammar reads: the screen at a narration hold
+// (screen_claim.hpp). Its paths must name one of `fields` exactly, indices
+// aside ("ranks[1].dead" is the field "ranks.dead"); there is no `baseline.`.
+struct CheckVocabulary {
+    std::string subject;             // "screen": in messages ("unknown screen field 'x'")
+    std::vector<std::string> fields; // every leaf, dotted, without indices: "ranks.dead"
+};
+[[nodiscard]] std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect,
+                                                                       const CheckVocabulary& vocabulary);
+[[nodiscard]] std::optional<CheckSyntaxProblem> findMeasureSyntaxProblem(const std::string& measure,
+                                                                         const CheckVocabulary& vocabulary);
+// Over a vocabulary's document a measure may also name one string (MeasureOutcome::text).
+[[nodiscard]] MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& json,
+                                             const CheckVocabulary& vocabulary);
 
 // The top-level summary field names a path may start with (for messages and checks).
 [[nodiscard]] const std::vector<std::string>& checkSummaryRoots();
@@ -75,6 +91,9 @@ struct CheckOutcome {
 // not run). A path missing from the summary fails the check and says which.
 [[nodiscard]] CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary_json,
                                          const std::string& baseline_summary_json);
+// The same over a vocabulary's document.
+[[nodiscard]] CheckOutcome evaluateCheck(const std::string& expect, const std::string& json,
+                                         const CheckVocabulary& vocabulary);
 
 // One check's result, as dtrun prints it and the summary's `checks` array holds it.
 struct ClosingCheckResult {

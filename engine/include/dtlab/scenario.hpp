@@ -318,6 +318,11 @@ struct NarrationStep {
     // pauses the run there (ranks finish the step they are in and wait at the
     // next step gate), so the room sees that moment frozen; Next resumes it.
     bool pause = false;
+    // What the screen shows at that hold, as claims over the screen document
+    // (dtlab/screen_claim.hpp): "ranks[1].dead == 1 and stopwatch.new_quorum_ms < 0".
+    // Needs pause = true (or until = "run finished"): a claim is about a moment
+    // that stands still. The text may bind values of the same document: "{stopwatch.detected_ms} ms".
+    std::string expect;
     std::optional<NarrationQuestion> question; // predict, then run
     SourceLocation where;                      // for error messages
 };

@@ -146,8 +146,9 @@ struct Node {
 
 class Parser {
   public:
-    Parser(const std::string& text, bool has_baseline)
-        : m_text(text), m_tokens(tokenize(text)), m_has_baseline(has_baseline) {}
+    // vocabulary: the document's fields (nullptr = the run summary: its roots only).
+    Parser(const std::string& text, bool has_baseline, const CheckVocabulary* vocabulary = nullptr)
+        : m_text(text), m_tokens(tokenize(text)), m_has_baseline(has_baseline), m_vocabulary(vocabulary) {}
 
     std::vector<std::unique_ptr<Node>> parseCheck() {
         std::vector<std::unique_ptr<Node>> comparisons;
@@ -303,7 +304,10 @@ class Parser {
 
     std::unique_ptr<Node> parsePath(const Token& first, std::unique_ptr<Node> node) {
         const auto& roots = checkSummaryRoots();
-        if (first.text == "baseline") {
+        if (m_vocabulary) {
+            if (first.text == "and")
+                throw SyntaxError(first.offset, "'and' joins two comparisons; a value is missing before it");
+        } else if (first.text == "baseline") {
             if (!m_has_baseline)
                 throw SyntaxError(first.offset,
                                   "'baseline' needs a baseline run: add baseline = { strategy = \"ddp\" } "
@@ -311,7 +315,7 @@ class Parser {
                                   "pseudo_gradient) to this check");
         } else if (first.text == "and") {
             throw SyntaxError(first.offset, "'and' joins two comparisons; a value is missing before it");
-        } else if (std::find(roots.begin(), roots.end(), first.text) == roots.end()) {
+        } else if (!m_vocabulary && std::find(roots.begin(), roots.end(), first.text) == roots.end()) {
             std::string names;
             for (const auto& r : roots)
                 names += (names.empty() ? "" : ", ") + r;
@@ -349,7 +353,45 @@ class Parser {
             }
         }
         node->source = trimmed(m_text.substr(first.offset, peek().offset - first.offset));
+        if (m_vocabulary)
+            checkVocabularyPath(node->path, first.offset);
         return node;
+    }
+
+    // A path of another document names one of its fields exactly (indices aside):
+    // "ranks[1].dead" is the field "ranks.dead".
+    void checkVocabularyPath(const std::vector<PathSegment>& path, size_t offset) const {
+        std::string name;
+        for (const PathSegment& seg : path)
+            if (!seg.name.empty())
+                name += (name.empty() ? "" : ".") + seg.name;
+        const std::vector<std::string>& fields = m_vocabulary->fields;
+        if (std::find(fields.begin(), fields.end(), name) != fields.end())
+            return;
+        // Say what the deepest known parent holds: "'quorum' has: id, members, ...".
+        std::string parent = name;
+        std::vector<std::string> heads;
+        while (heads.empty()) {
+            const size_t dot = parent.rfind('.');
+            parent = dot == std::string::npos ? "" : parent.substr(0, dot);
+            for (const std::string& f : fields) {
+                if (!parent.empty() && f.rfind(parent + ".", 0) != 0)
+                    continue;
+                const std::string rest = parent.empty() ? f : f.substr(parent.size() + 1);
+                const std::string head = rest.substr(0, rest.find('.'));
+                if (std::find(heads.begin(), heads.end(), head) == heads.end())
+                    heads.push_back(head);
+            }
+            if (parent.empty())
+                break;
+        }
+        std::string known;
+        for (const std::string& h : heads)
+            known += (known.empty() ? "" : ", ") + h;
+        throw SyntaxError(offset, "unknown " + m_vocabulary->subject + " field '" + name + "'; " +
+                                      (parent.empty() ? "the " + m_vocabulary->subject + " has: "
+                                                      : "'" + parent + "' has: ") +
+                                      known);
     }
 
     void expect(Token::Kind kind, const char* what) {
@@ -371,6 +413,7 @@ class Parser {
     std::vector<Token> m_tokens;
     size_t m_pos = 0;
     bool m_has_baseline;
+    const CheckVocabulary* m_vocabulary;
     int m_nesting = 0; // parentheses, functions and minus signs open now (see Descent)
 };
 
@@ -424,7 +467,8 @@ bool compare(double a, double b, const std::string& op) {
 
 class Evaluator {
   public:
-    Evaluator(const Json& summary, const Json* baseline) : m_summary(summary), m_baseline(baseline) {}
+    Evaluator(const Json& summary, const Json* baseline, std::string subject = "summary")
+        : m_summary(summary), m_baseline(baseline), m_subject(std::move(subject)) {}
 
     Value eval(const Node& n) const {
         switch (n.kind) {
@@ -506,13 +550,13 @@ class Evaluator {
                         is_array = true;
                         for (const Json& element : *j) {
                             if (!element.is_object() || !element.contains(seg.name))
-                                throw EvalError("the summary has no field '" + walked + "'");
+                                throw EvalError("the " + m_subject + " has no field '" + walked + "'");
                             nextNodes.push_back(&element.at(seg.name));
                         }
                     } else if (j->is_object() && j->contains(seg.name)) {
                         nextNodes.push_back(&j->at(seg.name));
                     } else {
-                        throw EvalError("the summary has no field '" + walked + "'" +
+                        throw EvalError("the " + m_subject + " has no field '" + walked + "'" +
                                         (j->is_null() ? " (its parent is null)" : ""));
                     }
                 }
@@ -644,6 +688,7 @@ class Evaluator {
 
     const Json& m_summary;
     const Json* m_baseline;
+    std::string m_subject; // "summary", or the vocabulary's subject ("screen")
 };
 
 } // namespace
@@ -697,11 +742,12 @@ std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expe
 namespace {
 
 // One check over already parsed summaries (baseline = nullptr without one).
-CheckOutcome evaluateParsed(const std::string& expect, const Json& summary, const Json* baseline) {
+CheckOutcome evaluateParsed(const std::string& expect, const Json& summary, const Json* baseline,
+                            const CheckVocabulary* vocabulary = nullptr) {
     CheckOutcome outcome;
     try {
-        const auto comparisons = Parser(expect, true).parseCheck();
-        const Evaluator evaluator(summary, baseline);
+        const auto comparisons = Parser(expect, true, vocabulary).parseCheck();
+        const Evaluator evaluator(summary, baseline, vocabulary ? vocabulary->subject : "summary");
         outcome.passed = true;
         for (const auto& c : comparisons) {
             std::string detail;
@@ -732,12 +778,17 @@ std::optional<CheckSyntaxProblem> findMeasureSyntaxProblem(const std::string& me
     }
 }
 
-MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& summary_json) {
+namespace {
+
+// A measure over the summary (vocabulary = nullptr) or another document; with allow_text
+// one string is an answer too (MeasureOutcome::text).
+MeasureOutcome measureIn(const std::string& measure, const std::string& summary_json,
+                         const CheckVocabulary* vocabulary, bool allow_text) {
     MeasureOutcome outcome;
     try {
         const Json summary = Json::parse(summary_json);
-        const auto node = Parser(measure, false).parseMeasure();
-        const Evaluator evaluator(summary, nullptr);
+        const auto node = Parser(measure, false, vocabulary).parseMeasure();
+        const Evaluator evaluator(summary, nullptr, vocabulary ? vocabulary->subject : "summary");
         Value v;
         if (node->kind == Node::Kind::Compare) {
             std::string detail;
@@ -746,6 +797,13 @@ MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& su
             outcome.detail = detail;
         } else {
             v = evaluator.eval(*node);
+            if (allow_text && !v.is_array && v.strings.size() == 1) {
+                outcome.ok = true;
+                outcome.value = std::nan("");
+                outcome.text = v.strings[0];
+                outcome.detail = measure + " = \"" + outcome.text + "\"";
+                return outcome;
+            }
             if (!v.strings.empty())
                 throw EvalError("'" + measure + "' holds strings; a measure is a number");
             outcome.detail = measure + " = " + formatValue(v);
@@ -762,6 +820,56 @@ MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& su
         outcome.detail = std::string("cannot evaluate: ") + e.what();
     }
     return outcome;
+}
+
+} // namespace
+
+MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& summary_json) {
+    return measureIn(measure, summary_json, nullptr, false);
+}
+
+MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& json,
+                               const CheckVocabulary& vocabulary) {
+    return measureIn(measure, json, &vocabulary, true);
+}
+
+std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect,
+                                                         const CheckVocabulary& vocabulary) {
+    try {
+        if (expect.find_first_not_of(" \t\n") == std::string::npos)
+            return CheckSyntaxProblem{0, "empty; write a comparison such as \"ranks[1].dead == 1\""};
+        Parser(expect, false, &vocabulary).parseCheck();
+        return std::nullopt;
+    } catch (const SyntaxError& e) {
+        return CheckSyntaxProblem{e.offset, e.what()};
+    } catch (const std::exception& e) {
+        return CheckSyntaxProblem{0, e.what()};
+    }
+}
+
+std::optional<CheckSyntaxProblem> findMeasureSyntaxProblem(const std::string& measure,
+                                                           const CheckVocabulary& vocabulary) {
+    try {
+        if (measure.find_first_not_of(" \t\n") == std::string::npos)
+            return CheckSyntaxProblem{0, "empty; name a field such as \"stopwatch.detected_ms\""};
+        Parser(measure, false, &vocabulary).parseMeasure();
+        return std::nullopt;
+    } catch (const SyntaxError& e) {
+        return CheckSyntaxProblem{e.offset, e.what()};
+    } catch (const std::exception& e) {
+        return CheckSyntaxProblem{0, e.what()};
+    }
+}
+
+CheckOutcome evaluateCheck(const std::string& expect, const std::string& json,
+                           const CheckVocabulary& vocabulary) {
+    Json document;
+    try {
+        document = Json::parse(json);
+    } catch (const std::exception& e) {
+        return CheckOutcome{false, std::string("cannot evaluate: ") + e.what()};
+    }
+    return evaluateParsed(expect, document, nullptr, &vocabulary);
 }
 
 CheckOutcome evaluateCheck(const std::string& expect, const std::string& summary_json,

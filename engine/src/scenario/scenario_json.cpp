@@ -64,6 +64,7 @@ std::string scenarioToJson(const Scenario& s) {
             {"highlight", n.highlight},
             {"until", n.until},
             {"pause", n.pause},
+            {"expect", n.expect},
             {"where", {{"file", n.where.file}, {"line", n.where.line}, {"column", n.where.column}}},
         };
         if (n.question)
@@ -315,7 +316,8 @@ Scenario scenarioFromJson(const std::string& text) {
                 jn.at("highlight").get_to(n.highlight);
                 jn.at("until").get_to(n.until);
                 n.pause = jn.value("pause", false); // added with recording version 5
-                if (jn.contains("question")) {      // predict, then run: later files only
+                n.expect = jn.value("expect", std::string());
+                if (jn.contains("question")) { // predict, then run: later files only
                     const json& jq = jn.at("question");
                     NarrationQuestion q;
                     jq.at("ask").get_to(q.ask);

@@ -101,7 +101,8 @@ inline const std::vector<std::string> kSwarmKeys = {
     "outer_every",        "outer_lr",          "outer_momentum",  "join_timeout_ms",
     "request_timeout_ms", "restart",           "restart_delay_ms"};
 inline const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"};
-inline const std::vector<std::string> kStepKeys = {"text", "highlight", "until", "pause", "question"};
+inline const std::vector<std::string> kStepKeys = {"text",  "highlight", "until",
+                                                   "pause", "expect",    "question"};
 inline const std::vector<std::string> kQuestionKeys = {"ask",       "answer",  "unit",
                                                        "tolerance", "choices", "explain"};
 inline const std::vector<std::string> kCheckKeys = {"claim", "expect", "baseline"};

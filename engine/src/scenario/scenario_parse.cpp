@@ -7,6 +7,7 @@
 #include "scenario/scenario_rules.hpp"
 
 #include "dtlab/closing_check.hpp"
+#include "dtlab/screen_claim.hpp"
 
 #include <toml++/toml.h>
 
@@ -599,6 +600,14 @@ class ScenarioReader {
         }
     }
 
+    // Where a problem at `offset` inside a one-line "..." string is: the string's column + the
+    // quote + the offset (a multi-line string: its start).
+    static toml::source_region pointInto(toml::source_region at, const std::string& value, size_t offset) {
+        if (at.begin.line == at.end.line && value.find('\n') == std::string::npos)
+            at.begin.column += static_cast<toml::source_index>(1 + offset);
+        return at;
+    }
+
     // [[steps]]: the narration. `text` is required; `until` is checked against
     // the accepted condition forms (scenario_rules::checkString).
     void readSteps(const toml::node& node, std::vector<NarrationStep>& out) const {
@@ -617,6 +626,14 @@ class ScenarioReader {
                 if (e.key == "text") {
                     step.text = readString("steps", e.key, *e.node);
                     haveText = true;
+                    if (auto problem = findBoundTextProblem(step.text))
+                        fail(pointInto(e.node->source(), step.text, problem->offset),
+                             "[[steps]] text: " + problem->message);
+                } else if (e.key == "expect") {
+                    step.expect = readString("steps", e.key, *e.node);
+                    if (auto problem = findScreenClaimProblem(step.expect))
+                        fail(pointInto(e.node->source(), step.expect, problem->offset),
+                             "[[steps]] expect: " + problem->message);
                 } else if (e.key == "highlight") {
                     step.highlight = readString("steps", e.key, *e.node);
                 } else if (e.key == "until") {
@@ -690,12 +707,9 @@ class ScenarioReader {
         if (!answerNode)
             fail(node.source(), "[steps.question]: missing key 'answer' (a measure over the run summary that "
                                 "decides it, e.g. \"max(peak_memory.optimizer_state) / 1e6\")");
-        if (auto problem = findMeasureSyntaxProblem(q.answer)) {
-            toml::source_region at = answerNode->source();
-            if (at.begin.line == at.end.line && q.answer.find('\n') == std::string::npos)
-                at.begin.column += static_cast<toml::source_index>(1 + problem->offset);
-            fail(at, "[steps.question] answer: " + problem->message);
-        }
+        if (auto problem = findMeasureSyntaxProblem(q.answer))
+            fail(pointInto(answerNode->source(), q.answer, problem->offset),
+                 "[steps.question] answer: " + problem->message);
         if (choicesNode && q.choices.size() < 2)
             fail(choicesNode->source(), "steps.question choices: expected at least two choices, got " +
                                             std::to_string(q.choices.size()));
@@ -735,13 +749,9 @@ class ScenarioReader {
             if (!expectNode)
                 fail(where, "[[checks]]: missing key 'expect' (a comparison over the run summary, "
                             "e.g. \"final_loss < initial_loss\")");
-            if (auto problem = findCheckSyntaxProblem(check.expect, !check.baseline.empty())) {
-                // Point into a one-line "..." string: its column + the quote + the offset.
-                toml::source_region at = expectNode->source();
-                if (at.begin.line == at.end.line && check.expect.find('\n') == std::string::npos)
-                    at.begin.column += static_cast<toml::source_index>(1 + problem->offset);
-                fail(at, "[[checks]] expect: " + problem->message);
-            }
+            if (auto problem = findCheckSyntaxProblem(check.expect, !check.baseline.empty()))
+                fail(pointInto(expectNode->source(), check.expect, problem->offset),
+                     "[[checks]] expect: " + problem->message);
             out.push_back(check);
         }
     }

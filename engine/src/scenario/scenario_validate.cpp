@@ -662,6 +662,13 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            "[[steps]] pause = true needs an `until` event to pause at (a run that finished "
                            "cannot be paused), got until \"" +
                                s.steps[i].until + "\""};
+        if (!s.steps[i].expect.empty() && !s.steps[i].pause && c.kind != Kind::RunFinished)
+            return Problem{"steps",
+                           {"expect"},
+                           static_cast<int>(i),
+                           "[[steps]] expect is checked at the step's hold: add pause = true (or wait for "
+                           "\"run finished\"), got until \"" +
+                               s.steps[i].until + "\"" + (s.steps[i].pause ? "" : " without pause")};
         if (c.kind == Kind::NewQuorumForms && !s.fault_tolerance.enabled)
             return Problem{"steps",
                            {"until"},
