@@ -95,6 +95,8 @@ Json ranksJson(const ScreenMoment& m) {
                          {"running", p.state == RankState::Running},
                          {"paused", p.state == RankState::Paused},
                          {"dead", p.state == RankState::Killed || p.state == RankState::Failed},
+                         {"killed", p.state == RankState::Killed},
+                         {"failed", p.state == RankState::Failed},
                          {"restarting", p.state == RankState::Restarting},
                          {"healing", p.state == RankState::Healing},
                          {"hung", p.state == RankState::Hung},
