@@ -407,6 +407,7 @@ class AppContext final : public ScriptHost, public ViewActions {
     DrawnContentHeights m_drawn_heights;
     float m_main_height_tiled = 0.0f;
     int m_content_retiles = 0;
+    int m_retile_moment = -1;           // the moment m_content_retiles counts for (noteDrawnHeight)
     bool m_retile_for_content = false;  // set while drawing: tile again next frame
     bool m_tiling_for_content = false;  // this frame tiles because the main view's content changed
     int m_shelf_selected_for_step = -1; // the narration step whose view's shelf tab was selected

@@ -330,6 +330,13 @@ void AppContext::noteDrawnHeight(const View& view, const ViewTiling& tiling) {
         return;
     if (m_layout_dirty) // this frame tiles for another cause: the retile budget starts again
         m_content_retiles = m_tiling_for_content ? m_content_retiles : 0;
+    // A new moment to look at (a hold, the picture frozen, the next narration step): the budget
+    // starts again, so the main view shows what the moment added (a kill's stopwatch lines).
+    const int moment = m_narration_index * 4 + (m_frozen_since_ns != 0 ? 2 : 0) + (narrationHeld() ? 1 : 0);
+    if (moment != m_retile_moment) {
+        m_retile_moment = moment;
+        m_content_retiles = 0;
+    }
     if (std::fabs(height - m_main_height_tiled) > ImGui::GetTextLineHeightWithSpacing() * 1.5f &&
         m_content_retiles < 4) {
         ++m_content_retiles;

@@ -121,9 +121,7 @@ NarrationWalk narrationWalk(const dt::Scenario& s, const std::string& shot_prefi
             out << "expect_held\n";
             // What the screen shows at the hold, once every rank reached its gate: the step's
             // claims are checked against it and its moment printed (consecutive holds differ).
-            if (!walk.run_may_end)
-                out << "wait_settled\n";
-            out << "check_claims\n";
+            out << "wait_settled\ncheck_claims\n"; // (wait_settled passes once the run ended)
             ++walk.claims_checked;
             if (!walk.room_sizes && !walk.run_may_end && familyCountsItsContent(s)) {
                 out << kRoomSizesScript;

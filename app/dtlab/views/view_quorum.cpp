@@ -832,16 +832,21 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
                       : m_state.group_is_pipeline
                           ? " (its stage; the pipeline's other stages heal theirs at once)"
                           : " (its shard; the group's other ranks heal theirs at once)");
-        ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
-        ImGui::TextWrapped("%s", heal);
-        ImGui::PopStyleColor();
+        // A short pane: one line, "..." where it is cut (the whole line in the tooltip).
+        const bool cut = m_compact && textDisabledElided(heal);
+        if (!m_compact) {
+            ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+            ImGui::TextWrapped("%s", heal);
+            ImGui::PopStyleColor();
+        }
         if (ImGui::IsItemHovered())
             ImGui::SetTooltip(
-                "[fault_tolerance] heal_transport: \"pg\" sends the state over the reconfigured "
+                "%s%s[fault_tolerance] heal_transport: \"pg\" sends the state over the reconfigured "
                 "process group (TorchFT's PGTransport); \"http\" lets the healer fetch it from the "
                 "source's HTTP server, heal_chunks byte ranges at once (TorchFT's HTTPTransport, "
                 "its Manager's default). The time runs from the healer's request to its last "
-                "byte.");
+                "byte.",
+                cut ? heal : "", cut ? "\n\n" : "");
     }
     drawComparison(inputs);
 }

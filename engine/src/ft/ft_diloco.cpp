@@ -45,6 +45,7 @@
 #include "dtlab/errors.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "strategy/outer_optimizer.hpp"
 #include "telemetry/telemetry_sender.hpp"
 
@@ -142,7 +143,11 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
         if (!heal_first) {
             const double step_loss = m.forwardBackward(step, replica, replicas, telemetry);
             const int64_t t = telemetry.now();
-            optimizer.step();
+            {
+                const AllocationOwnerScope owner(
+                    MemoryOwner::OptimizerState); // the inner AdamW's moments, made at its first step
+                optimizer.step();
+            }
             telemetry.span(EventKind::Optimizer).from(t).step(step).emit();
             if (!std::isnan(step_loss))
                 telemetry.counter(EventKind::LossValue).step(step).value(step_loss).emit();

@@ -58,6 +58,7 @@
 #include "dtlab/diloco_schedule.hpp"
 #include "ft/ft_manager.hpp"
 #include "ft/replica_loop.hpp"
+#include "memory/tracking_allocator.hpp"
 #include "strategy/outer_optimizer.hpp"
 #include "strategy/pseudo_gradient_codec.hpp"
 #include "telemetry/telemetry_sender.hpp"
@@ -421,7 +422,11 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
         const double step_loss = m.forwardBackward(step, replica, replicas, telemetry);
         {
             const int64_t t = telemetry.now();
-            optimizer.step();
+            {
+                const AllocationOwnerScope owner(
+                    MemoryOwner::OptimizerState); // the inner AdamW's moments, made at its first step
+                optimizer.step();
+            }
             telemetry.span(EventKind::Optimizer).from(t).step(step).emit();
         }
         if (!std::isnan(step_loss))
