@@ -787,11 +787,16 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
             ImGui::SetTooltip("%s", tip);
     };
     if (r.replica >= 0) { // nothing "detects" the lighthouse: the replicas wait for it
-        const std::string detected = r.detected_by.empty() ? "detected" : "detected by " + r.detected_by;
-        phase(detected.c_str(), r.detected_ms,
-              "who noticed first: the lighthouse (the replica's connection closed, or its heartbeats stopped "
-              "for heartbeat_timeout_ms; [fault_tolerance] detection), or another replica whose collective "
-              "with it failed or that aborted its step");
+        // A short pane names who noticed in the tooltip: the phases keep to fewer lines.
+        const std::string who = r.detected_by.empty() ? "" : "detected by " + r.detected_by + ". ";
+        const std::string detected =
+            r.detected_by.empty() || m_compact ? "detected" : "detected by " + r.detected_by;
+        const std::string tip =
+            (m_compact ? who : std::string()) +
+            "who noticed first: the lighthouse (the replica's connection closed, or its heartbeats stopped "
+            "for heartbeat_timeout_ms; [fault_tolerance] detection), or another replica whose collective "
+            "with it failed or that aborted its step";
+        phase(detected.c_str(), r.detected_ms, tip.c_str());
     }
     phase("new quorum", r.new_quorum_ms,
           "the lighthouse issued a quorum with a new id once the fault was detected");
@@ -832,9 +837,14 @@ void QuorumView::drawStopwatch(const ViewInputs& inputs, int64_t t_end) {
                       : m_state.group_is_pipeline
                           ? " (its stage; the pipeline's other stages heal theirs at once)"
                           : " (its shard; the group's other ranks heal theirs at once)");
-        // A short pane: one line, "..." where it is cut (the whole line in the tooltip).
-        const bool cut = m_compact && textDisabledElided(heal);
-        if (!m_compact) {
+        // A short pane: the bytes and the source after the phases, the whole line in the tooltip.
+        const bool cut = m_compact;
+        if (m_compact) {
+            char brief[96];
+            std::snprintf(brief, sizeof(brief), "| %s from %d", formatBytes(double(r.heal_bytes)).c_str(),
+                          r.heal_source);
+            flowTextDisabled(brief);
+        } else {
             ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
             ImGui::TextWrapped("%s", heal);
             ImGui::PopStyleColor();
