@@ -726,17 +726,30 @@ const std::vector<std::string>& checkSummaryRoots() {
     return roots;
 }
 
-std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect, bool has_baseline) {
+namespace {
+
+// Where `text` fails to parse (nullopt: it is well formed). An empty text is a problem of its own,
+// said with an example; a number too large for stod is reported at the start.
+template <typename Parse>
+std::optional<CheckSyntaxProblem> syntaxProblemOf(const std::string& text, const char* empty_message,
+                                                  Parse parse) {
     try {
-        if (expect.find_first_not_of(" \t\n") == std::string::npos)
-            return CheckSyntaxProblem{0, "empty; write a comparison such as \"final_loss < initial_loss\""};
-        Parser(expect, has_baseline).parseCheck();
+        if (text.find_first_not_of(" \t\n") == std::string::npos)
+            return CheckSyntaxProblem{0, empty_message};
+        parse();
         return std::nullopt;
     } catch (const SyntaxError& e) {
         return CheckSyntaxProblem{e.offset, e.what()};
-    } catch (const std::exception& e) { // a number too large for stod
+    } catch (const std::exception& e) {
         return CheckSyntaxProblem{0, e.what()};
     }
+}
+
+} // namespace
+
+std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect, bool has_baseline) {
+    return syntaxProblemOf(expect, "empty; write a comparison such as \"final_loss < initial_loss\"",
+                           [&] { Parser(expect, has_baseline).parseCheck(); });
 }
 
 namespace {
@@ -765,17 +778,8 @@ CheckOutcome evaluateParsed(const std::string& expect, const Json& summary, cons
 } // namespace
 
 std::optional<CheckSyntaxProblem> findMeasureSyntaxProblem(const std::string& measure) {
-    try {
-        if (measure.find_first_not_of(" \t\n") == std::string::npos)
-            return CheckSyntaxProblem{
-                0, "empty; write a value over the summary such as \"max(step_ms_median)\""};
-        Parser(measure, false).parseMeasure();
-        return std::nullopt;
-    } catch (const SyntaxError& e) {
-        return CheckSyntaxProblem{e.offset, e.what()};
-    } catch (const std::exception& e) {
-        return CheckSyntaxProblem{0, e.what()};
-    }
+    return syntaxProblemOf(measure, "empty; write a value over the summary such as \"max(step_ms_median)\"",
+                           [&] { Parser(measure, false).parseMeasure(); });
 }
 
 namespace {
@@ -835,30 +839,14 @@ MeasureOutcome evaluateMeasure(const std::string& measure, const std::string& js
 
 std::optional<CheckSyntaxProblem> findCheckSyntaxProblem(const std::string& expect,
                                                          const CheckVocabulary& vocabulary) {
-    try {
-        if (expect.find_first_not_of(" \t\n") == std::string::npos)
-            return CheckSyntaxProblem{0, "empty; write a comparison such as \"ranks[1].dead == 1\""};
-        Parser(expect, false, &vocabulary).parseCheck();
-        return std::nullopt;
-    } catch (const SyntaxError& e) {
-        return CheckSyntaxProblem{e.offset, e.what()};
-    } catch (const std::exception& e) {
-        return CheckSyntaxProblem{0, e.what()};
-    }
+    return syntaxProblemOf(expect, "empty; write a comparison such as \"ranks[1].dead == 1\"",
+                           [&] { Parser(expect, false, &vocabulary).parseCheck(); });
 }
 
 std::optional<CheckSyntaxProblem> findMeasureSyntaxProblem(const std::string& measure,
                                                            const CheckVocabulary& vocabulary) {
-    try {
-        if (measure.find_first_not_of(" \t\n") == std::string::npos)
-            return CheckSyntaxProblem{0, "empty; name a field such as \"stopwatch.detected_ms\""};
-        Parser(measure, false, &vocabulary).parseMeasure();
-        return std::nullopt;
-    } catch (const SyntaxError& e) {
-        return CheckSyntaxProblem{e.offset, e.what()};
-    } catch (const std::exception& e) {
-        return CheckSyntaxProblem{0, e.what()};
-    }
+    return syntaxProblemOf(measure, "empty; name a field such as \"stopwatch.detected_ms\"",
+                           [&] { Parser(measure, false, &vocabulary).parseMeasure(); });
 }
 
 CheckOutcome evaluateCheck(const std::string& expect, const std::string& json,
