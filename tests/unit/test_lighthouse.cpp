@@ -12,6 +12,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -553,6 +554,51 @@ TEST_CASE("With detection by heartbeat, a closed connection is judged only when 
         CHECK(q.quorum_id == 2);
         CHECK(replicasOf(q.members) == std::vector<int>{0, 1});
     }
+}
+
+TEST_CASE("While the job is paused, the lighthouse's clock stands still: a dead replica is judged after the "
+          "pause",
+          "[lighthouse]") {
+    // dtlab's pause (a narration hold) freezes the job's clock; detection by heartbeat must still take
+    // heartbeat_timeout_ms of *run* time, so the room sees the survivors wait after Next, not before it.
+    LighthouseOptions options;
+    options.min_replicas = 1;
+    options.heartbeat_timeout_ms = 300;
+    options.join_timeout_ms = 5000;
+    options.lost_on_close = false;
+    LossLog losses;
+    LighthouseServer server(options);
+    losses.attach(server);
+    server.start();
+    std::vector<std::unique_ptr<LighthouseClient>> clients;
+    for (int r = 0; r < 2; ++r)
+        clients.push_back(startClient(server, r));
+    REQUIRE(waitUntil([&] { return server.status().members.size() == 2; }, 2000));
+    std::atomic<int> survivor_heartbeats{0};
+    clients[0]->onHeartbeat([&] { ++survivor_heartbeats; });
+
+    server.setJobFrozen(true);
+    clients[1].reset(); // killed while the room looks at the paused run
+    const auto age_of_dead = [&] {
+        for (const MemberHealth& m : server.status().members)
+            if (m.member.replica == 1)
+                return m.heartbeat_age_ms;
+        return int64_t(-1);
+    };
+    const int64_t age_at_pause = age_of_dead();
+    // 20 heartbeats of the survivor (every 50 ms): three heartbeat timeouts of wall time go by.
+    REQUIRE(waitUntil([&] { return survivor_heartbeats.load() >= 20; }, 10000));
+    CHECK(losses.count() == 0);
+    CHECK(age_of_dead() == age_at_pause); // its last heartbeat is as old as when the pause began
+
+    const auto resumed_at = Clock::now();
+    server.setJobFrozen(false);
+    REQUIRE(waitUntil([&] { return losses.count() == 1; }, 5000));
+    CHECK(losses.losses[0].first.replica == 1);
+    const int64_t after_resume_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(losses.times[0] - resumed_at).count();
+    CAPTURE(age_at_pause, after_resume_ms);
+    CHECK(after_resume_ms >= 300 - age_at_pause - 60); // the rest of its timeout runs after the pause
 }
 
 TEST_CASE("A replica that leaves because the job finished is not reported lost", "[lighthouse][issue22]") {

@@ -169,6 +169,13 @@ class LighthouseServer {
     // waiting at its gate): the join timeout does not run, so a replica that
     // asks while the others are held is not issued a quorum without them.
     void setJobHeld(bool held);
+    // The Session paused the job (held in Paused mode, not between a paced
+    // run's ticks): the lighthouse's clock stands still, so a dead replica's
+    // last heartbeat is as old when the room resumes as when it paused, and
+    // detection by heartbeat still takes heartbeat_timeout_ms of run time.
+    // (TorchFT's lighthouse has no pause; in a run that is never paused the
+    // two clocks are one.)
+    void setJobFrozen(bool frozen);
 
     // Called on the server thread after each quorum is issued (keep it short).
     void onQuorum(std::function<void(const Quorum&, const QuorumDecision&)> callback);

@@ -104,6 +104,11 @@ struct LighthouseServer::Impl {
     int64_t highest_step = 0;
     std::string last_reason;
     bool held = false;          // setJobHeld: the join timeout's clock stands still
+    // setJobFrozen: the lighthouse's clock (heartbeat ages, join timeouts)
+    // stands still while the job is paused; jobNowMs() is wall time minus the
+    // pauses, so a held moment is the moment the unpaused run had.
+    int64_t frozen_total_ms = 0;
+    int64_t frozen_since_ms = -1; // wall ms when the current pause began; -1: not frozen
     bool lines_pending = false; // some connection has whole lines left for the next turn (fairness)
 
     std::function<void(const Quorum&, const QuorumDecision&)> on_quorum;
@@ -123,7 +128,13 @@ struct LighthouseServer::Impl {
     void decide(int64_t now);
     bool sendLine(int fd, const std::string& line);
     LighthouseStatus statusLocked(int64_t now) const;
+    [[nodiscard]] int64_t jobNowMs() const;
 };
+
+int64_t LighthouseServer::Impl::jobNowMs() const {
+    const int64_t wall = nowMs();
+    return wall - frozen_total_ms - (frozen_since_ms >= 0 ? wall - frozen_since_ms : 0);
+}
 
 // ---- the loop ----
 
@@ -146,7 +157,7 @@ void LighthouseServer::Impl::loop() {
         std::vector<std::function<void()>> callbacks;
         {
             std::lock_guard<std::mutex> lock(mutex);
-            const int64_t now = nowMs();
+            const int64_t now = jobNowMs();
             if (fds[0].revents & POLLIN) {
                 uint64_t count = 0;
                 [[maybe_unused]] ssize_t ignored = ::read(wake_fd, &count, sizeof(count));
@@ -562,9 +573,20 @@ void LighthouseServer::setJobHeld(bool held) {
     m_impl->held = held;
 }
 
+void LighthouseServer::setJobFrozen(bool frozen) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    Impl& impl = *m_impl;
+    if (frozen && impl.frozen_since_ms < 0)
+        impl.frozen_since_ms = nowMs();
+    if (!frozen && impl.frozen_since_ms >= 0) {
+        impl.frozen_total_ms += nowMs() - impl.frozen_since_ms;
+        impl.frozen_since_ms = -1;
+    }
+}
+
 LighthouseStatus LighthouseServer::status() const {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    return m_impl->statusLocked(nowMs());
+    return m_impl->statusLocked(m_impl->jobNowMs());
 }
 
 void LighthouseServer::onQuorum(std::function<void(const Quorum&, const QuorumDecision&)> callback) {

@@ -120,6 +120,8 @@ void Session::Impl::syncNewRanksAndPace() {
     bool done = false;
     bool held = false;
     bool held_changed = false;
+    bool frozen_changed = false;
+    bool frozen_now = false;
     bool broadcast = false;
     {
         std::lock_guard<std::mutex> lock(mutex);
@@ -168,6 +170,8 @@ void Session::Impl::syncNewRanksAndPace() {
                 if (at != 0)
                     at += now - std::max(restarts_frozen_since_ns, at - delay_ns);
         }
+        frozen_changed = frozen != restarts_frozen;
+        frozen_now = frozen;
         restarts_frozen = frozen;
         gate = control;
         done = job_done;
@@ -181,6 +185,11 @@ void Session::Impl::syncNewRanksAndPace() {
         std::lock_guard<std::mutex> lock(lighthouse_mutex);
         if (lighthouse)
             lighthouse->setJobHeld(held);
+    }
+    if (frozen_changed) { // paused: the lighthouse's heartbeat ages stand still too
+        std::lock_guard<std::mutex> lock(lighthouse_mutex);
+        if (lighthouse)
+            lighthouse->setJobFrozen(frozen_now);
     }
     for (int r : hello) {
         // A replica restarted just before the job finished is not needed any more.
