@@ -103,13 +103,13 @@ struct LighthouseServer::Impl {
     int64_t quorums_issued = 0;
     int64_t highest_step = 0;
     std::string last_reason;
-    bool held = false;          // setJobHeld: the join timeout's clock stands still
+    bool held = false; // setJobHeld: the join timeout's clock stands still
     // setJobFrozen: the lighthouse's clock (heartbeat ages, join timeouts)
     // stands still while the job is paused; jobNowMs() is wall time minus the
     // pauses, so a held moment is the moment the unpaused run had.
     int64_t frozen_total_ms = 0;
     int64_t frozen_since_ms = -1; // wall ms when the current pause began; -1: not frozen
-    bool lines_pending = false; // some connection has whole lines left for the next turn (fairness)
+    bool lines_pending = false;   // some connection has whole lines left for the next turn (fairness)
 
     std::function<void(const Quorum&, const QuorumDecision&)> on_quorum;
     std::function<void(const QuorumMember&, const std::string&)> on_member_lost;
