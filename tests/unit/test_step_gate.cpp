@@ -7,7 +7,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 namespace {
@@ -32,6 +35,33 @@ bool spinUntil(const std::atomic<bool>& flag) {
         std::this_thread::yield();
     return flag.load();
 }
+
+// The group's agreement for two ranks in one process: each call waits for
+// the other rank's look (a collective), then both get the same answer.
+struct TwoRankAgreement {
+    std::mutex mutex;
+    std::condition_variable done;
+    dt::GateLook looks[2];
+    dt::GroupGateLook result;
+    int arrived = 0;
+    uint64_t round = 0;
+    std::atomic<int> rounds{0};
+    dt::GroupGateLook agree(int rank, const dt::GateLook& look) {
+        std::unique_lock<std::mutex> lock(mutex);
+        looks[rank] = look;
+        const uint64_t mine = round;
+        if (++arrived == 2) {
+            result = {looks[0].open && looks[1].open, std::max(looks[0].version, looks[1].version)};
+            arrived = 0;
+            ++round;
+            ++rounds;
+            done.notify_all();
+        } else {
+            done.wait(lock, [&] { return round != mine; });
+        }
+        return result;
+    }
+};
 
 dt::Event eventOf(dt::EventKind kind, dt::EventPhase phase, int step) {
     dt::Event e;
@@ -81,6 +111,72 @@ TEST_CASE("A rank starts a step only while the gate allows it, and a held retry 
         bool said = false;
         CHECK_FALSE(gate.waitToStart(0, [&](bool) { said = true; }));
         CHECK_FALSE(said);
+    }
+}
+
+TEST_CASE("A replica group's ranks pass their gates together", "[rank][gate]") {
+    SECTION("an order older than one already applied is ignored") {
+        dt::StepGate gate;
+        gate.setAllowedStep(10, false, 5);
+        gate.setAllowedStep(3, false, 4); // sent before order 5, arrived after it
+        CHECK_FALSE(gate.waitToStart(10));
+        CHECK(gate.look(11, false).version == 5);
+    }
+    SECTION("a rank whose gate opened before its peer's hold arrived waits with the held peer, and both go "
+            "on together") {
+        // Both ranks ran step 5 and it aborted; the retry is next. The
+        // Session's hold (order 2: no retry of step 5) reached rank 1 first;
+        // rank 0 still has order 1 (run freely), so alone it would start.
+        dt::StepGate gates[2];
+        for (dt::StepGate& gate : gates) {
+            gate.setAllowedStep(INT64_MAX, false, 1);
+            CHECK_FALSE(gate.waitToStart(5)); // the first attempt
+        }
+        gates[1].setAllowedStep(5, true, 2);
+        TwoRankAgreement agreement;
+        std::atomic<bool> waiting[2] = {false, false}, passed[2] = {false, false},
+                          held_as_retry[2] = {false, false};
+        std::thread ranks[2];
+        for (int r = 0; r < 2; ++r)
+            ranks[r] = std::thread([&, r] {
+                dt::passGateTogether(
+                    gates[r], 5, [&](const dt::GateLook& look) { return agreement.agree(r, look); },
+                    [&](bool retry) {
+                        waiting[r] = true;
+                        held_as_retry[r] = retry;
+                    });
+                passed[r] = true;
+            });
+        REQUIRE(spinUntil(waiting[0])); // rank 0 waits for order 2 although its own gate is open
+        REQUIRE(spinUntil(waiting[1]));
+        gates[0].setAllowedStep(5, true, 2); // the hold reaches rank 0: still held
+        CHECK_FALSE(passed[0].load());
+        CHECK_FALSE(passed[1].load());
+        for (dt::StepGate& gate : gates)
+            gate.setAllowedStep(INT64_MAX, false, 3); // Next: the run goes on
+        for (std::thread& t : ranks)
+            t.join();
+        CHECK(passed[0].load());
+        CHECK(passed[1].load());
+        CHECK(held_as_retry[0].load()); // the Session counts both as held before a retry
+        CHECK(held_as_retry[1].load());
+        CHECK(agreement.rounds.load() == 2); // one "not every gate is open", one "go"
+    }
+    SECTION("open gates agree once and nobody waits") {
+        dt::StepGate gates[2];
+        TwoRankAgreement agreement;
+        bool waited[2] = {true, true};
+        std::thread ranks[2];
+        for (int r = 0; r < 2; ++r)
+            ranks[r] = std::thread([&, r] {
+                waited[r] = dt::passGateTogether(
+                    gates[r], 0, [&](const dt::GateLook& look) { return agreement.agree(r, look); });
+            });
+        for (std::thread& t : ranks)
+            t.join();
+        CHECK_FALSE(waited[0]);
+        CHECK_FALSE(waited[1]);
+        CHECK(agreement.rounds.load() == 1);
     }
 }
 

@@ -19,7 +19,8 @@
 //
 // One step; s = the steps this group has committed:
 //  0. The group agrees to go on (a rank told "the job finished" leaves with
-//     its group, so no rank is left waiting in a collective).
+//     its group, so no rank is left waiting in a collective), and its ranks
+//     pass the Session's step gate together (replica_loop.hpp).
 //  1. startQuorum(s) on the manager's quorum thread, which also does 2 and 3
 //     once the quorum is in; async (TorchFT's default): forward and backward
 //     run meanwhile, with the strategy's in-group collectives (fsdp:
@@ -69,6 +70,7 @@
 
 #include <torch/optim/adamw.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -123,6 +125,19 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
         at::Tensor flag = at::full({1}, yes ? 1 : 0, at::kInt);
         agree_group->allReduceNow(flag);
         return flag.item<int>() == G;
+    };
+    // The gates' looks over the group (one int32 all-reduce of G + 1: each
+    // rank's order number in its own slot, and the open gates counted).
+    const auto agree_gate = [&](const GateLook& look) {
+        at::Tensor t = at::zeros({G + 1}, at::kInt);
+        t[group_rank] = int(look.version);
+        t[G] = look.open ? 1 : 0;
+        agree_group->allReduceNow(t);
+        const auto a = t.accessor<int, 1>();
+        GroupGateLook group{a[G] == G, 0};
+        for (int i = 0; i < G; ++i)
+            group.newest_order = std::max(group.newest_order, uint32_t(a[i]));
+        return group;
     };
 
     auto data = makeDataSource(scenario.data, scenario.model, scenario.run.seed);
@@ -232,7 +247,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
             left_early = true;
             break;
         }
-        const int64_t step_begin = ft::beginReplicaStep(c, telemetry, step);
+        const int64_t step_begin = ft::beginGroupReplicaStep(c, telemetry, step, agree_gate);
 
         // 1. The quorum request runs while the group computes.
         manager.startQuorum(step, step);

@@ -104,6 +104,18 @@ int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& tele
     return telemetry.now();
 }
 
+int64_t beginGroupReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
+                              const std::function<GroupGateLook(const GateLook&)>& agree) {
+    const int64_t gate_begin = telemetry.now();
+    const bool waited = passGateTogether(*context.gate, step, agree, [&](bool retry) {
+        // each wait says so: the Session counts the rank as held
+        telemetry.instant(EventKind::GateWait).step(step).value(retry ? 1.0 : 0.0).emit();
+    });
+    if (waited)
+        telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
+    return telemetry.now();
+}
+
 void endReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
                     int64_t step_begin, int64_t bytes_sent) {
     const double slow_ms = context.scenario->run.step_delay_ms + context.gate->delayMs();

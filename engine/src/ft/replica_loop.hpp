@@ -7,7 +7,8 @@
 //     replica, so they start identical: P fp32 parameters) and AdamW (2P fp32
 //     of state once it has stepped).
 //  2. beginReplicaStep: the Session's step gate (a Paused span when it held
-//     the replica); returns the step's begin time.
+//     the replica); returns the step's begin time. beginGroupReplicaStep:
+//     the same for a group of G ranks, which pass their gates together.
 //  3. ReplicaModel::forwardBackward: the replica's batch of the step (shard =
 //     replica index), forward and backward, each a span (unit -2: the whole
 //     model), gradients in the parameters' .grad. No communication.
@@ -23,10 +24,12 @@
 #include "memory/memory_accounting.hpp"
 #include "model/model.hpp"
 #include "rank/rank_telemetry.hpp"
+#include "rank/step_gate.hpp"
 
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +72,12 @@ class ReplicaModel {
 void copyInto(const std::vector<at::Tensor>& tensors, const at::Tensor& flat);
 
 int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step);
+// A replica group's ranks pass the gate together (step_gate.hpp's
+// passGateTogether; `agree` is a collective over the group): a rank let
+// through alone would wait in a collective its held peer never joins, until
+// it timed out.
+int64_t beginGroupReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
+                              const std::function<GroupGateLook(const GateLook&)>& agree);
 void endReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
                     int64_t step_begin, int64_t bytes_sent);
 // MemCommBuffers is reported only when `comm_buffers` (the DDP loop's flat gradient).

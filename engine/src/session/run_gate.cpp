@@ -26,9 +26,9 @@ namespace dt {
 // The gate as one control message: RunControl::effectiveGate() (the
 // pause/pace gate, or the hold ahead when that comes first) and whether a
 // retried step waits too (RunControl::holdsRetries).
-static wire::ControlMessage gateMessage(const RunControl& control) {
+static wire::ControlMessage gateMessage(const RunControl& control, uint32_t order) {
     return {uint32_t(wire::ControlCommand::SetAllowedStep), control.holdsRetries() ? 1 : 0,
-            control.effectiveGate(), 0.0};
+            control.effectiveGate(), double(order)};
 }
 
 // Tell every connected rank the gate. A rank that waited and that this gate
@@ -36,8 +36,10 @@ static wire::ControlMessage gateMessage(const RunControl& control) {
 // step_gate.hpp), so a held picture is never judged from a wait that ended
 // before its Paused span arrived.
 void Session::Impl::broadcastGate(const RunControl& control) {
+    uint32_t order = 0;
     {
         std::lock_guard<std::mutex> lock(mutex);
+        order = ++gate_orders;
         const int64_t gate = control.effectiveGate();
         for (size_t r = 0; r < waiting_at_gate.size(); ++r) {
             const int64_t s = waiting_step[r];
@@ -46,7 +48,7 @@ void Session::Impl::broadcastGate(const RunControl& control) {
                 waiting_at_gate[r] = false;
         }
     }
-    const wire::ControlMessage message = gateMessage(control);
+    const wire::ControlMessage message = gateMessage(control, order);
     for (int r = 0; r < world; ++r)
         collector->sendControl(r, message);
 }
@@ -114,6 +116,7 @@ void Session::Impl::setGate(RunMode mode, int64_t allowed_step, double pace) {
 void Session::Impl::syncNewRanksAndPace() {
     std::vector<int> hello;
     RunControl gate;
+    uint32_t gate_order = 0; // the number of the last gate order sent: a newcomer's gate is that one
     std::vector<double> delays;
     std::vector<std::pair<double, double>> links; // (mbit/s, latency ms) per rank
     bool tick = false;
@@ -174,6 +177,7 @@ void Session::Impl::syncNewRanksAndPace() {
         frozen_now = frozen;
         restarts_frozen = frozen;
         gate = control;
+        gate_order = gate_orders;
         done = job_done;
     }
     if (held_changed) {
@@ -195,7 +199,7 @@ void Session::Impl::syncNewRanksAndPace() {
         // A replica restarted just before the job finished is not needed any more.
         if (done)
             collector->sendControl(r, {uint32_t(wire::ControlCommand::JobFinished), 0, -1, 0.0});
-        collector->sendControl(r, gateMessage(gate));
+        collector->sendControl(r, gateMessage(gate, gate_order));
         if (held)
             collector->sendControl(r, {uint32_t(wire::ControlCommand::SetJobHeld), 0, 1, 0.0});
         if (delays[size_t(r)] > 0)

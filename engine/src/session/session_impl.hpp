@@ -107,6 +107,7 @@ struct Session::Impl final : TelemetrySink {
     std::vector<int64_t> waiting_step;   // ... the step it waits to start
     std::vector<bool> waiting_retry;     // ... and whether that is a retry (GateWait value 1)
     int64_t max_started_step = -1;       // the furthest step any rank has an event of
+    uint32_t gate_orders = 0;            // gate orders broadcast so far (each one's number: StepGate)
 
     bool onHello(int rank, int pid, const std::string& host) override;
     void onEvents(int rank, const Event* events, size_t count) override;

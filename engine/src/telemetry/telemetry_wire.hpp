@@ -59,7 +59,9 @@ enum class FrameType : uint32_t { Events = 1, Log = 2, Bye = 3, Control = 4, Clo
 // while s <= allowed_step. Run mode sends a huge allowed_step; pause sends the
 // last step already started; "step once" sends one more. SetAllowedStep's
 // `reserved` is hold_retries: 1 = a step tried again after an abort (fault
-// tolerance) needs s < allowed_step (RunControl::holdsRetries).
+// tolerance) needs s < allowed_step (RunControl::holdsRetries); its
+// `delay_ms` is the order's number (1, 2, ...: a rank ignores an older one,
+// and a replica group's ranks start an attempt under the same one).
 // Fault-tolerance faults (fault tolerance on) are control commands too:
 //   FailNextCollective   the rank's next cross-replica collective fails
 //   NanGradients         the rank's next gradients are NaN

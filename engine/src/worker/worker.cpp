@@ -480,7 +480,8 @@ int runWorker(const WorkerArgs& args) {
         using wire::ControlCommand;
         switch (ControlCommand(m.command)) {
         case ControlCommand::SetAllowedStep:
-            gate.setAllowedStep(m.allowed_step, m.reserved != 0);
+            gate.setAllowedStep(m.allowed_step, m.reserved != 0,
+                                uint32_t(m.delay_ms)); // delay_ms: the order's number
             ft_faults.greeted = true;
             break;
         case ControlCommand::SetDelayMs:
