@@ -6,6 +6,9 @@
 //     moment (rank/fault_points.hpp), the hold reaches the survivors before
 //     the kill, and they abort that step and wait before trying it again: no
 //     new quorum, no commit past it, until the run is resumed;
+//   - a replica killed while a survivor still finishes its step stays down
+//     until the run is resumed: its restart delay stands still from the
+//     hold's order on, not only once every rank waits;
 //   - a scheduled kill in plain DDP lands at its own step on any machine.
 // Every wait is for an event (the hit, every rank waiting at its gate); the
 // checks read the Session's own record.
@@ -130,6 +133,36 @@ TEST_CASE("A hold at an event stops the run at that moment", "[holds][slow]") {
         const dt::RunRecord end = session.snapshot();
         CHECK(end.ok);
         CHECK(lastEventStep(end, dt::EventKind::Commit, 0) == 29);
+    }
+
+    SECTION(
+        "a replica killed while a survivor still finishes its step is not restarted until the run resumes") {
+        // Replica 0 sleeps 1.5 s at the end of step 2 (a slow-down); replicas 1
+        // and 2 start step 3 meanwhile and replica 1 dies there. The hold comes
+        // at the kill; replica 0 reaches its gate about 1.5 s later, long after
+        // the 200 ms restart delay.
+        it::ScenarioSpec spec = tinySpec(3, 8);
+        spec.extra_toml = "[fault_tolerance]\nenabled = true\nrestart_delay_ms = 200\n";
+        spec.faults_toml = "[[faults]]\naction = \"slow\"\nrank = 0\nstep = 2\nwhen = \"step\"\ndelay_ms = "
+                           "1500\nduration_s = 1\n[[faults]]\naction = \"kill\"\nrank = 1\nstep = 3\nwhen = "
+                           "\"step\"\n";
+        dt::Session session(optionsFor(dir, spec));
+        session.start();
+        session.armEventHold("test", {[](const dt::Event& e) {
+                                          return e.kind == dt::EventKind::FaultInjected && e.rank == 1 &&
+                                                 int(e.value) == SIGKILL;
+                                      },
+                                      "rank 1 dies"});
+        REQUIRE(waitForHit(session).size() == 1);
+        REQUIRE(it::waitFor([&] { return allWaiting(session, {0, 2}); }, 60.0));
+        const std::vector<dt::RankProgress> held = session.progress();
+        CHECK(held[1].state == dt::RankState::Restarting);
+        CHECK(held[1].incarnation == 0);
+        session.resume();
+        session.waitUntilFinished();
+        const dt::RunRecord end = session.snapshot();
+        CHECK(end.ok);
+        CHECK(session.progress()[1].incarnation == 1); // back after the resume
     }
 
     SECTION("a scheduled kill in plain DDP lands at its own step: rank 1 dies in step 3, never past it") {

@@ -4,8 +4,8 @@
 // only while s <= k (rank side: step_gate.hpp), and its wait is a `paused`
 // span. Run sends a huge k; Pause sends the step in progress, so ranks finish
 // it and wait; Step adds one; Pace adds one at a capped rate, once every rank
-// still alive has reached the gate (held: the job's timeouts and pending
-// restarts stand still meanwhile). A rank that says hello later (a restarted
+// still alive has reached the gate (held: the job's timeouts stand still
+// meanwhile; pending restarts from a pause's order on). A rank that says hello later (a restarted
 // replica, a late joiner) is greeted with the current gate, its slow-down and
 // its modelled link.
 //
@@ -78,6 +78,7 @@ void Session::Impl::checkEventHolds(const Event& e) {
         control.allowed_step = std::min<int64_t>(control.allowed_step, max_started_step);
         control.mode = RunMode::Paused;
         control.pace_steps_per_s = 0.0;
+        restarts_wait_from_order = true;
         hit.held_at = control.allowed_step;
         log(LogLevel::Info, "held at the moment " + it->second.what + ": no rank starts a step after " +
                                 std::to_string(hit.held_at) + " (ranks finish what they are in)");
@@ -97,10 +98,11 @@ int64_t Session::Impl::earliestPauseBefore() const {
     return before;
 }
 
-void Session::Impl::setGate(RunMode mode, int64_t allowed_step, double pace) {
+void Session::Impl::setGate(RunMode mode, int64_t allowed_step, double pace, bool pause_ordered) {
     RunControl gate;
     {
         std::lock_guard<std::mutex> lock(mutex);
+        restarts_wait_from_order = pause_ordered;
         control.mode = mode;
         control.allowed_step = allowed_step;
         control.pace_steps_per_s = pace;
@@ -151,13 +153,12 @@ void Session::Impl::syncNewRanksAndPace() {
         held = all_at_gate && !tick;
         held_changed = held != job_held;
         job_held = held;
-        // A paused job's clock stands still for its restarts too: a replica
-        // (or swarm server) that died just before a pause is not back when the
-        // room looks at the paused run; its delay runs on after the resume.
-        // (A paced run is held between its ticks: that is a slow clock, not a
-        // pause, and its restarts go on.)
+        // A paused job's clock stands still (JobHeld: the stopwatch leaves
+        // the time out; the lighthouse's heartbeat ages stop) once every rank
+        // is held. (A paced run is held between its ticks: that is a slow
+        // clock, not a pause.)
         const bool frozen = held && control.mode == RunMode::Paused;
-        if (frozen != restarts_frozen) { // the recording says when the job's clock stood still
+        if (frozen != job_frozen) { // the recording says when the job's clock stood still
             Event e;
             e.t_ns = now;
             e.kind = EventKind::JobHeld;
@@ -165,17 +166,24 @@ void Session::Impl::syncNewRanksAndPace() {
             e.value = frozen ? 1.0 : 0.0;
             appendEvent(e);
         }
-        if (frozen && !restarts_frozen)
+        frozen_changed = frozen != job_frozen;
+        frozen_now = frozen;
+        job_frozen = frozen;
+        // Pending restarts (a replica or swarm server that died just before
+        // a pause) stand still from the pause's order on, while the ranks
+        // still finish their step: the room looks at the paused run before
+        // it is back; its delay runs on after the resume. A step-once runs
+        // them while its step runs, as a paced run does.
+        const bool restarts_wait = control.mode == RunMode::Paused && (held || restarts_wait_from_order);
+        if (restarts_wait && !restarts_frozen)
             restarts_frozen_since_ns = now;
-        if (!frozen && restarts_frozen) { // each delay stood still from the pause or its death on
+        if (!restarts_wait && restarts_frozen) { // each delay stood still from the pause or its death on
             const int64_t delay_ns = int64_t(restartPolicy().delay_ms * 1e6);
             for (int64_t& at : restart_at_ns)
                 if (at != 0)
                     at += now - std::max(restarts_frozen_since_ns, at - delay_ns);
         }
-        frozen_changed = frozen != restarts_frozen;
-        frozen_now = frozen;
-        restarts_frozen = frozen;
+        restarts_frozen = restarts_wait;
         gate = control;
         gate_order = gate_orders;
         done = job_done;
@@ -220,7 +228,7 @@ void Session::pause() {
         // Ranks finish the step they are in, then wait at the next gate.
         allowed = std::min<int64_t>(m_impl->control.allowed_step, m_impl->maxCompletedStep() + 1);
     }
-    m_impl->setGate(RunMode::Paused, allowed, 0.0);
+    m_impl->setGate(RunMode::Paused, allowed, 0.0, true);
 }
 
 void Session::resume() {

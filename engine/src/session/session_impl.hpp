@@ -199,8 +199,11 @@ struct Session::Impl final : TelemetrySink {
     // [run_gate.cpp] --------------------------------------------------------
     RunControl control;
     int64_t last_pace_tick_ns = 0;
-    bool job_held = false; // every rank that steps waits at the gate (told to ranks and the lighthouse)
-    // Paused and held: pending restarts wait (replica_restarts.cpp); since when.
+    bool job_held = false;   // every rank that steps waits at the gate (told to ranks and the lighthouse)
+    bool job_frozen = false; // held and Paused: the job's clock stands still (JobHeld)
+    // Paused by an order (Pause, a hold at an event) or held: pending
+    // restarts wait (replica_restarts.cpp); since when.
+    bool restarts_wait_from_order = false;
     bool restarts_frozen = false;
     int64_t restarts_frozen_since_ns = 0;
 
@@ -218,9 +221,10 @@ struct Session::Impl final : TelemetrySink {
     // Every rank that takes steps and is alive waits at its gate (GateWait seen). Mutex held.
     [[nodiscard]] bool everySteppingRankWaits() const;
 
-    void broadcastGate(const RunControl& control);                 // no mutex
-    void setGate(RunMode mode, int64_t allowed_step, double pace); // no mutex
-    void syncNewRanksAndPace();                                    // no mutex: one monitor tick
+    void broadcastGate(const RunControl& control); // no mutex
+    // no mutex; pause_ordered: a Pause (pending restarts wait from now on)
+    void setGate(RunMode mode, int64_t allowed_step, double pace, bool pause_ordered = false);
+    void syncNewRanksAndPace(); // no mutex: one monitor tick
 
     // [session_recording.cpp] -----------------------------------------------
     // Only the monitor thread touches `recorder` and `recording_batch`: what
