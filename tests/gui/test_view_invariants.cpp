@@ -58,11 +58,11 @@ std::vector<FaultPattern> patterns() {
          fault("kill", 1, allreduce6) + fault("kill", 2, "step = 8\nwhen = \"allreduce\"")},
         {"a hang then a kill",
          fault("hang", 1, "step = 5\nwhen = \"step\"") + fault("kill", 1, "when = \"time\"\nat_s = 2.0")},
-        // Hangs and slow-downs around the stop, no kills: a replica restarted while the lighthouse
-        // is down can get a quorum of itself alone from the lighthouse come back, take it for
-        // "every replica was down", resume from the job's durable checkpoint and train beside
-        // the live ones to the same step with other parameters (the run then fails its
-        // end-of-run equality check). An engine defect found by this test, not fixed yet.
+        // Hangs and slow-downs around the stop. (A replica restarted while the lighthouse is down
+        // could get a quorum of itself alone from the lighthouse come back, resume from the job's
+        // durable checkpoint and train beside the live ones to the same step with other
+        // parameters; the lighthouse's fresh-start guard, rule 5b of lighthouse.hpp, now waits
+        // for the live ones. Kills are still left out of this pattern: not yet run with them.)
         {"a lighthouse stop",
          "[[faults]]\naction = \"kill_lighthouse\"\nwhen = \"time\"\nat_s = 1.8\nduration_s = 0.8\n", 1,
          "\"hang\", \"slow\""},

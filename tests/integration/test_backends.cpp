@@ -96,10 +96,13 @@ TEST_CASE("The mpi backend trains through mpirun as Gloo does and dies as one jo
             if (p["size_bytes"] == 1024 * 1024)
                 (p["backend"] == "mpi" ? mpi_1m : gloo_1m) = p["bus_bandwidth_gbs"].get<double>();
         }
-        // The scenario's teaching claim: shared memory beats loopback TCP at
-        // 1 MiB (measured here: about 1.5x since dtlab's Gloo rings run on the
-        // calling thread, 10x over ProcessGroupGloo's threads before).
-        CHECK(mpi_1m > gloo_1m);
+        // Both backends measured the 1 MiB point. Which one is faster is a
+        // timing claim (shared memory beats loopback TCP, about 1.5x here), so
+        // it is not asserted in the suite: bench_collectives.sh measures it
+        // against raw c10d Gloo and raw MPI in one run (docs/PERFORMANCE.md,
+        // "Communicator backends").
+        CHECK(mpi_1m > 0);
+        CHECK(gloo_1m > 0);
         REQUIRE(s["bus_bandwidth"]["cost_model"].size() == 2);
         for (const auto& m : s["bus_bandwidth"]["cost_model"]) {
             CHECK(m["alpha_us"].get<double>() >= 0);

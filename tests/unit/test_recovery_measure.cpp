@@ -314,6 +314,40 @@ TEST_CASE("Steps redone after every replica was down are counted, and nothing el
         CHECK(m.rollbacks == 0);
         CHECK(m.steps_rolled_back == 0);
     }
+    SECTION("a fresh start while a stopped replica holds newer steps is a rollback, counted before it is "
+            "fenced") {
+        // 3 replicas commit steps 0..5; replicas 1 and 2 die, replica 0 goes on to step 8 and is
+        // stopped; 1 and 2 restart, form a quorum of members holding no step (a fresh start) and
+        // redo steps 6..8 from the durable checkpoint of step 5; replica 0 is killed only after.
+        std::vector<Event> ev;
+        int64_t t = 0;
+        for (int s = 0; s <= 5; ++s)
+            for (int r = 0; r < 3; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        ev.push_back(at(1, EventKind::ProcessExited, t += 10, 137));
+        ev.push_back(at(2, EventKind::ProcessExited, t += 10, 137));
+        for (int s = 6; s <= 8; ++s)
+            ev.push_back(commitOf(0, s, t += 10));
+        ev.push_back(at(1, EventKind::RankStarted, t += 10));
+        ev.push_back(at(2, EventKind::RankStarted, t += 10));
+        Event fresh = at(-1, EventKind::QuorumFormed, t += 1000, 7);
+        fresh.bytes = 0; // the highest step of its members
+        ev.push_back(fresh);
+        for (int s = 6; s <= 8; ++s)
+            for (int r = 1; r < 3; ++r)
+                ev.push_back(commitOf(r, s, t += 10));
+        ev.push_back(at(0, EventKind::ProcessExited, t += 10, 137)); // fenced
+        for (int r = 1; r < 3; ++r)
+            ev.push_back(commitOf(r, 9, t += 10));
+        const RecoveryMeasure m = measureRecoveries(ev, 3);
+        CHECK(m.rollbacks == 1);
+        CHECK(m.steps_rolled_back == 3);
+        // The same quorum holding replica 0's steps (highest member step 9) starts nothing.
+        for (Event& e : ev)
+            if (e.kind == EventKind::QuorumFormed)
+                e.bytes = 9;
+        CHECK(measureRecoveries(ev, 3).rollbacks == 0);
+    }
     SECTION("a hung replica's late commit of the step it was in is not a rollback") {
         std::vector<Event> ev{commitOf(0, 0, 10), commitOf(1, 0, 11), commitOf(0, 1, 20), commitOf(0, 2, 30),
                               commitOf(1, 1, 40)};

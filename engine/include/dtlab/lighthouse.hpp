@@ -22,6 +22,18 @@
 //      (heartbeating) members -> else wait.
 //   5. some healthy member is not waiting yet -> wait for it, but no longer
 //      than join_timeout_ms after the first request of this round.
+//   5b. (dtlab's, not TorchFT's) fresh-start guard: every candidate is a
+//      restarted member with no committed step, while a replica its
+//      supervisor reports alive with committed steps (hung, or not yet
+//      reconnected) is not a candidate -> wait for it, up to join_timeout_ms
+//      after the first request; then issue and name it `fenced`: its
+//      supervisor kills it and it restarts to heal from the new quorum. A
+//      quorum of fresh members alone starts over (from step 0 or the job's
+//      durable checkpoint); beside a replica that holds newer steps, the two
+//      histories would meet at the same step numbers when it came back (no
+//      heal, different parameters). TorchFT's lighthouse knows nothing of a
+//      supervisor and has no such rule; only the lighthouse a Session hosts
+//      is told (setAliveHolders).
 //   6. otherwise issue.
 //   The quorum id increases only when the member list changes (a restarted
 //   replica counts as a change) or a member reports commit_failures > 0.
@@ -99,15 +111,21 @@ struct QuorumDecision {
     bool issue = false;
     std::vector<QuorumMember> participants; // when issue, sorted by replica
     bool membership_changed = false;        // -> new quorum id (with any commit_failures > 0)
+    // Rule 5b gave up waiting: these alive holders of committed steps are left
+    // out of a fresh start, and their supervisor must stop them (fencing).
+    std::vector<int> fenced;
     // Why, e.g. "fast path: every member of quorum 3 is back [2/2]" or
     // "waiting: 1 of 3 healthy replicas joined, need more than half".
     std::string reason;
 };
 
 // The pure quorum rules above. `now_ms` is the lighthouse clock; `previous`
-// the last quorum issued (members empty = none yet).
+// the last quorum issued (members empty = none yet); `alive_holders` the
+// replicas the supervisor knows to be alive with committed steps (rule 5b;
+// empty: no supervisor told, the rule never waits).
 [[nodiscard]] QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& members,
-                                           const Quorum& previous, const LighthouseOptions& options);
+                                           const Quorum& previous, const LighthouseOptions& options,
+                                           const std::vector<int>& alive_holders = {});
 
 // What one replica does with a quorum (TorchFT's compute_quorum_results):
 //   max_step = the highest step among participants; replicas below it heal.
@@ -176,6 +194,11 @@ class LighthouseServer {
     // (TorchFT's lighthouse has no pause; in a run that is never paused the
     // two clocks are one.)
     void setJobFrozen(bool frozen);
+    // The replicas whose processes are alive and hold committed steps, as the
+    // supervisor (the Session) knows them: rule 5b waits for them before a
+    // quorum of fresh members alone, then fences them. Never called: the rule
+    // never waits.
+    void setAliveHolders(std::vector<int> replicas);
 
     // Called on the server thread after each quorum is issued (keep it short).
     void onQuorum(std::function<void(const Quorum&, const QuorumDecision&)> callback);

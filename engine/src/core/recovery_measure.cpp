@@ -65,9 +65,10 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
     // checkpoint and the others heal from it), and lasts until the job
     // passes its old highest step; every step committed in it counts once.
     // If every replica goes down again before that, a new episode starts, and
-    // its steps count again. (A replica restarted while another lives heals
-    // to the live step; a hung replica's late commit of the step it was in is
-    // not after everyone died.)
+    // its steps count again. A quorum of members that all hold no step starts
+    // an episode too, even while a replica outside it is alive (fenced). (A replica restarted while another
+    // lives heals to the live step; a hung replica's late commit of the step it was in is not after everyone
+    // died.)
     int64_t highest_committed = -1;
     int64_t down_at = -1;      // the highest committed step when every replica was last down at once
     bool down_pending = false; // every replica was down, and no step has been redone since
@@ -88,6 +89,14 @@ RecoveryMeasure measureRecoveries(const std::vector<Event>& input, int world, in
                 down_at = highest_committed;
                 down_pending = true;
             }
+        }
+        // A quorum whose members all hold no step (e.bytes: its highest member step) after the job
+        // committed some starts the job over, whoever is still alive outside it: a replica the
+        // fresh start went ahead without (fenced, lighthouse.hpp rule 5b) loses its newer steps.
+        if (e.kind == EventKind::QuorumFormed && e.rank < 0 && e.bytes == 0 && highest_committed >= 0 &&
+            !down_pending) {
+            down_at = highest_committed;
+            down_pending = true;
         }
         if (e.kind == EventKind::Commit && on_rank) {
             if (down_pending && e.step <= down_at) {

@@ -108,8 +108,9 @@ struct LighthouseServer::Impl {
     // stands still while the job is paused; jobNowMs() is wall time minus the
     // pauses, so a held moment is the moment the unpaused run had.
     int64_t frozen_total_ms = 0;
-    int64_t frozen_since_ms = -1; // wall ms when the current pause began; -1: not frozen
-    bool lines_pending = false;   // some connection has whole lines left for the next turn (fairness)
+    int64_t frozen_since_ms = -1;   // wall ms when the current pause began; -1: not frozen
+    bool lines_pending = false;     // some connection has whole lines left for the next turn (fairness)
+    std::vector<int> alive_holders; // setAliveHolders: the supervisor's view (rule 5b)
 
     std::function<void(const Quorum&, const QuorumDecision&)> on_quorum;
     std::function<void(const QuorumMember&, const std::string&)> on_member_lost;
@@ -432,7 +433,7 @@ void LighthouseServer::Impl::decide(int64_t now) {
         h.waiting_since_ms = record.waiting_since_ms;
         health.push_back(h);
     }
-    const QuorumDecision decision = computeQuorum(now, health, last_quorum, options);
+    const QuorumDecision decision = computeQuorum(now, health, last_quorum, options, alive_holders);
     last_reason = decision.reason;
     if (!decision.issue)
         return;
@@ -582,6 +583,11 @@ void LighthouseServer::setJobFrozen(bool frozen) {
         impl.frozen_total_ms += nowMs() - impl.frozen_since_ms;
         impl.frozen_since_ms = -1;
     }
+}
+
+void LighthouseServer::setAliveHolders(std::vector<int> replicas) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    m_impl->alive_holders = std::move(replicas);
 }
 
 LighthouseStatus LighthouseServer::status() const {

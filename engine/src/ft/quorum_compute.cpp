@@ -15,6 +15,9 @@
 //      partitioned job can never both form a quorum.
 //   5. Stragglers exist (healthy but not asking) -> wait for them, but only
 //      until join_timeout_ms after the earliest open request.
+//   5b. Fresh-start guard (dtlab's): every candidate restarted and at step 0
+//      while an alive holder of committed steps is not a candidate -> wait
+//      up to join_timeout_ms, then issue and fence the holders.
 //   6. Otherwise issue the candidates.
 //   Every decision carries a reason sentence that a teacher can show; the
 //   "[2/3 joined]" tag means 2 candidates among 3 healthy members.
@@ -60,14 +63,22 @@ std::string whyUnhealthy(const MemberHealth& m) {
 }
 
 // "2", "2 and 3", "1, 2 and 3"
-std::string listReplicas(const std::vector<const MemberHealth*>& members) {
+// "0", "0 and 2", "0, 1 and 2"
+std::string listReplicaIds(const std::vector<int>& replicas) {
     std::string text;
-    for (size_t i = 0; i < members.size(); ++i) {
+    for (size_t i = 0; i < replicas.size(); ++i) {
         if (i > 0)
-            text += (i + 1 == members.size()) ? " and " : ", ";
-        text += std::to_string(members[i]->member.replica);
+            text += (i + 1 == replicas.size()) ? " and " : ", ";
+        text += std::to_string(replicas[i]);
     }
     return text;
+}
+
+std::string listReplicas(const std::vector<const MemberHealth*>& members) {
+    std::vector<int> replicas;
+    for (const MemberHealth* m : members)
+        replicas.push_back(m->member.replica);
+    return listReplicaIds(replicas);
 }
 
 std::string joinedTag(size_t candidates, size_t healthy) {
@@ -96,7 +107,7 @@ bool sameMembership(std::vector<QuorumMember> a, std::vector<QuorumMember> b) {
 } // namespace
 
 QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& members, const Quorum& previous,
-                             const LighthouseOptions& options) {
+                             const LighthouseOptions& options, const std::vector<int>& alive_holders) {
     // Step 1: healthy, candidates (healthy and waiting), stragglers (healthy, not waiting).
     std::vector<const MemberHealth*> sorted;
     for (const auto& m : members)
@@ -194,6 +205,39 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
             return wait(std::string("waiting for ") + (stragglers.size() == 1 ? "replica " : "replicas ") +
                         listReplicas(stragglers) + " to join (join timeout in " +
                         std::to_string(options.join_timeout_ms - waited_ms) + " ms) " + tag);
+    }
+
+    // Step 5b: no fresh start beside a live replica that holds committed steps.
+    const bool all_fresh = std::all_of(candidates.begin(), candidates.end(), [](const MemberHealth* c) {
+        return c->member.incarnation > 0 && c->member.step == 0;
+    });
+    std::vector<int> holders_outside;
+    for (int r : alive_holders)
+        if (std::none_of(candidates.begin(), candidates.end(),
+                         [&](const MemberHealth* c) { return c->member.replica == r; }))
+            holders_outside.push_back(r);
+    if (all_fresh && !holders_outside.empty() && !candidates.empty()) {
+        int64_t first_request_ms = now_ms;
+        for (const MemberHealth* c : candidates)
+            first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
+        const int64_t waited_ms = now_ms - first_request_ms;
+        const std::string holders = std::string(holders_outside.size() == 1 ? "replica " : "replicas ") +
+                                    listReplicaIds(holders_outside) +
+                                    (holders_outside.size() == 1 ? " is" : " are");
+        if (waited_ms < options.join_timeout_ms)
+            return wait("waiting: every candidate is a restarted replica with no committed step, and " +
+                        holders +
+                        " still alive with committed steps (stopped, or not reconnected yet): a quorum "
+                        "now would start the job over beside it (join timeout in " +
+                        std::to_string(options.join_timeout_ms - waited_ms) + " ms) " + tag);
+        decision.fenced = holders_outside;
+        return issue("issued: a fresh start of " + std::to_string(candidates.size()) + " restarted " +
+                     (candidates.size() == 1 ? "replica" : "replicas") + "; " + holders +
+                     " alive with committed steps but did not come back within the " +
+                     std::to_string(options.join_timeout_ms) +
+                     " ms join timeout, so it is fenced (stopped for good and restarted: it heals from this "
+                     "quorum, its own newer steps are rolled back) " +
+                     tag);
     }
 
     // Step 6: issue.

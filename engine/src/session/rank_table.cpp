@@ -235,6 +235,7 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
         if (e.kind == EventKind::Commit) {
             p.step = e.step;
             p.committed = e.step + 1;
+            p.process_committed = true;
             if (p.state == RankState::Healing)
                 p.state = RankState::Running;
         }

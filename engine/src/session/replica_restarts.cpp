@@ -62,6 +62,8 @@ void Session::Impl::hostLighthouse() {
         appendEvent(e);
         log(LogLevel::Info, "lighthouse: quorum " + std::to_string(quorum.quorum_id) + " = {" + members +
                                 "}: " + decision.reason);
+        for (int replica : decision.fenced)
+            defer(0, [this, replica] { fenceReplica(replica); });
     });
     lighthouse->onMemberLost([this](const ft::QuorumMember& member, const std::string& why) {
         std::lock_guard<std::mutex> lock(mutex);
@@ -269,6 +271,7 @@ void Session::Impl::restartDueReplicas() {
         auto& p = progress[size_t(r)];
         p.pid = pid;
         p.state = RankState::Starting;
+        p.process_committed = false;
         p.delay_ms = 0;
         p.partitioned = false;
         record.ranks[size_t(r)].pid = pid;
@@ -280,6 +283,58 @@ void Session::Impl::restartDueReplicas() {
         log(LogLevel::Info, replicaName(r) + " restarted (incarnation " + std::to_string(incarnation) +
                                 ", pid " + std::to_string(pid) + ")");
     }
+}
+
+// The lighthouse's fresh-start guard (lighthouse.hpp, rule 5b) needs what only
+// the supervisor knows: which replicas are alive and hold committed steps,
+// even while the lighthouse cannot hear them (stopped by SIGSTOP,
+// partitioned, or reconnecting after the lighthouse came back). A replica
+// group counts by its rank 0, the member that talks to the lighthouse.
+void Session::Impl::tellLighthouseAliveHolders() {
+    if (swarm)
+        return;
+    std::vector<int> holders;
+    {
+        std::lock_guard<std::mutex> lock(mutex);
+        const int G = ftGroupSize(record.scenario);
+        for (int first = 0; first < world; first += G) {
+            const RankProgress& p = progress[size_t(first)];
+            const bool dead = p.state == RankState::Killed || p.state == RankState::Failed ||
+                              p.state == RankState::Restarting || p.state == RankState::Finished;
+            const bool alive =
+                p.pid != 0 && !dead && !rank_gone[size_t(first)] && !rank_finished[size_t(first)];
+            if (alive && p.process_committed)
+                holders.push_back(first / G);
+        }
+    }
+    std::lock_guard<std::mutex> llock(lighthouse_mutex);
+    if (lighthouse)
+        lighthouse->setAliveHolders(std::move(holders));
+}
+
+// A fresh start went ahead without this replica group, which is alive with
+// committed steps the new quorum does not have (lighthouse.hpp, rule 5b): it
+// is killed, as a supervisor fences a member that lost its lease, and
+// restarted by the usual rule so that it heals from the job. No mutex.
+void Session::Impl::fenceReplica(int replica) {
+    const int G = ftGroupSize(record.scenario);
+    std::vector<int> killed;
+    {
+        std::lock_guard<std::mutex> plock(proc_mutex);
+        for (int r = replica * G; r < replica * G + G && r < world; ++r)
+            if (supervisor.pidOf(r) != 0) {
+                supervisor.signal(r, SIGKILL);
+                supervisor.signal(r, SIGCONT);
+                killed.push_back(r);
+            }
+    }
+    if (killed.empty())
+        return;
+    std::lock_guard<std::mutex> lock(mutex);
+    log(LogLevel::Warning, replicaName(replica * G) +
+                               " fenced: the restarted replicas started over without it after the join "
+                               "timeout, so its newer steps cannot come back beside theirs; it is killed "
+                               "and restarts to heal from them");
 }
 
 // [SECTION] Public API ---------------------------------------------------------

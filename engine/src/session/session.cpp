@@ -103,8 +103,10 @@ void Session::Impl::monitorLoop() {
         }
         if (ft_enabled || !record.scenario.faults.empty())
             runFaultInjector();
-        if (ft_enabled)
+        if (ft_enabled) {
             restartDueReplicas();
+            tellLighthouseAliveHolders();
+        }
         std::vector<ChildExit> exits;
         {
             std::lock_guard<std::mutex> plock(proc_mutex);

@@ -194,7 +194,9 @@ struct Session::Impl final : TelemetrySink {
     void hostLighthouse(); // start(): the Session's own lighthouse, published in the store
     void onReplicaDied(const ChildExit& x, const std::string& error); // mutex held
     void onJobDone(int64_t quorum_id);                                // mutex held
-    void restartDueReplicas();                                        // no mutex: one monitor tick
+    void tellLighthouseAliveHolders(); // no mutex: one monitor tick (the fresh-start guard)
+    void fenceReplica(int replica);    // no mutex: kill a holder a fresh start went ahead without
+    void restartDueReplicas();         // no mutex: one monitor tick
 
     // [run_gate.cpp] --------------------------------------------------------
     RunControl control;
