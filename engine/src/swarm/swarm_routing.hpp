@@ -13,8 +13,9 @@
 //                 server with the lowest expected finish time max(eta, now) +
 //                 samples x ema (the max lets an idle server's backlog drain
 //                 with time); the choice pushes its eta on.
-// markDead / markLive: the trainer bans a server after any failed call (as
-// Hivemind bans an expert after any exception) and lifts the ban after 1 s
+// markDead / markLive: the trainer bans a server after any failed call, a
+// timeout included (SWARM's balancer bans after an error but not after a
+// deadline exceeded: docs/concepts/swarm.md), and lifts the ban after 1 s
 // or when the server registers again (swarm_trainer.cpp); a timeout also
 // counts as one slow sample (recordTimeout).
 #pragma once

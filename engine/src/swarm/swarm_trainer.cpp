@@ -182,10 +182,11 @@ class Trainer {
             .emit();
     }
 
-    // A failed call bans its server, as Hivemind bans an expert after any
-    // failed call; the ban ends after kBanNs (then one call probes it again)
-    // or when the server registers a new incarnation. A timeout also counts
-    // as one slow sample.
+    // A failed call bans its server (SWARM's balancer bans an expert after a
+    // failed call, but only re-queues it as the slowest after a deadline
+    // exceeded: dtlab bans on a timeout too, docs/concepts/swarm.md); the ban
+    // ends after kBanNs (then one call probes it again) or when the server
+    // registers a new incarnation. A timeout also counts as one slow sample.
     void failed(int stage, int k, IoResult why, double samples, double seconds, int step, int mb) {
         ServerEntry& e = entry(stage, k);
         if (e.fd >= 0)
