@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -113,6 +114,16 @@ void checkOutputPath(const std::string& flag, const std::string& path) {
         throw dt::UsageError(flag + ": the directory '" + dir + "' of '" + path + "' does not exist");
     if (access(dir.c_str(), W_OK) != 0)
         throw dt::UsageError(flag + ": the directory '" + dir + "' is not writable");
+    // A name the file system cannot hold would be found out only when the run ends, and lose its output.
+    if (path.size() >= PATH_MAX)
+        throw dt::UsageError(flag + ": the path is " + std::to_string(path.size()) +
+                             " characters long; the longest a file system takes is " +
+                             std::to_string(PATH_MAX - 1));
+    const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+    if (name.size() > NAME_MAX)
+        throw dt::UsageError(flag + ": the file name is " + std::to_string(name.size()) +
+                             " characters long; the longest a file system takes is " +
+                             std::to_string(NAME_MAX));
     if (lstat(path.c_str(), &st) != 0)
         return; // a new file
     if (S_ISDIR(st.st_mode))
@@ -157,10 +168,13 @@ bool isOrUnder(const std::string& path, const std::string& input) {
 
 // Where the outputs and the run's inputs may clash: an output that is an
 // input (the scenario, the token file, a data file, the checkpoint being
-// resumed, or anything under an input directory), or two outputs at one path
-// (the second would replace the first).
+// resumed, or anything under an input directory), an output under a
+// directory the ranks write into (`output_dirs`: --params-out, the run's
+// checkpoint directory), or two outputs at one path (the second would
+// replace the first).
 void checkOutputsApart(const std::vector<dt::ScenarioInput>& inputs,
-                       const std::vector<std::pair<std::string, std::string>>& outputs) {
+                       const std::vector<std::pair<std::string, std::string>>& outputs,
+                       const std::vector<std::pair<std::string, std::string>>& output_dirs) {
     for (size_t i = 0; i < outputs.size(); ++i) {
         const auto& [flag, path] = outputs[i];
         if (path.empty())
@@ -171,6 +185,10 @@ void checkOutputsApart(const std::vector<dt::ScenarioInput>& inputs,
                     flag + ": '" + path + "' is " + input.what +
                     (path == input.path || sameFile(path, input.path) ? "" : " ('" + input.path + "')") +
                     "; dtrun does not replace it");
+        for (const auto& [dir_what, dir] : output_dirs)
+            if (!dir.empty() && isOrUnder(path, dir))
+                throw dt::UsageError(flag + ": '" + path + "' is " + dir_what + " ('" + dir +
+                                     "') or under it, which the ranks write into; give another path");
         for (size_t j = i + 1; j < outputs.size(); ++j) {
             const auto& [other_flag, other] = outputs[j];
             if (!other.empty() &&
@@ -370,8 +388,16 @@ int runCommand(const RunFlags& f) {
         inputs.push_back({"the scenario being run", f.scenario_path});
         if (!f.token_file.empty())
             inputs.push_back({"the --token-file", f.token_file});
+        const std::string partial_record =
+            f.record_path.empty() ? "" : dt::partialRecordingPath(f.record_path);
         checkOutputsApart(
-            inputs, {{"--trace", f.trace_path}, {"--summary", f.summary_path}, {"--record", f.record_path}});
+            inputs,
+            {{"--trace", f.trace_path},
+             {"--summary", f.summary_path},
+             {"--record", f.record_path},
+             {"--record's FILE.partial", partial_record}},
+            {{"--params-out", f.params_out},
+             {"the run's checkpoint directory ([run] checkpoint_dir)", scenario.run.checkpoint_dir}});
         checkOutputPath("--trace", f.trace_path);
         checkOutputPath("--summary", f.summary_path);
         checkOutputPath("--record", f.record_path);
@@ -642,7 +668,8 @@ int main(int argc, char** argv) {
     run_cmd->add_option("--summary", run.summary_path, "write the run summary JSON file");
     run_cmd->add_option("--record", run.record_path,
                         "save the whole event stream as the run goes (open with dtlab --replay FILE; "
-                        "FILE.partial until the run ends, which a crash leaves and dtlab also opens)");
+                        "FILE.partial until the run ends, which a crash leaves and dtlab also opens; a "
+                        "FILE.partial already there is refused, never replaced)");
     run_cmd->add_option("--params-out", run.params_out,
                         "each rank writes its final parameters into this directory");
     run_cmd

@@ -141,7 +141,10 @@ TEST_CASE("A hold at an event stops the run at that moment", "[holds][slow]") {
         // and 2 start step 3 meanwhile and replica 1 dies there. The hold comes
         // at the kill; replica 0 reaches its gate about 1.5 s later, long after
         // the 200 ms restart delay.
-        it::ScenarioSpec spec = tinySpec(3, 8);
+        // 30 steps of at least 25 ms: the run goes on for over half a second after the resume, well
+        // past the 200 ms restart delay (which counts from the resume: the job's clock stood still).
+        it::ScenarioSpec spec = tinySpec(3, 30);
+        spec.run_toml = "step_delay_ms = 25\n";
         spec.extra_toml = "[fault_tolerance]\nenabled = true\nrestart_delay_ms = 200\n";
         spec.faults_toml = "[[faults]]\naction = \"slow\"\nrank = 0\nstep = 2\nwhen = \"step\"\ndelay_ms = "
                            "1500\nduration_s = 1\n[[faults]]\naction = \"kill\"\nrank = 1\nstep = 3\nwhen = "
@@ -159,10 +162,11 @@ TEST_CASE("A hold at an event stops the run at that moment", "[holds][slow]") {
         CHECK(held[1].state == dt::RankState::Restarting);
         CHECK(held[1].incarnation == 0);
         session.resume();
+        CHECK(it::waitFor([&] { return session.progress()[1].incarnation == 1; },
+                          60.0)); // back after the resume
         session.waitUntilFinished();
         const dt::RunRecord end = session.snapshot();
         CHECK(end.ok);
-        CHECK(session.progress()[1].incarnation == 1); // back after the resume
     }
 
     SECTION("a scheduled kill in plain DDP lands at its own step: rank 1 dies in step 3, never past it") {

@@ -355,6 +355,11 @@ TEST_CASE("a recording never replaces what is not a regular file", "[recording]"
         std::filesystem::create_directory(dir.file("run.dtrec.partial"));
         CHECK(contains(refusal(dir.file("run.dtrec")), "run.dtrec.partial' is a directory"));
     }
+    SECTION("a .partial already there (a crashed run's recording) is refused and kept") {
+        writeBytes(dir.file("run.dtrec.partial"), "a crashed run's events");
+        CHECK(contains(refusal(dir.file("run.dtrec")), "run.dtrec.partial' already exists"));
+        CHECK(readBytes(dir.file("run.dtrec.partial")) == "a crashed run's events");
+    }
     SECTION("a directory that does not exist") {
         CHECK(contains(refusal(dir.file("no/such/run.dtrec")), "does not exist"));
     }

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace {
@@ -491,6 +492,21 @@ TEST_CASE("writeFileAtomically replaces a file or fails without leaving a temp f
         }
         CHECK_FALSE(std::filesystem::exists(dir.path / "missing"));
         CHECK(dir.tempFiles() == 0);
+    }
+
+    SECTION("a symlink or a FIFO at the temp names is neither followed, truncated nor blocked on") {
+        const auto path = dir.path / "summary.json";
+        const auto target = dir.path / "elsewhere.txt";
+        std::ofstream(target) << "keep me";
+        const std::string temp = path.string() + ".tmp." + std::to_string(::getpid());
+        REQUIRE(::symlink(target.c_str(), temp.c_str()) == 0);
+        REQUIRE(::mkfifo((temp + ".1").c_str(), 0600) == 0);
+        dt::writeFileAtomically(path.string(), "new");
+        CHECK(readFile(path) == "new");
+        CHECK(readFile(target) == "keep me");
+        CHECK(std::filesystem::is_symlink(temp)); // not ours: left where it was
+        CHECK(std::filesystem::is_fifo(temp + ".1"));
+        CHECK(dir.tempFiles() == 2);
     }
 
     SECTION("a failed rename removes the temp file and leaves the target as it was") {

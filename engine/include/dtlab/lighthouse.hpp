@@ -23,10 +23,11 @@
 //   5. some healthy member is not waiting yet -> wait for it, but no longer
 //      than join_timeout_ms after the first request of this round.
 //   5b. (dtlab's, not TorchFT's) fresh-start guard: every candidate is a
-//      restarted member with no committed step, while a replica its
-//      supervisor reports alive with committed steps (hung, or not yet
-//      reconnected) is not a candidate -> wait for it, up to join_timeout_ms
-//      after the first request; then issue and name it `fenced`: its
+//      member with no committed step, while a replica its supervisor reports
+//      alive with committed steps is not a candidate -> wait for it: with no
+//      timeout while it is not stopped (in a step, reconnecting), else (hung
+//      or partitioned) up to join_timeout_ms after the first request; then
+//      issue and name it `fenced`: its
 //      supervisor kills it and it restarts to heal from the new quorum. A
 //      quorum of fresh members alone starts over (from step 0 or the job's
 //      durable checkpoint); beside a replica that holds newer steps, the two
@@ -119,13 +120,22 @@ struct QuorumDecision {
     std::string reason;
 };
 
+// A replica its supervisor knows to be alive with committed steps (rule 5b).
+struct AliveHolder {
+    int replica = -1;
+    // Stopped (SIGSTOP) or partitioned: it will not ask by itself soon, so a
+    // fresh start waits for it only up to join_timeout_ms, then fences it. A
+    // holder that is not stopped (in a step, reconnecting to a lighthouse
+    // that came back) is waited for with no timeout.
+    bool stopped = false;
+};
+
 // The pure quorum rules above. `now_ms` is the lighthouse clock; `previous`
-// the last quorum issued (members empty = none yet); `alive_holders` the
-// replicas the supervisor knows to be alive with committed steps (rule 5b;
-// empty: no supervisor told, the rule never waits).
+// the last quorum issued (members empty = none yet); `alive_holders` what the
+// supervisor knows (rule 5b; empty: no supervisor told, the rule never waits).
 [[nodiscard]] QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& members,
                                            const Quorum& previous, const LighthouseOptions& options,
-                                           const std::vector<int>& alive_holders = {});
+                                           const std::vector<AliveHolder>& alive_holders = {});
 
 // What one replica does with a quorum (TorchFT's compute_quorum_results):
 //   max_step = the highest step among participants; replicas below it heal.
@@ -198,7 +208,7 @@ class LighthouseServer {
     // supervisor (the Session) knows them: rule 5b waits for them before a
     // quorum of fresh members alone, then fences them. Never called: the rule
     // never waits.
-    void setAliveHolders(std::vector<int> replicas);
+    void setAliveHolders(std::vector<AliveHolder> holders);
 
     // Called on the server thread after each quorum is issued (keep it short).
     void onQuorum(std::function<void(const Quorum&, const QuorumDecision&)> callback);

@@ -93,10 +93,11 @@ struct RankProgress {
     double link_latency_ms = 0.0;
     std::string host;
     // Fault tolerance only:
-    int incarnation = 0;            // restarts so far
-    int64_t committed = 0;          // steps this replica committed (its last Commit's step + 1)
-    bool process_committed = false; // its current process (this incarnation) committed a step
-    int64_t aborted = 0;            // steps it attempted and did not commit
+    int incarnation = 0;   // restarts so far
+    int64_t committed = 0; // steps this replica committed (its last Commit's step + 1)
+    bool process_committed =
+        false;           // its current process (this incarnation) committed a step or healed to one
+    int64_t aborted = 0; // steps it attempted and did not commit
     bool partitioned = false;
 };
 

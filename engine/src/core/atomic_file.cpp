@@ -1,9 +1,12 @@
 // atomic_file.cpp: write a whole file so that readers see the old or the new text, never half.
 //
-// Steps: write `<path>.tmp.<pid>` in the same directory (so rename stays on one
-// file system), fsync it, rename it over `path`, then fsync the directory
-// (best effort). On any failure the temp file is removed, `path` is left as it
-// was, and dt::UsageError("cannot write '<path>': <strerror>") is thrown.
+// Steps: create `<path>.tmp.<pid>` in the same directory (so rename stays on
+// one file system) as a new file (O_EXCL | O_NOFOLLOW: whatever already has
+// that name, a file, a symlink or a FIFO, is neither truncated, followed nor
+// blocked on: the next name `<path>.tmp.<pid>.<n>` is tried), fsync it,
+// rename it over `path`, then fsync the directory (best effort). On any
+// failure the temp file is removed, `path` is left as it was, and
+// dt::UsageError("cannot write '<path>': <strerror>") is thrown.
 #include "dtlab/atomic_file.hpp"
 #include "dtlab/errors.hpp"
 
@@ -54,11 +57,15 @@ bool writeAll(int fd, const std::string& text) {
 } // namespace
 
 void writeFileAtomically(const std::string& path, const std::string& text) {
-    const std::string tempPath = path + ".tmp." + std::to_string(::getpid());
-
-    const int fd = ::open(tempPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        fail(path, "", -1, errno); // nothing was created
+    const std::string base = path + ".tmp." + std::to_string(::getpid());
+    std::string tempPath = base;
+    int fd = -1;
+    for (int attempt = 0; fd < 0; ++attempt) {
+        tempPath = attempt == 0 ? base : base + "." + std::to_string(attempt);
+        fd = ::open(tempPath.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 && (errno != EEXIST || attempt == 15))
+            fail(path, "", -1, errno); // nothing was created (and nothing there was touched)
+    }
     if (!writeAll(fd, text))
         fail(path, tempPath, fd, errno);
     if (::fsync(fd) != 0)

@@ -108,9 +108,9 @@ struct LighthouseServer::Impl {
     // stands still while the job is paused; jobNowMs() is wall time minus the
     // pauses, so a held moment is the moment the unpaused run had.
     int64_t frozen_total_ms = 0;
-    int64_t frozen_since_ms = -1;   // wall ms when the current pause began; -1: not frozen
-    bool lines_pending = false;     // some connection has whole lines left for the next turn (fairness)
-    std::vector<int> alive_holders; // setAliveHolders: the supervisor's view (rule 5b)
+    int64_t frozen_since_ms = -1; // wall ms when the current pause began; -1: not frozen
+    bool lines_pending = false;   // some connection has whole lines left for the next turn (fairness)
+    std::vector<AliveHolder> alive_holders; // setAliveHolders: the supervisor's view (rule 5b)
 
     std::function<void(const Quorum&, const QuorumDecision&)> on_quorum;
     std::function<void(const QuorumMember&, const std::string&)> on_member_lost;
@@ -585,9 +585,9 @@ void LighthouseServer::setJobFrozen(bool frozen) {
     }
 }
 
-void LighthouseServer::setAliveHolders(std::vector<int> replicas) {
+void LighthouseServer::setAliveHolders(std::vector<AliveHolder> holders) {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    m_impl->alive_holders = std::move(replicas);
+    m_impl->alive_holders = std::move(holders);
 }
 
 LighthouseStatus LighthouseServer::status() const {

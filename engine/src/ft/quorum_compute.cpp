@@ -15,9 +15,10 @@
 //      partitioned job can never both form a quorum.
 //   5. Stragglers exist (healthy but not asking) -> wait for them, but only
 //      until join_timeout_ms after the earliest open request.
-//   5b. Fresh-start guard (dtlab's): every candidate restarted and at step 0
+//   5b. Fresh-start guard (dtlab's): no candidate holds a committed step
 //      while an alive holder of committed steps is not a candidate -> wait
-//      up to join_timeout_ms, then issue and fence the holders.
+//      (no timeout while it is not stopped; up to join_timeout_ms while
+//      every such holder is stopped, then issue and fence them).
 //   6. Otherwise issue the candidates.
 //   Every decision carries a reason sentence that a teacher can show; the
 //   "[2/3 joined]" tag means 2 candidates among 3 healthy members.
@@ -104,10 +105,79 @@ bool sameMembership(std::vector<QuorumMember> a, std::vector<QuorumMember> b) {
     return true;
 }
 
+// Rule 5b (dtlab's fresh-start guard): when every candidate holds no
+// committed step, a quorum of them alone would start the job over. While a
+// replica the supervisor reports alive with committed steps is not among
+// them: wait for it; with no timeout while it is not stopped (in a step, or
+// reconnecting to a lighthouse that came back: it will ask), up to
+// join_timeout_ms after the first request while every such holder is
+// stopped (SIGSTOP) or partitioned; then issue and fence them.
+struct FreshStartGuard {
+    bool applies = false;
+    bool issue = false;
+    std::string reason;
+    std::vector<int> fenced;
+};
+
+FreshStartGuard freshStartGuard(int64_t now_ms, const std::vector<const MemberHealth*>& candidates,
+                                const std::vector<AliveHolder>& alive_holders,
+                                const LighthouseOptions& options, const std::string& tag) {
+    FreshStartGuard guard;
+    const bool all_fresh = std::all_of(candidates.begin(), candidates.end(),
+                                       [](const MemberHealth* c) { return c->member.step == 0; });
+    std::vector<int> outside, running_outside;
+    for (const AliveHolder& h : alive_holders)
+        if (std::none_of(candidates.begin(), candidates.end(),
+                         [&](const MemberHealth* c) { return c->member.replica == h.replica; })) {
+            outside.push_back(h.replica);
+            if (!h.stopped)
+                running_outside.push_back(h.replica);
+        }
+    if (!all_fresh || outside.empty() || candidates.empty())
+        return guard;
+    guard.applies = true;
+    const auto name = [](const std::vector<int>& rs) {
+        return std::string(rs.size() == 1 ? "replica " : "replicas ") + listReplicaIds(rs) +
+               (rs.size() == 1 ? " is" : " are");
+    };
+    const std::string lead = "waiting: no candidate holds a committed step, and ";
+    if (!running_outside.empty()) {
+        guard.reason = lead + name(running_outside) +
+                       " alive with committed steps and has not asked yet (in a step, or reconnecting): a "
+                       "quorum now would start the job over beside it " +
+                       tag;
+        return guard;
+    }
+    int64_t first_request_ms = now_ms;
+    for (const MemberHealth* c : candidates)
+        first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
+    const int64_t waited_ms = now_ms - first_request_ms;
+    if (waited_ms < options.join_timeout_ms) {
+        guard.reason =
+            lead + name(outside) +
+            " stopped with committed steps (hung or partitioned): a quorum now would start the job "
+            "over beside it (join timeout in " +
+            std::to_string(options.join_timeout_ms - waited_ms) + " ms) " + tag;
+        return guard;
+    }
+    guard.issue = true;
+    guard.fenced = outside;
+    guard.reason =
+        "issued: a fresh start of " + std::to_string(candidates.size()) + " " +
+        (candidates.size() == 1 ? "replica" : "replicas") + " holding no step; " + name(outside) +
+        " stopped with committed steps and did not come back within the " +
+        std::to_string(options.join_timeout_ms) +
+        " ms join timeout, so it is fenced (killed by its supervisor, which may restart it to heal "
+        "from this quorum; its newer steps are rolled back) " +
+        tag;
+    return guard;
+}
+
 } // namespace
 
 QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& members, const Quorum& previous,
-                             const LighthouseOptions& options, const std::vector<int>& alive_holders) {
+                             const LighthouseOptions& options,
+                             const std::vector<AliveHolder>& alive_holders) {
     // Step 1: healthy, candidates (healthy and waiting), stragglers (healthy, not waiting).
     std::vector<const MemberHealth*> sorted;
     for (const auto& m : members)
@@ -208,36 +278,10 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
     }
 
     // Step 5b: no fresh start beside a live replica that holds committed steps.
-    const bool all_fresh = std::all_of(candidates.begin(), candidates.end(), [](const MemberHealth* c) {
-        return c->member.incarnation > 0 && c->member.step == 0;
-    });
-    std::vector<int> holders_outside;
-    for (int r : alive_holders)
-        if (std::none_of(candidates.begin(), candidates.end(),
-                         [&](const MemberHealth* c) { return c->member.replica == r; }))
-            holders_outside.push_back(r);
-    if (all_fresh && !holders_outside.empty() && !candidates.empty()) {
-        int64_t first_request_ms = now_ms;
-        for (const MemberHealth* c : candidates)
-            first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
-        const int64_t waited_ms = now_ms - first_request_ms;
-        const std::string holders = std::string(holders_outside.size() == 1 ? "replica " : "replicas ") +
-                                    listReplicaIds(holders_outside) +
-                                    (holders_outside.size() == 1 ? " is" : " are");
-        if (waited_ms < options.join_timeout_ms)
-            return wait("waiting: every candidate is a restarted replica with no committed step, and " +
-                        holders +
-                        " still alive with committed steps (stopped, or not reconnected yet): a quorum "
-                        "now would start the job over beside it (join timeout in " +
-                        std::to_string(options.join_timeout_ms - waited_ms) + " ms) " + tag);
-        decision.fenced = holders_outside;
-        return issue("issued: a fresh start of " + std::to_string(candidates.size()) + " restarted " +
-                     (candidates.size() == 1 ? "replica" : "replicas") + "; " + holders +
-                     " alive with committed steps but did not come back within the " +
-                     std::to_string(options.join_timeout_ms) +
-                     " ms join timeout, so it is fenced (stopped for good and restarted: it heals from this "
-                     "quorum, its own newer steps are rolled back) " +
-                     tag);
+    const FreshStartGuard fresh = freshStartGuard(now_ms, candidates, alive_holders, options, tag);
+    if (fresh.applies) {
+        decision.fenced = fresh.fenced;
+        return fresh.issue ? issue(fresh.reason) : wait(fresh.reason);
     }
 
     // Step 6: issue.

@@ -77,7 +77,10 @@ void Session::Impl::signalScheduledFault(const FaultConfig& f, int step, bool at
     if (!sent && options.spawn_ranks)
         return;
     if (f.action == FaultAction::Hang && f.duration_s > 0)
-        defer(int64_t(f.duration_s * 1e9), [this, rank = f.rank] { endHang(rank); });
+        defer(int64_t(f.duration_s * 1e9),
+              [this, rank = f.rank, incarnation = progress[size_t(f.rank)].incarnation] {
+                  endHang(rank, incarnation);
+              });
     if (signo == SIGKILL)
         sigkill_sent[size_t(f.rank)] = true;
     emitSessionEvent(EventKind::FaultInjected, f.rank, signo);
@@ -124,6 +127,11 @@ void Session::Impl::holdBeforeSignal(int rank, int signo) {
     broadcastGate(gate);
 }
 
+int Session::Impl::incarnationOf(int rank) {
+    std::lock_guard<std::mutex> lock(mutex);
+    return rank >= 0 && rank < world ? progress[size_t(rank)].incarnation : 0;
+}
+
 void Session::Impl::applyFault(const FaultConfig& f) {
     const int64_t duration_ns = int64_t(f.duration_s * 1e9);
     const auto later = [&](std::function<void()> undo) {
@@ -140,7 +148,7 @@ void Session::Impl::applyFault(const FaultConfig& f) {
         break;
     case FaultAction::Hang:
         signalRank(r, FaultAction::Hang);
-        later([this, r] { endHang(r); });
+        later([this, r, incarnation = incarnationOf(r)] { endHang(r, incarnation); });
         break;
     case FaultAction::Resume:
         signalRank(r, FaultAction::Resume);
@@ -177,12 +185,16 @@ void Session::Impl::applyFault(const FaultConfig& f) {
 // The end of a timed hang: SIGCONT, unless the job finished while the rank
 // was stopped. Then it is killed instead, as onJobDone would kill it later:
 // resumed, it would find a quorum of itself alone (the others have left) and
-// train on by itself, past the step every other replica ended at.
-void Session::Impl::endHang(int rank) {
+// train on by itself, past the step every other replica ended at. Nothing
+// when the stopped process is gone (killed, fenced, restarted: `incarnation`
+// is the one that was stopped), so a new incarnation is never "resumed".
+void Session::Impl::endHang(int rank, int incarnation) {
     bool retire = false;
     {
         std::lock_guard<std::mutex> lock(mutex);
-        const bool hung = rank >= 0 && rank < world && progress[size_t(rank)].state == RankState::Hung;
+        if (rank < 0 || rank >= world || progress[size_t(rank)].incarnation != incarnation)
+            return;
+        const bool hung = progress[size_t(rank)].state == RankState::Hung;
         retire = job_done && hung && options.spawn_ranks;
         if (retire)
             log(LogLevel::Warning,

@@ -239,6 +239,8 @@ void Session::Impl::onEvents(int rank, const Event* events, size_t count) {
             if (p.state == RankState::Healing)
                 p.state = RankState::Running;
         }
+        if (e.kind == EventKind::Heal && e.value == 0)
+            p.process_committed = true; // it holds the job's steps now, as a commit would
         if (e.kind == EventKind::Abort)
             p.aborted += 1;
         if (e.kind == EventKind::LossValue)

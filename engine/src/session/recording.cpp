@@ -174,6 +174,14 @@ void checkRecordingPath(const std::string& path) {
         if (lstat(p.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
             throw UsageError("cannot record to '" + path + "': '" + p + "' is " + fileKind(st) +
                              ", and a recording only ever replaces a regular file; give another path");
+    // The .partial is written while the run goes and renamed over PATH at its
+    // end: one already there is another run's (a crashed one's recording,
+    // which dtlab opens) or some file of the same name, and is never replaced.
+    const std::string partial = partialRecordingPath(path);
+    if (lstat(partial.c_str(), &st) == 0)
+        throw UsageError("cannot record to '" + path + "': '" + partial +
+                         "' already exists (a crashed run's recording? open it with dtlab, or move it) and "
+                         "would be replaced; give another path");
 }
 
 // [SECTION] Writing --------------------------------------------------------------------
@@ -184,8 +192,8 @@ RecordingWriter::RecordingWriter(std::string path, const RunRecord& start)
     m_meta.scenario = start.scenario;
     m_meta.ranks = start.ranks;
     m_meta.t_start_ns = start.t_start_ns;
-    // O_NOFOLLOW: a symlink put there since the check is refused, not followed.
-    m_fd = ::open(m_partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    // O_EXCL | O_NOFOLLOW: whatever was put there since the check is refused, not replaced or followed.
+    m_fd = ::open(m_partial.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (m_fd < 0)
         throw UsageError("cannot record to '" + m_partial + "': " + std::strerror(errno));
     std::string header(kMagic, 8);

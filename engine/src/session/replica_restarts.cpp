@@ -62,8 +62,12 @@ void Session::Impl::hostLighthouse() {
         appendEvent(e);
         log(LogLevel::Info, "lighthouse: quorum " + std::to_string(quorum.quorum_id) + " = {" + members +
                                 "}: " + decision.reason);
+        const int G = ftGroupSize(record.scenario);
         for (int replica : decision.fenced)
-            defer(0, [this, replica] { fenceReplica(replica); });
+            if (replica * G < world)
+                defer(0, [this, replica, pid = progress[size_t(replica * G)].pid] {
+                    fenceReplica(replica, pid);
+                });
     });
     lighthouse->onMemberLost([this](const ft::QuorumMember& member, const std::string& why) {
         std::lock_guard<std::mutex> lock(mutex);
@@ -287,54 +291,60 @@ void Session::Impl::restartDueReplicas() {
 
 // The lighthouse's fresh-start guard (lighthouse.hpp, rule 5b) needs what only
 // the supervisor knows: which replicas are alive and hold committed steps,
-// even while the lighthouse cannot hear them (stopped by SIGSTOP,
-// partitioned, or reconnecting after the lighthouse came back). A replica
-// group counts by its rank 0, the member that talks to the lighthouse.
+// even while the lighthouse cannot hear them, and which of those are stopped
+// (SIGSTOP) or partitioned. A replica group counts by its rank 0, the member
+// that talks to the lighthouse. No mutex.
 void Session::Impl::tellLighthouseAliveHolders() {
     if (swarm)
         return;
-    std::vector<int> holders;
+    std::vector<ft::AliveHolder> holders;
     {
         std::lock_guard<std::mutex> lock(mutex);
         const int G = ftGroupSize(record.scenario);
-        for (int first = 0; first < world; first += G) {
-            const RankProgress& p = progress[size_t(first)];
-            const bool dead = p.state == RankState::Killed || p.state == RankState::Failed ||
-                              p.state == RankState::Restarting || p.state == RankState::Finished;
-            const bool alive =
-                p.pid != 0 && !dead && !rank_gone[size_t(first)] && !rank_finished[size_t(first)];
-            if (alive && p.process_committed)
-                holders.push_back(first / G);
-        }
+        for (int first = 0; first < world; first += G)
+            if (holdsCommittedSteps(first))
+                holders.push_back({first / G, progress[size_t(first)].state == RankState::Hung ||
+                                                  progress[size_t(first)].partitioned});
     }
     std::lock_guard<std::mutex> llock(lighthouse_mutex);
     if (lighthouse)
         lighthouse->setAliveHolders(std::move(holders));
 }
 
-// A fresh start went ahead without this replica group, which is alive with
+// A live process that committed a step (or healed to one) in its current
+// incarnation. Mutex held.
+bool Session::Impl::holdsCommittedSteps(int rank) const {
+    const RankProgress& p = progress[size_t(rank)];
+    const bool dead = p.state == RankState::Killed || p.state == RankState::Failed ||
+                      p.state == RankState::Restarting || p.state == RankState::Finished;
+    return p.pid != 0 && !dead && !rank_gone[size_t(rank)] && !rank_finished[size_t(rank)] &&
+           p.process_committed;
+}
+
+// A fresh start went ahead without this replica group, which is stopped with
 // committed steps the new quorum does not have (lighthouse.hpp, rule 5b): it
-// is killed, as a supervisor fences a member that lost its lease, and
-// restarted by the usual rule so that it heals from the job. No mutex.
-void Session::Impl::fenceReplica(int replica) {
-    const int G = ftGroupSize(record.scenario);
-    std::vector<int> killed;
-    {
-        std::lock_guard<std::mutex> plock(proc_mutex);
-        for (int r = replica * G; r < replica * G + G && r < world; ++r)
-            if (supervisor.pidOf(r) != 0) {
-                supervisor.signal(r, SIGKILL);
-                supervisor.signal(r, SIGCONT);
-                killed.push_back(r);
-            }
-    }
-    if (killed.empty())
-        return;
+// is killed, as a supervisor fences a member that lost its lease, and then
+// restarted by the usual rule (if its restart policy allows) to heal from the
+// job. `pid`: the group's rank 0 when the quorum was issued; a process that
+// has died or been replaced since is left alone. No mutex.
+void Session::Impl::fenceReplica(int replica, int pid) {
     std::lock_guard<std::mutex> lock(mutex);
-    log(LogLevel::Warning, replicaName(replica * G) +
-                               " fenced: the restarted replicas started over without it after the join "
-                               "timeout, so its newer steps cannot come back beside theirs; it is killed "
-                               "and restarts to heal from them");
+    const int G = ftGroupSize(record.scenario);
+    const int first = replica * G;
+    if (first >= world || progress[size_t(first)].pid != pid || !holdsCommittedSteps(first))
+        return;
+    {
+        std::lock_guard<std::mutex> plock(proc_mutex); // (allowed with mutex held)
+        for (int r = first; r < first + G && r < world; ++r) {
+            if (signalRankProcess(r, SIGKILL))
+                sigkill_sent[size_t(r)] = true;
+            signalRankProcess(r, SIGCONT);
+        }
+    }
+    log(LogLevel::Warning, replicaName(first) +
+                               " fenced: it was stopped with committed steps and the replicas holding none "
+                               "started over without it after the join timeout, so its newer steps cannot "
+                               "come back beside theirs; it is killed (SIGKILL)");
 }
 
 // [SECTION] Public API ---------------------------------------------------------

@@ -103,10 +103,8 @@ void Session::Impl::monitorLoop() {
         }
         if (ft_enabled || !record.scenario.faults.empty())
             runFaultInjector();
-        if (ft_enabled) {
+        if (ft_enabled)
             restartDueReplicas();
-            tellLighthouseAliveHolders();
-        }
         std::vector<ChildExit> exits;
         {
             std::lock_guard<std::mutex> plock(proc_mutex);
@@ -122,6 +120,8 @@ void Session::Impl::monitorLoop() {
             takeRecordingBatch(ended);
         }
         writeRecordingBatch(ended); // no mutex: the disk never holds up a collector thread
+        if (ft_enabled)
+            tellLighthouseAliveHolders(); // after the exits were judged: the dead hold nothing
         if (ended) {
             std::lock_guard<std::mutex> lock(mutex);
             end_published = true;

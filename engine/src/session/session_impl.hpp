@@ -167,7 +167,8 @@ struct Session::Impl final : TelemetrySink {
     void applyFault(const FaultConfig& f);                                        // no mutex
     void signalScheduledFault(const FaultConfig& f, int step, bool at_allreduce); // no mutex
     void holdBeforeSignal(int rank, int signo);                                   // no mutex
-    void endHang(int rank); // no mutex: resume, or kill once the job is done
+    void endHang(int rank, int incarnation); // no mutex: resume, or kill once the job is done
+    int incarnationOf(int rank);             // no mutex: takes it
     void sendRankControl(int rank, wire::ControlCommand command, double value,
                          const std::string& what); // no mutex
     void setLighthouseRunning(bool running);       // no mutex
@@ -194,9 +195,10 @@ struct Session::Impl final : TelemetrySink {
     void hostLighthouse(); // start(): the Session's own lighthouse, published in the store
     void onReplicaDied(const ChildExit& x, const std::string& error); // mutex held
     void onJobDone(int64_t quorum_id);                                // mutex held
-    void tellLighthouseAliveHolders(); // no mutex: one monitor tick (the fresh-start guard)
-    void fenceReplica(int replica);    // no mutex: kill a holder a fresh start went ahead without
-    void restartDueReplicas();         // no mutex: one monitor tick
+    void tellLighthouseAliveHolders();       // no mutex: one monitor tick (the fresh-start guard)
+    void fenceReplica(int replica, int pid); // no mutex: kill a holder a fresh start went ahead without
+    [[nodiscard]] bool holdsCommittedSteps(int rank) const; // mutex held
+    void restartDueReplicas();                              // no mutex: one monitor tick
 
     // [run_gate.cpp] --------------------------------------------------------
     RunControl control;
