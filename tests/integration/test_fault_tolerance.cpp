@@ -97,7 +97,9 @@ void checkInvariants(const dt::RunRecord& record, int steps, int group_size = 1)
     // (epoch, step, shard) -> rank -> checksum. The epoch moves when the job
     // went back (every replica was down, the restarted ones redo steps from
     // a checkpoint or from 0): a fresh or healed process commits a step below
-    // the highest while no live process holds that step or a later one. A
+    // the highest while no live process holds that step or a later one, or a
+    // quorum of members holding no step forms (a fresh start beside a fenced
+    // holder). A
     // step redone then may differ from its first commit (other
     // participants), but within an epoch every replica must agree.
     std::map<std::pair<int, int>, std::map<int, uint64_t>> checksum_by_step;
@@ -106,6 +108,11 @@ void checkInvariants(const dt::RunRecord& record, int steps, int group_size = 1)
     std::stable_sort(events.begin(), events.end(),
                      [](const dt::Event& a, const dt::Event& b) { return a.t_ns < b.t_ns; });
     for (const dt::Event& e : events) {
+        // A quorum whose members all hold no step (e.bytes: its highest member step), after commits, is a
+        // fresh start: the job went back, though a fenced holder may not have died yet (lighthouse.hpp,
+        // rule 5b). The summary counts it as a rollback (core/recovery_measure.cpp).
+        if (e.kind == dt::EventKind::QuorumFormed && e.rank < 0 && e.bytes == 0 && highest >= 0)
+            epoch += 1;
         if (e.rank < 0)
             continue;
         if (e.kind == dt::EventKind::RankStarted) {

@@ -24,17 +24,15 @@
 //      than join_timeout_ms after the first request of this round.
 //   5b. (dtlab's, not TorchFT's) fresh-start guard: every candidate is a
 //      member with no committed step, while a replica its supervisor reports
-//      alive with committed steps is not a candidate -> wait for it: with no
-//      timeout while it is not stopped (in a step, reconnecting), else (hung
-//      or partitioned) up to join_timeout_ms after the first request; then
-//      issue and name it `fenced`: its
-//      supervisor kills it and it restarts to heal from the new quorum. A
-//      quorum of fresh members alone starts over (from step 0 or the job's
-//      durable checkpoint); beside a replica that holds newer steps, the two
-//      histories would meet at the same step numbers when it came back (no
-//      heal, different parameters). TorchFT's lighthouse knows nothing of a
-//      supervisor and has no such rule; only the lighthouse a Session hosts
-//      is told (setAliveHolders).
+//      alive with committed steps is not a candidate -> wait for it, up to
+//      join_timeout_ms after the first request; then issue and name it
+//      `fenced`: its supervisor kills it, and may restart it to heal from the
+//      new quorum. A quorum of fresh members alone starts over (from step 0
+//      or the job's durable checkpoint); beside a replica that holds newer
+//      steps, the two histories would meet at the same step numbers when it
+//      came back (no heal, different parameters). TorchFT's lighthouse knows
+//      nothing of a supervisor and has no such rule; only the lighthouse a
+//      Session hosts is told (setAliveHolders).
 //   6. otherwise issue.
 //   The quorum id increases only when the member list changes (a restarted
 //   replica counts as a change) or a member reports commit_failures > 0.
@@ -123,10 +121,8 @@ struct QuorumDecision {
 // A replica its supervisor knows to be alive with committed steps (rule 5b).
 struct AliveHolder {
     int replica = -1;
-    // Stopped (SIGSTOP) or partitioned: it will not ask by itself soon, so a
-    // fresh start waits for it only up to join_timeout_ms, then fences it. A
-    // holder that is not stopped (in a step, reconnecting to a lighthouse
-    // that came back) is waited for with no timeout.
+    // Stopped (SIGSTOP) or partitioned (said in the reason; the wait and the
+    // fence are the same for every holder).
     bool stopped = false;
 };
 

@@ -17,8 +17,7 @@
 //      until join_timeout_ms after the earliest open request.
 //   5b. Fresh-start guard (dtlab's): no candidate holds a committed step
 //      while an alive holder of committed steps is not a candidate -> wait
-//      (no timeout while it is not stopped; up to join_timeout_ms while
-//      every such holder is stopped, then issue and fence them).
+//      up to join_timeout_ms, then issue and fence the holders.
 //   6. Otherwise issue the candidates.
 //   Every decision carries a reason sentence that a teacher can show; the
 //   "[2/3 joined]" tag means 2 candidates among 3 healthy members.
@@ -108,10 +107,10 @@ bool sameMembership(std::vector<QuorumMember> a, std::vector<QuorumMember> b) {
 // Rule 5b (dtlab's fresh-start guard): when every candidate holds no
 // committed step, a quorum of them alone would start the job over. While a
 // replica the supervisor reports alive with committed steps is not among
-// them: wait for it; with no timeout while it is not stopped (in a step, or
-// reconnecting to a lighthouse that came back: it will ask), up to
-// join_timeout_ms after the first request while every such holder is
-// stopped (SIGSTOP) or partitioned; then issue and fence them.
+// them, wait for it up to join_timeout_ms after the first request; then issue
+// and fence it (its supervisor kills it). The wait is bounded even for a
+// holder that is not stopped: an unbounded one stalled chaos runs (fresh
+// replicas timing out their quorum requests again and again).
 struct FreshStartGuard {
     bool applies = false;
     bool issue = false;
@@ -125,48 +124,37 @@ FreshStartGuard freshStartGuard(int64_t now_ms, const std::vector<const MemberHe
     FreshStartGuard guard;
     const bool all_fresh = std::all_of(candidates.begin(), candidates.end(),
                                        [](const MemberHealth* c) { return c->member.step == 0; });
-    std::vector<int> outside, running_outside;
+    std::vector<int> outside;
+    bool all_stopped = true;
     for (const AliveHolder& h : alive_holders)
         if (std::none_of(candidates.begin(), candidates.end(),
                          [&](const MemberHealth* c) { return c->member.replica == h.replica; })) {
             outside.push_back(h.replica);
-            if (!h.stopped)
-                running_outside.push_back(h.replica);
+            all_stopped = all_stopped && h.stopped;
         }
     if (!all_fresh || outside.empty() || candidates.empty())
         return guard;
     guard.applies = true;
-    const auto name = [](const std::vector<int>& rs) {
-        return std::string(rs.size() == 1 ? "replica " : "replicas ") + listReplicaIds(rs) +
-               (rs.size() == 1 ? " is" : " are");
-    };
-    const std::string lead = "waiting: no candidate holds a committed step, and ";
-    if (!running_outside.empty()) {
-        guard.reason = lead + name(running_outside) +
-                       " alive with committed steps and has not asked yet (in a step, or reconnecting): a "
-                       "quorum now would start the job over beside it " +
-                       tag;
-        return guard;
-    }
+    const std::string holders = std::string(outside.size() == 1 ? "replica " : "replicas ") +
+                                listReplicaIds(outside) + (outside.size() == 1 ? " is" : " are") +
+                                (all_stopped ? " stopped (hung or partitioned)" : " alive") +
+                                " with committed steps";
     int64_t first_request_ms = now_ms;
     for (const MemberHealth* c : candidates)
         first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
     const int64_t waited_ms = now_ms - first_request_ms;
     if (waited_ms < options.join_timeout_ms) {
-        guard.reason =
-            lead + name(outside) +
-            " stopped with committed steps (hung or partitioned): a quorum now would start the job "
-            "over beside it (join timeout in " +
-            std::to_string(options.join_timeout_ms - waited_ms) + " ms) " + tag;
+        guard.reason = "waiting: no candidate holds a committed step, and " + holders +
+                       ": a quorum now would start the job over beside it (join timeout in " +
+                       std::to_string(options.join_timeout_ms - waited_ms) + " ms) " + tag;
         return guard;
     }
     guard.issue = true;
     guard.fenced = outside;
     guard.reason =
         "issued: a fresh start of " + std::to_string(candidates.size()) + " " +
-        (candidates.size() == 1 ? "replica" : "replicas") + " holding no step; " + name(outside) +
-        " stopped with committed steps and did not come back within the " +
-        std::to_string(options.join_timeout_ms) +
+        (candidates.size() == 1 ? "replica" : "replicas") + " holding no step; " + holders +
+        " and did not join within the " + std::to_string(options.join_timeout_ms) +
         " ms join timeout, so it is fenced (killed by its supervisor, which may restart it to heal "
         "from this quorum; its newer steps are rolled back) " +
         tag;

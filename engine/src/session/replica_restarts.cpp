@@ -321,7 +321,7 @@ bool Session::Impl::holdsCommittedSteps(int rank) const {
            p.process_committed;
 }
 
-// A fresh start went ahead without this replica group, which is stopped with
+// A fresh start went ahead without this replica group, which is alive with
 // committed steps the new quorum does not have (lighthouse.hpp, rule 5b): it
 // is killed, as a supervisor fences a member that lost its lease, and then
 // restarted by the usual rule (if its restart policy allows) to heal from the
@@ -342,7 +342,7 @@ void Session::Impl::fenceReplica(int replica, int pid) {
         }
     }
     log(LogLevel::Warning, replicaName(first) +
-                               " fenced: it was stopped with committed steps and the replicas holding none "
+                               " fenced: it is alive with committed steps, and the replicas holding none "
                                "started over without it after the join timeout, so its newer steps cannot "
                                "come back beside theirs; it is killed (SIGKILL)");
 }
