@@ -32,7 +32,7 @@ static_assert(faultActionTraits(FaultAction::DelayTraffic).event_code ==
               -int(wire::ControlCommand::TrafficDelayMs));
 
 void Session::Impl::defer(int64_t delay_ns, std::function<void()> run) {
-    deferred.push_back({monotonicNowNs() + delay_ns, std::move(run)});
+    deferred.push_back({monotonicNowNs() + delay_ns, std::move(run), delay_ns > 0});
 }
 
 // A scenario fault whose moment is this event (collector thread, mutex held).
@@ -257,6 +257,14 @@ void Session::Impl::runFaultInjector() {
     const int64_t now = monotonicNowNs();
     {
         std::lock_guard<std::mutex> lock(mutex);
+        // A timed action (a hang's end, a slow-down's end, the lighthouse's return) counts on the
+        // job's clock: while a pause or a hold freezes the job, its moment moves on with the wall.
+        const int64_t tick_ns = last_injector_tick_ns == 0 ? 0 : now - last_injector_tick_ns;
+        last_injector_tick_ns = now;
+        if (job_frozen)
+            for (Deferred& d : deferred)
+                if (d.job_clock)
+                    d.at_ns += tick_ns;
         for (auto it = deferred.begin(); it != deferred.end();) {
             if (it->at_ns <= now) {
                 due.push_back(std::move(it->run));

@@ -157,8 +157,10 @@ struct Session::Impl final : TelemetrySink {
     struct Deferred {
         int64_t at_ns;
         std::function<void()> run; // called by the monitor without the mutex
+        bool job_clock = false;    // a timed one (delay > 0): it stands still while the job is frozen
     };
     std::vector<Deferred> deferred;
+    int64_t last_injector_tick_ns = 0; // runFaultInjector: the monitor tick before this one
     std::mt19937_64 chaos_rng;
     int64_t next_chaos_ns = 0;
 
