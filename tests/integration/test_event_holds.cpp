@@ -41,6 +41,15 @@ it::ScenarioSpec tinySpec(int ranks, int steps) {
     return spec;
 }
 
+// A hold at the SIGKILL of `rank` (a rank_dies breakpoint).
+void armKillHold(dt::Session& session, int rank) {
+    session.armEventHold("test", {[rank](const dt::Event& e) {
+                                      return e.kind == dt::EventKind::FaultInjected && e.rank == rank &&
+                                             int(e.value) == SIGKILL;
+                                  },
+                                  "rank " + std::to_string(rank) + " dies"});
+}
+
 // Every rank in `ranks` is waiting at its gate (the Session shows it Paused).
 bool allWaiting(const dt::Session& session, const std::vector<int>& ranks) {
     const std::vector<dt::RankProgress> progress = session.progress();
@@ -103,11 +112,7 @@ TEST_CASE("A hold at an event stops the run at that moment", "[holds][slow]") {
         spec.faults_toml = "[[faults]]\naction = \"kill\"\nrank = 1\nstep = 6\nwhen = \"allreduce\"\n";
         dt::Session session(optionsFor(dir, spec));
         session.start();
-        session.armEventHold("test", {[](const dt::Event& e) {
-                                          return e.kind == dt::EventKind::FaultInjected && e.rank == 1 &&
-                                                 int(e.value) == SIGKILL;
-                                      },
-                                      "rank 1 dies"});
+        armKillHold(session, 1);
         const std::vector<dt::EventHoldHit> hits = waitForHit(session);
         REQUIRE(hits.size() == 1);
         CHECK(hits[0].held_at == 6);
@@ -151,11 +156,7 @@ TEST_CASE("A hold at an event stops the run at that moment", "[holds][slow]") {
                            "\"step\"\n";
         dt::Session session(optionsFor(dir, spec));
         session.start();
-        session.armEventHold("test", {[](const dt::Event& e) {
-                                          return e.kind == dt::EventKind::FaultInjected && e.rank == 1 &&
-                                                 int(e.value) == SIGKILL;
-                                      },
-                                      "rank 1 dies"});
+        armKillHold(session, 1);
         REQUIRE(waitForHit(session).size() == 1);
         REQUIRE(it::waitFor([&] { return allWaiting(session, {0, 2}); }, 60.0));
         const std::vector<dt::RankProgress> held = session.progress();

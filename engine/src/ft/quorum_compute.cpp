@@ -104,6 +104,14 @@ bool sameMembership(std::vector<QuorumMember> a, std::vector<QuorumMember> b) {
     return true;
 }
 
+// How long the earliest open request of this round has waited (rules 5 and 5b).
+int64_t waitedSinceFirstRequestMs(int64_t now_ms, const std::vector<const MemberHealth*>& candidates) {
+    int64_t first_request_ms = now_ms;
+    for (const MemberHealth* c : candidates)
+        first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
+    return now_ms - first_request_ms;
+}
+
 // Rule 5b (dtlab's fresh-start guard): when every candidate holds no
 // committed step, a quorum of them alone would start the job over. While a
 // replica the supervisor reports alive with committed steps is not among
@@ -139,10 +147,7 @@ FreshStartGuard freshStartGuard(int64_t now_ms, const std::vector<const MemberHe
                                 listReplicaIds(outside) + (outside.size() == 1 ? " is" : " are") +
                                 (all_stopped ? " stopped (hung or partitioned)" : " alive") +
                                 " with committed steps";
-    int64_t first_request_ms = now_ms;
-    for (const MemberHealth* c : candidates)
-        first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
-    const int64_t waited_ms = now_ms - first_request_ms;
+    const int64_t waited_ms = waitedSinceFirstRequestMs(now_ms, candidates);
     if (waited_ms < options.join_timeout_ms) {
         guard.reason = "waiting: no candidate holds a committed step, and " + holders +
                        ": a quorum now would start the job over beside it (join timeout in " +
@@ -255,10 +260,7 @@ QuorumDecision computeQuorum(int64_t now_ms, const std::vector<MemberHealth>& me
 
     // Step 5: wait for healthy stragglers, up to join_timeout_ms after the first request.
     if (!stragglers.empty()) {
-        int64_t first_request_ms = now_ms;
-        for (const MemberHealth* c : candidates)
-            first_request_ms = std::min(first_request_ms, c->waiting_since_ms);
-        const int64_t waited_ms = now_ms - first_request_ms;
+        const int64_t waited_ms = waitedSinceFirstRequestMs(now_ms, candidates);
         if (waited_ms < options.join_timeout_ms)
             return wait(std::string("waiting for ") + (stragglers.size() == 1 ? "replica " : "replicas ") +
                         listReplicas(stragglers) + " to join (join timeout in " +
