@@ -22,7 +22,7 @@
 
 #include "comm/communicator.hpp"
 #include "dtlab/checkpoint.hpp"
-#include "strategy/flat_unit.hpp"
+#include "sharding/flat_unit.hpp"
 
 #include <string>
 #include <vector>

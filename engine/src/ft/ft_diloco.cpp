@@ -57,7 +57,7 @@ namespace dt {
 
 namespace {} // namespace
 
-int trainFaultTolerantDiloco(const FtRankContext& c) {
+int trainFaultTolerantDiloco(const RankContext& c) {
     const Scenario& scenario = *c.scenario;
     const DilocoConfig& dc = scenario.diloco;
     const int replica = c.env.rank, replicas = c.env.world;
@@ -136,7 +136,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
             left_early = true;
             break;
         }
-        const int64_t step_begin = ft::beginReplicaStep(c, telemetry, step);
+        const int64_t step_begin = beginReplicaStep(c, telemetry, step);
 
         // 1. The inner step (a restarted replica skips it: it will heal).
         const bool heal_first = manager.healsBeforeCompute();
@@ -234,7 +234,7 @@ int trainFaultTolerantDiloco(const FtRankContext& c) {
             round_begin = step + 1;
         }
 
-        ft::endReplicaStep(c, telemetry, step, step_begin, manager.modeledBytesSent());
+        endReplicaStep(c, telemetry, step, step_begin, manager.modeledBytesSent());
         if (telemetry.detailed()) // (+ 4P each: the global model and the outer momentum)
             ft::emitReplicaMemory(telemetry, step,
                                   sampleMemory(storageBytes(params) + 4 * P, storageBytes(m.grads()),

@@ -87,7 +87,7 @@ uint64_t shardChecksum(const std::vector<at::Tensor>& shards) {
 
 } // namespace
 
-int trainFaultTolerantGroup(const FtRankContext& c) {
+int trainFaultTolerantGroup(const RankContext& c) {
     const Scenario& scenario = *c.scenario;
     const int rank = c.env.rank;
     const int G = ftGroupSize(scenario), R = ftReplicaGroups(scenario);
@@ -247,7 +247,7 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
             left_early = true;
             break;
         }
-        const int64_t step_begin = ft::beginGroupReplicaStep(c, telemetry, step, agree_gate);
+        const int64_t step_begin = beginGroupReplicaStep(c, telemetry, step, agree_gate);
 
         // 1. The quorum request runs while the group computes.
         manager.startQuorum(step, step);
@@ -363,8 +363,8 @@ int trainFaultTolerantGroup(const FtRankContext& c) {
         }
 
         const int64_t attempted = commit ? step - 1 : step;
-        ft::endReplicaStep(c, telemetry, attempted, step_begin,
-                           strategy->modeledBytesSent() + manager.modeledBytesSent());
+        endReplicaStep(c, telemetry, attempted, step_begin,
+                       strategy->modeledBytesSent() + manager.modeledBytesSent());
         if (telemetry.detailed()) {
             const StrategyMemory m = strategy->memory();
             ft::emitReplicaMemory(telemetry, attempted,

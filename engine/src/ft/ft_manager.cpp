@@ -95,30 +95,6 @@
 
 namespace dt {
 
-void FtFaultSwitches::setPartitioned(bool partitioned) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_partitioned = partitioned;
-    if (m_client)
-        m_client->setPartitioned(partitioned);
-}
-
-bool FtFaultSwitches::waitForGreeting(int64_t timeout_ms) const {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (!greeted.load()) {
-        if (std::chrono::steady_clock::now() > deadline)
-            return false;
-        std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    return true;
-}
-
-void FtFaultSwitches::attach(ft::LighthouseClient* client) {
-    std::lock_guard<std::mutex> lock(m_mutex);
-    m_client = client;
-    if (m_client && m_partitioned)
-        m_client->setPartitioned(true);
-}
-
 namespace ft {
 namespace {
 
@@ -212,7 +188,7 @@ const char* abortText(AbortReason reason) {
     return "";
 }
 
-Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state,
+Manager::Manager(const RankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state,
                  GroupAgreement group_agree)
     : m_context(context), m_config(context.scenario->fault_tolerance), m_telemetry(telemetry),
       m_sender(*context.sender), m_state(std::move(state)),
@@ -229,7 +205,8 @@ Manager::Manager(const FtRankContext& context, const RankTelemetry& telemetry, R
             std::make_unique<LighthouseClient>(lighthouse, m_replica, context.incarnation, context.token);
         if (m_telemetry.detailed())
             m_client->onHeartbeat([this] { m_telemetry.instant(EventKind::Heartbeat).step(-1).emit(); });
-        context.faults->attach(m_client.get());
+        context.faults->attachPartitionSink(
+            [client = m_client.get()](bool partitioned) { client->setPartitioned(partitioned); });
         m_client->startHeartbeats(int64_t(m_config.heartbeat_interval_ms));
     }
     if (context.incarnation == 0)
@@ -256,7 +233,7 @@ Manager::~Manager() {
     m_stopping = true;
     if (m_quorum_future.valid())
         m_quorum_future.wait();
-    m_context.faults->attach(nullptr);
+    m_context.faults->attachPartitionSink(nullptr);
 }
 
 bool Manager::healsBeforeCompute() const {

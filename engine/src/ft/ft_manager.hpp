@@ -88,7 +88,7 @@ class Manager {
     // Connects to the lighthouse ([fault_tolerance] lighthouse, or the
     // Session's from the store), starts heartbeats, attaches the fault
     // switches; on a first start waits until every replica is up. Emits RankReady.
-    Manager(const FtRankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state,
+    Manager(const RankContext& context, const RankTelemetry& telemetry, ReplicaStateTransfer state,
             GroupAgreement group_agree = nullptr);
     ~Manager(); // detaches the fault switches, stops the heartbeats
     Manager(const Manager&) = delete;
@@ -219,7 +219,7 @@ class Manager {
     [[nodiscard]] Quorum requestQuorumOnce(int64_t committed_steps, int failures);
     void publishQuorum(const std::string& line);
 
-    const FtRankContext& m_context;
+    const RankContext& m_context;
     const FaultToleranceConfig& m_config;
     const RankTelemetry m_telemetry;
     TelemetrySender& m_sender;

@@ -88,7 +88,7 @@ std::vector<at::Tensor> paramsOf(const Fragment& f, const std::vector<at::Tensor
 
 } // namespace
 
-int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
+int trainFaultTolerantStreamingDiloco(const RankContext& c) {
     const Scenario& scenario = *c.scenario;
     const DilocoConfig& dc = scenario.diloco;
     const int replica = c.env.rank, replicas = c.env.world;
@@ -385,7 +385,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
             left_early = true;
             break;
         }
-        const int64_t step_begin = ft::beginReplicaStep(c, telemetry, step);
+        const int64_t step_begin = beginReplicaStep(c, telemetry, step);
 
         if (must_heal) {
             // A restarted replica: no inner step; it asks for the quorum now
@@ -414,7 +414,7 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                 if (resume && resumeFromNewestCheckpoint())
                     manager.markUpToDate(); // its next round is an ordinary one
             }
-            ft::endReplicaStep(c, telemetry, asked_at, step_begin, manager.modeledBytesSent());
+            endReplicaStep(c, telemetry, asked_at, step_begin, manager.modeledBytesSent());
             continue;
         }
 
@@ -445,14 +445,14 @@ int trainFaultTolerantStreamingDiloco(const FtRankContext& c) {
                 // Behind (a hang or a partition) and healed from a peer: this
                 // replica is now at the peer's step and place in the round.
                 endHealedRoundIfDue();
-                ft::endReplicaStep(c, telemetry, done, step_begin, manager.modeledBytesSent());
+                endReplicaStep(c, telemetry, done, step_begin, manager.modeledBytesSent());
                 continue;
             }
         }
         if (flight && (local_step == period || last))
             endRound(step);
 
-        ft::endReplicaStep(c, telemetry, step, step_begin, manager.modeledBytesSent());
+        endReplicaStep(c, telemetry, step, step_begin, manager.modeledBytesSent());
         if (telemetry.detailed()) // (+ 4P each: the global model and the outer momentum)
             ft::emitReplicaMemory(telemetry, step,
                                   sampleMemory(storageBytes(params) + 4 * P, storageBytes(m.grads()),

@@ -42,7 +42,7 @@
 
 namespace dt {
 
-int trainFaultTolerant(const FtRankContext& c) {
+int trainFaultTolerant(const RankContext& c) {
     const Scenario& scenario = *c.scenario;
     const int replica = c.env.rank, replicas = c.env.world;
     TelemetrySender& sender = *c.sender;
@@ -109,7 +109,7 @@ int trainFaultTolerant(const FtRankContext& c) {
             left_early = true;
             break;
         }
-        const int64_t step_begin = ft::beginReplicaStep(c, telemetry, step);
+        const int64_t step_begin = beginReplicaStep(c, telemetry, step);
 
         // 1. The quorum request runs while this replica computes its gradient (P fp32).
         manager.startQuorum(step, step);
@@ -215,7 +215,7 @@ int trainFaultTolerant(const FtRankContext& c) {
         }
 
         const int64_t attempted = commit ? step - 1 : step;
-        ft::endReplicaStep(c, telemetry, attempted, step_begin, manager.modeledBytesSent());
+        endReplicaStep(c, telemetry, attempted, step_begin, manager.modeledBytesSent());
         if (telemetry.detailed())
             ft::emitReplicaMemory(telemetry, attempted,
                                   sampleMemory(storageBytes(params), storageBytes(m.grads()),

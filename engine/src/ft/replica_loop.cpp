@@ -6,13 +6,9 @@
 #include "memory/memory_events.hpp"
 #include "memory/tracking_allocator.hpp"
 
-#include "rank/step_gate.hpp"
 #include "strategy/training_strategy.hpp"
 
 #include <torch/optim/adamw.h>
-
-#include <chrono>
-#include <thread>
 
 namespace dt::ft {
 
@@ -93,41 +89,6 @@ void copyInto(const std::vector<at::Tensor>& tensors, const at::Tensor& flat) {
         t.detach().copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
         offset += t.numel();
     }
-}
-
-int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step) {
-    const int64_t gate_begin = telemetry.now();
-    if (context.gate->waitToStart(step, [&](bool retry) {
-            telemetry.instant(EventKind::GateWait).step(step).value(retry ? 1.0 : 0.0).emit();
-        }))
-        telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
-    return telemetry.now();
-}
-
-int64_t beginGroupReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
-                              const std::function<GroupGateLook(const GateLook&)>& agree) {
-    const int64_t gate_begin = telemetry.now();
-    const bool waited = passGateTogether(*context.gate, step, agree, [&](bool retry) {
-        // each wait says so: the Session counts the rank as held
-        telemetry.instant(EventKind::GateWait).step(step).value(retry ? 1.0 : 0.0).emit();
-    });
-    if (waited)
-        telemetry.span(EventKind::Paused).from(gate_begin).step(step).emit();
-    return telemetry.now();
-}
-
-void endReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
-                    int64_t step_begin, int64_t bytes_sent) {
-    const double slow_ms = context.scenario->run.step_delay_ms + context.gate->delayMs();
-    if (slow_ms > 0) {
-        const int64_t t = telemetry.now();
-        std::this_thread::sleep_for(std::chrono::microseconds(int64_t(slow_ms * 1000)));
-        telemetry.span(EventKind::SlowDelay).from(t).step(step).emit();
-    }
-    telemetry.span(EventKind::Step).from(step_begin).step(step).emit();
-    const double step_ms = double(telemetry.now() - step_begin) / 1e6;
-    telemetry.counter(EventKind::StepTimeMs).step(step).value(step_ms).emit();
-    telemetry.counter(EventKind::BytesSent).step(step).value(double(bytes_sent)).emit();
 }
 
 void emitReplicaMemory(const RankTelemetry& telemetry, int64_t step, const MemorySample& m,

@@ -6,15 +6,13 @@
 //  1. ReplicaModel: the data source, the model (the same seed on every
 //     replica, so they start identical: P fp32 parameters) and AdamW (2P fp32
 //     of state once it has stepped).
-//  2. beginReplicaStep: the Session's step gate (a Paused span when it held
-//     the replica); returns the step's begin time. beginGroupReplicaStep:
-//     the same for a group of G ranks, which pass their gates together.
+//  2. beginReplicaStep (rank/replica_step.hpp, shared with SWARM): the
+//     Session's step gate; beginGroupReplicaStep for a group of G ranks.
 //  3. ReplicaModel::forwardBackward: the replica's batch of the step (shard =
 //     replica index), forward and backward, each a span (unit -2: the whole
 //     model), gradients in the parameters' .grad. No communication.
-//  4. endReplicaStep: the step's slow-down ([run] step_delay_ms plus the
-//     Session's delay for this rank), the Step span, the step time and the
-//     modelled bytes sent so far.
+//  4. endReplicaStep (rank/replica_step.hpp): the step's slow-down, the Step
+//     span, the step time and the modelled bytes sent so far.
 //  5. emitReplicaMemory: memory by category, as the other strategies report
 //     it (detailed telemetry only).
 #pragma once
@@ -24,6 +22,7 @@
 #include "memory/memory_accounting.hpp"
 #include "model/model.hpp"
 #include "rank/rank_telemetry.hpp"
+#include "rank/replica_step.hpp"
 #include "rank/step_gate.hpp"
 
 #include <ATen/Tensor.h>
@@ -71,15 +70,6 @@ class ReplicaModel {
 [[nodiscard]] at::Tensor flatten(const std::vector<at::Tensor>& tensors);
 void copyInto(const std::vector<at::Tensor>& tensors, const at::Tensor& flat);
 
-int64_t beginReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step);
-// A replica group's ranks pass the gate together (step_gate.hpp's
-// passGateTogether; `agree` is a collective over the group): a rank let
-// through alone would wait in a collective its held peer never joins, until
-// it timed out.
-int64_t beginGroupReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
-                              const std::function<GroupGateLook(const GateLook&)>& agree);
-void endReplicaStep(const FtRankContext& context, const RankTelemetry& telemetry, int64_t step,
-                    int64_t step_begin, int64_t bytes_sent);
 // MemCommBuffers is reported only when `comm_buffers` (the DDP loop's flat gradient).
 void emitReplicaMemory(const RankTelemetry& telemetry, int64_t step, const MemorySample& m,
                        bool comm_buffers);

@@ -55,7 +55,7 @@
 // restarted group's rank heals from the same rank of a live one
 // (optimizedTensors, the stage or its shard, and the AdamW state).
 #include "checkpoint/stage_checkpoint.hpp"
-#include "strategy/flat_unit.hpp"
+#include "sharding/flat_unit.hpp"
 #include "strategy/training_strategy.hpp"
 
 #include "dtlab/pipeline_schedule.hpp"
@@ -103,9 +103,7 @@ class PipelineStrategy final : public TrainingStrategy {
         : m_scenario(*c.scenario), m_model(*c.model), m_world(*c.world), m_dp(c.data_parallel_group),
           m_telemetry(c.sink, c.rank, c.sink != nullptr), m_rank(c.rank), m_slow_delay_ms(c.slow_delay_ms) {
         const StrategyConfig& st = m_scenario.strategy;
-        m_shape.stages = m_scenario.topology.stages;
-        m_shape.microbatches = st.microbatches;
-        m_shape.chunks_per_rank = st.chunks_per_rank;
+        m_shape = pipelineShapeOf(m_scenario);
         // Positions in m_world: all ranks, or a replica group under [fault_tolerance] (one pipeline, or
         // several side by side: m_replica is the pipeline's index in it).
         m_stage = m_world.rank() % m_shape.stages;

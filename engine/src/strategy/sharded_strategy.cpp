@@ -37,7 +37,7 @@
 // before AdamW; AdamW is elementwise, so updating shards gives the same result
 // as updating the whole model (the padding stays zero: zero gradient, zero value).
 #include "checkpoint/sharded_checkpoint.hpp"
-#include "strategy/flat_unit.hpp"
+#include "sharding/flat_unit.hpp"
 #include "strategy/gradient_ready_hook.hpp"
 #include "strategy/training_strategy.hpp"
 

@@ -18,12 +18,12 @@
 // incarnation takes its stage's state from the param mirror and registers.
 #pragma once
 
-#include "ft/ft_training.hpp"
+#include "rank/rank_context.hpp"
 
 namespace dt {
 
-int trainSwarm(const FtRankContext& context);      // swarm_trainer.cpp
-int serveSwarmStage(const FtRankContext& context); // swarm_server.cpp
-[[nodiscard]] int runSwarmRank(const FtRankContext& context);
+int trainSwarm(const RankContext& context);      // swarm_trainer.cpp
+int serveSwarmStage(const RankContext& context); // swarm_server.cpp
+[[nodiscard]] int runSwarmRank(const RankContext& context);
 
 } // namespace dt

@@ -68,8 +68,13 @@ void OuterSync::setLocal(const at::Tensor& flat) {
     }
 }
 
+// Every key of this stage's rounds lives under one prefix: "dtlab/swarm/s<stage>/".
+std::string OuterSync::stageKey(const std::string& leaf) const {
+    return "dtlab/swarm/s" + std::to_string(m_stage) + "/" + leaf;
+}
+
 std::string OuterSync::mirrorKey() const {
-    return "dtlab/swarm/s" + std::to_string(m_stage) + "/mirror";
+    return stageKey("mirror");
 }
 
 void OuterSync::putMirror(const std::string& key) {
@@ -80,8 +85,7 @@ void OuterSync::putMirror(const std::string& key) {
     append(value, m_momentum.data_ptr(), size_t(m_momentum.nbytes()));
     m_store->set(key, value);
     if (key == mirrorKey())
-        m_store->set("dtlab/swarm/s" + std::to_string(m_stage) + "/mirror_round",
-                     bytesOf(std::to_string(m_round)));
+        m_store->set(stageKey("mirror_round"), bytesOf(std::to_string(m_round)));
 }
 
 bool OuterSync::takeMirror(const std::string& key, int at_least_round, int64_t timeout_ms, int64_t& bytes) {
@@ -121,7 +125,7 @@ int64_t OuterSync::loadMirror(int& round) {
 }
 
 int64_t OuterSync::addProgress(int64_t calls) {
-    return m_store->add("dtlab/swarm/s" + std::to_string(m_stage) + "/progress", calls);
+    return m_store->add(stageKey("progress"), calls);
 }
 
 bool OuterSync::roundDue(int64_t progress) const {
@@ -138,7 +142,7 @@ int OuterSync::registeredServers() const {
 }
 
 int OuterSync::mirrorRound() const {
-    const std::string key = "dtlab/swarm/s" + std::to_string(m_stage) + "/mirror_round";
+    const std::string key = stageKey("mirror_round");
     return m_store->check({key}) ? std::stoi(textOf(m_store->get(key))) : -1;
 }
 
@@ -154,8 +158,7 @@ RoundResult OuterSync::runRound(int inner_steps_since_last, bool final_round) {
         result.round = m_round;
         return result;
     }
-    const std::string prefix = "dtlab/swarm/s" + std::to_string(m_stage) + "/" +
-                               (final_round ? std::string("final") : "r" + std::to_string(r)) + "/";
+    const std::string prefix = stageKey(final_round ? std::string("final/") : "r" + std::to_string(r) + "/");
     const int64_t wait_ms = int64_t(m_config.join_timeout_ms) + 5000;
     const std::string own_key = prefix + "in" + std::to_string(m_rank);
     // The last round's result has a key of its own: a regular round still

@@ -92,7 +92,8 @@ class OuterSync {
   private:
     [[nodiscard]] at::Tensor flatLocal() const;
     void setLocal(const at::Tensor& flat);
-    [[nodiscard]] std::string mirrorKey() const; // the stage's param mirror
+    [[nodiscard]] std::string stageKey(const std::string& leaf) const; // "dtlab/swarm/s<stage>/<leaf>"
+    [[nodiscard]] std::string mirrorKey() const;                       // the stage's param mirror
     void putMirror(const std::string& key);
     [[nodiscard]] int mirrorRound() const;       // -1 = no mirror yet
     [[nodiscard]] int registeredServers() const; // of this stage, alive as far as the Session knows

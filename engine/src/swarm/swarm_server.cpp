@@ -50,7 +50,7 @@ using namespace dt::swarm;
 
 class StageServer {
   public:
-    explicit StageServer(const FtRankContext& c)
+    explicit StageServer(const RankContext& c)
         : m_c(c), m_scenario(*c.scenario), m_layout(SwarmLayout::of(m_scenario)), m_rank(c.env.rank),
           m_stage(m_layout.stageOf(m_rank)), m_telemetry(c.sender, m_rank, m_scenario.telemetry.enabled),
           m_module(m_scenario, m_stage), m_outer(m_scenario, c.store, m_stage, m_rank, m_module.tensors()) {
@@ -257,7 +257,7 @@ class StageServer {
             .emit();
     }
 
-    const FtRankContext& m_c;
+    const RankContext& m_c;
     const Scenario& m_scenario;
     SwarmLayout m_layout;
     int m_rank = 0;
@@ -274,12 +274,12 @@ class StageServer {
 
 } // namespace
 
-int serveSwarmStage(const FtRankContext& context) {
+int serveSwarmStage(const RankContext& context) {
     StageServer server(context);
     return server.run();
 }
 
-int runSwarmRank(const FtRankContext& context) {
+int runSwarmRank(const RankContext& context) {
     return SwarmLayout::of(*context.scenario).isTrainer(context.env.rank) ? trainSwarm(context)
                                                                           : serveSwarmStage(context);
 }

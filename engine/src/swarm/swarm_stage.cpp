@@ -1,7 +1,7 @@
 // swarm_stage.cpp: a server's stage (see swarm_stage.hpp).
 #include "swarm/swarm_stage.hpp"
 
-#include "strategy/flat_unit.hpp"
+#include "sharding/flat_unit.hpp"
 #include "strategy/optimizer_factory.hpp"
 
 #include "dtlab/errors.hpp"

@@ -19,8 +19,8 @@
 #include "data/data_source.hpp"
 #include "dtlab/errors.hpp"
 #include "dtlab/swarm_layout.hpp"
-#include "ft/replica_loop.hpp"
 #include "rank/rank_telemetry.hpp"
+#include "rank/replica_step.hpp"
 #include "strategy/training_strategy.hpp"
 #include "swarm/swarm_routing.hpp"
 #include "swarm/swarm_rpc.hpp"
@@ -51,7 +51,7 @@ constexpr int64_t kBanNs = 1'000'000'000; // 1 s
 
 class Trainer {
   public:
-    explicit Trainer(const FtRankContext& c)
+    explicit Trainer(const RankContext& c)
         : m_c(c), m_scenario(*c.scenario), m_layout(SwarmLayout::of(m_scenario)), m_rank(c.env.rank),
           m_telemetry(c.sender, m_rank, m_scenario.telemetry.enabled),
           m_data(makeDataSource(m_scenario.data, m_scenario.model, m_scenario.run.seed)),
@@ -76,7 +76,7 @@ class Trainer {
         const int B = m_scenario.data.batch_per_rank;
         const int rows = B / M;
         for (int step = 0; step < m_scenario.run.steps; ++step) {
-            const int64_t step_begin = ft::beginReplicaStep(m_c, m_telemetry, step);
+            const int64_t step_begin = beginReplicaStep(m_c, m_telemetry, step);
             refreshDirectory();
             int64_t t = m_telemetry.now();
             const Batch batch = m_data->batch(step, m_rank, m_layout.trainers, B);
@@ -88,7 +88,7 @@ class Trainer {
             const double loss = loss_sum / M;
             requireFiniteLoss(loss, step);
             m_telemetry.counter(EventKind::LossValue).step(step).value(loss).emit();
-            ft::endReplicaStep(m_c, m_telemetry, step, step_begin, m_bytes_sent);
+            endReplicaStep(m_c, m_telemetry, step, step_begin, m_bytes_sent);
         }
         m_telemetry.instant(EventKind::RankFinished).step(m_scenario.run.steps - 1).emit();
         return 0;
@@ -316,7 +316,7 @@ class Trainer {
         }
     }
 
-    const FtRankContext& m_c;
+    const RankContext& m_c;
     const Scenario& m_scenario;
     SwarmLayout m_layout;
     int m_rank = 0;
@@ -329,7 +329,7 @@ class Trainer {
 
 } // namespace
 
-int trainSwarm(const FtRankContext& context) {
+int trainSwarm(const RankContext& context) {
     Trainer trainer(context);
     return trainer.run();
 }

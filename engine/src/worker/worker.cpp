@@ -463,7 +463,7 @@ int runWorker(const WorkerArgs& args) {
 
     TelemetrySender sender(env.rank, size_t(scenario.telemetry.queue_capacity));
     StepGate gate;
-    FtFaultSwitches ft_faults;
+    RankFaultSwitches ft_faults;
     LinkShaper link; // the rank's modelled link, shared by its communicators
     link.set(scenario.network.bandwidth_mbit_s, scenario.network.latency_ms);
     // A scheduled kill or hang of this rank stops it at that moment itself (fault_points.hpp).
@@ -543,7 +543,7 @@ int runWorker(const WorkerArgs& args) {
     bool lost_peer = false; // failed only because a peer went away: the Session prefers the peer's reason
     try {
         if (scenario.fault_tolerance.enabled || scenario.strategy.kind == StrategyKind::Swarm) {
-            FtRankContext context;
+            RankContext context;
             context.env = env;
             context.scenario = &scenario;
             context.sender = &sender;

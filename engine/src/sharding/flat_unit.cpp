@@ -1,5 +1,5 @@
 // flat_unit.cpp: building flat units and freeing their bytes (see flat_unit.hpp).
-#include "strategy/flat_unit.hpp"
+#include "sharding/flat_unit.hpp"
 
 #include "dtlab/errors.hpp"
 #include "dtlab/sharding_theory.hpp"
