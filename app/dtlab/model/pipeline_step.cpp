@@ -48,14 +48,6 @@ int stagesOf(const Scenario& scenario) {
 
 } // namespace
 
-PipelineShape pipelineShapeOf(const Scenario& scenario) {
-    PipelineShape shape;
-    shape.stages = stagesOf(scenario);
-    shape.microbatches = std::max(1, scenario.strategy.microbatches);
-    shape.chunks_per_rank = std::max(1, scenario.strategy.chunks_per_rank);
-    return shape;
-}
-
 PipeMeans pipelineMeans(const RunModel& model) {
     // sum[later][kind], count[later][kind]: later = 0 for step 0, 1 for the others.
     double sum[2][4] = {};
@@ -91,7 +83,7 @@ PipeTheory pipelineTheory(const Scenario& scenario, const PipeMeans& means) {
 
     // Durations: the measured means when the schedule's kinds were all seen,
     // else unit time (F = 1, B = 2 = Bi + W).
-    const bool zb = name == "zb-h1";
+    const bool zb = splitsBackward(scenario);
     t.measured_durations =
         means.forward_ns > 0 &&
         (zb ? means.backward_input_ns > 0 && means.backward_weight_ns > 0 : means.backward_ns > 0);

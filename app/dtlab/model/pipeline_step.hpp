@@ -29,7 +29,6 @@
 namespace dt::app {
 
 // The run's shape as the schedule generators take it.
-[[nodiscard]] PipelineShape pipelineShapeOf(const Scenario& scenario);
 
 // Mean measured span per (microbatch, chunk), in ns; 0 = none seen. Step 0 (a
 // warm-up) is left out once a later step has spans, as the summary does.

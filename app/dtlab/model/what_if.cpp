@@ -3,6 +3,7 @@
 
 #include "dtlab/closing_check.hpp"
 #include "dtlab/errors.hpp"
+#include "dtlab/pipeline_schedule.hpp"
 #include "dtlab/strategy_kind.hpp"
 
 #include <nlohmann/json.hpp>
@@ -75,7 +76,7 @@ std::vector<std::string> knobChoices(Knob knob) {
     case Knob::BackwardPrefetch:
         return {"on", "off"};
     case Knob::Schedule:
-        return {"gpipe", "1f1b", "interleaved", "zb-h1"};
+        return pipelineScheduleNames();
     case Knob::HealTransport:
         return {"pg", "http"};
     case Knob::Detection:

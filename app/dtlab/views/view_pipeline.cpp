@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 
 namespace dt::app {
@@ -283,7 +284,7 @@ void PipelineView::drawHeader(const ViewInputs& inputs) {
         flowTextDisabled(m_step.complete ? "latest completed" : "in progress");
 
     // Legend: the kinds this schedule uses, then how to read shades and arrows.
-    const bool zb = scenario.strategy.schedule == "zb-h1";
+    const bool zb = splitsBackward(scenario);
     legendItem(palette::kindColor(EventKind::Forward), "F forward", true);
     if (zb) {
         legendItem(palette::kindColor(EventKind::BackwardInput), "Bi input gradient", false);
@@ -453,7 +454,7 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
     if (theory.measured_durations) {
         description.push_back("the schedule with the measured means");
         formatDuration(a_buf, sizeof(a_buf), theory.durations.forward);
-        if (scenario.strategy.schedule == "zb-h1") {
+        if (splitsBackward(scenario)) {
             formatDuration(b_buf, sizeof(b_buf), theory.durations.backward_input);
             formatDuration(c_buf, sizeof(c_buf), theory.durations.backward_weight);
             std::snprintf(line, sizeof(line), "F %s, Bi %s, W %s;", a_buf, b_buf, c_buf);
@@ -475,11 +476,9 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
             flowTextDisabled(part);
     percent(a_buf, sizeof(a_buf), theory.formula_bubble);
     percent(b_buf, sizeof(b_buf), theory.simulated_bubble);
-    const bool zb = scenario.strategy.schedule == "zb-h1";
-    const char* formula = scenario.strategy.schedule == "interleaved" ? "(p-1)/(v m+p-1)"
-                          : zb ? "(p-1)(F+Bi-W) / (m(F+Bi+W) + (p-1)(F+Bi-W))"
-                               : "(p-1)/(m+p-1)";
-    if (zb) // the formula is long: on hover
+    const PipelineScheduleSpec* spec = findPipelineSchedule(scenario.strategy.schedule);
+    const char* formula = spec ? spec->bubble_formula : "?";
+    if (std::strlen(formula) > 24) // a long formula (zb-h1's): on hover
         std::snprintf(line, sizeof(line), "|  bubble %s by the formula, %s simulated", a_buf, b_buf);
     else
         std::snprintf(line, sizeof(line), "|  bubble %s = %s, simulated %s", formula, a_buf, b_buf);
@@ -542,7 +541,7 @@ void PipelineView::drawGrids(const ViewInputs& inputs) {
         std::snprintf(line, sizeof(line), "step %d: %s", measured.step, a_buf);
     else
         std::snprintf(line, sizeof(line), "step %d: %s from the first F to the last %s", measured.step, a_buf,
-                      scenario.strategy.schedule == "zb-h1" ? "W" : "B");
+                      splitsBackward(scenario) ? "W" : "B");
     flowTextDisabled(line);
     std::snprintf(line, sizeof(line),
                   m_compact ? "|  bubble %s" : "|  bubble %s (mean of the stages' idle share)", b_buf);

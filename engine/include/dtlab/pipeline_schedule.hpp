@@ -49,6 +49,8 @@
 
 namespace dt {
 
+struct Scenario;
+
 enum class PipeOp : uint8_t {
     Forward,
     Backward,
@@ -78,8 +80,32 @@ struct PipelineShape {
 
 using PipelineSchedule = std::vector<std::vector<PipeAction>>; // [pipeline rank][step in order]
 
-// The accepted schedule names: "gpipe", "1f1b", "interleaved", "zb-h1".
+// One schedule: what it is called in scenarios, what it needs and what it
+// gives. Each is defined in its own file (engine/src/core/schedules/NAME.cpp)
+// and listed once (schedules.def); everything that depends on the schedule
+// (the validator, the pipeline strategy, the measurements, the views) asks its
+// spec rather than comparing its name.
+struct PipelineScheduleSpec {
+    const char* name;           // as in scenarios: "1f1b"
+    const char* summary;        // one line: what it does
+    bool splits_backward;       // B split in Bi (input gradient) and W (weight gradient): zero bubble
+    bool several_chunks;        // v >= 2 model chunks per rank (interleaved); else exactly 1
+    const char* bubble_formula; // the paper's bubble fraction, as text
+    PipelineSchedule (*generate)(const PipelineShape& shape);
+    double (*bubble)(const PipelineShape& shape, double t_f, double t_b, double t_w);
+    std::string (*shape_problem)(const PipelineShape& shape); // further needs ("" = fine); may be null
+};
+[[nodiscard]] const std::vector<const PipelineScheduleSpec*>& pipelineSchedules(); // in schedules.def order
+[[nodiscard]] const PipelineScheduleSpec* findPipelineSchedule(const std::string& name); // null: unknown
+[[nodiscard]] const PipelineScheduleSpec& pipelineSchedule(const std::string& name);     // throws UsageError
+// The accepted schedule names, in list order: "gpipe", "1f1b", "interleaved", "zb-h1".
 [[nodiscard]] const std::vector<std::string>& pipelineScheduleNames();
+[[nodiscard]] std::string pipelineScheduleNameList(); // "gpipe, 1f1b, interleaved or zb-h1"
+// The shape a scenario's pipeline runs: p = [topology] stages, m = [strategy]
+// microbatches, v = chunks_per_rank (each at least 1).
+[[nodiscard]] PipelineShape pipelineShapeOf(const Scenario& scenario);
+// True when the scenario's schedule splits the backward in Bi and W (zb-h1).
+[[nodiscard]] bool splitsBackward(const Scenario& scenario);
 // Throws UsageError for an unknown name or a shape the schedule cannot run
 // (interleaved: v >= 2 and m a multiple of p; the others: v = 1).
 [[nodiscard]] PipelineSchedule makePipelineSchedule(const std::string& name, const PipelineShape& shape);

@@ -70,15 +70,12 @@ PipelineMeasure measurePipeline(const std::vector<Event>& events, const Scenario
         return it == durations.end() || it->second.second == 0 ? 0.0
                                                                : it->second.first / it->second.second / 1e6;
     };
-    const bool zb = s.strategy.schedule == "zb-h1";
+    const bool zb = splitsBackward(s);
     out.t_forward_ms = mean_ms(EventKind::Forward);
     out.t_backward_ms = mean_ms(zb ? EventKind::BackwardInput : EventKind::Backward);
     out.t_weight_ms = zb ? mean_ms(EventKind::BackwardWeight) : 0.0;
 
-    PipelineShape shape;
-    shape.stages = p;
-    shape.microbatches = s.strategy.microbatches;
-    shape.chunks_per_rank = s.strategy.chunks_per_rank;
+    const PipelineShape shape = pipelineShapeOf(s);
     out.bubble_theory =
         bubbleTheory(s.strategy.schedule, shape, out.t_forward_ms, out.t_backward_ms, out.t_weight_ms);
     PipeDurations d;

@@ -1,5 +1,5 @@
-// pipeline_schedule.cpp: generators, validator and simulator of
-// pipeline_schedule.hpp.
+// pipeline_schedule.cpp: the validator and the simulator of pipeline_schedule.hpp
+// (the generators: one file per schedule in schedules/; the list: schedules.def).
 //
 // Messages are named by the chunk boundary they cross: the activation of
 // (mb, boundary b) goes from chunk b to chunk b+1, the gradient of
@@ -20,182 +20,6 @@ namespace {
 bool isCompute(PipeOp op) {
     return op == PipeOp::Forward || op == PipeOp::Backward || op == PipeOp::BackwardInput ||
            op == PipeOp::BackwardWeight;
-}
-
-// ---- generators -------------------------------------------------------------------
-
-struct Emitter {
-    const PipelineShape& s;
-    int rank;
-    std::vector<PipeAction>& out;
-
-    void forward(int mb, int g) {
-        if (g > 0 && s.rankOfChunk(g - 1) != rank)
-            out.push_back({PipeOp::RecvAct, mb, g, s.rankOfChunk(g - 1)});
-        out.push_back({PipeOp::Forward, mb, g, -1});
-        if (g + 1 < s.chunks() && s.rankOfChunk(g + 1) != rank)
-            out.push_back({PipeOp::SendAct, mb, g, s.rankOfChunk(g + 1)});
-    }
-    void backward(int mb, int g, PipeOp op) {
-        if (g + 1 < s.chunks() && s.rankOfChunk(g + 1) != rank)
-            out.push_back({PipeOp::RecvGrad, mb, g, s.rankOfChunk(g + 1)});
-        out.push_back({op, mb, g, -1});
-        if (g > 0 && s.rankOfChunk(g - 1) != rank)
-            out.push_back({PipeOp::SendGrad, mb, g, s.rankOfChunk(g - 1)});
-    }
-    void weight(int mb, int g) { out.push_back({PipeOp::BackwardWeight, mb, g, -1}); }
-};
-
-PipelineSchedule gpipe(const PipelineShape& s) {
-    PipelineSchedule sched(static_cast<size_t>(s.stages), std::vector<PipeAction>{});
-    for (int r = 0; r < s.stages; ++r) {
-        Emitter e{s, r, sched[size_t(r)]};
-        for (int mb = 0; mb < s.microbatches; ++mb)
-            e.forward(mb, r);
-        for (int mb = 0; mb < s.microbatches; ++mb)
-            e.backward(mb, r, PipeOp::Backward);
-        sched[size_t(r)].push_back({PipeOp::Optimizer, -1, -1, -1});
-    }
-    return sched;
-}
-
-// 1F1B (PipeDream-Flush): p-1-r warm-up forwards on rank r, then one forward /
-// one backward, then the cool-down backwards.
-std::vector<PipeAction> oneForwardOneBackwardOrder(const PipelineShape& s, int r, PipeOp backward) {
-    std::vector<PipeAction> order; // compute actions only
-    const int m = s.microbatches;
-    const int warmup = std::min(s.stages - 1 - r, m);
-    for (int mb = 0; mb < warmup; ++mb)
-        order.push_back({PipeOp::Forward, mb, r, -1});
-    for (int i = 0; i < m - warmup; ++i) {
-        order.push_back({PipeOp::Forward, warmup + i, r, -1});
-        order.push_back({backward, i, r, -1});
-    }
-    for (int mb = m - warmup; mb < m; ++mb)
-        order.push_back({backward, mb, r, -1});
-    return order;
-}
-
-PipelineSchedule oneForwardOneBackward(const PipelineShape& s) {
-    PipelineSchedule sched(static_cast<size_t>(s.stages), std::vector<PipeAction>{});
-    for (int r = 0; r < s.stages; ++r) {
-        Emitter e{s, r, sched[size_t(r)]};
-        for (const PipeAction& a : oneForwardOneBackwardOrder(s, r, PipeOp::Backward)) {
-            if (a.op == PipeOp::Forward)
-                e.forward(a.microbatch, r);
-            else
-                e.backward(a.microbatch, r, PipeOp::Backward);
-        }
-        sched[size_t(r)].push_back({PipeOp::Optimizer, -1, -1, -1});
-    }
-    return sched;
-}
-
-// ZB-H1 (Zero Bubble, Qi et al.): 1f1b's order of F and Bi (the input
-// gradient, which the previous stage waits for), with each W (weight gradient)
-// placed greedily where the rank would otherwise wait, assuming F = Bi = W in
-// time, and never more than p microbatches holding activations on a rank
-// (1f1b's peak, reached on its first stage). Built by executing the ranks in time order: the rank with the
-// smallest clock decides next, so "its input has not arrived yet" is final.
-PipelineSchedule zeroBubbleH1(const PipelineShape& s) {
-    const int p = s.stages, m = s.microbatches;
-    PipelineSchedule sched(static_cast<size_t>(p), std::vector<PipeAction>{});
-    std::vector<std::vector<PipeAction>> order(static_cast<size_t>(p), std::vector<PipeAction>{});
-    for (int r = 0; r < p; ++r)
-        order[size_t(r)] = oneForwardOneBackwardOrder(s, r, PipeOp::BackwardInput);
-    std::vector<size_t> next(size_t(p), 0);
-    std::vector<double> clock(size_t(p), 0.0);
-    std::vector<int> next_w(size_t(p), 0), bi_done(size_t(p), 0), f_done(size_t(p), 0);
-    std::map<std::pair<int, int>, double> fwd_end, bwd_end;     // (mb, chunk) -> time
-    const auto inputTime = [&](const PipeAction& a) -> double { // -1: not produced yet
-        const auto& table = a.op == PipeOp::Forward ? fwd_end : bwd_end;
-        const int from = a.op == PipeOp::Forward ? a.chunk - 1 : a.chunk + 1;
-        if (from < 0 || from >= p)
-            return 0.0;
-        auto it = table.find({a.microbatch, from});
-        return it == table.end() ? -1.0 : it->second;
-    };
-    for (;;) {
-        int r = -1; // the unfinished rank with the smallest clock
-        for (int k = 0; k < p; ++k) {
-            const bool unfinished = next[size_t(k)] < order[size_t(k)].size() || next_w[size_t(k)] < m;
-            if (unfinished && (r < 0 || clock[size_t(k)] < clock[size_t(r)]))
-                r = k;
-        }
-        if (r < 0)
-            break;
-        Emitter e{s, r, sched[size_t(r)]};
-        double& now = clock[size_t(r)];
-        const bool main_left = next[size_t(r)] < order[size_t(r)].size();
-        const PipeAction a = main_left ? order[size_t(r)][next[size_t(r)]] : PipeAction{};
-        const double ready = main_left ? inputTime(a) : -1.0;
-        const bool w_possible = next_w[size_t(r)] < bi_done[size_t(r)];
-        const bool memory_full =
-            main_left && a.op == PipeOp::Forward && f_done[size_t(r)] - next_w[size_t(r)] >= p;
-        if (main_left && !memory_full && ready >= 0.0 && ready <= now) {
-            if (a.op == PipeOp::Forward) {
-                e.forward(a.microbatch, r);
-                fwd_end[{a.microbatch, r}] = now += 1.0;
-                ++f_done[size_t(r)];
-            } else {
-                e.backward(a.microbatch, r, PipeOp::BackwardInput);
-                bwd_end[{a.microbatch, r}] = now += 1.0;
-                ++bi_done[size_t(r)];
-            }
-            ++next[size_t(r)];
-        } else if (w_possible) {
-            e.weight(next_w[size_t(r)]++, r); // fill the wait with a weight gradient
-            now += 1.0;
-        } else {
-            // Nothing to fill with: wait for the input. If its producer has not
-            // run yet, every other rank's clock is later than ours; jump to the
-            // earliest of them so that one can run.
-            double later = -1.0;
-            for (int k = 0; k < p; ++k)
-                if (k != r && (later < 0 || clock[size_t(k)] < later) && clock[size_t(k)] > now)
-                    later = clock[size_t(k)];
-            now = ready > now ? ready : (later > now ? later : now + 1.0);
-        }
-    }
-    for (auto& list : sched)
-        list.push_back({PipeOp::Optimizer, -1, -1, -1});
-    return sched;
-}
-
-// Megatron-LM's interleaved 1F1B: the k-th forward item of a rank is microbatch
-// (k / (p v)) p + k % p on local chunk (k / p) % v; backward items take the
-// local chunks in reverse.
-PipelineSchedule interleaved(const PipelineShape& s) {
-    const int p = s.stages, v = s.chunks_per_rank, m = s.microbatches, n = m * v;
-    PipelineSchedule sched(static_cast<size_t>(p), std::vector<PipeAction>{});
-    for (int r = 0; r < p; ++r) {
-        Emitter e{s, r, sched[size_t(r)]};
-        const auto item = [&](int k, bool forward) {
-            const int in_group = k % (p * v);
-            int local = in_group / p;
-            if (!forward)
-                local = v - 1 - local;
-            const int mb = (k / (p * v)) * p + k % p;
-            return std::make_pair(mb, local * p + r);
-        };
-        const int warmup = m == p ? n : std::min(n, (p - r - 1) * 2 + (v - 1) * p);
-        for (int k = 0; k < warmup; ++k) {
-            auto [mb, g] = item(k, true);
-            e.forward(mb, g);
-        }
-        for (int k = 0; k < n - warmup; ++k) {
-            auto [fmb, fg] = item(k + warmup, true);
-            e.forward(fmb, fg);
-            auto [bmb, bg] = item(k, false);
-            e.backward(bmb, bg, PipeOp::Backward);
-        }
-        for (int k = n - warmup; k < n; ++k) {
-            auto [mb, g] = item(k, false);
-            e.backward(mb, g, PipeOp::Backward);
-        }
-        sched[size_t(r)].push_back({PipeOp::Optimizer, -1, -1, -1});
-    }
-    return sched;
 }
 
 // ---- execution model shared by the validator and the simulator ------------------------
@@ -345,42 +169,6 @@ bool usesSplitBackward(const PipelineSchedule& sched) {
 }
 
 } // namespace
-
-const std::vector<std::string>& pipelineScheduleNames() {
-    static const std::vector<std::string> names = {"gpipe", "1f1b", "interleaved", "zb-h1"};
-    return names;
-}
-
-std::string pipelineShapeProblem(const std::string& name, const PipelineShape& s) {
-    if (std::find(pipelineScheduleNames().begin(), pipelineScheduleNames().end(), name) ==
-        pipelineScheduleNames().end())
-        return "unknown pipeline schedule \"" + name + "\" (expected gpipe, 1f1b, interleaved or zb-h1)";
-    if (s.stages < 1 || s.microbatches < 1 || s.chunks_per_rank < 1)
-        return "stages, microbatches and chunks must be >= 1";
-    if (name == "interleaved") {
-        if (s.chunks_per_rank < 2)
-            return "interleaved needs chunks_per_rank >= 2 (with 1 chunk per rank it is plain 1f1b)";
-        if (s.microbatches % s.stages != 0)
-            return "interleaved needs microbatches (" + std::to_string(s.microbatches) +
-                   ") to be a multiple of the stages (" + std::to_string(s.stages) + ")";
-    } else if (s.chunks_per_rank != 1) {
-        return name + " runs one chunk per rank: chunks_per_rank must be 1 (use schedule = \"interleaved\")";
-    }
-    return "";
-}
-
-PipelineSchedule makePipelineSchedule(const std::string& name, const PipelineShape& shape) {
-    const std::string problem = pipelineShapeProblem(name, shape);
-    if (!problem.empty())
-        throw UsageError(problem);
-    if (name == "gpipe")
-        return gpipe(shape);
-    if (name == "1f1b")
-        return oneForwardOneBackward(shape);
-    if (name == "zb-h1")
-        return zeroBubbleH1(shape);
-    return interleaved(shape);
-}
 
 std::string describeAction(const PipeAction& a) {
     const char* name = "?";
@@ -556,17 +344,6 @@ double simulatedBubble(const std::vector<PredictedSlot>& slots, int stages) {
         busy += slot.end - slot.start;
     }
     return makespan > 0 ? 1.0 - busy / (makespan * stages) : 0.0;
-}
-
-double bubbleTheory(const std::string& name, const PipelineShape& s, double t_f, double t_b, double t_w) {
-    const double p = s.stages, m = s.microbatches, v = s.chunks_per_rank;
-    if (name == "interleaved")
-        return (p - 1) / (v * m + p - 1);
-    if (name == "zb-h1") {
-        const double bubble = (p - 1) * std::max(0.0, t_f + t_b - t_w);
-        return bubble / (m * (t_f + t_b + t_w) + bubble);
-    }
-    return (p - 1) / (m + p - 1);
 }
 
 } // namespace dt

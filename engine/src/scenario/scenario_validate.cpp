@@ -203,7 +203,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
         const char* why =
             st.activation_checkpointing ? "activation_checkpointing (a recompute would move the "
                                           "activation observers a second time)"
-            : st.schedule == "zb-h1"    ? "the zero-bubble schedule (its weight-gradient tape has no "
+            : splitsBackward(s)         ? "the zero-bubble schedule (its weight-gradient tape has no "
                                           "straight-through clip mask)"
             : s.fault_tolerance.enabled ? "[fault_tolerance] (the observers' min and max are not "
                                           "healed)"
@@ -238,10 +238,7 @@ std::optional<Problem> findCrossFieldProblem(const Scenario& s) {
                            -1,
                            "[strategy] kind = \"pipeline\" needs [model] kind = \"tiny_gpt\" (its blocks are "
                            "cut into stages)"};
-        PipelineShape shape;
-        shape.stages = stages;
-        shape.microbatches = st.microbatches;
-        shape.chunks_per_rank = st.chunks_per_rank;
+        const PipelineShape shape = pipelineShapeOf(s);
         const std::string shape_problem = pipelineShapeProblem(st.schedule, shape);
         if (!shape_problem.empty())
             return Problem{"strategy",

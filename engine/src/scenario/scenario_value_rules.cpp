@@ -129,7 +129,7 @@ const EnumRule kEnumRules[] = {
     {"topology", "backend", {"gloo", "mpi"}},
     {"collectives", "ops", {"all_reduce", "all_gather", "reduce_scatter"}},
     {"collectives", "backends", {"gloo", "mpi"}},
-    {"strategy", "schedule", {"gpipe", "1f1b", "interleaved", "zb-h1"}},
+    {"strategy", "schedule", pipelineScheduleNames()},
     {"strategy", "pipeline_data_parallel", {"ddp", "zero1", "fsdp"}},
     {"optimizer", "kind", {"adamw", "sgd"}},
     {"diloco", "pseudo_gradient", {"fp32", "bf16", "int8", "int4"}},
