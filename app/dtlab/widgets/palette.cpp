@@ -132,9 +132,33 @@ ImU32 kindColor(EventKind kind) {
         return IM_COL32(255, 138, 101, 255); // salmon: down to the host
     case EventKind::ParamsToDevice:
         return IM_COL32(100, 181, 246, 255); // light blue: back up to the device
-    default:
+    // No colour of their own: counters drawn as numbers and lines (the metrics
+    // plots pick a colour per rank), and markers that no view draws as a block.
+    // No `default`: a new kind in event_kinds.def is a build error here
+    // (-Werror=switch in app/CMakeLists.txt) until it is given its colour or listed.
+    case EventKind::LossValue:
+    case EventKind::EvalLoss:
+    case EventKind::EvalLossFp32:
+    case EventKind::StepTimeMs:
+    case EventKind::BytesSent:
+    case EventKind::BytesReceived:
+    case EventKind::BytesSentMeasured:
+    case EventKind::BusBandwidth:
+    case EventKind::ClockDriftPpm:
+    case EventKind::ClockSync:
+    case EventKind::DroppedEvents:
+    case EventKind::GradReady:
+    case EventKind::JobHeld:
+    case EventKind::MemLive:
+    case EventKind::MemParamsMaterialized:
+    case EventKind::MemPeak:
+    case EventKind::MemRss:
+    case EventKind::MemStartupPeak:
+    case EventKind::ParamsChecksum:
+    case EventKind::Count: // the number of kinds, not a kind
         return IM_COL32(150, 150, 150, 255);
     }
+    return IM_COL32(150, 150, 150, 255); // not reached: every kind is listed above
 }
 
 ImU32 rankColor(int rank) {
