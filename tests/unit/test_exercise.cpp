@@ -53,7 +53,8 @@ TEST_CASE("A narration step's question is read from [steps.question] and mistake
             kHeader +
                 "[steps.question]\nask = \"MB per rank?\"\nanswer = \"max(peak_memory.optimizer_state) "
                 "/ 1e6\"\n"
-                "unit = \"MB\"\ntolerance = 0.2\nexplain = \"8 Psi / N\"\n"
+                "unit = \"MB\"\ntolerance = 0.2\nexplain = \"8 Psi / N\"\nformula_answer = 1.67\n"
+                "typical_mistake = 6.67\n"
                 "[[steps]]\ntext = \"next\"\nuntil = \"run finished\"\n[steps.question]\nask = \"same?\"\n"
                 "choices = [\"yes\", \"no\"]\nanswer = \"distinct(params_checksum) > 1\"\n",
             "t.toml");
@@ -63,8 +64,18 @@ TEST_CASE("A narration step's question is read from [steps.question] and mistake
         CHECK(s.steps[0].question->unit == "MB");
         CHECK(s.steps[0].question->tolerance == 0.2);
         CHECK(s.steps[0].question->explain == "8 Psi / N");
+        CHECK(s.steps[0].question->formula_answer == std::optional<double>(1.67));
+        CHECK(s.steps[0].question->typical_mistake == std::optional<double>(6.67));
         REQUIRE(s.steps[1].question);
         CHECK(s.steps[1].question->choices == std::vector<std::string>{"yes", "no"});
+        CHECK_FALSE(s.steps[1].question->formula_answer.has_value()); // the run's measurement decides
+    }
+    SECTION("an answer key that is not a number points at its place") {
+        const std::string e = usageError(kHeader + "[steps.question]\nask = \"a\"\nanswer = \"ranks\"\n"
+                                                   "formula_answer = \"four\"\n");
+        INFO(e);
+        CHECK(e.rfind("t.toml:9:", 0) == 0);
+        CHECK(e.find("formula_answer") != std::string::npos);
     }
     SECTION("an answer that does not parse points at its column inside the string") {
         const std::string e = usageError(

@@ -307,6 +307,13 @@ struct NarrationQuestion {
     double tolerance = 0.1;           // numbers: right within this fraction of the measured value
     std::vector<std::string> choices; // empty: a number is asked; else at least two
     std::string explain;              // the formula or the reason, shown beside the measured value
+    // The exercise's own answer key, for the scenario's author and its tests
+    // (never shown before the run decides): what the formula in `explain`
+    // gives (a choice: its index), and a typical mistake the run must judge
+    // wrong. No formula_answer: the run's own measurement is the right answer
+    // (a machine-dependent choice).
+    std::optional<double> formula_answer;
+    std::optional<double> typical_mistake;
 };
 
 struct NarrationStep {

@@ -67,10 +67,16 @@ std::string scenarioToJson(const Scenario& s) {
             {"expect", n.expect},
             {"where", {{"file", n.where.file}, {"line", n.where.line}, {"column", n.where.column}}},
         };
-        if (n.question)
-            step["question"] = {{"ask", n.question->ask},         {"answer", n.question->answer},
-                                {"unit", n.question->unit},       {"tolerance", n.question->tolerance},
-                                {"choices", n.question->choices}, {"explain", n.question->explain}};
+        if (n.question) {
+            const NarrationQuestion& q = *n.question;
+            step["question"] = {{"ask", q.ask},         {"answer", q.answer},
+                                {"unit", q.unit},       {"tolerance", q.tolerance},
+                                {"choices", q.choices}, {"explain", q.explain}};
+            if (q.formula_answer) // the answer key: added after recording version 5, optional
+                step["question"]["formula_answer"] = *q.formula_answer;
+            if (q.typical_mistake)
+                step["question"]["typical_mistake"] = *q.typical_mistake;
+        }
         steps.push_back(step);
     }
     json checks = json::array();
@@ -326,6 +332,10 @@ Scenario scenarioFromJson(const std::string& text) {
                     jq.at("tolerance").get_to(q.tolerance);
                     jq.at("choices").get_to(q.choices);
                     jq.at("explain").get_to(q.explain);
+                    if (jq.contains("formula_answer"))
+                        q.formula_answer = jq.at("formula_answer").get<double>();
+                    if (jq.contains("typical_mistake"))
+                        q.typical_mistake = jq.at("typical_mistake").get<double>();
                     n.question = q;
                 }
                 const json& w = jn.at("where");

@@ -103,8 +103,8 @@ inline const std::vector<std::string> kSwarmKeys = {
 inline const std::vector<std::string> kNetworkKeys = {"bandwidth_mbit_s", "latency_ms"};
 inline const std::vector<std::string> kStepKeys = {"text",  "highlight", "until",
                                                    "pause", "expect",    "question"};
-inline const std::vector<std::string> kQuestionKeys = {"ask",       "answer",  "unit",
-                                                       "tolerance", "choices", "explain"};
+inline const std::vector<std::string> kQuestionKeys = {
+    "ask", "answer", "unit", "tolerance", "choices", "explain", "formula_answer", "typical_mistake"};
 inline const std::vector<std::string> kCheckKeys = {"claim", "expect", "baseline"};
 inline const std::vector<std::string> kBaselineKeys = {
     "strategy",          "microbatches",           "schedule",       "overlap", "activation_checkpointing",

@@ -675,6 +675,10 @@ class ScenarioReader {
                 q.unit = readString("steps.question", e.key, *e.node);
             else if (e.key == "explain")
                 q.explain = readString("steps.question", e.key, *e.node);
+            else if (e.key == "formula_answer")
+                q.formula_answer = readFloat("steps.question", e.key, *e.node);
+            else if (e.key == "typical_mistake")
+                q.typical_mistake = readFloat("steps.question", e.key, *e.node);
             else if (e.key == "tolerance") {
                 q.tolerance = readFloat("steps.question", e.key, *e.node);
                 toleranceNode = e.node;
