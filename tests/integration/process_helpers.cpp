@@ -125,6 +125,30 @@ std::string describe(const ProcessResult& r) {
 }
 
 // [SECTION] Process ------------------------------------------------------------
+// Every child a test starts carries DTLAB_TEST_OWNER=<the test process's pid>, and its
+// children (dtrun's ranks, mpirun's, dtlab's) inherit it: the orphan check of one test
+// sees only its own processes, so tests that start real processes can run side by side.
+namespace {
+constexpr const char* kOwnerVariable = "DTLAB_TEST_OWNER";
+std::string ownerMark() {
+    return std::to_string(::getpid());
+}
+// True when /proc/PID/environ holds DTLAB_TEST_OWNER=ownerMark() (environ is NUL-separated).
+bool startedByThisTest(const std::string& pid) {
+    const std::string environ_text = readFileOrEmpty("/proc/" + pid + "/environ");
+    const std::string entry = std::string(kOwnerVariable) + "=" + ownerMark();
+    size_t at = 0;
+    while (at < environ_text.size()) {
+        const size_t end = environ_text.find('\0', at);
+        const size_t stop = end == std::string::npos ? environ_text.size() : end;
+        if (environ_text.compare(at, stop - at, entry) == 0)
+            return true;
+        at = stop + 1;
+    }
+    return false;
+}
+} // namespace
+
 Process::Process(const std::vector<std::string>& argv, const ProcessOptions& options) : m_options(options) {
     if (argv.empty())
         throw std::invalid_argument("Process: empty argv");
@@ -145,6 +169,7 @@ Process::Process(const std::vector<std::string>& argv, const ProcessOptions& opt
         env.erase(k);
     for (const auto& [k, v] : options.env)
         env[k] = v;
+    env[kOwnerVariable] = ownerMark(); // runningWorkerPids counts only this test's processes
     std::vector<std::string> env_strings;
     for (const auto& [k, v] : env)
         env_strings.push_back(k + "=" + v);
@@ -379,6 +404,8 @@ std::vector<pid_t> runningWorkerPids() {
         if (args[0] != dtrun && realPath(args[0]) != dtrun)
             continue;
         if (std::find(args.begin() + 1, args.end(), "worker") == args.end())
+            continue;
+        if (!startedByThisTest(name))
             continue;
         // A process that ended but was not reaped yet still shows its cmdline for
         // a moment on some kernels; count only ones that are not zombies.

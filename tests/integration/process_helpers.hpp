@@ -108,7 +108,9 @@ class TempDir {
 [[nodiscard]] int freeTcpPort();
 
 // PIDs of live processes whose /proc/PID/cmdline names this build's dtrun
-// (argv[0], path resolved) with an argument "worker". Zombies do not count.
+// (argv[0], path resolved) with an argument "worker" and that this test process
+// started (directly or through dtrun, mpirun or dtlab: DTLAB_TEST_OWNER in their
+// environment). Zombies do not count; another test's workers do not either.
 [[nodiscard]] std::vector<pid_t> runningWorkerPids();
 // Polls until no worker is left or `timeout_s` passes; returns what is left.
 std::vector<pid_t> waitForNoWorkers(double timeout_s);

@@ -45,7 +45,7 @@ std::pair<nlohmann::json, nlohmann::json> runOnBothBackends(const it::TempDir& d
 
 } // namespace
 
-TEST_CASE("The mpi backend trains through mpirun as Gloo does and dies as one job", "[mpi][backends]") {
+TEST_CASE("The mpi backend trains through mpirun as Gloo does and dies as one job", "[mpi][backends][solo]") {
     if (const std::string why = it::mpiSkipReason(); !why.empty()) {
         WARN("skipped: " << why);
         return;

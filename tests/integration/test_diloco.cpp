@@ -167,7 +167,7 @@ TEST_CASE("int8 pseudo-gradients train as far as fp32 ones", "[diloco][slow]") {
 }
 
 TEST_CASE("On a 25 Mbit/s link DDP waits for every all-reduce while DiLoCo keeps computing",
-          "[diloco][network][slow]") {
+          "[diloco][network][slow][solo]") {
     it::TempDir dir;
     // 25 Mbit/s: a DDP step holds about 1 s on the link, several times a
     // step's compute even on a loaded machine, so the comparison below does

@@ -859,7 +859,7 @@ TEST_CASE("every group of 2 x 2 FSDP replica groups killed at once: the restarte
 TEST_CASE(
     "detection by heartbeat waits heartbeat_timeout_ms for a new quorum, by connection it does not, and "
     "the stopwatch says who noticed",
-    "[ft][slow]") {
+    "[ft][slow][solo]") {
     it::TempDir dir;
     std::map<std::string, double> new_quorum_ms;
     for (const std::string detection : {"connection", "heartbeat"}) {
@@ -1400,7 +1400,7 @@ TEST_CASE("a fault-tolerance flag or table that cannot work is refused before an
     CHECK(contains(r2.err, "--chaos-seed: [chaos] needs [fault_tolerance] enabled = true"));
 }
 
-TEST_CASE("a seeded chaos run keeps every invariant", "[ft][chaos][slow]") {
+TEST_CASE("a seeded chaos run keeps every invariant", "[ft][chaos][slow][solo]") {
     // Random kills, hangs and slow-downs; the seed is printed so that a
     // failure can be replayed: dtrun run scenarios/ft_chaos.toml --chaos-seed SEED
     const uint64_t seed = 7;
@@ -1495,7 +1495,7 @@ void runGroupChaos(int steps, uint64_t seed, int min_recoveries, const std::stri
 // 750 steps last about 65 s there (about 130 faults expected).
 TEST_CASE("a long seeded chaos run over 2 x 2 FSDP replica groups: at least 100 faults, every invariant kept "
           "per shard",
-          "[ft][chaos][slow][chaos100]") {
+          "[ft][chaos][slow][chaos100][solo]") {
     runGroupChaos(/*steps=*/750, /*seed=*/5, /*min_recoveries=*/100,
                   R"(["kill", "hang", "partition", "partition", "nan_gradients", "nan_gradients",)"
                   R"( "fail_collective", "fail_collective"])");

@@ -38,7 +38,7 @@ it::ProcessResult mpirun(int ranks, const std::vector<std::string>& program_args
 
 } // namespace
 
-TEST_CASE("The MPI communicator's collectives match a local reference on 2 and 4 ranks", "[mpi]") {
+TEST_CASE("The MPI communicator's collectives match a local reference on 2 and 4 ranks", "[mpi][solo]") {
     if (const std::string why = skipReason(); !why.empty()) {
         WARN("skipped: " << why);
         return;
@@ -67,7 +67,7 @@ TEST_CASE("The MPI communicator's collectives match a local reference on 2 and 4
     }
 }
 
-TEST_CASE("The MPI communicator refuses to start outside mpirun, saying why", "[mpi]") {
+TEST_CASE("The MPI communicator refuses to start outside mpirun, saying why", "[mpi][solo]") {
     SECTION("in a process that mpirun did not start, creating one is a usage error naming mpirun") {
         if (std::getenv("OMPI_COMM_WORLD_RANK"))
             return; // this test process itself runs under mpirun

@@ -84,7 +84,7 @@ double maxAbsDifference(const std::map<std::string, at::Tensor>& a,
 
 } // namespace
 
-TEST_CASE("One server per stage with an identity outer step trains like one process", "[swarm][slow]") {
+TEST_CASE("One server per stage with an identity outer step trains like one process", "[swarm][slow][solo]") {
     it::TempDir dir;
     const std::string single = "[scenario]\nname = \"single\"\n[topology]\nranks = 1\n[model]\nlayers = 4\n"
                                "[data]\nbatch_per_rank = 8\n[strategy]\nkind = \"ddp\"\n[run]\nsteps = 3\n";
@@ -107,7 +107,7 @@ TEST_CASE("One server per stage with an identity outer step trains like one proc
     CHECK(swarm.summary["swarm"]["microbatches"] == 12);
 }
 
-TEST_CASE("A slowed server gets fewer calls under either routing rule", "[swarm][slow]") {
+TEST_CASE("A slowed server gets fewer calls under either routing rule", "[swarm][slow][solo]") {
     it::TempDir dir;
     for (const char* routing : {"throughput", "fastest"}) {
         Swarm w;
@@ -128,7 +128,7 @@ TEST_CASE("A slowed server gets fewer calls under either routing rule", "[swarm]
 }
 
 TEST_CASE("A killed server costs only its calls: training goes on and the replacement rejoins its stage",
-          "[swarm][slow]") {
+          "[swarm][slow][solo]") {
     it::TempDir dir;
     Swarm w;
     w.steps = 36;

@@ -1,7 +1,7 @@
 // test_flat_unit.cpp: the pieces of FSDP below the collectives: unit layouts
 // that match the real models, flat units that pad, view and free, and
 // activation checkpointing that recomputes without changing a gradient.
-#include "strategy/flat_unit.hpp"
+#include "sharding/flat_unit.hpp"
 
 #include "dtlab/scenario.hpp"
 #include "dtlab/sharding_theory.hpp"

@@ -103,7 +103,9 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
                                              "",
                                              0.1,
                                              {"the same", "another"},
-                                             "because"},
+                                             "because",
+                                             1.0,
+                                             std::nullopt},
                        {"/tmp/x.toml", 54, 1}});
 
     Scenario r = dt::scenarioFromJson(dt::scenarioToJson(s));
@@ -205,6 +207,8 @@ TEST_CASE("The JSON round trip preserves every field", "[scenario]") {
         CHECK(r.steps[1].question->answer == "distinct(params_checksum) > 1");
         CHECK(r.steps[1].question->choices == std::vector<std::string>{"the same", "another"});
         CHECK(r.steps[1].question->explain == "because");
+        CHECK(r.steps[1].question->formula_answer == std::optional<double>(1.0));
+        CHECK_FALSE(r.steps[1].question->typical_mistake.has_value());
     }
 
     SECTION("a loaded scenario survives the round trip too") {
