@@ -19,10 +19,10 @@ PipelineSchedule gpipe(const PipelineShape& s) {
     return sched;
 }
 
-
 } // namespace
 
 extern const PipelineScheduleSpec kGpipeSchedule{
-    "gpipe", "all forwards, then all backwards", false, false, "(p-1)/(m+p-1)", gpipe, oneChunkBubble, nullptr};
+    "gpipe", "all forwards, then all backwards", false, false, "(p-1)/(m+p-1)", gpipe, oneChunkBubble,
+    nullptr};
 
 } // namespace dt::schedules

@@ -64,8 +64,13 @@ std::string interleavedShapeProblem(const PipelineShape& s) {
 
 } // namespace
 
-extern const PipelineScheduleSpec kInterleavedSchedule{
-    "interleaved", "1f1b over v chunks per rank, in Megatron's order", false, true, "(p-1)/(v m+p-1)",
-    interleaved, interleavedBubble, interleavedShapeProblem};
+extern const PipelineScheduleSpec kInterleavedSchedule{"interleaved",
+                                                       "1f1b over v chunks per rank, in Megatron's order",
+                                                       false,
+                                                       true,
+                                                       "(p-1)/(v m+p-1)",
+                                                       interleaved,
+                                                       interleavedBubble,
+                                                       interleavedShapeProblem};
 
 } // namespace dt::schedules

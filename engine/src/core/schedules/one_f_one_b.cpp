@@ -42,7 +42,9 @@ std::vector<PipeAction> oneForwardOneBackwardOrder(const PipelineShape& s, int r
 }
 
 extern const PipelineScheduleSpec kOneForwardOneBackwardSchedule{
-    "1f1b", "p-1-r warm-up forwards, then one forward / one backward", false, false, "(p-1)/(m+p-1)",
-    oneForwardOneBackward, oneChunkBubble, nullptr};
+    "1f1b",          "p-1-r warm-up forwards, then one forward / one backward",
+    false,           false,
+    "(p-1)/(m+p-1)", oneForwardOneBackward,
+    oneChunkBubble,  nullptr};
 
 } // namespace dt::schedules

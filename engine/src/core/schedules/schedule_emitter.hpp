@@ -35,7 +35,8 @@ struct Emitter {
 // 1F1B's compute actions on rank r, in order (no sends or receives): p-1-r
 // warm-up forwards, then one forward / one backward, then the cool-down
 // backwards. `backward` is B (1f1b) or Bi (zb-h1).
-[[nodiscard]] std::vector<PipeAction> oneForwardOneBackwardOrder(const PipelineShape& s, int r, PipeOp backward);
+[[nodiscard]] std::vector<PipeAction> oneForwardOneBackwardOrder(const PipelineShape& s, int r,
+                                                                 PipeOp backward);
 
 // The bubble of GPipe and 1F1B (one chunk per rank): (p-1) / (m + p - 1).
 inline double oneChunkBubble(const PipelineShape& s, double /*t_f*/, double /*t_b*/, double /*t_w*/) {

@@ -42,7 +42,8 @@ const PipelineScheduleSpec* findPipelineSchedule(const std::string& name) {
 const PipelineScheduleSpec& pipelineSchedule(const std::string& name) {
     if (const PipelineScheduleSpec* spec = findPipelineSchedule(name))
         return *spec;
-    throw UsageError("unknown pipeline schedule \"" + name + "\" (expected " + pipelineScheduleNameList() + ")");
+    throw UsageError("unknown pipeline schedule \"" + name + "\" (expected " + pipelineScheduleNameList() +
+                     ")");
 }
 
 std::string pipelineScheduleNameList() {

@@ -94,7 +94,13 @@ double zeroBubbleH1Bubble(const PipelineShape& s, double t_f, double t_b, double
 } // namespace
 
 extern const PipelineScheduleSpec kZeroBubbleH1Schedule{
-    "zb-h1", "1f1b with the backward split; weight gradients fill the waits", true, false,
-    "(p-1)(F+Bi-W) / (m(F+Bi+W) + (p-1)(F+Bi-W))", zeroBubbleH1, zeroBubbleH1Bubble, nullptr};
+    "zb-h1",
+    "1f1b with the backward split; weight gradients fill the waits",
+    true,
+    false,
+    "(p-1)(F+Bi-W) / (m(F+Bi+W) + (p-1)(F+Bi-W))",
+    zeroBubbleH1,
+    zeroBubbleH1Bubble,
+    nullptr};
 
 } // namespace dt::schedules
